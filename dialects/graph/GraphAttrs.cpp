@@ -1,0 +1,245 @@
+//===- GraphAttrs.cpp - graph dialect attributes --------------------------===//
+
+#include "dialects/graph/GraphAttrs.h"
+#include "dialects/graph/GraphDialect.h"
+
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/APFloat.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallString.h"
+#include "llvm/ADT/StringSwitch.h"
+#include "llvm/ADT/TypeSwitch.h"
+#include <charconv>
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::graph;
+
+#include "dialects/graph/GraphEnums.cpp.inc"
+#define GET_ATTRDEF_CLASSES
+#include "dialects/graph/GraphAttrs.cpp.inc"
+
+void GraphDialect::registerAttributes() {
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "dialects/graph/GraphAttrs.cpp.inc"
+      >();
+}
+
+FailureOr<llvm::APFloat> mlir::graph::parseF64(AsmParser &parser) {
+  double value;
+  if (parser.parseFloat(value))
+    return failure();
+  return llvm::APFloat(value);
+}
+
+void mlir::graph::printF64(AsmPrinter &printer, const llvm::APFloat &value) {
+  // std::to_chars gives the shortest digits that read back as the same
+  // double; MLIR's lexer only takes a float literal with a '.'.
+  char buffer[64];
+  auto [end, ec] =
+      std::to_chars(buffer, buffer + sizeof(buffer), value.convertToDouble());
+  std::string text(buffer, end);
+  if (text.find_first_of(".ni") == std::string::npos) {
+    size_t exponent = text.find('e');
+    text.insert(exponent == std::string::npos ? text.size() : exponent, ".0");
+  }
+  printer.getStream() << text;
+}
+
+FailureOr<bool> mlir::graph::parseBool(AsmParser &parser) {
+  if (succeeded(parser.parseOptionalKeyword("true")))
+    return true;
+  if (succeeded(parser.parseOptionalKeyword("false")))
+    return false;
+  return parser.emitError(parser.getCurrentLocation(),
+                          "expected 'true' or 'false'");
+}
+
+//===----------------------------------------------------------------------===//
+// InitializerAttr
+//===----------------------------------------------------------------------===//
+
+ArrayRef<StringRef> InitializerAttr::parameterNames(InitKind kind) {
+  static const StringRef normal[] = {"mean", "stddev", "seed"};
+  static const StringRef uniform[] = {"minval", "maxval", "seed"};
+  static const StringRef constant[] = {"value"};
+  static const StringRef seedOnly[] = {"seed"};
+  switch (kind) {
+  case InitKind::zeros:
+  case InitKind::ones:
+    return {};
+  case InitKind::constant:
+    return constant;
+  case InitKind::random_normal:
+  case InitKind::truncated_normal:
+    return normal;
+  case InitKind::random_uniform:
+    return uniform;
+  case InitKind::glorot_uniform:
+  case InitKind::glorot_normal:
+  case InitKind::he_normal:
+  case InitKind::he_uniform:
+  case InitKind::lecun_normal:
+  case InitKind::lecun_uniform:
+    return seedOnly;
+  }
+  llvm_unreachable("unknown initializer kind");
+}
+
+Attribute InitializerAttr::parse(AsmParser &parser, Type) {
+  StringRef kindName;
+  SMLoc kindLoc = parser.getCurrentLocation();
+  if (parser.parseLess() || parser.parseKeyword(&kindName))
+    return {};
+  std::optional<InitKind> kind = symbolizeInitKind(kindName);
+  if (!kind) {
+    parser.emitError(kindLoc, "unknown initializer '") << kindName << "'";
+    return {};
+  }
+  double mean = 0.0, stddev = 0.05, minval = -0.05, maxval = 0.05, value = 0.0;
+  std::optional<int64_t> seed;
+  ArrayRef<StringRef> allowed = parameterNames(*kind);
+  while (succeeded(parser.parseOptionalComma())) {
+    StringRef key;
+    SMLoc keyLoc = parser.getCurrentLocation();
+    if (parser.parseKeyword(&key) || parser.parseEqual())
+      return {};
+    if (!llvm::is_contained(allowed, key)) {
+      parser.emitError(keyLoc, "'")
+          << key << "' is not a parameter of initializer '" << kindName << "'";
+      return {};
+    }
+    if (key == "seed") {
+      int64_t s;
+      if (parser.parseInteger(s))
+        return {};
+      seed = s;
+      continue;
+    }
+    double number;
+    if (parser.parseFloat(number))
+      return {};
+    double *slot = llvm::StringSwitch<double *>(key)
+                       .Case("mean", &mean)
+                       .Case("stddev", &stddev)
+                       .Case("minval", &minval)
+                       .Case("maxval", &maxval)
+                       .Case("value", &value);
+    *slot = number;
+  }
+  if (parser.parseGreater())
+    return {};
+  using llvm::APFloat;
+  return parser.getChecked<InitializerAttr>(
+      parser.getContext(), *kind, APFloat(mean), APFloat(stddev),
+      APFloat(minval), APFloat(maxval), APFloat(value), seed);
+}
+
+void InitializerAttr::print(AsmPrinter &printer) const {
+  printer << '<' << stringifyInitKind(getKind());
+  for (StringRef name : parameterNames(getKind())) {
+    if (name == "seed") {
+      if (getSeed())
+        printer << ", seed = " << *getSeed();
+      continue;
+    }
+    llvm::APFloat v = llvm::StringSwitch<llvm::APFloat>(name)
+                          .Case("mean", getMean())
+                          .Case("stddev", getStddev())
+                          .Case("minval", getMinval())
+                          .Case("maxval", getMaxval())
+                          .Case("value", getValue());
+    printer << ", " << name << " = ";
+    printF64(printer, v);
+  }
+  printer << '>';
+}
+
+LogicalResult InitializerAttr::verify(
+    function_ref<InFlightDiagnostic()> emitError, InitKind kind,
+    llvm::APFloat meanF, llvm::APFloat stddevF, llvm::APFloat minvalF,
+    llvm::APFloat maxvalF, llvm::APFloat valueF, std::optional<int64_t> seed) {
+  double mean = meanF.convertToDouble(), stddev = stddevF.convertToDouble();
+  double minval = minvalF.convertToDouble(), maxval = maxvalF.convertToDouble();
+  double value = valueF.convertToDouble();
+  for (double v : {mean, stddev, minval, maxval, value})
+    if (!std::isfinite(v))
+      return emitError() << "initializer parameters must be finite";
+  if ((kind == InitKind::random_normal || kind == InitKind::truncated_normal) &&
+      stddev <= 0)
+    return emitError() << "initializer '" << stringifyInitKind(kind)
+                       << "' needs stddev > 0, got " << stddev;
+  if (kind == InitKind::random_uniform && !(minval < maxval))
+    return emitError() << "initializer 'random_uniform' needs minval < maxval, "
+                          "got ["
+                       << minval << ", " << maxval << "]";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Optimizers
+//===----------------------------------------------------------------------===//
+
+static LogicalResult
+verifyLearningRate(function_ref<InFlightDiagnostic()> emitError,
+                   StringRef optimizer, double learningRate) {
+  if (!(learningRate > 0) || !std::isfinite(learningRate))
+    return emitError() << optimizer << " needs a finite learning_rate > 0, got "
+                       << learningRate;
+  return success();
+}
+
+static LogicalResult
+verifyUnitInterval(function_ref<InFlightDiagnostic()> emitError,
+                   StringRef optimizer, StringRef name, double v) {
+  if (!(v >= 0 && v < 1))
+    return emitError() << optimizer << " needs " << name << " in [0, 1), got "
+                       << v;
+  return success();
+}
+
+LogicalResult SGDAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                              llvm::APFloat learningRateF,
+                              llvm::APFloat momentumF, bool nesterov) {
+  double learningRate = learningRateF.convertToDouble();
+  double momentum = momentumF.convertToDouble();
+  if (failed(verifyLearningRate(emitError, "sgd", learningRate)) ||
+      failed(verifyUnitInterval(emitError, "sgd", "momentum", momentum)))
+    return failure();
+  if (nesterov && momentum == 0)
+    return emitError() << "sgd with nesterov needs momentum > 0";
+  return success();
+}
+
+LogicalResult AdamAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                               llvm::APFloat learningRateF,
+                               llvm::APFloat beta1F, llvm::APFloat beta2F,
+                               llvm::APFloat epsilonF, bool) {
+  double learningRate = learningRateF.convertToDouble();
+  double beta1 = beta1F.convertToDouble(), beta2 = beta2F.convertToDouble();
+  double epsilon = epsilonF.convertToDouble();
+  if (failed(verifyLearningRate(emitError, "adam", learningRate)) ||
+      failed(verifyUnitInterval(emitError, "adam", "beta_1", beta1)) ||
+      failed(verifyUnitInterval(emitError, "adam", "beta_2", beta2)))
+    return failure();
+  if (!(epsilon > 0))
+    return emitError() << "adam needs epsilon > 0, got " << epsilon;
+  return success();
+}
+
+LogicalResult RMSpropAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                  llvm::APFloat learningRateF,
+                                  llvm::APFloat rhoF, llvm::APFloat momentumF,
+                                  llvm::APFloat epsilonF, bool) {
+  double learningRate = learningRateF.convertToDouble();
+  double rho = rhoF.convertToDouble(), momentum = momentumF.convertToDouble();
+  double epsilon = epsilonF.convertToDouble();
+  if (failed(verifyLearningRate(emitError, "rmsprop", learningRate)) ||
+      failed(verifyUnitInterval(emitError, "rmsprop", "rho", rho)) ||
+      failed(verifyUnitInterval(emitError, "rmsprop", "momentum", momentum)))
+    return failure();
+  if (!(epsilon > 0))
+    return emitError() << "rmsprop needs epsilon > 0, got " << epsilon;
+  return success();
+}

@@ -1,0 +1,24 @@
+//===- GraphAttrs.h - graph dialect attributes ------------------*- C++ -*-===//
+
+#ifndef DIALECTS_GRAPH_GRAPHATTRS_H
+#define DIALECTS_GRAPH_GRAPHATTRS_H
+
+#include "mlir/IR/Attributes.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/DialectImplementation.h"
+
+#include "dialects/graph/GraphEnums.h.inc"
+
+namespace mlir::graph {
+/// Parses a double written as an MLIR float or integer literal.
+FailureOr<llvm::APFloat> parseF64(AsmParser &parser);
+/// Prints a double so that it reads back exactly and always as a float.
+void printF64(AsmPrinter &printer, const llvm::APFloat &value);
+/// Parses `true` or `false`.
+FailureOr<bool> parseBool(AsmParser &parser);
+} // namespace mlir::graph
+
+#define GET_ATTRDEF_CLASSES
+#include "dialects/graph/GraphAttrs.h.inc"
+
+#endif // DIALECTS_GRAPH_GRAPHATTRS_H

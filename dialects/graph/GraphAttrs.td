@@ -1,0 +1,147 @@
+//===- GraphAttrs.td - graph dialect attributes ------------*- tablegen -*-===//
+
+#ifndef GRAPH_ATTRS_TD
+#define GRAPH_ATTRS_TD
+
+include "dialects/graph/GraphDialect.td"
+include "mlir/IR/AttrTypeBase.td"
+include "mlir/IR/EnumAttr.td"
+
+//===----------------------------------------------------------------------===//
+// Enums
+//===----------------------------------------------------------------------===//
+
+def Graph_Padding : I32EnumAttr<"Padding", "Keras padding mode", [
+    I32EnumAttrCase<"valid", 0>, I32EnumAttrCase<"same", 1>]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::mlir::graph";
+}
+def Graph_PaddingAttr : EnumAttr<Graph_Dialect, Graph_Padding, "padding">;
+
+def Graph_InitKind : I32EnumAttr<"InitKind", "Keras weight initializer", [
+    I32EnumAttrCase<"zeros", 0>,
+    I32EnumAttrCase<"ones", 1>,
+    I32EnumAttrCase<"constant", 2>,
+    I32EnumAttrCase<"random_normal", 3>,
+    I32EnumAttrCase<"random_uniform", 4>,
+    I32EnumAttrCase<"truncated_normal", 5>,
+    I32EnumAttrCase<"glorot_uniform", 6>,
+    I32EnumAttrCase<"glorot_normal", 7>,
+    I32EnumAttrCase<"he_normal", 8>,
+    I32EnumAttrCase<"he_uniform", 9>,
+    I32EnumAttrCase<"lecun_normal", 10>,
+    I32EnumAttrCase<"lecun_uniform", 11>]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::mlir::graph";
+}
+
+def Graph_LossKind : I32EnumAttr<"LossKind", "training loss", [
+    I32EnumAttrCase<"categorical_crossentropy", 0>,
+    I32EnumAttrCase<"sparse_categorical_crossentropy", 1>]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::mlir::graph";
+}
+def Graph_LossKindAttr : EnumAttr<Graph_Dialect, Graph_LossKind, "loss">;
+
+//===----------------------------------------------------------------------===//
+// Attributes
+//===----------------------------------------------------------------------===//
+
+class Graph_Attr<string name, string attrMnemonic, list<Trait> traits = []>
+    : AttrDef<Graph_Dialect, name, traits> {
+  let mnemonic = attrMnemonic;
+}
+
+// A double printed in its shortest exact form, always with a '.' so MLIR's
+// lexer reads it back as a float. Required: optimizer attributes print every
+// hyper-parameter so a test file shows exactly what trains.
+class Graph_F64Param<string desc = "">
+    : AttrOrTypeParameter<"::llvm::APFloat", desc> {
+  let comparator = "$_lhs.bitwiseIsEqual($_rhs)";
+  let parser = "::mlir::graph::parseF64($_parser)";
+  let printer = "::mlir::graph::printF64($_printer, $_self)";
+}
+
+class Graph_BoolParam<string desc = ""> : AttrOrTypeParameter<"bool", desc> {
+  let parser = "::mlir::graph::parseBool($_parser)";
+  let printer = "$_printer << ($_self ? \"true\" : \"false\")";
+}
+
+def Graph_InitializerAttr : Graph_Attr<"Initializer", "init"> {
+  let summary = "how a variable's initial value is drawn";
+  let description = [{
+    Keras initializers with their parameters. Only the parameters that the
+    kind takes are printed and parsed:
+
+    ```mlir
+    #graph.init<glorot_uniform>
+    #graph.init<random_normal, mean = 0.0, stddev = 0.05, seed = 7>
+    #graph.init<constant, value = 0.1>
+    ```
+
+    Values are drawn by the runtime's counter-based generator keyed by the
+    variable's name, so every backend and replica count starts alike; `seed`,
+    when present, is mixed into that key.
+  }];
+  let parameters = (ins
+    "::mlir::graph::InitKind":$kind,
+    Graph_F64Param<>:$mean,
+    Graph_F64Param<>:$stddev,
+    Graph_F64Param<>:$minval,
+    Graph_F64Param<>:$maxval,
+    Graph_F64Param<>:$value,
+    OptionalParameter<"std::optional<int64_t>">:$seed
+  );
+  let builders = [
+    AttrBuilder<(ins "::mlir::graph::InitKind":$kind), [{
+      using ::llvm::APFloat;
+      return $_get($_ctxt, kind, APFloat(0.0), APFloat(0.05), APFloat(-0.05),
+                   APFloat(0.05), APFloat(0.0), std::nullopt);
+    }]>
+  ];
+  let hasCustomAssemblyFormat = 1;
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// The parameter names that `kind` takes, in printing order.
+    static ::llvm::ArrayRef<::llvm::StringRef> parameterNames(InitKind kind);
+  }];
+}
+
+def Graph_SGDAttr : Graph_Attr<"SGD", "sgd"> {
+  let summary = "stochastic gradient descent with optional (Nesterov) momentum";
+  let parameters = (ins
+    Graph_F64Param<>:$learning_rate,
+    Graph_F64Param<>:$momentum,
+    Graph_BoolParam<>:$nesterov
+  );
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
+def Graph_AdamAttr : Graph_Attr<"Adam", "adam"> {
+  let summary = "Adam with bias correction, epsilon added as Keras adds it";
+  let parameters = (ins
+    Graph_F64Param<>:$learning_rate,
+    Graph_F64Param<>:$beta_1,
+    Graph_F64Param<>:$beta_2,
+    Graph_F64Param<>:$epsilon,
+    Graph_BoolParam<>:$amsgrad
+  );
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
+def Graph_RMSpropAttr : Graph_Attr<"RMSprop", "rmsprop"> {
+  let summary = "RMSprop with optional momentum and centering";
+  let parameters = (ins
+    Graph_F64Param<>:$learning_rate,
+    Graph_F64Param<>:$rho,
+    Graph_F64Param<>:$momentum,
+    Graph_F64Param<>:$epsilon,
+    Graph_BoolParam<>:$centered
+  );
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
+#endif // GRAPH_ATTRS_TD

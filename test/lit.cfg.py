@@ -1,0 +1,23 @@
+# -*- Python -*-
+import os
+
+import lit.formats
+from lit.llvm import llvm_config
+from lit.llvm.subst import ToolSubst
+
+config.name = "GRAPH"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".test", ".json"]
+config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "Inputs", "fixtures"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.graph_obj_root, "test")
+config.substitutions.append(("%src_root", config.graph_src_root))
+config.substitutions.append(("%examples", os.path.join(config.graph_src_root, "examples")))
+config.substitutions.append(("%fixtures", os.path.join(config.graph_src_root, "test", "frontends", "keras", "fixtures")))
+
+llvm_config.with_system_environment(["HOME", "TMPDIR"])
+llvm_config.use_default_substitutions()
+
+tool_dirs = [config.graph_tools_dir, config.llvm_tools_dir]
+tools = ["graph-opt", "graph-import"]
+llvm_config.add_tool_substitutions(tools, tool_dirs)
