@@ -1,0 +1,254 @@
+#!/usr/bin/env python3
+"""Generate Keras model JSON fixtures with real Keras.
+
+Normally run through scripts/gen-keras-fixtures.sh, which creates the
+virtual environments with the pinned versions below.
+
+Versions these fixtures were generated with (Python 3.11.7):
+  --flavor keras3 : keras==3.15.1, jax[cpu]==0.10.2 (jaxlib==0.10.2),
+                    numpy==2.4.6, KERAS_BACKEND=jax
+  --flavor tf2    : tensorflow-cpu==2.15.1 (bundled keras==2.15.0,
+                    i.e. tf.keras / Keras 2), numpy==1.26.4
+
+Outputs (paths relative to the repository root):
+  keras3:
+    examples/fashion_mnist_cnn.json
+    examples/mgpu_mlp.json
+    examples/multiworker_cnn.json
+    examples/vgg16_oct.json
+    examples/residual_concat.json
+    test/frontends/keras/fixtures/fashion_mnist_cnn.keras
+    test/frontends/keras/fixtures/residual_concat.keras
+  tf2:
+    test/frontends/keras/fixtures/tf2/fashion_mnist_cnn.json
+    test/frontends/keras/fixtures/tf2/multiworker_cnn.json
+    test/frontends/keras/fixtures/tf2/residual_concat.json
+
+Every model is built after clearing the Keras session and re-seeding, so the
+layer names are Keras' default auto names (conv2d, conv2d_1, dense, ...)
+starting fresh for each model. JSON is written with indent=2, keys in the
+order Keras emits them, and a trailing newline. Existing outputs are
+overwritten.
+
+Usage:
+  gen_keras_fixtures.py --flavor {keras3,tf2} [--repo-root DIR]
+                        [--examples-dir DIR] [--fixtures-dir DIR]
+"""
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+SEED = 1234
+
+
+def parse_args():
+    default_root = Path(__file__).resolve().parent.parent
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--flavor", choices=["keras3", "tf2"], required=True)
+    p.add_argument("--repo-root", type=Path, default=default_root)
+    p.add_argument("--examples-dir", type=Path, default=None,
+                   help="default: <repo-root>/examples")
+    p.add_argument("--fixtures-dir", type=Path, default=None,
+                   help="default: <repo-root>/test/frontends/keras/fixtures")
+    args = p.parse_args()
+    root = args.repo_root.resolve()
+    if args.examples_dir is None:
+        args.examples_dir = root / "examples"
+    if args.fixtures_dir is None:
+        args.fixtures_dir = root / "test" / "frontends" / "keras" / "fixtures"
+    return args
+
+
+def write_json(path, json_text):
+    """Pretty-print the string returned by model.to_json() to `path`."""
+    data = json.loads(json_text)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(data, f, indent=2, sort_keys=False)
+        f.write("\n")
+    os.replace(tmp, path)
+    print(f"wrote {path}")
+
+
+def save_archive(model, path):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.exists():
+        path.unlink()
+    model.save(str(path))
+    print(f"wrote {path}")
+
+
+# --------------------------------------------------------------------------
+# Model definitions. `keras` is either Keras 3 (`import keras`) or the
+# Keras 2 bundled with TensorFlow 2.15 (`tf.keras`); `flavor` selects the
+# few spots where the two differ.
+# --------------------------------------------------------------------------
+
+def fashion_mnist_cnn(keras, flavor):
+    L = keras.layers
+    inputs = keras.Input(shape=(28, 28, 1))
+    x = L.Conv2D(32, (3, 3), activation="relu")(inputs)
+    x = L.MaxPooling2D(pool_size=(2, 2), strides=2)(x)
+    x = L.Conv2D(64, (3, 3), activation="relu")(x)
+    x = L.MaxPooling2D(pool_size=(2, 2), strides=2)(x)
+    x = L.Conv2D(64, (3, 3), activation="relu")(x)
+    x = L.Flatten()(x)
+    x = L.Dense(64, activation="relu")(x)
+    outputs = L.Dense(10, activation="softmax")(x)
+    model = keras.Model(inputs=inputs, outputs=outputs)
+    model.compile(loss="categorical_crossentropy",
+                  optimizer=keras.optimizers.Adam(learning_rate=0.001),
+                  metrics=["accuracy"])
+    return model
+
+
+def mgpu_mlp(keras, flavor):
+    # Keras multi-GPU distributed training guide.
+    L = keras.layers
+    inputs = keras.Input(shape=(784,))
+    x = L.Dense(256, activation="relu")(inputs)
+    x = L.Dense(256, activation="relu")(x)
+    outputs = L.Dense(10)(x)
+    model = keras.Model(inputs, outputs)
+    model.compile(
+        optimizer=keras.optimizers.Adam(),
+        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        metrics=[keras.metrics.SparseCategoricalAccuracy()])
+    return model
+
+
+def multiworker_cnn(keras, flavor):
+    L = keras.layers
+    if flavor == "keras3":
+        # Keras 3 prefers an explicit Input in Sequential models (the
+        # `input_shape=` layer kwarg still works there but warns).
+        first = [keras.Input(shape=(28, 28, 1)),
+                 L.Conv2D(32, 3, activation="relu")]
+    else:
+        first = [L.Conv2D(32, 3, activation="relu", input_shape=(28, 28, 1))]
+    model = keras.Sequential(first + [
+        L.MaxPooling2D(),
+        L.Flatten(),
+        L.Dense(64, activation="relu"),
+        L.Dense(10),
+    ])
+    model.compile(
+        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        optimizer=keras.optimizers.SGD(learning_rate=1e-4),
+        metrics=["accuracy"])
+    return model
+
+
+def vgg16_oct(keras, flavor):
+    # weights=None: no network access to download ImageNet weights.
+    vgg = keras.applications.VGG16(input_shape=(224, 224, 3),
+                                   include_top=False, weights=None)
+    x = keras.layers.Flatten()(vgg.output)
+    outputs = keras.layers.Dense(4, activation="softmax")(x)
+    model = keras.Model(inputs=vgg.input, outputs=outputs)
+    for layer in vgg.layers[:-4]:
+        layer.trainable = False
+    model.compile(optimizer=keras.optimizers.Adam(),
+                  loss="categorical_crossentropy",
+                  metrics=["accuracy"])
+    return model
+
+
+def residual_concat(keras, flavor):
+    L = keras.layers
+    inputs = keras.Input(shape=(32, 32, 3))
+    x = L.Conv2D(16, 3, padding="same", activation="relu")(inputs)
+    b1 = L.Conv2D(16, 3, padding="same")(x)
+    b2 = L.Conv2D(16, 1)(x)
+    added = L.Add()([b1, b2])
+    y = L.Concatenate()([added, x])
+    y = L.BatchNormalization()(y)
+    y = L.Activation("relu")(y)
+    y = L.GlobalAveragePooling2D()(y)
+    y = L.Dropout(0.5)(y)
+    outputs = L.Dense(10, activation="softmax")(y)
+    model = keras.Model(inputs, outputs)
+    model.compile(
+        optimizer=keras.optimizers.SGD(learning_rate=0.01, momentum=0.9,
+                                       nesterov=True),
+        loss="categorical_crossentropy",
+        metrics=["accuracy"])
+    return model
+
+
+# --------------------------------------------------------------------------
+
+def run_keras3(args):
+    os.environ.setdefault("KERAS_BACKEND", "jax")
+    import keras  # noqa: E402
+
+    def fresh():
+        keras.backend.clear_session()
+        keras.utils.set_random_seed(SEED)
+
+    fresh()
+    assert keras.backend.image_data_format() == "channels_last", \
+        "unexpected image_data_format; set KERAS_HOME to a clean directory"
+    assert keras.backend.floatx() == "float32"
+    print(f"keras {keras.__version__}, backend {keras.backend.backend()}")
+
+    ex, fx = args.examples_dir, args.fixtures_dir
+    builders = [
+        ("fashion_mnist_cnn", fashion_mnist_cnn, True),
+        ("mgpu_mlp", mgpu_mlp, False),
+        ("multiworker_cnn", multiworker_cnn, False),
+        ("vgg16_oct", vgg16_oct, False),
+        ("residual_concat", residual_concat, True),
+    ]
+    for name, build, archive in builders:
+        fresh()
+        model = build(keras, "keras3")
+        write_json(ex / f"{name}.json", model.to_json())
+        if archive:
+            save_archive(model, fx / f"{name}.keras")
+
+
+def run_tf2(args):
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    import tensorflow as tf  # noqa: E402
+    import keras as keras_pkg  # the keras 2.x package tf.keras points to
+    keras = tf.keras
+    if not keras_pkg.__version__.startswith("2."):
+        sys.exit(f"tf.keras is {keras_pkg.__version__}, expected Keras 2.x")
+
+    def fresh():
+        keras.backend.clear_session()
+        keras.utils.set_random_seed(SEED)
+
+    fresh()
+    assert keras.backend.image_data_format() == "channels_last", \
+        "unexpected image_data_format; set KERAS_HOME to a clean directory"
+    assert keras.backend.floatx() == "float32"
+    print(f"tensorflow {tf.__version__}, tf.keras {keras_pkg.__version__}")
+
+    out = args.fixtures_dir / "tf2"
+    builders = [
+        ("fashion_mnist_cnn", fashion_mnist_cnn),
+        ("multiworker_cnn", multiworker_cnn),
+        ("residual_concat", residual_concat),
+    ]
+    for name, build in builders:
+        fresh()
+        model = build(keras, "tf2")
+        write_json(out / f"{name}.json", model.to_json())
+
+
+def main():
+    args = parse_args()
+    if args.flavor == "keras3":
+        run_keras3(args)
+    else:
+        run_tf2(args)
+
+
+if __name__ == "__main__":
+    main()
