@@ -33,13 +33,16 @@ FailureOr<llvm::APFloat> mlir::graph::parseF64(AsmParser &parser) {
   return llvm::APFloat(value);
 }
 
-void mlir::graph::printF64(AsmPrinter &printer, const llvm::APFloat &value) {
-  // std::to_chars gives the shortest digits that read back as the same
-  // double; MLIR's lexer only takes a float literal with a '.'.
+std::string mlir::graph::formatF64(double value) {
+  // std::to_chars gives the shortest digits that read back as the same double.
   char buffer[64];
-  auto [end, ec] =
-      std::to_chars(buffer, buffer + sizeof(buffer), value.convertToDouble());
-  std::string text(buffer, end);
+  auto [end, ec] = std::to_chars(buffer, buffer + sizeof(buffer), value);
+  return std::string(buffer, end);
+}
+
+void mlir::graph::printF64(AsmPrinter &printer, const llvm::APFloat &value) {
+  // MLIR's lexer only takes a float literal with a '.'.
+  std::string text = formatF64(value.convertToDouble());
   if (text.find_first_of(".ni") == std::string::npos) {
     size_t exponent = text.find('e');
     text.insert(exponent == std::string::npos ? text.size() : exponent, ".0");
@@ -169,11 +172,11 @@ LogicalResult InitializerAttr::verify(
   if ((kind == InitKind::random_normal || kind == InitKind::truncated_normal) &&
       stddev <= 0)
     return emitError() << "initializer '" << stringifyInitKind(kind)
-                       << "' needs stddev > 0, got " << stddev;
+                       << "' needs stddev > 0, got " << formatF64(stddev);
   if (kind == InitKind::random_uniform && !(minval < maxval))
     return emitError() << "initializer 'random_uniform' needs minval < maxval, "
                           "got ["
-                       << minval << ", " << maxval << "]";
+                       << formatF64(minval) << ", " << formatF64(maxval) << "]";
   return success();
 }
 
@@ -186,7 +189,7 @@ verifyLearningRate(function_ref<InFlightDiagnostic()> emitError,
                    StringRef optimizer, double learningRate) {
   if (!(learningRate > 0) || !std::isfinite(learningRate))
     return emitError() << optimizer << " needs a finite learning_rate > 0, got "
-                       << learningRate;
+                       << formatF64(learningRate);
   return success();
 }
 
@@ -195,7 +198,7 @@ verifyUnitInterval(function_ref<InFlightDiagnostic()> emitError,
                    StringRef optimizer, StringRef name, double v) {
   if (!(v >= 0 && v < 1))
     return emitError() << optimizer << " needs " << name << " in [0, 1), got "
-                       << v;
+                       << formatF64(v);
   return success();
 }
 
@@ -224,7 +227,7 @@ LogicalResult AdamAttr::verify(function_ref<InFlightDiagnostic()> emitError,
       failed(verifyUnitInterval(emitError, "adam", "beta_2", beta2)))
     return failure();
   if (!(epsilon > 0))
-    return emitError() << "adam needs epsilon > 0, got " << epsilon;
+    return emitError() << "adam needs epsilon > 0, got " << formatF64(epsilon);
   return success();
 }
 
@@ -240,6 +243,7 @@ LogicalResult RMSpropAttr::verify(function_ref<InFlightDiagnostic()> emitError,
       failed(verifyUnitInterval(emitError, "rmsprop", "momentum", momentum)))
     return failure();
   if (!(epsilon > 0))
-    return emitError() << "rmsprop needs epsilon > 0, got " << epsilon;
+    return emitError() << "rmsprop needs epsilon > 0, got "
+                       << formatF64(epsilon);
   return success();
 }

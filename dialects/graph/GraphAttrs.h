@@ -14,6 +14,8 @@ namespace mlir::graph {
 FailureOr<llvm::APFloat> parseF64(AsmParser &parser);
 /// Prints a double so that it reads back exactly and always as a float.
 void printF64(AsmPrinter &printer, const llvm::APFloat &value);
+/// The shortest decimal text that reads back as `value` ("0.001", "-1").
+std::string formatF64(double value);
 /// Parses `true` or `false`.
 FailureOr<bool> parseBool(AsmParser &parser);
 } // namespace mlir::graph

@@ -323,7 +323,7 @@ LogicalResult SoftmaxOp::verify() {
 LogicalResult DropoutOp::verify() {
   double rate = getRate().convertToDouble();
   if (!(rate >= 0 && rate < 1))
-    return emitOpError("rate must be in [0, 1), got ") << rate;
+    return emitOpError("rate must be in [0, 1), got ") << formatF64(rate);
   return success();
 }
 
@@ -435,7 +435,8 @@ LogicalResult BatchNormOp::inferReturnTypes(MLIRContext *,
   double epsilon = adaptor.getEpsilon().convertToDouble();
   double momentum = adaptor.getMomentum().convertToDouble();
   if (!(epsilon > 0))
-    return emitOptionalError(loc, "epsilon must be > 0, got ", epsilon);
+    return emitOptionalError(loc, "epsilon must be > 0, got ",
+                             formatF64(epsilon));
   if (!(momentum >= 0 && momentum <= 1))
     return emitOptionalError(loc, "momentum must be in [0, 1], got ", momentum);
   results.push_back(*input);

@@ -1,0 +1,607 @@
+//===- ModelBuilder.cpp - Keras-style C++ model builder -------------------===//
+
+#include "frontends/builder/ModelBuilder.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/Verifier.h"
+#include "llvm/ADT/StringSwitch.h"
+
+#include <set>
+
+using namespace mlir;
+using namespace mlir::graph;
+
+namespace graph::builder {
+
+llvm::ArrayRef<int64_t> Tensor::shape() const {
+  return cast<RankedTensorType>(value.getType()).getShape();
+}
+
+std::optional<Activation> parseActivation(llvm::StringRef name) {
+  return llvm::StringSwitch<std::optional<Activation>>(name)
+      .Case("linear", Activation::linear)
+      .Case("relu", Activation::relu)
+      .Case("sigmoid", Activation::sigmoid)
+      .Case("tanh", Activation::tanh)
+      .Case("softmax", Activation::softmax)
+      .Case("elu", Activation::elu)
+      .Case("leaky_relu", Activation::leaky_relu)
+      .Case("gelu", Activation::gelu)
+      .Default(std::nullopt);
+}
+
+llvm::StringRef stringifyActivation(Activation activation) {
+  switch (activation) {
+  case Activation::linear:
+    return "linear";
+  case Activation::relu:
+    return "relu";
+  case Activation::sigmoid:
+    return "sigmoid";
+  case Activation::tanh:
+    return "tanh";
+  case Activation::softmax:
+    return "softmax";
+  case Activation::elu:
+    return "elu";
+  case Activation::leaky_relu:
+    return "leaky_relu";
+  case Activation::gelu:
+    return "gelu";
+  }
+  llvm_unreachable("unknown activation");
+}
+
+/// What a layer object knows once constructed: its Keras identity, and the
+/// variables it created on its first call.
+struct ModelBuilder::LayerContext {
+  std::string name;
+  std::string className;
+  Location loc;
+  bool trainable;
+  std::map<std::string, VariableOp> variables;
+};
+
+ModelBuilder::ModelBuilder(MLIRContext *context, llvm::StringRef modelName,
+                           int64_t batchSize, std::optional<Location> loc)
+    : context(context), builder(context), batchSize(batchSize),
+      baseLoc(loc ? *loc : UnknownLoc::get(context)) {
+  context->getOrLoadDialect<GraphDialect>();
+  module = ModuleOp::create(baseLoc);
+  builder.setInsertionPointToEnd(module->getBody());
+  model = ModelOp::create(builder, baseLoc, modelName);
+  model.getBody().emplaceBlock();
+  builder.setInsertionPointToEnd(&model.getBlock());
+  if (batchSize <= 0) {
+    mlir::emitError(baseLoc)
+        << "batch size must be positive, got " << batchSize;
+    failed = true;
+  }
+}
+
+ModelBuilder::~ModelBuilder() = default;
+
+std::string ModelBuilder::uniqueName(llvm::StringRef requested,
+                                     llvm::StringRef base) {
+  if (!requested.empty()) {
+    if (!nameCounts.emplace(requested.str(), 0).second &&
+        nameCounts[requested.str()] >= 0) {
+      // Keras refuses two layers of one name: their weights would collide.
+      mlir::emitError(baseLoc) << "duplicate layer name '" << requested << "'";
+      failed = true;
+    }
+    return requested.str();
+  }
+  // Keras' default names: conv2d, conv2d_1, conv2d_2, ... skipping names a
+  // user already took.
+  std::string key = "#" + base.str();
+  int &count = nameCounts[key];
+  while (true) {
+    std::string name =
+        count == 0 ? base.str() : base.str() + "_" + std::to_string(count);
+    ++count;
+    if (nameCounts.emplace(name, 0).second)
+      return name;
+  }
+}
+
+Location ModelBuilder::layerLoc(const LayerOptions &options,
+                                llvm::StringRef name) {
+  return NameLoc::get(StringAttr::get(context, name),
+                      options.loc ? *options.loc : baseLoc);
+}
+
+void ModelBuilder::emitLayerError(std::optional<Location> loc,
+                                  llvm::StringRef name,
+                                  llvm::StringRef className,
+                                  const llvm::Twine &message) {
+  mlir::emitError(loc ? *loc : baseLoc)
+      << "layer '" << name << "' (" << className << "): " << message.str();
+  failed = true;
+}
+
+namespace {
+/// Builds ops of one layer: variables, and ops whose result types are
+/// inferred, with inference errors reworded to name the layer.
+class LayerEmitter {
+public:
+  LayerEmitter(ModelBuilder &model, OpBuilder &builder, ModuleOp module,
+               ModelOp modelOp, ModelBuilder::LayerContext &layer,
+               std::function<void(const llvm::Twine &)> error)
+      : model(model), builder(builder), module(module), modelOp(modelOp),
+        layer(layer), error(std::move(error)) {}
+
+  /// Reads the layer's variable `weight`, creating it on first use.
+  Value variable(llvm::StringRef weight, llvm::ArrayRef<int64_t> shape,
+                 const Initializer &init, bool trainable) {
+    MLIRContext *ctx = builder.getContext();
+    auto type = RankedTensorType::get(shape, Float32Type::get(ctx));
+    VariableOp &var = layer.variables[weight.str()];
+    if (!var) {
+      std::string message;
+      InitializerAttr attr;
+      {
+        ScopedDiagnosticHandler capture(ctx, [&](Diagnostic &diag) {
+          if (message.empty())
+            message = diag.str();
+          return success();
+        });
+        attr = InitializerAttr::getChecked(
+            [&] { return mlir::emitError(layer.loc); }, ctx, init.kind,
+            llvm::APFloat(init.mean), llvm::APFloat(init.stddev),
+            llvm::APFloat(init.minval), llvm::APFloat(init.maxval),
+            llvm::APFloat(init.value), init.seed);
+      }
+      if (!attr) {
+        error("initializer of '" + weight + "': " + message);
+        return {};
+      }
+      OpBuilder::InsertionGuard guard(builder);
+      builder.setInsertionPoint(modelOp);
+      var = VariableOp::create(builder, layer.loc,
+                               layer.name + "/" + weight.str(), type, attr,
+                               trainable);
+    }
+    return ReadVariableOp::create(builder, layer.loc, type, var.getSymName())
+        .getValue();
+  }
+
+  /// Creates `OpT` with a placeholder result type, infers the real one, and
+  /// reports an inference failure as an error of this layer.
+  template <typename OpT, typename... Args> Value inferred(Args &&...args) {
+    auto op = OpT::create(builder, layer.loc, builder.getNoneType(),
+                          std::forward<Args>(args)...);
+    SmallVector<Type> types;
+    std::string message;
+    LogicalResult inferred = failure();
+    {
+      ScopedDiagnosticHandler capture(builder.getContext(),
+                                      [&](Diagnostic &diag) {
+                                        if (message.empty())
+                                          message = diag.str();
+                                        return success();
+                                      });
+      inferred = cast<InferTypeOpInterface>(op.getOperation())
+                     .inferReturnTypes(
+                         builder.getContext(), op.getLoc(), op->getOperands(),
+                         op->getRawDictionaryAttrs(),
+                         op->getPropertiesStorage(), op->getRegions(), types);
+    }
+    if (failed(inferred)) {
+      op->erase();
+      error(message);
+      return {};
+    }
+    op->getResult(0).setType(types.front());
+    return op->getResult(0);
+  }
+
+  /// Applies a Keras activation to `x`.
+  Value activation(Value x, Activation kind, std::optional<double> alpha = {},
+                   bool approximate = false, int64_t axis = -1) {
+    Location loc = layer.loc;
+    Type type = x.getType();
+    switch (kind) {
+    case Activation::linear:
+      return x;
+    case Activation::relu:
+      return ReluOp::create(builder, loc, type, x);
+    case Activation::sigmoid:
+      return SigmoidOp::create(builder, loc, type, x);
+    case Activation::tanh:
+      return TanhOp::create(builder, loc, type, x);
+    case Activation::elu:
+      return EluOp::create(builder, loc, type, x,
+                           builder.getF64FloatAttr(alpha.value_or(1.0)));
+    case Activation::leaky_relu:
+      // Keras 3's leaky_relu activation defaults to a slope of 0.2.
+      return LeakyReluOp::create(builder, loc, type, x,
+                                 builder.getF64FloatAttr(alpha.value_or(0.2)));
+    case Activation::gelu:
+      return GeluOp::create(builder, loc, type, x, approximate);
+    case Activation::softmax: {
+      int64_t rank = cast<RankedTensorType>(type).getRank();
+      if (axis < -rank || axis >= rank) {
+        error("softmax axis " + llvm::Twine(axis) +
+              " is out of range for rank " + llvm::Twine(rank));
+        return {};
+      }
+      return SoftmaxOp::create(builder, loc, type, x,
+                               builder.getI64IntegerAttr(axis));
+    }
+    }
+    llvm_unreachable("unknown activation");
+  }
+
+  ModelBuilder &model;
+  OpBuilder &builder;
+  ModuleOp module;
+  ModelOp modelOp;
+  ModelBuilder::LayerContext &layer;
+  std::function<void(const llvm::Twine &)> error;
+};
+
+/// A stable 63-bit seed from a layer name (FNV-1a), so an unseeded dropout
+/// draws the same mask stream on every run and replica count.
+int64_t seedFromName(llvm::StringRef name) {
+  uint64_t hash = 1469598103934665603ull;
+  for (char c : name) {
+    hash ^= static_cast<unsigned char>(c);
+    hash *= 1099511628211ull;
+  }
+  return static_cast<int64_t>(hash >> 1);
+}
+} // namespace
+
+Layer ModelBuilder::makeLayer(
+    llvm::StringRef className, llvm::StringRef defaultBase,
+    const LayerOptions &options, size_t minInputs, size_t maxInputs,
+    std::function<Tensor(LayerContext &, llvm::ArrayRef<Tensor>)> body) {
+  std::string name = uniqueName(options.name, defaultBase);
+  auto layer = std::make_shared<LayerContext>(LayerContext{
+      name, className.str(), layerLoc(options, name), options.trainable, {}});
+  return Layer([this, layer, minInputs, maxInputs,
+                body = std::move(body)](llvm::ArrayRef<Tensor> inputs) {
+    // After an error, stay quiet: the first message is the one that matters.
+    if (llvm::any_of(inputs, [](Tensor t) { return !t; }))
+      return Tensor();
+    if (inputs.size() < minInputs || inputs.size() > maxInputs) {
+      emitLayerError(layer->loc, layer->name, layer->className,
+                     "expects " +
+                         (minInputs == maxInputs
+                              ? llvm::Twine(minInputs)
+                              : "at least " + llvm::Twine(minInputs)) +
+                         " input(s), got " + llvm::Twine(inputs.size()));
+      return Tensor();
+    }
+    return body(*layer, inputs);
+  });
+}
+
+#define LAYER_EMITTER(layer)                                                   \
+  LayerEmitter emit(*this, builder, *module, model, layer,                     \
+                    [this, &layer](const llvm::Twine &message) {               \
+                      emitLayerError(layer.loc, layer.name, layer.className,   \
+                                     message);                                 \
+                    })
+
+Tensor ModelBuilder::Input(llvm::ArrayRef<int64_t> shape,
+                           LayerOptions options) {
+  std::string name = uniqueName(options.name, "input_layer");
+  Location loc = layerLoc(options, name);
+  if (llvm::any_of(shape, [](int64_t d) { return d <= 0; })) {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    llvm::interleaveComma(shape, os);
+    emitLayerError(loc, name, "InputLayer",
+                   "input shape (" + text +
+                       ") must have known, positive dimensions");
+    return Tensor();
+  }
+  SmallVector<int64_t> full{batchSize};
+  full.append(shape.begin(), shape.end());
+  auto type = RankedTensorType::get(full, builder.getF32Type());
+  return Tensor(InputOp::create(builder, loc, type, name).getOutput());
+}
+
+/// Expects `t` to have `rank` dimensions; reports it for the layer otherwise.
+static bool expectRank(Tensor t, int64_t rank, llvm::StringRef layout,
+                       const std::function<void(const llvm::Twine &)> &error) {
+  if (static_cast<int64_t>(t.shape().size()) == rank)
+    return true;
+  error("expects input of rank " + llvm::Twine(rank) + " (" + layout +
+        "), got rank " + llvm::Twine(t.shape().size()));
+  return false;
+}
+
+Layer ModelBuilder::Conv2D(Conv2DOptions o) {
+  return makeLayer(
+      "Conv2D", "conv2d", o, 1, 1,
+      [this, o](LayerContext &layer, llvm::ArrayRef<Tensor> in) -> Tensor {
+        LAYER_EMITTER(layer);
+        if (o.filters <= 0)
+          return emit.error("filters must be positive, got " +
+                            llvm::Twine(o.filters)),
+                 Tensor();
+        if (o.kernel_size[0] <= 0 || o.kernel_size[1] <= 0)
+          return emit.error("kernel_size must be positive"), Tensor();
+        if (!expectRank(in[0], 4, "NHWC", emit.error))
+          return Tensor();
+        int64_t channels = in[0].shape()[3];
+        Value kernel = emit.variable(
+            "kernel", {o.kernel_size[0], o.kernel_size[1], channels, o.filters},
+            o.kernel_initializer, layer.trainable);
+        if (!kernel)
+          return Tensor();
+        Value y = emit.inferred<Conv2DOp>(in[0].getValue(), kernel, o.strides,
+                                          o.padding, o.dilation_rate);
+        if (y && o.use_bias) {
+          Value bias = emit.variable("bias", {o.filters}, o.bias_initializer,
+                                     layer.trainable);
+          y = bias ? emit.inferred<BiasAddOp>(y, bias) : Value();
+        }
+        return Tensor(y ? emit.activation(y, o.activation) : Value());
+      });
+}
+
+Layer ModelBuilder::Dense(DenseOptions o) {
+  return makeLayer(
+      "Dense", "dense", o, 1, 1,
+      [this, o](LayerContext &layer, llvm::ArrayRef<Tensor> in) -> Tensor {
+        LAYER_EMITTER(layer);
+        if (o.units <= 0)
+          return emit.error("units must be positive, got " +
+                            llvm::Twine(o.units)),
+                 Tensor();
+        if (in[0].shape().size() < 2)
+          return emit.error("expects input of rank >= 2 ([batch, ..., "
+                            "features]), got rank " +
+                            llvm::Twine(in[0].shape().size())),
+                 Tensor();
+        Value kernel = emit.variable("kernel", {in[0].shape().back(), o.units},
+                                     o.kernel_initializer, layer.trainable);
+        if (!kernel)
+          return Tensor();
+        Value y = emit.inferred<DenseOp>(in[0].getValue(), kernel);
+        if (y && o.use_bias) {
+          Value bias = emit.variable("bias", {o.units}, o.bias_initializer,
+                                     layer.trainable);
+          y = bias ? emit.inferred<BiasAddOp>(y, bias) : Value();
+        }
+        return Tensor(y ? emit.activation(y, o.activation) : Value());
+      });
+}
+
+Layer ModelBuilder::MaxPooling2D(Pool2DOptions o) {
+  return makeLayer("MaxPooling2D", "max_pooling2d", o, 1, 1,
+                   [this, o](LayerContext &layer, llvm::ArrayRef<Tensor> in) {
+                     LAYER_EMITTER(layer);
+                     if (!expectRank(in[0], 4, "NHWC", emit.error))
+                       return Tensor();
+                     return Tensor(emit.inferred<MaxPool2DOp>(
+                         in[0].getValue(), o.pool_size,
+                         o.strides.value_or(o.pool_size), o.padding));
+                   });
+}
+
+Layer ModelBuilder::AveragePooling2D(Pool2DOptions o) {
+  return makeLayer("AveragePooling2D", "average_pooling2d", o, 1, 1,
+                   [this, o](LayerContext &layer, llvm::ArrayRef<Tensor> in) {
+                     LAYER_EMITTER(layer);
+                     if (!expectRank(in[0], 4, "NHWC", emit.error))
+                       return Tensor();
+                     return Tensor(emit.inferred<AvgPool2DOp>(
+                         in[0].getValue(), o.pool_size,
+                         o.strides.value_or(o.pool_size), o.padding));
+                   });
+}
+
+Layer ModelBuilder::GlobalAveragePooling2D(LayerOptions o) {
+  return makeLayer("GlobalAveragePooling2D", "global_average_pooling2d", o, 1,
+                   1, [this](LayerContext &layer, llvm::ArrayRef<Tensor> in) {
+                     LAYER_EMITTER(layer);
+                     return Tensor(
+                         emit.inferred<GlobalAvgPool2DOp>(in[0].getValue()));
+                   });
+}
+
+Layer ModelBuilder::Flatten(LayerOptions o) {
+  return makeLayer("Flatten", "flatten", o, 1, 1,
+                   [this](LayerContext &layer, llvm::ArrayRef<Tensor> in) {
+                     LAYER_EMITTER(layer);
+                     return Tensor(emit.inferred<FlattenOp>(in[0].getValue()));
+                   });
+}
+
+Layer ModelBuilder::Reshape(ReshapeOptions o) {
+  return makeLayer(
+      "Reshape", "reshape", o, 1, 1,
+      [this, o](LayerContext &layer, llvm::ArrayRef<Tensor> in) -> Tensor {
+        LAYER_EMITTER(layer);
+        int64_t elements = 1;
+        for (int64_t d : in[0].shape().drop_front())
+          elements *= d;
+        SmallVector<int64_t> shape{in[0].shape()[0]};
+        int64_t known = 1, unknownAt = -1;
+        for (auto [i, d] : llvm::enumerate(o.target_shape)) {
+          if (d == -1 && unknownAt < 0) {
+            unknownAt = static_cast<int64_t>(i) + 1;
+            shape.push_back(1);
+            continue;
+          }
+          if (d <= 0)
+            return emit.error("target_shape entries must be positive (one may "
+                              "be -1), got " +
+                              llvm::Twine(d)),
+                   Tensor();
+          known *= d;
+          shape.push_back(d);
+        }
+        if (unknownAt > 0) {
+          if (elements % known != 0)
+            return emit.error("cannot infer the -1 of target_shape: " +
+                              llvm::Twine(elements) +
+                              " elements per sample do not divide by " +
+                              llvm::Twine(known)),
+                   Tensor();
+          shape[unknownAt] = elements / known;
+          known = elements;
+        }
+        if (known != elements)
+          return emit.error("target_shape holds " + llvm::Twine(known) +
+                            " elements per sample, the input has " +
+                            llvm::Twine(elements)),
+                 Tensor();
+        auto type = RankedTensorType::get(shape, builder.getF32Type());
+        return Tensor(
+            ReshapeOp::create(builder, layer.loc, type, in[0].getValue()));
+      });
+}
+
+Layer ModelBuilder::Activation(ActivationOptions o, llvm::StringRef className) {
+  std::string base = llvm::StringSwitch<std::string>(className)
+                         .Case("ReLU", "re_lu")
+                         .Case("LeakyReLU", "leaky_re_lu")
+                         .Case("Softmax", "softmax")
+                         .Case("ELU", "elu")
+                         .Default("activation");
+  return makeLayer(className, base, o, 1, 1,
+                   [this, o](LayerContext &layer, llvm::ArrayRef<Tensor> in) {
+                     LAYER_EMITTER(layer);
+                     return Tensor(emit.activation(in[0].getValue(),
+                                                   o.activation, o.alpha,
+                                                   o.approximate, o.axis));
+                   });
+}
+
+Layer ModelBuilder::Dropout(DropoutOptions o) {
+  return makeLayer(
+      "Dropout", "dropout", o, 1, 1,
+      [this, o](LayerContext &layer, llvm::ArrayRef<Tensor> in) -> Tensor {
+        LAYER_EMITTER(layer);
+        if (!(o.rate >= 0 && o.rate < 1))
+          return emit.error("rate must be in [0, 1), got " +
+                            std::to_string(o.rate)),
+                 Tensor();
+        Value x = in[0].getValue();
+        return Tensor(DropoutOp::create(
+            builder, layer.loc, x.getType(), x, builder.getF64FloatAttr(o.rate),
+            builder.getI64IntegerAttr(
+                o.seed.value_or(seedFromName(layer.name)))));
+      });
+}
+
+Layer ModelBuilder::BatchNormalization(BatchNormalizationOptions o) {
+  return makeLayer(
+      "BatchNormalization", "batch_normalization", o, 1, 1,
+      [this, o](LayerContext &layer, llvm::ArrayRef<Tensor> in) -> Tensor {
+        LAYER_EMITTER(layer);
+        if (in[0].shape().size() < 2)
+          return emit.error("expects input of rank >= 2, got rank " +
+                            llvm::Twine(in[0].shape().size())),
+                 Tensor();
+        int64_t c = in[0].shape().back();
+        Value gamma, beta;
+        if (o.scale &&
+            !(gamma = emit.variable("gamma", {c}, o.gamma_initializer,
+                                    layer.trainable)))
+          return Tensor();
+        if (o.center && !(beta = emit.variable("beta", {c}, o.beta_initializer,
+                                               layer.trainable)))
+          return Tensor();
+        // Moving statistics are updated by the op itself, never by gradients.
+        Value mean =
+            emit.variable("moving_mean", {c}, o.moving_mean_initializer, false);
+        Value variance = emit.variable("moving_variance", {c},
+                                       o.moving_variance_initializer, false);
+        if (!mean || !variance)
+          return Tensor();
+        return Tensor(emit.inferred<BatchNormOp>(
+            in[0].getValue(), mean, variance, gamma, beta,
+            llvm::APFloat(o.epsilon), llvm::APFloat(o.momentum)));
+      });
+}
+
+Layer ModelBuilder::Add(LayerOptions o) {
+  return makeLayer(
+      "Add", "add", o, 2, SIZE_MAX,
+      [this](LayerContext &layer, llvm::ArrayRef<Tensor> in) -> Tensor {
+        LAYER_EMITTER(layer);
+        SmallVector<Value> values;
+        for (Tensor t : in) {
+          if (t.getValue().getType() != in[0].getValue().getType()) {
+            std::string text;
+            llvm::raw_string_ostream os(text);
+            os << "inputs must have one shape, got "
+               << in[0].getValue().getType() << " and "
+               << t.getValue().getType();
+            return emit.error(text), Tensor();
+          }
+          values.push_back(t.getValue());
+        }
+        return Tensor(AddOp::create(builder, layer.loc,
+                                    values.front().getType(), values));
+      });
+}
+
+Layer ModelBuilder::Concatenate(ConcatenateOptions o) {
+  return makeLayer(
+      "Concatenate", "concatenate", o, 2, SIZE_MAX,
+      [this, o](LayerContext &layer, llvm::ArrayRef<Tensor> in) {
+        LAYER_EMITTER(layer);
+        SmallVector<Value> values;
+        for (Tensor t : in)
+          values.push_back(t.getValue());
+        return Tensor(emit.inferred<ConcatenateOp>(ValueRange(values), o.axis));
+      });
+}
+
+OwningOpRef<ModuleOp> ModelBuilder::finish(llvm::ArrayRef<Tensor> outputs,
+                                           std::optional<Training> training) {
+  if (failed || llvm::any_of(outputs, [](Tensor t) { return !t; }))
+    return nullptr;
+  if (outputs.empty()) {
+    mlir::emitError(baseLoc) << "a model needs at least one output";
+    return nullptr;
+  }
+  SmallVector<Value> values;
+  for (Tensor t : outputs)
+    values.push_back(t.getValue());
+  OutputOp::create(builder, baseLoc, values);
+
+  if (training) {
+    builder.setInsertionPointToEnd(module->getBody());
+    using llvm::APFloat;
+    Attribute optimizer = std::visit(
+        [&](auto &&opt) -> Attribute {
+          using T = std::decay_t<decltype(opt)>;
+          if constexpr (std::is_same_v<T, SGD>)
+            return SGDAttr::getChecked([&] { return mlir::emitError(baseLoc); },
+                                       context, APFloat(opt.learning_rate),
+                                       APFloat(opt.momentum), opt.nesterov);
+          else if constexpr (std::is_same_v<T, Adam>)
+            return AdamAttr::getChecked(
+                [&] { return mlir::emitError(baseLoc); }, context,
+                APFloat(opt.learning_rate), APFloat(opt.beta_1),
+                APFloat(opt.beta_2), APFloat(opt.epsilon), opt.amsgrad);
+          else
+            return RMSpropAttr::getChecked(
+                [&] { return mlir::emitError(baseLoc); }, context,
+                APFloat(opt.learning_rate), APFloat(opt.rho),
+                APFloat(opt.momentum), APFloat(opt.epsilon), opt.centered);
+        },
+        training->optimizer);
+    if (!optimizer)
+      return nullptr;
+    SmallVector<llvm::StringRef> metrics(training->metrics.begin(),
+                                         training->metrics.end());
+    TrainingOp::create(builder, baseLoc, model.getSymName(), training->loss,
+                       training->from_logits, optimizer,
+                       builder.getStrArrayAttr(metrics), batchSize);
+  }
+  if (mlir::failed(mlir::verify(*module)))
+    return nullptr;
+  return std::move(module);
+}
+
+} // namespace graph::builder

@@ -1,0 +1,257 @@
+//===- ModelBuilder.h - Keras-style C++ model builder -----------*- C++ -*-===//
+//
+// Builds `graph` dialect modules the way Keras' functional API builds models:
+//
+//   ModelBuilder model(context, "cnn", /*batchSize=*/256);
+//   Tensor x = model.Input({28, 28, 1});
+//   x = model.Conv2D({.filters = 32, .kernel_size = {3, 3},
+//                     .activation = Activation::relu})(x);
+//   ...
+//   auto module = model.finish({x}, Training{...});
+//
+// This is the one place that knows how a Keras layer becomes graph ops; the
+// Keras JSON importer only parses JSON and calls it, so both produce the same
+// IR. Errors are MLIR diagnostics at the layer's location that name the layer
+// and its class; after the first error, later layers return null tensors and
+// finish() fails.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FRONTENDS_BUILDER_MODELBUILDER_H
+#define FRONTENDS_BUILDER_MODELBUILDER_H
+
+#include "dialects/graph/GraphOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+
+#include <array>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace graph::builder {
+
+using mlir::graph::InitKind;
+using mlir::graph::LossKind;
+using mlir::graph::Padding;
+
+/// A symbolic tensor of the model under construction; null after an error.
+class Tensor {
+public:
+  Tensor() = default;
+  explicit Tensor(mlir::Value value) : value(value) {}
+  mlir::Value getValue() const { return value; }
+  explicit operator bool() const { return static_cast<bool>(value); }
+  /// The full shape, batch dimension first.
+  llvm::ArrayRef<int64_t> shape() const;
+
+private:
+  mlir::Value value;
+};
+
+/// Keras activations; `linear` adds no op.
+enum class Activation {
+  linear,
+  relu,
+  sigmoid,
+  tanh,
+  softmax,
+  elu,
+  leaky_relu,
+  gelu
+};
+/// The activation named as Keras names it ("relu", "softmax", ...).
+std::optional<Activation> parseActivation(llvm::StringRef name);
+llvm::StringRef stringifyActivation(Activation activation);
+
+/// A Keras initializer with its parameters (defaults as in Keras).
+struct Initializer {
+  InitKind kind = InitKind::glorot_uniform;
+  double mean = 0.0, stddev = 0.05;
+  double minval = -0.05, maxval = 0.05;
+  double value = 0.0;
+  std::optional<int64_t> seed;
+
+  static Initializer of(InitKind kind) { return Initializer{.kind = kind}; }
+};
+
+/// Options every layer takes.
+struct LayerOptions {
+  /// Keras' name; empty gives Keras' default (`conv2d`, `conv2d_1`, ...).
+  std::string name;
+  bool trainable = true;
+  /// Where diagnostics point (the importer passes the file); unknown if null.
+  std::optional<mlir::Location> loc;
+};
+
+struct Conv2DOptions : LayerOptions {
+  int64_t filters = 0;
+  std::array<int64_t, 2> kernel_size = {0, 0};
+  std::array<int64_t, 2> strides = {1, 1};
+  Padding padding = Padding::valid;
+  std::array<int64_t, 2> dilation_rate = {1, 1};
+  Activation activation = Activation::linear;
+  bool use_bias = true;
+  Initializer kernel_initializer = Initializer::of(InitKind::glorot_uniform);
+  Initializer bias_initializer = Initializer::of(InitKind::zeros);
+};
+
+struct DenseOptions : LayerOptions {
+  int64_t units = 0;
+  Activation activation = Activation::linear;
+  bool use_bias = true;
+  Initializer kernel_initializer = Initializer::of(InitKind::glorot_uniform);
+  Initializer bias_initializer = Initializer::of(InitKind::zeros);
+};
+
+struct Pool2DOptions : LayerOptions {
+  std::array<int64_t, 2> pool_size = {2, 2};
+  /// Keras' default: the pool size.
+  std::optional<std::array<int64_t, 2>> strides;
+  Padding padding = Padding::valid;
+};
+
+struct ActivationOptions : LayerOptions {
+  Activation activation = Activation::linear;
+  /// elu's and leaky_relu's alpha (Keras 3 calls the latter negative_slope).
+  std::optional<double> alpha;
+  /// gelu's tanh approximation.
+  bool approximate = false;
+  /// softmax's axis.
+  int64_t axis = -1;
+};
+
+struct ReshapeOptions : LayerOptions {
+  /// The target shape without the batch dimension; one entry may be -1.
+  std::vector<int64_t> target_shape;
+};
+
+struct DropoutOptions : LayerOptions {
+  double rate = 0.0;
+  std::optional<int64_t> seed;
+};
+
+struct BatchNormalizationOptions : LayerOptions {
+  double momentum = 0.99;
+  double epsilon = 1e-3;
+  bool center = true;
+  bool scale = true;
+  Initializer beta_initializer = Initializer::of(InitKind::zeros);
+  Initializer gamma_initializer = Initializer::of(InitKind::ones);
+  Initializer moving_mean_initializer = Initializer::of(InitKind::zeros);
+  Initializer moving_variance_initializer = Initializer::of(InitKind::ones);
+};
+
+struct ConcatenateOptions : LayerOptions {
+  int64_t axis = -1;
+};
+
+struct SGD {
+  double learning_rate = 0.01, momentum = 0.0;
+  bool nesterov = false;
+};
+struct Adam {
+  double learning_rate = 0.001, beta_1 = 0.9, beta_2 = 0.999, epsilon = 1e-7;
+  bool amsgrad = false;
+};
+struct RMSprop {
+  double learning_rate = 0.001, rho = 0.9, momentum = 0.0, epsilon = 1e-7;
+  bool centered = false;
+};
+using Optimizer = std::variant<SGD, Adam, RMSprop>;
+
+/// What Keras' `model.compile(...)` says.
+struct Training {
+  LossKind loss = LossKind::categorical_crossentropy;
+  bool from_logits = false;
+  Optimizer optimizer = Adam{};
+  std::vector<std::string> metrics = {"accuracy"};
+};
+
+/// A layer object. Calling it on tensors adds its ops; its variables are
+/// created on the first call and shared by later calls, as in Keras.
+class Layer {
+public:
+  using Apply = std::function<Tensor(llvm::ArrayRef<Tensor>)>;
+  explicit Layer(Apply apply) : apply(std::move(apply)) {}
+  Tensor operator()(Tensor input) const { return apply({input}); }
+  Tensor operator()(std::initializer_list<Tensor> inputs) const {
+    return apply(llvm::ArrayRef<Tensor>(inputs.begin(), inputs.size()));
+  }
+  Tensor operator()(llvm::ArrayRef<Tensor> inputs) const {
+    return apply(inputs);
+  }
+
+private:
+  Apply apply;
+};
+
+class ModelBuilder {
+public:
+  /// `batchSize` is the global batch: every input gets it as dimension 0.
+  ModelBuilder(mlir::MLIRContext *context, llvm::StringRef modelName,
+               int64_t batchSize, std::optional<mlir::Location> loc = {});
+  ~ModelBuilder();
+
+  /// A model input of `shape` (without the batch dimension).
+  Tensor Input(llvm::ArrayRef<int64_t> shape, LayerOptions options = {});
+
+  Layer Conv2D(Conv2DOptions options);
+  Layer Dense(DenseOptions options);
+  Layer MaxPooling2D(Pool2DOptions options = {});
+  Layer AveragePooling2D(Pool2DOptions options = {});
+  Layer GlobalAveragePooling2D(LayerOptions options = {});
+  Layer Flatten(LayerOptions options = {});
+  Layer Reshape(ReshapeOptions options);
+  /// Keras' Activation layer and the standalone ReLU, Softmax, ELU,
+  /// LeakyReLU layers.
+  Layer Activation(ActivationOptions options,
+                   llvm::StringRef className = "Activation");
+  Layer Dropout(DropoutOptions options);
+  Layer BatchNormalization(BatchNormalizationOptions options = {});
+  Layer Add(LayerOptions options = {});
+  Layer Concatenate(ConcatenateOptions options = {});
+
+  /// Reports an error at `loc` about layer `name` of class `className`, and
+  /// marks the model failed. The importer uses it for config errors.
+  void emitLayerError(std::optional<mlir::Location> loc, llvm::StringRef name,
+                      llvm::StringRef className, const llvm::Twine &message);
+  bool hasFailed() const { return failed; }
+
+  /// Ends the model with `outputs` and, when given, a `graph.training` op.
+  /// Null (with diagnostics emitted) if any error happened or the module
+  /// does not verify.
+  mlir::OwningOpRef<mlir::ModuleOp>
+  finish(llvm::ArrayRef<Tensor> outputs,
+         std::optional<Training> training = std::nullopt);
+
+  /// A layer's identity and variables; opaque outside the builder.
+  struct LayerContext;
+
+private:
+  std::string uniqueName(llvm::StringRef requested, llvm::StringRef base);
+  mlir::Location layerLoc(const LayerOptions &options, llvm::StringRef name);
+  Layer
+  makeLayer(llvm::StringRef className, llvm::StringRef defaultBase,
+            const LayerOptions &options, size_t minInputs, size_t maxInputs,
+            std::function<Tensor(LayerContext &, llvm::ArrayRef<Tensor>)> body);
+
+  mlir::MLIRContext *context;
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+  mlir::graph::ModelOp model;
+  mlir::OpBuilder builder;
+  int64_t batchSize;
+  mlir::Location baseLoc;
+  std::map<std::string, int> nameCounts;
+  bool failed = false;
+};
+
+} // namespace graph::builder
+
+#endif // FRONTENDS_BUILDER_MODELBUILDER_H
