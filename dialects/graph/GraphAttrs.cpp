@@ -5,6 +5,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/APFloat.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/StringSwitch.h"
@@ -103,11 +104,16 @@ Attribute InitializerAttr::parse(AsmParser &parser, Type) {
   double mean = 0.0, stddev = 0.05, minval = -0.05, maxval = 0.05, value = 0.0;
   std::optional<int64_t> seed;
   ArrayRef<StringRef> allowed = parameterNames(*kind);
+  llvm::SmallDenseSet<StringRef> seen;
   while (succeeded(parser.parseOptionalComma())) {
     StringRef key;
     SMLoc keyLoc = parser.getCurrentLocation();
     if (parser.parseKeyword(&key) || parser.parseEqual())
       return {};
+    if (!seen.insert(key).second) {
+      parser.emitError(keyLoc, "parameter '") << key << "' given twice";
+      return {};
+    }
     if (!llvm::is_contained(allowed, key)) {
       parser.emitError(keyLoc, "'")
           << key << "' is not a parameter of initializer '" << kindName << "'";
@@ -226,8 +232,9 @@ LogicalResult AdamAttr::verify(function_ref<InFlightDiagnostic()> emitError,
       failed(verifyUnitInterval(emitError, "adam", "beta_1", beta1)) ||
       failed(verifyUnitInterval(emitError, "adam", "beta_2", beta2)))
     return failure();
-  if (!(epsilon > 0))
-    return emitError() << "adam needs epsilon > 0, got " << formatF64(epsilon);
+  if (!(epsilon > 0) || !std::isfinite(epsilon))
+    return emitError() << "adam needs a finite epsilon > 0, got "
+                       << formatF64(epsilon);
   return success();
 }
 
@@ -242,8 +249,8 @@ LogicalResult RMSpropAttr::verify(function_ref<InFlightDiagnostic()> emitError,
       failed(verifyUnitInterval(emitError, "rmsprop", "rho", rho)) ||
       failed(verifyUnitInterval(emitError, "rmsprop", "momentum", momentum)))
     return failure();
-  if (!(epsilon > 0))
-    return emitError() << "rmsprop needs epsilon > 0, got "
+  if (!(epsilon > 0) || !std::isfinite(epsilon))
+    return emitError() << "rmsprop needs a finite epsilon > 0, got "
                        << formatF64(epsilon);
   return success();
 }

@@ -95,8 +95,8 @@ ReadVariableOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
            << getVariable() << "' does not name a graph.variable";
   if (variable.getType() != getValue().getType())
     return emitOpError("result type ")
-           << getValue().getType() << " does not match variable @"
-           << getVariable() << " of type " << variable.getType();
+           << getValue().getType() << " does not match variable "
+           << getVariableAttr() << " of type " << variable.getType();
   return success();
 }
 
@@ -178,18 +178,26 @@ LogicalResult TrainingOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
 // Layers
 //===----------------------------------------------------------------------===//
 
-LogicalResult Conv2DOp::inferReturnTypes(MLIRContext *,
-                                         std::optional<Location> loc,
-                                         Adaptor adaptor,
-                                         SmallVectorImpl<Type> &results) {
-  auto input = rankedOperand(loc, adaptor.getInput(), "input", 4, "NHWC");
+/// The result type of a conv2d of `inputValue` by `kernelValue`.
+static FailureOr<RankedTensorType>
+inferConv2D(std::optional<Location> loc, Value inputValue, Value kernelValue,
+            ArrayRef<int64_t> strides, Padding padding,
+            ArrayRef<int64_t> dilations, StringRef inputName = "input",
+            StringRef kernelName = "kernel") {
+  auto input = rankedOperand(loc, inputValue, inputName, 4, "NHWC");
   if (failed(input))
     return failure();
-  auto kernel = rankedOperand(loc, adaptor.getKernel(), "kernel", 4, "HWIO");
+  auto kernel = rankedOperand(loc, kernelValue, kernelName, 4, "HWIO");
   if (failed(kernel))
     return failure();
-  ArrayRef<int64_t> strides = adaptor.getStrides();
-  ArrayRef<int64_t> dilations = adaptor.getDilations();
+  return inferConv2DType(loc, *input, *kernel, strides, padding, dilations);
+}
+
+FailureOr<RankedTensorType>
+mlir::graph::inferConv2DType(std::optional<Location> loc,
+                             RankedTensorType input, RankedTensorType kernel,
+                             ArrayRef<int64_t> strides, Padding padding,
+                             ArrayRef<int64_t> dilations) {
   if (failed(verifyPositivePair(loc, "strides", strides)) ||
       failed(verifyPositivePair(loc, "dilations", dilations)))
     return failure();
@@ -197,21 +205,50 @@ LogicalResult Conv2DOp::inferReturnTypes(MLIRContext *,
       llvm::any_of(dilations, [](int64_t d) { return d > 1; }))
     return emitOptionalError(loc, "strides > 1 cannot be combined with "
                                   "dilations > 1 (as in Keras)");
-  if (input->getElementType() != kernel->getElementType())
+  if (input.getElementType() != kernel.getElementType())
+    return emitOptionalError(loc, "input element type ", input.getElementType(),
+                             " differs from kernel element type ",
+                             kernel.getElementType());
+  if (llvm::any_of(kernel.getShape(), [](int64_t d) { return d < 1; }))
+    return emitOptionalError(loc, "kernel dimensions must be >= 1, got ",
+                             kernel);
+  if (kernel.getDimSize(2) != input.getDimSize(3))
     return emitOptionalError(
-        loc, "input element type ", input->getElementType(),
-        " differs from kernel element type ", kernel->getElementType());
-  if (kernel->getDimSize(2) != input->getDimSize(3))
-    return emitOptionalError(
-        loc, "kernel input channels (", kernel->getDimSize(2),
-        ") must match input channels (", input->getDimSize(3), ")");
-  auto shape = slideWindow(loc, *input, kernel->getShape().take_front(2),
-                           strides, dilations, adaptor.getPadding(),
-                           kernel->getDimSize(3), "kernel");
+        loc, "kernel input channels (", kernel.getDimSize(2),
+        ") must match input channels (", input.getDimSize(3), ")");
+  auto shape = slideWindow(loc, input, kernel.getShape().take_front(2), strides,
+                           dilations, padding, kernel.getDimSize(3), "kernel");
   if (failed(shape))
     return failure();
-  results.push_back(RankedTensorType::get(*shape, input->getElementType()));
+  return RankedTensorType::get(*shape, input.getElementType());
+}
+
+LogicalResult Conv2DOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &results) {
+  auto type = inferConv2D(loc, adaptor.getInput(), adaptor.getKernel(),
+                          adaptor.getStrides(), adaptor.getPadding(),
+                          adaptor.getDilations());
+  if (failed(type))
+    return failure();
+  results.push_back(*type);
   return success();
+}
+
+FailureOr<RankedTensorType>
+mlir::graph::inferPool2DType(std::optional<Location> loc,
+                             RankedTensorType input, ArrayRef<int64_t> poolSize,
+                             ArrayRef<int64_t> strides, Padding padding) {
+  if (failed(verifyPositivePair(loc, "pool_size", poolSize)) ||
+      failed(verifyPositivePair(loc, "strides", strides)))
+    return failure();
+  int64_t ones[] = {1, 1};
+  auto shape = slideWindow(loc, input, poolSize, strides, ones, padding,
+                           input.getDimSize(3), "pool window");
+  if (failed(shape))
+    return failure();
+  return RankedTensorType::get(*shape, input.getElementType());
 }
 
 template <typename PoolAdaptor>
@@ -220,16 +257,11 @@ static LogicalResult inferPool(std::optional<Location> loc, PoolAdaptor adaptor,
   auto input = rankedOperand(loc, adaptor.getInput(), "input", 4, "NHWC");
   if (failed(input))
     return failure();
-  if (failed(verifyPositivePair(loc, "pool_size", adaptor.getPoolSize())) ||
-      failed(verifyPositivePair(loc, "strides", adaptor.getStrides())))
+  auto type = inferPool2DType(loc, *input, adaptor.getPoolSize(),
+                              adaptor.getStrides(), adaptor.getPadding());
+  if (failed(type))
     return failure();
-  int64_t ones[] = {1, 1};
-  auto shape = slideWindow(loc, *input, adaptor.getPoolSize(),
-                           adaptor.getStrides(), ones, adaptor.getPadding(),
-                           input->getDimSize(3), "pool window");
-  if (failed(shape))
-    return failure();
-  results.push_back(RankedTensorType::get(*shape, input->getElementType()));
+  results.push_back(*type);
   return success();
 }
 
@@ -438,7 +470,8 @@ LogicalResult BatchNormOp::inferReturnTypes(MLIRContext *,
     return emitOptionalError(loc, "epsilon must be > 0, got ",
                              formatF64(epsilon));
   if (!(momentum >= 0 && momentum <= 1))
-    return emitOptionalError(loc, "momentum must be in [0, 1], got ", momentum);
+    return emitOptionalError(loc, "momentum must be in [0, 1], got ",
+                             formatF64(momentum));
   results.push_back(*input);
   return success();
 }
@@ -509,6 +542,350 @@ LogicalResult AccuracyOp::inferReturnTypes(MLIRContext *,
                                            SmallVectorImpl<Type> &results) {
   return inferClassification(loc, adaptor.getPredictions(), adaptor.getLabels(),
                              std::nullopt, results);
+}
+
+//===----------------------------------------------------------------------===//
+// Training: gradients and updates
+//===----------------------------------------------------------------------===//
+
+/// `actual` must be `expected`; the message names what was compared.
+static LogicalResult expectType(Operation *op, Type actual, Type expected,
+                                StringRef what) {
+  if (actual != expected)
+    return op->emitOpError()
+           << what << " must be " << expected << ", got " << actual;
+  return success();
+}
+
+LogicalResult Conv2DGradInputOp::verify() {
+  auto forward =
+      inferConv2D(getLoc(), getInputGrad(), getKernel(), getStrides(),
+                  getPadding(), getDilations(), "input_grad", "kernel");
+  if (failed(forward))
+    return failure();
+  return expectType(*this, getOutputGrad().getType(), *forward,
+                    "output_grad (the forward conv2d's result)");
+}
+
+LogicalResult Conv2DGradKernelOp::verify() {
+  auto forward =
+      inferConv2D(getLoc(), getInput(), getKernelGrad(), getStrides(),
+                  getPadding(), getDilations(), "input", "kernel_grad");
+  if (failed(forward))
+    return failure();
+  return expectType(*this, getOutputGrad().getType(), *forward,
+                    "output_grad (the forward conv2d's result)");
+}
+
+LogicalResult MaxPool2DGradOp::verify() {
+  auto input = rankedOperand(getLoc(), getInput(), "input", 4, "NHWC");
+  if (failed(input))
+    return failure();
+  auto forward = inferPool2DType(getLoc(), *input, getPoolSize(), getStrides(),
+                                 getPadding());
+  if (failed(forward) ||
+      failed(expectType(*this, getOutput().getType(), *forward,
+                        "output (the forward max_pool2d's result)")) ||
+      failed(expectType(*this, getOutputGrad().getType(), *forward,
+                        "output_grad")))
+    return failure();
+  return expectType(*this, getInputGrad().getType(), *input, "input_grad");
+}
+
+LogicalResult AvgPool2DGradOp::verify() {
+  auto input = rankedOperand(getLoc(), getInputGrad(), "input_grad", 4, "NHWC");
+  if (failed(input))
+    return failure();
+  auto forward = inferPool2DType(getLoc(), *input, getPoolSize(), getStrides(),
+                                 getPadding());
+  if (failed(forward))
+    return failure();
+  return expectType(*this, getOutputGrad().getType(), *forward,
+                    "output_grad (the forward avg_pool2d's result)");
+}
+
+LogicalResult GlobalAvgPool2DGradOp::verify() {
+  auto input = rankedOperand(getLoc(), getInputGrad(), "input_grad", 4, "NHWC");
+  if (failed(input))
+    return failure();
+  auto expected = RankedTensorType::get(
+      {input->getDimSize(0), input->getDimSize(3)}, input->getElementType());
+  return expectType(*this, getOutputGrad().getType(), expected, "output_grad");
+}
+
+LogicalResult
+DenseGradInputOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                   Adaptor adaptor,
+                                   SmallVectorImpl<Type> &results) {
+  auto dy = rankedOperand(loc, adaptor.getOutputGrad(), "output_grad", -1);
+  if (failed(dy))
+    return failure();
+  auto kernel =
+      rankedOperand(loc, adaptor.getKernel(), "kernel", 2, "[in, out]");
+  if (failed(kernel))
+    return failure();
+  if (dy->getRank() < 2 || dy->getShape().back() != kernel->getDimSize(1))
+    return emitOptionalError(loc, "output_grad ", *dy,
+                             " does not match kernel columns (",
+                             kernel->getDimSize(1), ")");
+  SmallVector<int64_t> shape(dy->getShape());
+  shape.back() = kernel->getDimSize(0);
+  results.push_back(RankedTensorType::get(shape, dy->getElementType()));
+  return success();
+}
+
+LogicalResult
+DenseGradKernelOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                    Adaptor adaptor,
+                                    SmallVectorImpl<Type> &results) {
+  auto x = rankedOperand(loc, adaptor.getInput(), "input", -1);
+  if (failed(x))
+    return failure();
+  auto dy = rankedOperand(loc, adaptor.getOutputGrad(), "output_grad", -1);
+  if (failed(dy))
+    return failure();
+  if (x->getRank() < 2 || x->getRank() != dy->getRank() ||
+      x->getShape().drop_back() != dy->getShape().drop_back())
+    return emitOptionalError(loc, "input ", *x, " and output_grad ", *dy,
+                             " must agree on every axis but the last");
+  results.push_back(RankedTensorType::get(
+      {x->getShape().back(), dy->getShape().back()}, x->getElementType()));
+  return success();
+}
+
+LogicalResult BiasAddGradOp::inferReturnTypes(MLIRContext *,
+                                              std::optional<Location> loc,
+                                              Adaptor adaptor,
+                                              SmallVectorImpl<Type> &results) {
+  auto dy = rankedOperand(loc, adaptor.getOutputGrad(), "output_grad", -1);
+  if (failed(dy))
+    return failure();
+  if (dy->getRank() < 1)
+    return emitOptionalError(loc, "expects output_grad of rank >= 1");
+  results.push_back(
+      RankedTensorType::get({dy->getShape().back()}, dy->getElementType()));
+  return success();
+}
+
+LogicalResult SliceOp::verify() {
+  RankedTensorType in = getInput().getType(), out = getOutput().getType();
+  int64_t rank = in.getRank(), axis = getAxis();
+  if (out.getRank() != rank)
+    return emitOpError("must keep the rank");
+  if (axis < 0 || axis >= rank)
+    return emitOpError("axis ") << axis << " is out of range for rank " << rank;
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != axis && in.getDimSize(d) != out.getDimSize(d))
+      return emitOpError("may only shrink axis ") << axis;
+  if (getOffset() < 0 ||
+      getOffset() + out.getDimSize(axis) > in.getDimSize(axis))
+    return emitOpError("slice [")
+           << getOffset() << ", " << getOffset() + out.getDimSize(axis)
+           << ") is outside axis " << axis << " of size "
+           << in.getDimSize(axis);
+  return success();
+}
+
+/// Statistics and per-channel parameters of batch norm are [C].
+static LogicalResult verifyChannels(Operation *op, ValueRange values,
+                                    int64_t channels) {
+  for (Value v : values) {
+    if (!v)
+      continue;
+    auto type = cast<RankedTensorType>(v.getType());
+    if (type.getRank() != 1 || type.getDimSize(0) != channels)
+      return op->emitOpError("expects per-channel tensors of shape [")
+             << channels << "], got " << type;
+  }
+  return success();
+}
+
+LogicalResult BatchNormTrainOp::verify() {
+  RankedTensorType input = getInput().getType();
+  if (input.getRank() < 2)
+    return emitOpError("expects input of rank >= 2");
+  if (failed(expectType(*this, getOutput().getType(), input, "output")))
+    return failure();
+  return verifyChannels(*this,
+                        {getMovingMean(), getMovingVariance(), getGamma(),
+                         getBeta(), getBatchMean(), getBatchInvStd(),
+                         getNewMovingMean(), getNewMovingVariance()},
+                        input.getShape().back());
+}
+
+LogicalResult BatchNormGradOp::verify() {
+  RankedTensorType input = getInput().getType();
+  if (failed(
+          expectType(*this, getOutputGrad().getType(), input, "output_grad")) ||
+      failed(expectType(*this, getInputGrad().getType(), input, "input_grad")))
+    return failure();
+  return verifyChannels(*this,
+                        {getBatchMean(), getBatchInvStd(), getGamma(),
+                         getGammaGrad(), getBetaGrad()},
+                        input.getRank() ? input.getShape().back() : 0);
+}
+
+template <typename LossGradOp>
+static LogicalResult verifyLossGrad(LossGradOp op, bool sparse) {
+  SmallVector<Type> scalar;
+  if (failed(inferClassification(op.getLoc(), op.getPredictions(),
+                                 op.getLabels(), sparse, scalar)))
+    return failure();
+  return expectType(op, op.getPredictionsGrad().getType(),
+                    op.getPredictions().getType(), "predictions_grad");
+}
+
+LogicalResult CategoricalCrossentropyGradOp::verify() {
+  return verifyLossGrad(*this, /*sparse=*/false);
+}
+
+LogicalResult SparseCategoricalCrossentropyGradOp::verify() {
+  return verifyLossGrad(*this, /*sparse=*/true);
+}
+
+SmallVector<StringRef> OptimizerUpdateOp::slotNames(Attribute optimizer) {
+  if (auto sgd = dyn_cast<SGDAttr>(optimizer)) {
+    if (sgd.getMomentum().isZero())
+      return {};
+    return {"momentum"};
+  }
+  if (auto adam = dyn_cast<AdamAttr>(optimizer)) {
+    if (adam.getAmsgrad())
+      return {"m", "v", "vhat"};
+    return {"m", "v"};
+  }
+  auto rms = cast<RMSpropAttr>(optimizer);
+  SmallVector<StringRef> names{"rms"};
+  if (!rms.getMomentum().isZero())
+    names.push_back("momentum");
+  if (rms.getCentered())
+    names.push_back("mg");
+  return names;
+}
+
+unsigned OptimizerUpdateOp::slotsPerVariable(Attribute optimizer) {
+  return slotNames(optimizer).size();
+}
+
+LogicalResult OptimizerUpdateOp::verify() {
+  size_t n = getParams().size();
+  if (n == 0)
+    return emitOpError("needs at least one variable");
+  if (getGrads().size() != n || getNewParams().size() != n)
+    return emitOpError("needs as many grads and new values as params (")
+           << n << "), got " << getGrads().size() << " grads and "
+           << getNewParams().size() << " new values";
+  unsigned k = slotsPerVariable(getOptimizer());
+  if (getSlots().size() != n * k || getNewSlots().size() != n * k)
+    return emitOpError("needs ")
+           << k << " slot(s) per variable (" << n * k << " in all), got "
+           << getSlots().size() << " slots and " << getNewSlots().size()
+           << " new slots";
+  for (size_t i = 0; i < n; ++i) {
+    Type param = getParams()[i].getType();
+    if (getGrads()[i].getType() != param ||
+        getNewParams()[i].getType() != param)
+      return emitOpError("variable #")
+             << i << ": grad and new value must have the variable's type "
+             << param;
+    for (unsigned j = 0; j < k; ++j)
+      if (getSlots()[i * k + j].getType() != param ||
+          getNewSlots()[i * k + j].getType() != param)
+        return emitOpError("variable #")
+               << i << ": slot '" << slotNames(getOptimizer())[j]
+               << "' must have the variable's type " << param;
+  }
+  return success();
+}
+
+LogicalResult
+AssignVariableOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  auto variable =
+      symbolTable.lookupNearestSymbolFrom<VariableOp>(*this, getVariableAttr());
+  if (!variable)
+    return emitOpError("'")
+           << getVariable() << "' does not name a graph.variable";
+  if (variable.getType() != getValue().getType())
+    return emitOpError("value type ")
+           << getValue().getType() << " does not match variable "
+           << getVariableAttr() << " of type " << variable.getType();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Fused forms
+//===----------------------------------------------------------------------===//
+
+/// A fused bias is [C] for the result's last axis.
+static LogicalResult verifyFusedBias(Operation *op, Value bias,
+                                     RankedTensorType result) {
+  if (!bias)
+    return success();
+  auto type = cast<RankedTensorType>(bias.getType());
+  if (type.getRank() != 1 || type.getDimSize(0) != result.getShape().back())
+    return op->emitOpError("bias must be [")
+           << result.getShape().back() << "], got " << type;
+  return success();
+}
+
+LogicalResult FusedConv2DOp::verify() {
+  auto forward = inferConv2D(getLoc(), getInput(), getKernel(), getStrides(),
+                             getPadding(), getDilations());
+  if (failed(forward) ||
+      failed(expectType(*this, getOutput().getType(), *forward, "output")))
+    return failure();
+  return verifyFusedBias(*this, getBias(), *forward);
+}
+
+LogicalResult FusedDenseOp::verify() {
+  SmallVector<Type> inferred;
+  DenseOp::Adaptor adaptor({getInput(), getKernel()});
+  if (failed(DenseOp::inferReturnTypes(getContext(), getLoc(), adaptor,
+                                       inferred)) ||
+      failed(
+          expectType(*this, getOutput().getType(), inferred.front(), "output")))
+    return failure();
+  return verifyFusedBias(*this, getBias(),
+                         cast<RankedTensorType>(inferred.front()));
+}
+
+LogicalResult SoftmaxCrossEntropyOp::verify() {
+  SmallVector<Type> scalar;
+  if (failed(inferClassification(getLoc(), getLogits(), getLabels(),
+                                 std::nullopt, scalar)))
+    return failure();
+  Type logits = getLogits().getType();
+  if (failed(expectType(*this, getProbabilities().getType(), logits,
+                        "probabilities")) ||
+      failed(
+          expectType(*this, getLogitsGrad().getType(), logits, "logits_grad")))
+    return failure();
+  return expectType(*this, getLoss().getType(), scalar.front(), "loss");
+}
+
+LogicalResult ElementwiseOp::verify() {
+  RankedTensorType result = getOutput().getType();
+  for (auto [i, input] : llvm::enumerate(getInputs()))
+    if (input.getType() != result)
+      return emitOpError("input #") << i << " must have the result's type "
+                                    << result << ", got " << input.getType();
+  Block &body = getBody().front();
+  auto element = RankedTensorType::get({}, result.getElementType());
+  if (body.getNumArguments() != getInputs().size())
+    return emitOpError("body needs one argument per input (")
+           << getInputs().size() << "), got " << body.getNumArguments();
+  for (BlockArgument arg : body.getArguments())
+    if (arg.getType() != element)
+      return emitOpError("body arguments must be ") << element;
+  auto yield = dyn_cast<YieldOp>(body.getTerminator());
+  if (!yield)
+    return emitOpError("body must end with graph.yield");
+  if (yield.getValue().getType() != element)
+    return emitOpError("body must yield ") << element;
+  for (Operation &op : body.without_terminator())
+    if (op.getNumRegions() || !isMemoryEffectFree(&op))
+      return op.emitOpError("cannot appear in a graph.elementwise body");
+  return success();
 }
 
 #define GET_OP_CLASSES

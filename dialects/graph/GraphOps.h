@@ -22,6 +22,19 @@ class OutputOp;
 /// window, or a value <= 0 when the window does not fit.
 int64_t windowOutputSize(int64_t input, int64_t window, int64_t stride,
                          int64_t dilation, Padding padding);
+
+/// The result type of a conv2d of `input` (NHWC) by `kernel` (HWIO), or
+/// failure with a diagnostic at `loc` when given.
+FailureOr<RankedTensorType>
+inferConv2DType(std::optional<Location> loc, RankedTensorType input,
+                RankedTensorType kernel, ArrayRef<int64_t> strides,
+                Padding padding, ArrayRef<int64_t> dilations);
+/// The result type of a 2-D pooling window over `input` (NHWC).
+FailureOr<RankedTensorType> inferPool2DType(std::optional<Location> loc,
+                                            RankedTensorType input,
+                                            ArrayRef<int64_t> poolSize,
+                                            ArrayRef<int64_t> strides,
+                                            Padding padding);
 } // namespace mlir::graph
 
 #define GET_OP_CLASSES

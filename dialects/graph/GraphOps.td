@@ -124,7 +124,8 @@ def Graph_TrainingOp : Graph_Op<"training", [HasParent<"::mlir::ModuleOp">,
   let description = [{
     ```mlir
     graph.training @cnn loss = categorical_crossentropy
-        optimizer = #graph.adam<learning_rate = 0.001>
+        optimizer = #graph.adam<learning_rate = 0.001, beta_1 = 0.9,
+                                beta_2 = 0.999, epsilon = 1.0e-07, amsgrad = false>
         metrics = ["accuracy"] global_batch_size = 256
     ```
     The loss is the mean over the global batch. `from_logits` says the
@@ -337,6 +338,343 @@ def Graph_AccuracyOp : Graph_Op<"accuracy", [Pure, InferTypeOpAdaptor]> {
     $predictions `,` $labels attr-dict `:` type($predictions) `,` type($labels)
     `->` type($accuracy)
   }];
+}
+
+//===----------------------------------------------------------------------===//
+// Training: gradients, variable updates
+//
+// Built by graph-build-training-step, never by the importer. Every gradient
+// op takes what its reference implementation needs and nothing else, so a
+// naive kernel can evaluate it from its operands and attributes alone.
+//===----------------------------------------------------------------------===//
+
+def Graph_Conv2DGradInputOp : Graph_Op<"conv2d_grad_input", [Pure]> {
+  let summary = "gradient of conv2d with respect to its input";
+  let description = [{
+    `dx` has the forward input's type (given, since strides lose it).
+  }];
+  let arguments = (ins Graph_FloatTensor:$output_grad, Graph_FloatTensor:$kernel,
+                       Graph_Pair:$strides, Graph_PaddingAttr:$padding,
+                       Graph_Pair:$dilations);
+  let results = (outs Graph_FloatTensor:$input_grad);
+  let assemblyFormat = [{
+    $output_grad `,` $kernel `strides` `=` $strides `padding` `=` `` $padding
+    `dilations` `=` $dilations attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Graph_Conv2DGradKernelOp : Graph_Op<"conv2d_grad_kernel", [Pure]> {
+  let summary = "gradient of conv2d with respect to its kernel";
+  let arguments = (ins Graph_FloatTensor:$input, Graph_FloatTensor:$output_grad,
+                       Graph_Pair:$strides, Graph_PaddingAttr:$padding,
+                       Graph_Pair:$dilations);
+  let results = (outs Graph_FloatTensor:$kernel_grad);
+  let assemblyFormat = [{
+    $input `,` $output_grad `strides` `=` $strides `padding` `=` `` $padding
+    `dilations` `=` $dilations attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Graph_MaxPool2DGradOp : Graph_Op<"max_pool2d_grad", [Pure]> {
+  let summary = "routes each output gradient to its window's first maximum";
+  let arguments = (ins Graph_FloatTensor:$input, Graph_FloatTensor:$output,
+                       Graph_FloatTensor:$output_grad, Graph_Pair:$pool_size,
+                       Graph_Pair:$strides, Graph_PaddingAttr:$padding);
+  let results = (outs Graph_FloatTensor:$input_grad);
+  let assemblyFormat = [{
+    $input `,` $output `,` $output_grad `pool_size` `=` $pool_size
+    `strides` `=` $strides `padding` `=` `` $padding attr-dict
+    `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Graph_AvgPool2DGradOp : Graph_Op<"avg_pool2d_grad", [Pure]> {
+  let summary = "spreads each output gradient evenly over its window";
+  let arguments = (ins Graph_FloatTensor:$output_grad, Graph_Pair:$pool_size,
+                       Graph_Pair:$strides, Graph_PaddingAttr:$padding);
+  let results = (outs Graph_FloatTensor:$input_grad);
+  let assemblyFormat = [{
+    $output_grad `pool_size` `=` $pool_size `strides` `=` $strides
+    `padding` `=` `` $padding attr-dict `:` type($output_grad) `->` type($input_grad)
+  }];
+  let hasVerifier = 1;
+}
+
+def Graph_GlobalAvgPool2DGradOp : Graph_Op<"global_avg_pool2d_grad", [Pure]> {
+  let summary = "spreads [B, C] gradients evenly over H x W";
+  let arguments = (ins Graph_FloatTensor:$output_grad);
+  let results = (outs Graph_FloatTensor:$input_grad);
+  let assemblyFormat = "$output_grad attr-dict `:` type($output_grad) `->` type($input_grad)";
+  let hasVerifier = 1;
+}
+
+def Graph_DenseGradInputOp : Graph_Op<"dense_grad_input", [Pure, InferTypeOpAdaptor]> {
+  let summary = "dy[..., N] * kernel[K, N]^T";
+  let arguments = (ins Graph_FloatTensor:$output_grad, Graph_FloatTensor:$kernel);
+  let results = (outs Graph_FloatTensor:$input_grad);
+  let assemblyFormat = "$output_grad `,` $kernel attr-dict `:` functional-type(operands, results)";
+}
+
+def Graph_DenseGradKernelOp : Graph_Op<"dense_grad_kernel", [Pure, InferTypeOpAdaptor]> {
+  let summary = "x[..., K]^T * dy[..., N], summed over every leading axis";
+  let arguments = (ins Graph_FloatTensor:$input, Graph_FloatTensor:$output_grad);
+  let results = (outs Graph_FloatTensor:$kernel_grad);
+  let assemblyFormat = "$input `,` $output_grad attr-dict `:` functional-type(operands, results)";
+}
+
+def Graph_BiasAddGradOp : Graph_Op<"bias_add_grad", [Pure, InferTypeOpAdaptor]> {
+  let summary = "sums the gradient over every axis but the last";
+  let arguments = (ins Graph_FloatTensor:$output_grad);
+  let results = (outs Graph_FloatTensor:$bias_grad);
+  let assemblyFormat = "$output_grad attr-dict `:` type($output_grad) `->` type($bias_grad)";
+}
+
+class Graph_ActivationGradOp<string mnemonic, string what, string from,
+                             dag attrs = (ins)>
+    : Graph_Op<mnemonic, [Pure, SameOperandsAndResultType]> {
+  let summary = what;
+  let description = "Computed from the forward op's " # from # ".";
+  let arguments = !con((ins Graph_FloatTensor:$output_grad,
+                            Graph_FloatTensor:$saved), attrs);
+  let results = (outs Graph_FloatTensor:$input_grad);
+  let assemblyFormat = "$output_grad `,` $saved attr-dict `:` type($input_grad)";
+}
+
+def Graph_ReluGradOp : Graph_ActivationGradOp<"relu_grad", "dy * (y > 0)", "output y">;
+def Graph_SigmoidGradOp : Graph_ActivationGradOp<"sigmoid_grad", "dy * y * (1 - y)", "output y">;
+def Graph_TanhGradOp : Graph_ActivationGradOp<"tanh_grad", "dy * (1 - y^2)", "output y">;
+def Graph_EluGradOp : Graph_ActivationGradOp<"elu_grad",
+    "dy if y > 0 else dy * (y + alpha)", "output y",
+    (ins DefaultValuedAttr<F64Attr, "1.0">:$alpha)>;
+def Graph_LeakyReluGradOp : Graph_ActivationGradOp<"leaky_relu_grad",
+    "dy if x > 0 else alpha * dy", "input x",
+    (ins DefaultValuedAttr<F64Attr, "0.2">:$alpha)>;
+def Graph_GeluGradOp : Graph_ActivationGradOp<"gelu_grad",
+    "dy * d(gelu)/dx", "input x", (ins UnitAttr:$approximate)>;
+def Graph_SoftmaxGradOp : Graph_ActivationGradOp<"softmax_grad",
+    "y * (dy - sum(dy * y, axis))", "output y",
+    (ins DefaultValuedAttr<I64Attr, "-1">:$axis)>;
+
+def Graph_DropoutGradOp : Graph_UnaryOp<"dropout_grad",
+    "applies the forward dropout's mask (regenerated from seed and step) and "
+    "scale to the gradient",
+    (ins F64Attr:$rate, I64Attr:$seed)>;
+
+def Graph_SliceOp : Graph_Op<"slice", [Pure]> {
+  let summary = "the part of a tensor at `offset` along `axis` (gradient of concatenate)";
+  let arguments = (ins Graph_FloatTensor:$input, I64Attr:$axis, I64Attr:$offset);
+  let results = (outs Graph_FloatTensor:$output);
+  let assemblyFormat = [{
+    $input `axis` `=` $axis `offset` `=` $offset attr-dict
+    `:` type($input) `->` type($output)
+  }];
+  let hasVerifier = 1;
+}
+
+def Graph_BatchNormTrainOp : Graph_Op<"batch_norm_train", [Pure,
+    AttrSizedOperandSegments]> {
+  let summary = "batch normalisation with the batch's statistics";
+  let description = [{
+    Normalises with the batch mean and (biased) variance over every axis but
+    the last, and returns the updated moving statistics
+    (`moving * momentum + batch * (1 - momentum)`, with the unbiased batch
+    variance as Keras uses) plus the batch mean and 1/sqrt(var + epsilon)
+    that the gradient needs.
+  }];
+  let arguments = (ins Graph_FloatTensor:$input,
+                       Graph_FloatTensor:$moving_mean,
+                       Graph_FloatTensor:$moving_variance,
+                       Optional<Graph_FloatTensor>:$gamma,
+                       Optional<Graph_FloatTensor>:$beta,
+                       F64Attr:$epsilon, F64Attr:$momentum);
+  let results = (outs Graph_FloatTensor:$output,
+                      Graph_FloatTensor:$batch_mean,
+                      Graph_FloatTensor:$batch_inv_std,
+                      Graph_FloatTensor:$new_moving_mean,
+                      Graph_FloatTensor:$new_moving_variance);
+  let assemblyFormat = [{
+    $input `,` $moving_mean `,` $moving_variance
+    (`gamma` $gamma^)? (`beta` $beta^)? attr-dict
+    `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Graph_BatchNormGradOp : Graph_Op<"batch_norm_grad", [Pure]> {
+  let summary = "gradients of batch_norm_train: input, gamma, beta";
+  let arguments = (ins Graph_FloatTensor:$output_grad, Graph_FloatTensor:$input,
+                       Graph_FloatTensor:$batch_mean,
+                       Graph_FloatTensor:$batch_inv_std,
+                       Optional<Graph_FloatTensor>:$gamma);
+  let results = (outs Graph_FloatTensor:$input_grad,
+                      Graph_FloatTensor:$gamma_grad,
+                      Graph_FloatTensor:$beta_grad);
+  let assemblyFormat = [{
+    $output_grad `,` $input `,` $batch_mean `,` $batch_inv_std
+    (`gamma` $gamma^)? attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+class Graph_LossGradOp<string mnemonic, string what>
+    : Graph_Op<mnemonic, [Pure]> {
+  let summary = what;
+  let description = [{
+    The gradient of the batch-mean loss with respect to the predictions
+    (`1 / batch` included), the start of backpropagation.
+  }];
+  let arguments = (ins Graph_FloatTensor:$predictions, Graph_AnyTensor:$labels,
+                       UnitAttr:$from_logits);
+  let results = (outs Graph_FloatTensor:$predictions_grad);
+  let assemblyFormat = [{
+    $predictions `,` $labels (`from_logits` $from_logits^)? attr-dict
+    `:` type($predictions) `,` type($labels) `->` type($predictions_grad)
+  }];
+  let hasVerifier = 1;
+}
+
+def Graph_CategoricalCrossentropyGradOp
+    : Graph_LossGradOp<"categorical_crossentropy_grad",
+                       "gradient of categorical_crossentropy">;
+def Graph_SparseCategoricalCrossentropyGradOp
+    : Graph_LossGradOp<"sparse_categorical_crossentropy_grad",
+                       "gradient of sparse_categorical_crossentropy">;
+
+def Graph_OptimizerUpdateOp : Graph_Op<"optimizer_update", [Pure,
+    AttrSizedOperandSegments, AttrSizedResultSegments]> {
+  let summary = "one optimizer step for one or many variables";
+  let description = [{
+    For each of N variables: the current value, its (all-reduced) gradient,
+    and its slots; returns the new values and new slots, in the same order.
+    Slots per variable, in order: SGD: `momentum` (when momentum > 0);
+    Adam: `m`, `v` (and `vhat` with amsgrad); RMSprop: `rms`, then
+    `momentum` (when momentum > 0), then `mg` (when centered). Slots are
+    grouped per variable: `[slots of var 0, slots of var 1, ...]`.
+    The step count for Adam's bias correction is the runtime's global step
+    (1 on the first update), not an operand: a whole-step CUDA graph replays
+    the same arguments every step.
+
+    ```mlir
+    %p, %m, %v = graph.optimizer_update #graph.adam<...>
+        params(%w : tensor<3xf32>) grads(%g : tensor<3xf32>)
+        slots(%m0, %v0 : tensor<3xf32>, tensor<3xf32>)
+        -> (tensor<3xf32>), (tensor<3xf32>, tensor<3xf32>)
+    ```
+  }];
+  let arguments = (ins AnyAttrOf<[Graph_SGDAttr, Graph_AdamAttr, Graph_RMSpropAttr]>:$optimizer,
+                       Variadic<Graph_FloatTensor>:$params,
+                       Variadic<Graph_FloatTensor>:$grads,
+                       Variadic<Graph_FloatTensor>:$slots);
+  let results = (outs Variadic<Graph_FloatTensor>:$new_params,
+                      Variadic<Graph_FloatTensor>:$new_slots);
+  let assemblyFormat = [{
+    $optimizer `params` `(` $params `:` type($params) `)`
+    `grads` `(` $grads `:` type($grads) `)`
+    `slots` `(` ($slots^ `:` type($slots))? `)` attr-dict
+    `->` `(` type($new_params) `)` `,` `(` type($new_slots) `)`
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// How many slot variables `optimizer` keeps per trained variable.
+    static unsigned slotsPerVariable(::mlir::Attribute optimizer);
+    /// The slot names, in operand order (`m`, `v`, ...).
+    static ::llvm::SmallVector<::llvm::StringRef> slotNames(::mlir::Attribute optimizer);
+  }];
+}
+
+def Graph_AssignVariableOp : Graph_Op<"assign_variable", [
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>,
+    MemoryEffects<[MemWrite]>]> {
+  let summary = "writes a new value into a variable at the end of the step";
+  let arguments = (ins FlatSymbolRefAttr:$variable, Graph_FloatTensor:$value);
+  let assemblyFormat = "$variable `,` $value attr-dict `:` type($value)";
+}
+
+//===----------------------------------------------------------------------===//
+// Fused forms, built by graph-fuse for the kernels that implement them
+//===----------------------------------------------------------------------===//
+
+def Graph_EpilogueActivation : I32EnumAttr<"EpilogueActivation",
+    "activation applied in a fused epilogue", [
+    I32EnumAttrCase<"none", 0>, I32EnumAttrCase<"relu", 1>,
+    I32EnumAttrCase<"sigmoid", 2>, I32EnumAttrCase<"tanh", 3>]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::mlir::graph";
+}
+def Graph_EpilogueActivationAttr
+    : EnumAttr<Graph_Dialect, Graph_EpilogueActivation, "epilogue">;
+
+def Graph_FusedConv2DOp : Graph_Op<"fused_conv2d", [Pure]> {
+  let summary = "conv2d + optional bias + activation in one kernel";
+  let arguments = (ins Graph_FloatTensor:$input, Graph_FloatTensor:$kernel,
+                       Optional<Graph_FloatTensor>:$bias,
+                       Graph_Pair:$strides, Graph_PaddingAttr:$padding,
+                       Graph_Pair:$dilations,
+                       Graph_EpilogueActivationAttr:$activation);
+  let results = (outs Graph_FloatTensor:$output);
+  let assemblyFormat = [{
+    $input `,` $kernel (`bias` $bias^)? `strides` `=` $strides
+    `padding` `=` `` $padding `dilations` `=` $dilations
+    `activation` `=` `` $activation attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Graph_FusedDenseOp : Graph_Op<"fused_dense", [Pure]> {
+  let summary = "dense + optional bias + activation in one kernel";
+  let arguments = (ins Graph_FloatTensor:$input, Graph_FloatTensor:$kernel,
+                       Optional<Graph_FloatTensor>:$bias,
+                       Graph_EpilogueActivationAttr:$activation);
+  let results = (outs Graph_FloatTensor:$output);
+  let assemblyFormat = [{
+    $input `,` $kernel (`bias` $bias^)? `activation` `=` `` $activation attr-dict
+    `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Graph_SoftmaxCrossEntropyOp : Graph_Op<"softmax_cross_entropy", [Pure]> {
+  let summary = "softmax and cross-entropy in one kernel, forward and backward";
+  let description = [{
+    From logits [B, C] and one-hot [B, C] (float) or class-index [B]
+    (integer) labels: the probabilities, the batch-mean loss, and the
+    gradient of that loss with respect to the logits ((p - y) / B). What
+    Keras computes for a softmax output trained with cross-entropy.
+  }];
+  let arguments = (ins Graph_FloatTensor:$logits, Graph_AnyTensor:$labels);
+  let results = (outs Graph_FloatTensor:$probabilities, Graph_Scalar:$loss,
+                      Graph_FloatTensor:$logits_grad);
+  let assemblyFormat = [{
+    $logits `,` $labels attr-dict `:` type($logits) `,` type($labels)
+    `->` type($probabilities) `,` type($loss) `,` type($logits_grad)
+  }];
+  let hasVerifier = 1;
+}
+
+def Graph_ElementwiseOp : Graph_Op<"elementwise", [Pure,
+    IsolatedFromAbove, SingleBlock]> {
+  let summary = "a chain of elementwise ops fused into one kernel";
+  let description = [{
+    The body maps scalar-shaped tensors (`tensor<f32>`) one element at a
+    time: block argument i is operand i's element, `graph.yield` gives the
+    result's. All operands have the result's shape.
+  }];
+  let arguments = (ins Variadic<Graph_FloatTensor>:$inputs);
+  let results = (outs Graph_FloatTensor:$output);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = [{
+    $inputs attr-dict `:` functional-type($inputs, results) $body
+  }];
+  let hasVerifier = 1;
+}
+
+def Graph_YieldOp : Graph_Op<"yield", [Pure, Terminator, HasParent<"ElementwiseOp">]> {
+  let summary = "the element an elementwise body produces";
+  let arguments = (ins Graph_Scalar:$value);
+  let assemblyFormat = "$value attr-dict `:` type($value)";
 }
 
 #endif // GRAPH_OPS_TD
