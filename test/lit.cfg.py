@@ -17,6 +17,9 @@ config.substitutions.append(("%fixtures", os.path.join(config.graph_src_root, "t
 
 llvm_config.with_system_environment(["HOME", "TMPDIR"])
 llvm_config.use_default_substitutions()
+# RUN lines may start with `not` or `FileCheck`: LLVM's tools come from
+# /usr/lib/llvm-22/bin, which is not on a Debian PATH.
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 
 tool_dirs = [config.graph_tools_dir, config.llvm_tools_dir]
 tools = ["graph-opt", "graph-import"]

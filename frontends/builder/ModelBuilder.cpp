@@ -564,6 +564,12 @@ OwningOpRef<ModuleOp> ModelBuilder::finish(llvm::ArrayRef<Tensor> outputs,
     mlir::emitError(baseLoc) << "a model needs at least one output";
     return nullptr;
   }
+  if (training && outputs.size() != 1) {
+    mlir::emitError(baseLoc) << "a model with " << outputs.size()
+                             << " outputs cannot be trained: the loss takes "
+                                "one output";
+    return nullptr;
+  }
   SmallVector<Value> values;
   for (Tensor t : outputs)
     values.push_back(t.getValue());

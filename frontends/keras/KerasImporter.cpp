@@ -1,0 +1,641 @@
+//===- KerasImporter.cpp - Keras models to the graph dialect --------------===//
+//
+// Two dialects of the same JSON are read:
+//  - Keras 3: inbound nodes are {"args": [...], "kwargs": {...}} holding
+//    `__keras_tensor__` objects with a `keras_history`; inputs carry
+//    `batch_shape`; optimizers and losses sit in `compile_config`.
+//  - tf.keras 2: inbound nodes are [[layer, node, tensor, kwargs], ...];
+//    inputs carry `batch_input_shape`; there is no compile_config.
+//
+// This file walks the model: its layers list, the calls (inbound nodes) that
+// connect them, its inputs and outputs. KerasLayers reads each layer's
+// config, KerasTraining the compile_config.
+//
+//===----------------------------------------------------------------------===//
+
+#include "frontends/keras/KerasImporter.h"
+
+#include "frontends/builder/ModelBuilder.h"
+#include "frontends/keras/KerasArchive.h"
+#include "frontends/keras/KerasConfigReader.h"
+#include "frontends/keras/KerasLayers.h"
+#include "frontends/keras/KerasTraining.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+#include <memory>
+
+namespace json = llvm::json;
+using mlir::failed;
+using mlir::failure;
+using mlir::LogicalResult;
+using mlir::success;
+
+namespace graph::keras {
+namespace {
+
+using builder::ModelBuilder;
+using builder::Tensor;
+
+/// Keras fit's default batch size.
+constexpr int64_t kDefaultBatchSize = 32;
+
+class ModelImporter {
+public:
+  ModelImporter(const ConfigDocument &doc, mlir::MLIRContext &ctx,
+                const ImportOptions &options)
+      : doc(doc), ctx(ctx), options(options) {}
+
+  mlir::OwningOpRef<mlir::ModuleOp> import();
+
+private:
+  LogicalResult fileError(const json::Value *at, const llvm::Twine &message) {
+    mlir::emitError(doc.locate(at)) << message;
+    return failure();
+  }
+  ErrorSink fileSink() {
+    return [](mlir::Location loc, const llvm::Twine &message) {
+      mlir::emitError(loc) << message;
+    };
+  }
+  ErrorSink layerSink(const LayerEntry &entry) {
+    return [this, name = entry.name, className = entry.className](
+               mlir::Location loc, const llvm::Twine &message) {
+      model->emitLayerError(loc, name, className, message);
+    };
+  }
+  LogicalResult layerError(const LayerEntry &entry,
+                           const llvm::Twine &message) {
+    model->emitLayerError(entry.loc, entry.name, entry.className, message);
+    return failure();
+  }
+  /// A reader for the fields of `entry` itself (inbound_nodes), beside its
+  /// config.
+  ConfigReader entryReader(const LayerEntry &entry) {
+    return ConfigReader(doc, *entry.value, *entry.value->getAsObject(), "",
+                        layerSink(entry));
+  }
+
+  LogicalResult readLayer(const json::Value &value, size_t index,
+                          bool functional);
+  LogicalResult readNodes(LayerEntry &entry, ConfigReader &reader);
+  LogicalResult readTensorRef(ConfigReader &reader, const json::Value &value,
+                              TensorRef &out);
+  LogicalResult readLayerRefs(ConfigReader &modelConfig, llvm::StringRef key,
+                              std::vector<TensorRef> &out);
+  LogicalResult checkRef(ConfigReader &reader, llvm::StringRef key,
+                         const TensorRef &ref);
+
+  Tensor call(LayerEntry &entry, llvm::ArrayRef<Tensor> inputs);
+  LogicalResult buildFunctional(ConfigReader &modelConfig,
+                                std::vector<Tensor> &outputs);
+  LogicalResult reportCycle(const std::vector<size_t> &done);
+  LogicalResult buildSequential(ConfigReader &modelConfig,
+                                const json::Value &layersValue,
+                                std::vector<Tensor> &outputs);
+
+  const ConfigDocument &doc;
+  mlir::MLIRContext &ctx;
+  const ImportOptions &options;
+  std::unique_ptr<ModelBuilder> model;
+  std::vector<LayerEntry> layers;
+  llvm::StringMap<size_t> layerIndex;
+  bool modelTrainable = true;
+};
+
+//===----------------------------------------------------------------------===//
+// Layers and their calls
+//===----------------------------------------------------------------------===//
+
+LogicalResult ModelImporter::readLayer(const json::Value &value, size_t index,
+                                       bool functional) {
+  std::string where = "config.layers[" + std::to_string(index) + "]";
+  const json::Object *object = value.getAsObject();
+  if (!object)
+    return fileError(&value, "field '" + where +
+                                 "': expected a layer object, got " +
+                                 describe(value));
+  ConfigReader entryReader(doc, value, *object, where + ".", fileSink());
+  std::string className;
+  if (failed(entryReader.readString("class_name", className, true)))
+    return failure();
+  const json::Value *configValue = entryReader.get("config");
+  const json::Object *config =
+      configValue ? configValue->getAsObject() : nullptr;
+  if (!config)
+    return configValue
+               ? entryReader.error("config", "expected an object, got " +
+                                                 describe(*configValue))
+               : entryReader.missing("config");
+
+  LayerEntry entry{.value = &value, .loc = doc.locate(&value)};
+  entry.className = className;
+  if (std::optional<llvm::StringRef> name = object->getString("name"))
+    entry.name = name->str();
+  else if (std::optional<llvm::StringRef> name = config->getString("name"))
+    entry.name = name->str();
+  else
+    entry.name = where;
+  if (!layerIndex.try_emplace(entry.name, layers.size()).second)
+    return fileError(&value, "duplicate layer name '" + entry.name + "'");
+
+  // Fields of the entry, beside its config, are named as they are; fields of
+  // the config are named without the `config.` prefix, as Keras names the
+  // layer's arguments.
+  ConfigReader reader(doc, value, *object, "", layerSink(entry));
+  ConfigReader configReader(doc, *configValue, *config, "", layerSink(entry));
+  if (failed(createLayer(*model, entry, configReader, modelTrainable)))
+    return failure();
+  if (functional && failed(readNodes(entry, reader)))
+    return failure();
+  layers.push_back(std::move(entry));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Functional models: inbound nodes
+//===----------------------------------------------------------------------===//
+
+LogicalResult ModelImporter::readTensorRef(ConfigReader &reader,
+                                           const json::Value &value,
+                                           TensorRef &out) {
+  const json::Array *history = nullptr;
+  if (const json::Object *tensor = value.getAsObject()) {
+    // Keras 3: {"class_name": "__keras_tensor__", "config": {...,
+    // "keras_history": [layer, node, tensor]}}.
+    if (const json::Object *config = tensor->getObject("config"))
+      history = config->getArray("keras_history");
+    if (tensor->getString("class_name") != "__keras_tensor__")
+      history = nullptr;
+  } else {
+    // tf.keras: [layer, node, tensor, kwargs].
+    history = value.getAsArray();
+  }
+  std::optional<llvm::StringRef> layer;
+  std::optional<int64_t> node, tensor;
+  if (history && history->size() >= 3) {
+    layer = (*history)[0].getAsString();
+    node = (*history)[1].getAsInteger();
+    tensor = (*history)[2].getAsInteger();
+  }
+  if (!layer || !node || !tensor)
+    return reader.errorAt(&value, "inbound_nodes",
+                          "expected a tensor reference, got " +
+                              describe(value));
+  // Errors point at the layer name: the part of the reference that says
+  // what it refers to.
+  out = {layer->str(), *node, *tensor, &(*history)[0]};
+  return success();
+}
+
+/// Call arguments beside the inputs. `training` is left out: Keras 3 records
+/// training=False for a Dropout called while building the model, and fit()
+/// overrides it in every call; a null mask is no mask.
+static bool isIgnoredCallArgument(llvm::StringRef key,
+                                  const json::Value &value) {
+  return key == "training" || value.kind() == json::Value::Null;
+}
+
+LogicalResult ModelImporter::readNodes(LayerEntry &entry,
+                                       ConfigReader &reader) {
+  const json::Value *field = reader.getSet("inbound_nodes");
+  if (!field)
+    return success();
+  const json::Array *nodes = field->getAsArray();
+  if (!nodes)
+    return reader.error("inbound_nodes",
+                        "expected a list, got " + describe(*field));
+  auto checkKwargs = [&](const json::Value *kwargs) {
+    if (!kwargs)
+      return success();
+    const json::Object *object = kwargs->getAsObject();
+    if (!object)
+      return reader.error("inbound_nodes", "expected call keyword arguments, "
+                                           "got " +
+                                               describe(*kwargs));
+    for (const auto &[key, value] : *object)
+      if (!isIgnoredCallArgument(key, value))
+        return reader.error("inbound_nodes", "unsupported call argument '" +
+                                                 key.str() +
+                                                 "' = " + describe(value));
+    return success();
+  };
+  for (const json::Value &node : *nodes) {
+    std::vector<TensorRef> inputs;
+    if (const json::Object *call = node.getAsObject()) {
+      // Keras 3: {"args": [x] or [[x, y]], "kwargs": {...}}.
+      const json::Array *args = call->getArray("args");
+      if (!args || args->size() != 1)
+        return reader.error("inbound_nodes",
+                            "expected one positional argument (a tensor or a "
+                            "list of tensors), got " +
+                                describe(node));
+      const json::Value &arg = (*args)[0];
+      auto addTensor = [&](const json::Value &value) {
+        TensorRef ref;
+        if (failed(readTensorRef(reader, value, ref)))
+          return failure();
+        inputs.push_back(std::move(ref));
+        return success();
+      };
+      if (const json::Array *list = arg.getAsArray()) {
+        for (const json::Value &tensor : *list)
+          if (failed(addTensor(tensor)))
+            return failure();
+      } else if (failed(addTensor(arg))) {
+        return failure();
+      }
+      if (failed(checkKwargs(call->get("kwargs"))))
+        return failure();
+    } else if (const json::Array *list = node.getAsArray()) {
+      // tf.keras: [[layer, node, tensor, kwargs], ...].
+      for (const json::Value &tensor : *list) {
+        TensorRef ref;
+        if (failed(readTensorRef(reader, tensor, ref)))
+          return failure();
+        const json::Array *parts = tensor.getAsArray();
+        if (failed(checkKwargs(parts && parts->size() > 3 ? &(*parts)[3]
+                                                          : nullptr)))
+          return failure();
+        inputs.push_back(std::move(ref));
+      }
+    } else {
+      return reader.error("inbound_nodes",
+                          "expected a node, got " + describe(node));
+    }
+    if (inputs.empty())
+      return reader.error("inbound_nodes", "a call without inputs");
+    entry.nodes.push_back(std::move(inputs));
+  }
+  return success();
+}
+
+LogicalResult ModelImporter::checkRef(ConfigReader &reader, llvm::StringRef key,
+                                      const TensorRef &ref) {
+  auto it = layerIndex.find(ref.layer);
+  if (it == layerIndex.end())
+    return reader.errorAt(ref.at, key, "unknown layer '" + ref.layer + "'");
+  const LayerEntry &source = layers[it->second];
+  int64_t calls = source.inputShape ? 1 : source.nodes.size();
+  if (ref.node < 0 || ref.node >= calls)
+    return reader.errorAt(ref.at, key,
+                          "refers to call " + llvm::Twine(ref.node) +
+                              " of layer '" + ref.layer + "', which has " +
+                              llvm::Twine(calls) + " call(s)");
+  if (ref.tensor != 0)
+    return reader.errorAt(ref.at, key,
+                          "refers to output " + llvm::Twine(ref.tensor) +
+                              " of layer '" + ref.layer +
+                              "', which has one output");
+  return success();
+}
+
+LogicalResult ModelImporter::readLayerRefs(ConfigReader &modelConfig,
+                                           llvm::StringRef key,
+                                           std::vector<TensorRef> &out) {
+  const json::Value *field = modelConfig.getSet(key);
+  if (!field)
+    return modelConfig.missing(key);
+  const json::Array *list = field->getAsArray();
+  if (!list || list->empty())
+    return modelConfig.error(key, "expected [layer, node, tensor] or a list "
+                                  "of them, got " +
+                                      describe(*field));
+  // Keras 3 writes a single reference flat: ["input_layer", 0, 0].
+  bool flat = (*list)[0].getAsString().has_value();
+  auto read = [&](const json::Value &value) {
+    TensorRef ref;
+    const json::Array *triple = value.getAsArray();
+    std::optional<llvm::StringRef> layer;
+    std::optional<int64_t> node, tensor;
+    if (triple && triple->size() == 3) {
+      layer = (*triple)[0].getAsString();
+      node = (*triple)[1].getAsInteger();
+      tensor = (*triple)[2].getAsInteger();
+    }
+    if (!layer || !node || !tensor)
+      return modelConfig.error(key, "expected [layer, node, tensor], got " +
+                                        describe(value));
+    out.push_back({layer->str(), *node, *tensor, &(*triple)[0]});
+    return checkRef(modelConfig, key, out.back());
+  };
+  if (flat)
+    return read(*field);
+  for (const json::Value &value : *list)
+    if (failed(read(value)))
+      return failure();
+  return success();
+}
+
+Tensor ModelImporter::call(LayerEntry &entry, llvm::ArrayRef<Tensor> inputs) {
+  if (model->hasFailed() || llvm::any_of(inputs, [](Tensor t) { return !t; }))
+    return Tensor();
+  if (entry.checkInputs && failed(entry.checkInputs(inputs)))
+    return Tensor();
+  Tensor result = (*entry.layer)(inputs);
+  return model->hasFailed() ? Tensor() : result;
+}
+
+LogicalResult ModelImporter::reportCycle(const std::vector<size_t> &done) {
+  // Every unfinished call waits for an unfinished call; following the first
+  // such dependency from the first stuck layer must come back to a layer.
+  size_t start = 0;
+  while (done[start] == layers[start].nodes.size())
+    ++start;
+  std::vector<size_t> path;
+  std::vector<int> seenAt(layers.size(), -1);
+  size_t current = start;
+  while (seenAt[current] < 0) {
+    seenAt[current] = static_cast<int>(path.size());
+    path.push_back(current);
+    for (const TensorRef &ref : layers[current].nodes[done[current]]) {
+      size_t source = layerIndex.lookup(ref.layer);
+      if (!layers[source].inputShape &&
+          static_cast<size_t>(ref.node) >= done[source]) {
+        current = source;
+        break;
+      }
+    }
+  }
+  // `path` runs against the data flow from its first appearance of
+  // `current`; print it along the data flow.
+  std::string cycle = "'" + layers[current].name + "'";
+  for (size_t i = path.size(); i-- > static_cast<size_t>(seenAt[current]);)
+    cycle += " -> '" + layers[path[i]].name + "'";
+  return entryReader(layers[current])
+      .error("inbound_nodes", "the layers form a cycle: " + cycle);
+}
+
+LogicalResult ModelImporter::buildFunctional(ConfigReader &modelConfig,
+                                             std::vector<Tensor> &outputs) {
+  for (LayerEntry &entry : layers) {
+    ConfigReader reader = entryReader(entry);
+    if (entry.inputShape && !entry.nodes.empty())
+      return reader.error("inbound_nodes", "an InputLayer takes no inputs");
+    for (const std::vector<TensorRef> &node : entry.nodes)
+      for (const TensorRef &ref : node)
+        if (failed(checkRef(reader, "inbound_nodes", ref)))
+          return failure();
+  }
+
+  // Inputs in the order input_layers lists them: the order data is fed in.
+  std::vector<TensorRef> inputRefs, outputRefs;
+  if (failed(readLayerRefs(modelConfig, "input_layers", inputRefs)) ||
+      failed(readLayerRefs(modelConfig, "output_layers", outputRefs)))
+    return failure();
+  for (const TensorRef &ref : inputRefs) {
+    LayerEntry &entry = layers[layerIndex.lookup(ref.layer)];
+    if (!entry.inputShape)
+      return modelConfig.error("input_layers", "layer '" + ref.layer +
+                                                   "' is not an InputLayer");
+    if (!entry.outputs.empty())
+      return modelConfig.error("input_layers",
+                               "layer '" + ref.layer + "' is listed twice");
+    entry.outputs.push_back(model->Input(
+        *entry.inputShape, {.name = entry.name, .loc = entry.loc}));
+    if (model->hasFailed())
+      return failure();
+  }
+  for (LayerEntry &entry : layers)
+    if (entry.inputShape && entry.outputs.empty())
+      return layerError(entry, "this InputLayer is not in the model's "
+                               "input_layers");
+
+  // Calls run in file order as soon as their inputs exist, each layer's
+  // calls in order: a topological order that stays close to the file's.
+  std::vector<size_t> done(layers.size(), 0);
+  size_t pending = 0;
+  for (const LayerEntry &entry : layers)
+    pending += entry.nodes.size();
+  while (pending > 0) {
+    bool progress = false;
+    for (auto [index, entry] : llvm::enumerate(layers)) {
+      while (done[index] < entry.nodes.size()) {
+        const std::vector<TensorRef> &node = entry.nodes[done[index]];
+        std::vector<Tensor> inputs;
+        for (const TensorRef &ref : node) {
+          const LayerEntry &source = layers[layerIndex.lookup(ref.layer)];
+          if (static_cast<size_t>(ref.node) >= source.outputs.size())
+            break;
+          inputs.push_back(source.outputs[ref.node]);
+        }
+        if (inputs.size() < node.size())
+          break;
+        Tensor output = call(entry, inputs);
+        if (!output)
+          return failure();
+        entry.outputs.push_back(output);
+        ++done[index];
+        --pending;
+        progress = true;
+      }
+    }
+    if (!progress)
+      return reportCycle(done);
+  }
+
+  for (const TensorRef &ref : outputRefs)
+    outputs.push_back(layers[layerIndex.lookup(ref.layer)].outputs[ref.node]);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Sequential models
+//===----------------------------------------------------------------------===//
+
+LogicalResult ModelImporter::buildSequential(ConfigReader &modelConfig,
+                                             const json::Value &layersValue,
+                                             std::vector<Tensor> &outputs) {
+  // The input: a leading InputLayer, else the model's build_input_shape,
+  // else a batch shape on the first layer.
+  Tensor x;
+  size_t first = 0;
+  if (layers[0].inputShape) {
+    x = model->Input(*layers[0].inputShape,
+                     {.name = layers[0].name, .loc = layers[0].loc});
+    first = 1;
+  } else {
+    std::optional<std::vector<int64_t>> shape;
+    if (modelConfig.getSet("build_input_shape")) {
+      if (failed(readBatchShape(modelConfig, "build_input_shape", shape)))
+        return failure();
+    } else {
+      const LayerEntry &entry = layers[0];
+      const json::Value *config = entry.value->getAsObject()->get("config");
+      ConfigReader reader(doc, *config, *config->getAsObject(), "",
+                          layerSink(entry));
+      if (failed(readInputShape(reader, shape)))
+        return failure();
+    }
+    if (!shape)
+      return fileError(&layersValue,
+                       "Sequential model: missing input shape: expected an "
+                       "InputLayer first, a 'build_input_shape' in the "
+                       "model config, or a 'batch_shape' or "
+                       "'batch_input_shape' on the first layer");
+    x = model->Input(*shape);
+  }
+  if (model->hasFailed())
+    return failure();
+  for (size_t i = first; i < layers.size(); ++i) {
+    LayerEntry &entry = layers[i];
+    if (entry.inputShape)
+      return layerError(entry, "an InputLayer may only come first in a "
+                               "Sequential model");
+    x = call(entry, {x});
+    if (!x)
+      return failure();
+  }
+  outputs.push_back(x);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// The model
+//===----------------------------------------------------------------------===//
+
+mlir::OwningOpRef<mlir::ModuleOp> ModelImporter::import() {
+  const json::Value &root = doc.root();
+  const json::Object *rootObject = root.getAsObject();
+  if (!rootObject) {
+    (void)fileError(&root, "expected a JSON object (a Keras model config as "
+                           "model.to_json() writes it), got " +
+                               kindName(root));
+    return nullptr;
+  }
+  ConfigReader rootReader(doc, root, *rootObject, "", fileSink());
+  std::string className;
+  if (!rootReader.getSet("class_name")) {
+    (void)fileError(&root, "missing field 'class_name': not a Keras model "
+                           "config (as model.to_json() writes it)");
+    return nullptr;
+  }
+  if (failed(rootReader.readString("class_name", className)))
+    return nullptr;
+  bool functional = className == "Functional" || className == "Model";
+  if (!functional && className != "Sequential") {
+    (void)rootReader.unsupportedValue(
+        "class_name", "expected a model: 'Functional', 'Model' or "
+                      "'Sequential'");
+    return nullptr;
+  }
+  std::unique_ptr<ConfigReader> modelConfig = rootReader.child("config");
+  if (!modelConfig || failed(checkImportOptions(options, doc.fileLoc())))
+    return nullptr;
+  std::string name = functional ? "functional" : "sequential";
+  if (failed(modelConfig->readString("name", name)) ||
+      failed(modelConfig->readBool("trainable", modelTrainable)))
+    return nullptr;
+  const json::Value *layersValue = modelConfig->getSet("layers");
+  if (!layersValue) {
+    (void)modelConfig->missing("layers");
+    return nullptr;
+  }
+  const json::Array *layerList = layersValue->getAsArray();
+  if (!layerList) {
+    (void)modelConfig->error("layers",
+                             "expected a list, got " + describe(*layersValue));
+    return nullptr;
+  }
+  if (layerList->empty()) {
+    (void)modelConfig->error("layers", "the model has no layers");
+    return nullptr;
+  }
+
+  std::optional<builder::Training> training;
+  if (failed(readTraining(rootReader, options, training)))
+    return nullptr;
+
+  model = std::make_unique<ModelBuilder>(
+      &ctx, name, options.batchSize.value_or(kDefaultBatchSize),
+      doc.locate(&root));
+  for (auto [index, value] : llvm::enumerate(*layerList))
+    if (failed(readLayer(value, index, functional)))
+      return nullptr;
+  std::vector<Tensor> outputs;
+  if (functional ? failed(buildFunctional(*modelConfig, outputs))
+                 : failed(buildSequential(*modelConfig, *layersValue, outputs)))
+    return nullptr;
+  // graph.training computes one loss on one output.
+  if (training && outputs.size() != 1) {
+    (void)modelConfig->error("output_layers",
+                             "a model with " + llvm::Twine(outputs.size()) +
+                                 " outputs cannot be trained: the loss takes "
+                                 "one output");
+    return nullptr;
+  }
+  return model->finish(outputs, training);
+}
+
+/// The byte offset and message of a llvm::json parse error, which logs as
+/// "[line:column, byte=N]: message".
+std::pair<size_t, std::string> parseErrorPosition(llvm::Error error) {
+  std::string text = llvm::toString(std::move(error));
+  llvm::StringRef rest(text);
+  size_t offset = 0;
+  if (rest.consume_front("[")) {
+    size_t byte = rest.find("byte=");
+    size_t close = rest.find("]: ");
+    if (byte != llvm::StringRef::npos && close != llvm::StringRef::npos &&
+        byte < close && !rest.slice(byte + 5, close).getAsInteger(10, offset))
+      return {offset, rest.drop_front(close + 3).str()};
+  }
+  return {0, text};
+}
+
+} // namespace
+
+mlir::OwningOpRef<mlir::ModuleOp>
+importKerasJson(llvm::StringRef text, llvm::StringRef bufferName,
+                mlir::MLIRContext &ctx, const ImportOptions &options) {
+  llvm::Expected<json::Value> parsed = json::parse(text);
+  if (!parsed) {
+    auto [offset, message] = parseErrorPosition(parsed.takeError());
+    // At the end of the text the file was cut short: point just past its
+    // last character rather than at the trailing newline.
+    bool truncated = llvm::StringRef(text).drop_front(offset).trim().empty();
+    if (truncated)
+      offset = llvm::StringRef(text).rtrim().size();
+    LineColumn at = lineColumnOf(text, offset);
+    mlir::emitError(
+        mlir::FileLineColLoc::get(&ctx, bufferName, at.line, at.column))
+        << "invalid JSON: "
+        << (truncated ? "the text ends early (truncated?): " : "") << message;
+    return nullptr;
+  }
+  ConfigDocument doc(bufferName, text, std::move(*parsed), ctx);
+  return ModelImporter(doc, ctx, options).import();
+}
+
+mlir::OwningOpRef<mlir::ModuleOp>
+importKerasFile(llvm::StringRef path, mlir::MLIRContext &ctx,
+                const ImportOptions &options) {
+  llvm::StringRef name = path == "-" ? "<stdin>" : path;
+  auto fileLoc = [&](llvm::StringRef file) {
+    return mlir::FileLineColLoc::get(&ctx, file, 0, 0);
+  };
+  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
+      llvm::MemoryBuffer::getFileOrSTDIN(path, /*IsText=*/false);
+  if (!buffer) {
+    mlir::emitError(fileLoc(name))
+        << "cannot read the file: " << buffer.getError().message();
+    return nullptr;
+  }
+  llvm::StringRef bytes = (*buffer)->getBuffer();
+  if (!path.ends_with(".keras") && !looksLikeZip(bytes))
+    return importKerasJson(bytes, name, ctx, options);
+
+  llvm::Expected<std::string> config = readKerasArchiveConfig(bytes);
+  if (!config) {
+    mlir::emitError(fileLoc(name)) << llvm::toString(config.takeError());
+    return nullptr;
+  }
+  // Positions are in the archive's config.json, named like a path into it.
+  return importKerasJson(*config, (name + "/" + kKerasConfigMember).str(), ctx,
+                         options);
+}
+
+} // namespace graph::keras

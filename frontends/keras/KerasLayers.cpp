@@ -1,0 +1,544 @@
+//===- KerasLayers.cpp - Keras layer configs to builder layers ------------===//
+
+#include "frontends/keras/KerasLayers.h"
+
+#include "llvm/ADT/StringSwitch.h"
+
+namespace json = llvm::json;
+using mlir::failed;
+using mlir::failure;
+using mlir::LogicalResult;
+using mlir::success;
+
+namespace graph::keras {
+namespace {
+
+using builder::Initializer;
+using builder::InitKind;
+using builder::Padding;
+using builder::Tensor;
+
+LogicalResult layerError(builder::ModelBuilder &model, const LayerEntry &entry,
+                         const llvm::Twine &message) {
+  model.emitLayerError(entry.loc, entry.name, entry.className, message);
+  return failure();
+}
+
+/// Keras initializer names, as classes and as the snake-case strings Keras
+/// also accepts.
+std::optional<InitKind> parseInitializerName(llvm::StringRef name) {
+  return llvm::StringSwitch<std::optional<InitKind>>(name)
+      .Cases({"Zeros", "zeros"}, InitKind::zeros)
+      .Cases({"Ones", "ones"}, InitKind::ones)
+      .Cases({"Constant", "constant"}, InitKind::constant)
+      .Cases({"RandomNormal", "random_normal"}, InitKind::random_normal)
+      .Cases({"RandomUniform", "random_uniform"}, InitKind::random_uniform)
+      .Cases({"TruncatedNormal", "truncated_normal"},
+             InitKind::truncated_normal)
+      .Cases({"GlorotUniform", "glorot_uniform"}, InitKind::glorot_uniform)
+      .Cases({"GlorotNormal", "glorot_normal"}, InitKind::glorot_normal)
+      .Cases({"HeNormal", "he_normal"}, InitKind::he_normal)
+      .Cases({"HeUniform", "he_uniform"}, InitKind::he_uniform)
+      .Cases({"LecunNormal", "lecun_normal"}, InitKind::lecun_normal)
+      .Cases({"LecunUniform", "lecun_uniform"}, InitKind::lecun_uniform)
+      .Default(std::nullopt);
+}
+
+/// The named variance-scaling initializer equal to a VarianceScaling config.
+std::optional<InitKind> varianceScalingKind(double scale, llvm::StringRef mode,
+                                            llvm::StringRef distribution) {
+  // Keras reads "normal" as "truncated_normal".
+  bool uniform = distribution == "uniform";
+  bool normal = distribution == "truncated_normal" || distribution == "normal";
+  if (scale == 1.0 && mode == "fan_avg")
+    return uniform  ? std::optional(InitKind::glorot_uniform)
+           : normal ? std::optional(InitKind::glorot_normal)
+                    : std::nullopt;
+  if (scale == 2.0 && mode == "fan_in")
+    return uniform  ? std::optional(InitKind::he_uniform)
+           : normal ? std::optional(InitKind::he_normal)
+                    : std::nullopt;
+  if (scale == 1.0 && mode == "fan_in")
+    return uniform  ? std::optional(InitKind::lecun_uniform)
+           : normal ? std::optional(InitKind::lecun_normal)
+                    : std::nullopt;
+  return std::nullopt;
+}
+
+constexpr llvm::StringLiteral kSupportedActivations =
+    "linear, relu, sigmoid, tanh, softmax, elu, leaky_relu, gelu";
+
+constexpr llvm::StringLiteral kSupportedLayers =
+    "InputLayer, Conv2D, Dense, MaxPooling2D, AveragePooling2D, "
+    "GlobalAveragePooling2D, Flatten, Reshape, Activation, ReLU, Softmax, "
+    "ELU, LeakyReLU, Dropout, BatchNormalization, Add, Concatenate";
+
+/// Reads the activation in field `key` (a name, or Keras 3's object form
+/// whose config is the name).
+LogicalResult readActivation(ConfigReader &r, llvm::StringRef key,
+                             builder::Activation &out) {
+  const json::Value *field = r.getSet(key);
+  if (!field)
+    return success();
+  std::optional<llvm::StringRef> name = field->getAsString();
+  if (const json::Object *object = field->getAsObject())
+    if (const json::Value *config = object->get("config"))
+      name = config->getAsString();
+  if (!name)
+    return r.error(key, "unsupported activation " + describe(*field) +
+                            " (supported: " + kSupportedActivations + ")");
+  std::optional<builder::Activation> activation =
+      builder::parseActivation(*name);
+  if (!activation)
+    return r.error(key, "unsupported activation '" + *name +
+                            "' (supported: " + kSupportedActivations + ")");
+  out = *activation;
+  return success();
+}
+
+LogicalResult readPadding(ConfigReader &r, Padding &out) {
+  std::string padding;
+  if (failed(r.readString("padding", padding)))
+    return failure();
+  if (padding.empty())
+    return success();
+  std::string lower = llvm::StringRef(padding).lower();
+  if (lower == "valid")
+    out = Padding::valid;
+  else if (lower == "same")
+    out = Padding::same;
+  else
+    return r.unsupportedValue("padding", "expected 'valid' or 'same'");
+  return success();
+}
+
+/// Reads the initializer in field `key`: a name, or an object with a
+/// class_name and a config of parameters.
+LogicalResult readInitializer(ConfigReader &r, llvm::StringRef key,
+                              Initializer &out) {
+  const json::Value *field = r.getSet(key);
+  if (!field)
+    return success();
+  std::string className;
+  std::unique_ptr<ConfigReader> object;
+  if (std::optional<llvm::StringRef> name = field->getAsString()) {
+    className = name->str();
+  } else if (field->getAsObject()) {
+    object = r.child(key);
+    if (failed(object->readString("class_name", className, true)))
+      return failure();
+    for (llvm::StringRef ignored : {"module", "registered_name"})
+      object->ignore(ignored);
+  } else {
+    return r.error(key, "expected an initializer, got " + describe(*field));
+  }
+
+  std::unique_ptr<ConfigReader> config;
+  if (object && object->getSet("config")) {
+    config = object->child("config");
+    if (!config)
+      return failure();
+  }
+
+  std::optional<InitKind> kind = parseInitializerName(className);
+  if (!kind &&
+      (className == "VarianceScaling" || className == "variance_scaling")) {
+    double scale = 1.0;
+    std::string mode = "fan_in", distribution = "truncated_normal";
+    if (config && (failed(config->readDouble("scale", scale)) ||
+                   failed(config->readString("mode", mode)) ||
+                   failed(config->readString("distribution", distribution))))
+      return failure();
+    kind = varianceScalingKind(scale, mode, distribution);
+    if (!kind)
+      return r.error(
+          key, "unsupported VarianceScaling(scale=" + formatNumber(scale) +
+                   ", mode='" + mode + "', distribution='" + distribution +
+                   "'): only the Glorot, He and LeCun forms are "
+                   "supported");
+  }
+  if (!kind)
+    return r.error(key, "unsupported initializer '" + className +
+                            "' (supported: GlorotUniform, GlorotNormal, "
+                            "HeNormal, HeUniform, LecunNormal, LecunUniform, "
+                            "Zeros, Ones, Constant, RandomNormal, "
+                            "RandomUniform, TruncatedNormal)");
+
+  Initializer init = Initializer::of(*kind);
+  if (config) {
+    bool random = *kind != InitKind::zeros && *kind != InitKind::ones &&
+                  *kind != InitKind::constant;
+    if ((random && failed(config->readSeed("seed", init.seed))) ||
+        ((*kind == InitKind::random_normal ||
+          *kind == InitKind::truncated_normal) &&
+         (failed(config->readDouble("mean", init.mean)) ||
+          failed(config->readDouble("stddev", init.stddev)))) ||
+        (*kind == InitKind::random_uniform &&
+         (failed(config->readDouble("minval", init.minval)) ||
+          failed(config->readDouble("maxval", init.maxval)))) ||
+        (*kind == InitKind::constant &&
+         failed(config->readDouble("value", init.value))))
+      return failure();
+    if (failed(config->checkNoOtherFields()))
+      return failure();
+  }
+  if (object && failed(object->checkNoOtherFields()))
+    return failure();
+  out = init;
+  return success();
+}
+
+/// Only float32 is supported: a dtype string, or a DTypePolicy object.
+LogicalResult readDtype(ConfigReader &config) {
+  const json::Value *dtype = config.getSet("dtype");
+  if (!dtype)
+    return success();
+  std::optional<llvm::StringRef> name = dtype->getAsString();
+  if (const json::Object *policy = dtype->getAsObject())
+    if (const json::Object *policyConfig = policy->getObject("config"))
+      name = policyConfig->getString("name");
+  if (name == "float32")
+    return success();
+  if (dtype->getAsObject() && name)
+    return config.error("dtype", "unsupported dtype policy '" + *name +
+                                     "' (only float32 is supported)");
+  return config.unsupportedValue("dtype", "only float32 is supported");
+}
+
+/// The fields every layer has.
+template <typename Options>
+LogicalResult readCommon(const LayerEntry &entry, ConfigReader &config,
+                         bool modelTrainable, Options &options) {
+  options.name = entry.name;
+  options.loc = entry.loc;
+  bool trainable = true;
+  if (failed(config.readBool("trainable", trainable)))
+    return failure();
+  options.trainable = trainable && modelTrainable;
+  config.ignore("name");
+  // A Sequential's first layer may carry the model's input shape; the
+  // Sequential reads it from there, elsewhere Keras ignores it.
+  config.ignore("batch_input_shape");
+  config.ignore("batch_shape");
+  config.ignore("input_shape");
+  config.ignore("autocast");
+  return readDtype(config);
+}
+
+} // namespace
+
+LogicalResult readBatchShape(ConfigReader &config, llvm::StringRef key,
+                             std::optional<std::vector<int64_t>> &shape) {
+  const json::Value *field = config.getSet(key);
+  if (!field)
+    return success();
+  const json::Array *dims = field->getAsArray();
+  if (!dims || dims->empty())
+    return config.error(key, "expected a list [batch, dims...], got " +
+                                 describe(*field));
+  std::vector<int64_t> result;
+  // The batch dimension (usually null) is ignored: the global batch size
+  // comes from the options.
+  for (size_t i = 1; i < dims->size(); ++i) {
+    std::optional<int64_t> dim = (*dims)[i].getAsInteger();
+    if (!dim || *dim <= 0)
+      return config.error(key, "dimension " + llvm::Twine(i) + " is " +
+                                   describe((*dims)[i]) +
+                                   ": the importer needs static, positive "
+                                   "dimensions");
+    result.push_back(*dim);
+  }
+  shape = std::move(result);
+  return success();
+}
+
+LogicalResult readInputShape(ConfigReader &config,
+                             std::optional<std::vector<int64_t>> &shape) {
+  for (llvm::StringRef key : {"batch_shape", "batch_input_shape"})
+    if (failed(readBatchShape(config, key, shape)) || shape)
+      return failure(!shape);
+  return success();
+}
+
+LogicalResult createLayer(builder::ModelBuilder &model, LayerEntry &entry,
+                          ConfigReader &c, bool modelTrainable) {
+  llvm::StringRef cls = entry.className;
+  auto regularizersAndConstraints =
+      [&](llvm::ArrayRef<llvm::StringRef> prefixes) {
+        for (llvm::StringRef prefix : prefixes) {
+          if (failed(c.expectUnset((prefix + "_regularizer").str(),
+                                   "regularizers are not supported")) ||
+              failed(c.expectUnset((prefix + "_constraint").str(),
+                                   "constraints are not supported")))
+            return failure();
+        }
+        return c.expectUnset("activity_regularizer",
+                             "regularizers are not supported");
+      };
+  // Where an axis error points: whether an axis is valid depends on the
+  // input, so it is checked when the layer is called.
+  auto axisLoc = [&] {
+    const json::Value *field = c.get("axis");
+    return field ? c.document().locate(field) : entry.loc;
+  };
+  auto channelsLast = [&] {
+    return c.expectString("data_format", "channels_last");
+  };
+
+  if (cls == "InputLayer") {
+    c.ignore("name");
+    c.ignore("trainable");
+    if (failed(readDtype(c)) || failed(readInputShape(c, entry.inputShape)) ||
+        failed(c.expectBool("sparse", false)) ||
+        failed(c.expectBool("ragged", false)) ||
+        failed(c.expectBool("optional", false)))
+      return failure();
+    if (!entry.inputShape)
+      return layerError(model, entry,
+                        "missing input shape: expected field "
+                        "'batch_shape' (Keras 3) or "
+                        "'batch_input_shape' (tf.keras)");
+    return c.checkNoOtherFields();
+  }
+
+  if (cls == "Conv2D" || cls == "Convolution2D") {
+    builder::Conv2DOptions o;
+    if (failed(readCommon(entry, c, modelTrainable, o)) ||
+        failed(c.readInt("filters", o.filters, true)) ||
+        failed(c.readPair("kernel_size", o.kernel_size, true)) ||
+        failed(c.readPair("strides", o.strides)) ||
+        failed(readPadding(c, o.padding)) || failed(channelsLast()) ||
+        failed(c.readPair("dilation_rate", o.dilation_rate)) ||
+        failed(c.expectNumber("groups", 1,
+                              "grouped convolutions are not supported")) ||
+        failed(readActivation(c, "activation", o.activation)) ||
+        failed(c.readBool("use_bias", o.use_bias)) ||
+        failed(
+            readInitializer(c, "kernel_initializer", o.kernel_initializer)) ||
+        failed(readInitializer(c, "bias_initializer", o.bias_initializer)) ||
+        failed(regularizersAndConstraints({"kernel", "bias"})))
+      return failure();
+    if (o.dilation_rate != std::array<int64_t, 2>{1, 1} &&
+        o.strides != std::array<int64_t, 2>{1, 1})
+      return c.error(
+          "dilation_rate",
+          "dilation_rate [" + llvm::Twine(o.dilation_rate[0]) + ", " +
+              llvm::Twine(o.dilation_rate[1]) + "] together with strides [" +
+              llvm::Twine(o.strides[0]) + ", " + llvm::Twine(o.strides[1]) +
+              "] is not supported (nor is it by Keras)");
+    if (failed(c.checkNoOtherFields()))
+      return failure();
+    entry.layer = model.Conv2D(o);
+    return success();
+  }
+
+  if (cls == "Dense") {
+    builder::DenseOptions o;
+    if (failed(readCommon(entry, c, modelTrainable, o)) ||
+        failed(c.readInt("units", o.units, true)) ||
+        failed(readActivation(c, "activation", o.activation)) ||
+        failed(c.readBool("use_bias", o.use_bias)) ||
+        failed(
+            readInitializer(c, "kernel_initializer", o.kernel_initializer)) ||
+        failed(readInitializer(c, "bias_initializer", o.bias_initializer)) ||
+        failed(regularizersAndConstraints({"kernel", "bias"})) ||
+        failed(c.expectUnset("quantization_config",
+                             "quantization is not supported")) ||
+        failed(c.checkNoOtherFields()))
+      return failure();
+    entry.layer = model.Dense(o);
+    return success();
+  }
+
+  bool maxPool = cls == "MaxPooling2D" || cls == "MaxPool2D";
+  if (maxPool || cls == "AveragePooling2D" || cls == "AvgPool2D") {
+    builder::Pool2DOptions o;
+    if (failed(readCommon(entry, c, modelTrainable, o)) ||
+        failed(c.readPair("pool_size", o.pool_size)) ||
+        failed(readPadding(c, o.padding)) || failed(channelsLast()))
+      return failure();
+    if (c.getSet("strides")) {
+      std::array<int64_t, 2> strides;
+      if (failed(c.readPair("strides", strides)))
+        return failure();
+      o.strides = strides;
+    }
+    if (failed(c.checkNoOtherFields()))
+      return failure();
+    entry.layer = maxPool ? model.MaxPooling2D(o) : model.AveragePooling2D(o);
+    return success();
+  }
+
+  if (cls == "GlobalAveragePooling2D" || cls == "GlobalAvgPool2D") {
+    builder::LayerOptions o;
+    if (failed(readCommon(entry, c, modelTrainable, o)) ||
+        failed(channelsLast()) || failed(c.expectBool("keepdims", false)) ||
+        failed(c.checkNoOtherFields()))
+      return failure();
+    entry.layer = model.GlobalAveragePooling2D(o);
+    return success();
+  }
+
+  if (cls == "Flatten") {
+    builder::LayerOptions o;
+    if (failed(readCommon(entry, c, modelTrainable, o)) ||
+        failed(channelsLast()) || failed(c.checkNoOtherFields()))
+      return failure();
+    entry.layer = model.Flatten(o);
+    return success();
+  }
+
+  if (cls == "Reshape") {
+    builder::ReshapeOptions o;
+    if (failed(readCommon(entry, c, modelTrainable, o)) ||
+        failed(c.readInts("target_shape", o.target_shape, true)) ||
+        failed(c.checkNoOtherFields()))
+      return failure();
+    entry.layer = model.Reshape(o);
+    return success();
+  }
+
+  if (cls == "Activation" || cls == "ReLU" || cls == "Softmax" ||
+      cls == "ELU" || cls == "LeakyReLU") {
+    builder::ActivationOptions o;
+    if (failed(readCommon(entry, c, modelTrainable, o)))
+      return failure();
+    if (cls == "Activation") {
+      if (!c.getSet("activation"))
+        return c.missing("activation");
+      if (failed(readActivation(c, "activation", o.activation)))
+        return failure();
+    } else if (cls == "ReLU") {
+      o.activation = builder::Activation::relu;
+      if (failed(
+              c.expectUnset("max_value", "a capped ReLU is not supported")) ||
+          failed(c.expectNumber("negative_slope", 0.0,
+                                "use LeakyReLU for a negative slope")) ||
+          failed(c.expectNumber("threshold", 0.0,
+                                "a thresholded ReLU is not supported")))
+        return failure();
+    } else if (cls == "Softmax") {
+      o.activation = builder::Activation::softmax;
+      if (failed(c.readInt("axis", o.axis)))
+        return failure();
+    } else if (cls == "ELU") {
+      o.activation = builder::Activation::elu;
+      double alpha = 1.0;
+      if (failed(c.readDouble("alpha", alpha)))
+        return failure();
+      o.alpha = alpha;
+    } else {
+      // The layer's default slope (0.3) differs from the leaky_relu
+      // activation's (0.2); Keras 3 calls it negative_slope, tf.keras alpha.
+      o.activation = builder::Activation::leaky_relu;
+      double slope = 0.3;
+      if (failed(c.readDouble("negative_slope", slope)) ||
+          failed(c.readDouble("alpha", slope)))
+        return failure();
+      o.alpha = slope;
+    }
+    if (failed(c.checkNoOtherFields()))
+      return failure();
+    entry.layer = model.Activation(o, cls);
+    return success();
+  }
+
+  if (cls == "Dropout") {
+    builder::DropoutOptions o;
+    if (failed(readCommon(entry, c, modelTrainable, o)) ||
+        failed(c.readDouble("rate", o.rate, true)) ||
+        failed(c.readSeed("seed", o.seed)) ||
+        failed(c.expectUnset("noise_shape",
+                             "a dropout noise_shape is not supported")) ||
+        failed(c.checkNoOtherFields()))
+      return failure();
+    entry.layer = model.Dropout(o);
+    return success();
+  }
+
+  if (cls == "BatchNormalization") {
+    builder::BatchNormalizationOptions o;
+    int64_t axis = -1;
+    if (failed(readCommon(entry, c, modelTrainable, o)))
+      return failure();
+    if (const json::Value *field = c.getSet("axis")) {
+      // tf.keras writes the axis as a list, [3].
+      const json::Array *list = field->getAsArray();
+      std::optional<int64_t> value = list && list->size() == 1
+                                         ? (*list)[0].getAsInteger()
+                                         : field->getAsInteger();
+      if (!value)
+        return c.unsupportedValue("axis", "expected one axis, the last");
+      axis = *value;
+    }
+    // Renormalization settings only matter when renorm is on; fused picks a
+    // kernel, not a result.
+    for (llvm::StringRef ignored :
+         {"renorm_clipping", "renorm_momentum", "fused"})
+      c.ignore(ignored);
+    if (failed(c.readDouble("momentum", o.momentum)) ||
+        failed(c.readDouble("epsilon", o.epsilon)) ||
+        failed(c.readBool("center", o.center)) ||
+        failed(c.readBool("scale", o.scale)) ||
+        failed(readInitializer(c, "beta_initializer", o.beta_initializer)) ||
+        failed(readInitializer(c, "gamma_initializer", o.gamma_initializer)) ||
+        failed(readInitializer(c, "moving_mean_initializer",
+                               o.moving_mean_initializer)) ||
+        failed(readInitializer(c, "moving_variance_initializer",
+                               o.moving_variance_initializer)) ||
+        failed(regularizersAndConstraints({"beta", "gamma"})) ||
+        failed(c.expectBool("synchronized", false)) ||
+        failed(c.expectBool("renorm", false)) ||
+        failed(c.expectUnset("virtual_batch_size",
+                             "virtual batches are not supported")) ||
+        failed(c.expectUnset("adjustment", "adjustment is not supported")) ||
+        failed(c.checkNoOtherFields()))
+      return failure();
+    entry.layer = model.BatchNormalization(o);
+    entry.checkInputs = [axis, loc = axisLoc(),
+                         sink = c.errorSink()](llvm::ArrayRef<Tensor> in) {
+      int64_t rank = static_cast<int64_t>(in[0].shape().size());
+      if (axis == -1 || axis == rank - 1)
+        return success();
+      sink(loc, "field 'axis': unsupported value " + llvm::Twine(axis) +
+                    " (only the last axis, " + llvm::Twine(rank - 1) +
+                    " or -1, is supported for an input of rank " +
+                    llvm::Twine(rank) + ")");
+      return failure();
+    };
+    return success();
+  }
+
+  if (cls == "Add") {
+    builder::LayerOptions o;
+    if (failed(readCommon(entry, c, modelTrainable, o)) ||
+        failed(c.checkNoOtherFields()))
+      return failure();
+    entry.layer = model.Add(o);
+    return success();
+  }
+
+  if (cls == "Concatenate") {
+    builder::ConcatenateOptions o;
+    if (failed(readCommon(entry, c, modelTrainable, o)) ||
+        failed(c.readInt("axis", o.axis)) || failed(c.checkNoOtherFields()))
+      return failure();
+    entry.layer = model.Concatenate(o);
+    entry.checkInputs = [axis = o.axis, loc = axisLoc(),
+                         sink = c.errorSink()](llvm::ArrayRef<Tensor> in) {
+      int64_t rank = static_cast<int64_t>(in[0].shape().size());
+      if (axis != 0 && axis != -rank)
+        return success();
+      sink(loc, "field 'axis': unsupported value " + llvm::Twine(axis) +
+                    " (concatenating along the batch axis is not supported)");
+      return failure();
+    };
+    return success();
+  }
+
+  return layerError(model, entry,
+                    "unsupported layer class '" + cls +
+                        "' (supported: " + kSupportedLayers + ")");
+}
+
+} // namespace graph::keras

@@ -1,0 +1,70 @@
+//===- KerasLayers.h - Keras layer configs to builder layers ----*- C++ -*-===//
+//
+// One entry of a Keras model's `layers` list, and how its config becomes a
+// graph::builder layer: each field maps onto the builder's option structs,
+// and any field that would change the layer's meaning but has no graph
+// dialect equivalent is an error.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FRONTENDS_KERAS_KERASLAYERS_H
+#define FRONTENDS_KERAS_KERASLAYERS_H
+
+#include "frontends/builder/ModelBuilder.h"
+#include "frontends/keras/KerasConfigReader.h"
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace graph::keras {
+
+/// A reference to a tensor: output `tensor` of call `node` of `layer`.
+struct TensorRef {
+  std::string layer;
+  int64_t node = 0;
+  int64_t tensor = 0;
+  /// Where the reference is written (diagnostics point there).
+  const llvm::json::Value *at = nullptr;
+};
+
+/// One entry of the model's `layers`.
+struct LayerEntry {
+  const llvm::json::Value *value = nullptr;
+  std::string name;
+  std::string className;
+  mlir::Location loc;
+  /// For an InputLayer: its shape without the batch dimension.
+  std::optional<std::vector<int64_t>> inputShape;
+  /// For other layers: the builder's layer object, called once per node.
+  std::optional<builder::Layer> layer;
+  /// Checks the inputs of a call before the builder sees them, for config
+  /// fields whose validity depends on the input (an axis).
+  std::function<mlir::LogicalResult(llvm::ArrayRef<builder::Tensor>)>
+      checkInputs;
+  /// Functional models: the inputs of each call.
+  std::vector<std::vector<TensorRef>> nodes;
+  /// The output of each call; an InputLayer's tensor is its call 0.
+  std::vector<builder::Tensor> outputs;
+};
+
+/// Reads the config of `entry` (through `config`) and sets its builder layer
+/// or, for an InputLayer, its input shape. `modelTrainable` false freezes
+/// every layer.
+mlir::LogicalResult createLayer(builder::ModelBuilder &model, LayerEntry &entry,
+                                ConfigReader &config, bool modelTrainable);
+
+/// An input shape from the batch shape in field `key` ([batch, dims...]);
+/// `shape` stays empty if the field is unset.
+mlir::LogicalResult readBatchShape(ConfigReader &config, llvm::StringRef key,
+                                   std::optional<std::vector<int64_t>> &shape);
+
+/// The input shape a layer config carries: Keras 3's `batch_shape` or
+/// tf.keras' `batch_input_shape`.
+mlir::LogicalResult readInputShape(ConfigReader &config,
+                                   std::optional<std::vector<int64_t>> &shape);
+
+} // namespace graph::keras
+
+#endif // FRONTENDS_KERAS_KERASLAYERS_H

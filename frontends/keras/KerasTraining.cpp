@@ -1,0 +1,327 @@
+//===- KerasTraining.cpp - compile_config to graph.training ---------------===//
+
+#include "frontends/keras/KerasTraining.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringSwitch.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+
+namespace json = llvm::json;
+using mlir::failed;
+using mlir::failure;
+using mlir::LogicalResult;
+using mlir::success;
+
+namespace graph::keras {
+namespace {
+
+using builder::LossKind;
+
+LogicalResult fileError(mlir::Location loc, const llvm::Twine &message) {
+  mlir::emitError(loc) << message;
+  return failure();
+}
+
+/// Keras serializes optimizer hyper-parameters from float32 variables,
+/// widened to double (0.0010000000474974513 for 0.001). The shortest decimal
+/// that reads back as the same float32 is the value the user wrote.
+double roundToFloat32(double value) {
+  float rounded = static_cast<float>(value);
+  if (!std::isfinite(rounded))
+    return value;
+  char text[32];
+  for (int digits = 1; digits <= 9; ++digits) {
+    std::snprintf(text, sizeof text, "%.*g", digits,
+                  static_cast<double>(rounded));
+    if (std::strtof(text, nullptr) == rounded)
+      return std::strtod(text, nullptr);
+  }
+  return rounded;
+}
+
+LogicalResult readLoss(ConfigReader &compile, std::optional<LossKind> &loss,
+                       bool &fromLogits) {
+  const json::Value *field = compile.getSet("loss");
+  if (!field)
+    return success();
+  auto kindOf = [](llvm::StringRef name) {
+    return llvm::StringSwitch<std::optional<LossKind>>(name)
+        .Cases({"categorical_crossentropy", "CategoricalCrossentropy"},
+               LossKind::categorical_crossentropy)
+        .Cases({"sparse_categorical_crossentropy",
+                "SparseCategoricalCrossentropy"},
+               LossKind::sparse_categorical_crossentropy)
+        .Default(std::nullopt);
+  };
+  constexpr llvm::StringLiteral expected =
+      "expected 'categorical_crossentropy' or "
+      "'sparse_categorical_crossentropy'";
+  if (std::optional<llvm::StringRef> name = field->getAsString()) {
+    loss = kindOf(*name);
+    if (!loss)
+      return compile.error("loss", "unsupported loss '" + *name + "' (" +
+                                       expected + ")");
+    return success();
+  }
+  if (!field->getAsObject())
+    return compile.error("loss", "unsupported value " + describe(*field) +
+                                     " (a model with several outputs or "
+                                     "losses is not supported; " +
+                                     expected + ")");
+  std::unique_ptr<ConfigReader> object = compile.child("loss");
+  std::string className;
+  if (failed(object->readString("class_name", className, true)))
+    return failure();
+  loss = kindOf(className);
+  if (!loss)
+    return compile.error("loss", "unsupported loss '" + className + "' (" +
+                                     expected + ")");
+  object->ignore("module");
+  object->ignore("registered_name");
+  if (!object->getSet("config"))
+    return object->checkNoOtherFields();
+  std::unique_ptr<ConfigReader> config = object->child("config");
+  std::string reduction;
+  if (!config || failed(config->readBool("from_logits", fromLogits)) ||
+      failed(config->readString("reduction", reduction)))
+    return failure();
+  // Both mean the loss is averaged over the batch, which graph.training does.
+  if (!reduction.empty() && reduction != "sum_over_batch_size" &&
+      reduction != "auto")
+    return config->unsupportedValue("reduction",
+                                    "expected 'sum_over_batch_size'");
+  config->ignore("name");
+  config->ignore("dtype");
+  if (failed(config->expectNumber("label_smoothing", 0.0,
+                                  "label smoothing is not supported")) ||
+      failed(config->expectNumber("axis", -1.0)) ||
+      failed(config->expectUnset("ignore_class",
+                                 "ignore_class is not supported")) ||
+      failed(config->checkNoOtherFields()))
+    return failure();
+  return object->checkNoOtherFields();
+}
+
+LogicalResult readOptimizer(ConfigReader &compile,
+                            std::optional<builder::Optimizer> &out) {
+  const json::Value *field = compile.getSet("optimizer");
+  if (!field)
+    return success();
+  auto kindOf = [](llvm::StringRef name) -> std::optional<builder::Optimizer> {
+    if (name == "SGD" || name == "sgd")
+      return builder::SGD{};
+    if (name == "Adam" || name == "adam")
+      return builder::Adam{};
+    if (name == "RMSprop" || name == "rmsprop")
+      return builder::RMSprop{};
+    return std::nullopt;
+  };
+  constexpr llvm::StringLiteral expected = "expected SGD, Adam or RMSprop";
+  if (std::optional<llvm::StringRef> name = field->getAsString()) {
+    out = kindOf(*name);
+    if (!out)
+      return compile.error("optimizer", "unsupported optimizer '" + *name +
+                                            "' (" + expected + ")");
+    return success();
+  }
+  std::unique_ptr<ConfigReader> object = compile.child("optimizer");
+  std::string className;
+  if (!object || failed(object->readString("class_name", className, true)))
+    return failure();
+  out = kindOf(className);
+  if (!out)
+    return compile.error("optimizer", "unsupported optimizer '" + className +
+                                          "' (" + expected + ")");
+  object->ignore("module");
+  object->ignore("registered_name");
+  if (!object->getSet("config"))
+    return object->checkNoOtherFields();
+  std::unique_ptr<ConfigReader> config = object->child("config");
+  if (!config)
+    return failure();
+  ConfigReader &c = *config;
+
+  if (const json::Value *rate = c.getSet("learning_rate");
+      rate && !rate->getAsNumber())
+    return c.error("learning_rate",
+                   "unsupported value " + describe(*rate) +
+                       " (learning rate schedules are not supported; "
+                       "expected a number)");
+  // Hyper-parameters are float32 in Keras: read each back to the float the
+  // user wrote.
+  auto readParam = [&](llvm::StringRef key, double &value) {
+    if (failed(c.readDouble(key, value)))
+      return failure();
+    value = roundToFloat32(value);
+    return success();
+  };
+  LogicalResult read = std::visit(
+      [&](auto &opt) -> LogicalResult {
+        using T = std::decay_t<decltype(opt)>;
+        if (failed(readParam("learning_rate", opt.learning_rate)))
+          return failure();
+        if constexpr (std::is_same_v<T, builder::SGD>)
+          return failure(failed(readParam("momentum", opt.momentum)) ||
+                         failed(c.readBool("nesterov", opt.nesterov)));
+        else if constexpr (std::is_same_v<T, builder::Adam>)
+          return failure(failed(readParam("beta_1", opt.beta_1)) ||
+                         failed(readParam("beta_2", opt.beta_2)) ||
+                         failed(readParam("epsilon", opt.epsilon)) ||
+                         failed(c.readBool("amsgrad", opt.amsgrad)));
+        else
+          return failure(failed(readParam("rho", opt.rho)) ||
+                         failed(readParam("momentum", opt.momentum)) ||
+                         failed(readParam("epsilon", opt.epsilon)) ||
+                         failed(c.readBool("centered", opt.centered)));
+      },
+      *out);
+  if (failed(read))
+    return failure();
+  // The moving average of weights only matters when use_ema is on.
+  for (llvm::StringRef ignored : {"name", "jit_compile", "is_legacy_optimizer",
+                                  "ema_momentum", "ema_overwrite_frequency"})
+    c.ignore(ignored);
+  if (failed(c.expectUnset("weight_decay", "weight decay is not supported")) ||
+      failed(c.expectUnset("clipnorm", "gradient clipping is not supported")) ||
+      failed(c.expectUnset("global_clipnorm",
+                           "gradient clipping is not supported")) ||
+      failed(
+          c.expectUnset("clipvalue", "gradient clipping is not supported")) ||
+      failed(c.expectBool("use_ema", false)) ||
+      failed(c.expectUnset("loss_scale_factor",
+                           "loss scaling is not supported")) ||
+      failed(c.expectUnset("gradient_accumulation_steps",
+                           "gradient accumulation is not supported")) ||
+      failed(c.checkNoOtherFields()))
+    return failure();
+  return object->checkNoOtherFields();
+}
+
+LogicalResult readMetrics(ConfigReader &compile,
+                          std::vector<std::string> &out) {
+  out.clear();
+  const json::Value *field = compile.getSet("metrics");
+  if (!field)
+    return success();
+  const json::Array *list = field->getAsArray();
+  if (!list)
+    return compile.error("metrics",
+                         "expected a list of metrics, got " + describe(*field));
+  for (const json::Value &metric : *list) {
+    std::optional<llvm::StringRef> name = metric.getAsString();
+    if (const json::Object *object = metric.getAsObject())
+      name = object->getString("class_name");
+    // Keras resolves "accuracy" to categorical or sparse accuracy from the
+    // labels, as graph.accuracy does. (The Accuracy class compares values
+    // exactly, which is another metric.)
+    static constexpr llvm::StringLiteral accuracyNames[] = {
+        "accuracy",
+        "acc",
+        "categorical_accuracy",
+        "sparse_categorical_accuracy",
+        "CategoricalAccuracy",
+        "SparseCategoricalAccuracy"};
+    bool accuracy = name && llvm::is_contained(accuracyNames, *name);
+    if (!accuracy)
+      return compile.error(
+          "metrics", "unsupported metric " +
+                         (name ? "'" + name->str() + "'" : describe(metric)) +
+                         " (only accuracy is supported)");
+    if (!llvm::is_contained(out, "accuracy"))
+      out.push_back("accuracy");
+  }
+  return success();
+}
+
+} // namespace
+
+LogicalResult checkImportOptions(const ImportOptions &options,
+                                 mlir::Location fileLoc) {
+  if (options.batchSize && *options.batchSize <= 0)
+    return fileError(fileLoc, "batch size must be positive, got " +
+                                  llvm::Twine(*options.batchSize));
+  if (options.learningRate &&
+      !(std::isfinite(*options.learningRate) && *options.learningRate > 0))
+    return fileError(fileLoc, "learning rate must be positive, got " +
+                                  formatNumber(*options.learningRate));
+  if (options.loss && *options.loss != "categorical_crossentropy" &&
+      *options.loss != "sparse_categorical_crossentropy")
+    return fileError(fileLoc, "unsupported loss option '" + *options.loss +
+                                  "' (expected 'categorical_crossentropy' or "
+                                  "'sparse_categorical_crossentropy')");
+  if (options.optimizer && *options.optimizer != "sgd" &&
+      *options.optimizer != "adam" && *options.optimizer != "rmsprop")
+    return fileError(fileLoc, "unsupported optimizer option '" +
+                                  *options.optimizer +
+                                  "' (expected 'sgd', 'adam' or 'rmsprop')");
+  return success();
+}
+
+LogicalResult readTraining(ConfigReader &root, const ImportOptions &options,
+                           std::optional<builder::Training> &out) {
+  std::optional<LossKind> loss;
+  bool fromLogits = false;
+  std::optional<builder::Optimizer> optimizer;
+  builder::Training training;
+  if (root.getSet("compile_config")) {
+    std::unique_ptr<ConfigReader> compile = root.child("compile_config");
+    if (!compile || failed(readLoss(*compile, loss, fromLogits)) ||
+        failed(readOptimizer(*compile, optimizer)) ||
+        failed(readMetrics(*compile, training.metrics)) ||
+        failed(compile->expectUnset("loss_weights",
+                                    "loss weights are not supported")))
+      return failure();
+    if (const json::Value *weighted = compile->getSet("weighted_metrics")) {
+      const json::Array *list = weighted->getAsArray();
+      if (!list || !list->empty())
+        return compile->unsupportedValue("weighted_metrics",
+                                         "weighted metrics are not supported; "
+                                         "expected null");
+    }
+    // Execution settings (run_eagerly, jit_compile, steps_per_execution,
+    // auto_scale_loss) do not change what is trained.
+  }
+  // Without a compile_config the builder's metrics (accuracy) stay.
+
+  if (options.loss)
+    loss = *options.loss == "categorical_crossentropy"
+               ? LossKind::categorical_crossentropy
+               : LossKind::sparse_categorical_crossentropy;
+  if (!loss) {
+    if (options.optimizer || options.learningRate || options.fromLogits)
+      return fileError(root.document().fileLoc(),
+                       "training options were given but the model has no "
+                       "loss: it has no compile_config loss and no loss "
+                       "option");
+    return success(); // The forward model alone.
+  }
+  training.loss = *loss;
+  training.from_logits = options.fromLogits.value_or(fromLogits);
+
+  if (options.optimizer) {
+    builder::Optimizer requested =
+        *options.optimizer == "sgd"    ? builder::Optimizer(builder::SGD{})
+        : *options.optimizer == "adam" ? builder::Optimizer(builder::Adam{})
+                                       : builder::Optimizer(builder::RMSprop{});
+    // The file's hyper-parameters stay when it names the same optimizer.
+    if (!optimizer || optimizer->index() != requested.index())
+      optimizer = requested;
+  }
+  // A model that was never compiled gets Adam with Keras' defaults (what the
+  // builder defaults to), not compile()'s RMSprop default: there is no
+  // compile() call to imitate.
+  training.optimizer = optimizer.value_or(builder::Adam{});
+  if (options.learningRate)
+    std::visit(
+        [&](auto &opt) {
+          opt.learning_rate = roundToFloat32(*options.learningRate);
+        },
+        training.optimizer);
+  out = training;
+  return success();
+}
+
+} // namespace graph::keras

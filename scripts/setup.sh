@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs the Debian packages the project needs, and only those missing.
+# Idempotent and quick when everything is there (one dpkg query). Used by
+# both README commands and by .ci/run.
+set -euo pipefail
+
+packages=(
+  # toolchain
+  cmake ninja-build g++ pkg-config clang-format python3 python3-venv
+  # compiler side: MLIR/LLVM 22 (lit, FileCheck, mlir-tblgen come with it)
+  llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools
+  # frontends and tests
+  libzip-dev libgtest-dev
+  # runtime: plan format, flags, CPU kernels, data
+  libflatbuffers-dev flatbuffers-compiler libcli11-dev libdnnl-dev
+  dataset-fashion-mnist
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+  [[ "$status" == "install ok installed" ]] || missing+=("$p")
+done
+
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}"
+  sudo=""
+  [[ $(id -u) -eq 0 ]] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+echo "setup: all ${#packages[@]} packages present"

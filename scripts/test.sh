@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# The README's "test" command: set up, build, run every test (lit suites,
+# GoogleTest through ctest, the formatter check) and end with one summary
+# line. Exits non-zero if anything failed.
+set -uo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+build="${GRAPH_BUILD_DIR:-$root/build}"
+"$root/scripts/setup.sh" || exit 1
+"$root/scripts/build.sh" || exit 1
+
+passed=0 failed=0 skipped=0
+
+echo "== lit"
+lit_log="$build/lit.log"
+/usr/lib/llvm-22/bin/lit -sv "$build/test" 2>&1 | tee "$lit_log"
+count() { grep -E "^ +$1( Tests)?: +[0-9]+" "$lit_log" | grep -oE '[0-9]+' | head -1; }
+lp=$(count Passed); lf=$(count Failed); lu=$(count Unsupported)
+passed=$((passed + ${lp:-0}))
+failed=$((failed + ${lf:-0}))
+skipped=$((skipped + ${lu:-0}))
+[[ -n "$lp$lf" ]] || { echo "lit ran no test"; failed=$((failed + 1)); }
+
+echo "== ctest"
+ctest_log="$build/ctest.log"
+(cd "$build" && ctest --output-on-failure 2>&1) | tee "$ctest_log"
+total=$(grep -oE 'tests failed out of [0-9]+' "$ctest_log" | grep -oE '[0-9]+$')
+cfail=$(grep -oE '[0-9]+ tests failed out of' "$ctest_log" | grep -oE '^[0-9]+')
+cskip=$(grep -cE '\*\*\*Skipped|Not Run' "$ctest_log" || true)
+if [[ -z "$total" ]]; then
+  echo "ctest ran no test"
+  failed=$((failed + 1))
+else
+  failed=$((failed + cfail))
+  passed=$((passed + total - cfail - cskip))
+  skipped=$((skipped + cskip))
+fi
+
+echo "== clang-format"
+mapfile -t sources < <(cd "$root" && git ls-files '*.cpp' '*.h' '*.cu' '*.cuh')
+if (cd "$root" && clang-format --dry-run --Werror "${sources[@]}"); then
+  echo "clang-format: ${#sources[@]} files clean"
+  passed=$((passed + 1))
+else
+  echo "clang-format: run 'clang-format -i' on the files above"
+  failed=$((failed + 1))
+fi
+
+echo
+echo "summary: $passed passed, $failed failed, $skipped skipped"
+[[ $failed -eq 0 ]]

@@ -1,0 +1,134 @@
+//===- graph-import.cpp - Keras models to the graph dialect ---------------===//
+//
+//   graph-import model.json -o model.mlir [--loss NAME] [--from-logits]
+//       [--optimizer NAME] [--learning-rate LR] [--batch-size N]
+//
+// Reads a Keras model (`to_json` output or a `.keras` archive) and writes the
+// graph dialect module. On any error it prints the diagnostics, writes no
+// output file and exits non-zero.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/graph/GraphDialect.h"
+#include "frontends/keras/KerasImporter.h"
+
+#include "mlir/IR/AsmState.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Support/WithColor.h"
+
+namespace cl = llvm::cl;
+
+static cl::OptionCategory importCategory("graph-import options");
+
+static cl::opt<std::string> inputFilename(cl::Positional, cl::Required,
+                                          cl::desc("<model.json|model.keras>"),
+                                          cl::cat(importCategory));
+
+static cl::opt<std::string>
+    outputFilename("o", cl::init("-"), cl::desc("Output file (- for stdout)"),
+                   cl::value_desc("filename"), cl::cat(importCategory));
+
+static cl::opt<std::string>
+    loss("loss",
+         cl::desc("Loss: categorical_crossentropy or "
+                  "sparse_categorical_crossentropy (overrides compile_config)"),
+         cl::value_desc("name"), cl::cat(importCategory));
+
+static cl::opt<bool>
+    fromLogits("from-logits",
+               cl::desc("The model outputs logits, not probabilities "
+                        "(overrides compile_config)"),
+               cl::cat(importCategory));
+
+static cl::opt<std::string>
+    optimizer("optimizer",
+              cl::desc("Optimizer: sgd, adam or rmsprop (overrides "
+                       "compile_config)"),
+              cl::value_desc("name"), cl::cat(importCategory));
+
+static cl::opt<double>
+    learningRate("learning-rate",
+                 cl::desc("Learning rate (overrides compile_config)"),
+                 cl::value_desc("rate"), cl::cat(importCategory));
+
+static cl::opt<int64_t> batchSize("batch-size",
+                                  cl::desc("Global batch size (default 32)"),
+                                  cl::value_desc("n"), cl::cat(importCategory));
+
+static llvm::SourceMgr::DiagKind diagKind(mlir::DiagnosticSeverity severity) {
+  switch (severity) {
+  case mlir::DiagnosticSeverity::Note:
+    return llvm::SourceMgr::DK_Note;
+  case mlir::DiagnosticSeverity::Warning:
+    return llvm::SourceMgr::DK_Warning;
+  case mlir::DiagnosticSeverity::Error:
+    return llvm::SourceMgr::DK_Error;
+  case mlir::DiagnosticSeverity::Remark:
+    return llvm::SourceMgr::DK_Remark;
+  }
+  llvm_unreachable("unknown severity");
+}
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM initLLVM(argc, argv);
+  mlir::registerAsmPrinterCLOptions();
+  mlir::registerMLIRContextCLOptions();
+  cl::ParseCommandLineOptions(argc, argv,
+                              "Keras model to graph dialect importer\n");
+
+  mlir::DialectRegistry registry;
+  registry.insert<mlir::graph::GraphDialect>();
+  mlir::MLIRContext context(registry);
+
+  // Diagnostics with a position print as file:line:col with the source line.
+  llvm::SourceMgr sourceMgr;
+  mlir::SourceMgrDiagnosticHandler sourceMgrHandler(sourceMgr, &context);
+  // Those about a whole file (it cannot be read, it is no zip archive) have
+  // line 0: print "file: error: ..." rather than "file:0:0: error: ...".
+  mlir::ScopedDiagnosticHandler wholeFileHandler(
+      &context, [](mlir::Diagnostic &diag) {
+        auto loc = diag.getLocation()->findInstanceOf<mlir::FileLineColLoc>();
+        if (!loc || loc.getLine() != 0)
+          return mlir::failure(); // Left to the SourceMgr handler.
+        llvm::SMDiagnostic(loc.getFilename().getValue(),
+                           diagKind(diag.getSeverity()), diag.str())
+            .print(nullptr, llvm::errs());
+        return mlir::success();
+      });
+
+  graph::keras::ImportOptions options;
+  if (loss.getNumOccurrences())
+    options.loss = loss;
+  if (fromLogits.getNumOccurrences())
+    options.fromLogits = fromLogits;
+  if (optimizer.getNumOccurrences())
+    options.optimizer = optimizer;
+  if (learningRate.getNumOccurrences())
+    options.learningRate = learningRate;
+  if (batchSize.getNumOccurrences())
+    options.batchSize = batchSize;
+
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      graph::keras::importKerasFile(inputFilename, context, options);
+  if (!module || mlir::failed(mlir::verify(*module)))
+    return 1;
+
+  // The output file is created only now, so a failed import leaves none.
+  std::string error;
+  std::unique_ptr<llvm::ToolOutputFile> output =
+      mlir::openOutputFile(outputFilename, &error);
+  if (!output) {
+    llvm::WithColor::error(llvm::errs(), "graph-import") << error << "\n";
+    return 1;
+  }
+  module->print(output->os());
+  output->keep();
+  return 0;
+}
