@@ -11,5 +11,5 @@ model="$build/fashion_mnist_cnn.mlir"
 echo "== graph-import examples/fashion_mnist_cnn.json --batch-size 256"
 "$build/bin/graph-import" "$root/examples/fashion_mnist_cnn.json" \
   --batch-size 256 -o "$model"
-echo "== graph-opt --verify-each (the verified model)"
+echo "== graph-opt (parses and verifies, then prints the model)"
 "$build/bin/graph-opt" "$model"

@@ -1,0 +1,873 @@
+//===- Pipeline.cpp - the input pipeline: tf.data for graphrun ------------===//
+//
+// A Pipeline is a chain of immutable ExampleStages; open() turns it into a
+// chain of iterators, each pulling from the one before, with a Batcher (and a
+// Prefetcher) on top. Repeat reopens the stages below it once per epoch and
+// passes the epoch down, which is how a shuffle draws a new order per epoch.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/data/Pipeline.h"
+
+#include "runtime/data/SplitMix64.h"
+
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <exception>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace graph::runtime::data {
+
+/// One pass over the examples of a stage. Once it has reported the end it
+/// reports the end on every later call.
+class ExampleIterator {
+public:
+  virtual ~ExampleIterator() = default;
+  virtual Status next(Example &out, bool &end) = 0;
+  /// Steps over one example; sources override it to skip the copy.
+  virtual Status skip(bool &end) {
+    Example unused;
+    return next(unused, end);
+  }
+};
+
+class ExampleStage {
+public:
+  virtual ~ExampleStage() = default;
+  /// Starts a pass. `pass` counts the passes a repeat above has made (0
+  /// without one): a shuffle keys its order by it.
+  virtual Status open(uint64_t pass,
+                      std::unique_ptr<ExampleIterator> &out) const = 0;
+  /// Examples in one pass, or Pipeline::kInfinite.
+  virtual int64_t cardinality() const = 0;
+};
+
+namespace {
+
+constexpr int64_t kInfinite = Pipeline::kInfinite;
+
+/// Runs `fn`, turning an exception into a Status: no exception leaves a
+/// worker thread (it would terminate the process) or the API.
+template <typename Fn> Status guarded(const char *what, Fn &&fn) {
+  try {
+    return fn();
+  } catch (const std::exception &e) {
+    return Status::error(std::string(what) + " threw: " + e.what() +
+                         "; return an error Status instead of throwing");
+  } catch (...) {
+    return Status::error(std::string(what) +
+                         " threw a non-standard exception; return an error "
+                         "Status instead of throwing");
+  }
+}
+
+//===-- source ------------------------------------------------------------===//
+
+class DatasetIterator final : public ExampleIterator {
+public:
+  explicit DatasetIterator(std::shared_ptr<const Dataset> dataset)
+      : dataset_(std::move(dataset)) {}
+
+  Status next(Example &out, bool &end) override {
+    end = pos_ >= dataset_->size();
+    if (end)
+      return Status::ok();
+    const float *image = dataset_->image(pos_);
+    out.image.assign(image, image + dataset_->shape.elements());
+    out.label = dataset_->labels[pos_];
+    out.index = pos_++;
+    return Status::ok();
+  }
+
+  Status skip(bool &end) override {
+    end = pos_ >= dataset_->size();
+    if (!end)
+      ++pos_;
+    return Status::ok();
+  }
+
+private:
+  std::shared_ptr<const Dataset> dataset_;
+  int64_t pos_ = 0;
+};
+
+class DatasetStage final : public ExampleStage {
+public:
+  explicit DatasetStage(std::shared_ptr<const Dataset> dataset)
+      : dataset_(std::move(dataset)) {}
+  Status open(uint64_t, std::unique_ptr<ExampleIterator> &out) const override {
+    out = std::make_unique<DatasetIterator>(dataset_);
+    return Status::ok();
+  }
+  int64_t cardinality() const override { return dataset_->size(); }
+
+private:
+  std::shared_ptr<const Dataset> dataset_;
+};
+
+//===-- shard -------------------------------------------------------------===//
+
+class ShardIterator final : public ExampleIterator {
+public:
+  ShardIterator(std::unique_ptr<ExampleIterator> upstream, int64_t numWorkers,
+                int64_t index)
+      : upstream_(std::move(upstream)), numWorkers_(numWorkers), index_(index) {
+  }
+
+  Status next(Example &out, bool &end) override {
+    // Before the first example, step over the `index` examples of the
+    // workers before this one; after it, over the other workers' examples.
+    int64_t toSkip = started_ ? numWorkers_ - 1 : index_;
+    started_ = true;
+    for (int64_t k = 0; k < toSkip; ++k) {
+      if (Status s = upstream_->skip(end); !s || end)
+        return s;
+    }
+    return upstream_->next(out, end);
+  }
+
+private:
+  std::unique_ptr<ExampleIterator> upstream_;
+  int64_t numWorkers_, index_;
+  bool started_ = false;
+};
+
+class ShardStage final : public ExampleStage {
+public:
+  ShardStage(std::shared_ptr<const ExampleStage> upstream, int64_t numWorkers,
+             int64_t index)
+      : upstream_(std::move(upstream)), numWorkers_(numWorkers), index_(index) {
+  }
+  Status open(uint64_t pass,
+              std::unique_ptr<ExampleIterator> &out) const override {
+    std::unique_ptr<ExampleIterator> up;
+    if (Status s = upstream_->open(pass, up); !s)
+      return s;
+    out = std::make_unique<ShardIterator>(std::move(up), numWorkers_, index_);
+    return Status::ok();
+  }
+  int64_t cardinality() const override {
+    int64_t n = upstream_->cardinality();
+    if (n == kInfinite)
+      return kInfinite;
+    return n > index_ ? (n - index_ + numWorkers_ - 1) / numWorkers_ : 0;
+  }
+
+private:
+  std::shared_ptr<const ExampleStage> upstream_;
+  int64_t numWorkers_, index_;
+};
+
+//===-- cache -------------------------------------------------------------===//
+
+/// Shared by every pass over a cache stage (and every copy of the Pipeline).
+struct CacheContents {
+  std::mutex mutex;
+  /// Set once, by the first pass that reaches the end.
+  std::shared_ptr<const std::vector<Example>> examples;
+};
+
+/// Replays the cached examples.
+class CacheReplayIterator final : public ExampleIterator {
+public:
+  explicit CacheReplayIterator(
+      std::shared_ptr<const std::vector<Example>> examples)
+      : examples_(std::move(examples)) {}
+  Status next(Example &out, bool &end) override {
+    end = pos_ >= examples_->size();
+    if (!end)
+      out = (*examples_)[pos_++];
+    return Status::ok();
+  }
+  Status skip(bool &end) override {
+    end = pos_ >= examples_->size();
+    if (!end)
+      ++pos_;
+    return Status::ok();
+  }
+
+private:
+  std::shared_ptr<const std::vector<Example>> examples_;
+  size_t pos_ = 0;
+};
+
+/// Passes the upstream examples through and keeps copies; a pass that is
+/// abandoned before its end (a pipeline destroyed mid-epoch) caches nothing,
+/// so a cache never holds part of the data.
+class CacheFillIterator final : public ExampleIterator {
+public:
+  CacheFillIterator(std::unique_ptr<ExampleIterator> upstream,
+                    std::shared_ptr<CacheContents> contents)
+      : upstream_(std::move(upstream)), contents_(std::move(contents)) {}
+  Status next(Example &out, bool &end) override {
+    if (Status s = upstream_->next(out, end); !s)
+      return s;
+    if (!end) {
+      filled_.push_back(out);
+    } else if (!committed_) {
+      committed_ = true;
+      std::lock_guard<std::mutex> lock(contents_->mutex);
+      if (!contents_->examples)
+        contents_->examples =
+            std::make_shared<const std::vector<Example>>(std::move(filled_));
+    }
+    return Status::ok();
+  }
+
+private:
+  std::unique_ptr<ExampleIterator> upstream_;
+  std::shared_ptr<CacheContents> contents_;
+  std::vector<Example> filled_;
+  bool committed_ = false;
+};
+
+class CacheStage final : public ExampleStage {
+public:
+  explicit CacheStage(std::shared_ptr<const ExampleStage> upstream)
+      : upstream_(std::move(upstream)),
+        contents_(std::make_shared<CacheContents>()) {}
+  Status open(uint64_t pass,
+              std::unique_ptr<ExampleIterator> &out) const override {
+    {
+      std::lock_guard<std::mutex> lock(contents_->mutex);
+      if (contents_->examples) {
+        out = std::make_unique<CacheReplayIterator>(contents_->examples);
+        return Status::ok();
+      }
+    }
+    std::unique_ptr<ExampleIterator> up;
+    if (Status s = upstream_->open(pass, up); !s)
+      return s;
+    out = std::make_unique<CacheFillIterator>(std::move(up), contents_);
+    return Status::ok();
+  }
+  int64_t cardinality() const override { return upstream_->cardinality(); }
+
+private:
+  std::shared_ptr<const ExampleStage> upstream_;
+  std::shared_ptr<CacheContents> contents_;
+};
+
+//===-- shuffle -----------------------------------------------------------===//
+
+/// tf.data's shuffle buffer: fill it, emit a random element, refill.
+class ShuffleIterator final : public ExampleIterator {
+public:
+  ShuffleIterator(std::unique_ptr<ExampleIterator> upstream, size_t bufferSize,
+                  uint64_t seed)
+      : upstream_(std::move(upstream)), bufferSize_(bufferSize), rng_(seed) {}
+
+  Status next(Example &out, bool &end) override {
+    while (!upstreamDone_ && buffer_.size() < bufferSize_) {
+      Example e;
+      bool upEnd = false;
+      if (Status s = upstream_->next(e, upEnd); !s)
+        return s;
+      if (upEnd)
+        upstreamDone_ = true;
+      else
+        buffer_.push_back(std::move(e));
+    }
+    end = buffer_.empty();
+    if (end)
+      return Status::ok();
+    size_t j = rng_.below(buffer_.size());
+    out = std::move(buffer_[j]);
+    if (j + 1 != buffer_.size())
+      buffer_[j] = std::move(buffer_.back());
+    buffer_.pop_back();
+    return Status::ok();
+  }
+
+private:
+  std::unique_ptr<ExampleIterator> upstream_;
+  size_t bufferSize_;
+  SplitMix64 rng_;
+  std::vector<Example> buffer_;
+  bool upstreamDone_ = false;
+};
+
+class ShuffleStage final : public ExampleStage {
+public:
+  ShuffleStage(std::shared_ptr<const ExampleStage> upstream, int64_t bufferSize,
+               uint64_t seed)
+      : upstream_(std::move(upstream)), bufferSize_(bufferSize), seed_(seed) {}
+  Status open(uint64_t pass,
+              std::unique_ptr<ExampleIterator> &out) const override {
+    std::unique_ptr<ExampleIterator> up;
+    if (Status s = upstream_->open(pass, up); !s)
+      return s;
+    out = std::make_unique<ShuffleIterator>(
+        std::move(up), static_cast<size_t>(bufferSize_), mixSeed(seed_, pass));
+    return Status::ok();
+  }
+  int64_t cardinality() const override { return upstream_->cardinality(); }
+
+private:
+  std::shared_ptr<const ExampleStage> upstream_;
+  int64_t bufferSize_;
+  uint64_t seed_;
+};
+
+//===-- repeat ------------------------------------------------------------===//
+
+class RepeatIterator final : public ExampleIterator {
+public:
+  RepeatIterator(std::shared_ptr<const ExampleStage> upstream, int64_t epochs,
+                 uint64_t outerPass)
+      : upstream_(std::move(upstream)), epochs_(epochs), outerPass_(outerPass) {
+  }
+
+  Status next(Example &out, bool &end) override {
+    for (;;) {
+      if (done_ || (epochs_ != Pipeline::kForever && epoch_ >= epochs_)) {
+        end = true;
+        return Status::ok();
+      }
+      if (!current_) {
+        // A repeat inside a repeated stage: keep the passes of different
+        // outer passes apart.
+        uint64_t pass = (outerPass_ << 32) + static_cast<uint64_t>(epoch_);
+        if (Status s = upstream_->open(pass, current_); !s)
+          return s;
+        producedThisEpoch_ = false;
+      }
+      if (Status s = current_->next(out, end); !s)
+        return s;
+      if (!end) {
+        producedThisEpoch_ = true;
+        return Status::ok();
+      }
+      current_.reset();
+      ++epoch_;
+      // An empty pass repeated forever would spin without yielding.
+      if (!producedThisEpoch_ && epochs_ == Pipeline::kForever)
+        done_ = true;
+    }
+  }
+
+private:
+  std::shared_ptr<const ExampleStage> upstream_;
+  int64_t epochs_;
+  uint64_t outerPass_;
+  int64_t epoch_ = 0;
+  std::unique_ptr<ExampleIterator> current_;
+  bool producedThisEpoch_ = false;
+  bool done_ = false;
+};
+
+class RepeatStage final : public ExampleStage {
+public:
+  RepeatStage(std::shared_ptr<const ExampleStage> upstream, int64_t epochs)
+      : upstream_(std::move(upstream)), epochs_(epochs) {}
+  Status open(uint64_t pass,
+              std::unique_ptr<ExampleIterator> &out) const override {
+    out = std::make_unique<RepeatIterator>(upstream_, epochs_, pass);
+    return Status::ok();
+  }
+  int64_t cardinality() const override {
+    int64_t n = upstream_->cardinality();
+    if (n == kInfinite || n == 0)
+      return n;
+    return epochs_ == Pipeline::kForever ? kInfinite : n * epochs_;
+  }
+
+private:
+  std::shared_ptr<const ExampleStage> upstream_;
+  int64_t epochs_;
+};
+
+//===-- map ---------------------------------------------------------------===//
+
+Status applyMap(const MapFn &fn, Example &example) {
+  return guarded("the map function", [&] { return fn(example); });
+}
+
+/// A map on the thread that pulls.
+class InlineMapIterator final : public ExampleIterator {
+public:
+  InlineMapIterator(std::unique_ptr<ExampleIterator> upstream,
+                    std::shared_ptr<const MapFn> fn)
+      : upstream_(std::move(upstream)), fn_(std::move(fn)) {}
+  Status next(Example &out, bool &end) override {
+    if (Status s = upstream_->next(out, end); !s || end)
+      return s;
+    return applyMap(*fn_, out);
+  }
+  /// A skipped example is never seen, so it need not be mapped.
+  Status skip(bool &end) override { return upstream_->skip(end); }
+
+private:
+  std::unique_ptr<ExampleIterator> upstream_;
+  std::shared_ptr<const MapFn> fn_;
+};
+
+/// A map on worker threads, order preserved: a worker takes the next
+/// upstream example and a slot at the back of a window in one step (under
+/// pullMutex_, so slots are in upstream order), maps it outside any lock,
+/// and marks the slot done; next() hands out the front slot once it is done.
+/// The window bounds the examples in flight.
+class ParallelMapIterator final : public ExampleIterator {
+public:
+  ParallelMapIterator(std::unique_ptr<ExampleIterator> upstream,
+                      std::shared_ptr<const MapFn> fn, int threads)
+      : upstream_(std::move(upstream)), fn_(std::move(fn)),
+        window_(4 * static_cast<size_t>(threads)) {
+    workers_.reserve(threads);
+    try {
+      for (int t = 0; t < threads; ++t)
+        workers_.emplace_back([this] { work(); });
+    } catch (...) {
+      stopWorkers();
+      throw;
+    }
+  }
+
+  ~ParallelMapIterator() override { stopWorkers(); }
+
+  Status next(Example &out, bool &end) override {
+    std::unique_lock<std::mutex> lock(mutex_);
+    readyCv_.wait(lock, [&] {
+      return slots_.empty() ? upstreamDone_ : slots_.front().done;
+    });
+    if (slots_.empty()) {
+      end = true;
+      return upstreamStatus_;
+    }
+    Slot &front = slots_.front();
+    Status s = std::move(front.status);
+    out = std::move(front.example);
+    slots_.pop_front();
+    lock.unlock();
+    spaceCv_.notify_one();
+    end = false;
+    return s;
+  }
+
+private:
+  struct Slot {
+    Example example;
+    Status status;
+    bool done = false;
+  };
+
+  void work() {
+    for (;;) {
+      std::unique_lock<std::mutex> pull(pullMutex_);
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        spaceCv_.wait(lock, [&] {
+          return stop_ || upstreamDone_ || slots_.size() < window_;
+        });
+        if (stop_ || upstreamDone_)
+          return;
+      }
+      Example example;
+      bool end = false;
+      Status s = guarded("the stage before the map",
+                         [&] { return upstream_->next(example, end); });
+      Slot *slot = nullptr;
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (stop_)
+          return;
+        if (!s || end) {
+          upstreamDone_ = true;
+          upstreamStatus_ = std::move(s);
+        } else {
+          // A deque keeps references to its elements across push_back and
+          // across pop_front of other elements: `slot` stays valid.
+          slot = &slots_.emplace_back();
+          slot->example = std::move(example);
+        }
+      }
+      if (!slot) {
+        readyCv_.notify_all();
+        spaceCv_.notify_all();
+        return;
+      }
+      pull.unlock();
+      Status mapped = applyMap(*fn_, slot->example);
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        slot->status = std::move(mapped);
+        slot->done = true;
+      }
+      readyCv_.notify_all();
+    }
+  }
+
+  void stopWorkers() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stop_ = true;
+    }
+    spaceCv_.notify_all();
+    for (std::thread &t : workers_)
+      if (t.joinable())
+        t.join();
+  }
+
+  std::unique_ptr<ExampleIterator> upstream_;
+  std::shared_ptr<const MapFn> fn_;
+  const size_t window_;
+
+  /// Held by the one worker pulling from upstream_ (not thread-safe).
+  std::mutex pullMutex_;
+  /// Guards everything below.
+  std::mutex mutex_;
+  std::condition_variable readyCv_, spaceCv_;
+  std::deque<Slot> slots_;
+  bool upstreamDone_ = false;
+  Status upstreamStatus_;
+  bool stop_ = false;
+  /// Last: started after, and joined before, what they use.
+  std::vector<std::thread> workers_;
+};
+
+class MapStage final : public ExampleStage {
+public:
+  MapStage(std::shared_ptr<const ExampleStage> upstream, MapFn fn, int threads)
+      : upstream_(std::move(upstream)),
+        fn_(std::make_shared<const MapFn>(std::move(fn))), threads_(threads) {}
+  Status open(uint64_t pass,
+              std::unique_ptr<ExampleIterator> &out) const override {
+    std::unique_ptr<ExampleIterator> up;
+    if (Status s = upstream_->open(pass, up); !s)
+      return s;
+    if (threads_ <= 1)
+      out = std::make_unique<InlineMapIterator>(std::move(up), fn_);
+    else
+      out = std::make_unique<ParallelMapIterator>(std::move(up), fn_, threads_);
+    return Status::ok();
+  }
+  int64_t cardinality() const override { return upstream_->cardinality(); }
+
+private:
+  std::shared_ptr<const ExampleStage> upstream_;
+  std::shared_ptr<const MapFn> fn_;
+  int threads_;
+};
+
+//===-- batch -------------------------------------------------------------===//
+
+class Batcher final : public BatchIterator {
+public:
+  Batcher(std::unique_ptr<ExampleIterator> upstream, std::string name,
+          int64_t batchSize, LabelFormat labelFormat, ExampleShape shape,
+          int32_t numClasses)
+      : upstream_(std::move(upstream)), name_(std::move(name)),
+        batchSize_(batchSize), labelFormat_(labelFormat), shape_(shape),
+        numClasses_(numClasses) {}
+
+  Status next(Batch &out, bool &end) override {
+    if (!error_)
+      return error_;
+    end = done_;
+    if (done_)
+      return Status::ok();
+    error_ = fill(out, end);
+    done_ = error_.isOk() && end;
+    return error_;
+  }
+
+private:
+  Status fill(Batch &out, bool &end) {
+    const int64_t elements = shape_.elements();
+    Batch b;
+    b.size = batchSize_;
+    b.shape = shape_;
+    b.numClasses = numClasses_;
+    b.labelFormat = labelFormat_;
+    b.images.resize(batchSize_ * elements);
+    if (labelFormat_ == LabelFormat::Sparse)
+      b.sparseLabels.resize(batchSize_);
+    else
+      b.oneHotLabels.assign(batchSize_ * numClasses_, 0.0f);
+    b.sourceIndices.resize(batchSize_);
+    for (int64_t row = 0; row < batchSize_; ++row) {
+      if (Status s = upstream_->next(example_, end); !s)
+        return s;
+      if (end) // Drop the partial batch: a step's shape is static.
+        return Status::ok();
+      if (static_cast<int64_t>(example_.image.size()) != elements)
+        return Status::error(
+            name_ + ": example " + std::to_string(example_.index) + " has " +
+            std::to_string(example_.image.size()) +
+            " floats when it reaches batch(), a " + shape_.str() +
+            " example has " + std::to_string(elements) +
+            "; give map() the shape its function produces");
+      if (example_.label < 0 || example_.label >= numClasses_)
+        return Status::error(
+            name_ + ": example " + std::to_string(example_.index) +
+            " has label " + std::to_string(example_.label) +
+            " when it reaches batch(), outside [0, " +
+            std::to_string(numClasses_) + "); a map must keep labels in range");
+      std::memcpy(b.images.data() + row * elements, example_.image.data(),
+                  elements * sizeof(float));
+      if (labelFormat_ == LabelFormat::Sparse)
+        b.sparseLabels[row] = example_.label;
+      else
+        b.oneHotLabels[row * numClasses_ + example_.label] = 1.0f;
+      b.sourceIndices[row] = example_.index;
+    }
+    out = std::move(b);
+    end = false;
+    return Status::ok();
+  }
+
+  std::unique_ptr<ExampleIterator> upstream_;
+  std::string name_;
+  int64_t batchSize_;
+  LabelFormat labelFormat_;
+  ExampleShape shape_;
+  int32_t numClasses_;
+  /// Reused across rows so that its image buffer is allocated once.
+  Example example_;
+  Status error_;
+  bool done_ = false;
+};
+
+//===-- prefetch ----------------------------------------------------------===//
+
+/// Runs the batcher on a background thread, keeping up to `capacity` batches
+/// ready in a queue. The destructor stops the thread whether it is waiting
+/// for room in a full queue or building a batch (it finishes that batch).
+class Prefetcher final : public BatchIterator {
+public:
+  Prefetcher(std::unique_ptr<BatchIterator> upstream, size_t capacity)
+      : upstream_(std::move(upstream)), capacity_(capacity),
+        thread_([this] { produce(); }) {}
+
+  ~Prefetcher() override {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stop_ = true;
+    }
+    notFull_.notify_all();
+    thread_.join();
+  }
+
+  Status next(Batch &out, bool &end) override {
+    std::unique_lock<std::mutex> lock(mutex_);
+    notEmpty_.wait(lock, [&] { return !queue_.empty() || producerDone_; });
+    if (queue_.empty()) {
+      end = true;
+      return producerStatus_;
+    }
+    out = std::move(queue_.front());
+    queue_.pop_front();
+    lock.unlock();
+    notFull_.notify_one();
+    end = false;
+    return Status::ok();
+  }
+
+private:
+  void produce() {
+    for (;;) {
+      Batch batch;
+      bool end = false;
+      Status s = guarded("the input pipeline",
+                         [&] { return upstream_->next(batch, end); });
+      std::unique_lock<std::mutex> lock(mutex_);
+      if (!s || end) {
+        producerDone_ = true;
+        producerStatus_ = std::move(s);
+        lock.unlock();
+        notEmpty_.notify_all();
+        return;
+      }
+      notFull_.wait(lock, [&] { return stop_ || queue_.size() < capacity_; });
+      if (stop_)
+        return;
+      queue_.push_back(std::move(batch));
+      lock.unlock();
+      notEmpty_.notify_one();
+    }
+  }
+
+  std::unique_ptr<BatchIterator> upstream_;
+  const size_t capacity_;
+  std::mutex mutex_;
+  std::condition_variable notEmpty_, notFull_;
+  std::deque<Batch> queue_;
+  bool producerDone_ = false;
+  Status producerStatus_;
+  bool stop_ = false;
+  /// Last: started after, and joined before, what it uses.
+  std::thread thread_;
+};
+
+} // namespace
+
+//===-- Pipeline ----------------------------------------------------------===//
+
+Pipeline::Pipeline(std::shared_ptr<const Dataset> source) {
+  if (!source) {
+    name_ = "input pipeline";
+    fail("Pipeline", "no dataset; load one first");
+    return;
+  }
+  name_ = source->name;
+  if (Status s = source->validate(); !s) {
+    error_ = s;
+    return;
+  }
+  shape_ = source->shape;
+  numClasses_ = source->numClasses;
+  stage_ = std::make_shared<DatasetStage>(std::move(source));
+}
+
+void Pipeline::fail(const std::string &call, const std::string &fault) {
+  if (error_)
+    error_ = Status::error(name_ + ": input pipeline: " + call + ": " + fault);
+}
+
+bool Pipeline::acceptsExampleStage(const std::string &call) {
+  if (!error_)
+    return false;
+  if (batchSize_ > 0) {
+    fail(call, "comes after batch(); per-example stages go before batch()");
+    return false;
+  }
+  return true;
+}
+
+Pipeline &Pipeline::shard(int64_t numWorkers, int64_t index) {
+  std::string call = "shard(" + std::to_string(numWorkers) + ", " +
+                     std::to_string(index) + ")";
+  if (!acceptsExampleStage(call))
+    return *this;
+  if (numWorkers <= 0)
+    fail(call, "the worker count must be positive");
+  else if (index < 0 || index >= numWorkers)
+    fail(call, "the worker index must lie in [0, " +
+                   std::to_string(numWorkers) + "); pass this worker's index");
+  else
+    stage_ = std::make_shared<ShardStage>(stage_, numWorkers, index);
+  return *this;
+}
+
+Pipeline &Pipeline::cache() {
+  if (!acceptsExampleStage("cache()"))
+    return *this;
+  if (stage_->cardinality() == kInfinite)
+    fail("cache()", "follows repeat() without end, so its first pass would "
+                    "never complete; put cache() before repeat()");
+  else
+    stage_ = std::make_shared<CacheStage>(stage_);
+  return *this;
+}
+
+Pipeline &Pipeline::shuffle(int64_t bufferSize, uint64_t seed) {
+  std::string call = "shuffle(" + std::to_string(bufferSize) + ", " +
+                     std::to_string(seed) + ")";
+  if (!acceptsExampleStage(call))
+    return *this;
+  if (bufferSize <= 0)
+    fail(call, "the buffer size must be positive (1 keeps the order)");
+  else
+    stage_ = std::make_shared<ShuffleStage>(stage_, bufferSize, seed);
+  return *this;
+}
+
+Pipeline &Pipeline::repeat(int64_t epochs) {
+  std::string call = "repeat(" + std::to_string(epochs) + ")";
+  if (!acceptsExampleStage(call))
+    return *this;
+  if (epochs < 0 && epochs != kForever)
+    fail(call, "the epoch count must be 0 or more, or Pipeline::kForever");
+  else
+    stage_ = std::make_shared<RepeatStage>(stage_, epochs);
+  return *this;
+}
+
+Pipeline &Pipeline::map(MapFn fn, int threads) {
+  return map(std::move(fn), threads, shape_);
+}
+
+Pipeline &Pipeline::map(MapFn fn, int threads, ExampleShape outputShape) {
+  std::string call = "map(fn, " + std::to_string(threads) + ")";
+  if (!acceptsExampleStage(call))
+    return *this;
+  if (!fn)
+    fail(call, "no function given");
+  else if (threads < 1)
+    fail(call, "the thread count must be 1 or more");
+  else if (outputShape.height <= 0 || outputShape.width <= 0 ||
+           outputShape.channels <= 0)
+    fail(call, "the output shape " + outputShape.str() + " is not positive");
+  else {
+    stage_ = std::make_shared<MapStage>(stage_, std::move(fn), threads);
+    shape_ = outputShape;
+  }
+  return *this;
+}
+
+Pipeline &Pipeline::batch(int64_t globalBatchSize, LabelFormat labels) {
+  std::string call = "batch(" + std::to_string(globalBatchSize) + ")";
+  if (!error_)
+    return *this;
+  if (batchSize_ > 0)
+    fail(call, "a second batch(); batch once, by the global batch size");
+  else if (globalBatchSize <= 0)
+    fail(call, "the batch size must be positive");
+  else {
+    batchSize_ = globalBatchSize;
+    labelFormat_ = labels;
+  }
+  return *this;
+}
+
+Pipeline &Pipeline::prefetch(int64_t batches) {
+  std::string call = "prefetch(" + std::to_string(batches) + ")";
+  if (!error_)
+    return *this;
+  if (batchSize_ == 0)
+    fail(call, "comes before batch(); prefetch holds batches, so it goes last");
+  else if (prefetchSet_)
+    fail(call, "a second prefetch()");
+  else if (batches < 0)
+    fail(call, "the batch count must be 0 or more (0: no prefetch)");
+  else {
+    prefetch_ = batches;
+    prefetchSet_ = true;
+  }
+  return *this;
+}
+
+int64_t Pipeline::cardinality() const {
+  if (!stage_)
+    return 0;
+  int64_t examples = stage_->cardinality();
+  if (examples == kInfinite || batchSize_ == 0)
+    return examples;
+  return examples / batchSize_;
+}
+
+Status Pipeline::open(std::unique_ptr<BatchIterator> &out) const {
+  if (!error_)
+    return error_;
+  if (batchSize_ == 0)
+    return Status::error(name_ + ": input pipeline: no batch(); a training "
+                                 "step takes batches, so end with batch()");
+  return guarded("opening the input pipeline", [&] {
+    std::unique_ptr<ExampleIterator> examples;
+    if (Status s = stage_->open(0, examples); !s)
+      return s;
+    std::unique_ptr<BatchIterator> it =
+        std::make_unique<Batcher>(std::move(examples), name_, batchSize_,
+                                  labelFormat_, shape_, numClasses_);
+    if (prefetch_ > 0)
+      it = std::make_unique<Prefetcher>(std::move(it),
+                                        static_cast<size_t>(prefetch_));
+    out = std::move(it);
+    return Status::ok();
+  });
+}
+
+} // namespace graph::runtime::data

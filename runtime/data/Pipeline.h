@@ -1,0 +1,139 @@
+//===- Pipeline.h - the input pipeline: tf.data for graphrun ----*- C++ -*-===//
+//
+// A Pipeline describes, in the order its methods are called, what happens to
+// the examples of a Dataset on their way to the training step, as tf.data
+// does:
+//
+//   Pipeline p(train);                        // std::shared_ptr<const Dataset>
+//   p.shard(numWorkers, workerIndex)          // dataset.shard(n, i)
+//    .shuffle(5000, seed)                     // dataset.shuffle(5000, seed)
+//    .repeat(epochs)                          // dataset.repeat(epochs)
+//    .batch(256, LabelFormat::OneHot)         // dataset.batch(256,
+//    drop_remainder=True) .prefetch(2);                            //
+//    dataset.prefetch(2)
+//   std::unique_ptr<BatchIterator> it;
+//   if (Status s = p.open(it); !s) ...
+//   for (bool end = false;;) { Batch b; ... it->next(b, end) ...; if (end)
+//   break; }
+//
+// The per-example stages (shard, cache, shuffle, repeat, map) compose in any
+// order; batch comes after them and prefetch last. An argument out of range
+// is remembered and returned by open(), so a chain of calls needs one check.
+//
+// Semantics worth knowing:
+// - batch drops the last partial batch (drop_remainder=True): every step sees
+//   the same static shape, which the compiled plan requires. batch follows
+//   repeat, so batches run across epoch boundaries (as tf.data's
+//   repeat().batch()) and only the final partial batch is dropped: 10 epochs
+//   of 60000 examples at 256 give 2343 batches, not 10 x 234.
+// - shuffle draws from a buffer of bufferSize examples; under a repeat each
+//   epoch is shuffled with its own order, derived from (seed, epoch), so a
+//   seed names the whole sequence. bufferSize >= the dataset size is a
+//   uniform permutation.
+// - shard(n, i) keeps the examples at positions i, i + n, i + 2n, ...: apply
+//   it first, so that the workers partition the data before they shuffle.
+// - cache keeps what reaches it during the first complete pass and replays it
+//   afterwards; it pays for itself after an expensive map (decoding,
+//   resizing). A source Dataset is in memory already.
+// - map runs a per-example function on `threads` threads with the order
+//   preserved; with one thread it runs on the thread that pulls (the
+//   prefetch thread when prefetching).
+// - prefetch(n) runs everything upstream on a background thread that keeps
+//   up to n batches ready.
+//
+// Threads: open() starts them; destroying the BatchIterator stops and joins
+// them all, even mid-epoch with a full prefetch queue. A Pipeline itself holds
+// no thread and may be opened many times (its cache, if any, is shared).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef RUNTIME_DATA_PIPELINE_H
+#define RUNTIME_DATA_PIPELINE_H
+
+#include "runtime/core/Status.h"
+#include "runtime/data/Batch.h"
+#include "runtime/data/Dataset.h"
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+namespace graph::runtime::data {
+
+/// A per-example transform: edits the example in place (its image may change
+/// size when the map declares an output shape). Called from several threads
+/// at once when the map has several: it must be safe to.
+using MapFn = std::function<Status(Example &)>;
+
+/// The batches of one opened pipeline. Call next() from one thread at a time.
+class BatchIterator {
+public:
+  virtual ~BatchIterator() = default;
+  /// Moves the next batch into `out` and clears `end`, or sets `end` (and
+  /// leaves `out` alone) when the data are exhausted. After the end or an
+  /// error, every later call answers the same.
+  virtual Status next(Batch &out, bool &end) = 0;
+};
+
+/// One step of the description (Pipeline.cpp holds the kinds).
+class ExampleStage;
+
+class Pipeline {
+public:
+  /// repeat(kForever) repeats without end.
+  static constexpr int64_t kForever = -1;
+  /// cardinality() of a pipeline without end.
+  static constexpr int64_t kInfinite = -1;
+
+  explicit Pipeline(std::shared_ptr<const Dataset> source);
+
+  /// Keeps the examples at positions index, index + numWorkers, ...
+  Pipeline &shard(int64_t numWorkers, int64_t index);
+  /// Holds the examples of the first complete pass in memory and replays
+  /// them on later passes.
+  Pipeline &cache();
+  /// Emits examples in random order through a buffer of bufferSize.
+  Pipeline &shuffle(int64_t bufferSize, uint64_t seed);
+  /// Passes over everything before it `epochs` times (kForever: no end).
+  Pipeline &repeat(int64_t epochs = kForever);
+  /// Applies `fn` to every example on `threads` threads, order preserved.
+  Pipeline &map(MapFn fn, int threads = 1);
+  /// As map(fn, threads), for a function whose images have `outputShape`.
+  Pipeline &map(MapFn fn, int threads, ExampleShape outputShape);
+  /// Groups examples into batches of globalBatchSize rows, dropping the last
+  /// partial batch, with labels as the loss wants them.
+  Pipeline &batch(int64_t globalBatchSize, LabelFormat labels);
+  /// Prepares up to `batches` batches ahead on a background thread (0: none).
+  Pipeline &prefetch(int64_t batches);
+
+  /// The batches open() will yield in all (kInfinite without end); before
+  /// batch(), the examples.
+  int64_t cardinality() const;
+  /// The shape of an example (of a batch row) at the end of the pipeline.
+  ExampleShape exampleShape() const { return shape_; }
+  int32_t numClasses() const { return numClasses_; }
+
+  /// Starts a pass over the pipeline: checks the description (the first
+  /// fault of the chain, if any, is returned here) and starts its threads.
+  Status open(std::unique_ptr<BatchIterator> &out) const;
+
+private:
+  /// Records the first fault of the chain, prefixed with the source's name.
+  void fail(const std::string &call, const std::string &fault);
+  bool acceptsExampleStage(const std::string &call);
+
+  Status error_;
+  std::string name_;
+  std::shared_ptr<const ExampleStage> stage_;
+  ExampleShape shape_;
+  int32_t numClasses_ = 0;
+  int64_t batchSize_ = 0;
+  LabelFormat labelFormat_ = LabelFormat::Sparse;
+  int64_t prefetch_ = 0;
+  bool prefetchSet_ = false;
+};
+
+} // namespace graph::runtime::data
+
+#endif // RUNTIME_DATA_PIPELINE_H

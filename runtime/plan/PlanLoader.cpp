@@ -1,0 +1,222 @@
+//===- PlanLoader.cpp - reading and checking plan files -------------------===//
+
+#include "runtime/plan/PlanLoader.h"
+
+#include <fstream>
+#include <iterator>
+#include <sstream>
+
+namespace graph::runtime {
+
+size_t dtypeBytes(plan::DType dtype) {
+  switch (dtype) {
+  case plan::DType::f16:
+  case plan::DType::bf16:
+    return 2;
+  case plan::DType::f32:
+  case plan::DType::i32:
+    return 4;
+  case plan::DType::f64:
+  case plan::DType::i64:
+    return 8;
+  }
+  return 0;
+}
+
+int64_t elementCount(const flatbuffers::Vector<int64_t> *shape) {
+  int64_t n = 1;
+  if (shape)
+    for (int64_t d : *shape)
+      n *= d;
+  return n;
+}
+
+namespace {
+
+/// Collects the first fault found, prefixed with where it is.
+class PlanChecker {
+public:
+  PlanChecker(const plan::Plan &plan, std::string name)
+      : plan(plan), name(std::move(name)) {}
+
+  Status check() {
+    if (plan.version() != kPlanVersion)
+      return fail("plan version " + std::to_string(plan.version()) +
+                  ", this graphrun reads version " +
+                  std::to_string(kPlanVersion) + ": recompile it with graphc");
+    if (!plan.variables() || !plan.inputs() || !plan.programs() ||
+        !plan.training())
+      return fail("missing variables, inputs, training or programs");
+    for (const plan::Variable *v : *plan.variables())
+      if (!v->shape() || dtypeBytes(v->dtype()) == 0)
+        return fail("variable '" + v->name()->str() +
+                    "' has no shape or an "
+                    "unknown dtype");
+    for (const plan::Input *in : *plan.inputs())
+      if (!in->shape() || in->shape()->size() == 0)
+        return fail("input '" + in->name()->str() + "' has no batch shape");
+    if (plan.programs()->size() == 0)
+      return fail("no program");
+    for (const plan::Program *p : *plan.programs()) {
+      Status s = checkProgram(*p);
+      if (!s)
+        return s;
+    }
+    return Status::ok();
+  }
+
+private:
+  Status fail(const std::string &what) {
+    return Status::error(name + ": invalid plan: " + what);
+  }
+
+  Status checkProgram(const plan::Program &p) {
+    std::string where = "program '" + p.name()->str() + "': ";
+    int replicas = p.replicas();
+    if (replicas < 1)
+      return fail(where + "replicas must be >= 1");
+    if (!p.buffers() || !p.ops())
+      return fail(where + "no buffers or ops");
+    if (!p.arena_bytes() ||
+        p.arena_bytes()->size() != static_cast<size_t>(replicas))
+      return fail(where + "needs one arena size per device");
+    const auto &buffers = *p.buffers();
+    for (size_t i = 0; i < buffers.size(); ++i) {
+      const plan::Buffer &b = *buffers[i];
+      std::string at = where + "buffer " + std::to_string(i) + ": ";
+      if (b.device() < 0 || b.device() >= replicas)
+        return fail(at + "device " + std::to_string(b.device()) +
+                    " is outside the program's devices");
+      if (!b.shape() || dtypeBytes(b.dtype()) == 0)
+        return fail(at + "no shape or an unknown dtype");
+      for (int64_t d : *b.shape())
+        if (d < 0)
+          return fail(at + "negative dimension");
+      int64_t bytes =
+          elementCount(b.shape()) * static_cast<int64_t>(dtypeBytes(b.dtype()));
+      switch (b.kind()) {
+      case plan::BufferKind::arena:
+        if (b.offset() < 0 ||
+            b.offset() + bytes > p.arena_bytes()->Get(b.device()))
+          return fail(at + "bytes [" + std::to_string(b.offset()) + ", " +
+                      std::to_string(b.offset() + bytes) +
+                      ") are outside the arena of device " +
+                      std::to_string(b.device()));
+        break;
+      case plan::BufferKind::variable: {
+        if (b.variable() < 0 ||
+            static_cast<size_t>(b.variable()) >= plan.variables()->size())
+          return fail(at + "variable index out of range");
+        const plan::Variable &v = *plan.variables()->Get(b.variable());
+        if (elementCount(v.shape()) != elementCount(b.shape()))
+          return fail(at + "shape differs from variable '" + v.name()->str() +
+                      "'");
+        break;
+      }
+      case plan::BufferKind::input:
+        if (b.input() < 0 ||
+            static_cast<size_t>(b.input()) >= plan.inputs()->size())
+          return fail(at + "input index out of range");
+        if (b.replica() < 0 || b.replica() >= replicas)
+          return fail(at + "replica out of range");
+        break;
+      case plan::BufferKind::view: {
+        if (b.source() < 0 || static_cast<size_t>(b.source()) >= i)
+          return fail(at + "a view must follow its source buffer");
+        const plan::Buffer &src = *buffers[b.source()];
+        if (src.dtype() != b.dtype() || b.offset() < 0 ||
+            b.offset() + elementCount(b.shape()) > elementCount(src.shape()))
+          return fail(at + "view outside its source buffer");
+        break;
+      }
+      default:
+        return fail(at + "unknown buffer kind");
+      }
+    }
+    std::vector<bool> recorded(std::max(0, p.num_events()), false);
+    const auto &ops = *p.ops();
+    for (size_t i = 0; i < ops.size(); ++i) {
+      const plan::Op &op = *ops[i];
+      std::string at = where + "op " + std::to_string(i) + ": ";
+      for (auto *list : {op.ins(), op.outs()})
+        if (list)
+          for (int32_t index : *list)
+            if (index < 0 || static_cast<size_t>(index) >= buffers.size())
+              return fail(at + "buffer index " + std::to_string(index) +
+                          " out of range");
+      bool allDevices = op.kind() == plan::OpKind::all_reduce;
+      if (!allDevices && (op.device() < 0 || op.device() >= replicas))
+        return fail(at + "device out of range");
+      switch (op.kind()) {
+      case plan::OpKind::launch:
+        if (!op.kernel() || op.kernel()->size() == 0)
+          return fail(at + "launch without a kernel");
+        break;
+      case plan::OpKind::all_reduce:
+        if (!op.ins() || op.ins()->size() != static_cast<size_t>(replicas))
+          return fail(at + "all_reduce needs one buffer per replica");
+        break;
+      case plan::OpKind::copy:
+        if (!op.ins() || !op.outs() || op.ins()->size() != 1 ||
+            op.outs()->size() != 1)
+          return fail(at + "copy needs one source and one target");
+        break;
+      case plan::OpKind::record:
+      case plan::OpKind::wait:
+        if (op.event() < 0 || op.event() >= p.num_events())
+          return fail(at + "event out of range");
+        if (op.kind() == plan::OpKind::record)
+          recorded[op.event()] = true;
+        else if (!recorded[op.event()])
+          return fail(at + "waits for event " + std::to_string(op.event()) +
+                      " before it is recorded");
+        break;
+      case plan::OpKind::timestamp:
+        if (!op.name())
+          return fail(at + "timestamp without a name");
+        break;
+      case plan::OpKind::output:
+        if (!op.name() || !op.ins() || op.ins()->size() != 1)
+          return fail(at + "output needs a name and one buffer");
+        break;
+      default:
+        return fail(at + "unknown op kind");
+      }
+    }
+    return Status::ok();
+  }
+
+  const plan::Plan &plan;
+  std::string name;
+};
+
+} // namespace
+
+Status verifyPlan(const uint8_t *data, size_t size, const std::string &name,
+                  const plan::Plan *&out) {
+  if (size < 8 || !plan::PlanBufferHasIdentifier(data))
+    return Status::error(name + ": not a plan file (no 'GPLN' identifier): "
+                                "write one with graphc");
+  flatbuffers::Verifier verifier(data, size);
+  if (!plan::VerifyPlanBuffer(verifier))
+    return Status::error(name + ": corrupted plan: the FlatBuffers verifier "
+                                "rejects it; recompile it with graphc");
+  const plan::Plan *p = plan::GetPlan(data);
+  Status s = PlanChecker(*p, name).check();
+  if (!s)
+    return s;
+  out = p;
+  return Status::ok();
+}
+
+Status loadPlan(const std::string &path, LoadedPlan &out) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file)
+    return Status::error(path + ": cannot open the plan file");
+  out.path = path;
+  out.bytes.assign(std::istreambuf_iterator<char>(file),
+                   std::istreambuf_iterator<char>());
+  return verifyPlan(out.bytes.data(), out.bytes.size(), path, out.plan);
+}
+
+} // namespace graph::runtime

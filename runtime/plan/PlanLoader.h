@@ -1,0 +1,47 @@
+//===- PlanLoader.h - reading and checking plan files -----------*- C++ -*-===//
+//
+// The runtime trusts no plan: the FlatBuffers verifier checks the buffer's
+// structure, then checkPlan checks its meaning (indices in range, buffers
+// inside their arenas, events recorded before they are awaited) before
+// anything runs.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef RUNTIME_PLAN_PLANLOADER_H
+#define RUNTIME_PLAN_PLANLOADER_H
+
+#include "runtime/core/Status.h"
+#include "runtime/plan/plan_generated.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace graph::runtime {
+
+/// The version this build writes and reads. Bump it when plan.fbs changes
+/// meaning.
+constexpr uint32_t kPlanVersion = 1;
+
+/// A plan file held in memory; `plan` points into `bytes`.
+struct LoadedPlan {
+  std::string path;
+  std::vector<uint8_t> bytes;
+  const plan::Plan *plan = nullptr;
+};
+
+/// Reads, verifies and checks the plan at `path`.
+Status loadPlan(const std::string &path, LoadedPlan &out);
+
+/// Verifies and checks a plan in memory; `name` is used in messages.
+Status verifyPlan(const uint8_t *data, size_t size, const std::string &name,
+                  const plan::Plan *&out);
+
+/// Bytes of one element of `dtype`.
+size_t dtypeBytes(plan::DType dtype);
+/// Elements in a buffer of `shape`.
+int64_t elementCount(const flatbuffers::Vector<int64_t> *shape);
+
+} // namespace graph::runtime
+
+#endif // RUNTIME_PLAN_PLANLOADER_H

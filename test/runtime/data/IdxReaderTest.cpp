@@ -1,0 +1,190 @@
+//===- IdxReaderTest.cpp - IDX files, raw and gzipped, and their faults ---===//
+
+#include "runtime/data/IdxReader.h"
+
+#include "IdxFileWriter.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace graph::runtime::data::test {
+namespace {
+
+using ::testing::HasSubstr;
+
+class IdxReaderTest : public TempDirTest {
+protected:
+  /// Three 2x3 images with pixels 0, 1, ..., 17 except the last one, 255.
+  std::vector<uint8_t> imageData() const {
+    std::vector<uint8_t> d(18);
+    for (int i = 0; i < 18; ++i)
+      d[i] = static_cast<uint8_t>(i);
+    d[17] = 255;
+    return d;
+  }
+  std::vector<uint8_t> images() const {
+    return idxBytes({3, 2, 3}, imageData());
+  }
+  std::vector<uint8_t> labels() const { return idxBytes({3}, {7, 0, 9}); }
+};
+
+TEST_F(IdxReaderTest, ReadsRawFile) {
+  writeRaw(path("images"), images());
+  IdxArray a;
+  Status s = readIdxFile(path("images"), a);
+  ASSERT_TRUE(s) << s.message();
+  EXPECT_EQ(a.dims, (std::vector<int64_t>{3, 2, 3}));
+  EXPECT_EQ(a.data, imageData());
+}
+
+TEST_F(IdxReaderTest, ReadsGzippedFile) {
+  // The name says nothing: the reader goes by the gzip magic.
+  writeGzip(path("images"), images());
+  IdxArray a;
+  Status s = readIdxFile(path("images"), a);
+  ASSERT_TRUE(s) << s.message();
+  EXPECT_EQ(a.dims, (std::vector<int64_t>{3, 2, 3}));
+  EXPECT_EQ(a.data, imageData());
+}
+
+TEST_F(IdxReaderTest, LoadsDatasetScaledToUnitRange) {
+  writeGzip(path("images.gz"), images());
+  writeRaw(path("labels"), labels());
+  Dataset ds;
+  Status s = loadIdxDataset(path("images.gz"), path("labels"), 10, ds);
+  ASSERT_TRUE(s) << s.message();
+  EXPECT_EQ(ds.size(), 3);
+  EXPECT_EQ(ds.shape, (ExampleShape{2, 3, 1}));
+  EXPECT_EQ(ds.numClasses, 10);
+  EXPECT_EQ(ds.labels, (std::vector<int32_t>{7, 0, 9}));
+  ASSERT_EQ(ds.images.size(), 18u);
+  EXPECT_FLOAT_EQ(ds.images[0], 0.0f);
+  EXPECT_FLOAT_EQ(ds.images[5], 5.0f / 255.0f);
+  EXPECT_EQ(ds.images[17], 1.0f);
+  EXPECT_FLOAT_EQ(ds.image(1)[0], 6.0f / 255.0f);
+}
+
+TEST_F(IdxReaderTest, LoadsRank4ImagesAsChannels) {
+  writeRaw(path("images"),
+           idxBytes({2, 1, 2, 3}, std::vector<uint8_t>(12, 51)));
+  writeRaw(path("labels"), idxBytes({2}, {1, 2}));
+  Dataset ds;
+  Status s = loadIdxDataset(path("images"), path("labels"), 3, ds);
+  ASSERT_TRUE(s) << s.message();
+  EXPECT_EQ(ds.shape, (ExampleShape{1, 2, 3}));
+  EXPECT_FLOAT_EQ(ds.images[11], 0.2f);
+}
+
+TEST_F(IdxReaderTest, MissingFile) {
+  IdxArray a;
+  Status s = readIdxFile(path("nothing-here"), a);
+  ASSERT_FALSE(s);
+  EXPECT_THAT(s.message(), HasSubstr(path("nothing-here") + ": no such file"));
+}
+
+TEST_F(IdxReaderTest, DirectoryInsteadOfFile) {
+  IdxArray a;
+  Status s = readIdxFile(dir_.string(), a);
+  ASSERT_FALSE(s);
+  EXPECT_THAT(s.message(), HasSubstr(dir_.string() + ": is a directory"));
+}
+
+TEST_F(IdxReaderTest, WrongMagic) {
+  std::vector<uint8_t> bytes = images();
+  bytes[0] = 0x1f; // neither IDX nor, with this second byte, gzip
+  writeRaw(path("bad-magic"), bytes);
+  IdxArray a;
+  Status s = readIdxFile(path("bad-magic"), a);
+  ASSERT_FALSE(s);
+  EXPECT_THAT(s.message(), HasSubstr(path("bad-magic") + ": not an IDX file"));
+  EXPECT_THAT(s.message(), HasSubstr("magic number is 0x1f000803"));
+}
+
+TEST_F(IdxReaderTest, UnsupportedElementType) {
+  writeRaw(path("floats"), idxBytes({1}, {0, 0, 0, 0}, 0x0D));
+  IdxArray a;
+  Status s = readIdxFile(path("floats"), a);
+  ASSERT_FALSE(s);
+  EXPECT_THAT(s.message(), HasSubstr(path("floats") + ": element type 0x0d "
+                                                      "(float32) is not "
+                                                      "supported"));
+}
+
+TEST_F(IdxReaderTest, TruncatedRawFile) {
+  std::vector<uint8_t> bytes = images();
+  bytes.erase(bytes.end() - 5, bytes.end());
+  writeRaw(path("short"), bytes);
+  IdxArray a;
+  Status s = readIdxFile(path("short"), a);
+  ASSERT_FALSE(s);
+  EXPECT_THAT(s.message(),
+              HasSubstr(path("short") + ": truncated: the 3x2x3 data needs 18 "
+                                        "bytes but the file holds only 13"));
+}
+
+TEST_F(IdxReaderTest, TruncatedInsideHeader) {
+  writeRaw(path("header"), {0, 0, 8, 3, 0, 0});
+  IdxArray a;
+  Status s = readIdxFile(path("header"), a);
+  ASSERT_FALSE(s);
+  EXPECT_THAT(s.message(), HasSubstr(path("header") + ": truncated: the "
+                                                      "header's 3 dimensions"));
+}
+
+TEST_F(IdxReaderTest, TruncatedGzipStream) {
+  // A large enough file that cutting the compressed stream loses data.
+  std::vector<uint8_t> data(1 << 16);
+  for (size_t i = 0; i < data.size(); ++i)
+    data[i] = static_cast<uint8_t>(i * 7919 >> 3);
+  writeGzip(path("full.gz"), idxBytes({256, 256}, data));
+  auto size = std::filesystem::file_size(path("full.gz"));
+  std::filesystem::copy_file(path("full.gz"), path("cut.gz"));
+  std::filesystem::resize_file(path("cut.gz"), size / 2);
+  IdxArray a;
+  Status s = readIdxFile(path("cut.gz"), a);
+  ASSERT_FALSE(s);
+  EXPECT_THAT(s.message(), HasSubstr(path("cut.gz") + ": truncated"));
+}
+
+TEST_F(IdxReaderTest, TrailingBytes) {
+  std::vector<uint8_t> bytes = images();
+  bytes.push_back(0);
+  writeRaw(path("long"), bytes);
+  IdxArray a;
+  Status s = readIdxFile(path("long"), a);
+  ASSERT_FALSE(s);
+  EXPECT_THAT(s.message(), HasSubstr(path("long") + ": bytes follow the "
+                                                    "3x2x3 data"));
+}
+
+TEST_F(IdxReaderTest, ImageAndLabelCountsDiffer) {
+  writeRaw(path("images"), images());
+  writeRaw(path("labels"), idxBytes({2}, {1, 2}));
+  Dataset ds;
+  Status s = loadIdxDataset(path("images"), path("labels"), 10, ds);
+  ASSERT_FALSE(s);
+  EXPECT_THAT(s.message(), HasSubstr(path("images") + " holds 3 images but " +
+                                     path("labels") + " holds 2 labels"));
+}
+
+TEST_F(IdxReaderTest, LabelOutOfRange) {
+  writeRaw(path("images"), images());
+  writeRaw(path("labels"), idxBytes({3}, {1, 12, 2}));
+  Dataset ds;
+  Status s = loadIdxDataset(path("images"), path("labels"), 10, ds);
+  ASSERT_FALSE(s);
+  EXPECT_THAT(s.message(), HasSubstr(path("labels") + ": label 12 of example "
+                                                      "1 is outside [0, 10)"));
+}
+
+TEST_F(IdxReaderTest, FilesSwapped) {
+  writeRaw(path("images"), images());
+  writeRaw(path("labels"), labels());
+  Dataset ds;
+  Status s = loadIdxDataset(path("labels"), path("images"), 10, ds);
+  ASSERT_FALSE(s);
+  EXPECT_THAT(s.message(), HasSubstr(path("labels") + ": images of rank 1"));
+}
+
+} // namespace
+} // namespace graph::runtime::data::test
