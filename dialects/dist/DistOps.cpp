@@ -40,9 +40,12 @@ LogicalResult AllReduceOp::verify() {
 }
 
 LogicalResult BroadcastOp::verify() {
-  if (getRoot() < 0 || getRoot() >= static_cast<int64_t>(getInputs().size()))
-    return emitOpError("root ") << getRoot() << " is not a replica (0.."
-                                << getInputs().size() << ")";
+  if (getInputs().empty())
+    return emitOpError("needs one operand per replica, got none");
+  int64_t root = getRootAttr().getInt();
+  if (root < 0 || root >= static_cast<int64_t>(getInputs().size()))
+    return emitOpError("root ") << root << " is not a replica (0 to "
+                                << getInputs().size() - 1 << ")";
   return verifyPerReplica(*this, getInputs(), getOutputs());
 }
 

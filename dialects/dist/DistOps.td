@@ -27,7 +27,7 @@ def Dist_AllReduceOp : Dist_Op<"all_reduce", [Pure,
   let arguments = (ins Dist_ReduceKindAttr:$kind, Variadic<Dist_Tensor>:$inputs,
                        OptionalAttr<I64Attr>:$bucket);
   let results = (outs Variadic<Dist_Tensor>:$outputs);
-  let assemblyFormat = "$kind $inputs attr-dict `:` type($inputs)";
+  let assemblyFormat = "`` $kind $inputs attr-dict `:` type($inputs)";
   let hasVerifier = 1;
   let builders = [
     OpBuilder<(ins "ReduceKind":$kind, "::mlir::ValueRange":$inputs,

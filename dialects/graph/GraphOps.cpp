@@ -10,6 +10,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringSet.h"
 
@@ -117,9 +118,10 @@ LogicalResult ModelOp::verify() {
     return emitOpError("must end with graph.output");
   if (cast<OutputOp>(block.back()).getOutputs().empty())
     return emitOpError("must return at least one value");
-  llvm::StringSet<> names;
+  // Replicas share input names (dist-replicate): a name is unique per device.
+  llvm::DenseSet<std::pair<StringRef, Attribute>> names;
   for (InputOp input : block.getOps<InputOp>())
-    if (!names.insert(input.getName()).second)
+    if (!names.insert({input.getName(), input->getAttr("dist.device")}).second)
       return input.emitOpError("duplicate input name '")
              << input.getName() << "'";
   return success();
@@ -669,7 +671,9 @@ LogicalResult BiasAddGradOp::inferReturnTypes(MLIRContext *,
 
 LogicalResult SliceOp::verify() {
   RankedTensorType in = getInput().getType(), out = getOutput().getType();
-  int64_t rank = in.getRank(), axis = getAxis();
+  // I64Attr getters are unsigned; read the signed values.
+  int64_t rank = in.getRank(), axis = getAxisAttr().getInt();
+  int64_t offset = getOffsetAttr().getInt();
   if (out.getRank() != rank)
     return emitOpError("must keep the rank");
   if (axis < 0 || axis >= rank)
@@ -677,10 +681,9 @@ LogicalResult SliceOp::verify() {
   for (int64_t d = 0; d < rank; ++d)
     if (d != axis && in.getDimSize(d) != out.getDimSize(d))
       return emitOpError("may only shrink axis ") << axis;
-  if (getOffset() < 0 ||
-      getOffset() + out.getDimSize(axis) > in.getDimSize(axis))
+  if (offset < 0 || offset + out.getDimSize(axis) > in.getDimSize(axis))
     return emitOpError("slice [")
-           << getOffset() << ", " << getOffset() + out.getDimSize(axis)
+           << offset << ", " << offset + out.getDimSize(axis)
            << ") is outside axis " << axis << " of size "
            << in.getDimSize(axis);
   return success();

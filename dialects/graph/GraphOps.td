@@ -549,7 +549,8 @@ def Graph_OptimizerUpdateOp : Graph_Op<"optimizer_update", [Pure,
   let description = [{
     For each of N variables: the current value, its (all-reduced) gradient,
     and its slots; returns the new values and new slots, in the same order.
-    Slots per variable, in order: SGD: `momentum` (when momentum > 0);
+    With no slots (SGD without momentum) the result list ends after the
+    new values. Slots per variable, in order: SGD: `momentum` (when momentum > 0);
     Adam: `m`, `v` (and `vhat` with amsgrad); RMSprop: `rms`, then
     `momentum` (when momentum > 0), then `mg` (when centered). Slots are
     grouped per variable: `[slots of var 0, slots of var 1, ...]`.
@@ -574,7 +575,7 @@ def Graph_OptimizerUpdateOp : Graph_Op<"optimizer_update", [Pure,
     $optimizer `params` `(` $params `:` type($params) `)`
     `grads` `(` $grads `:` type($grads) `)`
     `slots` `(` ($slots^ `:` type($slots))? `)` attr-dict
-    `->` `(` type($new_params) `)` `,` `(` type($new_slots) `)`
+    `->` `(` type($new_params) `)` (`,` `(` type($new_slots)^ `)`)?
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
