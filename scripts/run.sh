@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The README's "run" command: set up, build, then import the seed
-# Fashion-MNIST model from real Keras JSON, verify it and print it.
+# The README's "run" command: set up, build, import the seed
+# Fashion-MNIST model from real Keras JSON, verify and print it, then
+# compile it to a training plan and summarise the plan.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${GRAPH_BUILD_DIR:-$root/build}"
@@ -13,3 +14,8 @@ echo "== graph-import examples/fashion_mnist_cnn.json --batch-size 256"
   --batch-size 256 -o "$model"
 echo "== graph-opt (parses and verifies, then prints the model)"
 "$build/bin/graph-opt" "$model"
+
+plan="$build/fashion_mnist_cnn.plan"
+echo "== graphc (training step, fusion, replication for 1/2/4/8 replicas, lowering)"
+"$build/bin/graphc" "$model" -o "$plan"
+"$build/bin/graphc" --inspect "$plan"

@@ -1,8 +1,6 @@
 //===- graph-opt.cpp - mlir-opt for the graph dialects and passes ---------===//
 
-#include "dialects/dist/DistOps.h"
-#include "dialects/exec/ExecOps.h"
-#include "dialects/graph/GraphOps.h"
+#include "compiler/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -12,6 +10,7 @@
 
 int main(int argc, char **argv) {
   mlir::registerTransformsPasses();
+  mlir::graphc::registerGraphCompilerPasses();
   mlir::DialectRegistry registry;
   registry.insert<mlir::graph::GraphDialect, mlir::dist::DistDialect,
                   mlir::exec::ExecDialect, mlir::func::FuncDialect,

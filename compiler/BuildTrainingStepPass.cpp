@@ -1,0 +1,623 @@
+//===- BuildTrainingStepPass.cpp - training and evaluation steps ----------===//
+//
+// From the model that graph.training names, builds @train_step (the forward
+// pass in training mode, loss, metrics, reverse-mode gradients, one
+// optimizer_update per trained variable) and @eval_step (the forward pass in
+// inference mode, loss, metrics). docs/compiler-ir.md, section 1, is the
+// contract.
+//
+// Gradients are computed only for values that both depend on a trainable
+// variable and reach the loss, so nothing is emitted below the first
+// trainable layer. A value's gradient is summed (one graph.add) as soon as
+// the last of its uses has contributed, so each variable's gradient appears
+// as early in backward as it can: the order of the updates, and of the
+// all-reduce buckets built later, follows it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Passes.h"
+
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/Sequence.h"
+#include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+namespace mlir::graphc {
+#define GEN_PASS_DEF_BUILDTRAININGSTEP
+#include "compiler/Passes.h.inc"
+} // namespace mlir::graphc
+
+using namespace mlir;
+using namespace mlir::graph;
+
+//===----------------------------------------------------------------------===//
+// Gradient rules, one per forward op
+//===----------------------------------------------------------------------===//
+
+/// The operands of a batch norm (batch_norm or batch_norm_train, which share
+/// their operand layout) that gradients reach: input, gamma and beta. The
+/// moving statistics do not affect a training-mode output.
+template <typename BatchNormLike>
+static SmallVector<unsigned> batchNormGradientOperands(BatchNormLike op) {
+  SmallVector<unsigned> indices;
+  for (unsigned segment : {0u, 3u, 4u}) {
+    auto [start, length] = op.getODSOperandIndexAndLength(segment);
+    for (unsigned i = start; i < start + length; ++i)
+      indices.push_back(i);
+  }
+  return indices;
+}
+
+/// The operands of a forward op that receive a gradient, or nullopt when the
+/// op has no gradient rule. batch_norm is taken in training mode.
+static std::optional<SmallVector<unsigned>> gradientOperands(Operation *op) {
+  using Result = std::optional<SmallVector<unsigned>>;
+  return llvm::TypeSwitch<Operation *, Result>(op)
+      .Case<Conv2DOp, DenseOp, BiasAddOp>([](Operation *) {
+        return SmallVector<unsigned>{0, 1};
+      })
+      .Case<ReluOp, SigmoidOp, TanhOp, EluOp, LeakyReluOp, GeluOp, SoftmaxOp,
+            DropoutOp, MaxPool2DOp, AvgPool2DOp, GlobalAvgPool2DOp, FlattenOp,
+            ReshapeOp>([](Operation *) { return SmallVector<unsigned>{0}; })
+      .Case<AddOp, ConcatenateOp>([](Operation *op) {
+        return llvm::to_vector(llvm::seq<unsigned>(0, op->getNumOperands()));
+      })
+      .Case<BatchNormOp, BatchNormTrainOp>(
+          [](auto op) { return batchNormGradientOperands(op); })
+      .Default([](Operation *) { return std::nullopt; });
+}
+
+/// Emits the gradients of `op`'s operands from `dy`, the gradient of its
+/// result, for each operand index where `wanted` holds, and hands each to
+/// `give`. `op` is the training-step forward op (batch_norm_train in place of
+/// batch_norm). Weight gradients come before the input gradient, so they are
+/// ready as early as possible.
+static void
+emitOperandGradients(OpBuilder &b, Operation *op, Value dy,
+                     llvm::function_ref<bool(unsigned)> wanted,
+                     llvm::function_ref<void(unsigned, Value)> give) {
+  Location loc = op->getLoc();
+  Type dyType = dy.getType();
+  llvm::TypeSwitch<Operation *>(op)
+      .Case([&](Conv2DOp op) {
+        if (wanted(1))
+          give(1, Conv2DGradKernelOp::create(
+                      b, loc, op.getKernel().getType(), op.getInput(), dy,
+                      op.getStridesAttr(), op.getPaddingAttr(),
+                      op.getDilationsAttr()));
+        if (wanted(0))
+          give(0, Conv2DGradInputOp::create(b, loc, op.getInput().getType(), dy,
+                                            op.getKernel(), op.getStridesAttr(),
+                                            op.getPaddingAttr(),
+                                            op.getDilationsAttr()));
+      })
+      .Case([&](DenseOp op) {
+        if (wanted(1))
+          give(1, DenseGradKernelOp::create(b, loc, op.getInput(), dy));
+        if (wanted(0))
+          give(0, DenseGradInputOp::create(b, loc, dy, op.getKernel()));
+      })
+      .Case([&](BiasAddOp op) {
+        if (wanted(1))
+          give(1, BiasAddGradOp::create(b, loc, dy));
+        if (wanted(0))
+          give(0, dy);
+      })
+      .Case([&](ReluOp op) {
+        give(0, ReluGradOp::create(b, loc, dyType, dy, op.getOutput()));
+      })
+      .Case([&](SigmoidOp op) {
+        give(0, SigmoidGradOp::create(b, loc, dyType, dy, op.getOutput()));
+      })
+      .Case([&](TanhOp op) {
+        give(0, TanhGradOp::create(b, loc, dyType, dy, op.getOutput()));
+      })
+      .Case([&](EluOp op) {
+        give(0, EluGradOp::create(b, loc, dyType, dy, op.getOutput(),
+                                  op.getAlphaAttr()));
+      })
+      .Case([&](SoftmaxOp op) {
+        give(0, SoftmaxGradOp::create(b, loc, dyType, dy, op.getOutput(),
+                                      op.getAxisAttr()));
+      })
+      .Case([&](LeakyReluOp op) {
+        give(0, LeakyReluGradOp::create(b, loc, dyType, dy, op.getInput(),
+                                        op.getAlphaAttr()));
+      })
+      .Case([&](GeluOp op) {
+        give(0, GeluGradOp::create(b, loc, dyType, dy, op.getInput(),
+                                   op.getApproximateAttr()));
+      })
+      .Case([&](DropoutOp op) {
+        give(0, DropoutGradOp::create(b, loc, dyType, dy, op.getRateAttr(),
+                                      op.getSeedAttr()));
+      })
+      .Case([&](MaxPool2DOp op) {
+        give(0, MaxPool2DGradOp::create(
+                    b, loc, op.getInput().getType(), op.getInput(),
+                    op.getOutput(), dy, op.getPoolSizeAttr(),
+                    op.getStridesAttr(), op.getPaddingAttr()));
+      })
+      .Case([&](AvgPool2DOp op) {
+        give(0, AvgPool2DGradOp::create(
+                    b, loc, op.getInput().getType(), dy, op.getPoolSizeAttr(),
+                    op.getStridesAttr(), op.getPaddingAttr()));
+      })
+      .Case([&](GlobalAvgPool2DOp op) {
+        give(0, GlobalAvgPool2DGradOp::create(b, loc, op.getInput().getType(),
+                                              dy));
+      })
+      .Case<FlattenOp, ReshapeOp>([&](Operation *op) {
+        give(0, ReshapeOp::create(b, loc, op->getOperand(0).getType(), dy));
+      })
+      .Case([&](AddOp op) {
+        for (unsigned i : llvm::seq<unsigned>(0, op->getNumOperands()))
+          if (wanted(i))
+            give(i, dy);
+      })
+      .Case([&](ConcatenateOp op) {
+        int64_t rank = op.getOutput().getType().getRank();
+        int64_t axis = op.getAxisAttr().getInt();
+        if (axis < 0)
+          axis += rank;
+        int64_t offset = 0;
+        for (auto [i, input] : llvm::enumerate(op.getInputs())) {
+          if (wanted(i))
+            give(i, SliceOp::create(b, loc, input.getType(), dy, axis, offset));
+          offset += cast<RankedTensorType>(input.getType()).getDimSize(axis);
+        }
+      })
+      .Case([&](BatchNormTrainOp op) {
+        SmallVector<unsigned> operands = batchNormGradientOperands(op);
+        if (llvm::none_of(operands, wanted))
+          return;
+        Type channels = op.getBatchMean().getType();
+        auto grad = BatchNormGradOp::create(b, loc, op.getInput().getType(),
+                                            channels, channels, dy,
+                                            op.getInput(), op.getBatchMean(),
+                                            op.getBatchInvStd(), op.getGamma());
+        // operands = [input, gamma?, beta?]: gamma and beta first.
+        unsigned next = 1;
+        if (op.getGamma() && wanted(operands[next++]))
+          give(operands[next - 1], grad.getGammaGrad());
+        if (op.getBeta() && wanted(operands[next]))
+          give(operands[next], grad.getBetaGrad());
+        if (wanted(operands[0]))
+          give(operands[0], grad.getInputGrad());
+      })
+      .Default([](Operation *op) {
+        llvm_unreachable("checked by gradientOperands");
+      });
+}
+
+//===----------------------------------------------------------------------===//
+// The pass
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Keras runs a BatchNormalization layer with trainable = False in inference
+/// mode, in training too: a batch_norm whose gamma and beta (those it has)
+/// are all frozen variables keeps its moving statistics in @train_step.
+bool isFrozenBatchNorm(BatchNormOp op, SymbolTable &symbols) {
+  SmallVector<Value> params;
+  for (Value v : {op.getGamma(), op.getBeta()})
+    if (v)
+      params.push_back(v);
+  return !params.empty() && llvm::all_of(params, [&](Value v) {
+    auto read = v.getDefiningOp<ReadVariableOp>();
+    auto var = read ? symbols.lookup<VariableOp>(read.getVariable()) : nullptr;
+    return var && !var.getTrainable();
+  });
+}
+
+/// What the model needs differentiated: decided before anything is built,
+/// so an error leaves the module untouched.
+struct GradientPlan {
+  /// Values on a path from a trainable variable to the loss.
+  DenseSet<Value> needsGrad;
+  /// Ops of @m whose result needs a gradient, in forward order.
+  SmallVector<Operation *> active;
+  /// How many gradients each value in needsGrad receives.
+  DenseMap<Value, unsigned> contributions;
+  /// Per trained variable, how many of its reads need a gradient.
+  DenseMap<Operation *, unsigned> readsPerVariable;
+  /// Per trained variable, its first read: the value its update takes.
+  DenseMap<Operation *, Value> firstRead;
+  /// The trained variables, in module order.
+  SmallVector<VariableOp> trained;
+  /// batch_norm ops run in training mode in @train_step.
+  DenseSet<Operation *> trainingBatchNorms;
+};
+
+/// A trained variable's gradient, in the order backward completes them.
+struct VariableGradient {
+  VariableOp variable;
+  Value grad;
+};
+
+class TrainingStepBuilder {
+public:
+  TrainingStepBuilder(ModuleOp module, TrainingOp training, ModelOp model)
+      : module(module), training(training), model(model), symbols(module),
+        b(module.getContext()) {}
+
+  LogicalResult run();
+
+private:
+  LogicalResult plan();
+  void addSlotVariables();
+  void buildTrainStep();
+  void buildEvalStep();
+
+  /// A new step model at the end of the module, its inputs (those of @m,
+  /// then "labels") already in it; `mapping` maps @m's inputs.
+  ModelOp startStep(StringRef name, IRMapping &mapping, Value &labels);
+  /// Loss and metrics of `predictions`, in graph.training's order.
+  SmallVector<Value> lossAndMetrics(Value predictions, Value labels);
+  /// Records one gradient of `value` (of @m); sums them when all are in.
+  void contribute(Value value, Value grad);
+
+  bool isSparse() {
+    return training.getLoss() == LossKind::sparse_categorical_crossentropy;
+  }
+  VariableOp variableOf(ReadVariableOp read) {
+    return symbols.lookup<VariableOp>(read.getVariable());
+  }
+  std::string slotName(VariableOp variable, StringRef slot) {
+    return (variable.getSymName() + "/" + slot).str();
+  }
+
+  ModuleOp module;
+  TrainingOp training;
+  ModelOp model;
+  SymbolTable symbols;
+  OpBuilder b;
+  GradientPlan planned;
+
+  // Backward state, keyed by values and ops of @m.
+  DenseMap<Value, SmallVector<Value>> pending;
+  DenseMap<Value, Value> grads;
+  DenseMap<Operation *, SmallVector<Value>> variableGrads;
+  SmallVector<VariableGradient> completed;
+};
+
+} // namespace
+
+LogicalResult TrainingStepBuilder::plan() {
+  Block &body = model.getBlock();
+  Value predictions = model.getOutputOp().getOutputs()[0];
+
+  for (InputOp input : model.getInputOps())
+    if (input.getName() == "labels")
+      return input.emitError("input name 'labels' is taken by the labels "
+                             "input that the training step adds");
+  for (StringRef name : {"train_step", "eval_step"})
+    if (Operation *existing = symbols.lookup(name))
+      return existing->emitError("symbol '")
+             << name << "' already exists; graph-build-training-step adds it";
+
+  auto operandsOf = [](Operation *op) {
+    return gradientOperands(op).value_or(
+        llvm::to_vector(llvm::seq<unsigned>(0, op->getNumOperands())));
+  };
+
+  // Forward: what depends on a trainable variable.
+  DenseSet<Value> fromTrainable;
+  for (Operation &op : body) {
+    if (auto read = dyn_cast<ReadVariableOp>(op)) {
+      VariableOp var = variableOf(read);
+      if (var && var.getTrainable())
+        fromTrainable.insert(read);
+      continue;
+    }
+    if (llvm::any_of(operandsOf(&op), [&](unsigned i) {
+          return fromTrainable.contains(op.getOperand(i));
+        }))
+      fromTrainable.insert(op.result_begin(), op.result_end());
+  }
+
+  // Backward: what the loss depends on.
+  DenseSet<Value> toLoss{predictions};
+  for (Operation &op : llvm::reverse(body))
+    if (llvm::any_of(op.getResults(),
+                     [&](Value r) { return toLoss.contains(r); }))
+      for (unsigned i : operandsOf(&op))
+        toLoss.insert(op.getOperand(i));
+
+  for (Operation &op : body)
+    for (Value r : op.getResults())
+      if (fromTrainable.contains(r) && toLoss.contains(r))
+        planned.needsGrad.insert(r);
+  if (!planned.needsGrad.contains(predictions))
+    return training.emitError("no trainable variable of @")
+           << model.getSymName() << " affects the loss: nothing to train";
+
+  for (Operation &op : body) {
+    if (auto bn = dyn_cast<BatchNormOp>(op)) {
+      if (isFrozenBatchNorm(bn, symbols)) {
+        if (planned.needsGrad.contains(bn.getOutput()))
+          return bn.emitError(
+              "cannot backpropagate through a frozen batch_norm: with gamma "
+              "and beta not trainable it runs in inference mode, as Keras "
+              "runs a BatchNormalization layer with trainable = False, and "
+              "inference-mode batch norm has no gradient op");
+      } else {
+        for (auto [name, stat] : {std::pair{"moving_mean", bn.getMovingMean()},
+                                  {"moving_variance", bn.getMovingVariance()}})
+          if (!stat.getDefiningOp<ReadVariableOp>())
+            return bn.emitError("batch_norm's ")
+                   << name
+                   << " must come from graph.read_variable: training "
+                      "updates it with graph.assign_variable";
+        planned.trainingBatchNorms.insert(bn);
+      }
+    }
+    if (isa<ReadVariableOp>(op) || llvm::none_of(op.getResults(), [&](Value r) {
+          return planned.needsGrad.contains(r);
+        }))
+      continue;
+    std::optional<SmallVector<unsigned>> operands = gradientOperands(&op);
+    if (!operands)
+      return op.emitError("cannot differentiate '")
+             << op.getName()
+             << "': it lies between trainable variables and the loss, and "
+                "has no gradient rule";
+    planned.active.push_back(&op);
+    for (unsigned i : *operands)
+      if (planned.needsGrad.contains(op.getOperand(i)))
+        ++planned.contributions[op.getOperand(i)];
+  }
+  ++planned.contributions[predictions];
+
+  // Trained variables: those with a read on the path to the loss.
+  llvm::SetVector<Operation *> readButUnused;
+  for (auto read : body.getOps<ReadVariableOp>()) {
+    VariableOp var = variableOf(read);
+    if (!var || !var.getTrainable())
+      continue;
+    if (planned.needsGrad.contains(read)) {
+      ++planned.readsPerVariable[var];
+      planned.firstRead.try_emplace(var, read);
+    } else {
+      readButUnused.insert(var);
+    }
+  }
+  for (Operation *var : readButUnused)
+    if (!planned.readsPerVariable.count(var))
+      var->emitWarning("trainable variable '")
+          << cast<VariableOp>(var).getSymName()
+          << "' does not affect the loss: it gets no gradient and no update";
+
+  SmallVector<StringRef> slots =
+      OptimizerUpdateOp::slotNames(training.getOptimizer());
+  for (VariableOp var : module.getOps<VariableOp>()) {
+    if (!planned.readsPerVariable.count(var))
+      continue;
+    planned.trained.push_back(var);
+    for (StringRef slot : slots)
+      if (Operation *existing = symbols.lookup(slotName(var, slot)))
+        return existing->emitError("symbol '")
+               << slotName(var, slot) << "' is taken: the optimizer keeps "
+               << "slot '" << slot << "' of '" << var.getSymName()
+               << "' under that name";
+  }
+  return success();
+}
+
+void TrainingStepBuilder::addSlotVariables() {
+  auto zeros = InitializerAttr::get(module.getContext(), InitKind::zeros);
+  for (VariableOp var : planned.trained) {
+    b.setInsertionPointAfter(var);
+    for (StringRef slot : OptimizerUpdateOp::slotNames(training.getOptimizer()))
+      VariableOp::create(b, var.getLoc(), slotName(var, slot),
+                         var.getTensorType(), zeros, /*trainable=*/false);
+  }
+}
+
+ModelOp TrainingStepBuilder::startStep(StringRef name, IRMapping &mapping,
+                                       Value &labels) {
+  b.setInsertionPointToEnd(module.getBody());
+  auto step = ModelOp::create(b, model.getLoc(), name);
+  b.createBlock(&step.getBody());
+  for (InputOp input : model.getInputOps())
+    b.clone(*input, mapping);
+  auto predictions =
+      cast<RankedTensorType>(model.getOutputOp().getOutputs()[0].getType());
+  Type labelsType = isSparse()
+                        ? RankedTensorType::get({predictions.getDimSize(0)},
+                                                b.getIntegerType(32))
+                        : Type(predictions);
+  labels = InputOp::create(b, training.getLoc(), labelsType, "labels");
+  return step;
+}
+
+SmallVector<Value> TrainingStepBuilder::lossAndMetrics(Value predictions,
+                                                       Value labels) {
+  Location loc = training.getLoc();
+  UnitAttr fromLogits = training.getFromLogitsAttr();
+  SmallVector<Value> outputs;
+  if (isSparse())
+    outputs.push_back(SparseCategoricalCrossentropyOp::create(
+        b, loc, predictions, labels, fromLogits));
+  else
+    outputs.push_back(CategoricalCrossentropyOp::create(b, loc, predictions,
+                                                        labels, fromLogits));
+  // graph.training's verifier admits only "accuracy".
+  for (size_t i = 0; i < training.getMetrics().size(); ++i)
+    outputs.push_back(AccuracyOp::create(b, loc, predictions, labels));
+  return outputs;
+}
+
+void TrainingStepBuilder::contribute(Value value, Value grad) {
+  SmallVector<Value> &parts = pending[value];
+  parts.push_back(grad);
+  if (parts.size() < planned.contributions.lookup(value))
+    return;
+  Value total = parts.size() == 1
+                    ? parts.front()
+                    : AddOp::create(b, value.getLoc(), value.getType(), parts)
+                          .getResult();
+  grads[value] = total;
+
+  auto read = value.getDefiningOp<ReadVariableOp>();
+  if (!read)
+    return;
+  VariableOp var = variableOf(read);
+  SmallVector<Value> &reads = variableGrads[var];
+  reads.push_back(total);
+  if (reads.size() < planned.readsPerVariable.lookup(var))
+    return;
+  Value varGrad = reads.size() == 1 ? reads.front()
+                                    : AddOp::create(b, var.getLoc(),
+                                                    var.getTensorType(), reads)
+                                          .getResult();
+  completed.push_back({var, varGrad});
+}
+
+void TrainingStepBuilder::buildTrainStep() {
+  IRMapping mapping;
+  Value labels;
+  startStep("train_step", mapping, labels);
+
+  // Forward, training mode.
+  DenseMap<Operation *, Operation *> trainOp;
+  SmallVector<std::pair<BatchNormOp, BatchNormTrainOp>> statistics;
+  for (Operation &op : model.getBlock().without_terminator()) {
+    if (isa<InputOp>(op))
+      continue;
+    if (planned.trainingBatchNorms.contains(&op)) {
+      auto bn = cast<BatchNormOp>(op);
+      Type channels = bn.getMovingMean().getType();
+      auto train = BatchNormTrainOp::create(
+          b, bn.getLoc(), bn.getInput().getType(), channels, channels, channels,
+          channels, mapping.lookup(bn.getInput()),
+          mapping.lookup(bn.getMovingMean()),
+          mapping.lookup(bn.getMovingVariance()),
+          mapping.lookupOrNull(bn.getGamma()),
+          mapping.lookupOrNull(bn.getBeta()), bn.getEpsilonAttr(),
+          bn.getMomentumAttr());
+      mapping.map(bn.getOutput(), train.getOutput());
+      trainOp[&op] = train;
+      statistics.push_back({bn, train});
+      continue;
+    }
+    trainOp[&op] = b.clone(op, mapping);
+  }
+
+  Value predictions = model.getOutputOp().getOutputs()[0];
+  Value trainPredictions = mapping.lookup(predictions);
+  SmallVector<Value> outputs = lossAndMetrics(trainPredictions, labels);
+
+  // Backward, in reverse order of the forward.
+  Location loc = training.getLoc();
+  Type predType = trainPredictions.getType();
+  UnitAttr fromLogits = training.getFromLogitsAttr();
+  Value seed = isSparse()
+                   ? SparseCategoricalCrossentropyGradOp::create(
+                         b, loc, predType, trainPredictions, labels, fromLogits)
+                         .getResult()
+                   : CategoricalCrossentropyGradOp::create(
+                         b, loc, predType, trainPredictions, labels, fromLogits)
+                         .getResult();
+  contribute(predictions, seed);
+  for (Operation *op : llvm::reverse(planned.active)) {
+    Value dy = grads.lookup(op->getResult(0));
+    assert(dy && "every use of an active result has contributed");
+    emitOperandGradients(
+        b, trainOp[op], dy,
+        [&](unsigned i) {
+          return planned.needsGrad.contains(op->getOperand(i));
+        },
+        [&](unsigned i, Value g) { contribute(op->getOperand(i), g); });
+  }
+
+  // Updates, in the order backward completed the gradients.
+  Attribute optimizer = training.getOptimizer();
+  SmallVector<StringRef> slotNames = OptimizerUpdateOp::slotNames(optimizer);
+  for (auto [var, grad] : completed) {
+    Location varLoc = var.getLoc();
+    RankedTensorType type = var.getTensorType();
+    SmallVector<Value> slots;
+    for (StringRef slot : slotNames)
+      slots.push_back(ReadVariableOp::create(
+          b, varLoc, type,
+          FlatSymbolRefAttr::get(b.getStringAttr(slotName(var, slot)))));
+    SmallVector<Type> slotTypes(slots.size(), type);
+    Value param = mapping.lookup(planned.firstRead.lookup(var));
+    auto update = OptimizerUpdateOp::create(
+        b, varLoc, TypeRange{type}, slotTypes, optimizer, param, grad, slots);
+    AssignVariableOp::create(b, varLoc, var.getSymName(),
+                             update.getNewParams()[0]);
+    for (auto [slot, value] : llvm::zip(slotNames, update.getNewSlots()))
+      AssignVariableOp::create(b, varLoc, slotName(var, slot), value);
+  }
+
+  // Batch-norm statistics: assigned, not trained.
+  for (auto [bn, train] : statistics) {
+    auto mean = bn.getMovingMean().getDefiningOp<ReadVariableOp>();
+    auto variance = bn.getMovingVariance().getDefiningOp<ReadVariableOp>();
+    AssignVariableOp::create(b, bn.getLoc(), mean.getVariableAttr(),
+                             train.getNewMovingMean());
+    AssignVariableOp::create(b, bn.getLoc(), variance.getVariableAttr(),
+                             train.getNewMovingVariance());
+  }
+  OutputOp::create(b, training.getLoc(), outputs);
+}
+
+void TrainingStepBuilder::buildEvalStep() {
+  IRMapping mapping;
+  Value labels;
+  startStep("eval_step", mapping, labels);
+  for (Operation &op : model.getBlock().without_terminator()) {
+    if (isa<InputOp>(op))
+      continue;
+    // Dropout is the identity in inference.
+    if (auto dropout = dyn_cast<DropoutOp>(op)) {
+      mapping.map(dropout.getOutput(), mapping.lookup(dropout.getInput()));
+      continue;
+    }
+    b.clone(op, mapping);
+  }
+  Value predictions = mapping.lookup(model.getOutputOp().getOutputs()[0]);
+  OutputOp::create(b, training.getLoc(), lossAndMetrics(predictions, labels));
+}
+
+LogicalResult TrainingStepBuilder::run() {
+  if (failed(plan()))
+    return failure();
+  addSlotVariables();
+  buildTrainStep();
+  buildEvalStep();
+  return success();
+}
+
+namespace {
+struct BuildTrainingStepPass
+    : graphc::impl::BuildTrainingStepBase<BuildTrainingStepPass> {
+  using BuildTrainingStepBase::BuildTrainingStepBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto trainings = llvm::to_vector(module.getOps<TrainingOp>());
+    if (trainings.empty()) {
+      module.emitError("no graph.training op: nothing says which model to "
+                       "train, with which loss and optimizer");
+      return signalPassFailure();
+    }
+    if (trainings.size() > 1) {
+      InFlightDiagnostic diag = trainings[1].emitError(
+          "only one graph.training per module is supported");
+      diag.attachNote(trainings[0].getLoc()) << "the first one is here";
+      return signalPassFailure();
+    }
+    TrainingOp training = trainings.front();
+    // The verifier has checked that the model exists, with one [B, C] output.
+    auto model = SymbolTable::lookupNearestSymbolFrom<ModelOp>(
+        training, training.getModelAttr());
+    if (failed(TrainingStepBuilder(module, training, model).run()))
+      signalPassFailure();
+  }
+};
+} // namespace

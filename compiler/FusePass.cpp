@@ -1,0 +1,429 @@
+//===- FusePass.cpp - graph-fuse ------------------------------------------===//
+//
+// Rewrites every graph.model (the train and eval steps, and plain models)
+// into the fused ops the kernels implement, in four independent stages:
+//   1. softmax + cross-entropy (+ its gradient and softmax_grad) ->
+//      softmax_cross_entropy;
+//   2. conv2d/dense + bias_add + relu/sigmoid/tanh -> fused_conv2d/fused_dense;
+//   3. chains of elementwise ops -> graph.elementwise;
+//   4. optimizer_updates with the same optimizer -> one multi-tensor update.
+// Each stage only matches the unfused ops and leaves nothing it could match
+// again, so the pass is idempotent; every stage walks the block in order, so
+// it is deterministic.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Passes.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/SmallPtrSet.h"
+
+namespace mlir::graphc {
+#define GEN_PASS_DEF_FUSE
+#include "compiler/Passes.h.inc"
+} // namespace mlir::graphc
+
+using namespace mlir;
+using namespace mlir::graph;
+
+/// The op that uses `value`, when exactly one op does (possibly through
+/// several operands); null otherwise.
+static Operation *soleUser(Value value) {
+  Operation *user = nullptr;
+  for (Operation *u : value.getUsers()) {
+    if (user && user != u)
+      return nullptr;
+    user = u;
+  }
+  return user;
+}
+
+/// Whether softmax's `axis` (signed: the I64Attr getters return it unsigned,
+/// callers cast it back) names the last of `rank` axes.
+static bool isLastAxis(int64_t axis, int64_t rank) {
+  return axis == rank - 1 || axis == -1;
+}
+
+/// One location naming every op a fused op replaces, so a diagnostic on the
+/// fused op points at the layers it came from.
+static Location fusedLocation(ArrayRef<Operation *> ops) {
+  SmallVector<Location> locs;
+  for (Operation *op : ops)
+    locs.push_back(op->getLoc());
+  return FusedLoc::get(ops.front()->getContext(), locs);
+}
+
+//===----------------------------------------------------------------------===//
+// 1. softmax + cross-entropy
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// A categorical or sparse categorical cross-entropy, or its gradient.
+struct CrossEntropy {
+  Operation *op = nullptr;
+  Value labels;
+  bool fromLogits = false;
+  bool sparse = false;
+};
+} // namespace
+
+static std::optional<CrossEntropy> matchLoss(Operation *op) {
+  if (auto loss = dyn_cast<CategoricalCrossentropyOp>(op))
+    return CrossEntropy{op, loss.getLabels(), loss.getFromLogits(), false};
+  if (auto loss = dyn_cast<SparseCategoricalCrossentropyOp>(op))
+    return CrossEntropy{op, loss.getLabels(), loss.getFromLogits(), true};
+  return std::nullopt;
+}
+
+static std::optional<CrossEntropy> matchLossGrad(Operation *op) {
+  if (auto grad = dyn_cast<CategoricalCrossentropyGradOp>(op))
+    return CrossEntropy{op, grad.getLabels(), grad.getFromLogits(), false};
+  if (auto grad = dyn_cast<SparseCategoricalCrossentropyGradOp>(op))
+    return CrossEntropy{op, grad.getLabels(), grad.getFromLogits(), true};
+  return std::nullopt;
+}
+
+/// Replaces a softmax over the last axis whose probabilities feed a
+/// (sparse) categorical cross-entropy by one softmax_cross_entropy of the
+/// logits. In a train step the cross-entropy gradient and the softmax_grad it
+/// feeds go too: their composition is the op's logits_grad, (p - y) / B.
+///
+/// The rewrite preserves semantics, and is what Keras itself computes: with
+/// from_logits=False on a softmax output, Keras' TensorFlow backend finds
+/// the Softmax op behind the predictions and calls
+/// (sparse_)softmax_cross_entropy_with_logits on its logits instead of
+/// taking the log of clipped probabilities. The probabilities still come out
+/// for accuracy and for the model's outputs.
+///
+/// In @eval_step there is no gradient and the fusion happens all the same:
+/// evaluation then computes the loss with the very kernel training uses;
+/// the unused logits_grad costs one [B, C] write.
+static bool fuseSoftmaxCrossEntropy(SoftmaxOp softmax) {
+  Value probabilities = softmax.getOutput();
+  auto type = cast<RankedTensorType>(probabilities.getType());
+  if (type.getRank() != 2 ||
+      !isLastAxis(static_cast<int64_t>(softmax.getAxis()), 2))
+    return false;
+
+  std::optional<CrossEntropy> loss, lossGrad;
+  SoftmaxGradOp softmaxGrad;
+  SmallVector<Operation *> keptUsers; // accuracy and outputs
+  for (OpOperand &use : probabilities.getUses()) {
+    Operation *user = use.getOwner();
+    unsigned operand = use.getOperandNumber();
+    if (auto match = matchLoss(user); match && operand == 0) {
+      if (loss)
+        return false;
+      loss = match;
+    } else if (auto match = matchLossGrad(user); match && operand == 0) {
+      if (lossGrad)
+        return false;
+      lossGrad = match;
+    } else if (auto grad = dyn_cast<SoftmaxGradOp>(user);
+               grad && operand == 1) {
+      if (softmaxGrad)
+        return false;
+      softmaxGrad = grad;
+    } else if ((isa<AccuracyOp>(user) && operand == 0) || isa<OutputOp>(user)) {
+      keptUsers.push_back(user);
+    } else {
+      return false;
+    }
+  }
+  if (!loss || loss->fromLogits)
+    return false;
+  // The gradient pair goes together or not at all: dL/dp alone has no
+  // fused form.
+  if (lossGrad.has_value() != static_cast<bool>(softmaxGrad))
+    return false;
+  if (lossGrad) {
+    if (lossGrad->fromLogits || lossGrad->sparse != loss->sparse ||
+        lossGrad->labels != loss->labels)
+      return false;
+    Value lossGradValue = lossGrad->op->getResult(0);
+    if (!lossGradValue.hasOneUse() ||
+        softmaxGrad.getOutputGrad() != lossGradValue ||
+        !isLastAxis(static_cast<int64_t>(softmaxGrad.getAxis()), 2))
+      return false;
+  }
+
+  // The fused op sits at the softmax, or right after the labels when they
+  // are defined later; the probabilities' remaining users must follow it.
+  Value labels = loss->labels;
+  Operation *labelsDef = labels.getDefiningOp();
+  OpBuilder builder(softmax);
+  if (labelsDef && labelsDef->getBlock() == softmax->getBlock() &&
+      !labelsDef->isBeforeInBlock(softmax)) {
+    for (Operation *user : keptUsers)
+      if (!labelsDef->isBeforeInBlock(user))
+        return false;
+    builder.setInsertionPointAfter(labelsDef);
+  }
+
+  SmallVector<Operation *> replaced{softmax, loss->op};
+  if (lossGrad)
+    replaced.append({lossGrad->op, softmaxGrad});
+  Value lossValue = loss->op->getResult(0);
+  auto fused = SoftmaxCrossEntropyOp::create(builder, fusedLocation(replaced),
+                                             type, lossValue.getType(), type,
+                                             softmax.getInput(), labels);
+  lossValue.replaceAllUsesWith(fused.getLoss());
+  if (softmaxGrad) {
+    softmaxGrad.getInputGrad().replaceAllUsesWith(fused.getLogitsGrad());
+    softmaxGrad->erase();
+    lossGrad->op->erase();
+  }
+  loss->op->erase();
+  probabilities.replaceAllUsesWith(fused.getProbabilities());
+  softmax->erase();
+  return true;
+}
+
+//===----------------------------------------------------------------------===//
+// 2. conv2d / dense epilogues
+//===----------------------------------------------------------------------===//
+
+static std::optional<EpilogueActivation> epilogueActivation(Operation *op) {
+  if (isa<ReluOp>(op))
+    return EpilogueActivation::relu;
+  if (isa<SigmoidOp>(op))
+    return EpilogueActivation::sigmoid;
+  if (isa<TanhOp>(op))
+    return EpilogueActivation::tanh;
+  return std::nullopt;
+}
+
+/// Turns every conv2d and dense into its fused form, absorbing a following
+/// bias_add and then a relu/sigmoid/tanh when the value between them has no
+/// other user. A conv2d or dense with nothing to absorb still becomes a
+/// fused op (no bias, activation none): every forward matrix product and
+/// convolution then runs the same kernel, and nothing unfused is left for a
+/// second run to find. The fused result is the last absorbed op's, which is
+/// also what the activation's gradient reads (relu_grad, sigmoid_grad and
+/// tanh_grad take the output).
+static void fuseEpilogue(Operation *producer) {
+  SmallVector<Operation *> absorbed{producer};
+  Value value = producer->getResult(0);
+  Value bias;
+  if (auto biasAdd = dyn_cast_or_null<BiasAddOp>(soleUser(value));
+      biasAdd && value.hasOneUse() && biasAdd.getInput() == value) {
+    bias = biasAdd.getBias();
+    absorbed.push_back(biasAdd);
+    value = biasAdd.getOutput();
+  }
+  EpilogueActivation activation = EpilogueActivation::none;
+  if (Operation *user = soleUser(value); user && value.hasOneUse()) {
+    if (auto act = epilogueActivation(user)) {
+      activation = *act;
+      absorbed.push_back(user);
+      value = user->getResult(0);
+    }
+  }
+
+  // At the last absorbed op every operand (the bias may be read after the
+  // conv) is defined and the result is needed no earlier.
+  Operation *last = absorbed.back();
+  OpBuilder builder(last);
+  Location loc = fusedLocation(absorbed);
+  auto activationAttr =
+      EpilogueActivationAttr::get(builder.getContext(), activation);
+  Value fused;
+  if (auto conv = dyn_cast<Conv2DOp>(producer))
+    fused = FusedConv2DOp::create(builder, loc, value.getType(),
+                                  conv.getInput(), conv.getKernel(), bias,
+                                  conv.getStridesAttr(), conv.getPaddingAttr(),
+                                  conv.getDilationsAttr(), activationAttr);
+  else {
+    auto dense = cast<DenseOp>(producer);
+    fused =
+        FusedDenseOp::create(builder, loc, value.getType(), dense.getInput(),
+                             dense.getKernel(), bias, activationAttr);
+  }
+  value.replaceAllUsesWith(fused);
+  for (Operation *op : llvm::reverse(absorbed))
+    op->erase();
+}
+
+//===----------------------------------------------------------------------===//
+// 3. elementwise chains
+//===----------------------------------------------------------------------===//
+
+/// Ops computed one element at a time from same-shaped operands, which a
+/// graph.elementwise body can hold on scalars. Softmax and its gradient
+/// reduce over an axis, dropout's mask depends on the element's position:
+/// neither is elementwise in this sense.
+static bool isElementwise(Operation *op) {
+  if (auto add = dyn_cast<AddOp>(op))
+    return add.getInputs().size() == 2;
+  return isa<ReluOp, SigmoidOp, TanhOp, EluOp, LeakyReluOp, GeluOp, ReluGradOp,
+             SigmoidGradOp, TanhGradOp, EluGradOp, LeakyReluGradOp, GeluGradOp>(
+      op);
+}
+
+/// The elementwise ops that feed `root` and feed nothing else, transitively,
+/// with `root`: each absorbed value disappears into the fused body.
+static SmallVector<Operation *>
+collectElementwiseGroup(Operation *root,
+                        llvm::SmallPtrSetImpl<Operation *> &claimed) {
+  SmallVector<Operation *> group{root}, worklist{root};
+  claimed.insert(root);
+  while (!worklist.empty()) {
+    Operation *op = worklist.pop_back_val();
+    for (Value operand : op->getOperands()) {
+      Operation *def = operand.getDefiningOp();
+      if (!def || def->getBlock() != root->getBlock() || claimed.count(def) ||
+          !isElementwise(def) || soleUser(operand) != op)
+        continue;
+      claimed.insert(def);
+      group.push_back(def);
+      worklist.push_back(def);
+    }
+  }
+  return group;
+}
+
+/// Replaces `group` (its root first) by one graph.elementwise at the root.
+static void fuseElementwiseGroup(ArrayRef<Operation *> group) {
+  Operation *root = group.front();
+  SmallVector<Operation *> ops(group);
+  llvm::sort(ops,
+             [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
+  llvm::SmallPtrSet<Operation *, 8> members(ops.begin(), ops.end());
+
+  // Operands from outside the group, in order of first use.
+  llvm::SetVector<Value> inputs;
+  for (Operation *op : ops)
+    for (Value operand : op->getOperands())
+      if (!members.contains(operand.getDefiningOp()))
+        inputs.insert(operand);
+
+  auto type = cast<RankedTensorType>(root->getResult(0).getType());
+  auto scalar = RankedTensorType::get({}, type.getElementType());
+  OpBuilder builder(root);
+  auto fused = ElementwiseOp::create(builder, fusedLocation(ops), type,
+                                     inputs.getArrayRef());
+  SmallVector<Type> argTypes(inputs.size(), scalar);
+  SmallVector<Location> argLocs;
+  for (Value input : inputs)
+    argLocs.push_back(input.getLoc());
+  Block *body = builder.createBlock(&fused.getBody(), {}, argTypes, argLocs);
+  IRMapping mapping;
+  for (auto [input, arg] : llvm::zip(inputs, body->getArguments()))
+    mapping.map(input, arg);
+  for (Operation *op : ops) {
+    Operation *clone = builder.clone(*op, mapping);
+    clone->getResult(0).setType(scalar);
+  }
+  YieldOp::create(builder, root->getLoc(), mapping.lookup(root->getResult(0)));
+
+  root->getResult(0).replaceAllUsesWith(fused.getOutput());
+  for (Operation *op : llvm::reverse(ops))
+    op->erase();
+}
+
+//===----------------------------------------------------------------------===//
+// 4. optimizer updates
+//===----------------------------------------------------------------------===//
+
+/// Merges `updates` (same optimizer, in block order) into one multi-tensor
+/// update at the last one's position, where every operand is defined. The
+/// results' users that sit before it are assign_variables, which write at the
+/// end of the step, so moving them after the fused update changes nothing.
+static void fuseOptimizerUpdates(ArrayRef<OptimizerUpdateOp> updates) {
+  OptimizerUpdateOp last = updates.back();
+  SmallVector<Operation *> moved;
+  for (OptimizerUpdateOp update : updates.drop_back())
+    for (Operation *user : update->getUsers()) {
+      if (!user->isBeforeInBlock(last))
+        continue;
+      if (!isa<AssignVariableOp>(user))
+        return;
+      moved.push_back(user);
+    }
+  llvm::sort(moved,
+             [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
+  moved.erase(llvm::unique(moved), moved.end());
+
+  SmallVector<Value> params, grads, slots;
+  SmallVector<Type> newParams, newSlots;
+  SmallVector<Operation *> ops;
+  for (OptimizerUpdateOp update : updates) {
+    llvm::append_range(params, update.getParams());
+    llvm::append_range(grads, update.getGrads());
+    llvm::append_range(slots, update.getSlots());
+    llvm::append_range(newParams, update.getNewParams().getTypes());
+    llvm::append_range(newSlots, update.getNewSlots().getTypes());
+    ops.push_back(update);
+  }
+  OpBuilder builder(last);
+  auto fused = OptimizerUpdateOp::create(builder, fusedLocation(ops), newParams,
+                                         newSlots, last.getOptimizer(), params,
+                                         grads, slots);
+  size_t param = 0, slot = 0;
+  for (OptimizerUpdateOp update : updates) {
+    for (Value result : update.getNewParams())
+      result.replaceAllUsesWith(fused.getNewParams()[param++]);
+    for (Value result : update.getNewSlots())
+      result.replaceAllUsesWith(fused.getNewSlots()[slot++]);
+  }
+  Operation *after = fused;
+  for (Operation *op : moved) {
+    op->moveAfter(after);
+    after = op;
+  }
+  for (OptimizerUpdateOp update : updates)
+    update->erase();
+}
+
+//===----------------------------------------------------------------------===//
+// The pass
+//===----------------------------------------------------------------------===//
+
+static void fuseModel(ModelOp model) {
+  Block &block = model.getBlock();
+
+  for (SoftmaxOp softmax : llvm::to_vector(block.getOps<SoftmaxOp>()))
+    fuseSoftmaxCrossEntropy(softmax);
+
+  SmallVector<Operation *> producers;
+  for (Operation &op : block)
+    if (isa<Conv2DOp, DenseOp>(op))
+      producers.push_back(&op);
+  for (Operation *producer : producers)
+    fuseEpilogue(producer);
+
+  // From the end, so that each group is rooted at its last op and grows
+  // backwards as far as it can: groups are maximal and disjoint.
+  llvm::SmallPtrSet<Operation *, 16> claimed;
+  SmallVector<SmallVector<Operation *>> groups;
+  for (Operation &op : llvm::reverse(block)) {
+    if (claimed.contains(&op) || !isElementwise(&op))
+      continue;
+    SmallVector<Operation *> group = collectElementwiseGroup(&op, claimed);
+    if (group.size() >= 2)
+      groups.push_back(std::move(group));
+  }
+  for (ArrayRef<Operation *> group : llvm::reverse(groups))
+    fuseElementwiseGroup(group);
+
+  llvm::MapVector<Attribute, SmallVector<OptimizerUpdateOp>> updates;
+  for (OptimizerUpdateOp update : block.getOps<OptimizerUpdateOp>())
+    updates[update.getOptimizer()].push_back(update);
+  for (auto &entry : updates)
+    if (entry.second.size() >= 2)
+      fuseOptimizerUpdates(entry.second);
+}
+
+namespace {
+struct FusePass : graphc::impl::FuseBase<FusePass> {
+  using FuseBase::FuseBase;
+  void runOnOperation() override {
+    for (ModelOp model : getOperation().getOps<ModelOp>())
+      fuseModel(model);
+  }
+};
+} // namespace

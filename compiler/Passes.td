@@ -1,0 +1,122 @@
+//===- Passes.td - the graphc passes -----------------------*- tablegen -*-===//
+//
+// The training pipeline, in order (see docs/architecture.md):
+//   graph-build-training-step, graph-fuse, dist-replicate,
+//   dist-insert-all-reduce, graph-lower-to-exec, exec-insert-timestamps,
+//   exec-plan-memory; then the plan emitter.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef COMPILER_PASSES_TD
+#define COMPILER_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def BuildTrainingStep : Pass<"graph-build-training-step", "::mlir::ModuleOp"> {
+  let summary = "builds the training step and the evaluation step of a model";
+  let description = [{
+    From `graph.model @m` and `graph.training @m`, adds:
+    - `graph.model @train_step`: a `graph.input "labels"` (one-hot
+      `[B, C] f32` for categorical cross-entropy, class indices `[B] i32` for
+      sparse), the forward pass in training mode (`batch_norm_train`,
+      dropout), the loss and metrics, reverse-mode gradients of the loss for
+      every trainable variable, one `graph.optimizer_update` per trainable
+      variable and `graph.assign_variable` for every new value (batch-norm
+      statistics included). Outputs: the loss, then each metric in order.
+    - `graph.model @eval_step`: the forward pass in inference mode, the loss
+      and the metrics; no gradient, no update.
+    - one `graph.variable` per optimizer slot, named `<variable>/<slot>`
+      (`conv2d/kernel/m`), zero-initialised, `trainable = false`.
+    Frozen variables get no gradient, and nothing is computed that only
+    feeds frozen variables (no input gradient below the first trainable
+    layer).
+  }];
+  let dependentDialects = ["::mlir::graph::GraphDialect"];
+}
+
+def Fuse : Pass<"graph-fuse", "::mlir::ModuleOp"> {
+  let summary = "fuses epilogues, elementwise chains, softmax with cross-entropy, optimizer updates";
+  let description = [{
+    In `@train_step` and `@eval_step`: conv2d/dense + bias_add + activation
+    become `fused_conv2d`/`fused_dense`; softmax feeding categorical
+    cross-entropy (with its gradient and softmax_grad) becomes
+    `softmax_cross_entropy`; chains of elementwise ops become one
+    `graph.elementwise`; all `optimizer_update`s of a step become one
+    multi-tensor update. Idempotent.
+  }];
+  let dependentDialects = ["::mlir::graph::GraphDialect"];
+}
+
+def Replicate : Pass<"dist-replicate", "::mlir::ModuleOp"> {
+  let summary = "in-graph replication of the training and evaluation steps";
+  let description = [{
+    Rewrites `@train_step` and `@eval_step` into N copies in one block, each
+    op placed with `dist.device = #dist.device<r>`, every input's batch
+    dimension split B -> B/N (an error when N does not divide B) and every
+    batch-carrying type re-derived. Variables stay symbols: each device
+    reads and writes its own mirror. The step model gets `dist.replicas = N`.
+  }];
+  let options = [
+    Option<"numReplicas", "num-replicas", "int64_t", "1",
+           "number of replicas to split the global batch across">
+  ];
+  let dependentDialects = ["::mlir::graph::GraphDialect", "::mlir::dist::DistDialect"];
+}
+
+def InsertAllReduce : Pass<"dist-insert-all-reduce", "::mlir::ModuleOp"> {
+  let summary = "averages every gradient across replicas, in buckets";
+  let description = [{
+    Gradients feeding `optimizer_update` are packed per replica into
+    buckets of at most `bucket-bytes` bytes, in the order backward produces
+    them (0 = one bucket); each bucket is one `dist.pack` per replica, one
+    `dist.all_reduce mean`, one `dist.unpack` per replica, placed right after
+    the bucket's last gradient so the reduction overlaps the rest of
+    backward. Does nothing for one replica.
+  }];
+  let options = [
+    Option<"bucketBytes", "bucket-bytes", "int64_t", "4194304",
+           "largest bucket in bytes (0: one bucket for all gradients)">
+  ];
+  let dependentDialects = ["::mlir::dist::DistDialect"];
+}
+
+def LowerToExec : Pass<"graph-lower-to-exec", "::mlir::ModuleOp"> {
+  let summary = "lowers the replicated steps to exec programs";
+  let description = [{
+    `@train_step` -> `exec.program @train kind = train`, `@eval_step` ->
+    `exec.program @eval kind = eval`: one buffer per tensor value
+    (`exec.alloc`, `exec.variable`, `exec.input`, views into all-reduce
+    buckets), one `exec.launch` per op on its device's compute stream
+    (kernel = the graph op's name, config = its attributes), all-reduces on
+    the comm streams with events so a bucket's reduction overlaps the
+    backward of earlier layers, updates written in place into the
+    variables, `exec.output` for loss and metrics.
+  }];
+  let dependentDialects = ["::mlir::exec::ExecDialect", "::mlir::memref::MemRefDialect"];
+}
+
+def InsertTimestamps : Pass<"exec-insert-timestamps", "::mlir::ModuleOp"> {
+  let summary = "adds the timestamp points the step hooks read";
+  let description = [{
+    Per device: step_begin, forward_begin, backward_begin, update_begin and
+    step_end on the compute stream; allreduce_begin and allreduce_end on
+    the comm stream.
+  }];
+  let dependentDialects = ["::mlir::exec::ExecDialect"];
+}
+
+def PlanMemory : Pass<"exec-plan-memory", "::mlir::ModuleOp"> {
+  let summary = "places every exec.alloc in its device's arena, reusing dead space";
+  let description = [{
+    Liveness over the program order (a buffer lives from its first write
+    to its last use, across streams conservatively), best-fit placement
+    with `alignment`-byte offsets; sets each alloc's `offset` and the
+    program's `arena_bytes`.
+  }];
+  let options = [
+    Option<"alignment", "alignment", "int64_t", "256", "offset alignment in bytes">
+  ];
+  let dependentDialects = ["::mlir::exec::ExecDialect"];
+}
+
+#endif // COMPILER_PASSES_TD

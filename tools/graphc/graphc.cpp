@@ -1,0 +1,177 @@
+//===- graphc.cpp - compile a model to a training plan --------------------===//
+//
+//   graphc model.mlir -o model.plan [--replicas 1,2] [--bucket-bytes N]
+//                     [--no-fuse] [--emit=mlir] [--mlir-timing]
+//                     [--print-ir-after-all]
+//   graphc --inspect model.plan
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Passes.h"
+#include "compiler/Pipeline.h"
+#include "compiler/PlanEmitter.h"
+#include "runtime/plan/PlanInspector.h"
+#include "runtime/plan/PlanLoader.h"
+
+#include "mlir/IR/AsmState.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Support/FileUtilities.h"
+#include "mlir/Support/Timing.h"
+
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/Error.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Support/raw_ostream.h"
+#include <deque>
+
+using namespace mlir;
+namespace cl = llvm::cl;
+
+static cl::opt<std::string> inputPath(cl::Positional, cl::desc("<model.mlir>"),
+                                      cl::init("-"));
+static cl::opt<std::string> outputPath("o", cl::desc("plan file to write"),
+                                       cl::value_desc("file"));
+static cl::list<int64_t>
+    replicas("replicas", cl::CommaSeparated,
+             cl::desc("replica counts to compile (default: 1,2,4,8 where "
+                      "they divide the global batch)"));
+static cl::opt<int64_t>
+    bucketBytes("bucket-bytes", cl::init(4 << 20),
+                cl::desc("largest all-reduce bucket in bytes (0: one bucket)"));
+static cl::opt<bool> noFuse("no-fuse", cl::desc("skip graph-fuse"));
+static cl::opt<std::string>
+    emit("emit", cl::init("plan"),
+         cl::desc("what to write: plan (default) or mlir (the lowered IR)"));
+static cl::opt<std::string> inspect("inspect",
+                                    cl::desc("print a summary of a plan file"),
+                                    cl::value_desc("plan"));
+
+static int inspectPlan(const std::string &path) {
+  ::graph::runtime::LoadedPlan loaded;
+  ::graph::runtime::Status status = ::graph::runtime::loadPlan(path, loaded);
+  if (!status) {
+    llvm::errs() << "graphc: " << status.message() << "\n";
+    return 1;
+  }
+  llvm::outs() << ::graph::runtime::describePlan(*loaded.plan);
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  registerAsmPrinterCLOptions();
+  registerMLIRContextCLOptions();
+  registerPassManagerCLOptions();
+  registerDefaultTimingManagerCLOptions();
+  // MLIR registers IR printing as --mlir-print-ir-*; accept the short
+  // spelling too.
+  std::vector<std::string> args(argv, argv + argc);
+  for (std::string &arg : args)
+    if (llvm::StringRef(arg).starts_with("--print-ir-"))
+      arg = "--mlir-" + arg.substr(2);
+  std::vector<const char *> cargs;
+  for (const std::string &arg : args)
+    cargs.push_back(arg.c_str());
+  cl::ParseCommandLineOptions(static_cast<int>(cargs.size()), cargs.data(),
+                              "graphc: model to training plan\n");
+
+  if (!inspect.empty())
+    return inspectPlan(inspect);
+  if (emit != "plan" && emit != "mlir") {
+    llvm::errs() << "graphc: --emit must be 'plan' or 'mlir', got '" << emit
+                 << "'\n";
+    return 1;
+  }
+  if (emit == "plan" && outputPath.empty()) {
+    llvm::errs() << "graphc: no output: pass -o model.plan (or --emit=mlir)\n";
+    return 1;
+  }
+
+  MLIRContext context;
+  context.loadDialect<mlir::graph::GraphDialect, dist::DistDialect,
+                      exec::ExecDialect, memref::MemRefDialect>();
+  llvm::SourceMgr sourceMgr;
+  SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
+  std::string error;
+  auto file = openInputFile(inputPath, &error);
+  if (!file) {
+    llvm::errs() << "graphc: " << error << "\n";
+    return 1;
+  }
+  sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
+  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &context);
+  if (!module)
+    return 1;
+
+  // One timing report for all the pass managers the pipeline runs (one per
+  // replica count); their scopes must outlive the runs.
+  DefaultTimingManager timing;
+  applyDefaultTimingManagerCLOptions(timing);
+  TimingScope rootScope = timing.getRootScope();
+  std::deque<TimingScope> scopes;
+  graphc::PipelineOptions options;
+  options.replicas.assign(replicas.begin(), replicas.end());
+  options.bucketBytes = bucketBytes;
+  options.fuse = !noFuse;
+  options.configure = [&](PassManager &pm) {
+    // Pipelines run one after another: close the previous one's scope.
+    if (!scopes.empty())
+      scopes.back().stop();
+    scopes.push_back(rootScope.nest(
+        llvm::StringRef(scopes.empty() ? "training step" : "lowering")));
+    pm.enableTiming(scopes.back());
+    return applyPassManagerCLOptions(pm);
+  };
+  for (int64_t n : options.replicas)
+    if (n < 1) {
+      llvm::errs() << "graphc: --replicas needs counts >= 1, got " << n << "\n";
+      return 1;
+    }
+
+  auto lowered = graphc::compileTraining(*module, options);
+  if (!scopes.empty())
+    scopes.back().stop();
+  if (failed(lowered))
+    return 1;
+
+  if (emit == "mlir") {
+    std::string path = outputPath.empty() ? "-" : outputPath.getValue();
+    auto output = openOutputFile(path, &error);
+    if (!output) {
+      llvm::errs() << "graphc: " << error << "\n";
+      return 1;
+    }
+    (*lowered)->print(output->os());
+    output->os() << "\n";
+    output->keep();
+    return 0;
+  }
+
+  std::vector<uint8_t> bytes;
+  if (failed(graphc::emitPlan(**lowered, bytes)))
+    return 1;
+  // Check what we wrote with the runtime's own reader before anyone runs it.
+  const ::graph::plan::Plan *check = nullptr;
+  ::graph::runtime::Status status = ::graph::runtime::verifyPlan(
+      bytes.data(), bytes.size(), outputPath, check);
+  if (!status) {
+    llvm::errs() << "graphc: internal error: " << status.message() << "\n";
+    return 1;
+  }
+  // Written to a temporary file and renamed: never a partial plan.
+  if (llvm::Error err =
+          llvm::writeToOutput(outputPath, [&](llvm::raw_ostream &os) {
+            os.write(reinterpret_cast<const char *>(bytes.data()),
+                     bytes.size());
+            return llvm::Error::success();
+          })) {
+    llvm::errs() << "graphc: " << outputPath << ": "
+                 << llvm::toString(std::move(err)) << "\n";
+    return 1;
+  }
+  return 0;
+}
