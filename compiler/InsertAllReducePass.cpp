@@ -33,9 +33,6 @@ namespace mlir::graphc {
 using namespace mlir;
 using namespace mlir::graph;
 
-/// The attribute dist-replicate sets on a replicated step model.
-static constexpr StringLiteral kReplicasAttrName = "dist.replicas";
-
 namespace {
 /// One `grads` operand of one replica's optimizer_update.
 struct Gradient {
@@ -122,13 +119,13 @@ struct InsertAllReducePass
       return signalPassFailure();
     }
     for (ModelOp model : module.getOps<ModelOp>()) {
-      Attribute attr = model->getAttr(kReplicasAttrName);
+      Attribute attr = model->getAttr(dist::DistDialect::kReplicasAttrName);
       if (!attr)
         continue;
       auto replicas = dyn_cast<IntegerAttr>(attr);
       if (!replicas || replicas.getInt() < 1) {
-        model.emitOpError()
-            << kReplicasAttrName << " must be a positive integer, got " << attr;
+        model.emitOpError() << dist::DistDialect::kReplicasAttrName
+                            << " must be a positive integer, got " << attr;
         return signalPassFailure();
       }
       if (replicas.getInt() == 1)

@@ -609,7 +609,8 @@ struct LowerToExecPass : graphc::impl::LowerToExecBase<LowerToExecPass> {
         return signalPassFailure();
       }
       int64_t replicas = 1;
-      if (auto attr = model->getAttrOfType<IntegerAttr>("dist.replicas"))
+      if (auto attr = model->getAttrOfType<IntegerAttr>(
+              dist::DistDialect::kReplicasAttrName))
         replicas = attr.getInt();
       if (replicas < 1) {
         model.emitOpError("has dist.replicas = ")

@@ -30,9 +30,6 @@ namespace mlir::graphc {
 using namespace mlir;
 using namespace mlir::graph;
 
-/// The attribute a replicated step model carries: how many replicas it holds.
-static constexpr StringLiteral kReplicasAttrName = "dist.replicas";
-
 /// The step models the pass replicates, in the order it visits them.
 static constexpr StringLiteral kStepModels[] = {"train_step", "eval_step"};
 
@@ -178,9 +175,10 @@ struct ReplicatePass : graphc::impl::ReplicateBase<ReplicatePass> {
             << name << " (run graph-build-training-step first)";
         return signalPassFailure();
       }
-      if (Attribute replicas = model->getAttr(kReplicasAttrName)) {
+      if (Attribute replicas =
+              model->getAttr(dist::DistDialect::kReplicasAttrName)) {
         model.emitOpError("is already replicated (")
-            << kReplicasAttrName << " = " << replicas << ")";
+            << dist::DistDialect::kReplicasAttrName << " = " << replicas << ")";
         return signalPassFailure();
       }
       steps.push_back(model);
@@ -248,7 +246,8 @@ struct ReplicatePass : graphc::impl::ReplicateBase<ReplicatePass> {
     output.erase();
     for (Operation *op : llvm::reverse(originals))
       op->erase();
-    model->setAttr(kReplicasAttrName, builder.getI64IntegerAttr(numReplicas));
+    model->setAttr(dist::DistDialect::kReplicasAttrName,
+                   builder.getI64IntegerAttr(numReplicas));
     return success();
   }
 };

@@ -27,6 +27,8 @@ def Dist_Dialect : Dialect {
   let extraClassDeclaration = [{
     /// The discardable attribute that places an op on a replica.
     static constexpr ::llvm::StringLiteral kDeviceAttrName = "dist.device";
+    /// The discardable attribute dist-replicate sets on a replicated step.
+    static constexpr ::llvm::StringLiteral kReplicasAttrName = "dist.replicas";
     void registerAttributes();
   }];
 }

@@ -1,6 +1,7 @@
 //===- ModelBuilderTest.cpp - the Keras-style C++ builder -----------------===//
 
 #include "frontends/builder/ModelBuilder.h"
+#include "test/unit/SeedModels.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
@@ -40,33 +41,10 @@ protected:
   mlir::ScopedDiagnosticHandler capture;
 };
 
-/// The seed's Fashion-MNIST ConvNet, written as in the Keras document.
-mlir::OwningOpRef<mlir::ModuleOp> fashionMnistCnn(mlir::MLIRContext &context,
-                                                  int64_t batch) {
-  ModelBuilder model(&context, "functional", batch);
-  Tensor inputs = model.Input({28, 28, 1});
-  Tensor x = model.Conv2D({.filters = 32,
-                           .kernel_size = {3, 3},
-                           .activation = Activation::relu})(inputs);
-  x = model.MaxPooling2D({.pool_size = {2, 2}, .strides = {{2, 2}}})(x);
-  x = model.Conv2D({.filters = 64,
-                    .kernel_size = {3, 3},
-                    .activation = Activation::relu})(x);
-  x = model.MaxPooling2D({.pool_size = {2, 2}, .strides = {{2, 2}}})(x);
-  x = model.Conv2D({.filters = 64,
-                    .kernel_size = {3, 3},
-                    .activation = Activation::relu})(x);
-  x = model.Flatten()(x);
-  x = model.Dense({.units = 64, .activation = Activation::relu})(x);
-  Tensor predictions =
-      model.Dense({.units = 10, .activation = Activation::softmax})(x);
-  return model.finish({predictions},
-                      Training{.loss = LossKind::categorical_crossentropy,
-                               .optimizer = Adam{.learning_rate = 0.001}});
-}
+using graph::test::buildFashionMnistCnn;
 
 TEST_F(BuilderTest, FashionMnistCnnHasTheSeedShapes) {
-  auto module = fashionMnistCnn(context, 256);
+  auto module = buildFashionMnistCnn(context, 256);
   ASSERT_TRUE(module) << (errors.empty() ? "" : errors.front());
   EXPECT_TRUE(errors.empty());
   EXPECT_EQ(count<mlir::graph::Conv2DOp>(*module), 3);
@@ -99,8 +77,8 @@ TEST_F(BuilderTest, FashionMnistCnnHasTheSeedShapes) {
 }
 
 TEST_F(BuilderTest, BuildingTwiceGivesIdenticalIR) {
-  auto first = fashionMnistCnn(context, 64);
-  auto second = fashionMnistCnn(context, 64);
+  auto first = buildFashionMnistCnn(context, 64);
+  auto second = buildFashionMnistCnn(context, 64);
   ASSERT_TRUE(first && second);
   EXPECT_EQ(print(*first), print(*second));
 }
