@@ -29,17 +29,33 @@ static int64_t byteSize(MemRefType type) {
 
 LogicalResult ProgramOp::verify() {
   int64_t replicas = getReplicas();
+  // Devices and replicas are signed in meaning; I64Attr getters are not.
+  auto outside = [&](int64_t index) { return index < 0 || index >= replicas; };
   for (Operation &op : getBody().front()) {
-    std::optional<int64_t> device;
+    std::optional<int64_t> device, replica;
     if (auto alloc = dyn_cast<AllocOp>(op))
-      device = alloc.getDevice();
+      device = alloc.getDeviceAttr().getInt();
     else if (auto variable = dyn_cast<VariableOp>(op))
-      device = variable.getDevice();
-    else if (auto input = dyn_cast<InputOp>(op))
-      device = input.getDevice();
-    if (device && (*device < 0 || *device >= replicas))
+      device = variable.getDeviceAttr().getInt();
+    else if (auto input = dyn_cast<InputOp>(op)) {
+      device = input.getDeviceAttr().getInt();
+      replica = input.getReplicaAttr().getInt();
+    } else if (auto output = dyn_cast<OutputOp>(op)) {
+      replica = output.getReplicaAttr().getInt();
+    } else if (auto stream = op.getAttrOfType<StreamAttr>("stream")) {
+      device = stream.getDevice();
+    } else if (auto reduce = dyn_cast<AllReduceOp>(op)) {
+      if (static_cast<int64_t>(reduce.getBuffers().size()) != replicas)
+        return op.emitOpError("needs one buffer per replica (")
+               << replicas << "), got " << reduce.getBuffers().size();
+    }
+    if (device && outside(*device))
       return op.emitOpError("device ")
              << *device << " is outside this program's " << replicas
+             << " replica(s)";
+    if (replica && outside(*replica))
+      return op.emitOpError("replica ")
+             << *replica << " is outside this program's " << replicas
              << " replica(s)";
   }
   if (std::optional<ArrayRef<int64_t>> arenas = getArenaBytes()) {
@@ -71,10 +87,10 @@ LogicalResult ViewOp::verify() {
   MemRefType source = getSource().getType(), view = getBuffer().getType();
   if (source.getElementType() != view.getElementType())
     return emitOpError("must keep the element type");
-  if (getOffset() < 0 ||
-      getOffset() + view.getNumElements() > source.getNumElements())
+  int64_t offset = getOffsetAttr().getInt();
+  if (offset < 0 || offset + view.getNumElements() > source.getNumElements())
     return emitOpError("elements [")
-           << getOffset() << ", " << getOffset() + view.getNumElements()
+           << offset << ", " << offset + view.getNumElements()
            << ") are outside the source's " << source.getNumElements();
   return success();
 }

@@ -165,3 +165,34 @@ exec.program @p kind = eval replicas = 1 {
 
 // expected-error@+1 {{'exec.alloc' op expects parent op 'exec.program'}}
 %a = exec.alloc device = 0 : memref<4xf32>
+
+// -----
+
+exec.program @p kind = train replicas = 1 {
+  // expected-error@+1 {{'exec.timestamp' op device 7 is outside this program's 1 replica(s)}}
+  exec.timestamp "step_begin" on <compute, 7>
+}
+
+// -----
+
+exec.program @p kind = train replicas = 2 {
+  %a = exec.alloc device = 0 : memref<4xf32>
+  // expected-error@+1 {{'exec.all_reduce' op needs one buffer per replica (2), got 1}}
+  exec.all_reduce "mean" %a bucket = 0 : memref<4xf32>
+}
+
+// -----
+
+exec.program @p kind = train replicas = 1 {
+  %a = exec.alloc device = 0 : memref<f32>
+  // expected-error@+1 {{'exec.output' op replica 3 is outside this program's 1 replica(s)}}
+  exec.output "loss" replica = 3 %a : memref<f32>
+}
+
+// -----
+
+exec.program @p kind = train replicas = 1 {
+  %a = exec.alloc device = 0 : memref<4xf32>
+  // expected-error@+1 {{'exec.view' op elements [-1, 1) are outside the source's 4}}
+  %v = exec.view %a[-1] : memref<4xf32> -> memref<2xf32>
+}
