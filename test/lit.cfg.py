@@ -22,5 +22,5 @@ llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 
 tool_dirs = [config.graph_tools_dir, config.llvm_tools_dir]
-tools = ["graph-opt", "graph-import", "graphc"]
+tools = ["graph-opt", "graph-import", "graphc", "graphrun"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)

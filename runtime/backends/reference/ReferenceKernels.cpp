@@ -1,0 +1,1531 @@
+//===- ReferenceKernels.cpp - naive kernels for every graph op -----------===//
+//
+// Every kernel loads its inputs into double vectors, computes in double with
+// plain loops, and stores its outputs in the outputs' element type (f32 or
+// f64). Loading everything first makes in-place launches (the optimizer
+// update, batch_norm_train's moving statistics) trivially safe.
+//
+// Each kernel's specification is its op's documentation in
+// dialects/graph/GraphOps.td; Keras behaviour that the documentation leaves
+// open is noted at the kernel.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/backends/reference/ReferenceKernels.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <mutex>
+
+namespace graph::runtime::reference {
+
+namespace {
+
+using Vec = std::vector<double>;
+using Tensors = std::vector<TensorRef>;
+
+#define REQUIRE(cond, message)                                                 \
+  do {                                                                         \
+    if (!(cond))                                                               \
+      return Status::error(std::string(kName) + ": " + (message));             \
+  } while (false)
+
+std::string shapeText(const std::vector<int64_t> &shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+double readAt(const TensorRef &t, int64_t i) {
+  switch (t.dtype) {
+  case plan::DType::f32:
+    return static_cast<const float *>(t.data)[i];
+  case plan::DType::f64:
+    return static_cast<const double *>(t.data)[i];
+  case plan::DType::i32:
+    return static_cast<const int32_t *>(t.data)[i];
+  case plan::DType::i64:
+    return static_cast<double>(static_cast<const int64_t *>(t.data)[i]);
+  default:
+    return std::numeric_limits<double>::quiet_NaN();
+  }
+}
+
+bool supported(plan::DType d) {
+  return d == plan::DType::f32 || d == plan::DType::f64 ||
+         d == plan::DType::i32 || d == plan::DType::i64;
+}
+
+Vec load(const TensorRef &t) {
+  Vec v(t.elements());
+  for (int64_t i = 0; i < t.elements(); ++i)
+    v[i] = readAt(t, i);
+  return v;
+}
+
+void store(const TensorRef &t, const Vec &v) {
+  for (int64_t i = 0; i < t.elements(); ++i) {
+    switch (t.dtype) {
+    case plan::DType::f32:
+      static_cast<float *>(t.data)[i] = static_cast<float>(v[i]);
+      break;
+    case plan::DType::f64:
+      static_cast<double *>(t.data)[i] = v[i];
+      break;
+    case plan::DType::i32:
+      static_cast<int32_t *>(t.data)[i] = static_cast<int32_t>(v[i]);
+      break;
+    case plan::DType::i64:
+      static_cast<int64_t *>(t.data)[i] = static_cast<int64_t>(v[i]);
+      break;
+    default:
+      break;
+    }
+  }
+}
+
+/// Checks the operand counts and that every buffer is present and typed.
+Status checkArity(const char *kName, const Tensors &ins, const Tensors &outs,
+                  size_t minIns, size_t maxIns, size_t numOuts) {
+  REQUIRE(ins.size() >= minIns && ins.size() <= maxIns,
+          "takes " + std::to_string(minIns) +
+              (maxIns != minIns ? ".." + std::to_string(maxIns) : "") +
+              " inputs, got " + std::to_string(ins.size()));
+  REQUIRE(outs.size() == numOuts, "writes " + std::to_string(numOuts) +
+                                      " outputs, got " +
+                                      std::to_string(outs.size()));
+  for (const TensorRef &t : ins)
+    REQUIRE((t.data || t.elements() == 0) && supported(t.dtype),
+            "an input is missing or of an unsupported type");
+  for (const TensorRef &t : outs)
+    REQUIRE((t.data || t.elements() == 0) && supported(t.dtype),
+            "an output is missing or of an unsupported type");
+  return Status::ok();
+}
+
+#define CHECK_ARITY(minIns, maxIns, numOuts)                                   \
+  do {                                                                         \
+    Status s_ = checkArity(kName, ins, outs, minIns, maxIns, numOuts);         \
+    if (!s_)                                                                   \
+      return s_;                                                               \
+  } while (false)
+
+bool truthy(const KernelConfig &cfg, const std::string &name) {
+  return cfg.getInt(name, 0) != 0; // unit attributes arrive as 1, i1 as +-1
+}
+
+/// A 2-element int list config entry, or `fallback`.
+std::pair<int64_t, int64_t> pairOf(const KernelConfig &cfg,
+                                   const std::string &name, int64_t fallback) {
+  std::vector<int64_t> v = cfg.getInts(name);
+  if (v.size() == 2)
+    return {v[0], v[1]};
+  if (v.size() == 1)
+    return {v[0], v[0]};
+  return {fallback, fallback};
+}
+
+//===----------------------------------------------------------------------===//
+// Windows: conv and pooling geometry (Keras / TensorFlow padding)
+//===----------------------------------------------------------------------===//
+
+/// One spatial axis: `valid` takes only whole windows; `same` gives
+/// ceil(in / stride) outputs and pads (total - total / 2 after, total / 2
+/// before), as TensorFlow does.
+struct Axis {
+  int64_t in = 0, window = 1, stride = 1, dilation = 1, out = 0, padBefore = 0;
+};
+
+bool resolveAxis(Axis &a, bool same) {
+  if (a.stride < 1 || a.dilation < 1 || a.window < 1)
+    return false;
+  int64_t effective = (a.window - 1) * a.dilation + 1;
+  if (same) {
+    a.out = (a.in + a.stride - 1) / a.stride;
+    int64_t total =
+        std::max<int64_t>((a.out - 1) * a.stride + effective - a.in, 0);
+    a.padBefore = total / 2;
+  } else {
+    if (a.in < effective)
+      return false;
+    a.out = (a.in - effective) / a.stride + 1;
+    a.padBefore = 0;
+  }
+  return true;
+}
+
+struct Window2D {
+  int64_t n = 0, c = 0;
+  Axis h, w;
+};
+
+/// Geometry of a window op on NHWC `input`; `window` is (kh, kw).
+Status resolveWindow(const char *kName, const KernelConfig &cfg,
+                     const std::vector<int64_t> &input, int64_t kh, int64_t kw,
+                     bool dilated, Window2D &g) {
+  REQUIRE(input.size() == 4, "needs an NHWC input, got " + shapeText(input));
+  std::string padding = cfg.getString("padding", "valid");
+  REQUIRE(padding == "valid" || padding == "same",
+          "unknown padding '" + padding + "'");
+  auto [sh, sw] = pairOf(cfg, "strides", 1);
+  auto [dh, dw] =
+      dilated ? pairOf(cfg, "dilations", 1) : std::pair<int64_t, int64_t>{1, 1};
+  g.n = input[0];
+  g.c = input[3];
+  g.h = {input[1], kh, sh, dh, 0, 0};
+  g.w = {input[2], kw, sw, dw, 0, 0};
+  REQUIRE(resolveAxis(g.h, padding == "same") &&
+              resolveAxis(g.w, padding == "same"),
+          "window does not fit input " + shapeText(input));
+  return Status::ok();
+}
+
+#define RESOLVE_WINDOW(shape, kh, kw, dilated, g)                              \
+  do {                                                                         \
+    Status s_ = resolveWindow(kName, cfg, shape, kh, kw, dilated, g);          \
+    if (!s_)                                                                   \
+      return s_;                                                               \
+  } while (false)
+
+/// The offset of (n, y, x, c) in an NHWC tensor of the given extents.
+int64_t nhwc(int64_t n, int64_t y, int64_t x, int64_t c, int64_t height,
+             int64_t width, int64_t channels) {
+  return ((n * height + y) * width + x) * channels + c;
+}
+
+//===----------------------------------------------------------------------===//
+// Epilogue activations
+//===----------------------------------------------------------------------===//
+
+double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+
+Status applyActivation(const char *kName, const std::string &activation,
+                       Vec &v) {
+  if (activation.empty() || activation == "none" || activation == "linear")
+    return Status::ok();
+  for (double &x : v) {
+    if (activation == "relu")
+      x = x > 0 ? x : 0.0;
+    else if (activation == "sigmoid")
+      x = sigmoid(x);
+    else if (activation == "tanh")
+      x = std::tanh(x);
+    else
+      REQUIRE(false, "unknown activation '" + activation + "'");
+  }
+  return Status::ok();
+}
+
+//===----------------------------------------------------------------------===//
+// Convolution
+//===----------------------------------------------------------------------===//
+
+/// y[n, oh, ow, f] = sum_{kh, kw, c} x[n, oh*sh - pt + kh*dh,
+/// ow*sw - pl + kw*dw, c] * k[kh, kw, c, f], out-of-range taps read zero.
+Status convForward(const char *kName, const KernelConfig &cfg,
+                   const Tensors &ins, const Tensors &outs, bool fused) {
+  const TensorRef &x = ins[0], &k = ins[1];
+  REQUIRE(k.shape.size() == 4, "needs an HWIO kernel");
+  Window2D g;
+  RESOLVE_WINDOW(x.shape, k.shape[0], k.shape[1], true, g);
+  REQUIRE(k.shape[2] == g.c, "kernel input channels " +
+                                 std::to_string(k.shape[2]) + " != input's " +
+                                 std::to_string(g.c));
+  int64_t f = k.shape[3];
+  std::vector<int64_t> expected = {g.n, g.h.out, g.w.out, f};
+  REQUIRE(outs[0].shape == expected, "output is " + shapeText(outs[0].shape) +
+                                         ", expected " + shapeText(expected));
+  Vec xv = load(x), kv = load(k), y(outs[0].elements(), 0.0);
+  Vec bias;
+  if (fused && ins.size() == 3) {
+    REQUIRE(ins[2].elements() == f, "bias has the wrong size");
+    bias = load(ins[2]);
+  }
+  for (int64_t n = 0; n < g.n; ++n)
+    for (int64_t oh = 0; oh < g.h.out; ++oh)
+      for (int64_t ow = 0; ow < g.w.out; ++ow)
+        for (int64_t o = 0; o < f; ++o) {
+          double sum = bias.empty() ? 0.0 : bias[o];
+          for (int64_t kh = 0; kh < g.h.window; ++kh) {
+            int64_t ih = oh * g.h.stride - g.h.padBefore + kh * g.h.dilation;
+            if (ih < 0 || ih >= g.h.in)
+              continue;
+            for (int64_t kw = 0; kw < g.w.window; ++kw) {
+              int64_t iw = ow * g.w.stride - g.w.padBefore + kw * g.w.dilation;
+              if (iw < 0 || iw >= g.w.in)
+                continue;
+              for (int64_t c = 0; c < g.c; ++c)
+                sum += xv[nhwc(n, ih, iw, c, g.h.in, g.w.in, g.c)] *
+                       kv[((kh * g.w.window + kw) * g.c + c) * f + o];
+            }
+          }
+          y[nhwc(n, oh, ow, o, g.h.out, g.w.out, f)] = sum;
+        }
+  if (fused) {
+    Status s = applyActivation(kName, cfg.getString("activation", "none"), y);
+    if (!s)
+      return s;
+  }
+  store(outs[0], y);
+  return Status::ok();
+}
+
+Status conv2d(const KernelContext &, const KernelConfig &cfg,
+              const Tensors &ins, const Tensors &outs) {
+  static constexpr const char *kName = "conv2d";
+  CHECK_ARITY(2, 2, 1);
+  return convForward(kName, cfg, ins, outs, false);
+}
+
+Status fusedConv2d(const KernelContext &, const KernelConfig &cfg,
+                   const Tensors &ins, const Tensors &outs) {
+  static constexpr const char *kName = "fused_conv2d";
+  CHECK_ARITY(2, 3, 1);
+  return convForward(kName, cfg, ins, outs, true);
+}
+
+/// ins: dy, kernel; out: dx (its shape is the forward input's).
+Status conv2dGradInput(const KernelContext &, const KernelConfig &cfg,
+                       const Tensors &ins, const Tensors &outs) {
+  static constexpr const char *kName = "conv2d_grad_input";
+  CHECK_ARITY(2, 2, 1);
+  const TensorRef &dy = ins[0], &k = ins[1];
+  REQUIRE(k.shape.size() == 4, "needs an HWIO kernel");
+  Window2D g;
+  RESOLVE_WINDOW(outs[0].shape, k.shape[0], k.shape[1], true, g);
+  int64_t f = k.shape[3];
+  std::vector<int64_t> expected = {g.n, g.h.out, g.w.out, f};
+  REQUIRE(dy.shape == expected && k.shape[2] == g.c,
+          "output_grad " + shapeText(dy.shape) + " does not match");
+  Vec dyv = load(dy), kv = load(k), dx(outs[0].elements(), 0.0);
+  for (int64_t n = 0; n < g.n; ++n)
+    for (int64_t oh = 0; oh < g.h.out; ++oh)
+      for (int64_t ow = 0; ow < g.w.out; ++ow)
+        for (int64_t o = 0; o < f; ++o) {
+          double d = dyv[nhwc(n, oh, ow, o, g.h.out, g.w.out, f)];
+          for (int64_t kh = 0; kh < g.h.window; ++kh) {
+            int64_t ih = oh * g.h.stride - g.h.padBefore + kh * g.h.dilation;
+            if (ih < 0 || ih >= g.h.in)
+              continue;
+            for (int64_t kw = 0; kw < g.w.window; ++kw) {
+              int64_t iw = ow * g.w.stride - g.w.padBefore + kw * g.w.dilation;
+              if (iw < 0 || iw >= g.w.in)
+                continue;
+              for (int64_t c = 0; c < g.c; ++c)
+                dx[nhwc(n, ih, iw, c, g.h.in, g.w.in, g.c)] +=
+                    d * kv[((kh * g.w.window + kw) * g.c + c) * f + o];
+            }
+          }
+        }
+  store(outs[0], dx);
+  return Status::ok();
+}
+
+/// ins: x, dy; out: dk (its shape gives the window).
+Status conv2dGradKernel(const KernelContext &, const KernelConfig &cfg,
+                        const Tensors &ins, const Tensors &outs) {
+  static constexpr const char *kName = "conv2d_grad_kernel";
+  CHECK_ARITY(2, 2, 1);
+  const TensorRef &x = ins[0], &dy = ins[1];
+  const std::vector<int64_t> &ks = outs[0].shape;
+  REQUIRE(ks.size() == 4, "needs an HWIO kernel_grad");
+  Window2D g;
+  RESOLVE_WINDOW(x.shape, ks[0], ks[1], true, g);
+  int64_t f = ks[3];
+  std::vector<int64_t> expected = {g.n, g.h.out, g.w.out, f};
+  REQUIRE(dy.shape == expected && ks[2] == g.c,
+          "output_grad " + shapeText(dy.shape) + " does not match");
+  Vec xv = load(x), dyv = load(dy), dk(outs[0].elements(), 0.0);
+  for (int64_t kh = 0; kh < g.h.window; ++kh)
+    for (int64_t kw = 0; kw < g.w.window; ++kw)
+      for (int64_t c = 0; c < g.c; ++c)
+        for (int64_t o = 0; o < f; ++o) {
+          double sum = 0.0;
+          for (int64_t n = 0; n < g.n; ++n)
+            for (int64_t oh = 0; oh < g.h.out; ++oh) {
+              int64_t ih = oh * g.h.stride - g.h.padBefore + kh * g.h.dilation;
+              if (ih < 0 || ih >= g.h.in)
+                continue;
+              for (int64_t ow = 0; ow < g.w.out; ++ow) {
+                int64_t iw =
+                    ow * g.w.stride - g.w.padBefore + kw * g.w.dilation;
+                if (iw < 0 || iw >= g.w.in)
+                  continue;
+                sum += xv[nhwc(n, ih, iw, c, g.h.in, g.w.in, g.c)] *
+                       dyv[nhwc(n, oh, ow, o, g.h.out, g.w.out, f)];
+              }
+            }
+          dk[((kh * g.w.window + kw) * g.c + c) * f + o] = sum;
+        }
+  store(outs[0], dk);
+  return Status::ok();
+}
+
+//===----------------------------------------------------------------------===//
+// Pooling
+//===----------------------------------------------------------------------===//
+
+/// Visits the in-range input positions of pooling window (oh, ow) in
+/// row-major window order.
+template <typename F>
+void forWindow(const Window2D &g, int64_t oh, int64_t ow, F visit) {
+  for (int64_t kh = 0; kh < g.h.window; ++kh) {
+    int64_t ih = oh * g.h.stride - g.h.padBefore + kh;
+    if (ih < 0 || ih >= g.h.in)
+      continue;
+    for (int64_t kw = 0; kw < g.w.window; ++kw) {
+      int64_t iw = ow * g.w.stride - g.w.padBefore + kw;
+      if (iw < 0 || iw >= g.w.in)
+        continue;
+      visit(ih, iw);
+    }
+  }
+}
+
+Status poolGeometry(const char *kName, const KernelConfig &cfg,
+                    const std::vector<int64_t> &input,
+                    const std::vector<int64_t> &output, Window2D &g) {
+  auto [ph, pw] = pairOf(cfg, "pool_size", 2);
+  Status s = resolveWindow(kName, cfg, input, ph, pw, false, g);
+  if (!s)
+    return s;
+  std::vector<int64_t> expected = {g.n, g.h.out, g.w.out, g.c};
+  REQUIRE(output == expected, "pooled tensor is " + shapeText(output) +
+                                  ", expected " + shapeText(expected));
+  return Status::ok();
+}
+
+#define POOL_GEOMETRY(in, out, g)                                              \
+  do {                                                                         \
+    Status s_ = poolGeometry(kName, cfg, in, out, g);                          \
+    if (!s_)                                                                   \
+      return s_;                                                               \
+  } while (false)
+
+/// Padded positions never win (as if -infinity).
+Status maxPool2d(const KernelContext &, const KernelConfig &cfg,
+                 const Tensors &ins, const Tensors &outs) {
+  static constexpr const char *kName = "max_pool2d";
+  CHECK_ARITY(1, 1, 1);
+  Window2D g;
+  POOL_GEOMETRY(ins[0].shape, outs[0].shape, g);
+  Vec x = load(ins[0]), y(outs[0].elements());
+  for (int64_t n = 0; n < g.n; ++n)
+    for (int64_t oh = 0; oh < g.h.out; ++oh)
+      for (int64_t ow = 0; ow < g.w.out; ++ow)
+        for (int64_t c = 0; c < g.c; ++c) {
+          double best = -std::numeric_limits<double>::infinity();
+          forWindow(g, oh, ow, [&](int64_t ih, int64_t iw) {
+            best = std::max(best, x[nhwc(n, ih, iw, c, g.h.in, g.w.in, g.c)]);
+          });
+          y[nhwc(n, oh, ow, c, g.h.out, g.w.out, g.c)] = best;
+        }
+  store(outs[0], y);
+  return Status::ok();
+}
+
+/// ins: x, y, dy. Each dy goes to the first maximum of x in its window
+/// (row-major window order); y is not needed for that and only checked.
+Status maxPool2dGrad(const KernelContext &, const KernelConfig &cfg,
+                     const Tensors &ins, const Tensors &outs) {
+  static constexpr const char *kName = "max_pool2d_grad";
+  CHECK_ARITY(3, 3, 1);
+  Window2D g;
+  POOL_GEOMETRY(ins[0].shape, ins[2].shape, g);
+  REQUIRE(outs[0].shape == ins[0].shape, "input_grad must have x's shape");
+  Vec x = load(ins[0]), dy = load(ins[2]), dx(outs[0].elements(), 0.0);
+  for (int64_t n = 0; n < g.n; ++n)
+    for (int64_t oh = 0; oh < g.h.out; ++oh)
+      for (int64_t ow = 0; ow < g.w.out; ++ow)
+        for (int64_t c = 0; c < g.c; ++c) {
+          double best = -std::numeric_limits<double>::infinity();
+          int64_t at = -1;
+          forWindow(g, oh, ow, [&](int64_t ih, int64_t iw) {
+            int64_t i = nhwc(n, ih, iw, c, g.h.in, g.w.in, g.c);
+            if (at < 0 || x[i] > best) {
+              best = x[i];
+              at = i;
+            }
+          });
+          if (at >= 0)
+            dx[at] += dy[nhwc(n, oh, ow, c, g.h.out, g.w.out, g.c)];
+        }
+  store(outs[0], dx);
+  return Status::ok();
+}
+
+/// The mean over the window's in-range positions (Keras excludes padding).
+Status avgPool2d(const KernelContext &, const KernelConfig &cfg,
+                 const Tensors &ins, const Tensors &outs) {
+  static constexpr const char *kName = "avg_pool2d";
+  CHECK_ARITY(1, 1, 1);
+  Window2D g;
+  POOL_GEOMETRY(ins[0].shape, outs[0].shape, g);
+  Vec x = load(ins[0]), y(outs[0].elements());
+  for (int64_t n = 0; n < g.n; ++n)
+    for (int64_t oh = 0; oh < g.h.out; ++oh)
+      for (int64_t ow = 0; ow < g.w.out; ++ow)
+        for (int64_t c = 0; c < g.c; ++c) {
+          double sum = 0.0;
+          int64_t count = 0;
+          forWindow(g, oh, ow, [&](int64_t ih, int64_t iw) {
+            sum += x[nhwc(n, ih, iw, c, g.h.in, g.w.in, g.c)];
+            ++count;
+          });
+          y[nhwc(n, oh, ow, c, g.h.out, g.w.out, g.c)] =
+              count ? sum / count : 0.0;
+        }
+  store(outs[0], y);
+  return Status::ok();
+}
+
+/// ins: dy; out: dx, whose shape is the forward input's.
+Status avgPool2dGrad(const KernelContext &, const KernelConfig &cfg,
+                     const Tensors &ins, const Tensors &outs) {
+  static constexpr const char *kName = "avg_pool2d_grad";
+  CHECK_ARITY(1, 1, 1);
+  Window2D g;
+  POOL_GEOMETRY(outs[0].shape, ins[0].shape, g);
+  Vec dy = load(ins[0]), dx(outs[0].elements(), 0.0);
+  for (int64_t n = 0; n < g.n; ++n)
+    for (int64_t oh = 0; oh < g.h.out; ++oh)
+      for (int64_t ow = 0; ow < g.w.out; ++ow)
+        for (int64_t c = 0; c < g.c; ++c) {
+          int64_t count = 0;
+          forWindow(g, oh, ow, [&](int64_t, int64_t) { ++count; });
+          double share =
+              count ? dy[nhwc(n, oh, ow, c, g.h.out, g.w.out, g.c)] / count
+                    : 0.0;
+          forWindow(g, oh, ow, [&](int64_t ih, int64_t iw) {
+            dx[nhwc(n, ih, iw, c, g.h.in, g.w.in, g.c)] += share;
+          });
+        }
+  store(outs[0], dx);
+  return Status::ok();
+}
+
+Status globalAvgPool2d(const KernelContext &, const KernelConfig &,
+                       const Tensors &ins, const Tensors &outs) {
+  static constexpr const char *kName = "global_avg_pool2d";
+  CHECK_ARITY(1, 1, 1);
+  const std::vector<int64_t> &s = ins[0].shape;
+  REQUIRE(s.size() == 4, "needs an NHWC input");
+  REQUIRE(outs[0].shape == (std::vector<int64_t>{s[0], s[3]}),
+          "output must be [N, C]");
+  Vec x = load(ins[0]), y(s[0] * s[3], 0.0);
+  int64_t hw = s[1] * s[2];
+  for (int64_t n = 0; n < s[0]; ++n)
+    for (int64_t p = 0; p < hw; ++p)
+      for (int64_t c = 0; c < s[3]; ++c)
+        y[n * s[3] + c] += x[(n * hw + p) * s[3] + c];
+  for (double &v : y)
+    v /= static_cast<double>(hw);
+  store(outs[0], y);
+  return Status::ok();
+}
+
+Status globalAvgPool2dGrad(const KernelContext &, const KernelConfig &,
+                           const Tensors &ins, const Tensors &outs) {
+  static constexpr const char *kName = "global_avg_pool2d_grad";
+  CHECK_ARITY(1, 1, 1);
+  const std::vector<int64_t> &s = outs[0].shape;
+  REQUIRE(s.size() == 4, "needs an NHWC input_grad");
+  REQUIRE(ins[0].shape == (std::vector<int64_t>{s[0], s[3]}),
+          "output_grad must be [N, C]");
+  Vec dy = load(ins[0]), dx(outs[0].elements());
+  int64_t hw = s[1] * s[2];
+  for (int64_t n = 0; n < s[0]; ++n)
+    for (int64_t p = 0; p < hw; ++p)
+      for (int64_t c = 0; c < s[3]; ++c)
+        dx[(n * hw + p) * s[3] + c] = dy[n * s[3] + c] / hw;
+  store(outs[0], dx);
+  return Status::ok();
+}
+
+//===----------------------------------------------------------------------===//
+// Dense, bias
+//===----------------------------------------------------------------------===//
+
+Status denseForward(const char *kName, const KernelConfig &cfg,
+                    const Tensors &ins, const Tensors &outs, bool fused) {
+  const TensorRef &x = ins[0], &k = ins[1];
+  REQUIRE(k.shape.size() == 2 && !x.shape.empty() &&
+              x.shape.back() == k.shape[0],
+          "x " + shapeText(x.shape) + " and kernel " + shapeText(k.shape) +
+              " do not chain");
+  int64_t kk = k.shape[0], nn = k.shape[1], rows = x.elements() / kk;
+  std::vector<int64_t> expected = x.shape;
+  expected.back() = nn;
+  REQUIRE(outs[0].shape == expected, "output is " + shapeText(outs[0].shape) +
+                                         ", expected " + shapeText(expected));
+  Vec xv = load(x), kv = load(k), y(rows * nn);
+  Vec bias;
+  if (fused && ins.size() == 3) {
+    REQUIRE(ins[2].elements() == nn, "bias has the wrong size");
+    bias = load(ins[2]);
+  }
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = 0; j < nn; ++j) {
+      double sum = bias.empty() ? 0.0 : bias[j];
+      for (int64_t i = 0; i < kk; ++i)
+        sum += xv[r * kk + i] * kv[i * nn + j];
+      y[r * nn + j] = sum;
+    }
+  if (fused) {
+    Status s = applyActivation(kName, cfg.getString("activation", "none"), y);
+    if (!s)
+      return s;
+  }
+  store(outs[0], y);
+  return Status::ok();
+}
+
+Status dense(const KernelContext &, const KernelConfig &cfg, const Tensors &ins,
+             const Tensors &outs) {
+  static constexpr const char *kName = "dense";
+  CHECK_ARITY(2, 2, 1);
+  return denseForward(kName, cfg, ins, outs, false);
+}
+
+Status fusedDense(const KernelContext &, const KernelConfig &cfg,
+                  const Tensors &ins, const Tensors &outs) {
+  static constexpr const char *kName = "fused_dense";
+  CHECK_ARITY(2, 3, 1);
+  return denseForward(kName, cfg, ins, outs, true);
+}
+
+/// dx[r, i] = sum_j dy[r, j] * k[i, j].
+Status denseGradInput(const KernelContext &, const KernelConfig &,
+                      const Tensors &ins, const Tensors &outs) {
+  static constexpr const char *kName = "dense_grad_input";
+  CHECK_ARITY(2, 2, 1);
+  const TensorRef &dy = ins[0], &k = ins[1];
+  REQUIRE(k.shape.size() == 2 && !dy.shape.empty() &&
+              dy.shape.back() == k.shape[1],
+          "output_grad and kernel do not chain");
+  int64_t kk = k.shape[0], nn = k.shape[1], rows = dy.elements() / nn;
+  REQUIRE(outs[0].elements() == rows * kk, "input_grad has the wrong size");
+  Vec dyv = load(dy), kv = load(k), dx(rows * kk);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t i = 0; i < kk; ++i) {
+      double sum = 0.0;
+      for (int64_t j = 0; j < nn; ++j)
+        sum += dyv[r * nn + j] * kv[i * nn + j];
+      dx[r * kk + i] = sum;
+    }
+  store(outs[0], dx);
+  return Status::ok();
+}
+
+/// dk[i, j] = sum_r x[r, i] * dy[r, j].
+Status denseGradKernel(const KernelContext &, const KernelConfig &,
+                       const Tensors &ins, const Tensors &outs) {
+  static constexpr const char *kName = "dense_grad_kernel";
+  CHECK_ARITY(2, 2, 1);
+  const TensorRef &x = ins[0], &dy = ins[1];
+  REQUIRE(!x.shape.empty() && !dy.shape.empty(), "needs ranked operands");
+  int64_t kk = x.shape.back(), nn = dy.shape.back(), rows = x.elements() / kk;
+  REQUIRE(dy.elements() == rows * nn, "x and output_grad rows differ");
+  REQUIRE(outs[0].shape == (std::vector<int64_t>{kk, nn}),
+          "kernel_grad must be [K, N]");
+  Vec xv = load(x), dyv = load(dy), dk(kk * nn, 0.0);
+  for (int64_t i = 0; i < kk; ++i)
+    for (int64_t j = 0; j < nn; ++j) {
+      double sum = 0.0;
+      for (int64_t r = 0; r < rows; ++r)
+        sum += xv[r * kk + i] * dyv[r * nn + j];
+      dk[i * nn + j] = sum;
+    }
+  store(outs[0], dk);
+  return Status::ok();
+}
+
+Status biasAdd(const KernelContext &, const KernelConfig &, const Tensors &ins,
+               const Tensors &outs) {
+  static constexpr const char *kName = "bias_add";
+  CHECK_ARITY(2, 2, 1);
+  REQUIRE(!ins[0].shape.empty() && ins[1].elements() == ins[0].shape.back(),
+          "bias must match the last axis");
+  REQUIRE(outs[0].elements() == ins[0].elements(), "output has the wrong size");
+  Vec x = load(ins[0]), b = load(ins[1]);
+  for (size_t i = 0; i < x.size(); ++i)
+    x[i] += b[i % b.size()];
+  store(outs[0], x);
+  return Status::ok();
+}
+
+Status biasAddGrad(const KernelContext &, const KernelConfig &,
+                   const Tensors &ins, const Tensors &outs) {
+  static constexpr const char *kName = "bias_add_grad";
+  CHECK_ARITY(1, 1, 1);
+  REQUIRE(!ins[0].shape.empty() && outs[0].elements() == ins[0].shape.back(),
+          "bias_grad must match the last axis");
+  Vec dy = load(ins[0]), db(outs[0].elements(), 0.0);
+  for (size_t i = 0; i < dy.size(); ++i)
+    db[i % db.size()] += dy[i];
+  store(outs[0], db);
+  return Status::ok();
+}
+
+//===----------------------------------------------------------------------===//
+// Activations and their gradients
+//===----------------------------------------------------------------------===//
+
+template <typename F>
+Status unary(const char *kName, const Tensors &ins, const Tensors &outs, F f) {
+  CHECK_ARITY(1, 1, 1);
+  REQUIRE(outs[0].elements() == ins[0].elements(), "output has the wrong size");
+  Vec x = load(ins[0]);
+  for (double &v : x)
+    v = f(v);
+  store(outs[0], x);
+  return Status::ok();
+}
+
+/// f(dy, saved) elementwise.
+template <typename F>
+Status binary(const char *kName, const Tensors &ins, const Tensors &outs, F f) {
+  CHECK_ARITY(2, 2, 1);
+  REQUIRE(ins[1].elements() == ins[0].elements() &&
+              outs[0].elements() == ins[0].elements(),
+          "operands differ in size");
+  Vec dy = load(ins[0]), s = load(ins[1]);
+  for (size_t i = 0; i < dy.size(); ++i)
+    dy[i] = f(dy[i], s[i]);
+  store(outs[0], dy);
+  return Status::ok();
+}
+
+#define UNARY_KERNEL(fn, name, expr)                                           \
+  Status fn(const KernelContext &, const KernelConfig &cfg,                    \
+            const Tensors &ins, const Tensors &outs) {                         \
+    (void)cfg;                                                                 \
+    return unary(name, ins, outs, [&](double x) { return (expr); });           \
+  }
+#define BINARY_KERNEL(fn, name, expr)                                          \
+  Status fn(const KernelContext &, const KernelConfig &cfg,                    \
+            const Tensors &ins, const Tensors &outs) {                         \
+    (void)cfg;                                                                 \
+    return binary(name, ins, outs,                                             \
+                  [&](double dy, double s) { return (expr); });                \
+  }
+
+UNARY_KERNEL(relu, "relu", x > 0 ? x : 0.0)
+UNARY_KERNEL(sigmoidKernel, "sigmoid", sigmoid(x))
+UNARY_KERNEL(tanhKernel, "tanh", std::tanh(x))
+UNARY_KERNEL(elu, "elu",
+             x > 0 ? x : cfg.getFloat("alpha", 1.0) * (std::exp(x) - 1.0))
+UNARY_KERNEL(leakyRelu, "leaky_relu",
+             x > 0 ? x : cfg.getFloat("alpha", 0.2) * x)
+UNARY_KERNEL(gelu, "gelu", geluForward(x, truthy(cfg, "approximate")))
+
+// Gradients, from the forward output y (relu, sigmoid, tanh, elu) or input x
+// (leaky_relu, gelu), as GraphOps.td specifies.
+BINARY_KERNEL(reluGrad, "relu_grad", s > 0 ? dy : 0.0)
+BINARY_KERNEL(sigmoidGrad, "sigmoid_grad", (dy * s * (1.0 - s)))
+BINARY_KERNEL(tanhGrad, "tanh_grad", (dy * (1.0 - s * s)))
+BINARY_KERNEL(eluGrad, "elu_grad",
+              s > 0 ? dy : dy * (s + cfg.getFloat("alpha", 1.0)))
+BINARY_KERNEL(leakyReluGrad, "leaky_relu_grad",
+              s > 0 ? dy : cfg.getFloat("alpha", 0.2) * dy)
+BINARY_KERNEL(geluGrad, "gelu_grad",
+              (dy * geluDerivative(s, truthy(cfg, "approximate"))))
+
+/// outer x axis x inner decomposition of `shape` around `axis` (negative
+/// counts from the end); false when out of range.
+bool splitAxis(const std::vector<int64_t> &shape, int64_t axis, int64_t &outer,
+               int64_t &size, int64_t &inner, int64_t &norm) {
+  int64_t rank = shape.size();
+  norm = axis < 0 ? axis + rank : axis;
+  if (norm < 0 || norm >= rank)
+    return false;
+  outer = inner = 1;
+  for (int64_t d = 0; d < norm; ++d)
+    outer *= shape[d];
+  for (int64_t d = norm + 1; d < rank; ++d)
+    inner *= shape[d];
+  size = shape[norm];
+  return true;
+}
+
+/// y = exp(x - max) / sum(exp(x - max)) along `axis`.
+Status softmax(const KernelContext &, const KernelConfig &cfg,
+               const Tensors &ins, const Tensors &outs) {
+  static constexpr const char *kName = "softmax";
+  CHECK_ARITY(1, 1, 1);
+  int64_t outer, size, inner, axis;
+  REQUIRE(
+      splitAxis(ins[0].shape, cfg.getInt("axis", -1), outer, size, inner, axis),
+      "axis out of range");
+  REQUIRE(outs[0].elements() == ins[0].elements(), "output has the wrong size");
+  Vec x = load(ins[0]), y(x.size());
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < inner; ++i) {
+      auto at = [&](int64_t a) { return (o * size + a) * inner + i; };
+      double m = -std::numeric_limits<double>::infinity();
+      for (int64_t a = 0; a < size; ++a)
+        m = std::max(m, x[at(a)]);
+      double sum = 0.0;
+      for (int64_t a = 0; a < size; ++a)
+        sum += y[at(a)] = std::exp(x[at(a)] - m);
+      for (int64_t a = 0; a < size; ++a)
+        y[at(a)] /= sum;
+    }
+  store(outs[0], y);
+  return Status::ok();
+}
+
+/// ins dy, y: dx = y * (dy - sum(dy * y, axis)).
+Status softmaxGrad(const KernelContext &, const KernelConfig &cfg,
+                   const Tensors &ins, const Tensors &outs) {
+  static constexpr const char *kName = "softmax_grad";
+  CHECK_ARITY(2, 2, 1);
+  int64_t outer, size, inner, axis;
+  REQUIRE(
+      splitAxis(ins[1].shape, cfg.getInt("axis", -1), outer, size, inner, axis),
+      "axis out of range");
+  REQUIRE(ins[0].elements() == ins[1].elements() &&
+              outs[0].elements() == ins[0].elements(),
+          "operands differ in size");
+  Vec dy = load(ins[0]), y = load(ins[1]), dx(y.size());
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < inner; ++i) {
+      auto at = [&](int64_t a) { return (o * size + a) * inner + i; };
+      double dot = 0.0;
+      for (int64_t a = 0; a < size; ++a)
+        dot += dy[at(a)] * y[at(a)];
+      for (int64_t a = 0; a < size; ++a)
+        dx[at(a)] = y[at(a)] * (dy[at(a)] - dot);
+    }
+  store(outs[0], dx);
+  return Status::ok();
+}
+
+//===----------------------------------------------------------------------===//
+// Dropout
+//===----------------------------------------------------------------------===//
+
+uint64_t splitmix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+/// Shared by dropout and dropout_grad: the mask times 1 / (1 - rate).
+Status applyDropout(const char *kName, const KernelContext &ctx,
+                    const KernelConfig &cfg, const Tensors &ins,
+                    const Tensors &outs) {
+  CHECK_ARITY(1, 1, 1);
+  REQUIRE(outs[0].elements() == ins[0].elements(), "output has the wrong size");
+  double rate = cfg.getFloat("rate", 0.0);
+  REQUIRE(rate >= 0.0 && rate <= 1.0, "rate must be in [0, 1]");
+  int64_t seed = cfg.getInt("seed", 0);
+  Vec x = load(ins[0]);
+  int64_t rows = ins[0].shape.empty() ? 1 : ins[0].shape[0];
+  int64_t rowElements = rows ? static_cast<int64_t>(x.size()) / rows : 0;
+  double scale = rate < 1.0 ? 1.0 / (1.0 - rate) : 0.0;
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t i = 0; i < rowElements; ++i) {
+      int64_t global = (ctx.globalRowOffset + r) * rowElements + i;
+      double &v = x[r * rowElements + i];
+      v = dropoutKeep(seed, ctx.seed, ctx.step, global, rate) ? v * scale : 0.0;
+    }
+  store(outs[0], x);
+  return Status::ok();
+}
+
+Status dropout(const KernelContext &ctx, const KernelConfig &cfg,
+               const Tensors &ins, const Tensors &outs) {
+  return applyDropout("dropout", ctx, cfg, ins, outs);
+}
+
+Status dropoutGrad(const KernelContext &ctx, const KernelConfig &cfg,
+                   const Tensors &ins, const Tensors &outs) {
+  return applyDropout("dropout_grad", ctx, cfg, ins, outs);
+}
+
+//===----------------------------------------------------------------------===//
+// Shape ops
+//===----------------------------------------------------------------------===//
+
+Status copyKernel(const char *kName, const Tensors &ins, const Tensors &outs) {
+  CHECK_ARITY(1, 1, 1);
+  REQUIRE(outs[0].elements() == ins[0].elements(),
+          "changes the element count: " + shapeText(ins[0].shape) + " to " +
+              shapeText(outs[0].shape));
+  store(outs[0], load(ins[0]));
+  return Status::ok();
+}
+
+Status flatten(const KernelContext &, const KernelConfig &, const Tensors &ins,
+               const Tensors &outs) {
+  return copyKernel("flatten", ins, outs);
+}
+
+Status reshape(const KernelContext &, const KernelConfig &, const Tensors &ins,
+               const Tensors &outs) {
+  return copyKernel("reshape", ins, outs);
+}
+
+Status add(const KernelContext &, const KernelConfig &, const Tensors &ins,
+           const Tensors &outs) {
+  static constexpr const char *kName = "add";
+  CHECK_ARITY(1, 1 << 20, 1);
+  for (const TensorRef &t : ins)
+    REQUIRE(t.elements() == outs[0].elements(), "operands differ in size");
+  Vec sum(outs[0].elements(), 0.0);
+  for (const TensorRef &t : ins) {
+    Vec v = load(t);
+    for (size_t i = 0; i < sum.size(); ++i)
+      sum[i] += v[i];
+  }
+  store(outs[0], sum);
+  return Status::ok();
+}
+
+Status concatenate(const KernelContext &, const KernelConfig &cfg,
+                   const Tensors &ins, const Tensors &outs) {
+  static constexpr const char *kName = "concatenate";
+  CHECK_ARITY(1, 1 << 20, 1);
+  int64_t outer, size, inner, axis;
+  REQUIRE(splitAxis(outs[0].shape, cfg.getInt("axis", -1), outer, size, inner,
+                    axis),
+          "axis out of range");
+  int64_t total = 0;
+  for (const TensorRef &t : ins) {
+    REQUIRE(t.shape.size() == outs[0].shape.size(), "ranks differ");
+    for (size_t d = 0; d < t.shape.size(); ++d)
+      REQUIRE(static_cast<int64_t>(d) == axis || t.shape[d] == outs[0].shape[d],
+              "shapes differ off the axis");
+    total += t.shape[axis];
+  }
+  REQUIRE(total == size, "input sizes along the axis do not add up");
+  Vec y(outs[0].elements());
+  int64_t offset = 0;
+  for (const TensorRef &t : ins) {
+    Vec v = load(t);
+    int64_t d = t.shape[axis];
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t a = 0; a < d; ++a)
+        for (int64_t i = 0; i < inner; ++i)
+          y[(o * size + offset + a) * inner + i] = v[(o * d + a) * inner + i];
+    offset += d;
+  }
+  store(outs[0], y);
+  return Status::ok();
+}
+
+/// The output's extent along `axis`, starting at `offset`.
+Status slice(const KernelContext &, const KernelConfig &cfg, const Tensors &ins,
+             const Tensors &outs) {
+  static constexpr const char *kName = "slice";
+  CHECK_ARITY(1, 1, 1);
+  int64_t outer, size, inner, axis;
+  REQUIRE(
+      splitAxis(ins[0].shape, cfg.getInt("axis", -1), outer, size, inner, axis),
+      "axis out of range");
+  REQUIRE(outs[0].shape.size() == ins[0].shape.size(), "ranks differ");
+  int64_t d = outs[0].shape[axis], offset = cfg.getInt("offset", 0);
+  REQUIRE(offset >= 0 && offset + d <= size, "slice out of range");
+  Vec x = load(ins[0]), y(outs[0].elements());
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t a = 0; a < d; ++a)
+      for (int64_t i = 0; i < inner; ++i)
+        y[(o * d + a) * inner + i] = x[(o * size + offset + a) * inner + i];
+  store(outs[0], y);
+  return Status::ok();
+}
+
+//===----------------------------------------------------------------------===//
+// Batch normalisation
+//
+// Optional gamma and beta: a launch's config does not carry the operand
+// segment sizes, so with 4 inputs the kernel cannot tell which of the two is
+// missing. It assumes gamma is present and beta absent (Keras scale=True,
+// center=False); 3 inputs: neither; 5: both. batch_norm_grad has only gamma
+// optional, so it has no such ambiguity.
+//===----------------------------------------------------------------------===//
+
+Status batchNorm(const KernelContext &, const KernelConfig &cfg,
+                 const Tensors &ins, const Tensors &outs) {
+  static constexpr const char *kName = "batch_norm";
+  CHECK_ARITY(3, 5, 1);
+  REQUIRE(!ins[0].shape.empty(), "needs a ranked input");
+  int64_t c = ins[0].shape.back();
+  for (size_t i = 1; i < ins.size(); ++i)
+    REQUIRE(ins[i].elements() == c, "statistics must match the last axis");
+  REQUIRE(outs[0].elements() == ins[0].elements(), "output has the wrong size");
+  double eps = cfg.getFloat("epsilon", 1e-3);
+  Vec x = load(ins[0]), mean = load(ins[1]), var = load(ins[2]);
+  Vec gamma = ins.size() >= 4 ? load(ins[3]) : Vec(c, 1.0);
+  Vec beta = ins.size() >= 5 ? load(ins[4]) : Vec(c, 0.0);
+  for (size_t i = 0; i < x.size(); ++i) {
+    int64_t ch = i % c;
+    x[i] = (x[i] - mean[ch]) / std::sqrt(var[ch] + eps) * gamma[ch] + beta[ch];
+  }
+  store(outs[0], x);
+  return Status::ok();
+}
+
+/// Whether the moving variance is updated with the unbiased batch variance
+/// (n / (n - 1) times the biased one), as GraphOps.td specifies. That is what
+/// tf.keras 2 (fused batch norm, Bessel's correction) does; Keras 3
+/// (keras/src/layers/normalization/batch_normalization.py) updates it with
+/// ops.moments' biased variance. Flip this to match Keras 3.
+constexpr bool kUnbiasedMovingVariance = true;
+
+/// outs: y, batch_mean, batch_inv_std, new_moving_mean, new_moving_variance.
+/// y uses the biased batch variance; the moving variance, see above.
+Status batchNormTrain(const KernelContext &, const KernelConfig &cfg,
+                      const Tensors &ins, const Tensors &outs) {
+  static constexpr const char *kName = "batch_norm_train";
+  CHECK_ARITY(3, 5, 5);
+  REQUIRE(!ins[0].shape.empty(), "needs a ranked input");
+  int64_t c = ins[0].shape.back();
+  for (size_t i = 1; i < ins.size(); ++i)
+    REQUIRE(ins[i].elements() == c, "statistics must match the last axis");
+  REQUIRE(outs[0].elements() == ins[0].elements(), "output has the wrong size");
+  for (int i = 1; i < 5; ++i)
+    REQUIRE(outs[i].elements() == c, "statistics must match the last axis");
+  double eps = cfg.getFloat("epsilon", 1e-3);
+  double momentum = cfg.getFloat("momentum", 0.99);
+  Vec x = load(ins[0]), movingMean = load(ins[1]), movingVar = load(ins[2]);
+  Vec gamma = ins.size() >= 4 ? load(ins[3]) : Vec(c, 1.0);
+  Vec beta = ins.size() >= 5 ? load(ins[4]) : Vec(c, 0.0);
+  int64_t n = static_cast<int64_t>(x.size()) / c;
+  Vec mean(c, 0.0), var(c, 0.0), invStd(c);
+  for (size_t i = 0; i < x.size(); ++i)
+    mean[i % c] += x[i];
+  for (double &m : mean)
+    m /= n;
+  for (size_t i = 0; i < x.size(); ++i) {
+    double d = x[i] - mean[i % c];
+    var[i % c] += d * d;
+  }
+  for (int64_t ch = 0; ch < c; ++ch) {
+    var[ch] /= n;
+    invStd[ch] = 1.0 / std::sqrt(var[ch] + eps);
+  }
+  Vec y(x.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    int64_t ch = i % c;
+    y[i] = (x[i] - mean[ch]) * invStd[ch] * gamma[ch] + beta[ch];
+  }
+  Vec newMean(c), newVar(c);
+  for (int64_t ch = 0; ch < c; ++ch) {
+    double unbiased =
+        kUnbiasedMovingVariance && n > 1 ? var[ch] * n / (n - 1) : var[ch];
+    newMean[ch] = movingMean[ch] * momentum + mean[ch] * (1.0 - momentum);
+    newVar[ch] = movingVar[ch] * momentum + unbiased * (1.0 - momentum);
+  }
+  store(outs[0], y);
+  store(outs[1], mean);
+  store(outs[2], invStd);
+  store(outs[3], newMean);
+  store(outs[4], newVar);
+  return Status::ok();
+}
+
+/// ins: dy, x, batch_mean, batch_inv_std, [gamma]; outs: dx, dgamma, dbeta.
+/// With xhat = (x - mean) * inv_std, over the n rows of each channel:
+///   dbeta = sum dy, dgamma = sum dy * xhat,
+///   dx = gamma * inv_std / n * (n dy - sum dy - xhat sum(dy xhat)).
+Status batchNormGrad(const KernelContext &, const KernelConfig &,
+                     const Tensors &ins, const Tensors &outs) {
+  static constexpr const char *kName = "batch_norm_grad";
+  CHECK_ARITY(4, 5, 3);
+  REQUIRE(!ins[1].shape.empty(), "needs a ranked input");
+  int64_t c = ins[1].shape.back();
+  REQUIRE(ins[0].elements() == ins[1].elements() &&
+              outs[0].elements() == ins[1].elements(),
+          "dy, x and dx differ in size");
+  for (size_t i = 2; i < ins.size(); ++i)
+    REQUIRE(ins[i].elements() == c, "statistics must match the last axis");
+  REQUIRE(outs[1].elements() == c && outs[2].elements() == c,
+          "gamma_grad and beta_grad must match the last axis");
+  Vec dy = load(ins[0]), x = load(ins[1]), mean = load(ins[2]),
+      invStd = load(ins[3]);
+  Vec gamma = ins.size() == 5 ? load(ins[4]) : Vec(c, 1.0);
+  int64_t n = static_cast<int64_t>(x.size()) / c;
+  Vec sumDy(c, 0.0), sumDyXhat(c, 0.0), dx(x.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    int64_t ch = i % c;
+    double xhat = (x[i] - mean[ch]) * invStd[ch];
+    sumDy[ch] += dy[i];
+    sumDyXhat[ch] += dy[i] * xhat;
+  }
+  for (size_t i = 0; i < x.size(); ++i) {
+    int64_t ch = i % c;
+    double xhat = (x[i] - mean[ch]) * invStd[ch];
+    dx[i] = gamma[ch] * invStd[ch] / n *
+            (n * dy[i] - sumDy[ch] - xhat * sumDyXhat[ch]);
+  }
+  store(outs[0], dx);
+  store(outs[1], sumDyXhat);
+  store(outs[2], sumDy);
+  return Status::ok();
+}
+
+//===----------------------------------------------------------------------===//
+// Losses and metrics
+//
+// Predictions are [..., C]: B = elements / C rows. Labels are one-hot
+// ([..., C], float) or class indices (B elements, integer).
+//===----------------------------------------------------------------------===//
+
+constexpr double kEpsilon = 1e-7; // keras.config.epsilon()
+
+/// Labels as a one-hot [B, C] matrix.
+Status oneHot(const char *kName, const TensorRef &labels, int64_t rows,
+              int64_t classes, bool sparse, Vec &y) {
+  y.assign(rows * classes, 0.0);
+  if (!sparse && labels.elements() == rows * classes) {
+    y = load(labels);
+    return Status::ok();
+  }
+  REQUIRE(labels.elements() == rows, "labels " + shapeText(labels.shape) +
+                                         " match neither [B, C] nor [B]");
+  Vec idx = load(labels);
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t k = static_cast<int64_t>(std::llround(idx[r]));
+    REQUIRE(k >= 0 && k < classes, "label " + std::to_string(k) +
+                                       " out of range [0, " +
+                                       std::to_string(classes) + ")");
+    y[r * classes + k] = 1.0;
+  }
+  return Status::ok();
+}
+
+void logSoftmaxRow(const double *z, int64_t c, double *out) {
+  double m = -std::numeric_limits<double>::infinity();
+  for (int64_t j = 0; j < c; ++j)
+    m = std::max(m, z[j]);
+  double sum = 0.0;
+  for (int64_t j = 0; j < c; ++j)
+    sum += std::exp(z[j] - m);
+  double lse = m + std::log(sum);
+  for (int64_t j = 0; j < c; ++j)
+    out[j] = z[j] - lse;
+}
+
+double clip(double p) {
+  return std::min(std::max(p, kEpsilon), 1.0 - kEpsilon);
+}
+bool unclipped(double p) { return p > kEpsilon && p < 1.0 - kEpsilon; }
+
+/// Per-row loss and d(row loss)/d(predictions), following Keras 3's
+/// TensorFlow backend (keras/src/backend/tensorflow/nn.py):
+///  - from logits: -sum y log_softmax(z); gradient softmax(z) * sum(y) - y.
+///  - categorical from probabilities: q = p / sum(p), c = clip(q, eps,
+///    1 - eps), loss = -sum y log c. With s = sum p the gradient is
+///    dL/dp_k = (-y_k / c_k [q_k unclipped] + sum_j y_j q_j / c_j
+///    [q_j unclipped]) / s.
+///  - sparse from probabilities: c = clip(p, eps, 1 - eps), then softmax
+///    cross-entropy of log c: loss = -log c_y + log sum_j c_j; gradient
+///    dL/dp_k = [p_k unclipped] (1 / S - [k = y] / c_k), S = sum c.
+void rowLoss(const double *p, const double *y, int64_t c, bool fromLogits,
+             bool sparse, double &loss, double *grad) {
+  loss = 0.0;
+  if (fromLogits) {
+    std::vector<double> ls(c);
+    logSoftmaxRow(p, c, ls.data());
+    double ysum = 0.0;
+    for (int64_t j = 0; j < c; ++j) {
+      loss -= y[j] * ls[j];
+      ysum += y[j];
+    }
+    for (int64_t j = 0; j < c; ++j)
+      grad[j] = std::exp(ls[j]) * ysum - y[j];
+    return;
+  }
+  if (sparse) {
+    double s = 0.0;
+    for (int64_t j = 0; j < c; ++j)
+      s += clip(p[j]);
+    for (int64_t j = 0; j < c; ++j) {
+      loss -= y[j] * std::log(clip(p[j]));
+      grad[j] = unclipped(p[j]) ? 1.0 / s - y[j] / clip(p[j]) : 0.0;
+    }
+    loss += std::log(s);
+    return;
+  }
+  double s = 0.0;
+  for (int64_t j = 0; j < c; ++j)
+    s += p[j];
+  double common = 0.0;
+  for (int64_t j = 0; j < c; ++j) {
+    double q = p[j] / s;
+    loss -= y[j] * std::log(clip(q));
+    if (unclipped(q))
+      common += y[j] * q / clip(q);
+  }
+  for (int64_t j = 0; j < c; ++j) {
+    double q = p[j] / s;
+    grad[j] = ((unclipped(q) ? -y[j] / clip(q) : 0.0) + common) / s;
+  }
+}
+
+Status lossKernel(const char *kName, const KernelConfig &cfg,
+                  const Tensors &ins, const Tensors &outs, bool sparse,
+                  bool gradient) {
+  CHECK_ARITY(2, 2, 1);
+  REQUIRE(!ins[0].shape.empty(), "needs [B, C] predictions");
+  int64_t c = ins[0].shape.back(), rows = ins[0].elements() / c;
+  REQUIRE(rows > 0, "empty batch");
+  Vec y;
+  Status s = oneHot(kName, ins[1], rows, c, sparse, y);
+  if (!s)
+    return s;
+  if (gradient)
+    REQUIRE(outs[0].elements() == ins[0].elements(),
+            "predictions_grad has the wrong size");
+  else
+    REQUIRE(outs[0].elements() == 1, "loss must be a scalar");
+  Vec p = load(ins[0]), grad(p.size());
+  double total = 0.0;
+  for (int64_t r = 0; r < rows; ++r) {
+    double l;
+    rowLoss(&p[r * c], &y[r * c], c, truthy(cfg, "from_logits"), sparse, l,
+            &grad[r * c]);
+    total += l;
+  }
+  if (gradient) {
+    for (double &g : grad)
+      g /= rows;
+    store(outs[0], grad);
+  } else {
+    store(outs[0], Vec{total / rows});
+  }
+  return Status::ok();
+}
+
+Status categoricalCrossentropy(const KernelContext &, const KernelConfig &cfg,
+                               const Tensors &ins, const Tensors &outs) {
+  return lossKernel("categorical_crossentropy", cfg, ins, outs, false, false);
+}
+Status sparseCategoricalCrossentropy(const KernelContext &,
+                                     const KernelConfig &cfg,
+                                     const Tensors &ins, const Tensors &outs) {
+  return lossKernel("sparse_categorical_crossentropy", cfg, ins, outs, true,
+                    false);
+}
+Status categoricalCrossentropyGrad(const KernelContext &,
+                                   const KernelConfig &cfg, const Tensors &ins,
+                                   const Tensors &outs) {
+  return lossKernel("categorical_crossentropy_grad", cfg, ins, outs, false,
+                    true);
+}
+Status sparseCategoricalCrossentropyGrad(const KernelContext &,
+                                         const KernelConfig &cfg,
+                                         const Tensors &ins,
+                                         const Tensors &outs) {
+  return lossKernel("sparse_categorical_crossentropy_grad", cfg, ins, outs,
+                    true, true);
+}
+
+/// ins: logits [B, C], labels; outs: probabilities, loss, (p - y) / B.
+Status softmaxCrossEntropy(const KernelContext &, const KernelConfig &,
+                           const Tensors &ins, const Tensors &outs) {
+  static constexpr const char *kName = "softmax_cross_entropy";
+  CHECK_ARITY(2, 2, 3);
+  REQUIRE(!ins[0].shape.empty(), "needs [B, C] logits");
+  int64_t c = ins[0].shape.back(), rows = ins[0].elements() / c;
+  REQUIRE(rows > 0, "empty batch");
+  Vec y;
+  Status s = oneHot(kName, ins[1], rows, c, false, y);
+  if (!s)
+    return s;
+  REQUIRE(outs[0].elements() == ins[0].elements() &&
+              outs[2].elements() == ins[0].elements() &&
+              outs[1].elements() == 1,
+          "outputs have the wrong sizes");
+  Vec z = load(ins[0]), p(z.size()), grad(z.size());
+  double total = 0.0;
+  for (int64_t r = 0; r < rows; ++r) {
+    std::vector<double> ls(c);
+    logSoftmaxRow(&z[r * c], c, ls.data());
+    for (int64_t j = 0; j < c; ++j) {
+      p[r * c + j] = std::exp(ls[j]);
+      total -= y[r * c + j] * ls[j];
+      grad[r * c + j] = (p[r * c + j] - y[r * c + j]) / rows;
+    }
+  }
+  store(outs[0], p);
+  store(outs[1], Vec{total / rows});
+  store(outs[2], grad);
+  return Status::ok();
+}
+
+/// The fraction of rows whose arg-max (first maximum) is the label's.
+Status accuracy(const KernelContext &, const KernelConfig &, const Tensors &ins,
+                const Tensors &outs) {
+  static constexpr const char *kName = "accuracy";
+  CHECK_ARITY(2, 2, 1);
+  REQUIRE(!ins[0].shape.empty(), "needs [B, C] predictions");
+  REQUIRE(outs[0].elements() == 1, "accuracy must be a scalar");
+  int64_t c = ins[0].shape.back(), rows = ins[0].elements() / c;
+  REQUIRE(rows > 0, "empty batch");
+  Vec p = load(ins[0]), labels = load(ins[1]);
+  bool oneHotLabels = labels.size() == p.size() && c > 1;
+  REQUIRE(oneHotLabels || static_cast<int64_t>(labels.size()) == rows,
+          "labels match neither [B, C] nor [B]");
+  auto argmax = [&](const double *v) {
+    int64_t best = 0;
+    for (int64_t j = 1; j < c; ++j)
+      if (v[j] > v[best])
+        best = j;
+    return best;
+  };
+  int64_t hits = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t label =
+        oneHotLabels ? argmax(&labels[r * c]) : std::llround(labels[r]);
+    hits += argmax(&p[r * c]) == label;
+  }
+  store(outs[0], Vec{static_cast<double>(hits) / rows});
+  return Status::ok();
+}
+
+//===----------------------------------------------------------------------===//
+// Optimizer update (Keras 3, keras/src/optimizers/{sgd,adam,rmsprop}.py)
+//
+// ins: N params, N grads, N*k slots (grouped per variable); outs: N params,
+// N*k slots, usually the same buffers.
+//
+// SGD (k = 1 when momentum > 0, else 0):
+//   momentum:  v = momentum * v - lr * g
+//              w += v                               (nesterov: w += momentum
+//              * v - lr * g, with the new v)
+//   none:      w -= lr * g
+// Adam (slots m, v [, vhat]; t = ctx.step, 1 on the first update):
+//   m += (g - m) * (1 - beta_1);  v += (g^2 - v) * (1 - beta_2)
+//   amsgrad: vhat = max(vhat, v), used in place of v
+//   alpha = lr * sqrt(1 - beta_2^t) / (1 - beta_1^t)
+//   w -= alpha * m / (sqrt(v) + epsilon)
+// RMSprop (slots rms [, momentum if momentum > 0] [, mg if centered]):
+//   rms = rho * rms + (1 - rho) * g^2
+//   centered: mg = rho * mg + (1 - rho) * g; denom = rms - mg^2 + epsilon
+//   else:     denom = rms + epsilon
+//   increment = lr * g / sqrt(denom)
+//   momentum > 0: mom = momentum * mom + increment; w -= mom
+//   else:         w -= increment
+//===----------------------------------------------------------------------===//
+
+Status optimizerUpdate(const KernelContext &ctx, const KernelConfig &cfg,
+                       const Tensors &ins, const Tensors &outs) {
+  static constexpr const char *kName = "optimizer_update";
+  std::string kind = cfg.getString("optimizer");
+  double lr = cfg.getFloat("learning_rate", 0.01);
+  double momentum = cfg.getFloat("momentum", 0.0);
+  int64_t k = 0;
+  bool amsgrad = false, centered = false;
+  if (kind == "sgd") {
+    k = momentum > 0 ? 1 : 0;
+  } else if (kind == "adam") {
+    amsgrad = cfg.getFloat("amsgrad", 0.0) != 0.0;
+    k = amsgrad ? 3 : 2;
+  } else if (kind == "rmsprop") {
+    centered = cfg.getFloat("centered", 0.0) != 0.0;
+    k = 1 + (momentum > 0 ? 1 : 0) + (centered ? 1 : 0);
+  } else {
+    REQUIRE(false, "unknown optimizer '" + kind + "'");
+  }
+  REQUIRE(!ins.empty() && ins.size() % (2 + k) == 0,
+          std::to_string(ins.size()) +
+              " inputs do not split into params, "
+              "grads and " +
+              std::to_string(k) + " slot(s) per variable");
+  size_t n = ins.size() / (2 + k);
+  CHECK_ARITY(ins.size(), ins.size(), n * (1 + k));
+  for (size_t v = 0; v < n; ++v) {
+    int64_t size = ins[v].elements();
+    REQUIRE(ins[n + v].elements() == size && outs[v].elements() == size,
+            "variable " + std::to_string(v) + ": gradient size differs");
+    for (int64_t s = 0; s < k; ++s)
+      REQUIRE(ins[2 * n + v * k + s].elements() == size &&
+                  outs[n + v * k + s].elements() == size,
+              "variable " + std::to_string(v) + ": slot size differs");
+  }
+  double t = static_cast<double>(ctx.step);
+  for (size_t v = 0; v < n; ++v) {
+    Vec w = load(ins[v]), g = load(ins[n + v]);
+    std::vector<Vec> slots;
+    for (int64_t s = 0; s < k; ++s)
+      slots.push_back(load(ins[2 * n + v * k + s]));
+    if (kind == "sgd") {
+      bool nesterov = cfg.getFloat("nesterov", 0.0) != 0.0;
+      for (size_t i = 0; i < w.size(); ++i) {
+        if (k == 0) {
+          w[i] -= lr * g[i];
+          continue;
+        }
+        double &m = slots[0][i];
+        m = momentum * m - lr * g[i];
+        w[i] += nesterov ? momentum * m - lr * g[i] : m;
+      }
+    } else if (kind == "adam") {
+      double b1 = cfg.getFloat("beta_1", 0.9),
+             b2 = cfg.getFloat("beta_2", 0.999);
+      double eps = cfg.getFloat("epsilon", 1e-7);
+      double alpha =
+          lr * std::sqrt(1.0 - std::pow(b2, t)) / (1.0 - std::pow(b1, t));
+      for (size_t i = 0; i < w.size(); ++i) {
+        double &m = slots[0][i], &vv = slots[1][i];
+        m += (g[i] - m) * (1.0 - b1);
+        vv += (g[i] * g[i] - vv) * (1.0 - b2);
+        double second = vv;
+        if (amsgrad) {
+          slots[2][i] = std::max(slots[2][i], vv);
+          second = slots[2][i];
+        }
+        w[i] -= alpha * m / (std::sqrt(second) + eps);
+      }
+    } else {
+      double rho = cfg.getFloat("rho", 0.9),
+             eps = cfg.getFloat("epsilon", 1e-7);
+      int momSlot = momentum > 0 ? 1 : -1;
+      int mgSlot = centered ? (momentum > 0 ? 2 : 1) : -1;
+      for (size_t i = 0; i < w.size(); ++i) {
+        double &rms = slots[0][i];
+        rms = rho * rms + (1.0 - rho) * g[i] * g[i];
+        double denom = rms + eps;
+        if (mgSlot >= 0) {
+          double &mg = slots[mgSlot][i];
+          mg = rho * mg + (1.0 - rho) * g[i];
+          denom = rms - mg * mg + eps;
+        }
+        double increment = lr * g[i] / std::sqrt(denom);
+        if (momSlot >= 0) {
+          double &mom = slots[momSlot][i];
+          mom = momentum * mom + increment;
+          w[i] -= mom;
+        } else {
+          w[i] -= increment;
+        }
+      }
+    }
+    store(outs[v], w);
+    for (int64_t s = 0; s < k; ++s)
+      store(outs[n + v * k + s], slots[s]);
+  }
+  return Status::ok();
+}
+
+//===----------------------------------------------------------------------===//
+// Fused elementwise chains
+//===----------------------------------------------------------------------===//
+
+Status elementwise(const KernelContext &, const KernelConfig &cfg,
+                   const Tensors &ins, const Tensors &outs) {
+  static constexpr const char *kName = "elementwise";
+  CHECK_ARITY(1, 1 << 20, 1);
+  ElementwiseProgram program;
+  std::string error;
+  REQUIRE(program.parse(cfg.getString("body"), error), "body: " + error);
+  REQUIRE(program.numInputs() <= static_cast<int>(ins.size()),
+          "body reads a" + std::to_string(program.numInputs() - 1) +
+              " but the launch has " + std::to_string(ins.size()) + " inputs");
+  int64_t size = outs[0].elements();
+  std::vector<Vec> in;
+  for (const TensorRef &t : ins) {
+    REQUIRE(t.elements() == size, "operands differ in size");
+    in.push_back(load(t));
+  }
+  Vec y(size), args(ins.size()), scratch;
+  for (int64_t i = 0; i < size; ++i) {
+    for (size_t a = 0; a < ins.size(); ++a)
+      args[a] = in[a][i];
+    y[i] = program.evaluate(args.data(), scratch);
+  }
+  store(outs[0], y);
+  return Status::ok();
+}
+
+struct Entry {
+  const char *name;
+  Status (*fn)(const KernelContext &, const KernelConfig &, const Tensors &,
+               const Tensors &);
+};
+
+const Entry kKernels[] = {
+    {"conv2d", conv2d},
+    {"fused_conv2d", fusedConv2d},
+    {"conv2d_grad_input", conv2dGradInput},
+    {"conv2d_grad_kernel", conv2dGradKernel},
+    {"max_pool2d", maxPool2d},
+    {"max_pool2d_grad", maxPool2dGrad},
+    {"avg_pool2d", avgPool2d},
+    {"avg_pool2d_grad", avgPool2dGrad},
+    {"global_avg_pool2d", globalAvgPool2d},
+    {"global_avg_pool2d_grad", globalAvgPool2dGrad},
+    {"dense", dense},
+    {"fused_dense", fusedDense},
+    {"dense_grad_input", denseGradInput},
+    {"dense_grad_kernel", denseGradKernel},
+    {"bias_add", biasAdd},
+    {"bias_add_grad", biasAddGrad},
+    {"relu", relu},
+    {"sigmoid", sigmoidKernel},
+    {"tanh", tanhKernel},
+    {"elu", elu},
+    {"leaky_relu", leakyRelu},
+    {"gelu", gelu},
+    {"relu_grad", reluGrad},
+    {"sigmoid_grad", sigmoidGrad},
+    {"tanh_grad", tanhGrad},
+    {"elu_grad", eluGrad},
+    {"leaky_relu_grad", leakyReluGrad},
+    {"gelu_grad", geluGrad},
+    {"softmax", softmax},
+    {"softmax_grad", softmaxGrad},
+    {"dropout", dropout},
+    {"dropout_grad", dropoutGrad},
+    {"flatten", flatten},
+    {"reshape", reshape},
+    {"add", add},
+    {"concatenate", concatenate},
+    {"slice", slice},
+    {"batch_norm", batchNorm},
+    {"batch_norm_train", batchNormTrain},
+    {"batch_norm_grad", batchNormGrad},
+    {"categorical_crossentropy", categoricalCrossentropy},
+    {"sparse_categorical_crossentropy", sparseCategoricalCrossentropy},
+    {"categorical_crossentropy_grad", categoricalCrossentropyGrad},
+    {"sparse_categorical_crossentropy_grad", sparseCategoricalCrossentropyGrad},
+    {"softmax_cross_entropy", softmaxCrossEntropy},
+    {"accuracy", accuracy},
+    {"optimizer_update", optimizerUpdate},
+    {"elementwise", elementwise},
+};
+
+} // namespace
+
+bool dropoutKeep(int64_t opSeed, uint64_t runSeed, int64_t step, int64_t index,
+                 double rate) {
+  uint64_t h = splitmix64(static_cast<uint64_t>(opSeed));
+  h = splitmix64(h ^ runSeed);
+  h = splitmix64(h ^ static_cast<uint64_t>(step));
+  h = splitmix64(h ^ static_cast<uint64_t>(index));
+  double u = static_cast<double>(h >> 11) * 0x1.0p-53; // [0, 1)
+  return u >= rate;
+}
+
+std::vector<std::string> referenceKernelNames() {
+  std::vector<std::string> names;
+  for (const Entry &e : kKernels)
+    names.push_back(e.name);
+  return names;
+}
+
+void registerReferenceKernels() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    for (const Entry &e : kKernels)
+      KernelRegistry::global().add(e.name, Backend::reference, e.fn);
+  });
+}
+
+} // namespace graph::runtime::reference

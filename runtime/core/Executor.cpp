@@ -1,0 +1,615 @@
+//===- Executor.cpp - runs one plan program for one step -----------------===//
+
+#include "runtime/core/Executor.h"
+
+#include "runtime/core/Initializers.h"
+#include "runtime/plan/PlanLoader.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <exception>
+#include <map>
+#include <set>
+
+namespace graph::runtime {
+
+double StepResult::value(const std::string &name) const {
+  for (size_t i = 0; i < names.size(); ++i)
+    if (names[i] == name)
+      return mean[i];
+  return std::nan("");
+}
+
+Status MirroredVariables::initialize(const plan::Plan &plan, int devices,
+                                     uint64_t seed) {
+  if (devices < 1)
+    return Status::error("variables: need at least one device");
+  names_.clear();
+  bytes_.clear();
+  storage_.clear();
+  storage_.resize(static_cast<size_t>(devices));
+  for (const plan::Variable *v : *plan.variables()) {
+    std::string name = v->name()->str();
+    if (v->dtype() != plan::DType::f32)
+      return Status::error("variable '" + name + "': dtype " +
+                           plan::EnumNameDType(v->dtype()) +
+                           " is not supported yet (f32 only)");
+    std::vector<int64_t> shape(v->shape()->begin(), v->shape()->end());
+    int64_t bytes = elementCount(v->shape()) * 4;
+    names_.push_back(name);
+    bytes_.push_back(bytes);
+    Arena first;
+    if (Status s = Arena::allocate(bytes, first); !s)
+      return Status::error("variable '" + name + "': " + s.message());
+    if (Status s = initializeVariable(
+            name, shape, InitSpec::fromPlan(*v->initializer()), seed,
+            reinterpret_cast<float *>(first.data()));
+        !s)
+      return s;
+    // The other devices get a copy of device 0's values (a broadcast): they
+    // would compute the same values anyway.
+    for (int d = 1; d < devices; ++d) {
+      Arena copy;
+      if (Status s = Arena::allocate(bytes, copy); !s)
+        return Status::error("variable '" + name + "': " + s.message());
+      std::memcpy(copy.data(), first.data(), static_cast<size_t>(bytes));
+      storage_[d].push_back(std::move(copy));
+    }
+    storage_[0].push_back(std::move(first));
+  }
+  return Status::ok();
+}
+
+namespace {
+
+struct PreparedOp {
+  plan::OpKind kind = plan::OpKind::launch;
+  size_t index = 0;
+  const KernelFn *kernel = nullptr;
+  std::string kernelName;
+  KernelConfig config;
+  std::vector<TensorRef> ins, outs;
+  int event = -1;
+  std::string_view name;
+  int output = -1;
+  int replica = -1;
+  float *reduceData = nullptr;
+  int64_t reduceCount = 0;
+  ReduceOp reduceOp = ReduceOp::mean;
+  const void *copySrc = nullptr;
+  void *copyDst = nullptr;
+  size_t copyBytes = 0;
+};
+
+/// One data input buffer of a device, refilled from the batch every step.
+struct InputCopy {
+  void *dst = nullptr;
+  int replica = 0;
+  bool labels = false;
+  size_t bytes = 0;
+};
+
+double readScalar(const TensorRef &t) {
+  switch (t.dtype) {
+  case plan::DType::f32:
+    return *static_cast<const float *>(t.data);
+  case plan::DType::f64:
+    return *static_cast<const double *>(t.data);
+  case plan::DType::i32:
+    return *static_cast<const int32_t *>(t.data);
+  case plan::DType::i64:
+    return static_cast<double>(*static_cast<const int64_t *>(t.data));
+  default:
+    return std::nan("");
+  }
+}
+
+} // namespace
+
+struct Executor::Device {
+  int index = 0;
+  Arena arena;
+  std::vector<Arena> inputStorage;
+  std::vector<InputCopy> inputs;
+  std::vector<PreparedOp> ops;
+  size_t timestamps = 0;
+};
+
+Executor::Executor(const plan::Plan &plan, const plan::Program &program)
+    : plan_(plan), program_(program) {}
+
+Executor::~Executor() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  for (std::thread &t : workers_)
+    t.join();
+}
+
+const Arena &Executor::arena(int device) const {
+  return devices_[device]->arena;
+}
+
+Status Executor::create(const plan::Plan &plan, const plan::Program &program,
+                        MirroredVariables &variables,
+                        const ExecutorOptions &options,
+                        std::unique_ptr<Executor> &out) {
+  std::unique_ptr<Executor> e(new Executor(plan, program));
+  if (Status s = e->prepare(variables, options); !s)
+    return s;
+  // Device 0 runs on the caller's thread; the others on their own.
+  for (int d = 1; d < e->replicas_; ++d)
+    e->workers_.emplace_back([raw = e.get(), d] { raw->workerLoop(d); });
+  out = std::move(e);
+  return Status::ok();
+}
+
+Status Executor::prepare(MirroredVariables &variables,
+                         const ExecutorOptions &options) {
+  options_ = options;
+  replicas_ = program_.replicas();
+  std::string where = "program '" + program_.name()->str() + "'";
+  if (variables.devices() < replicas_)
+    return Status::error(where + ": needs " + std::to_string(replicas_) +
+                         " devices' variables, has " +
+                         std::to_string(variables.devices()));
+  collective_ = makeLocalCollective(replicas_, options.timeout);
+  eventStep_.assign(static_cast<size_t>(std::max(0, program_.num_events())), 0);
+
+  // Inputs: one image input and, optionally, "labels".
+  const auto &inputs = *plan_.inputs();
+  int imageInput = -1, labelInput = -1;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (inputs[i]->name()->str() == "labels") {
+      labelInput = static_cast<int>(i);
+    } else if (imageInput < 0) {
+      imageInput = static_cast<int>(i);
+    } else {
+      return Status::error(where +
+                           ": graphrun feeds one image input and "
+                           "'labels'; the plan has inputs '" +
+                           inputs[imageInput]->name()->str() + "' and '" +
+                           inputs[i]->name()->str() + "'");
+    }
+  }
+  if (imageInput < 0)
+    return Status::error(where + ": the plan has no image input");
+  globalBatch_ = inputs[imageInput]->shape()->Get(0);
+  if (labelInput >= 0)
+    labelFormat_ = inputs[labelInput]->dtype() == plan::DType::i32
+                       ? data::LabelFormat::Sparse
+                       : data::LabelFormat::OneHot;
+  if (globalBatch_ % replicas_ != 0)
+    return Status::error(where + ": global batch " +
+                         std::to_string(globalBatch_) +
+                         " does not split evenly across " +
+                         std::to_string(replicas_) + " replicas");
+
+  for (int d = 0; d < replicas_; ++d) {
+    auto dev = std::make_unique<Device>();
+    dev->index = d;
+    if (Status s = Arena::allocate(program_.arena_bytes()->Get(d), dev->arena);
+        !s)
+      return Status::error(where + ", device " + std::to_string(d) + ": " +
+                           s.message());
+    devices_.push_back(std::move(dev));
+  }
+
+  // Buffers to pointers.
+  const auto &buffers = *program_.buffers();
+  std::vector<void *> data(buffers.size(), nullptr);
+  std::map<std::tuple<int, int, int>, void *> inputBuffers;
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    const plan::Buffer &b = *buffers[i];
+    std::string at = where + ", buffer " + std::to_string(i) + ": ";
+    Device &dev = *devices_[b.device()];
+    int64_t bytes =
+        elementCount(b.shape()) * static_cast<int64_t>(dtypeBytes(b.dtype()));
+    switch (b.kind()) {
+    case plan::BufferKind::arena:
+      data[i] = dev.arena.data() + b.offset();
+      break;
+    case plan::BufferKind::variable: {
+      const plan::Variable &v = *plan_.variables()->Get(b.variable());
+      if (v.dtype() != b.dtype() || bytes > variables.bytes(b.variable()))
+        return Status::error(at + "does not match variable '" +
+                             v.name()->str() + "'");
+      data[i] = variables.data(b.device(), b.variable());
+      break;
+    }
+    case plan::BufferKind::input: {
+      const plan::Input &in = *inputs[b.input()];
+      bool labels = b.input() == labelInput;
+      // The replica's share: rows B/N of the global input's row shape.
+      int64_t rows = globalBatch_ / replicas_;
+      bool shapeOk = b.dtype() == in.dtype() &&
+                     b.shape()->size() == in.shape()->size() &&
+                     b.shape()->Get(0) == rows;
+      for (size_t k = 1; shapeOk && k < b.shape()->size(); ++k)
+        shapeOk = b.shape()->Get(k) == in.shape()->Get(k);
+      if (!shapeOk || in.shape()->Get(0) != globalBatch_)
+        return Status::error(at + "input '" + in.name()->str() +
+                             "' of replica " + std::to_string(b.replica()) +
+                             " is not its " + std::to_string(rows) +
+                             "-row share of the global batch");
+      auto key = std::make_tuple(b.device(), b.input(), b.replica());
+      auto found = inputBuffers.find(key);
+      if (found != inputBuffers.end()) {
+        data[i] = found->second;
+        break;
+      }
+      Arena storage;
+      if (Status s = Arena::allocate(bytes, storage); !s)
+        return Status::error(at + s.message());
+      data[i] = storage.data();
+      inputBuffers[key] = storage.data();
+      dev.inputs.push_back(
+          {storage.data(), b.replica(), labels, static_cast<size_t>(bytes)});
+      dev.inputStorage.push_back(std::move(storage));
+      break;
+    }
+    case plan::BufferKind::view:
+      if (b.source() < 0 || static_cast<size_t>(b.source()) >= i)
+        return Status::error(at + "a view must follow its source buffer");
+      data[i] = static_cast<std::byte *>(data[b.source()]) +
+                b.offset() * static_cast<int64_t>(dtypeBytes(b.dtype()));
+      break;
+    default:
+      return Status::error(at + "unknown buffer kind");
+    }
+  }
+  auto tensor = [&](int32_t index) {
+    const plan::Buffer &b = *buffers[index];
+    TensorRef t;
+    t.data = data[index];
+    t.shape.assign(b.shape()->begin(), b.shape()->end());
+    t.dtype = b.dtype();
+    return t;
+  };
+
+  // Ops to each device's list.
+  std::map<std::string, int> outputIndex;
+  std::vector<std::vector<bool>> outputSeen;
+  std::set<std::string> missing;
+  const KernelRegistry &registry = KernelRegistry::global();
+  const auto &ops = *program_.ops();
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const plan::Op &op = *ops[i];
+    std::string at = where + ", op " + std::to_string(i) + ": ";
+    PreparedOp p;
+    p.kind = op.kind();
+    p.index = i;
+    switch (op.kind()) {
+    case plan::OpKind::launch: {
+      p.kernelName = op.kernel()->str();
+      p.kernel = registry.find(p.kernelName, options.backend);
+      if (!p.kernel)
+        missing.insert(p.kernelName);
+      p.config = KernelConfig::fromPlan(op.config());
+      if (options.learningRate >= 0 && p.config.has("learning_rate") &&
+          p.kernelName == "optimizer_update")
+        p.config.set("learning_rate", options.learningRate);
+      if (op.ins())
+        for (int32_t b : *op.ins())
+          p.ins.push_back(tensor(b));
+      if (op.outs())
+        for (int32_t b : *op.outs())
+          p.outs.push_back(tensor(b));
+      for (auto *list : {op.ins(), op.outs()})
+        if (list)
+          for (int32_t b : *list)
+            if (buffers[b]->device() != op.device())
+              return Status::error(at + "'" + p.kernelName + "' on device " +
+                                   std::to_string(op.device()) +
+                                   " uses buffer " + std::to_string(b) +
+                                   " of device " +
+                                   std::to_string(buffers[b]->device()));
+      break;
+    }
+    case plan::OpKind::all_reduce: {
+      std::string reduction = op.reduction() ? op.reduction()->str() : "";
+      if (reduction != "mean" && reduction != "sum")
+        return Status::error(at + "all_reduce reduction '" + reduction +
+                             "' is neither mean nor sum");
+      int64_t count = -1;
+      for (int r = 0; r < replicas_; ++r) {
+        const plan::Buffer &b = *buffers[op.ins()->Get(r)];
+        int64_t n = elementCount(b.shape());
+        if (b.device() != r || b.dtype() != plan::DType::f32 ||
+            (count >= 0 && n != count))
+          return Status::error(at + "all_reduce operand " + std::to_string(r) +
+                               " must be an f32 buffer of device " +
+                               std::to_string(r) + " as long as the others");
+        count = n;
+      }
+      for (int r = 0; r < replicas_; ++r) {
+        PreparedOp q = p;
+        q.reduceData = static_cast<float *>(data[op.ins()->Get(r)]);
+        q.reduceCount = count;
+        q.reduceOp = reduction == "mean" ? ReduceOp::mean : ReduceOp::sum;
+        devices_[r]->ops.push_back(std::move(q));
+      }
+      continue;
+    }
+    case plan::OpKind::copy: {
+      const plan::Buffer &src = *buffers[op.ins()->Get(0)];
+      const plan::Buffer &dst = *buffers[op.outs()->Get(0)];
+      size_t bytes = static_cast<size_t>(elementCount(src.shape())) *
+                     dtypeBytes(src.dtype());
+      if (bytes != static_cast<size_t>(elementCount(dst.shape())) *
+                       dtypeBytes(dst.dtype()))
+        return Status::error(at + "copy between buffers of different sizes");
+      p.copySrc = data[op.ins()->Get(0)];
+      p.copyDst = data[op.outs()->Get(0)];
+      p.copyBytes = bytes;
+      break;
+    }
+    case plan::OpKind::record:
+    case plan::OpKind::wait:
+      p.event = op.event();
+      break;
+    case plan::OpKind::timestamp:
+      p.name = std::string_view(op.name()->c_str(), op.name()->size());
+      devices_[op.device()]->timestamps++;
+      break;
+    case plan::OpKind::output: {
+      std::string name = op.name()->str();
+      auto [it, added] =
+          outputIndex.emplace(name, static_cast<int>(outputIndex.size()));
+      if (added)
+        names_.push_back(name);
+      p.output = it->second;
+      p.replica = op.replica();
+      if (p.replica < 0 || p.replica >= replicas_)
+        return Status::error(at + "output '" + name + "' of replica " +
+                             std::to_string(p.replica) + " out of range");
+      p.ins.push_back(tensor(op.ins()->Get(0)));
+      break;
+    }
+    default:
+      return Status::error(at + "unknown op kind");
+    }
+    devices_[op.device()]->ops.push_back(std::move(p));
+  }
+  if (!missing.empty()) {
+    std::string list;
+    for (const std::string &k : missing)
+      list += (list.empty() ? "" : ", ") + k;
+    size_t have = registry.names(options.backend).size();
+    return Status::error(
+        where + ": the " + backendName(options.backend) +
+        " backend has no kernel for: " + list + " (" + std::to_string(have) +
+        " kernels registered" +
+        (have == 0 ? "; are its kernels linked into this build?" : "") +
+        "): choose another --backend");
+  }
+  return Status::ok();
+}
+
+void Executor::fail(const Status &status) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!failed_) {
+      failed_ = true;
+      error_ = status;
+    }
+  }
+  cv_.notify_all();
+  collective_->abort(status.message());
+}
+
+void Executor::recordEvent(int event) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    eventStep_[event] = stepId_;
+  }
+  cv_.notify_all();
+}
+
+Status Executor::waitEvent(int event, int device) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  bool ok = cv_.wait_for(lock, options_.timeout, [&] {
+    return eventStep_[event] == stepId_ || failed_;
+  });
+  if (failed_)
+    return Status::error("aborted");
+  if (!ok)
+    return Status::error("program '" + program_.name()->str() + "': device " +
+                         std::to_string(device) + " timed out after " +
+                         std::to_string(options_.timeout.count()) +
+                         " ms waiting for event " + std::to_string(event));
+  return Status::ok();
+}
+
+void Executor::runDevice(int d) {
+  Device &dev = *devices_[d];
+  const data::BatchSlice *slices = slices_.data();
+  for (const InputCopy &in : dev.inputs) {
+    const data::BatchSlice &s = slices[in.replica];
+    const void *src =
+        in.labels ? (s.sparseLabels ? static_cast<const void *>(s.sparseLabels)
+                                    : static_cast<const void *>(s.oneHotLabels))
+                  : static_cast<const void *>(s.images);
+    std::memcpy(in.dst, src, in.bytes);
+  }
+  std::vector<Timestamp> &timeline = result_->timestamps[d];
+  KernelContext ctx;
+  ctx.step = step_;
+  ctx.replica = d;
+  ctx.replicas = replicas_;
+  ctx.globalRowOffset = globalBatch_ / replicas_ * d;
+  ctx.seed = options_.seed;
+  for (PreparedOp &op : dev.ops) {
+    if (failed_)
+      return;
+    Status s;
+    switch (op.kind) {
+    case plan::OpKind::launch:
+      try {
+        s = (*op.kernel)(ctx, op.config, op.ins, op.outs);
+      } catch (const std::exception &e) {
+        s = Status::error(std::string("exception: ") + e.what());
+      }
+      if (!s)
+        s = Status::error("program '" + program_.name()->str() + "', op " +
+                          std::to_string(op.index) + " ('" + op.kernelName +
+                          "' on device " + std::to_string(d) +
+                          "): " + s.message());
+      break;
+    case plan::OpKind::all_reduce:
+      s = collective_->allReduce(d, op.reduceData, op.reduceCount, op.reduceOp);
+      if (!s)
+        s = Status::error("program '" + program_.name()->str() + "', op " +
+                          std::to_string(op.index) + ": " + s.message());
+      break;
+    case plan::OpKind::copy:
+      std::memcpy(op.copyDst, op.copySrc, op.copyBytes);
+      break;
+    case plan::OpKind::record:
+      recordEvent(op.event);
+      break;
+    case plan::OpKind::wait:
+      s = waitEvent(op.event, d);
+      break;
+    case plan::OpKind::timestamp:
+      timeline.push_back({op.name, std::chrono::steady_clock::now()});
+      break;
+    case plan::OpKind::output:
+      result_->perReplica[op.replica][op.output] = readScalar(op.ins[0]);
+      break;
+    default:
+      break;
+    }
+    if (!s) {
+      fail(s);
+      return;
+    }
+  }
+}
+
+void Executor::workerLoop(int device) {
+  uint64_t seen = 0;
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      cv_.wait(lock, [&] { return stopping_ || startGeneration_ != seen; });
+      if (stopping_)
+        return;
+      seen = startGeneration_;
+    }
+    runDevice(device);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      ++finished_;
+    }
+    cv_.notify_all();
+  }
+}
+
+Status Executor::run(const data::Batch &batch, int64_t step,
+                     StepResult &result) {
+  // Messages are built only on failure: a step allocates nothing.
+  auto where = [&] { return "program '" + program_.name()->str() + "'"; };
+  if (failed_)
+    return Status::error(where() +
+                         ": an earlier step failed: " + error_.message());
+  if (batch.size != globalBatch_)
+    return Status::error(where() + ": the batch has " +
+                         std::to_string(batch.size) +
+                         " rows, the plan was compiled for a global batch "
+                         "of " +
+                         std::to_string(globalBatch_));
+  if (Status s = data::splitBatch(batch, replicas_, slices_); !s)
+    return s;
+  // The slices must fill the input buffers exactly.
+  for (const auto &dev : devices_)
+    for (const InputCopy &in : dev->inputs) {
+      const data::BatchSlice &sl = slices_[in.replica];
+      size_t have =
+          in.labels ? (sl.sparseLabels ? sl.rows * sizeof(int32_t)
+                       : sl.oneHotLabels
+                           ? static_cast<size_t>(sl.rows * batch.numClasses) *
+                                 sizeof(float)
+                           : 0)
+                    : static_cast<size_t>(sl.rows * batch.shape.elements()) *
+                          sizeof(float);
+      if (have != in.bytes)
+        return Status::error(
+            where() + ": the batch's " + (in.labels ? "labels" : "images") +
+            " (" + batch.shape.str() + ", " + std::to_string(batch.numClasses) +
+            " classes, " +
+            (batch.labelFormat == data::LabelFormat::Sparse ? "sparse"
+                                                            : "one-hot") +
+            " labels) do not fit the plan's input of " +
+            std::to_string(in.bytes) + " bytes per replica");
+    }
+  if (result.names != names_) {
+    result.names = names_;
+    result.perReplica.assign(static_cast<size_t>(replicas_),
+                             std::vector<double>(names_.size(), 0.0));
+    result.mean.assign(names_.size(), 0.0);
+  }
+  result.timestamps.resize(static_cast<size_t>(replicas_));
+  for (int d = 0; d < replicas_; ++d) {
+    result.timestamps[d].clear();
+    result.timestamps[d].reserve(devices_[d]->timestamps);
+  }
+  batch_ = &batch;
+  result_ = &result;
+  step_ = step;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++stepId_;
+    ++startGeneration_;
+    finished_ = 0;
+  }
+  cv_.notify_all();
+  runDevice(0);
+  {
+    std::unique_lock<std::mutex> lock(mutex_);
+    cv_.wait(lock, [&] { return finished_ == replicas_ - 1; });
+  }
+  batch_ = nullptr;
+  result_ = nullptr;
+  if (failed_)
+    return error_;
+  for (size_t o = 0; o < names_.size(); ++o) {
+    double sum = 0;
+    for (int r = 0; r < replicas_; ++r)
+      sum += result.perReplica[r][o];
+    result.mean[o] = sum / replicas_;
+  }
+  return Status::ok();
+}
+
+Status findProgram(const plan::Plan &plan, plan::ProgramKind kind, int replicas,
+                   const std::string &planName, const plan::Program *&out) {
+  std::string wanted = std::string(plan::EnumNameProgramKind(kind)) + "_x" +
+                       std::to_string(replicas);
+  std::vector<int> counts;
+  for (const plan::Program *p : *plan.programs()) {
+    if (p->kind() != kind)
+      continue;
+    if (p->name()->str() == wanted && p->replicas() == replicas) {
+      out = p;
+      return Status::ok();
+    }
+    counts.push_back(p->replicas());
+  }
+  std::sort(counts.begin(), counts.end());
+  std::string list;
+  for (int c : counts)
+    list += (list.empty() ? "" : ", ") + std::to_string(c);
+  return Status::error(
+      planName + ": no " + plan::EnumNameProgramKind(kind) + " program for " +
+      std::to_string(replicas) + " replica(s) ('" + wanted + "'); " +
+      (list.empty() ? std::string("it has none")
+                    : "it has programs for " + list + " replica(s)") +
+      ": use one of those counts, or recompile with graphc --replicas=" +
+      std::to_string(replicas));
+}
+
+} // namespace graph::runtime

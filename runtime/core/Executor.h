@@ -1,0 +1,174 @@
+//===- Executor.h - runs one plan program for one step ----------*- C++ -*-===//
+//
+// The executor turns a verified plan program into something that runs a step
+// without allocating: per device one arena (allocated once), the device's
+// share of every data input, and the program's ops resolved to kernels and
+// buffer pointers. Each device runs its ops in program order on its own
+// thread (a CPU device's streams collapse into that order, which the
+// compiler made dependency-respecting); events are real synchronisation
+// between device threads and an all-reduce is a rendezvous of all of them.
+//
+// Variables live outside the executor, in MirroredVariables, because the
+// training and the evaluation program of a run share them.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef RUNTIME_CORE_EXECUTOR_H
+#define RUNTIME_CORE_EXECUTOR_H
+
+#include "runtime/core/Arena.h"
+#include "runtime/core/Collective.h"
+#include "runtime/core/Kernel.h"
+#include "runtime/core/Status.h"
+#include "runtime/data/Batch.h"
+#include "runtime/plan/plan_generated.h"
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+namespace graph::runtime {
+
+/// Every variable of a plan, one copy per device (TensorFlow's mirrored
+/// variables), each 64-byte aligned. All copies start from the same values:
+/// the initializers are keyed by name and seed, not by device.
+class MirroredVariables {
+public:
+  /// Allocates and initializes `devices` copies of the plan's variables.
+  Status initialize(const plan::Plan &plan, int devices, uint64_t seed);
+
+  int devices() const { return static_cast<int>(storage_.size()); }
+  int count() const { return static_cast<int>(names_.size()); }
+  const std::string &name(int variable) const { return names_[variable]; }
+  int64_t bytes(int variable) const { return bytes_[variable]; }
+  void *data(int device, int variable) const {
+    return storage_[device][variable].data();
+  }
+  /// The variable as floats on `device` (f32 variables only).
+  const float *f32(int device, int variable) const {
+    return reinterpret_cast<const float *>(data(device, variable));
+  }
+
+private:
+  std::vector<std::string> names_;
+  std::vector<int64_t> bytes_;
+  std::vector<std::vector<Arena>> storage_; // [device][variable]
+};
+
+/// A named point of a device's step (`forward_begin`, `allreduce_end`, ...).
+struct Timestamp {
+  std::string_view name; // points into the plan
+  std::chrono::steady_clock::time_point at;
+};
+
+/// What one step produced.
+struct StepResult {
+  /// The program's output names ("loss", "accuracy"), in program order.
+  std::vector<std::string> names;
+  /// [replica][output]: each replica's value.
+  std::vector<std::vector<double>> perReplica;
+  /// [output]: the mean over replicas (each replica saw an equal share).
+  std::vector<double> mean;
+  /// [device]: the timestamps the device reached, in order.
+  std::vector<std::vector<Timestamp>> timestamps;
+
+  /// The mean of output `name`, or NaN when the program has none.
+  double value(const std::string &name) const;
+};
+
+struct ExecutorOptions {
+  Backend backend = Backend::reference;
+  /// The run's seed: kernels mix it into dropout masks.
+  uint64_t seed = 0;
+  /// How long a device waits for another (all-reduce, event) before the
+  /// step fails naming the late replica.
+  std::chrono::milliseconds timeout{60000};
+  /// Replaces the plan's learning rate in every optimizer_update (negative:
+  /// keep the plan's).
+  double learningRate = -1;
+};
+
+class Executor {
+public:
+  /// Prepares `program` of `plan` (a verified plan) over `variables`
+  /// (one copy per program device). Fails, naming them, when the backend
+  /// lacks kernels the program launches.
+  static Status create(const plan::Plan &plan, const plan::Program &program,
+                       MirroredVariables &variables,
+                       const ExecutorOptions &options,
+                       std::unique_ptr<Executor> &out);
+  ~Executor();
+  Executor(const Executor &) = delete;
+  Executor &operator=(const Executor &) = delete;
+
+  /// Runs one step on `batch` (the global batch: replica r gets rows
+  /// [r*B/N, (r+1)*B/N)); `step` is the global step (1 on the first
+  /// update). `result` is reused from step to step.
+  Status run(const data::Batch &batch, int64_t step, StepResult &result);
+
+  const plan::Program &program() const { return program_; }
+  int replicas() const { return replicas_; }
+  /// The global batch the program was compiled for.
+  int64_t globalBatch() const { return globalBatch_; }
+  /// How the program wants its labels (from the labels input's dtype).
+  data::LabelFormat labelFormat() const { return labelFormat_; }
+  /// Device `device`'s arena (tests check that it never moves).
+  const Arena &arena(int device) const;
+
+  struct Device; // Executor.cpp
+private:
+  Executor(const plan::Plan &plan, const plan::Program &program);
+  Status prepare(MirroredVariables &variables, const ExecutorOptions &options);
+  void runDevice(int device);
+  void workerLoop(int device);
+  void fail(const Status &status);
+  Status waitEvent(int event, int device);
+  void recordEvent(int event);
+
+  const plan::Plan &plan_;
+  const plan::Program &program_;
+  ExecutorOptions options_;
+  int replicas_ = 1;
+  int64_t globalBatch_ = 0;
+  data::LabelFormat labelFormat_ = data::LabelFormat::OneHot;
+  std::vector<std::unique_ptr<Device>> devices_;
+  std::unique_ptr<Collective> collective_;
+  std::vector<std::string> names_; // output names
+
+  // The step in flight.
+  const data::Batch *batch_ = nullptr;
+  std::vector<data::BatchSlice> slices_;
+  int64_t step_ = 0;
+  uint64_t stepId_ = 0;
+  StepResult *result_ = nullptr;
+
+  // Events and failure: one lock; events hold the id of the step that last
+  // recorded them.
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::vector<uint64_t> eventStep_;
+  std::atomic<bool> failed_{false};
+  Status error_;
+
+  // Device threads (devices 1..N-1; device 0 runs on the caller's thread).
+  std::vector<std::thread> workers_;
+  uint64_t startGeneration_ = 0;
+  int finished_ = 0;
+  bool stopping_ = false;
+};
+
+/// The program `<kind>_x<replicas>` of `plan`, or an error listing the
+/// replica counts the plan has programs for.
+Status findProgram(const plan::Plan &plan, plan::ProgramKind kind, int replicas,
+                   const std::string &planName, const plan::Program *&out);
+
+} // namespace graph::runtime
+
+#endif // RUNTIME_CORE_EXECUTOR_H

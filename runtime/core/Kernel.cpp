@@ -1,0 +1,116 @@
+//===- Kernel.cpp - kernel configuration and registry ---------------------===//
+
+#include "runtime/core/Kernel.h"
+
+namespace graph::runtime {
+
+const char *backendName(Backend backend) {
+  switch (backend) {
+  case Backend::reference:
+    return "reference";
+  case Backend::cpu:
+    return "cpu";
+  case Backend::cuda:
+    return "cuda";
+  }
+  return "unknown";
+}
+
+KernelConfig KernelConfig::fromPlan(
+    const flatbuffers::Vector<flatbuffers::Offset<plan::Attr>> *attrs) {
+  KernelConfig config;
+  if (!attrs)
+    return config;
+  for (const plan::Attr *a : *attrs) {
+    std::string name = a->name()->str();
+    switch (a->kind()) {
+    case plan::AttrKind::int_:
+      config.set(name, static_cast<int64_t>(a->i()));
+      break;
+    case plan::AttrKind::float_:
+      config.set(name, a->f());
+      break;
+    case plan::AttrKind::string:
+      config.set(name, a->s() ? a->s()->str() : std::string());
+      break;
+    case plan::AttrKind::ints:
+      config.set(name, a->ints() ? std::vector<int64_t>(a->ints()->begin(),
+                                                        a->ints()->end())
+                                 : std::vector<int64_t>());
+      break;
+    case plan::AttrKind::floats:
+      config.set(name, a->floats() ? std::vector<double>(a->floats()->begin(),
+                                                         a->floats()->end())
+                                   : std::vector<double>());
+      break;
+    }
+  }
+  return config;
+}
+
+int64_t KernelConfig::getInt(const std::string &name, int64_t fallback) const {
+  auto it = entries.find(name);
+  if (it == entries.end())
+    return fallback;
+  if (auto *i = std::get_if<int64_t>(&it->second))
+    return *i;
+  if (auto *f = std::get_if<double>(&it->second))
+    return static_cast<int64_t>(*f);
+  return fallback;
+}
+
+double KernelConfig::getFloat(const std::string &name, double fallback) const {
+  auto it = entries.find(name);
+  if (it == entries.end())
+    return fallback;
+  if (auto *f = std::get_if<double>(&it->second))
+    return *f;
+  if (auto *i = std::get_if<int64_t>(&it->second))
+    return static_cast<double>(*i);
+  return fallback;
+}
+
+std::string KernelConfig::getString(const std::string &name,
+                                    const std::string &fallback) const {
+  auto it = entries.find(name);
+  if (it == entries.end())
+    return fallback;
+  if (auto *s = std::get_if<std::string>(&it->second))
+    return *s;
+  return fallback;
+}
+
+std::vector<int64_t> KernelConfig::getInts(const std::string &name) const {
+  auto it = entries.find(name);
+  if (it == entries.end())
+    return {};
+  if (auto *v = std::get_if<std::vector<int64_t>>(&it->second))
+    return *v;
+  return {};
+}
+
+KernelRegistry &KernelRegistry::global() {
+  static KernelRegistry registry;
+  return registry;
+}
+
+void KernelRegistry::add(const std::string &name, Backend backend,
+                         KernelFn fn) {
+  kernels[{name, backend}] = std::move(fn);
+}
+
+const KernelFn *KernelRegistry::find(const std::string &name,
+                                     Backend backend) const {
+  auto it = kernels.find({name, backend});
+  return it == kernels.end() ? nullptr : &it->second;
+}
+
+std::vector<std::string> KernelRegistry::names(Backend backend) const {
+  std::vector<std::string> out;
+  for (auto &[key, fn] : kernels)
+    if (key.second == backend)
+      out.push_back(key.first);
+  return out;
+}
+
+} // namespace graph::runtime

@@ -1,0 +1,119 @@
+//===- Kernel.h - what a kernel is, and the registry of them ----*- C++ -*-===//
+//
+// A kernel runs one plan launch: it reads `ins`, writes `outs` (which may
+// alias ins, as the optimizer's in-place update does) and takes the graph
+// op's attributes as its configuration. Kernels are registered per
+// (name, backend); the name is the graph op's ("fused_conv2d",
+// "conv2d_grad_input", "optimizer_update", ...), so a kernel is specified by
+// the op's documentation in dialects/graph/GraphOps.td.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef RUNTIME_CORE_KERNEL_H
+#define RUNTIME_CORE_KERNEL_H
+
+#include "runtime/core/Status.h"
+#include "runtime/plan/plan_generated.h"
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace graph::runtime {
+
+/// A view of one buffer: no ownership.
+struct TensorRef {
+  void *data = nullptr;
+  std::vector<int64_t> shape;
+  plan::DType dtype = plan::DType::f32;
+
+  int64_t elements() const {
+    int64_t n = 1;
+    for (int64_t d : shape)
+      n *= d;
+    return n;
+  }
+  float *f32() const { return static_cast<float *>(data); }
+  int32_t *i32() const { return static_cast<int32_t *>(data); }
+};
+
+/// A kernel's configuration: the graph op's attributes by name. Integers
+/// (also booleans and unit attributes, as 1), floats, strings, and integer
+/// or float lists. The optimizer's configuration is `optimizer` (a string:
+/// sgd, adam, rmsprop) plus one float per hyper-parameter.
+class KernelConfig {
+public:
+  using Value = std::variant<int64_t, double, std::string, std::vector<int64_t>,
+                             std::vector<double>>;
+
+  KernelConfig() = default;
+  /// The configuration of a plan launch.
+  static KernelConfig
+  fromPlan(const flatbuffers::Vector<flatbuffers::Offset<plan::Attr>> *attrs);
+
+  KernelConfig &set(const std::string &name, Value value) {
+    entries[name] = std::move(value);
+    return *this;
+  }
+  bool has(const std::string &name) const { return entries.count(name) != 0; }
+  /// An integer entry (`fallback` when absent; a float entry is truncated).
+  int64_t getInt(const std::string &name, int64_t fallback = 0) const;
+  /// A float entry (`fallback` when absent; an integer entry converts).
+  double getFloat(const std::string &name, double fallback = 0.0) const;
+  std::string getString(const std::string &name,
+                        const std::string &fallback = "") const;
+  std::vector<int64_t> getInts(const std::string &name) const;
+  const std::map<std::string, Value> &all() const { return entries; }
+
+private:
+  std::map<std::string, Value> entries;
+};
+
+/// What a kernel may know about the step it runs in.
+struct KernelContext {
+  /// The global step, 1 on the first update (Adam's bias correction).
+  int64_t step = 1;
+  int replica = 0;
+  int replicas = 1;
+  /// The first row of the global batch this replica holds: dropout keys its
+  /// mask by the global row, so N replicas drop what one replica would.
+  int64_t globalRowOffset = 0;
+  /// The run's seed (`graphrun --seed`), mixed into dropout masks.
+  uint64_t seed = 0;
+};
+
+using KernelFn = std::function<Status(
+    const KernelContext &, const KernelConfig &, const std::vector<TensorRef> &ins,
+    const std::vector<TensorRef> &outs)>;
+
+enum class Backend { reference, cpu, cuda };
+const char *backendName(Backend backend);
+
+/// Kernels by (name, backend). Backends register theirs at start-up through
+/// KernelRegistration objects in their translation units.
+class KernelRegistry {
+public:
+  static KernelRegistry &global();
+  void add(const std::string &name, Backend backend, KernelFn fn);
+  /// The kernel, or null when the backend has none of that name.
+  const KernelFn *find(const std::string &name, Backend backend) const;
+  std::vector<std::string> names(Backend backend) const;
+
+private:
+  std::map<std::pair<std::string, Backend>, KernelFn> kernels;
+};
+
+/// `static KernelRegistration r("relu", Backend::reference, reluKernel);`
+struct KernelRegistration {
+  KernelRegistration(const std::string &name, Backend backend, KernelFn fn) {
+    KernelRegistry::global().add(name, backend, std::move(fn));
+  }
+};
+
+} // namespace graph::runtime
+
+#endif // RUNTIME_CORE_KERNEL_H

@@ -1,0 +1,149 @@
+//===- Session.cpp - the training loop -----------------------------------===//
+
+#include "runtime/core/Session.h"
+
+#include <cmath>
+
+namespace graph::runtime {
+
+double EvalResult::value(const std::string &name) const {
+  for (size_t i = 0; i < names.size(); ++i)
+    if (names[i] == name)
+      return values[i];
+  return std::nan("");
+}
+
+Status Session::create(const LoadedPlan &plan, const SessionOptions &options,
+                       std::unique_ptr<Session> &out) {
+  std::unique_ptr<Session> s(new Session(plan, options));
+  const plan::Program *program = nullptr;
+  if (Status st = findProgram(*plan.plan, plan::ProgramKind::train,
+                              options.replicas, plan.path, program);
+      !st)
+    return st;
+  if (Status st =
+          s->variables_.initialize(*plan.plan, options.replicas, options.seed);
+      !st)
+    return Status::error(plan.path + ": " + st.message());
+  ExecutorOptions eo;
+  eo.backend = options.backend;
+  eo.seed = options.seed;
+  eo.timeout = options.timeout;
+  eo.learningRate = options.learningRate;
+  if (Status st =
+          Executor::create(*plan.plan, *program, s->variables_, eo, s->train_);
+      !st)
+    return Status::error(plan.path + ": " + st.message());
+  out = std::move(s);
+  return Status::ok();
+}
+
+Status Session::train(data::BatchIterator &batches, int64_t maxSteps,
+                      const std::vector<Hook *> &hooks) {
+  SessionInfo info;
+  info.model = plan_.plan->model() ? plan_.plan->model()->str() : "";
+  info.program = train_->program().name()->str();
+  info.replicas = train_->replicas();
+  info.backend = options_.backend;
+  info.globalBatch = train_->globalBatch();
+  info.plannedSteps = maxSteps;
+  for (Hook *h : hooks)
+    h->begin(info);
+  auto start = std::chrono::steady_clock::now();
+  data::Batch batch;
+  StepResult result;
+  StepContext ctx;
+  Status status;
+  for (int64_t i = 0; maxSteps < 0 || i < maxSteps; ++i) {
+    ctx.begin = std::chrono::steady_clock::now();
+    bool end = false;
+    if (status = batches.next(batch, end); !status)
+      break;
+    if (end)
+      break;
+    ctx.step = globalStep_ + 1;
+    ctx.globalBatch = info.globalBatch;
+    ctx.replicas = info.replicas;
+    ctx.result = nullptr;
+    for (Hook *h : hooks)
+      h->beforeStep(ctx);
+    if (status = train_->run(batch, ctx.step, result); !status)
+      break;
+    ++globalStep_;
+    ctx.end = std::chrono::steady_clock::now();
+    ctx.result = &result;
+    ctx.metrics.clear();
+    ctx.loss = std::nan("");
+    for (size_t o = 0; o < result.names.size(); ++o) {
+      if (result.names[o] == "loss")
+        ctx.loss = result.mean[o];
+      else
+        ctx.metrics.emplace_back(result.names[o], result.mean[o]);
+    }
+    if (!std::isfinite(ctx.loss)) {
+      status = Status::error("step " + std::to_string(ctx.step) +
+                             ": the loss is " + std::to_string(ctx.loss) +
+                             ": training diverged (lower the learning rate "
+                             "or check the data)");
+      break;
+    }
+    for (Hook *h : hooks)
+      h->afterStep(ctx);
+  }
+  info.stepsDone = globalStep_;
+  info.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  if (status)
+    for (Hook *h : hooks)
+      h->end(info);
+  return status;
+}
+
+Status Session::evaluate(data::BatchIterator &batches, EvalResult &out,
+                         int64_t maxBatches) {
+  if (!eval_) {
+    const plan::Program *program = nullptr;
+    if (Status st = findProgram(*plan_.plan, plan::ProgramKind::eval,
+                                options_.replicas, plan_.path, program);
+        !st)
+      return st;
+    ExecutorOptions eo;
+    eo.backend = options_.backend;
+    eo.seed = options_.seed;
+    eo.timeout = options_.timeout;
+    eo.learningRate = options_.learningRate;
+    if (Status st =
+            Executor::create(*plan_.plan, *program, variables_, eo, eval_);
+        !st)
+      return Status::error(plan_.path + ": " + st.message());
+  }
+  out = EvalResult();
+  data::Batch batch;
+  StepResult result;
+  while (maxBatches < 0 || out.batches < maxBatches) {
+    bool end = false;
+    if (Status s = batches.next(batch, end); !s)
+      return s;
+    if (end)
+      break;
+    if (Status s = eval_->run(batch, globalStep_, result); !s)
+      return s;
+    if (out.names.empty()) {
+      out.names = result.names;
+      out.values.assign(result.names.size(), 0.0);
+    }
+    for (size_t o = 0; o < result.mean.size(); ++o)
+      out.values[o] += result.mean[o];
+    ++out.batches;
+    out.examples += batch.size;
+  }
+  if (out.batches == 0)
+    return Status::error("evaluation: the test data gave no batch (fewer "
+                         "examples than the global batch?)");
+  for (double &v : out.values)
+    v /= static_cast<double>(out.batches);
+  return Status::ok();
+}
+
+} // namespace graph::runtime

@@ -1,0 +1,120 @@
+//===- Session.h - the training loop and its hooks --------------*- C++ -*-===//
+//
+// A Session owns a run's state: the mirrored variables, the executor of the
+// training program and, when asked to evaluate, of the evaluation program.
+// train() pulls a batch, runs a step and lets the hooks look before and
+// after each step, the C++ form of TensorFlow's SessionRunHook.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef RUNTIME_CORE_SESSION_H
+#define RUNTIME_CORE_SESSION_H
+
+#include "runtime/core/Executor.h"
+#include "runtime/core/Status.h"
+#include "runtime/data/Pipeline.h"
+#include "runtime/plan/PlanLoader.h"
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace graph::runtime {
+
+/// What a hook knows about the run as a whole.
+struct SessionInfo {
+  std::string model;
+  std::string program; // "train_x2"
+  int replicas = 1;
+  Backend backend = Backend::reference;
+  int64_t globalBatch = 0;
+  /// The steps train() was asked for (-1: until the data end).
+  int64_t plannedSteps = -1;
+  /// At end(): the steps run and their wall time.
+  int64_t stepsDone = 0;
+  double seconds = 0;
+};
+
+/// One step, as the hooks see it.
+struct StepContext {
+  /// The global step this step produces (1 for the first).
+  int64_t step = 0;
+  int64_t globalBatch = 0;
+  int replicas = 1;
+  /// After the step: the mean over replicas of the loss and of each metric.
+  double loss = 0;
+  std::vector<std::pair<std::string, double>> metrics;
+  /// After the step: per-replica outputs and per-device timestamps.
+  const StepResult *result = nullptr;
+  /// Host time before fetching the batch and after the step (the step time
+  /// includes waiting for the input pipeline, as Keras' does).
+  std::chrono::steady_clock::time_point begin, end;
+};
+
+class Hook {
+public:
+  virtual ~Hook() = default;
+  virtual void begin(const SessionInfo &) {}
+  virtual void beforeStep(StepContext &) {}
+  virtual void afterStep(const StepContext &) {}
+  virtual void end(const SessionInfo &) {}
+};
+
+struct SessionOptions {
+  int replicas = 1;
+  Backend backend = Backend::reference;
+  uint64_t seed = 0;
+  std::chrono::milliseconds timeout{60000};
+  /// Overrides the plan's learning rate (negative: keep it).
+  double learningRate = -1;
+};
+
+/// Evaluation over a whole iterator: loss and metrics averaged over its
+/// batches (all of one size, so this is the mean over examples).
+struct EvalResult {
+  int64_t batches = 0;
+  int64_t examples = 0;
+  std::vector<std::string> names;
+  std::vector<double> values;
+  double value(const std::string &name) const;
+};
+
+class Session {
+public:
+  /// Initializes the variables (one copy per replica) and prepares the
+  /// training program for `options.replicas`.
+  static Status create(const LoadedPlan &plan, const SessionOptions &options,
+                       std::unique_ptr<Session> &out);
+
+  /// Runs up to `maxSteps` steps (-1: until `batches` ends).
+  Status train(data::BatchIterator &batches, int64_t maxSteps,
+               const std::vector<Hook *> &hooks);
+  /// Runs the evaluation program over every batch of `batches`, or over
+  /// the first `maxBatches` (-1: all).
+  Status evaluate(data::BatchIterator &batches, EvalResult &out,
+                  int64_t maxBatches = -1);
+
+  int64_t globalStep() const { return globalStep_; }
+  int64_t globalBatch() const { return train_->globalBatch(); }
+  data::LabelFormat labelFormat() const { return train_->labelFormat(); }
+  const MirroredVariables &variables() const { return variables_; }
+  const plan::Program &trainProgram() const { return train_->program(); }
+
+private:
+  Session(const LoadedPlan &plan, const SessionOptions &options)
+      : plan_(plan), options_(options) {}
+
+  const LoadedPlan &plan_;
+  SessionOptions options_;
+  MirroredVariables variables_;
+  std::unique_ptr<Executor> train_;
+  std::unique_ptr<Executor> eval_;
+  int64_t globalStep_ = 0;
+};
+
+} // namespace graph::runtime
+
+#endif // RUNTIME_CORE_SESSION_H

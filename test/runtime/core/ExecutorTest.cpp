@@ -1,0 +1,405 @@
+//===- ExecutorTest.cpp - the executor on hand-built plans ----------------===//
+//
+// Tiny plans built with FlatBuffers and run with tiny kernels registered
+// here under names no backend uses ("test.*").
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/core/Executor.h"
+#include "runtime/core/Hooks.h"
+#include "runtime/core/Session.h"
+#include "runtime/plan/PlanLoader.h"
+
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+using namespace graph::runtime;
+namespace plan = graph::plan;
+
+namespace {
+
+// out[r, j] = x[r, j] * w[j]
+Status mulKernel(const KernelContext &, const KernelConfig &,
+                 const std::vector<TensorRef> &ins,
+                 const std::vector<TensorRef> &outs) {
+  int64_t cols = ins[1].elements();
+  for (int64_t i = 0; i < outs[0].elements(); ++i)
+    outs[0].f32()[i] = ins[0].f32()[i] * ins[1].f32()[i % cols];
+  return Status::ok();
+}
+// out = sum of all elements
+Status sumKernel(const KernelContext &, const KernelConfig &,
+                 const std::vector<TensorRef> &ins,
+                 const std::vector<TensorRef> &outs) {
+  float s = 0;
+  for (int64_t i = 0; i < ins[0].elements(); ++i)
+    s += ins[0].f32()[i];
+  outs[0].f32()[0] = s;
+  return Status::ok();
+}
+// g[j] = sum over rows of x[r, j]
+Status colSumKernel(const KernelContext &, const KernelConfig &,
+                    const std::vector<TensorRef> &ins,
+                    const std::vector<TensorRef> &outs) {
+  int64_t cols = outs[0].elements();
+  for (int64_t j = 0; j < cols; ++j)
+    outs[0].f32()[j] = 0;
+  for (int64_t i = 0; i < ins[0].elements(); ++i)
+    outs[0].f32()[i % cols] += ins[0].f32()[i];
+  return Status::ok();
+}
+// w -= lr * g, in place (ins: w, g; outs: w)
+Status sgdKernel(const KernelContext &, const KernelConfig &config,
+                 const std::vector<TensorRef> &ins,
+                 const std::vector<TensorRef> &outs) {
+  float lr = static_cast<float>(config.getFloat("learning_rate", 0.1));
+  for (int64_t i = 0; i < outs[0].elements(); ++i)
+    outs[0].f32()[i] = ins[0].f32()[i] - lr * ins[1].f32()[i];
+  return Status::ok();
+}
+Status failKernel(const KernelContext &ctx, const KernelConfig &,
+                  const std::vector<TensorRef> &,
+                  const std::vector<TensorRef> &) {
+  if (ctx.replica == 1)
+    return Status::error("deliberate failure");
+  return Status::ok();
+}
+
+void registerTestKernels() {
+  static bool done = false;
+  if (done)
+    return;
+  done = true;
+  auto &r = KernelRegistry::global();
+  r.add("test.mul", Backend::reference, mulKernel);
+  r.add("test.sum", Backend::reference, sumKernel);
+  r.add("test.colsum", Backend::reference, colSumKernel);
+  r.add("test.sgd", Backend::reference, sgdKernel);
+  r.add("test.fail", Backend::reference, failKernel);
+}
+
+using Builder = flatbuffers::FlatBufferBuilder;
+
+/// A plan over a [B, 1, 1, 2] image input "input_layer", [B, 2] one-hot
+/// "labels" and one variable w[2] = ones: per replica, loss = sum(x * w),
+/// g = column sums of x, all-reduce mean of g, w -= 0.1 g.
+/// `kernel0` replaces the first launch (to test failures and missing
+/// kernels).
+std::vector<uint8_t> buildPlan(int replicas, int64_t batch,
+                               const char *kernel0 = "test.mul") {
+  Builder b;
+  std::vector<int64_t> wShape{2};
+  auto initializer = plan::CreateInitializer(b, plan::InitKind::ones);
+  std::vector<flatbuffers::Offset<plan::Variable>> vars{
+      plan::CreateVariableDirect(b, "w", &wShape, plan::DType::f32,
+                                 initializer)};
+  std::vector<int64_t> xShape{batch, 1, 1, 2}, lShape{batch, 2};
+  std::vector<flatbuffers::Offset<plan::Input>> inputs{
+      plan::CreateInputDirect(b, "input_layer", &xShape),
+      plan::CreateInputDirect(b, "labels", &lShape)};
+
+  int64_t rows = batch / replicas;
+  std::vector<flatbuffers::Offset<plan::Buffer>> buffers;
+  std::vector<flatbuffers::Offset<plan::Op>> ops;
+  std::vector<int> grads;
+  std::vector<int64_t> arenas;
+  int events = 0;
+  auto buffer = [&](plan::BufferKind kind, int device,
+                    std::vector<int64_t> shape, int64_t offset = 0,
+                    int variable = -1, int input = -1, int replica = -1) {
+    buffers.push_back(plan::CreateBufferDirect(b, kind, device, &shape,
+                                               plan::DType::f32, offset,
+                                               variable, input, replica));
+    return static_cast<int32_t>(buffers.size() - 1);
+  };
+  auto timestamp = [&](const char *name, int device,
+                       plan::StreamKind stream = plan::StreamKind::compute) {
+    ops.push_back(plan::CreateOpDirect(b, plan::OpKind::timestamp, stream,
+                                       device, nullptr, nullptr, nullptr,
+                                       nullptr, -1, name));
+  };
+  auto launch = [&](const char *kernel, int device, std::vector<int32_t> ins,
+                    std::vector<int32_t> outs,
+                    std::vector<flatbuffers::Offset<plan::Attr>> *config =
+                        nullptr) {
+    ops.push_back(plan::CreateOpDirect(b, plan::OpKind::launch,
+                                       plan::StreamKind::compute, device,
+                                       kernel, &ins, &outs, config));
+  };
+  std::vector<int32_t> losses;
+  std::vector<int32_t> ws;
+  for (int d = 0; d < replicas; ++d) {
+    timestamp("step_begin", d);
+    int32_t x =
+        buffer(plan::BufferKind::input, d, {rows, 1, 1, 2}, 0, -1, 0, d);
+    buffer(plan::BufferKind::input, d, {rows, 2}, 0, -1, 1, d);
+    int32_t w = buffer(plan::BufferKind::variable, d, {2}, 0, 0);
+    int32_t y = buffer(plan::BufferKind::arena, d, {rows, 1, 1, 2}, 0);
+    int32_t loss = buffer(plan::BufferKind::arena, d, {}, rows * 8);
+    int32_t g = buffer(plan::BufferKind::arena, d, {2}, rows * 8 + 64);
+    arenas.push_back(rows * 8 + 128);
+    timestamp("forward_begin", d);
+    launch(kernel0, d, {x, w}, {y});
+    launch("test.sum", d, {y}, {loss});
+    timestamp("backward_begin", d);
+    launch("test.colsum", d, {x}, {g});
+    losses.push_back(loss);
+    ws.push_back(w);
+    grads.push_back(g);
+    if (replicas > 1) {
+      // Hand the gradient to device 0's comm stream through an event: a
+      // cross-device wait the executor must honour.
+      std::vector<int32_t> none;
+      ops.push_back(plan::CreateOpDirect(b, plan::OpKind::record,
+                                         plan::StreamKind::compute, d, nullptr,
+                                         nullptr, nullptr, nullptr, events));
+      ops.push_back(plan::CreateOpDirect(b, plan::OpKind::wait,
+                                         plan::StreamKind::comm, 0, nullptr,
+                                         nullptr, nullptr, nullptr, events));
+      ++events;
+    }
+  }
+  if (replicas > 1) {
+    for (int d = 0; d < replicas; ++d)
+      timestamp("allreduce_begin", d, plan::StreamKind::comm);
+    ops.push_back(plan::CreateOpDirect(
+        b, plan::OpKind::all_reduce, plan::StreamKind::comm, -1, nullptr,
+        &grads, nullptr, nullptr, -1, nullptr, -1, 0, "mean"));
+    for (int d = 0; d < replicas; ++d)
+      timestamp("allreduce_end", d, plan::StreamKind::comm);
+  }
+  for (int d = 0; d < replicas; ++d) {
+    timestamp("update_begin", d);
+    std::vector<flatbuffers::Offset<plan::Attr>> config{plan::CreateAttrDirect(
+        b, "learning_rate", plan::AttrKind::float_, 0, 0.1)};
+    launch("test.sgd", d, {ws[d], grads[d]}, {ws[d]}, &config);
+    std::vector<int32_t> in{losses[d]};
+    ops.push_back(plan::CreateOpDirect(b, plan::OpKind::output,
+                                       plan::StreamKind::compute, d, nullptr,
+                                       &in, nullptr, nullptr, -1, "loss", d));
+    timestamp("step_end", d);
+  }
+  std::string name = "train_x" + std::to_string(replicas);
+  std::vector<flatbuffers::Offset<plan::Program>> programs{
+      plan::CreateProgramDirect(b, name.c_str(), plan::ProgramKind::train,
+                                replicas, &buffers, &ops, events, &arenas)};
+  auto training = plan::CreateTrainingDirect(
+      b, plan::LossKind::categorical_crossentropy, false,
+      plan::OptimizerKind::sgd, nullptr, nullptr, batch);
+  b.Finish(plan::CreatePlanDirect(b, kPlanVersion, "tiny", &vars, &inputs,
+                                  training, &programs),
+           plan::PlanIdentifier());
+  return std::vector<uint8_t>(b.GetBufferPointer(),
+                              b.GetBufferPointer() + b.GetSize());
+}
+
+data::Batch makeBatch(int64_t rows) {
+  data::Batch batch;
+  batch.size = rows;
+  batch.shape = {1, 1, 2};
+  batch.numClasses = 2;
+  batch.labelFormat = data::LabelFormat::OneHot;
+  for (int64_t r = 0; r < rows; ++r) {
+    batch.images.push_back(static_cast<float>(r + 1));
+    batch.images.push_back(static_cast<float>(10 * (r + 1)));
+    batch.oneHotLabels.push_back(1);
+    batch.oneHotLabels.push_back(0);
+    batch.sourceIndices.push_back(r);
+  }
+  return batch;
+}
+
+struct Prepared {
+  std::vector<uint8_t> bytes;
+  const plan::Plan *plan = nullptr;
+  MirroredVariables variables;
+  std::unique_ptr<Executor> executor;
+};
+
+Status
+prepare(Prepared &p, int replicas, int64_t batch,
+        const char *kernel0 = "test.mul",
+        std::chrono::milliseconds timeout = std::chrono::milliseconds(10000)) {
+  registerTestKernels();
+  p.bytes = buildPlan(replicas, batch, kernel0);
+  if (Status s =
+          verifyPlan(p.bytes.data(), p.bytes.size(), "tiny.plan", p.plan);
+      !s)
+    return s;
+  if (Status s = p.variables.initialize(*p.plan, replicas, 0); !s)
+    return s;
+  ExecutorOptions options;
+  options.timeout = timeout;
+  return Executor::create(*p.plan, *p.plan->programs()->Get(0), p.variables,
+                          options, p.executor);
+}
+
+} // namespace
+
+TEST(Executor, OneReplicaStep) {
+  Prepared p;
+  ASSERT_TRUE(prepare(p, 1, 4)) << "prepare";
+  data::Batch batch = makeBatch(4);
+  StepResult result;
+  Status s = p.executor->run(batch, 1, result);
+  ASSERT_TRUE(s) << s.message();
+  // x rows (1,10),(2,20),(3,30),(4,40); w = (1,1): loss = 10 + 100.
+  EXPECT_DOUBLE_EQ(result.value("loss"), 110.0);
+  // w -= 0.1 * (10, 100)
+  EXPECT_FLOAT_EQ(p.variables.f32(0, 0)[0], 0.0f);
+  EXPECT_FLOAT_EQ(p.variables.f32(0, 0)[1], -9.0f);
+  ASSERT_EQ(result.timestamps.size(), 1u);
+  EXPECT_EQ(result.timestamps[0].front().name, "step_begin");
+  EXPECT_EQ(result.timestamps[0].back().name, "step_end");
+}
+
+TEST(Executor, TwoReplicasAllReduceAndEvents) {
+  Prepared p;
+  Status s = prepare(p, 2, 4);
+  ASSERT_TRUE(s) << s.message();
+  data::Batch batch = makeBatch(4);
+  StepResult result;
+  s = p.executor->run(batch, 1, result);
+  ASSERT_TRUE(s) << s.message();
+  // Replica 0 sees rows 1-2, replica 1 rows 3-4.
+  EXPECT_DOUBLE_EQ(result.perReplica[0][0], 33.0);
+  EXPECT_DOUBLE_EQ(result.perReplica[1][0], 77.0);
+  EXPECT_DOUBLE_EQ(result.value("loss"), 55.0);
+  // Mean of the column sums (3, 30) and (7, 70) = (5, 50); both mirrors
+  // apply it.
+  for (int d = 0; d < 2; ++d) {
+    EXPECT_FLOAT_EQ(p.variables.f32(d, 0)[0], 0.5f);
+    EXPECT_FLOAT_EQ(p.variables.f32(d, 0)[1], -4.0f);
+  }
+  StepSplit split = splitStep(result);
+  EXPECT_GE(split.allReduce, 0.0);
+  EXPECT_EQ(result.timestamps.size(), 2u);
+}
+
+TEST(Executor, ArenaAllocatedOnce) {
+  Prepared p;
+  ASSERT_TRUE(prepare(p, 2, 8));
+  const void *arena0 = p.executor->arena(0).data();
+  const void *arena1 = p.executor->arena(1).data();
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(arena0) % kArenaAlignment, 0u);
+  int64_t before = Arena::allocations();
+  data::Batch batch = makeBatch(8);
+  StepResult result;
+  for (int step = 1; step <= 5; ++step)
+    ASSERT_TRUE(p.executor->run(batch, step, result));
+  EXPECT_EQ(Arena::allocations(), before);
+  EXPECT_EQ(p.executor->arena(0).data(), arena0);
+  EXPECT_EQ(p.executor->arena(1).data(), arena1);
+}
+
+TEST(Executor, MissingKernelIsNamed) {
+  Prepared p;
+  Status s = prepare(p, 1, 4, "test.no_such_kernel");
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.message().find("test.no_such_kernel"), std::string::npos)
+      << s.message();
+}
+
+TEST(Executor, KernelFailureReleasesTheOtherReplica) {
+  Prepared p;
+  // Replica 1's first kernel fails; replica 0 must not wait for the
+  // all-reduce until the timeout.
+  Status s = prepare(p, 2, 4, "test.fail", std::chrono::milliseconds(30000));
+  ASSERT_TRUE(s) << s.message();
+  data::Batch batch = makeBatch(4);
+  StepResult result;
+  auto start = std::chrono::steady_clock::now();
+  s = p.executor->run(batch, 1, result);
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.message().find("deliberate failure"), std::string::npos)
+      << s.message();
+  EXPECT_NE(s.message().find("test.fail"), std::string::npos);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+}
+
+TEST(Executor, WrongBatchSizeIsAnError) {
+  Prepared p;
+  ASSERT_TRUE(prepare(p, 1, 4));
+  data::Batch batch = makeBatch(6);
+  StepResult result;
+  Status s = p.executor->run(batch, 1, result);
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.message().find("global batch of 4"), std::string::npos)
+      << s.message();
+}
+
+TEST(Executor, FindProgramListsReplicaCounts) {
+  registerTestKernels();
+  auto bytes = buildPlan(2, 4);
+  const plan::Plan *plan = nullptr;
+  ASSERT_TRUE(verifyPlan(bytes.data(), bytes.size(), "tiny.plan", plan));
+  const plan::Program *program = nullptr;
+  EXPECT_TRUE(
+      findProgram(*plan, plan::ProgramKind::train, 2, "tiny.plan", program));
+  Status s =
+      findProgram(*plan, plan::ProgramKind::train, 3, "tiny.plan", program);
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.message().find("programs for 2 replica(s)"), std::string::npos)
+      << s.message();
+}
+
+TEST(Executor, VariablesAreTheSameOnEveryDevice) {
+  registerTestKernels();
+  auto bytes = buildPlan(1, 4);
+  const plan::Plan *plan = nullptr;
+  ASSERT_TRUE(verifyPlan(bytes.data(), bytes.size(), "tiny.plan", plan));
+  MirroredVariables vars;
+  ASSERT_TRUE(vars.initialize(*plan, 4, 123));
+  for (int d = 1; d < 4; ++d)
+    EXPECT_EQ(std::memcmp(vars.data(0, 0), vars.data(d, 0), 8), 0);
+}
+
+namespace {
+/// A data iterator over copies of one batch.
+class RepeatBatches : public data::BatchIterator {
+public:
+  RepeatBatches(data::Batch batch, int count)
+      : batch_(std::move(batch)), left_(count) {}
+  Status next(data::Batch &out, bool &end) override {
+    end = left_-- <= 0;
+    if (!end)
+      out = batch_;
+    return Status::ok();
+  }
+
+private:
+  data::Batch batch_;
+  int left_;
+};
+} // namespace
+
+TEST(Session, TrainsWithHooks) {
+  registerTestKernels();
+  LoadedPlan loaded;
+  loaded.path = "tiny.plan";
+  loaded.bytes = buildPlan(2, 4);
+  ASSERT_TRUE(verifyPlan(loaded.bytes.data(), loaded.bytes.size(), loaded.path,
+                         loaded.plan));
+  SessionOptions options;
+  options.replicas = 2;
+  std::unique_ptr<Session> session;
+  Status s = Session::create(loaded, options, session);
+  ASSERT_TRUE(s) << s.message();
+  std::ostringstream log, timing;
+  LoggerHook logger(2, log);
+  StepTimerHook timer(1, timing);
+  RepeatBatches batches(makeBatch(4), 4);
+  s = session->train(batches, 10, {&logger, &timer});
+  ASSERT_TRUE(s) << s.message();
+  EXPECT_EQ(session->globalStep(), 4);
+  EXPECT_EQ(timer.stepSeconds().size(), 4u);
+  EXPECT_GT(timer.imagesPerSecond(), 0.0);
+  std::string text = log.str();
+  EXPECT_NE(text.find("loss = 55, step = 1\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("global_step/sec: "), std::string::npos) << text;
+  EXPECT_NE(text.find(", step = 4 ("), std::string::npos) << text;
+  EXPECT_NE(timing.str().find("images/sec: "), std::string::npos);
+  EXPECT_NE(timing.str().find("after 1 warm-up steps"), std::string::npos)
+      << timing.str();
+}

@@ -1,0 +1,488 @@
+//===- FiniteDifferenceTest.cpp - gradient kernels vs finite differences --===//
+//
+// Every gradient kernel against central differences of its forward kernel,
+// both run in double precision (the reference kernels take f64 tensors).
+// The scalar checked is sum(w * forward(inputs)) for fixed random weights w,
+// whose gradient is the gradient kernel applied to dy = w.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelTestUtil.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+using namespace graph::runtime;
+using namespace graph::runtime::testing;
+
+namespace {
+
+struct Forward {
+  std::string kernel;
+  KernelConfig cfg;
+  std::vector<Tensor> ins;
+  std::vector<std::vector<int64_t>> outShapes;
+  int outIndex = 0;
+  KernelContext ctx;
+
+  /// Runs the forward kernel; returns all outputs.
+  std::vector<Tensor> run(std::vector<Tensor> inputs) const {
+    std::vector<Tensor> outs;
+    for (const auto &s : outShapes)
+      outs.push_back(Tensor::f64(s));
+    std::vector<Tensor *> in, out;
+    for (Tensor &t : inputs)
+      in.push_back(&t);
+    for (Tensor &t : outs)
+      out.push_back(&t);
+    Status s = launch(kernel, cfg, in, out, ctx);
+    EXPECT_TRUE(s.isOk()) << s.message();
+    return outs;
+  }
+  double objective(const std::vector<Tensor> &inputs,
+                   const std::vector<double> &w) const {
+    std::vector<double> y = run(inputs)[outIndex].values();
+    double sum = 0.0;
+    for (size_t k = 0; k < y.size(); ++k)
+      sum += w[k] * y[k];
+    return sum;
+  }
+  /// d objective / d ins[wrt], by central differences.
+  std::vector<double> numeric(size_t wrt, const std::vector<double> &w,
+                              double h = 1e-6) const {
+    std::vector<double> g(ins[wrt].elements());
+    for (int64_t k = 0; k < ins[wrt].elements(); ++k) {
+      std::vector<Tensor> plus = ins, minus = ins;
+      plus[wrt].at(k, ins[wrt].get(k) + h);
+      minus[wrt].at(k, ins[wrt].get(k) - h);
+      g[k] = (objective(plus, w) - objective(minus, w)) / (2 * h);
+    }
+    return g;
+  }
+  std::vector<double> weights(unsigned seed) const {
+    int64_t n = 1;
+    for (int64_t s : outShapes[outIndex])
+      n *= s;
+    return uniform(n, -1, 1, seed);
+  }
+};
+
+/// Runs gradient kernel `kernel` and returns output `index`.
+std::vector<double> analytic(const std::string &kernel, const KernelConfig &cfg,
+                             std::vector<Tensor> ins,
+                             std::vector<std::vector<int64_t>> outShapes,
+                             int index = 0, const KernelContext &ctx = {}) {
+  std::vector<Tensor> outs;
+  for (const auto &s : outShapes)
+    outs.push_back(Tensor::f64(s));
+  std::vector<Tensor *> in, out;
+  for (Tensor &t : ins)
+    in.push_back(&t);
+  for (Tensor &t : outs)
+    out.push_back(&t);
+  Status s = launch(kernel, cfg, in, out, ctx);
+  EXPECT_TRUE(s.isOk()) << kernel << ": " << s.message();
+  return outs[index].values();
+}
+
+void expectGradient(const std::vector<double> &analytic,
+                    const std::vector<double> &numeric, const std::string &what,
+                    double tol = 1e-6) {
+  ASSERT_EQ(analytic.size(), numeric.size()) << what;
+  double scale = 0.0;
+  for (double v : numeric)
+    scale = std::max(scale, std::abs(v));
+  ASSERT_GT(scale, 0.0) << what << ": the gradient is all zero, a weak check";
+  for (size_t k = 0; k < analytic.size(); ++k)
+    EXPECT_NEAR(analytic[k], numeric[k], tol * std::max(1.0, scale))
+        << what << " at element " << k;
+}
+
+Tensor dyOf(const Forward &f, const std::vector<double> &w) {
+  return Tensor::f64(f.outShapes[f.outIndex], w);
+}
+
+//===----------------------------------------------------------------------===//
+
+KernelConfig convConfig(const std::string &padding, int64_t stride,
+                        int64_t dilation) {
+  KernelConfig cfg;
+  cfg.set("padding", padding)
+      .set("strides", std::vector<int64_t>{stride, stride})
+      .set("dilations", std::vector<int64_t>{dilation, dilation});
+  return cfg;
+}
+
+int64_t outSize(int64_t in, int64_t k, int64_t s, int64_t d, bool same) {
+  return same ? (in + s - 1) / s : (in - ((k - 1) * d + 1)) / s + 1;
+}
+
+TEST(FiniteDifference, Conv2DInputAndKernel) {
+  struct C {
+    std::string padding;
+    int64_t stride, dilation;
+  };
+  for (C c :
+       {C{"valid", 1, 1}, C{"same", 1, 1}, C{"valid", 2, 1}, C{"same", 2, 1},
+        C{"valid", 1, 2}, C{"same", 1, 2}, C{"same", 2, 2}}) {
+    std::string what = c.padding + " s" + std::to_string(c.stride) + " d" +
+                       std::to_string(c.dilation);
+    Forward f;
+    f.kernel = "conv2d";
+    f.cfg = convConfig(c.padding, c.stride, c.dilation);
+    std::vector<int64_t> xs = {2, 6, 7, 2}, ks = {3, 2, 2, 3};
+    f.ins = {Tensor::f64(xs, uniform(2 * 6 * 7 * 2, -1, 1, 21)),
+             Tensor::f64(ks, uniform(3 * 2 * 2 * 3, -1, 1, 22))};
+    bool same = c.padding == "same";
+    f.outShapes = {{2, outSize(6, 3, c.stride, c.dilation, same),
+                    outSize(7, 2, c.stride, c.dilation, same), 3}};
+    std::vector<double> w = f.weights(23);
+    Tensor dy = dyOf(f, w);
+    expectGradient(analytic("conv2d_grad_input", f.cfg, {dy, f.ins[1]}, {xs}),
+                   f.numeric(0, w), "conv2d_grad_input " + what);
+    expectGradient(analytic("conv2d_grad_kernel", f.cfg, {f.ins[0], dy}, {ks}),
+                   f.numeric(1, w), "conv2d_grad_kernel " + what);
+  }
+}
+
+TEST(FiniteDifference, DenseInputAndKernel) {
+  for (std::vector<int64_t> xs :
+       {std::vector<int64_t>{3, 4}, std::vector<int64_t>{2, 3, 4}}) {
+    Forward f;
+    f.kernel = "dense";
+    int64_t rows = xs.size() == 2 ? 3 : 6;
+    f.ins = {Tensor::f64(xs, uniform(rows * 4, -1, 1, 31)),
+             Tensor::f64({4, 5}, uniform(20, -1, 1, 32))};
+    std::vector<int64_t> ys = xs;
+    ys.back() = 5;
+    f.outShapes = {ys};
+    std::vector<double> w = f.weights(33);
+    Tensor dy = dyOf(f, w);
+    expectGradient(analytic("dense_grad_input", {}, {dy, f.ins[1]}, {xs}),
+                   f.numeric(0, w), "dense_grad_input");
+    expectGradient(analytic("dense_grad_kernel", {}, {f.ins[0], dy}, {{4, 5}}),
+                   f.numeric(1, w), "dense_grad_kernel");
+  }
+}
+
+TEST(FiniteDifference, BiasAddAndAdd) {
+  Forward f;
+  f.kernel = "bias_add";
+  f.ins = {Tensor::f64({2, 3, 4}, uniform(24, -1, 1, 41)),
+           Tensor::f64({4}, uniform(4, -1, 1, 42))};
+  f.outShapes = {{2, 3, 4}};
+  std::vector<double> w = f.weights(43);
+  expectGradient(w, f.numeric(0, w), "bias_add input");
+  expectGradient(analytic("bias_add_grad", {}, {dyOf(f, w)}, {{4}}),
+                 f.numeric(1, w), "bias_add_grad");
+  Forward a;
+  a.kernel = "add";
+  a.ins = {Tensor::f64({5}, uniform(5, -1, 1, 44)),
+           Tensor::f64({5}, uniform(5, -1, 1, 45)),
+           Tensor::f64({5}, uniform(5, -1, 1, 46))};
+  a.outShapes = {{5}};
+  std::vector<double> wa = a.weights(47);
+  for (size_t i = 0; i < 3; ++i)
+    expectGradient(wa, a.numeric(i, wa), "add");
+}
+
+KernelConfig poolConfig(const std::string &padding, int64_t size,
+                        int64_t stride) {
+  KernelConfig cfg;
+  cfg.set("padding", padding)
+      .set("pool_size", std::vector<int64_t>{size, size})
+      .set("strides", std::vector<int64_t>{stride, stride});
+  return cfg;
+}
+
+TEST(FiniteDifference, MaxPool) {
+  // Distinct values 0.1 apart: no ties, and the step cannot reorder them.
+  std::vector<double> v(2 * 5 * 5 * 2);
+  std::iota(v.begin(), v.end(), 0.0);
+  std::mt19937 gen(51);
+  std::shuffle(v.begin(), v.end(), gen);
+  for (double &x : v)
+    x *= 0.1;
+  struct C {
+    std::string padding;
+    int64_t size, stride;
+  };
+  for (C c :
+       {C{"valid", 2, 2}, C{"same", 2, 2}, C{"valid", 3, 1}, C{"same", 3, 2}}) {
+    Forward f;
+    f.kernel = "max_pool2d";
+    f.cfg = poolConfig(c.padding, c.size, c.stride);
+    f.ins = {Tensor::f64({2, 5, 5, 2}, v)};
+    int64_t o = outSize(5, c.size, c.stride, 1, c.padding == "same");
+    f.outShapes = {{2, o, o, 2}};
+    std::vector<double> w = f.weights(52);
+    Tensor y = f.run(f.ins)[0];
+    expectGradient(analytic("max_pool2d_grad", f.cfg, {f.ins[0], y, dyOf(f, w)},
+                            {{2, 5, 5, 2}}),
+                   f.numeric(0, w), "max_pool2d_grad " + c.padding);
+  }
+}
+
+TEST(FiniteDifference, AvgPoolAndGlobalAvgPool) {
+  struct C {
+    std::string padding;
+    int64_t size, stride;
+  };
+  for (C c : {C{"valid", 2, 2}, C{"same", 2, 2}, C{"valid", 3, 1},
+              C{"same", 3, 2}, C{"same", 3, 1}}) {
+    Forward f;
+    f.kernel = "avg_pool2d";
+    f.cfg = poolConfig(c.padding, c.size, c.stride);
+    f.ins = {Tensor::f64({2, 5, 5, 2}, uniform(100, -1, 1, 61))};
+    int64_t o = outSize(5, c.size, c.stride, 1, c.padding == "same");
+    f.outShapes = {{2, o, o, 2}};
+    std::vector<double> w = f.weights(62);
+    expectGradient(
+        analytic("avg_pool2d_grad", f.cfg, {dyOf(f, w)}, {{2, 5, 5, 2}}),
+        f.numeric(0, w), "avg_pool2d_grad " + c.padding);
+  }
+  Forward g;
+  g.kernel = "global_avg_pool2d";
+  g.ins = {Tensor::f64({2, 3, 4, 5}, uniform(120, -1, 1, 63))};
+  g.outShapes = {{2, 5}};
+  std::vector<double> w = g.weights(64);
+  expectGradient(
+      analytic("global_avg_pool2d_grad", {}, {dyOf(g, w)}, {{2, 3, 4, 5}}),
+      g.numeric(0, w), "global_avg_pool2d_grad");
+}
+
+TEST(FiniteDifference, Activations) {
+  // Away from relu's and leaky_relu's kink at 0.
+  std::vector<double> x = uniform(24, -2, 2, 71);
+  for (double &v : x)
+    if (std::abs(v) < 0.05)
+      v = 0.3;
+  KernelConfig none, elu, leaky, approx;
+  elu.set("alpha", 0.7);
+  leaky.set("alpha", 0.1);
+  approx.set("approximate", int64_t{1});
+  struct C {
+    std::string op;
+    KernelConfig cfg;
+    bool fromOutput; // the gradient takes y (else x)
+  };
+  for (const C &c :
+       {C{"relu", none, true}, C{"sigmoid", none, true}, C{"tanh", none, true},
+        C{"elu", elu, true}, C{"elu", none, true},
+        C{"leaky_relu", leaky, false}, C{"leaky_relu", none, false},
+        C{"gelu", none, false}, C{"gelu", approx, false}}) {
+    Forward f;
+    f.kernel = c.op;
+    f.cfg = c.cfg;
+    f.ins = {Tensor::f64({4, 6}, x)};
+    f.outShapes = {{4, 6}};
+    std::vector<double> w = f.weights(72);
+    Tensor saved = c.fromOutput ? f.run(f.ins)[0] : f.ins[0];
+    expectGradient(
+        analytic(c.op + "_grad", c.cfg, {dyOf(f, w), saved}, {{4, 6}}),
+        f.numeric(0, w), c.op + "_grad");
+  }
+}
+
+TEST(FiniteDifference, Softmax) {
+  for (int64_t axis : {-1, 1, 0}) {
+    Forward f;
+    f.kernel = "softmax";
+    f.cfg.set("axis", axis);
+    f.ins = {Tensor::f64({3, 4, 2}, uniform(24, -2, 2, 81))};
+    f.outShapes = {{3, 4, 2}};
+    std::vector<double> w = f.weights(82);
+    Tensor y = f.run(f.ins)[0];
+    expectGradient(
+        analytic("softmax_grad", f.cfg, {dyOf(f, w), y}, {{3, 4, 2}}),
+        f.numeric(0, w), "softmax_grad axis " + std::to_string(axis));
+  }
+}
+
+TEST(FiniteDifference, BatchNormTrain) {
+  for (bool affine : {true, false}) {
+    Forward f;
+    f.kernel = "batch_norm_train";
+    f.cfg.set("epsilon", 1e-3).set("momentum", 0.99);
+    f.ins = {Tensor::f64({4, 2, 3}, uniform(24, -2, 2, 91)),
+             Tensor::f64({3}, {0, 0, 0}), Tensor::f64({3}, {1, 1, 1})};
+    if (affine) {
+      f.ins.push_back(Tensor::f64({3}, uniform(3, 0.5, 1.5, 92)));
+      f.ins.push_back(Tensor::f64({3}, uniform(3, -1, 1, 93)));
+    }
+    f.outShapes = {{4, 2, 3}, {3}, {3}, {3}, {3}};
+    std::vector<double> w = f.weights(94);
+    std::vector<Tensor> outs = f.run(f.ins);
+    std::vector<Tensor> gradIns = {dyOf(f, w), f.ins[0], outs[1], outs[2]};
+    if (affine)
+      gradIns.push_back(f.ins[3]);
+    std::vector<std::vector<int64_t>> gradOuts = {{4, 2, 3}, {3}, {3}};
+    std::string what = affine ? " (gamma, beta)" : " (no gamma, beta)";
+    expectGradient(analytic("batch_norm_grad", {}, gradIns, gradOuts, 0),
+                   f.numeric(0, w), "batch_norm_grad dx" + what, 1e-5);
+    if (affine) {
+      expectGradient(analytic("batch_norm_grad", {}, gradIns, gradOuts, 1),
+                     f.numeric(3, w), "batch_norm_grad dgamma");
+      expectGradient(analytic("batch_norm_grad", {}, gradIns, gradOuts, 2),
+                     f.numeric(4, w), "batch_norm_grad dbeta");
+    }
+  }
+}
+
+TEST(FiniteDifference, Losses) {
+  // Probabilities well inside (eps, 1 - eps), rows not summing to one (the
+  // categorical loss normalises), and logits.
+  std::vector<double> probs = uniform(12, 0.05, 0.9, 101);
+  std::vector<double> logits = uniform(12, -2, 2, 102);
+  Tensor oneHot = Tensor::f64({3, 4}, {0, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 1});
+  Tensor indices = Tensor::i32({3}, {1, 0, 3});
+  // Soft labels too, for the categorical loss.
+  Tensor soft =
+      Tensor::f64({3, 4}, {0.1, 0.6, 0.2, 0.1, 0.5, 0.5, 0, 0, 0, 0, 0.3, 0.7});
+  struct C {
+    std::string loss;
+    Tensor *labels;
+    bool fromLogits;
+  };
+  for (const C &c : {C{"categorical_crossentropy", &oneHot, false},
+                     C{"categorical_crossentropy", &soft, false},
+                     C{"categorical_crossentropy", &oneHot, true},
+                     C{"categorical_crossentropy", &soft, true},
+                     C{"sparse_categorical_crossentropy", &indices, false},
+                     C{"sparse_categorical_crossentropy", &indices, true}}) {
+    Forward f;
+    f.kernel = c.loss;
+    if (c.fromLogits)
+      f.cfg.set("from_logits", int64_t{1});
+    f.ins = {Tensor::f64({3, 4}, c.fromLogits ? logits : probs), *c.labels};
+    f.outShapes = {{}};
+    std::vector<double> w = {1.0};
+    std::string what = c.loss + (c.fromLogits ? " from logits" : "") +
+                       (c.labels == &soft ? " soft labels" : "");
+    expectGradient(
+        analytic(c.loss + "_grad", f.cfg, {f.ins[0], *c.labels}, {{3, 4}}),
+        f.numeric(0, w), what + "_grad");
+  }
+}
+
+TEST(FiniteDifference, LossGradientIsZeroWhereClipped) {
+  // A probability of 0 is clipped to eps: no gradient flows through it.
+  Tensor p = Tensor::f64({1, 3}, {0.0, 0.3, 0.7});
+  Tensor idx = Tensor::i32({1}, {1});
+  std::vector<double> g =
+      analytic("sparse_categorical_crossentropy_grad", {}, {p, idx}, {{1, 3}});
+  EXPECT_EQ(g[0], 0.0);
+  Tensor y = Tensor::f64({1, 3}, {0, 1, 0});
+  Forward f;
+  f.kernel = "categorical_crossentropy";
+  f.ins = {Tensor::f64({1, 3}, {1e-9, 0.3, 0.7}), y};
+  f.outShapes = {{}};
+  // Away from the clipped element the gradient still matches.
+  std::vector<double> num = f.numeric(0, {1.0}, 1e-11);
+  std::vector<double> an =
+      analytic("categorical_crossentropy_grad", {}, {f.ins[0], y}, {{1, 3}});
+  EXPECT_NEAR(an[1], num[1], 1e-4);
+  EXPECT_NEAR(an[2], num[2], 1e-4);
+}
+
+TEST(FiniteDifference, SoftmaxCrossEntropy) {
+  Tensor oneHot = Tensor::f64({3, 4}, {0, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 1});
+  Tensor indices = Tensor::i32({3}, {1, 0, 3});
+  for (Tensor *labels : {&oneHot, &indices}) {
+    Forward f;
+    f.kernel = "softmax_cross_entropy";
+    f.ins = {Tensor::f64({3, 4}, uniform(12, -2, 2, 111)), *labels};
+    f.outShapes = {{3, 4}, {}, {3, 4}};
+    f.outIndex = 1;
+    std::vector<Tensor> outs = f.run(f.ins);
+    expectGradient(outs[2].values(), f.numeric(0, {1.0}),
+                   "softmax_cross_entropy logits_grad");
+    // Its loss is the from-logits loss.
+    KernelConfig logits;
+    logits.set("from_logits", int64_t{1});
+    Tensor loss = Tensor::f64({});
+    Tensor z = f.ins[0];
+    RUN_OK(labels == &oneHot ? "categorical_crossentropy"
+                             : "sparse_categorical_crossentropy",
+           logits, {&z, labels}, {&loss});
+    EXPECT_NEAR(outs[1].get(0), loss.get(0), 1e-12);
+  }
+}
+
+TEST(FiniteDifference, ConcatenateAndSlice) {
+  for (int64_t axis : {-1, 1, 0}) {
+    Forward f;
+    f.kernel = "concatenate";
+    f.cfg.set("axis", axis);
+    int64_t a = axis < 0 ? 2 : axis;
+    std::vector<int64_t> s0 = {2, 3, 2}, s1 = {2, 3, 2};
+    s1[a] = 1;
+    std::vector<int64_t> out = s0;
+    out[a] = s0[a] + 1;
+    f.ins = {Tensor::f64(s0, uniform(12, -1, 1, 121)),
+             Tensor::f64(s1, uniform(12 / s0[a], -1, 1, 122))};
+    f.outShapes = {out};
+    std::vector<double> w = f.weights(123);
+    KernelConfig s;
+    s.set("axis", axis).set("offset", int64_t{0});
+    expectGradient(analytic("slice", s, {dyOf(f, w)}, {s0}), f.numeric(0, w),
+                   "slice 0");
+    s.set("offset", s0[a]);
+    expectGradient(analytic("slice", s, {dyOf(f, w)}, {s1}), f.numeric(1, w),
+                   "slice 1");
+  }
+}
+
+TEST(FiniteDifference, FlattenAndReshape) {
+  for (std::string op : {"flatten", "reshape"}) {
+    Forward f;
+    f.kernel = op;
+    f.ins = {Tensor::f64({2, 3, 2}, uniform(12, -1, 1, 131))};
+    f.outShapes = {op == "flatten" ? std::vector<int64_t>{2, 6}
+                                   : std::vector<int64_t>{2, 2, 3}};
+    std::vector<double> w = f.weights(132);
+    expectGradient(analytic("reshape", {}, {dyOf(f, w)}, {{2, 3, 2}}),
+                   f.numeric(0, w), op);
+  }
+}
+
+TEST(FiniteDifference, Dropout) {
+  Forward f;
+  f.kernel = "dropout";
+  f.cfg.set("rate", 0.3).set("seed", int64_t{5});
+  f.ctx.step = 4;
+  f.ctx.seed = 77;
+  f.ctx.globalRowOffset = 6;
+  f.ins = {Tensor::f64({4, 10}, uniform(40, -1, 1, 141))};
+  f.outShapes = {{4, 10}};
+  std::vector<double> w = f.weights(142);
+  expectGradient(
+      analytic("dropout_grad", f.cfg, {dyOf(f, w)}, {{4, 10}}, 0, f.ctx),
+      f.numeric(0, w), "dropout_grad");
+}
+
+TEST(FiniteDifference, FusedFormsMatchTheirParts) {
+  // fused_dense and fused_conv2d have no gradient kernels of their own; the
+  // training graph differentiates their parts. Check the fused forward's
+  // gradient equals the composed gradient kernels' (relu epilogue).
+  Forward f;
+  f.kernel = "fused_dense";
+  f.cfg.set("activation", std::string("tanh"));
+  f.ins = {Tensor::f64({3, 4}, uniform(12, -1, 1, 151)),
+           Tensor::f64({4, 2}, uniform(8, -1, 1, 152)),
+           Tensor::f64({2}, uniform(2, -1, 1, 153))};
+  f.outShapes = {{3, 2}};
+  std::vector<double> w = f.weights(154);
+  Tensor y = f.run(f.ins)[0];
+  Tensor dz =
+      Tensor::f64({3, 2}, analytic("tanh_grad", {}, {dyOf(f, w), y}, {{3, 2}}));
+  expectGradient(analytic("dense_grad_input", {}, {dz, f.ins[1]}, {{3, 4}}),
+                 f.numeric(0, w), "fused_dense input");
+  expectGradient(analytic("dense_grad_kernel", {}, {f.ins[0], dz}, {{4, 2}}),
+                 f.numeric(1, w), "fused_dense kernel");
+  expectGradient(analytic("bias_add_grad", {}, {dz}, {{2}}), f.numeric(2, w),
+                 "fused_dense bias");
+}
+
+} // namespace

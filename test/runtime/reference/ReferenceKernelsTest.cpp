@@ -1,0 +1,698 @@
+//===- ReferenceKernelsTest.cpp - known values for the reference kernels --===//
+//
+// Forward kernels against hand-computed values or an independently written
+// formula; optimizer steps against hand-computed values; dropout masks; and
+// the list of registered kernels against the ops the compiler can launch.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelTestUtil.h"
+
+#include <cmath>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+
+using namespace graph::runtime;
+using namespace graph::runtime::testing;
+
+namespace {
+
+KernelConfig convConfig(const std::string &padding, int64_t stride,
+                        int64_t dilation) {
+  KernelConfig cfg;
+  cfg.set("padding", padding)
+      .set("strides", std::vector<int64_t>{stride, stride})
+      .set("dilations", std::vector<int64_t>{dilation, dilation});
+  return cfg;
+}
+
+/// Convolution written differently from the kernel: pad the input
+/// explicitly, then loop filter-major over a valid correlation.
+std::vector<double> paddedConv(const Tensor &x, const Tensor &k, bool same,
+                               int64_t s, int64_t d,
+                               std::vector<int64_t> &out) {
+  int64_t n = x.shape[0], h = x.shape[1], w = x.shape[2], c = x.shape[3];
+  int64_t kh = k.shape[0], kw = k.shape[1], f = k.shape[3];
+  int64_t ekh = (kh - 1) * d + 1, ekw = (kw - 1) * d + 1;
+  int64_t oh, ow, pt = 0, pl = 0, ph = 0, pw = 0;
+  if (same) {
+    oh = (h + s - 1) / s;
+    ow = (w + s - 1) / s;
+    ph = std::max<int64_t>((oh - 1) * s + ekh - h, 0);
+    pw = std::max<int64_t>((ow - 1) * s + ekw - w, 0);
+    pt = ph / 2;
+    pl = pw / 2;
+  } else {
+    oh = (h - ekh) / s + 1;
+    ow = (w - ekw) / s + 1;
+  }
+  int64_t H = h + ph, W = w + pw;
+  std::vector<double> padded(n * H * W * c, 0.0);
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t y = 0; y < h; ++y)
+      for (int64_t xx = 0; xx < w; ++xx)
+        for (int64_t ch = 0; ch < c; ++ch)
+          padded[((b * H + y + pt) * W + xx + pl) * c + ch] =
+              x.get(((b * h + y) * w + xx) * c + ch);
+  out = {n, oh, ow, f};
+  std::vector<double> y(n * oh * ow * f, 0.0);
+  for (int64_t o = 0; o < f; ++o)
+    for (int64_t ch = 0; ch < c; ++ch)
+      for (int64_t a = 0; a < kh; ++a)
+        for (int64_t b2 = 0; b2 < kw; ++b2)
+          for (int64_t b = 0; b < n; ++b)
+            for (int64_t i = 0; i < oh; ++i)
+              for (int64_t j = 0; j < ow; ++j)
+                y[((b * oh + i) * ow + j) * f + o] +=
+                    padded[((b * H + i * s + a * d) * W + j * s + b2 * d) * c +
+                           ch] *
+                    k.get(((a * kw + b2) * c + ch) * f + o);
+  return y;
+}
+
+TEST(ReferenceKernels, Conv2DHandValues) {
+  Tensor x = Tensor::f32({1, 3, 3, 1}, {1, 2, 3, 4, 5, 6, 7, 8, 9});
+  Tensor k = Tensor::f32({2, 2, 1, 1}, {1, 1, 1, 1});
+  Tensor y = Tensor::f32({1, 2, 2, 1});
+  RUN_OK("conv2d", convConfig("valid", 1, 1), {&x, &k}, {&y});
+  expectAllNear(y.values(), {12, 16, 24, 28}, 1e-6);
+  // same, 3x3 ones kernel: sums of the in-range neighbourhood.
+  Tensor k3 = Tensor::f32({3, 3, 1, 1}, std::vector<double>(9, 1.0));
+  Tensor ys = Tensor::f32({1, 3, 3, 1});
+  RUN_OK("conv2d", convConfig("same", 1, 1), {&x, &k3}, {&ys});
+  expectAllNear(ys.values(), {12, 21, 16, 27, 45, 33, 24, 39, 28}, 1e-6);
+}
+
+TEST(ReferenceKernels, Conv2DMatchesPaddedFormula) {
+  struct C {
+    std::string padding;
+    int64_t stride, dilation;
+  };
+  for (C c :
+       {C{"valid", 1, 1}, C{"same", 1, 1}, C{"same", 2, 1}, C{"valid", 2, 1},
+        C{"same", 1, 2}, C{"valid", 1, 2}, C{"same", 2, 2}}) {
+    Tensor x = Tensor::f64({2, 7, 6, 3}, uniform(2 * 7 * 6 * 3, -1, 1, 1));
+    Tensor k = Tensor::f64({3, 2, 3, 4}, uniform(3 * 2 * 3 * 4, -1, 1, 2));
+    std::vector<int64_t> shape;
+    std::vector<double> expected =
+        paddedConv(x, k, c.padding == "same", c.stride, c.dilation, shape);
+    Tensor y = Tensor::f64(shape);
+    RUN_OK("conv2d", convConfig(c.padding, c.stride, c.dilation), {&x, &k},
+           {&y});
+    expectAllNear(y.values(), expected, 1e-12, c.padding);
+  }
+}
+
+TEST(ReferenceKernels, FusedConv2DIsConvBiasActivation) {
+  Tensor x = Tensor::f32({1, 4, 4, 2}, uniform(32, -1, 1, 3));
+  Tensor k = Tensor::f32({3, 3, 2, 3}, uniform(54, -1, 1, 4));
+  Tensor b = Tensor::f32({3}, {0.1, -0.2, 0.3});
+  for (std::string act : {"none", "relu", "sigmoid", "tanh"}) {
+    KernelConfig cfg = convConfig("same", 1, 1);
+    cfg.set("activation", act);
+    Tensor fused = Tensor::f32({1, 4, 4, 3}), conv = Tensor::f32({1, 4, 4, 3}),
+           biased = Tensor::f32({1, 4, 4, 3}), ref = Tensor::f32({1, 4, 4, 3});
+    RUN_OK("fused_conv2d", cfg, {&x, &k, &b}, {&fused});
+    RUN_OK("conv2d", cfg, {&x, &k}, {&conv});
+    RUN_OK("bias_add", {}, {&conv, &b}, {&biased});
+    if (act == "none")
+      ref = biased;
+    else
+      RUN_OK(act, {}, {&biased}, {&ref});
+    expectAllNear(fused.values(), ref.values(), 1e-6, act);
+  }
+  // Without bias: two inputs.
+  KernelConfig cfg = convConfig("valid", 1, 1);
+  cfg.set("activation", std::string("none"));
+  Tensor fused = Tensor::f32({1, 2, 2, 3}), conv = Tensor::f32({1, 2, 2, 3});
+  RUN_OK("fused_conv2d", cfg, {&x, &k}, {&fused});
+  RUN_OK("conv2d", cfg, {&x, &k}, {&conv});
+  expectAllNear(fused.values(), conv.values(), 1e-6);
+}
+
+TEST(ReferenceKernels, DenseAndFusedDense) {
+  Tensor x = Tensor::f32({2, 2}, {1, 2, 3, 4});
+  Tensor k = Tensor::f32({2, 3}, {1, 0, 1, 0, 1, 1});
+  Tensor y = Tensor::f32({2, 3});
+  RUN_OK("dense", {}, {&x, &k}, {&y});
+  expectAllNear(y.values(), {1, 2, 3, 3, 4, 7}, 1e-6);
+  Tensor b = Tensor::f32({3}, {-2, -3, 0});
+  KernelConfig cfg;
+  cfg.set("activation", std::string("relu"));
+  RUN_OK("fused_dense", cfg, {&x, &k, &b}, {&y});
+  expectAllNear(y.values(), {0, 0, 3, 1, 1, 7}, 1e-6);
+}
+
+TEST(ReferenceKernels, BiasAddAndAdd) {
+  Tensor x = Tensor::f32({2, 2}, {1, 2, 3, 4}), b = Tensor::f32({2}, {10, 20});
+  Tensor y = Tensor::f32({2, 2});
+  RUN_OK("bias_add", {}, {&x, &b}, {&y});
+  expectAllNear(y.values(), {11, 22, 13, 24}, 1e-6);
+  Tensor z = Tensor::f32({2, 2});
+  RUN_OK("add", {}, {&x, &y, &x}, {&z});
+  expectAllNear(z.values(), {13, 26, 19, 32}, 1e-6);
+}
+
+KernelConfig poolConfig(const std::string &padding, int64_t size,
+                        int64_t stride) {
+  KernelConfig cfg;
+  cfg.set("padding", padding)
+      .set("pool_size", std::vector<int64_t>{size, size})
+      .set("strides", std::vector<int64_t>{stride, stride});
+  return cfg;
+}
+
+TEST(ReferenceKernels, Pooling) {
+  std::vector<double> v16;
+  for (int i = 1; i <= 16; ++i)
+    v16.push_back(i);
+  Tensor x = Tensor::f32({1, 4, 4, 1}, v16), y = Tensor::f32({1, 2, 2, 1});
+  RUN_OK("max_pool2d", poolConfig("valid", 2, 2), {&x}, {&y});
+  expectAllNear(y.values(), {6, 8, 14, 16}, 1e-6);
+  RUN_OK("avg_pool2d", poolConfig("valid", 2, 2), {&x}, {&y});
+  expectAllNear(y.values(), {3.5, 5.5, 11.5, 13.5}, 1e-6);
+  // same on 3x3, pool 2 stride 2: pad one row and column after; padded
+  // positions are excluded from the average.
+  Tensor x3 = Tensor::f32({1, 3, 3, 1}, {1, 2, 3, 4, 5, 6, 7, 8, 9});
+  RUN_OK("avg_pool2d", poolConfig("same", 2, 2), {&x3}, {&y});
+  expectAllNear(y.values(), {3, 4.5, 7.5, 9}, 1e-6);
+  RUN_OK("max_pool2d", poolConfig("same", 2, 2), {&x3}, {&y});
+  expectAllNear(y.values(), {5, 6, 8, 9}, 1e-6);
+  Tensor g = Tensor::f32({1, 1});
+  RUN_OK("global_avg_pool2d", {}, {&x3}, {&g});
+  expectAllNear(g.values(), {5}, 1e-6);
+}
+
+TEST(ReferenceKernels, MaxPoolGradGoesToFirstMaximum) {
+  Tensor x = Tensor::f32({1, 2, 2, 1}, {3, 3, 1, 3});
+  Tensor y = Tensor::f32({1, 1, 1, 1}, {3}),
+         dy = Tensor::f32({1, 1, 1, 1}, {1});
+  Tensor dx = Tensor::f32({1, 2, 2, 1});
+  RUN_OK("max_pool2d_grad", poolConfig("valid", 2, 2), {&x, &y, &dy}, {&dx});
+  expectAllNear(dx.values(), {1, 0, 0, 0}, 0);
+}
+
+TEST(ReferenceKernels, Activations) {
+  Tensor x = Tensor::f64({4}, {-1, 0.5, 1, 2});
+  Tensor y = Tensor::f64({4});
+  RUN_OK("relu", {}, {&x}, {&y});
+  expectAllNear(y.values(), {0, 0.5, 1, 2}, 1e-15);
+  RUN_OK("sigmoid", {}, {&x}, {&y});
+  expectAllNear(y.values(),
+                {0.2689414213699951, 0.6224593312018546, 0.7310585786300049,
+                 0.8807970779778823},
+                1e-12);
+  RUN_OK("tanh", {}, {&x}, {&y});
+  EXPECT_NEAR(y.values()[0], -0.7615941559557649, 1e-12);
+  RUN_OK("elu", {}, {&x}, {&y}); // alpha defaults to 1
+  EXPECT_NEAR(y.values()[0], std::exp(-1.0) - 1.0, 1e-12);
+  KernelConfig alpha;
+  alpha.set("alpha", 0.5);
+  RUN_OK("elu", alpha, {&x}, {&y});
+  EXPECT_NEAR(y.values()[0], 0.5 * (std::exp(-1.0) - 1.0), 1e-12);
+  RUN_OK("leaky_relu", {}, {&x}, {&y}); // alpha defaults to 0.2
+  expectAllNear(y.values(), {-0.2, 0.5, 1, 2}, 1e-15);
+  RUN_OK("gelu", {}, {&x}, {&y});
+  EXPECT_NEAR(y.values()[2], 0.8413447460685429, 1e-12);   // Phi(1)
+  EXPECT_NEAR(y.values()[0], -0.15865525393145707, 1e-12); // -Phi(-1)
+  KernelConfig approx;
+  approx.set("approximate", int64_t{1});
+  RUN_OK("gelu", approx, {&x}, {&y});
+  EXPECT_NEAR(y.values()[2], 0.8411919906082768, 1e-12);
+}
+
+TEST(ReferenceKernels, Softmax) {
+  Tensor x = Tensor::f64({2, 3}, {1, 2, 3, 0, 0, 0});
+  Tensor y = Tensor::f64({2, 3});
+  RUN_OK("softmax", {}, {&x}, {&y});
+  expectAllNear(y.values(),
+                {0.09003057317038046, 0.24472847105479767, 0.6652409557748219,
+                 1.0 / 3, 1.0 / 3, 1.0 / 3},
+                1e-12);
+  // axis 1 of a rank-3 tensor sums to one over that axis.
+  Tensor z = Tensor::f64({2, 3, 2}, uniform(12, -3, 3, 5)), p = z;
+  KernelConfig axis;
+  axis.set("axis", int64_t{1});
+  RUN_OK("softmax", axis, {&z}, {&p});
+  for (int b = 0; b < 2; ++b)
+    for (int i = 0; i < 2; ++i) {
+      double sum = 0;
+      for (int a = 0; a < 3; ++a)
+        sum += p.get((b * 3 + a) * 2 + i);
+      EXPECT_NEAR(sum, 1.0, 1e-12);
+    }
+}
+
+TEST(ReferenceKernels, ShapeOps) {
+  Tensor a = Tensor::f32({2, 2}, {1, 2, 3, 4}), b = Tensor::f32({2, 1}, {5, 6});
+  Tensor c = Tensor::f32({2, 3});
+  KernelConfig last;
+  last.set("axis", int64_t{-1});
+  RUN_OK("concatenate", last, {&a, &b}, {&c});
+  expectAllNear(c.values(), {1, 2, 5, 3, 4, 6}, 0);
+  Tensor c0 = Tensor::f32({3, 2});
+  Tensor b0 = Tensor::f32({1, 2}, {5, 6});
+  KernelConfig first;
+  first.set("axis", int64_t{0});
+  RUN_OK("concatenate", first, {&a, &b0}, {&c0});
+  expectAllNear(c0.values(), {1, 2, 3, 4, 5, 6}, 0);
+  Tensor s = Tensor::f32({2, 1});
+  KernelConfig sl;
+  sl.set("axis", int64_t{1}).set("offset", int64_t{2});
+  RUN_OK("slice", sl, {&c}, {&s});
+  expectAllNear(s.values(), {5, 6}, 0);
+  Tensor f = Tensor::f32({1, 6});
+  RUN_OK("flatten", {}, {&c}, {&f});
+  expectAllNear(f.values(), c.values(), 0);
+  Tensor r = Tensor::f32({3, 2});
+  RUN_OK("reshape", {}, {&c}, {&r});
+  expectAllNear(r.values(), c.values(), 0);
+}
+
+TEST(ReferenceKernels, BatchNorm) {
+  Tensor x = Tensor::f64({2, 2}, {1, 2, 3, 6});
+  Tensor mean = Tensor::f64({2}, {1, 2}), var = Tensor::f64({2}, {4, 16});
+  Tensor gamma = Tensor::f64({2}, {2, 3}), beta = Tensor::f64({2}, {1, -1});
+  KernelConfig cfg;
+  cfg.set("epsilon", 0.0).set("momentum", 0.9);
+  Tensor y = Tensor::f64({2, 2});
+  RUN_OK("batch_norm", cfg, {&x, &mean, &var, &gamma, &beta}, {&y});
+  expectAllNear(y.values(), {1, -1, 3, 2}, 1e-12);
+  RUN_OK("batch_norm", cfg, {&x, &mean, &var}, {&y});
+  expectAllNear(y.values(), {0, 0, 1, 1}, 1e-12);
+  // Training: batch mean (2, 4), biased variance (1, 4), unbiased (2, 8).
+  Tensor bm = Tensor::f64({2}), bis = Tensor::f64({2}), nm = Tensor::f64({2}),
+         nv = Tensor::f64({2});
+  RUN_OK("batch_norm_train", cfg, {&x, &mean, &var, &gamma, &beta},
+         {&y, &bm, &bis, &nm, &nv});
+  expectAllNear(y.values(), {-1, -4, 3, 2}, 1e-12);
+  expectAllNear(bm.values(), {2, 4}, 1e-12);
+  expectAllNear(bis.values(), {1, 0.5}, 1e-12);
+  expectAllNear(nm.values(), {0.9 * 1 + 0.1 * 2, 0.9 * 2 + 0.1 * 4}, 1e-12);
+  expectAllNear(nv.values(), {0.9 * 4 + 0.1 * 2, 0.9 * 16 + 0.1 * 8}, 1e-12);
+  // In place: the new moving statistics overwrite the old buffers.
+  RUN_OK("batch_norm_train", cfg, {&x, &mean, &var},
+         {&y, &bm, &bis, &mean, &var});
+  expectAllNear(mean.values(), {1.1, 2.2}, 1e-12);
+  expectAllNear(var.values(), {3.8, 15.2}, 1e-12);
+}
+
+TEST(ReferenceKernels, LossesMatchKerasDocumentation) {
+  // keras.losses.CategoricalCrossentropy docstring: 1.177.
+  Tensor p = Tensor::f32({2, 3}, {0.05, 0.95, 0, 0.1, 0.8, 0.1});
+  Tensor y = Tensor::f32({2, 3}, {0, 1, 0, 0, 0, 1});
+  Tensor idx = Tensor::i32({2}, {1, 2});
+  Tensor loss = Tensor::f32({});
+  RUN_OK("categorical_crossentropy", {}, {&p, &y}, {&loss});
+  EXPECT_NEAR(loss.get(0), 1.1769392, 1e-6);
+  RUN_OK("sparse_categorical_crossentropy", {}, {&p, &idx}, {&loss});
+  EXPECT_NEAR(loss.get(0), 1.1769392, 1e-6);
+  // From logits: equal logits give log(C).
+  Tensor z = Tensor::f32({1, 4}, {2, 2, 2, 2}), l1 = Tensor::i32({1}, {3});
+  KernelConfig logits;
+  logits.set("from_logits", int64_t{1});
+  RUN_OK("sparse_categorical_crossentropy", logits, {&z, &l1}, {&loss});
+  EXPECT_NEAR(loss.get(0), std::log(4.0), 1e-6);
+  // Probabilities that do not sum to one are normalised first.
+  Tensor q = Tensor::f64({1, 2}, {1, 3}), y1 = Tensor::f64({1, 2}, {0, 1});
+  Tensor l64 = Tensor::f64({});
+  RUN_OK("categorical_crossentropy", {}, {&q, &y1}, {&l64});
+  EXPECT_NEAR(l64.get(0), -std::log(0.75), 1e-12);
+}
+
+TEST(ReferenceKernels, SoftmaxCrossEntropy) {
+  Tensor z = Tensor::f64({2, 2}, {0, 0, 1, 3});
+  Tensor idx = Tensor::i32({2}, {0, 1});
+  Tensor oh = Tensor::f64({2, 2}, {1, 0, 0, 1});
+  for (Tensor *labels : {&idx, &oh}) {
+    Tensor p = Tensor::f64({2, 2}), loss = Tensor::f64({}),
+           g = Tensor::f64({2, 2});
+    RUN_OK("softmax_cross_entropy", {}, {&z, labels}, {&p, &loss, &g});
+    double p1 = 1.0 / (1.0 + std::exp(-2.0));
+    expectAllNear(p.values(), {0.5, 0.5, 1 - p1, p1}, 1e-12);
+    EXPECT_NEAR(loss.get(0), (std::log(2.0) - std::log(p1)) / 2, 1e-12);
+    expectAllNear(g.values(), {-0.25, 0.25, (1 - p1) / 2, (p1 - 1) / 2}, 1e-12);
+  }
+}
+
+TEST(ReferenceKernels, AccuracyFirstMaximumWins) {
+  Tensor p = Tensor::f32(
+      {4, 3}, {0.2, 0.5, 0.3, 0.4, 0.4, 0.2, 0.1, 0.1, 0.8, 0.3, 0.3, 0.3});
+  Tensor idx = Tensor::i32({4}, {1, 1, 2, 0});
+  Tensor acc = Tensor::f32({});
+  RUN_OK("accuracy", {}, {&p, &idx}, {&acc});
+  EXPECT_NEAR(acc.get(0), 0.75, 1e-7); // row 1's first max is class 0
+  Tensor oh = Tensor::f32({4, 3}, {0, 1, 0, 1, 0, 0, 0, 0, 1, 0, 1, 0});
+  RUN_OK("accuracy", {}, {&p, &oh}, {&acc});
+  EXPECT_NEAR(acc.get(0), 0.75, 1e-7);
+}
+
+TEST(ReferenceKernels, ElementwiseBody) {
+  Tensor a = Tensor::f64({5}, {-2, -0.5, 0.1, 1, 3});
+  Tensor b = Tensor::f64({5}, {0.3, 0.2, -1, 1, -5});
+  KernelConfig cfg;
+  cfg.set("body", std::string("add(a0, a1) -> t0; leaky_relu(t0) {alpha=0.1} "
+                              "-> t1; gelu(t1) {approximate=true} -> t2; "
+                              "yield t2"));
+  Tensor y = Tensor::f64({5});
+  RUN_OK("elementwise", cfg, {&a, &b}, {&y});
+  Tensor t0 = Tensor::f64({5}), t1 = t0, t2 = t0;
+  KernelConfig alpha, approx;
+  alpha.set("alpha", 0.1);
+  approx.set("approximate", int64_t{1});
+  RUN_OK("add", {}, {&a, &b}, {&t0});
+  RUN_OK("leaky_relu", alpha, {&t0}, {&t1});
+  RUN_OK("gelu", approx, {&t1}, {&t2});
+  expectAllNear(y.values(), t2.values(), 1e-15);
+  // Gradients in a body, operands in dy, saved order.
+  cfg.set("body", std::string("relu_grad(a0, a1) -> t0; sigmoid_grad(t0, a2) "
+                              "-> t1; yield t1"));
+  Tensor s = Tensor::f64({5}, {0.5, 0.5, 0.5, 0.25, 0.25});
+  RUN_OK("elementwise", cfg, {&a, &b, &s}, {&y});
+  expectAllNear(y.values(), {-2 * 0.25, -0.5 * 0.25, 0, 1 * 0.1875, 0}, 1e-15);
+  cfg.set("body", std::string("frobnicate(a0) -> t0; yield t0"));
+  EXPECT_FALSE(launch("elementwise", cfg, {&a}, {&y}).isOk());
+  cfg.set("body", std::string("relu(t3) -> t0; yield t0"));
+  EXPECT_FALSE(launch("elementwise", cfg, {&a}, {&y}).isOk());
+}
+
+TEST(ReferenceKernels, RejectsBadLaunches) {
+  Tensor x = Tensor::f32({1, 3, 3, 1}), k = Tensor::f32({2, 2, 1, 1});
+  Tensor wrong = Tensor::f32({1, 3, 3, 1});
+  Status s = launch("conv2d", convConfig("valid", 1, 1), {&x, &k}, {&wrong});
+  EXPECT_FALSE(s.isOk());
+  EXPECT_NE(s.message().find("conv2d: output is [1, 3, 3, 1], expected "
+                             "[1, 2, 2, 1]"),
+            std::string::npos)
+      << s.message();
+  EXPECT_FALSE(
+      launch("conv2d", convConfig("causal", 1, 1), {&x, &k}, {&wrong}).isOk());
+  EXPECT_FALSE(launch("conv2d", convConfig("valid", 1, 1), {&x}, {&wrong})
+                   .isOk()); // one input
+  Tensor p = Tensor::f32({2, 3}), bad = Tensor::i32({2}, {0, 3});
+  Tensor loss = Tensor::f32({});
+  s = launch("sparse_categorical_crossentropy", {}, {&p, &bad}, {&loss});
+  EXPECT_FALSE(s.isOk());
+  EXPECT_NE(s.message().find("label 3 out of range"), std::string::npos);
+  KernelConfig axis;
+  axis.set("axis", int64_t{2});
+  Tensor y = Tensor::f32({2, 3});
+  EXPECT_FALSE(launch("softmax", axis, {&p}, {&y}).isOk());
+}
+
+//===----------------------------------------------------------------------===//
+// Optimizers: hand-computed Keras 3 steps
+//===----------------------------------------------------------------------===//
+
+KernelConfig optimizer(const std::string &kind,
+                       std::vector<std::pair<std::string, double>> hyper) {
+  KernelConfig cfg;
+  cfg.set("optimizer", kind);
+  for (auto &[k, v] : hyper)
+    cfg.set(k, v);
+  return cfg;
+}
+
+TEST(ReferenceOptimizer, SGDPlainMomentumNesterov) {
+  Tensor w = Tensor::f64({1}, {1.0}), g = Tensor::f64({1}, {0.5});
+  RUN_OK(
+      "optimizer_update",
+      optimizer("sgd",
+                {{"learning_rate", 0.1}, {"momentum", 0.0}, {"nesterov", 0.0}}),
+      {&w, &g}, {&w});
+  EXPECT_NEAR(w.get(0), 0.95, 1e-15);
+
+  KernelConfig mom = optimizer(
+      "sgd", {{"learning_rate", 0.1}, {"momentum", 0.9}, {"nesterov", 0.0}});
+  Tensor w2 = Tensor::f64({1}, {1.0}), v = Tensor::f64({1}, {0.0});
+  RUN_OK("optimizer_update", mom, {&w2, &g, &v}, {&w2, &v});
+  EXPECT_NEAR(v.get(0), -0.05, 1e-15);
+  EXPECT_NEAR(w2.get(0), 0.95, 1e-15);
+  RUN_OK("optimizer_update", mom, {&w2, &g, &v}, {&w2, &v});
+  EXPECT_NEAR(v.get(0), -0.095, 1e-15); // 0.9 * -0.05 - 0.05
+  EXPECT_NEAR(w2.get(0), 0.855, 1e-15);
+
+  KernelConfig nest = optimizer(
+      "sgd", {{"learning_rate", 0.1}, {"momentum", 0.9}, {"nesterov", 1.0}});
+  Tensor w3 = Tensor::f64({1}, {1.0}), v3 = Tensor::f64({1}, {0.0});
+  RUN_OK("optimizer_update", nest, {&w3, &g, &v3}, {&w3, &v3});
+  EXPECT_NEAR(v3.get(0), -0.05, 1e-15);
+  EXPECT_NEAR(w3.get(0), 1.0 + 0.9 * -0.05 - 0.05, 1e-15); // 0.905
+}
+
+TEST(ReferenceOptimizer, AdamTwoStepsAndAmsgrad) {
+  KernelConfig cfg = optimizer("adam", {{"learning_rate", 0.1},
+                                        {"beta_1", 0.9},
+                                        {"beta_2", 0.999},
+                                        {"epsilon", 1e-7},
+                                        {"amsgrad", 0.0}});
+  // Two variables in one launch: slots grouped per variable.
+  Tensor w = Tensor::f64({1}, {1.0}), u = Tensor::f64({2}, {1.0, 1.0});
+  Tensor gw = Tensor::f64({1}, {0.5}), gu = Tensor::f64({2}, {0.5, 0.5});
+  Tensor mw = Tensor::f64({1}), vw = Tensor::f64({1}), mu = Tensor::f64({2}),
+         vu = Tensor::f64({2});
+  KernelContext ctx;
+  ctx.step = 1;
+  RUN_OK("optimizer_update", cfg, {&w, &u, &gw, &gu, &mw, &vw, &mu, &vu},
+         {&w, &u, &mw, &vw, &mu, &vu}, ctx);
+  EXPECT_NEAR(w.get(0), 0.9000006324515321, 1e-13);
+  EXPECT_NEAR(u.get(1), 0.9000006324515321, 1e-13);
+  EXPECT_NEAR(mw.get(0), 0.05, 1e-15);
+  EXPECT_NEAR(vw.get(0), 0.00025, 1e-15);
+  ctx.step = 2;
+  gw.set({0.25});
+  RUN_OK("optimizer_update", cfg, {&w, &u, &gw, &gu, &mw, &vw, &mu, &vu},
+         {&w, &u, &mw, &vw, &mu, &vu}, ctx);
+  EXPECT_NEAR(w.get(0), 0.8067831960988964, 1e-13);
+  EXPECT_NEAR(mw.get(0), 0.07, 1e-15);
+  EXPECT_NEAR(vw.get(0), 0.00031225, 1e-15);
+
+  KernelConfig ams = optimizer("adam", {{"learning_rate", 0.1},
+                                        {"beta_1", 0.9},
+                                        {"beta_2", 0.999},
+                                        {"epsilon", 1e-7},
+                                        {"amsgrad", 1.0}});
+  Tensor a = Tensor::f64({1}, {1.0}), ga = Tensor::f64({1}, {0.5});
+  Tensor m = Tensor::f64({1}), v = Tensor::f64({1}), vhat = Tensor::f64({1});
+  ctx.step = 1;
+  RUN_OK("optimizer_update", ams, {&a, &ga, &m, &v, &vhat}, {&a, &m, &v, &vhat},
+         ctx);
+  ctx.step = 2;
+  ga.set({0.0});
+  RUN_OK("optimizer_update", ams, {&a, &ga, &m, &v, &vhat}, {&a, &m, &v, &vhat},
+         ctx);
+  EXPECT_NEAR(a.get(0), 0.8330287418979304, 1e-13);
+  EXPECT_NEAR(v.get(0), 0.00024975, 1e-15);
+  EXPECT_NEAR(vhat.get(0), 0.00025, 1e-15);
+}
+
+TEST(ReferenceOptimizer, RMSpropPlainAndCenteredMomentum) {
+  KernelConfig plain = optimizer("rmsprop", {{"learning_rate", 0.01},
+                                             {"rho", 0.9},
+                                             {"momentum", 0.0},
+                                             {"epsilon", 1e-7},
+                                             {"centered", 0.0}});
+  Tensor w = Tensor::f64({1}, {1.0}), g = Tensor::f64({1}, {0.5}),
+         rms = Tensor::f64({1});
+  RUN_OK("optimizer_update", plain, {&w, &g, &rms}, {&w, &rms});
+  EXPECT_NEAR(w.get(0), 0.9683772866436797, 1e-13);
+  g.set({0.25});
+  RUN_OK("optimizer_update", plain, {&w, &g, &rms}, {&w, &rms});
+  EXPECT_NEAR(w.get(0), 0.9536331166702025, 1e-13);
+  EXPECT_NEAR(rms.get(0), 0.02875, 1e-15);
+
+  KernelConfig full = optimizer("rmsprop", {{"learning_rate", 0.01},
+                                            {"rho", 0.9},
+                                            {"momentum", 0.5},
+                                            {"epsilon", 1e-7},
+                                            {"centered", 1.0}});
+  // Slots: rms, momentum, mg.
+  Tensor w2 = Tensor::f64({1}, {1.0}), g2 = Tensor::f64({1}, {0.5});
+  Tensor r = Tensor::f64({1}), mom = Tensor::f64({1}), mg = Tensor::f64({1});
+  RUN_OK("optimizer_update", full, {&w2, &g2, &r, &mom, &mg},
+         {&w2, &r, &mom, &mg});
+  EXPECT_NEAR(w2.get(0), 0.9666667407404939, 1e-13);
+  g2.set({0.25});
+  RUN_OK("optimizer_update", full, {&w2, &g2, &r, &mom, &mg},
+         {&w2, &r, &mom, &mg});
+  EXPECT_NEAR(w2.get(0), 0.9338120473419914, 1e-13);
+  EXPECT_NEAR(r.get(0), 0.02875, 1e-15);
+  EXPECT_NEAR(mom.get(0), 0.03285469339850246, 1e-13);
+  EXPECT_NEAR(mg.get(0), 0.07, 1e-15);
+}
+
+TEST(ReferenceOptimizer, RejectsWrongSlotCount) {
+  KernelConfig cfg = optimizer("adam", {{"learning_rate", 0.1}});
+  Tensor w = Tensor::f32({1}), g = Tensor::f32({1}), m = Tensor::f32({1});
+  EXPECT_FALSE(launch("optimizer_update", cfg, {&w, &g, &m}, {&w, &m}).isOk());
+}
+
+//===----------------------------------------------------------------------===//
+// Dropout
+//===----------------------------------------------------------------------===//
+
+KernelConfig dropoutConfig(double rate, int64_t seed) {
+  KernelConfig cfg;
+  cfg.set("rate", rate).set("seed", seed);
+  return cfg;
+}
+
+TEST(ReferenceDropout, ForwardAndGradientShareTheMask) {
+  KernelContext ctx;
+  ctx.step = 7;
+  ctx.seed = 42;
+  Tensor ones = Tensor::f32({16, 64}, std::vector<double>(1024, 1.0));
+  Tensor y = Tensor::f32({16, 64}), dx = Tensor::f32({16, 64});
+  RUN_OK("dropout", dropoutConfig(0.25, 3), {&ones}, {&y}, ctx);
+  RUN_OK("dropout_grad", dropoutConfig(0.25, 3), {&ones}, {&dx}, ctx);
+  expectAllNear(y.values(), dx.values(), 0);
+  for (double v : y.values())
+    EXPECT_TRUE(v == 0.0 || std::abs(v - 1.0 / 0.75) < 1e-6);
+  // Another step or another op seed gives another mask.
+  Tensor other = Tensor::f32({16, 64});
+  ctx.step = 8;
+  RUN_OK("dropout", dropoutConfig(0.25, 3), {&ones}, {&other}, ctx);
+  EXPECT_NE(y.values(), other.values());
+}
+
+TEST(ReferenceDropout, KeepRate) {
+  KernelContext ctx;
+  const int64_t n = 200000;
+  Tensor ones = Tensor::f32({1000, 200}, std::vector<double>(n, 1.0));
+  Tensor y = Tensor::f32({1000, 200});
+  for (double rate : {0.1, 0.5, 0.8}) {
+    RUN_OK("dropout", dropoutConfig(rate, 11), {&ones}, {&y}, ctx);
+    int64_t kept = 0;
+    for (double v : y.values())
+      kept += v != 0.0;
+    double sigma = std::sqrt(n * rate * (1 - rate));
+    EXPECT_NEAR(static_cast<double>(kept), n * (1 - rate), 5 * sigma) << rate;
+  }
+}
+
+TEST(ReferenceDropout, ReplicasDropWhatOneReplicaWould) {
+  KernelContext whole;
+  whole.step = 3;
+  whole.seed = 9;
+  std::vector<double> v = uniform(8 * 5 * 3, -1, 1, 13);
+  Tensor x = Tensor::f32({8, 5, 3}, v), y = Tensor::f32({8, 5, 3});
+  RUN_OK("dropout", dropoutConfig(0.5, 1), {&x}, {&y}, whole);
+  std::vector<double> joined;
+  for (int r = 0; r < 2; ++r) {
+    KernelContext part = whole;
+    part.replica = r;
+    part.replicas = 2;
+    part.globalRowOffset = 4 * r;
+    Tensor xr =
+        Tensor::f32({4, 5, 3}, std::vector<double>(v.begin() + 60 * r,
+                                                   v.begin() + 60 * (r + 1)));
+    Tensor yr = Tensor::f32({4, 5, 3});
+    RUN_OK("dropout", dropoutConfig(0.5, 1), {&xr}, {&yr}, part);
+    std::vector<double> part_values = yr.values();
+    joined.insert(joined.end(), part_values.begin(), part_values.end());
+  }
+  expectAllNear(joined, y.values(), 0);
+}
+
+//===----------------------------------------------------------------------===//
+// Registry
+//===----------------------------------------------------------------------===//
+
+/// Every op the compiler can launch (graph ops other than the structural
+/// ones), written out so that a new op shows up as a failure here.
+const std::vector<std::string> kLaunchable = {
+    "accuracy",
+    "add",
+    "avg_pool2d",
+    "avg_pool2d_grad",
+    "batch_norm",
+    "batch_norm_grad",
+    "batch_norm_train",
+    "bias_add",
+    "bias_add_grad",
+    "categorical_crossentropy",
+    "categorical_crossentropy_grad",
+    "concatenate",
+    "conv2d",
+    "conv2d_grad_input",
+    "conv2d_grad_kernel",
+    "dense",
+    "dense_grad_input",
+    "dense_grad_kernel",
+    "dropout",
+    "dropout_grad",
+    "elementwise",
+    "elu",
+    "elu_grad",
+    "flatten",
+    "fused_conv2d",
+    "fused_dense",
+    "gelu",
+    "gelu_grad",
+    "global_avg_pool2d",
+    "global_avg_pool2d_grad",
+    "leaky_relu",
+    "leaky_relu_grad",
+    "max_pool2d",
+    "max_pool2d_grad",
+    "optimizer_update",
+    "relu",
+    "relu_grad",
+    "reshape",
+    "sigmoid",
+    "sigmoid_grad",
+    "slice",
+    "softmax",
+    "softmax_cross_entropy",
+    "softmax_grad",
+    "sparse_categorical_crossentropy",
+    "sparse_categorical_crossentropy_grad",
+    "tanh",
+    "tanh_grad",
+};
+
+TEST(ReferenceRegistry, RegistersEveryLaunchableOp) {
+  reference::registerReferenceKernels();
+  // Graph op names only: tests elsewhere register `test.*` kernels.
+  std::vector<std::string> names;
+  for (const std::string &name :
+       KernelRegistry::global().names(Backend::reference))
+    if (name.find('.') == std::string::npos)
+      names.push_back(name);
+  std::vector<std::string> expected = kLaunchable;
+  std::sort(names.begin(), names.end());
+  std::sort(expected.begin(), expected.end());
+  EXPECT_EQ(names, expected);
+  std::vector<std::string> listed = reference::referenceKernelNames();
+  std::sort(listed.begin(), listed.end());
+  EXPECT_EQ(listed, expected);
+}
+
+/// The same list read from GraphOps.td, so an op added there without a
+/// kernel fails here (graph-lower-to-exec launches every graph op but
+/// these structural ones).
+TEST(ReferenceRegistry, CoversEveryOpInGraphOpsTd) {
+  std::ifstream td(GRAPH_SOURCE_DIR "/dialects/graph/GraphOps.td");
+  ASSERT_TRUE(td.good()) << "cannot read GraphOps.td";
+  std::stringstream text;
+  text << td.rdbuf();
+  std::string source = text.str();
+  std::regex def(R"re(def\s+\w+\s*:\s*Graph_\w+<\s*"(\w+)")re");
+  const std::set<std::string> structural = {
+      "variable", "read_variable", "model",           "input",
+      "output",   "training",      "assign_variable", "yield"};
+  std::set<std::string> ops;
+  for (auto it = std::sregex_iterator(source.begin(), source.end(), def);
+       it != std::sregex_iterator(); ++it)
+    if (!structural.count((*it)[1]))
+      ops.insert((*it)[1]);
+  EXPECT_EQ(ops, std::set<std::string>(kLaunchable.begin(), kLaunchable.end()));
+  reference::registerReferenceKernels();
+  for (const std::string &op : ops)
+    EXPECT_NE(KernelRegistry::global().find(op, Backend::reference), nullptr)
+        << op;
+}
+
+} // namespace
