@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Training throughput on CPU, ours against PyTorch's, one after the other in
+# one run: the seed Fashion-MNIST CNN, global batch 256, Adam 0.001,
+# synthetic data, 2 threads for both. Prints images/s for each and the ratio.
+#
+#   bench/cpu-train-vs-pytorch.sh [steps] [backend] [build-dir]
+#
+# PyTorch comes from Debian's python3-torch (CPU build of 1.13); the script
+# installs it when missing.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+steps="${1:-20}"
+backend="${2:-reference}"
+build="${3:-$root/build}"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+
+if ! /usr/bin/python3 -c "import torch" 2>/dev/null; then
+  echo "installing python3-torch (Debian) for the comparison"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3-torch >/dev/null
+fi
+
+"$build/bin/graph-import" "$root/examples/fashion_mnist_cnn.json" --batch-size 256 -o "$work/m.mlir"
+"$build/bin/graphc" "$work/m.mlir" --replicas 1 -o "$work/m.plan"
+
+echo "== ours: graphrun --backend $backend, 1 replica, 3 warm-up + $steps timed steps"
+ours=$("$build/bin/graphrun" "$work/m.plan" --data synthetic --steps "$((steps + 3))" \
+  --backend "$backend" --warmup 3 --log-every 1000 2>&1 | tee /dev/stderr |
+  awk '/^images\/sec:/ { print $2 }')
+
+echo "== PyTorch $(/usr/bin/python3 -c 'import torch; print(torch.__version__)'), 2 threads, 3 warm-up + $steps timed steps"
+peer=$(OMP_NUM_THREADS=2 /usr/bin/python3 "$root/bench/pytorch_fashion_cnn.py" --steps "$steps" --warmup 3)
+echo "images/sec: $peer"
+
+echo
+printf '%-24s %12s\n' "" "images/s"
+printf '%-24s %12s\n' "graphrun ($backend)" "$ours"
+printf '%-24s %12s\n' "PyTorch eager" "$peer"
+awk -v a="$ours" -v b="$peer" 'BEGIN { printf "ratio ours/PyTorch: %.3f\n", a / b }'
