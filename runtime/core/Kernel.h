@@ -87,8 +87,8 @@ struct KernelContext {
 };
 
 using KernelFn = std::function<Status(
-    const KernelContext &, const KernelConfig &, const std::vector<TensorRef> &ins,
-    const std::vector<TensorRef> &outs)>;
+    const KernelContext &, const KernelConfig &,
+    const std::vector<TensorRef> &ins, const std::vector<TensorRef> &outs)>;
 
 enum class Backend { reference, cpu, cuda };
 const char *backendName(Backend backend);

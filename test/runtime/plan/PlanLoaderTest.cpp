@@ -43,9 +43,9 @@ std::vector<uint8_t> buildPlan(const PlanSpec &s) {
       plan::CreateInitializer(b, plan::InitKind::zeros));
   auto input = plan::CreateInput(b, b.CreateString("input_layer"), shape43,
                                  plan::DType::f32);
-  auto training = plan::CreateTraining(
-      b, plan::LossKind::categorical_crossentropy, false,
-      plan::OptimizerKind::adam, 0, 0, 4);
+  auto training =
+      plan::CreateTraining(b, plan::LossKind::categorical_crossentropy, false,
+                           plan::OptimizerKind::adam, 0, 0, 4);
 
   std::vector<fb::Offset<plan::Program>> programs;
   if (s.withProgram) {
@@ -81,10 +81,10 @@ std::vector<uint8_t> buildPlan(const PlanSpec &s) {
       record();
       wait();
     }
-    ops.push_back(plan::CreateOp(
-        b, plan::OpKind::output, plan::StreamKind::compute, 0, 0,
-        b.CreateVector(std::vector<int32_t>{3}), 0, 0, -1,
-        b.CreateString("loss"), 0));
+    ops.push_back(plan::CreateOp(b, plan::OpKind::output,
+                                 plan::StreamKind::compute, 0, 0,
+                                 b.CreateVector(std::vector<int32_t>{3}), 0, 0,
+                                 -1, b.CreateString("loss"), 0));
     programs.push_back(plan::CreateProgram(
         b, b.CreateString("train_x1"), plan::ProgramKind::train, s.replicas,
         b.CreateVector(buffers), b.CreateVector(ops), s.numEvents,
