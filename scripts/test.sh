@@ -36,7 +36,8 @@ else
 fi
 
 echo "== clang-format"
-mapfile -t sources < <(cd "$root" && git ls-files '*.cpp' '*.h' '*.cu' '*.cuh')
+# Tracked and new (untracked, not ignored) files: what CI's clone will hold.
+mapfile -t sources < <(cd "$root" && git ls-files -co --exclude-standard '*.cpp' '*.h' '*.cu' '*.cuh')
 if (cd "$root" && clang-format --dry-run --Werror "${sources[@]}"); then
   echo "clang-format: ${#sources[@]} files clean"
   passed=$((passed + 1))
