@@ -3,6 +3,7 @@
 #include "runtime/core/Hooks.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <numeric>
 #include <string_view>
@@ -181,6 +182,40 @@ void LoggerHook::end(const SessionInfo &info) {
   char line[128];
   std::snprintf(line, sizeof line, "Loss for final step: %.8g.\n", lastLoss_);
   out_ << line;
+  out_.flush();
+}
+
+} // namespace graph::runtime
+
+namespace graph::runtime {
+
+/// A JSON number, or null for what JSON cannot hold.
+static std::string jsonNumber(double value) {
+  if (!std::isfinite(value))
+    return "null";
+  char text[32];
+  std::snprintf(text, sizeof text, "%.9g", value);
+  return text;
+}
+
+void MetricsFileHook::afterStep(const StepContext &ctx) {
+  if (every_ <= 0 || (ctx.step != 1 && ctx.step % every_ != 0))
+    return;
+  double seconds = std::chrono::duration<double>(ctx.end - ctx.begin).count();
+  out_ << "{\"step\": " << ctx.step << ", \"loss\": " << jsonNumber(ctx.loss);
+  for (const auto &[name, value] : ctx.metrics)
+    out_ << ", \"" << name << "\": " << jsonNumber(value);
+  out_ << ", \"seconds\": " << jsonNumber(seconds) << "}\n";
+  out_.flush();
+}
+
+void MetricsFileHook::writeEvaluation(int64_t step,
+                                      const std::vector<std::string> &names,
+                                      const std::vector<double> &values) {
+  out_ << "{\"eval\": true, \"step\": " << step;
+  for (size_t i = 0; i < names.size() && i < values.size(); ++i)
+    out_ << ", \"" << names[i] << "\": " << jsonNumber(values[i]);
+  out_ << "}\n";
   out_.flush();
 }
 

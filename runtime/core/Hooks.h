@@ -73,6 +73,28 @@ private:
   double lastLoss_ = 0;
 };
 
+/// `graphrun --metrics m.jsonl`: one JSON object per logged step,
+///   {"step": 10, "loss": 0.52, "accuracy": 0.81, "seconds": 0.63}
+/// and one per evaluation,
+///   {"eval": true, "step": 100, "loss": 0.37, "accuracy": 0.87}.
+/// Each line is flushed when written, so a killed run keeps what it logged.
+/// A non-finite value is written as null (JSON has no NaN).
+class MetricsFileHook : public Hook {
+public:
+  /// Writes the first step and every `every` steps to `out`.
+  MetricsFileHook(int64_t every, std::ostream &out)
+      : every_(every), out_(out) {}
+
+  void afterStep(const StepContext &ctx) override;
+  /// Writes an evaluation's result, taken after `step` training steps.
+  void writeEvaluation(int64_t step, const std::vector<std::string> &names,
+                       const std::vector<double> &values);
+
+private:
+  int64_t every_;
+  std::ostream &out_;
+};
+
 } // namespace graph::runtime
 
 #endif // RUNTIME_CORE_HOOKS_H

@@ -17,6 +17,7 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -45,6 +46,7 @@ struct Flags {
   int64_t evalSteps = -1;
   double learningRate = -1;
   int64_t warmup = 5;
+  std::string metrics;
   std::string backend = "reference";
   double timeoutSeconds = 60;
 };
@@ -163,6 +165,15 @@ int run(const Flags &flags) {
   StepTimerHook timer(flags.warmup, std::cout);
   LoggerHook logger(flags.logEvery, std::cout);
   std::vector<Hook *> hooks{&logger, &timer};
+  std::ofstream metricsFile;
+  std::unique_ptr<MetricsFileHook> metrics;
+  if (!flags.metrics.empty()) {
+    metricsFile.open(flags.metrics, std::ios::trunc);
+    if (!metricsFile)
+      return fail(flags.metrics + ": cannot write the metrics file");
+    metrics = std::make_unique<MetricsFileHook>(flags.logEvery, metricsFile);
+    hooks.push_back(metrics.get());
+  }
   if (Status s = session->train(*batches, flags.steps, hooks); !s)
     return fail(s.message());
   batches.reset();
@@ -180,6 +191,9 @@ int run(const Flags &flags) {
     EvalResult result;
     if (Status s = session->evaluate(*evalBatches, result, flags.evalSteps); !s)
       return fail(s.message());
+    if (metrics)
+      metrics->writeEvaluation(session->globalStep(), result.names,
+                               result.values);
     std::string line = "eval:";
     for (size_t i = 0; i < result.names.size(); ++i) {
       char buf[128];
@@ -240,6 +254,9 @@ int main(int argc, char **argv) {
   app.add_option("--prefetch", flags.prefetch, "batches prepared ahead")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  app.add_option("--metrics", flags.metrics,
+                 "also write one JSON line per logged step and per "
+                 "evaluation to this file");
   app.add_option("--log-every", flags.logEvery,
                  "log the loss every this many steps (0: never)")
       ->check(CLI::NonNegativeNumber)

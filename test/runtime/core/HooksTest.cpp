@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <sstream>
 
 using namespace graph::runtime;
@@ -82,3 +83,31 @@ TEST(LoggerHook, TensorFlowFormat) {
                        "loss = 0.25, step = 4 (1.000 sec)\n"
                        "Loss for final step: 0.25.\n");
 }
+
+namespace graph::runtime {
+namespace {
+
+TEST(MetricsFileHook, OneJsonLinePerLoggedStepAndEvaluation) {
+  std::ostringstream out;
+  MetricsFileHook hook(2, out);
+  auto t0 = std::chrono::steady_clock::now();
+  for (int i = 1; i <= 4; ++i) {
+    StepContext ctx;
+    ctx.step = i;
+    ctx.loss = i == 4 ? std::nan("") : 1.0 / i;
+    ctx.metrics = {{"accuracy", 0.25 * i}};
+    ctx.begin = t0;
+    ctx.end = t0 + std::chrono::milliseconds(500);
+    hook.afterStep(ctx);
+  }
+  hook.writeEvaluation(4, {"loss", "accuracy"}, {0.375, 0.875});
+  EXPECT_EQ(
+      out.str(),
+      "{\"step\": 1, \"loss\": 1, \"accuracy\": 0.25, \"seconds\": 0.5}\n"
+      "{\"step\": 2, \"loss\": 0.5, \"accuracy\": 0.5, \"seconds\": 0.5}\n"
+      "{\"step\": 4, \"loss\": null, \"accuracy\": 1, \"seconds\": 0.5}\n"
+      "{\"eval\": true, \"step\": 4, \"loss\": 0.375, \"accuracy\": 0.875}\n");
+}
+
+} // namespace
+} // namespace graph::runtime
