@@ -6,8 +6,6 @@
 #include "mlir/IR/Verifier.h"
 #include "llvm/ADT/StringSwitch.h"
 
-#include <set>
-
 using namespace mlir;
 using namespace mlir::graph;
 
@@ -84,8 +82,7 @@ ModelBuilder::~ModelBuilder() = default;
 std::string ModelBuilder::uniqueName(llvm::StringRef requested,
                                      llvm::StringRef base) {
   if (!requested.empty()) {
-    if (!nameCounts.emplace(requested.str(), 0).second &&
-        nameCounts[requested.str()] >= 0) {
+    if (!takenNames.insert(requested.str()).second) {
       // Keras refuses two layers of one name: their weights would collide.
       mlir::emitError(baseLoc) << "duplicate layer name '" << requested << "'";
       failed = true;
@@ -94,13 +91,12 @@ std::string ModelBuilder::uniqueName(llvm::StringRef requested,
   }
   // Keras' default names: conv2d, conv2d_1, conv2d_2, ... skipping names a
   // user already took.
-  std::string key = "#" + base.str();
-  int &count = nameCounts[key];
+  int &suffix = nextSuffix[base.str()];
   while (true) {
     std::string name =
-        count == 0 ? base.str() : base.str() + "_" + std::to_string(count);
-    ++count;
-    if (nameCounts.emplace(name, 0).second)
+        suffix == 0 ? base.str() : base.str() + "_" + std::to_string(suffix);
+    ++suffix;
+    if (takenNames.insert(name).second)
       return name;
   }
 }

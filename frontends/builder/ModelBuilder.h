@@ -31,6 +31,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <variant>
 #include <vector>
@@ -248,7 +249,9 @@ private:
   mlir::OpBuilder builder;
   int64_t batchSize;
   mlir::Location baseLoc;
-  std::map<std::string, int> nameCounts;
+  /// Every layer name in use, and the next default suffix per base name.
+  std::set<std::string> takenNames;
+  std::map<std::string, int> nextSuffix;
   bool failed = false;
 };
 

@@ -187,15 +187,6 @@ TEST(FiniteDifference, BiasAddAndAdd) {
     expectGradient(wa, a.numeric(i, wa), "add");
 }
 
-KernelConfig poolConfig(const std::string &padding, int64_t size,
-                        int64_t stride) {
-  KernelConfig cfg;
-  cfg.set("padding", padding)
-      .set("pool_size", std::vector<int64_t>{size, size})
-      .set("strides", std::vector<int64_t>{stride, stride});
-  return cfg;
-}
-
 TEST(FiniteDifference, MaxPool) {
   // Distinct values 0.1 apart: no ties, and the step cannot reorder them.
   std::vector<double> v(2 * 5 * 5 * 2);

@@ -148,6 +148,16 @@ inline void expectAllNear(const std::vector<double> &actual,
         << what << " at element " << k;
 }
 
+/// The configuration of a square pooling window.
+inline KernelConfig poolConfig(const std::string &padding, int64_t size,
+                               int64_t stride) {
+  KernelConfig cfg;
+  cfg.set("padding", padding)
+      .set("pool_size", std::vector<int64_t>{size, size})
+      .set("strides", std::vector<int64_t>{stride, stride});
+  return cfg;
+}
+
 } // namespace graph::runtime::testing
 
 #endif // TEST_RUNTIME_REFERENCE_KERNELTESTUTIL_H

@@ -155,15 +155,6 @@ TEST(ReferenceKernels, BiasAddAndAdd) {
   expectAllNear(z.values(), {13, 26, 19, 32}, 1e-6);
 }
 
-KernelConfig poolConfig(const std::string &padding, int64_t size,
-                        int64_t stride) {
-  KernelConfig cfg;
-  cfg.set("padding", padding)
-      .set("pool_size", std::vector<int64_t>{size, size})
-      .set("strides", std::vector<int64_t>{stride, stride});
-  return cfg;
-}
-
 TEST(ReferenceKernels, Pooling) {
   std::vector<double> v16;
   for (int i = 1; i <= 16; ++i)
