@@ -27,6 +27,7 @@ Status MirroredVariables::initialize(const plan::Plan &plan, int devices,
     return Status::error("variables: need at least one device");
   names_.clear();
   bytes_.clear();
+  shapes_.clear();
   storage_.clear();
   storage_.resize(static_cast<size_t>(devices));
   for (const plan::Variable *v : *plan.variables()) {
@@ -39,6 +40,7 @@ Status MirroredVariables::initialize(const plan::Plan &plan, int devices,
     int64_t bytes = elementCount(v->shape()) * 4;
     names_.push_back(name);
     bytes_.push_back(bytes);
+    shapes_.push_back(shape);
     Arena first;
     if (Status s = Arena::allocate(bytes, first); !s)
       return Status::error("variable '" + name + "': " + s.message());
@@ -61,12 +63,34 @@ Status MirroredVariables::initialize(const plan::Plan &plan, int devices,
   return Status::ok();
 }
 
+int MirroredVariables::find(const std::string &name) const {
+  for (size_t i = 0; i < names_.size(); ++i)
+    if (names_[i] == name)
+      return static_cast<int>(i);
+  return -1;
+}
+
+Status MirroredVariables::read(int variable, void *dst) const {
+  if (variable < 0 || variable >= count())
+    return Status::error("variables: no variable " + std::to_string(variable));
+  std::memcpy(dst, data(0, variable), static_cast<size_t>(bytes_[variable]));
+  return Status::ok();
+}
+
+Status MirroredVariables::write(int variable, const void *src) {
+  if (variable < 0 || variable >= count())
+    return Status::error("variables: no variable " + std::to_string(variable));
+  for (int d = 0; d < devices(); ++d)
+    std::memcpy(data(d, variable), src, static_cast<size_t>(bytes_[variable]));
+  return Status::ok();
+}
+
 namespace {
 
 struct PreparedOp {
   plan::OpKind kind = plan::OpKind::launch;
   size_t index = 0;
-  const KernelFn *kernel = nullptr;
+  KernelFn kernel;
   std::string kernelName;
   KernelConfig config;
   std::vector<TensorRef> ins, outs;
@@ -114,6 +138,8 @@ struct Executor::Device {
   std::vector<InputCopy> inputs;
   std::vector<PreparedOp> ops;
   size_t timestamps = 0;
+  /// The backend's per-device state (KernelContext::deviceState).
+  void *state = nullptr;
 };
 
 Executor::Executor(const plan::Plan &plan, const plan::Program &program)
@@ -285,9 +311,6 @@ Status Executor::prepare(MirroredVariables &variables,
     switch (op.kind()) {
     case plan::OpKind::launch: {
       p.kernelName = op.kernel()->str();
-      p.kernel = registry.find(p.kernelName, options.backend);
-      if (!p.kernel)
-        missing.insert(p.kernelName);
       p.config = KernelConfig::fromPlan(op.config());
       if (options.learningRate >= 0 && p.config.has("learning_rate") &&
           p.kernelName == "optimizer_update")
@@ -307,6 +330,20 @@ Status Executor::prepare(MirroredVariables &variables,
                                    " uses buffer " + std::to_string(b) +
                                    " of device " +
                                    std::to_string(buffers[b]->device()));
+      if (!registry.has(p.kernelName, options.backend)) {
+        missing.insert(p.kernelName);
+        break;
+      }
+      KernelContext site;
+      site.step = 0;
+      site.replica = op.device();
+      site.replicas = replicas_;
+      site.seed = options.seed;
+      site.deviceState = devices_[op.device()]->state;
+      if (Status s = registry.instantiate(p.kernelName, options.backend, site,
+                                          p.config, p.ins, p.outs, p.kernel);
+          !s)
+        return Status::error(at + "'" + p.kernelName + "': " + s.message());
       break;
     }
     case plan::OpKind::all_reduce: {
@@ -442,6 +479,7 @@ void Executor::runDevice(int d) {
   ctx.replicas = replicas_;
   ctx.globalRowOffset = globalBatch_ / replicas_ * d;
   ctx.seed = options_.seed;
+  ctx.deviceState = dev.state;
   for (PreparedOp &op : dev.ops) {
     if (failed_)
       return;
@@ -449,7 +487,7 @@ void Executor::runDevice(int d) {
     switch (op.kind) {
     case plan::OpKind::launch:
       try {
-        s = (*op.kernel)(ctx, op.config, op.ins, op.outs);
+        s = op.kernel(ctx, op.config, op.ins, op.outs);
       } catch (const std::exception &e) {
         s = Status::error(std::string("exception: ") + e.what());
       }

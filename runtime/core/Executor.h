@@ -55,10 +55,23 @@ public:
   const float *f32(int device, int variable) const {
     return reinterpret_cast<const float *>(data(device, variable));
   }
+  const std::vector<int64_t> &shape(int variable) const {
+    return shapes_[variable];
+  }
+  /// The index of the variable named `name`, or -1.
+  int find(const std::string &name) const;
+  /// Copies the variable's value (device 0's copy; all copies are equal
+  /// between steps) to `bytes(variable)` bytes at `dst`. Checkpoints and
+  /// --save-weights read variables only through here, so a backend whose
+  /// variables live in device memory changes only read() and write().
+  Status read(int variable, void *dst) const;
+  /// Sets every device's copy of the variable from `src`.
+  Status write(int variable, const void *src);
 
 private:
   std::vector<std::string> names_;
   std::vector<int64_t> bytes_;
+  std::vector<std::vector<int64_t>> shapes_;
   std::vector<std::vector<Arena>> storage_; // [device][variable]
 };
 

@@ -56,15 +56,17 @@ StepSplit splitStep(const StepResult &result) {
   return total;
 }
 
-void StepTimerHook::begin(const SessionInfo &info) {
+Status StepTimerHook::begin(const SessionInfo &info) {
   globalBatch_ = info.globalBatch;
   steps_.clear();
   splits_.clear();
+  return Status::ok();
 }
 
-void StepTimerHook::afterStep(const StepContext &ctx) {
+Status StepTimerHook::afterStep(const StepContext &ctx) {
   steps_.push_back(std::chrono::duration<double>(ctx.end - ctx.begin).count());
   splits_.push_back(ctx.result ? splitStep(*ctx.result) : StepSplit());
+  return Status::ok();
 }
 
 std::vector<double> StepTimerHook::measured() const {
@@ -97,9 +99,9 @@ double StepTimerHook::imagesPerSecond() const {
   return mean > 0 ? static_cast<double>(globalBatch_) / mean : 0;
 }
 
-void StepTimerHook::end(const SessionInfo &info) {
+Status StepTimerHook::end(const SessionInfo &info) {
   if (steps_.empty())
-    return;
+    return Status::ok();
   double total = std::accumulate(steps_.begin(), steps_.end(), 0.0);
   size_t skip = static_cast<size_t>(std::max<int64_t>(0, warmup_));
   bool warm = steps_.size() > skip;
@@ -148,14 +150,15 @@ void StepTimerHook::end(const SessionInfo &info) {
                 split.update / n, pct(split.update));
   out_ << line;
   out_.flush();
+  return Status::ok();
 }
 
-void LoggerHook::afterStep(const StepContext &ctx) {
+Status LoggerHook::afterStep(const StepContext &ctx) {
   if (every_ <= 0)
-    return;
+    return Status::ok();
   lastLoss_ = ctx.loss;
   if (ctx.step != 1 && ctx.step % every_ != 0)
-    return;
+    return Status::ok();
   char line[256];
   if (logged_) {
     double elapsed = std::chrono::duration<double>(ctx.end - lastTime_).count();
@@ -174,15 +177,17 @@ void LoggerHook::afterStep(const StepContext &ctx) {
   logged_ = true;
   lastStep_ = ctx.step;
   lastTime_ = ctx.end;
+  return Status::ok();
 }
 
-void LoggerHook::end(const SessionInfo &info) {
+Status LoggerHook::end(const SessionInfo &info) {
   if (info.stepsDone == 0)
-    return;
+    return Status::ok();
   char line[128];
   std::snprintf(line, sizeof line, "Loss for final step: %.8g.\n", lastLoss_);
   out_ << line;
   out_.flush();
+  return Status::ok();
 }
 
 } // namespace graph::runtime
@@ -198,15 +203,16 @@ static std::string jsonNumber(double value) {
   return text;
 }
 
-void MetricsFileHook::afterStep(const StepContext &ctx) {
+Status MetricsFileHook::afterStep(const StepContext &ctx) {
   if (every_ <= 0 || (ctx.step != 1 && ctx.step % every_ != 0))
-    return;
+    return Status::ok();
   double seconds = std::chrono::duration<double>(ctx.end - ctx.begin).count();
   out_ << "{\"step\": " << ctx.step << ", \"loss\": " << jsonNumber(ctx.loss);
   for (const auto &[name, value] : ctx.metrics)
     out_ << ", \"" << name << "\": " << jsonNumber(value);
   out_ << ", \"seconds\": " << jsonNumber(seconds) << "}\n";
   out_.flush();
+  return Status::ok();
 }
 
 void MetricsFileHook::writeEvaluation(int64_t step,

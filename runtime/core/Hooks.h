@@ -36,9 +36,9 @@ public:
   StepTimerHook(int64_t warmupSteps, std::ostream &out)
       : warmup_(warmupSteps), out_(out) {}
 
-  void begin(const SessionInfo &info) override;
-  void afterStep(const StepContext &ctx) override;
-  void end(const SessionInfo &info) override;
+  Status begin(const SessionInfo &info) override;
+  Status afterStep(const StepContext &ctx) override;
+  Status end(const SessionInfo &info) override;
 
   /// Over the steps after the warm-up (all steps if there are no more).
   double meanStepSeconds() const;
@@ -61,8 +61,8 @@ public:
   /// Logs the first step and every `every` steps to `out`.
   LoggerHook(int64_t every, std::ostream &out) : every_(every), out_(out) {}
 
-  void afterStep(const StepContext &ctx) override;
-  void end(const SessionInfo &info) override;
+  Status afterStep(const StepContext &ctx) override;
+  Status end(const SessionInfo &info) override;
 
 private:
   int64_t every_;
@@ -85,7 +85,7 @@ public:
   MetricsFileHook(int64_t every, std::ostream &out)
       : every_(every), out_(out) {}
 
-  void afterStep(const StepContext &ctx) override;
+  Status afterStep(const StepContext &ctx) override;
   /// Writes an evaluation's result, taken after `step` training steps.
   void writeEvaluation(int64_t step, const std::vector<std::string> &names,
                        const std::vector<double> &values);

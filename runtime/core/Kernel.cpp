@@ -16,6 +16,13 @@ const char *backendName(Backend backend) {
   return "unknown";
 }
 
+std::optional<Backend> parseBackend(const std::string &name) {
+  for (Backend b : {Backend::reference, Backend::cpu, Backend::cuda})
+    if (name == backendName(b))
+      return b;
+  return std::nullopt;
+}
+
 KernelConfig KernelConfig::fromPlan(
     const flatbuffers::Vector<flatbuffers::Offset<plan::Attr>> *attrs) {
   KernelConfig config;
@@ -96,13 +103,36 @@ KernelRegistry &KernelRegistry::global() {
 
 void KernelRegistry::add(const std::string &name, Backend backend,
                          KernelFn fn) {
-  kernels[{name, backend}] = std::move(fn);
+  addFactory(name, backend,
+             [fn = std::move(fn)](const KernelContext &, const KernelConfig &,
+                                  const std::vector<TensorRef> &,
+                                  const std::vector<TensorRef> &,
+                                  KernelFn &out) {
+               out = fn;
+               return Status::ok();
+             });
 }
 
-const KernelFn *KernelRegistry::find(const std::string &name,
-                                     Backend backend) const {
+void KernelRegistry::addFactory(const std::string &name, Backend backend,
+                                KernelFactory factory) {
+  kernels[{name, backend}] = std::move(factory);
+}
+
+bool KernelRegistry::has(const std::string &name, Backend backend) const {
+  return kernels.count({name, backend}) != 0;
+}
+
+Status KernelRegistry::instantiate(const std::string &name, Backend backend,
+                                   const KernelContext &ctx,
+                                   const KernelConfig &config,
+                                   const std::vector<TensorRef> &ins,
+                                   const std::vector<TensorRef> &outs,
+                                   KernelFn &out) const {
   auto it = kernels.find({name, backend});
-  return it == kernels.end() ? nullptr : &it->second;
+  if (it == kernels.end())
+    return Status::error(std::string("the ") + backendName(backend) +
+                         " backend has no kernel '" + name + "'");
+  return it->second(ctx, config, ins, outs, out);
 }
 
 std::vector<std::string> KernelRegistry::names(Backend backend) const {

@@ -7,6 +7,13 @@
 // "conv2d_grad_input", "optimizer_update", ...), so a kernel is specified by
 // the op's documentation in dialects/graph/GraphOps.td.
 //
+// A kernel is instantiated once per launch site, when the executor prepares
+// a program: its shapes, configuration and buffer addresses are fixed from
+// then on (arenas never move), so that is where a backend builds its
+// oneDNN primitives or picks its cuDNN algorithm. The instance then runs
+// every step. Stateless kernels register a plain KernelFn, which is its own
+// instance.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef RUNTIME_CORE_KERNEL_H
@@ -84,34 +91,51 @@ struct KernelContext {
   int64_t globalRowOffset = 0;
   /// The run's seed (`graphrun --seed`), mixed into dropout masks.
   uint64_t seed = 0;
+  /// The device's backend state, owned by the executor's device: null on
+  /// the reference and cpu backends; the CUDA backend's per-device context
+  /// (stream, library handles) on cuda.
+  void *deviceState = nullptr;
 };
 
 using KernelFn = std::function<Status(
     const KernelContext &, const KernelConfig &,
     const std::vector<TensorRef> &ins, const std::vector<TensorRef> &outs)>;
 
+/// Instantiates a kernel for one launch site: checks `ins`/`outs` against
+/// `config` (a mismatch is an error naming the kernel) and sets `out` to the
+/// function the executor runs every step. `ctx` is the launch site's device
+/// (step 0; `deviceState` set).
+using KernelFactory =
+    std::function<Status(const KernelContext &ctx, const KernelConfig &config,
+                         const std::vector<TensorRef> &ins,
+                         const std::vector<TensorRef> &outs, KernelFn &out)>;
+
 enum class Backend { reference, cpu, cuda };
 const char *backendName(Backend backend);
+/// The backend named `name` ("reference", "cpu", "cuda").
+std::optional<Backend> parseBackend(const std::string &name);
 
-/// Kernels by (name, backend). Backends register theirs at start-up through
-/// KernelRegistration objects in their translation units.
+/// Kernels by (name, backend). Backends register theirs through their
+/// register*Kernels() function, which the tools call at start-up.
 class KernelRegistry {
 public:
   static KernelRegistry &global();
+  /// A stateless kernel: every launch site shares `fn`.
   void add(const std::string &name, Backend backend, KernelFn fn);
-  /// The kernel, or null when the backend has none of that name.
-  const KernelFn *find(const std::string &name, Backend backend) const;
+  /// A kernel with per-launch-site state.
+  void addFactory(const std::string &name, Backend backend,
+                  KernelFactory factory);
+  bool has(const std::string &name, Backend backend) const;
+  /// Instantiates kernel `name` of `backend` for one launch site; an error
+  /// when the backend has no such kernel or the factory refuses.
+  Status instantiate(const std::string &name, Backend backend,
+                     const KernelContext &ctx, const KernelConfig &config,
+                     const std::vector<TensorRef> &ins,
+                     const std::vector<TensorRef> &outs, KernelFn &out) const;
   std::vector<std::string> names(Backend backend) const;
 
 private:
-  std::map<std::pair<std::string, Backend>, KernelFn> kernels;
-};
-
-/// `static KernelRegistration r("relu", Backend::reference, reluKernel);`
-struct KernelRegistration {
-  KernelRegistration(const std::string &name, Backend backend, KernelFn fn) {
-    KernelRegistry::global().add(name, backend, std::move(fn));
-  }
+  std::map<std::pair<std::string, Backend>, KernelFactory> kernels;
 };
 
 } // namespace graph::runtime

@@ -48,7 +48,8 @@ Status Session::train(data::BatchIterator &batches, int64_t maxSteps,
   info.globalBatch = train_->globalBatch();
   info.plannedSteps = maxSteps;
   for (Hook *h : hooks)
-    h->begin(info);
+    if (Status st = h->begin(info); !st)
+      return st;
   auto start = std::chrono::steady_clock::now();
   data::Batch batch;
   StepResult result;
@@ -66,7 +67,10 @@ Status Session::train(data::BatchIterator &batches, int64_t maxSteps,
     ctx.replicas = info.replicas;
     ctx.result = nullptr;
     for (Hook *h : hooks)
-      h->beforeStep(ctx);
+      if (status = h->beforeStep(ctx); !status)
+        break;
+    if (!status)
+      break;
     if (status = train_->run(batch, ctx.step, result); !status)
       break;
     ++globalStep_;
@@ -88,7 +92,10 @@ Status Session::train(data::BatchIterator &batches, int64_t maxSteps,
       break;
     }
     for (Hook *h : hooks)
-      h->afterStep(ctx);
+      if (status = h->afterStep(ctx); !status)
+        break;
+    if (!status)
+      break;
   }
   info.stepsDone = globalStep_;
   info.seconds =
@@ -96,7 +103,8 @@ Status Session::train(data::BatchIterator &batches, int64_t maxSteps,
           .count();
   if (status)
     for (Hook *h : hooks)
-      h->end(info);
+      if (status = h->end(info); !status)
+        break;
   return status;
 }
 

@@ -54,13 +54,16 @@ struct StepContext {
   std::chrono::steady_clock::time_point begin, end;
 };
 
+/// Sees the run's steps. A hook that returns an error stops the run with it
+/// (the NaN guard, a checkpoint that cannot be written); end() runs only
+/// after a run that succeeded.
 class Hook {
 public:
   virtual ~Hook() = default;
-  virtual void begin(const SessionInfo &) {}
-  virtual void beforeStep(StepContext &) {}
-  virtual void afterStep(const StepContext &) {}
-  virtual void end(const SessionInfo &) {}
+  virtual Status begin(const SessionInfo &) { return Status::ok(); }
+  virtual Status beforeStep(StepContext &) { return Status::ok(); }
+  virtual Status afterStep(const StepContext &) { return Status::ok(); }
+  virtual Status end(const SessionInfo &) { return Status::ok(); }
 };
 
 struct SessionOptions {
@@ -101,6 +104,7 @@ public:
   int64_t globalBatch() const { return train_->globalBatch(); }
   data::LabelFormat labelFormat() const { return train_->labelFormat(); }
   const MirroredVariables &variables() const { return variables_; }
+  MirroredVariables &variables() { return variables_; }
   const plan::Program &trainProgram() const { return train_->program(); }
 
 private:

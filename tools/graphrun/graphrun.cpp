@@ -89,7 +89,7 @@ int run(const Flags &flags) {
                 "with --cpus " +
                 std::to_string(flags.gpus));
   int replicas = flags.cpus > 0 ? flags.cpus : 1;
-  Backend backend = flags.backend == "cpu" ? Backend::cpu : Backend::reference;
+  Backend backend = *parseBackend(flags.backend);
   reference::registerReferenceKernels();
   if (KernelRegistry::global().names(backend).empty())
     return fail("--backend " + flags.backend +

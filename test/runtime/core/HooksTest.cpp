@@ -16,21 +16,21 @@ TEST(StepTimerHook, StatisticsAfterWarmup) {
   SessionInfo info;
   info.globalBatch = 100;
   info.program = "train_x1";
-  timer.begin(info);
+  ASSERT_TRUE(timer.begin(info).isOk());
   Clock::time_point t0{};
   for (int i = 1; i <= 10; ++i) {
     StepContext ctx;
     ctx.step = i;
     ctx.begin = t0;
     ctx.end = t0 + std::chrono::milliseconds(i); // steps of 1..10 ms
-    timer.afterStep(ctx);
+    ASSERT_TRUE(timer.afterStep(ctx).isOk());
   }
   // Steps 3..10: mean and median 6.5 ms.
   EXPECT_NEAR(timer.meanStepSeconds(), 0.0065, 1e-9);
   EXPECT_NEAR(timer.medianStepSeconds(), 0.0065, 1e-9);
   EXPECT_NEAR(timer.imagesPerSecond(), 100 / 0.0065, 1e-3);
   info.stepsDone = 10;
-  timer.end(info);
+  ASSERT_TRUE(timer.end(info).isOk());
   EXPECT_NE(out.str().find("TimeHistory: 10 steps in 0.055 sec"),
             std::string::npos)
       << out.str();
@@ -71,11 +71,11 @@ TEST(LoggerHook, TensorFlowFormat) {
     ctx.step = i;
     ctx.loss = 1.0 / i;
     ctx.end = t0 + std::chrono::milliseconds(500 * i);
-    logger.afterStep(ctx);
+    ASSERT_TRUE(logger.afterStep(ctx).isOk());
   }
   SessionInfo info;
   info.stepsDone = 4;
-  logger.end(info);
+  ASSERT_TRUE(logger.end(info).isOk());
   EXPECT_EQ(out.str(), "loss = 1, step = 1\n"
                        "global_step/sec: 2\n"
                        "loss = 0.5, step = 2 (0.500 sec)\n"
@@ -98,7 +98,7 @@ TEST(MetricsFileHook, OneJsonLinePerLoggedStepAndEvaluation) {
     ctx.metrics = {{"accuracy", 0.25 * i}};
     ctx.begin = t0;
     ctx.end = t0 + std::chrono::milliseconds(500);
-    hook.afterStep(ctx);
+    ASSERT_TRUE(hook.afterStep(ctx).isOk());
   }
   hook.writeEvaluation(4, {"loss", "accuracy"}, {0.375, 0.875});
   EXPECT_EQ(

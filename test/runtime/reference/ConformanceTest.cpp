@@ -318,7 +318,7 @@ TEST_P(Conformance, MatchesReference) {
   Backend backend = GetParam();
   int compared = 0;
   for (const Case &c : allCases()) {
-    if (!KernelRegistry::global().find(c.kernel, backend))
+    if (!KernelRegistry::global().has(c.kernel, backend))
       continue; // a backend may not have every kernel yet
     std::vector<Tensor> expected = runCase(c, Backend::reference);
     std::vector<Tensor> actual = runCase(c, backend);

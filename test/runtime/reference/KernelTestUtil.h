@@ -121,15 +121,17 @@ inline Status launch(const std::string &kernel, const KernelConfig &cfg,
                      const KernelContext &ctx = {},
                      Backend backend = Backend::reference) {
   reference::registerReferenceKernels();
-  const KernelFn *fn = KernelRegistry::global().find(kernel, backend);
-  if (!fn)
-    return Status::error("no kernel " + kernel);
   std::vector<TensorRef> inRefs, outRefs;
   for (Tensor *t : ins)
     inRefs.push_back(t->ref());
   for (Tensor *t : outs)
     outRefs.push_back(t->ref());
-  return (*fn)(ctx, cfg, inRefs, outRefs);
+  KernelFn fn;
+  if (Status s = KernelRegistry::global().instantiate(kernel, backend, ctx, cfg,
+                                                      inRefs, outRefs, fn);
+      !s)
+    return s;
+  return fn(ctx, cfg, inRefs, outRefs);
 }
 
 #define RUN_OK(...)                                                            \
