@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/backends/cpu/CpuKernels.h"
 #include "runtime/backends/reference/ReferenceKernels.h"
 #include "runtime/core/Hooks.h"
 #include "runtime/core/Session.h"
@@ -91,6 +92,7 @@ int run(const Flags &flags) {
   int replicas = flags.cpus > 0 ? flags.cpus : 1;
   Backend backend = *parseBackend(flags.backend);
   reference::registerReferenceKernels();
+  cpu::registerCpuKernels();
   if (KernelRegistry::global().names(backend).empty())
     return fail("--backend " + flags.backend +
                 ": no kernels of that backend are in this build; use "

@@ -11,6 +11,8 @@
 
 #include "KernelTestUtil.h"
 
+#include "runtime/backends/cpu/CpuKernels.h"
+
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -298,7 +300,10 @@ std::vector<Tensor> runCase(Case c, Backend backend) {
 
 class Conformance : public ::testing::TestWithParam<Backend> {
 protected:
-  void SetUp() override { reference::registerReferenceKernels(); }
+  void SetUp() override {
+    reference::registerReferenceKernels();
+    cpu::registerCpuKernels();
+  }
 };
 
 TEST_P(Conformance, EveryKernelHasACase) {
@@ -335,7 +340,7 @@ TEST_P(Conformance, MatchesReference) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, Conformance,
-                         ::testing::Values(Backend::reference),
+                         ::testing::Values(Backend::reference, Backend::cpu),
                          [](const ::testing::TestParamInfo<Backend> &info) {
                            return std::string(backendName(info.param));
                          });

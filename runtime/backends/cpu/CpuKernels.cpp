@@ -1,0 +1,51 @@
+//===- CpuKernels.cpp - cpu backend registration and threads --------------===//
+
+#include "runtime/backends/cpu/CpuKernels.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <mutex>
+
+namespace graph::runtime::cpu {
+
+namespace {
+/// The process' OpenMP threads, read once on the registering thread (the
+/// main thread, whose ICVs reflect OMP_NUM_THREADS).
+int processThreads() {
+  static const int threads = std::max(1, omp_get_max_threads());
+  return threads;
+}
+} // namespace
+
+int threadsPerReplica(int replicas) {
+  return std::max(1, processThreads() / std::max(1, replicas));
+}
+
+void useReplicaThreads(const KernelContext &ctx) {
+  // omp_set_num_threads sets the calling thread's ICV only: each device
+  // thread keeps its own team size.
+  thread_local int current = 0;
+  int want = threadsPerReplica(ctx.replicas);
+  if (current != want) {
+    omp_set_num_threads(want);
+    current = want;
+  }
+}
+
+void registerCpuKernels() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    processThreads();
+    KernelRegistry &registry = KernelRegistry::global();
+    registerDnnlConvKernels(registry);
+    registerDnnlDenseKernels(registry);
+    registerDnnlPoolKernels(registry);
+    registerVectorElementwiseKernels(registry);
+    registerVectorLossKernels(registry);
+    registerVectorOptimizerKernels(registry);
+    registerVectorShapeKernels(registry);
+  });
+}
+
+} // namespace graph::runtime::cpu

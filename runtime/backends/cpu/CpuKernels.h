@@ -1,0 +1,47 @@
+//===- CpuKernels.h - the cpu backend ---------------------------*- C++ -*-===//
+//
+// Kernels for Backend::cpu: oneDNN 2.6 primitives where oneDNN has them
+// (Dnnl*Kernels.cpp), own vectorised loops elsewhere (Vector*Kernels.cpp).
+// Layouts are the plan's: NHWC activations, HWIO conv kernels, [in, out]
+// dense kernels. Every kernel is checked against the reference backend by
+// test/runtime/reference/ConformanceTest.cpp.
+//
+// Threads: one OpenMP pool. N replicas in one process run on N device
+// threads; each takes an equal share of the process' threads
+// (threadsPerReplica), so two replicas on two cores use one core each
+// instead of oversubscribing them.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef RUNTIME_BACKENDS_CPU_CPUKERNELS_H
+#define RUNTIME_BACKENDS_CPU_CPUKERNELS_H
+
+#include "runtime/core/Kernel.h"
+
+namespace graph::runtime::cpu {
+
+/// Registers every cpu kernel in KernelRegistry::global() under
+/// Backend::cpu. Idempotent.
+void registerCpuKernels();
+
+/// The OpenMP threads each of `replicas` device threads may use: the
+/// process' threads (OMP_NUM_THREADS, else the cores) divided evenly, at
+/// least one.
+int threadsPerReplica(int replicas);
+
+/// Sets the calling thread's OpenMP team size for a kernel of `ctx`'s
+/// replica. Cheap; every cpu kernel calls it first.
+void useReplicaThreads(const KernelContext &ctx);
+
+// Per-file registration, called by registerCpuKernels().
+void registerDnnlConvKernels(KernelRegistry &registry);
+void registerDnnlDenseKernels(KernelRegistry &registry);
+void registerDnnlPoolKernels(KernelRegistry &registry);
+void registerVectorElementwiseKernels(KernelRegistry &registry);
+void registerVectorLossKernels(KernelRegistry &registry);
+void registerVectorOptimizerKernels(KernelRegistry &registry);
+void registerVectorShapeKernels(KernelRegistry &registry);
+
+} // namespace graph::runtime::cpu
+
+#endif // RUNTIME_BACKENDS_CPU_CPUKERNELS_H
