@@ -1,0 +1,52 @@
+//===- CudaDeviceState.h - what a CUDA kernel gets from its device -*- C++ -*-===//
+//
+// KernelContext::deviceState on Backend::cuda points to one of these, owned
+// by the executor's device (one per logical GPU; several logical GPUs may
+// share one physical GPU). Kernels enqueue on `compute` only and never
+// synchronise: the executor orders streams with the plan's events, and the
+// whole step may be captured into a CUDA graph, so a kernel must not
+// allocate, copy to the host, or call anything illegal during capture.
+// A kernel factory (instantiated once per launch site, outside capture)
+// may query the libraries and pick algorithms.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef RUNTIME_BACKENDS_CUDA_CUDADEVICESTATE_H
+#define RUNTIME_BACKENDS_CUDA_CUDADEVICESTATE_H
+
+#include <cublasLt.h>
+#include <cuda_runtime.h>
+#include <cudnn.h>
+
+#include <cstddef>
+
+namespace graph::runtime::cuda {
+
+struct CudaDeviceState {
+  /// The physical GPU (cudaSetDevice) and the logical device (the replica).
+  int ordinal = 0;
+  int logical = 0;
+  /// Kernels run on `compute`; all-reduces on `comm`; input copies on `copy`.
+  cudaStream_t compute = nullptr;
+  cudaStream_t comm = nullptr;
+  cudaStream_t copy = nullptr;
+  /// Library handles of this device, bound to `compute`.
+  cudnnHandle_t cudnn = nullptr;
+  cublasLtHandle_t cublasLt = nullptr;
+  /// Scratch for cuDNN and cuBLASLt, allocated once with the arena: a
+  /// kernel picks algorithms whose workspace fits in `workspaceBytes`.
+  /// Kernels on one stream run one at a time, so they share it.
+  void *workspace = nullptr;
+  size_t workspaceBytes = 0;
+};
+
+/// The scratch every device allocates (kWorkspaceBytes) for its kernels.
+inline constexpr size_t kWorkspaceBytes = size_t(256) << 20;
+
+/// Registers every CUDA kernel under Backend::cuda. Idempotent. Registering
+/// needs no GPU; instantiating a kernel does.
+void registerCudaKernels();
+
+} // namespace graph::runtime::cuda
+
+#endif // RUNTIME_BACKENDS_CUDA_CUDADEVICESTATE_H

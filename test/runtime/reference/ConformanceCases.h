@@ -1,0 +1,284 @@
+//===- ConformanceCases.h - the kernel cases every backend must pass -*- C++
+//-*-===//
+//
+// One case (or more) per kernel: f32 inputs, a config, output shapes. Shared
+// by the host-memory conformance test (reference, cpu) and the CUDA one,
+// which copies the same cases to the device.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TEST_RUNTIME_REFERENCE_CONFORMANCECASES_H
+#define TEST_RUNTIME_REFERENCE_CONFORMANCECASES_H
+
+#include "KernelTestUtil.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <numeric>
+#include <random>
+#include <string>
+#include <tuple>
+#include <vector>
+
+namespace graph::runtime::testing {
+
+struct Case {
+  std::string kernel;
+  std::string label;
+  KernelConfig cfg;
+  std::vector<Tensor> ins;
+  std::vector<std::vector<int64_t>> outs;
+  KernelContext ctx;
+};
+
+inline int64_t count(const std::vector<int64_t> &s) {
+  int64_t n = 1;
+  for (int64_t d : s)
+    n *= d;
+  return n;
+}
+
+inline Tensor rnd(std::vector<int64_t> s, unsigned seed, double lo = -1,
+                  double hi = 1) {
+  return Tensor::f32(s, uniform(count(s), lo, hi, seed));
+}
+
+/// Distinct values (no ties for max pooling).
+inline Tensor distinct(std::vector<int64_t> s, unsigned seed) {
+  std::vector<double> v(count(s));
+  std::iota(v.begin(), v.end(), 0.0);
+  std::mt19937 gen(seed);
+  std::shuffle(v.begin(), v.end(), gen);
+  for (double &x : v)
+    x = x / v.size() - 0.5;
+  return Tensor::f32(s, v);
+}
+
+inline KernelConfig window(const std::string &padding,
+                           std::vector<int64_t> strides,
+                           std::vector<int64_t> dilations = {}) {
+  KernelConfig cfg;
+  cfg.set("padding", padding).set("strides", strides);
+  if (!dilations.empty())
+    cfg.set("dilations", dilations);
+  return cfg;
+}
+
+inline std::vector<Case> allCases() {
+  std::vector<Case> cases;
+  auto add = [&](std::string kernel, std::string label, KernelConfig cfg,
+                 std::vector<Tensor> ins,
+                 std::vector<std::vector<int64_t>> outs,
+                 KernelContext ctx = {}) {
+    cases.push_back({std::move(kernel), std::move(label), std::move(cfg),
+                     std::move(ins), std::move(outs), ctx});
+  };
+  std::vector<int64_t> x4 = {2, 6, 5, 3};
+  for (auto [padding, s, d] :
+       {std::tuple{"valid", 1, 1}, std::tuple{"same", 2, 1},
+        std::tuple{"same", 1, 2}}) {
+    KernelConfig cfg = window(padding, {s, s}, {d, d});
+    bool same = std::string(padding) == "same";
+    int64_t eff = 2 * d + 1;
+    int64_t oh = same ? (6 + s - 1) / s : (6 - eff) / s + 1;
+    int64_t ow = same ? (5 + s - 1) / s : (5 - eff) / s + 1;
+    std::string label = std::string(padding) + " s" + std::to_string(s) + " d" +
+                        std::to_string(d);
+    add("conv2d", label, cfg, {rnd(x4, 1), rnd({3, 3, 3, 4}, 2)},
+        {{2, oh, ow, 4}});
+    KernelConfig fused = cfg;
+    fused.set("activation", std::string("relu"));
+    add("fused_conv2d", label, fused,
+        {rnd(x4, 1), rnd({3, 3, 3, 4}, 2), rnd({4}, 3)}, {{2, oh, ow, 4}});
+    add("conv2d_grad_input", label, cfg,
+        {rnd({2, oh, ow, 4}, 4), rnd({3, 3, 3, 4}, 2)}, {x4});
+    add("conv2d_grad_kernel", label, cfg, {rnd(x4, 1), rnd({2, oh, ow, 4}, 4)},
+        {{3, 3, 3, 4}});
+  }
+  KernelConfig tanhAct;
+  tanhAct.set("activation", std::string("tanh"));
+  add("fused_conv2d", "no bias, tanh",
+      [&] {
+        KernelConfig c = window("valid", {1, 1}, {1, 1});
+        c.set("activation", std::string("tanh"));
+        return c;
+      }(),
+      {rnd(x4, 1), rnd({3, 3, 3, 4}, 2)}, {{2, 4, 3, 4}});
+  for (auto [padding, k, s] :
+       {std::tuple{"valid", 2, 2}, std::tuple{"same", 3, 2}}) {
+    KernelConfig cfg = window(padding, {s, s});
+    cfg.set("pool_size", std::vector<int64_t>{k, k});
+    bool same = std::string(padding) == "same";
+    int64_t oh = same ? (6 + s - 1) / s : (6 - k) / s + 1;
+    int64_t ow = same ? (5 + s - 1) / s : (5 - k) / s + 1;
+    std::string label = std::string(padding) + " k" + std::to_string(k);
+    add("max_pool2d", label, cfg, {distinct(x4, 5)}, {{2, oh, ow, 3}});
+    add("avg_pool2d", label, cfg, {rnd(x4, 6)}, {{2, oh, ow, 3}});
+    // max_pool2d_grad's y operand: the max pool of x, computed below.
+    add("max_pool2d_grad", label, cfg,
+        {distinct(x4, 5), Tensor::f32({2, oh, ow, 3}), rnd({2, oh, ow, 3}, 7)},
+        {x4});
+    add("avg_pool2d_grad", label, cfg, {rnd({2, oh, ow, 3}, 7)}, {x4});
+  }
+  add("global_avg_pool2d", "", {}, {rnd(x4, 8)}, {{2, 3}});
+  add("global_avg_pool2d_grad", "", {}, {rnd({2, 3}, 9)}, {x4});
+  add("dense", "rank 3", {}, {rnd({2, 3, 4}, 10), rnd({4, 5}, 11)},
+      {{2, 3, 5}});
+  add("fused_dense", "tanh", tanhAct,
+      {rnd({3, 4}, 10), rnd({4, 5}, 11), rnd({5}, 12)}, {{3, 5}});
+  add("fused_dense", "no bias", tanhAct, {rnd({3, 4}, 10), rnd({4, 5}, 11)},
+      {{3, 5}});
+  add("dense_grad_input", "", {}, {rnd({3, 5}, 13), rnd({4, 5}, 11)}, {{3, 4}});
+  add("dense_grad_kernel", "", {}, {rnd({3, 4}, 10), rnd({3, 5}, 13)},
+      {{4, 5}});
+  add("bias_add", "", {}, {rnd({3, 5}, 13), rnd({5}, 12)}, {{3, 5}});
+  add("bias_add_grad", "", {}, {rnd({2, 3, 5}, 14)}, {{5}});
+  KernelConfig alpha, approx;
+  alpha.set("alpha", 0.3);
+  approx.set("approximate", int64_t{1});
+  for (std::string op :
+       {"relu", "sigmoid", "tanh", "elu", "leaky_relu", "gelu"}) {
+    add(op, "", {}, {rnd({4, 6}, 15, -3, 3)}, {{4, 6}});
+    add(op + "_grad", "", {}, {rnd({4, 6}, 16), rnd({4, 6}, 15, -3, 3)},
+        {{4, 6}});
+  }
+  add("elu", "alpha", alpha, {rnd({4, 6}, 15, -3, 3)}, {{4, 6}});
+  add("leaky_relu_grad", "alpha", alpha, {rnd({4, 6}, 16), rnd({4, 6}, 15)},
+      {{4, 6}});
+  add("gelu", "approximate", approx, {rnd({4, 6}, 15, -3, 3)}, {{4, 6}});
+  add("gelu_grad", "approximate", approx,
+      {rnd({4, 6}, 16), rnd({4, 6}, 15, -3, 3)}, {{4, 6}});
+  KernelConfig axis1;
+  axis1.set("axis", int64_t{1});
+  add("softmax", "", {}, {rnd({3, 7}, 17, -4, 4)}, {{3, 7}});
+  add("softmax", "axis 1", axis1, {rnd({2, 3, 4}, 17, -4, 4)}, {{2, 3, 4}});
+  add("softmax_grad", "", {}, {rnd({3, 7}, 18), rnd({3, 7}, 19, 0, 1)},
+      {{3, 7}});
+  KernelConfig drop;
+  drop.set("rate", 0.4).set("seed", int64_t{3});
+  KernelContext ctx;
+  ctx.step = 5;
+  ctx.seed = 99;
+  ctx.globalRowOffset = 8;
+  add("dropout", "", drop, {rnd({8, 9}, 20)}, {{8, 9}}, ctx);
+  add("dropout_grad", "", drop, {rnd({8, 9}, 21)}, {{8, 9}}, ctx);
+  add("flatten", "", {}, {rnd({2, 3, 4}, 22)}, {{2, 12}});
+  add("reshape", "", {}, {rnd({2, 3, 4}, 22)}, {{2, 4, 3}});
+  add("add", "3 inputs", {}, {rnd({5}, 23), rnd({5}, 24), rnd({5}, 25)}, {{5}});
+  add("concatenate", "axis -1", {}, {rnd({2, 3}, 26), rnd({2, 2}, 27)},
+      {{2, 5}});
+  add("concatenate", "axis 0",
+      [] {
+        KernelConfig c;
+        c.set("axis", int64_t{0});
+        return c;
+      }(),
+      {rnd({2, 3}, 26), rnd({1, 3}, 27)}, {{3, 3}});
+  add("slice", "",
+      [] {
+        KernelConfig c;
+        c.set("axis", int64_t{1}).set("offset", int64_t{2});
+        return c;
+      }(),
+      {rnd({2, 5}, 28)}, {{2, 2}});
+  KernelConfig bn;
+  bn.set("epsilon", 1e-3).set("momentum", 0.9);
+  Tensor bx = rnd({4, 2, 3}, 29, -2, 2);
+  add("batch_norm", "gamma beta", bn,
+      {bx, rnd({3}, 30), rnd({3}, 31, 0.5, 2), rnd({3}, 32), rnd({3}, 33)},
+      {{4, 2, 3}});
+  add("batch_norm", "bare", bn, {bx, rnd({3}, 30), rnd({3}, 31, 0.5, 2)},
+      {{4, 2, 3}});
+  add("batch_norm_train", "gamma beta", bn,
+      {bx, rnd({3}, 30), rnd({3}, 31, 0.5, 2), rnd({3}, 32), rnd({3}, 33)},
+      {{4, 2, 3}, {3}, {3}, {3}, {3}});
+  add("batch_norm_grad", "gamma", {},
+      {rnd({4, 2, 3}, 34), bx, rnd({3}, 30), rnd({3}, 35, 0.5, 2),
+       rnd({3}, 32)},
+      {{4, 2, 3}, {3}, {3}});
+  Tensor probs = rnd({4, 3}, 36, 0.05, 1);
+  Tensor oneHot = Tensor::f32({4, 3}, {0, 1, 0, 1, 0, 0, 0, 0, 1, 0, 1, 0});
+  Tensor indices = Tensor::i32({4}, {1, 0, 2, 1});
+  KernelConfig logits;
+  logits.set("from_logits", int64_t{1});
+  for (bool fromLogits : {false, true}) {
+    KernelConfig c = fromLogits ? logits : KernelConfig();
+    Tensor p = fromLogits ? rnd({4, 3}, 37, -3, 3) : probs;
+    std::string label = fromLogits ? "logits" : "probabilities";
+    add("categorical_crossentropy", label, c, {p, oneHot}, {{}});
+    add("categorical_crossentropy_grad", label, c, {p, oneHot}, {{4, 3}});
+    add("sparse_categorical_crossentropy", label, c, {p, indices}, {{}});
+    add("sparse_categorical_crossentropy_grad", label, c, {p, indices},
+        {{4, 3}});
+  }
+  add("softmax_cross_entropy", "one-hot", {}, {rnd({4, 3}, 37, -3, 3), oneHot},
+      {{4, 3}, {}, {4, 3}});
+  add("softmax_cross_entropy", "indices", {}, {rnd({4, 3}, 37, -3, 3), indices},
+      {{4, 3}, {}, {4, 3}});
+  add("accuracy", "one-hot", {}, {probs, oneHot}, {{}});
+  add("accuracy", "indices", {}, {probs, indices}, {{}});
+  auto opt = [](std::string kind,
+                std::vector<std::pair<std::string, double>> hyper) {
+    KernelConfig c;
+    c.set("optimizer", kind);
+    for (auto &[k, v] : hyper)
+      c.set(k, v);
+    return c;
+  };
+  KernelContext step3;
+  step3.step = 3;
+  // Two variables, of sizes 3 and 2.
+  auto optCase = [&](std::string label, KernelConfig cfg, int k) {
+    std::vector<Tensor> ins = {rnd({3}, 40), rnd({2}, 41), rnd({3}, 42),
+                               rnd({2}, 43)};
+    std::vector<std::vector<int64_t>> outs = {{3}, {2}};
+    for (int v = 0; v < 2; ++v)
+      for (int s = 0; s < k; ++s) {
+        // Second moments must be non-negative, and centered RMSprop's
+        // rms - mg^2 positive: slots drawn in [0, 0.1] for mg, [0.5, 1]
+        // otherwise.
+        bool small = label.find("centered") != std::string::npos && s == k - 1;
+        ins.push_back(rnd({v == 0 ? 3 : 2}, 44 + 10 * v + s, small ? 0 : 0.5,
+                          small ? 0.1 : 1));
+        outs.push_back({v == 0 ? 3 : 2});
+      }
+    add("optimizer_update", label, cfg, ins, outs, step3);
+  };
+  optCase("sgd", opt("sgd", {{"learning_rate", 0.1}}), 0);
+  optCase(
+      "sgd nesterov",
+      opt("sgd", {{"learning_rate", 0.1}, {"momentum", 0.9}, {"nesterov", 1}}),
+      1);
+  optCase("adam",
+          opt("adam", {{"learning_rate", 0.01},
+                       {"beta_1", 0.9},
+                       {"beta_2", 0.999},
+                       {"epsilon", 1e-7}}),
+          2);
+  optCase("adam amsgrad",
+          opt("adam", {{"learning_rate", 0.01},
+                       {"beta_1", 0.9},
+                       {"beta_2", 0.999},
+                       {"epsilon", 1e-7},
+                       {"amsgrad", 1}}),
+          3);
+  optCase("rmsprop centered momentum",
+          opt("rmsprop", {{"learning_rate", 0.01},
+                          {"rho", 0.9},
+                          {"momentum", 0.5},
+                          {"epsilon", 1e-7},
+                          {"centered", 1}}),
+          3);
+  KernelConfig body;
+  body.set("body", std::string("add(a0, a1) -> t0; elu(t0) {alpha=0.5} -> t1; "
+                               "tanh_grad(a2, t1) -> t2; yield t2"));
+  add("elementwise", "", body,
+      {rnd({3, 4}, 60), rnd({3, 4}, 61), rnd({3, 4}, 62)}, {{3, 4}});
+  return cases;
+}
+
+/// Runs `c` on `backend`; fills max_pool2d_grad's y from the reference.
+} // namespace graph::runtime::testing
+
+#endif // TEST_RUNTIME_REFERENCE_CONFORMANCECASES_H
