@@ -6,6 +6,10 @@
 // LoggerHook prints what TensorFlow's estimator logs:
 //   loss = 0.31297606, step = 1000 (0.694 sec)
 //   global_step/sec: 144.403
+// NanGuardHook stops a run at the first step whose loss, a metric or a
+// variable is non-finite; TraceHook records each step's phases per replica
+// and stream for Perfetto; ProgressBarHook draws a one-line bar on a
+// terminal.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,7 +20,9 @@
 
 #include <chrono>
 #include <cstdint>
+#include <fstream>
 #include <ostream>
+#include <string>
 #include <vector>
 
 namespace graph::runtime {
@@ -93,6 +99,119 @@ public:
 private:
   int64_t every_;
   std::ostream &out_;
+};
+
+/// `graphrun --nan-guard`: after each step, checks the loss, every metric
+/// and every variable (device 0's copy, read through MirroredVariables::read
+/// so that it works wherever the variables live) and stops the run with an
+/// error that names the step and the first non-finite tensor:
+///   step 17: non-finite loss (nan); first non-finite variable:
+///   'dense_1/kernel' (12 of 640 values), the update of step 17 produced it
+class NanGuardHook : public Hook {
+public:
+  explicit NanGuardHook(const MirroredVariables &variables)
+      : variables_(variables) {}
+
+  /// Allocates the scratch buffer the variables are read into, once, and
+  /// checks the variables the run starts from, so that a non-finite
+  /// variable found after step N was produced by the update of step N.
+  Status begin(const SessionInfo &info) override;
+  Status afterStep(const StepContext &ctx) override;
+
+private:
+  /// The first variable holding a non-finite value and how many it holds.
+  struct Finding {
+    int variable = -1;
+    int64_t nonFinite = 0, elements = 0;
+  };
+  Status scan(Finding &out);
+
+  const MirroredVariables &variables_;
+  std::vector<float> scratch_;
+};
+
+/// `graphrun --trace trace.json`: Chrome's trace event format, for Perfetto
+/// (ui.perfetto.dev) or chrome://tracing. One process per replica with one
+/// thread per stream (compute, comm) holding each step's phases (forward,
+/// backward, all-reduce, update), and a host process with each step and its
+/// wait for input. Events are kept in memory and written at end(); a run
+/// that fails writes what it recorded when the hook is destroyed.
+class TraceHook : public Hook {
+public:
+  explicit TraceHook(std::string path) : path_(std::move(path)) {}
+  ~TraceHook() override;
+  TraceHook(const TraceHook &) = delete;
+  TraceHook &operator=(const TraceHook &) = delete;
+
+  /// Opens the temporary file next to `path`, so that an unwritable path
+  /// fails the run before its first step rather than after its last.
+  Status begin(const SessionInfo &info) override;
+  Status beforeStep(StepContext &ctx) override;
+  Status afterStep(const StepContext &ctx) override;
+  /// Writes the trace to the temporary file and renames it to `path`.
+  Status end(const SessionInfo &info) override;
+
+private:
+  /// A complete event ("ph": "X"); `name` is a string literal.
+  struct Event {
+    const char *name;
+    int process; // 0: the host, r + 1: replica r
+    int thread;  // host: 0; replica: the stream (plan::StreamKind)
+    int64_t step;
+    std::chrono::steady_clock::time_point begin, end;
+  };
+  /// Writes the events; `complete` says whether the run reached end().
+  Status write(bool complete);
+
+  std::string path_, tempPath_;
+  std::ofstream file_;
+  bool written_ = false;
+  std::string program_;
+  int replicas_ = 0;
+  std::chrono::steady_clock::time_point origin_, inputReady_;
+  std::vector<Event> events_;
+};
+
+/// A one-line progress bar redrawn in place with '\r', at most ten times a
+/// second of the steps' own clock (StepContext::end):
+///   [=====>     ] 120/2000 loss 0.4123 acc 0.8512 912 img/s ETA 1:23
+/// It counts the steps of this run (the `totalSteps` train() was asked
+/// for), not the global step a restored checkpoint continues. With an
+/// unknown number of steps (totalSteps <= 0) it shows the count without bar
+/// or ETA. end() draws the last step and ends the line.
+class ProgressBarHook : public Hook {
+public:
+  ProgressBarHook(std::ostream &out, int64_t totalSteps)
+      : out_(out), total_(totalSteps) {}
+  /// Ends a line left open by a run that failed (end() never ran). A caller
+  /// that prints the error while the hook lives calls end() first.
+  ~ProgressBarHook() override;
+  ProgressBarHook(const ProgressBarHook &) = delete;
+  ProgressBarHook &operator=(const ProgressBarHook &) = delete;
+
+  Status begin(const SessionInfo &info) override;
+  Status afterStep(const StepContext &ctx) override;
+  Status end(const SessionInfo &info) override;
+
+  /// How many times the line was drawn (tests check the throttling).
+  int64_t redraws() const { return redraws_; }
+
+private:
+  void draw();
+
+  std::ostream &out_;
+  int64_t total_;
+  int64_t redraws_ = 0;
+  size_t lastWidth_ = 0;
+  bool lineOpen_ = false;
+  // The steps seen in this run, and whether the last one was drawn.
+  int64_t stepsSeen_ = 0;
+  bool stepDrawn_ = true;
+  double loss_ = 0;
+  std::vector<std::pair<std::string, double>> metrics_;
+  int64_t globalBatch_ = 0;
+  std::chrono::steady_clock::time_point firstBegin_, firstEnd_, lastEnd_,
+      lastDraw_;
 };
 
 } // namespace graph::runtime

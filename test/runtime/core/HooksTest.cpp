@@ -1,11 +1,21 @@
-//===- HooksTest.cpp - the step timer and the logger ----------------------===//
+//===- HooksTest.cpp - the built-in step hooks
+//-----------------------------===//
 
 #include "runtime/core/Hooks.h"
+#include "runtime/plan/PlanLoader.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <memory>
 #include <sstream>
+#include <thread>
+#include <unistd.h>
+#include <variant>
 
 using namespace graph::runtime;
 using Clock = std::chrono::steady_clock;
@@ -107,6 +117,588 @@ TEST(MetricsFileHook, OneJsonLinePerLoggedStepAndEvaluation) {
       "{\"step\": 2, \"loss\": 0.5, \"accuracy\": 0.5, \"seconds\": 0.5}\n"
       "{\"step\": 4, \"loss\": null, \"accuracy\": 1, \"seconds\": 0.5}\n"
       "{\"eval\": true, \"step\": 4, \"loss\": 0.375, \"accuracy\": 0.875}\n");
+}
+
+} // namespace
+} // namespace graph::runtime
+
+namespace graph::runtime {
+namespace {
+
+//===----------------------------------------------------------------------===//
+// NanGuardHook
+//===----------------------------------------------------------------------===//
+
+/// Variables "dense/kernel" [4, 5], "dense_1/kernel" [64, 10] (640 values)
+/// and "dense_1/bias" [10], all ones, mirrored on two devices.
+class NanGuardTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    flatbuffers::FlatBufferBuilder b;
+    std::vector<flatbuffers::Offset<plan::Variable>> vars;
+    for (const auto &[name, shape] :
+         std::vector<std::pair<const char *, std::vector<int64_t>>>{
+             {"dense/kernel", {4, 5}},
+             {"dense_1/kernel", {64, 10}},
+             {"dense_1/bias", {10}}})
+      vars.push_back(plan::CreateVariableDirect(
+          b, name, &shape, plan::DType::f32,
+          plan::CreateInitializer(b, plan::InitKind::ones)));
+    b.Finish(plan::CreatePlanDirect(b, kPlanVersion, "tiny", &vars));
+    bytes_.assign(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
+    ASSERT_TRUE(variables_.initialize(*plan::GetPlan(bytes_.data()), 2, 0));
+  }
+
+  /// Sets `count` values of `variable`, spread over it, to `value`.
+  void poison(const std::string &name, int count, float value) {
+    int v = variables_.find(name);
+    ASSERT_GE(v, 0) << name;
+    std::vector<float> values(
+        static_cast<size_t>(variables_.bytes(v)) / sizeof(float), 1.0f);
+    for (int i = 0; i < count; ++i)
+      values[static_cast<size_t>(i) * values.size() / count] = value;
+    ASSERT_TRUE(variables_.write(v, values.data()));
+  }
+
+  static StepContext step(int64_t n, double loss, double accuracy = 0.5) {
+    StepContext ctx;
+    ctx.step = n;
+    ctx.loss = loss;
+    ctx.metrics = {{"accuracy", accuracy}};
+    return ctx;
+  }
+
+  std::vector<uint8_t> bytes_;
+  MirroredVariables variables_;
+  const double nan_ = std::numeric_limits<double>::quiet_NaN();
+  const float nanf_ = std::numeric_limits<float>::quiet_NaN();
+  const float inff_ = std::numeric_limits<float>::infinity();
+};
+
+TEST_F(NanGuardTest, PassesFiniteSteps) {
+  NanGuardHook guard(variables_);
+  ASSERT_TRUE(guard.begin(SessionInfo()));
+  for (int i = 1; i <= 5; ++i) {
+    Status s = guard.afterStep(step(i, 1.0 / i));
+    EXPECT_TRUE(s) << s.message();
+  }
+}
+
+TEST_F(NanGuardTest, NamesTheStepTheLossAndTheFirstPoisonedVariable) {
+  NanGuardHook guard(variables_);
+  ASSERT_TRUE(guard.begin(SessionInfo()));
+  ASSERT_TRUE(guard.afterStep(step(16, 0.5)));
+  // Both later variables poisoned: the guard names the first in plan order.
+  poison("dense_1/kernel", 12, nanf_);
+  poison("dense_1/bias", 3, inff_);
+  Status s = guard.afterStep(step(17, nan_));
+  ASSERT_FALSE(s);
+  EXPECT_EQ(s.message(), "step 17: non-finite loss (nan); first non-finite "
+                         "variable: 'dense_1/kernel' (12 of 640 values), the "
+                         "update of step 17 produced it; lower the learning "
+                         "rate or check the data");
+}
+
+TEST_F(NanGuardTest, FindsAPoisonedVariableBehindAFiniteLoss) {
+  NanGuardHook guard(variables_);
+  ASSERT_TRUE(guard.begin(SessionInfo()));
+  poison("dense_1/bias", 10, -inff_);
+  Status s = guard.afterStep(step(3, 0.25));
+  ASSERT_FALSE(s);
+  EXPECT_EQ(s.message(),
+            "step 3: non-finite variable 'dense_1/bias' (10 of 10 values), "
+            "the update of step 3 produced it after a finite loss (0.25); "
+            "lower the learning rate or clip the gradients");
+}
+
+TEST_F(NanGuardTest, SaysWhenOnlyTheLossIsNonFinite) {
+  NanGuardHook guard(variables_);
+  ASSERT_TRUE(guard.begin(SessionInfo()));
+  Status s = guard.afterStep(step(8, std::numeric_limits<double>::infinity()));
+  ASSERT_FALSE(s);
+  EXPECT_EQ(s.message(), "step 8: non-finite loss (inf) while every variable "
+                         "is finite: the forward pass of step 8 produced it; "
+                         "check that step's data");
+}
+
+TEST_F(NanGuardTest, ChecksTheMetrics) {
+  NanGuardHook guard(variables_);
+  ASSERT_TRUE(guard.begin(SessionInfo()));
+  Status s = guard.afterStep(step(2, 0.5, nan_));
+  ASSERT_FALSE(s);
+  EXPECT_EQ(s.message().rfind("step 2: non-finite metric 'accuracy' (nan) "
+                              "while every variable is finite",
+                              0),
+            0u)
+      << s.message();
+}
+
+TEST_F(NanGuardTest, RefusesToStartFromNonFiniteVariables) {
+  poison("dense/kernel", 1, nanf_);
+  NanGuardHook guard(variables_);
+  Status s = guard.begin(SessionInfo());
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.message().find("before the first step, variable 'dense/kernel' "
+                             "holds 1 non-finite values (of 20)"),
+            std::string::npos)
+      << s.message();
+}
+
+//===----------------------------------------------------------------------===//
+// TraceHook
+//===----------------------------------------------------------------------===//
+
+/// Just enough JSON to check the trace's structure: a strict parser of
+/// objects, arrays, strings (escapes \" \\ \uXXXX as '?'), numbers, true,
+/// false and null; it fails on anything else, trailing text included.
+struct Json;
+using JsonObject = std::map<std::string, Json>;
+using JsonArray = std::vector<Json>;
+struct Json {
+  std::variant<std::nullptr_t, bool, double, std::string,
+               std::shared_ptr<JsonArray>, std::shared_ptr<JsonObject>>
+      value;
+  const JsonObject &object() const {
+    return *std::get<std::shared_ptr<JsonObject>>(value);
+  }
+  const JsonArray &array() const {
+    return *std::get<std::shared_ptr<JsonArray>>(value);
+  }
+  const std::string &string() const { return std::get<std::string>(value); }
+  double number() const { return std::get<double>(value); }
+  const Json &operator[](const std::string &key) const {
+    return object().at(key);
+  }
+  bool has(const std::string &key) const { return object().count(key) > 0; }
+};
+
+class JsonParser {
+public:
+  explicit JsonParser(std::string text) : text_(std::move(text)) {}
+  bool parse(Json &out) {
+    if (!value(out))
+      return false;
+    space();
+    return pos_ == text_.size();
+  }
+
+private:
+  void space() {
+    while (pos_ < text_.size() &&
+           std::isspace(static_cast<unsigned char>(text_[pos_])))
+      ++pos_;
+  }
+  bool literal(const char *word) {
+    size_t n = std::strlen(word);
+    if (text_.compare(pos_, n, word) != 0)
+      return false;
+    pos_ += n;
+    return true;
+  }
+  bool string(std::string &out) {
+    if (text_[pos_] != '"')
+      return false;
+    for (++pos_; pos_ < text_.size(); ++pos_) {
+      char c = text_[pos_];
+      if (c == '"') {
+        ++pos_;
+        return true;
+      }
+      if (static_cast<unsigned char>(c) < 0x20)
+        return false;
+      if (c == '\\') {
+        char e = text_[++pos_];
+        if (e == 'u') {
+          pos_ += 4;
+          out += '?';
+        } else if (e == '"' || e == '\\' || e == '/') {
+          out += e;
+        } else {
+          return false;
+        }
+        continue;
+      }
+      out += c;
+    }
+    return false;
+  }
+  bool value(Json &out) {
+    space();
+    if (pos_ >= text_.size())
+      return false;
+    char c = text_[pos_];
+    if (c == '{') {
+      auto object = std::make_shared<JsonObject>();
+      ++pos_;
+      space();
+      if (text_[pos_] == '}') {
+        ++pos_;
+      } else {
+        while (true) {
+          space();
+          std::string key;
+          if (!string(key))
+            return false;
+          space();
+          if (text_[pos_++] != ':')
+            return false;
+          Json member;
+          if (!value(member) || object->count(key))
+            return false;
+          (*object)[key] = std::move(member);
+          space();
+          char next = text_[pos_++];
+          if (next == '}')
+            break;
+          if (next != ',')
+            return false;
+        }
+      }
+      out.value = object;
+      return true;
+    }
+    if (c == '[') {
+      auto array = std::make_shared<JsonArray>();
+      ++pos_;
+      space();
+      if (text_[pos_] == ']') {
+        ++pos_;
+      } else {
+        while (true) {
+          Json element;
+          if (!value(element))
+            return false;
+          array->push_back(std::move(element));
+          space();
+          char next = text_[pos_++];
+          if (next == ']')
+            break;
+          if (next != ',')
+            return false;
+        }
+      }
+      out.value = array;
+      return true;
+    }
+    if (c == '"') {
+      std::string s;
+      if (!string(s))
+        return false;
+      out.value = s;
+      return true;
+    }
+    if (literal("true") || literal("false")) {
+      out.value = text_[pos_ - 1] == 'e' && text_[pos_ - 2] == 'u';
+      return true;
+    }
+    if (literal("null")) {
+      out.value = nullptr;
+      return true;
+    }
+    // Numbers: JSON's grammar, which (unlike strtod) has no nan, inf or hex.
+    size_t start = pos_;
+    if (text_[pos_] == '-')
+      ++pos_;
+    size_t digits = pos_;
+    while (pos_ < text_.size() &&
+           (std::isdigit(static_cast<unsigned char>(text_[pos_])) ||
+            text_[pos_] == '.' || text_[pos_] == 'e' || text_[pos_] == 'E' ||
+            text_[pos_] == '+' || text_[pos_] == '-'))
+      ++pos_;
+    if (pos_ == digits ||
+        !std::isdigit(static_cast<unsigned char>(text_[digits])))
+      return false;
+    out.value = std::stod(text_.substr(start, pos_ - start));
+    return true;
+  }
+
+  std::string text_;
+  size_t pos_ = 0;
+};
+
+TEST(JsonParser, RejectsWhatJsonDoesNotAllow) {
+  Json j;
+  EXPECT_TRUE(JsonParser("{\"a\": [1, -2.5e3, true, null, \"x\"]}").parse(j));
+  EXPECT_EQ(j["a"].array()[1].number(), -2500);
+  for (const char *bad : {"{\"a\": nan}", "{\"a\": 1,}", "[1] x", "{\"a\" 1}",
+                          "[1, 2", "{\"a\": 1, \"a\": 2}"})
+    EXPECT_FALSE(JsonParser(bad).parse(j)) << bad;
+}
+
+class TraceHookTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    dir_ =
+        std::filesystem::path(::testing::TempDir()) /
+        ("graph-trace-" +
+         std::string(
+             ::testing::UnitTest::GetInstance()->current_test_info()->name()) +
+         "-" + std::to_string(::getpid()));
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  /// Runs `steps` steps of a 2-replica program through `hook`: each device
+  /// goes through forward (100 us, replica 1: 200), backward (300 us), an
+  /// all-reduce (50 us) and an update (20 us) after its step_begin. The
+  /// times are real (the test waits them out), so the hook's own clock
+  /// (the input wait) agrees with them.
+  static void runSteps(TraceHook &hook, int steps) {
+    using std::chrono::microseconds;
+    for (int i = 1; i <= steps; ++i) {
+      StepContext ctx;
+      ctx.step = i;
+      ctx.replicas = 2;
+      ctx.begin = Clock::now();
+      ASSERT_TRUE(hook.beforeStep(ctx));
+      Clock::time_point t = Clock::now();
+      StepResult result;
+      for (int d = 0; d < 2; ++d) {
+        Clock::time_point f = t + microseconds(10);
+        Clock::time_point b = f + microseconds(100 * (d + 1));
+        Clock::time_point a = b + microseconds(300);
+        Clock::time_point u = a + microseconds(50);
+        result.timestamps.push_back({{"step_begin", t},
+                                     {"forward_begin", f},
+                                     {"backward_begin", b},
+                                     {"allreduce_begin", a},
+                                     {"allreduce_end", u},
+                                     {"update_begin", u},
+                                     {"step_end", u + microseconds(20)}});
+      }
+      ctx.end = t + microseconds(500);
+      ctx.result = &result;
+      ASSERT_TRUE(hook.afterStep(ctx));
+      std::this_thread::sleep_until(ctx.end);
+    }
+  }
+
+  static Json parseFile(const std::string &path) {
+    std::ifstream in(path);
+    std::stringstream text;
+    text << in.rdbuf();
+    Json j;
+    EXPECT_TRUE(JsonParser(text.str()).parse(j)) << text.str();
+    return j;
+  }
+
+  std::string path(const std::string &name) const {
+    return (dir_ / name).string();
+  }
+  std::filesystem::path dir_;
+};
+
+TEST_F(TraceHookTest, OneTrackPerReplicaAndStreamAndAHostTrack) {
+  std::string file = path("trace.json");
+  {
+    TraceHook hook(file);
+    SessionInfo info;
+    info.program = "train_x2";
+    info.replicas = 2;
+    info.plannedSteps = 3;
+    ASSERT_TRUE(hook.begin(info));
+    runSteps(hook, 3);
+    EXPECT_FALSE(std::filesystem::exists(file)); // written at end() only
+    info.stepsDone = 3;
+    ASSERT_TRUE(hook.end(info));
+  }
+  EXPECT_FALSE(std::filesystem::exists(file + ".tmp"));
+  Json trace = parseFile(file);
+  ASSERT_TRUE(trace.has("traceEvents"));
+  EXPECT_EQ(trace["displayTimeUnit"].string(), "ms");
+  EXPECT_EQ(trace["otherData"]["complete"].value, Json{true}.value);
+
+  std::map<int, std::string> processes;
+  std::map<std::pair<int, int>, std::string> threads;
+  // Per track: the names of its complete events, in order.
+  std::map<std::pair<int, int>, std::vector<std::string>> tracks;
+  std::map<std::pair<int, int>, double> lastTs;
+  std::map<std::string, std::vector<double>> durations; // "pid/name"
+  for (const Json &e : trace["traceEvents"].array()) {
+    const std::string &ph = e["ph"].string();
+    int pid = static_cast<int>(e["pid"].number());
+    int tid = static_cast<int>(e["tid"].number());
+    if (ph == "M") {
+      if (e["name"].string() == "process_name")
+        processes[pid] = e["args"]["name"].string();
+      else if (e["name"].string() == "thread_name")
+        threads[{pid, tid}] = e["args"]["name"].string();
+      continue;
+    }
+    ASSERT_EQ(ph, "X");
+    double ts = e["ts"].number(), dur = e["dur"].number();
+    EXPECT_GE(ts, 0);
+    EXPECT_GE(dur, 0);
+    auto track = std::make_pair(pid, tid);
+    if (lastTs.count(track)) {
+      EXPECT_GE(ts, lastTs[track]) << e["name"].string();
+    }
+    lastTs[track] = ts;
+    EXPECT_TRUE(threads.count(track)) << "metadata after the events";
+    tracks[track].push_back(e["name"].string());
+    durations[std::to_string(pid) + "/" + e["name"].string()].push_back(dur);
+    EXPECT_GE(e["args"]["step"].number(), 1);
+  }
+  EXPECT_EQ(processes,
+            (std::map<int, std::string>{
+                {0, "host (train_x2)"}, {1, "replica 0"}, {2, "replica 1"}}));
+  EXPECT_EQ(threads,
+            (std::map<std::pair<int, int>, std::string>{{{0, 0}, "steps"},
+                                                        {{1, 0}, "compute"},
+                                                        {{1, 1}, "comm"},
+                                                        {{2, 0}, "compute"},
+                                                        {{2, 1}, "comm"}}));
+  std::vector<std::string> host, compute, comm;
+  for (int i = 0; i < 3; ++i) {
+    host.insert(host.end(), {"step", "input"});
+    compute.insert(compute.end(), {"forward", "backward", "update"});
+    comm.push_back("all-reduce");
+  }
+  EXPECT_EQ(tracks[std::make_pair(0, 0)], host);
+  for (int pid : {1, 2}) {
+    EXPECT_EQ(tracks[std::make_pair(pid, 0)], compute);
+    EXPECT_EQ(tracks[std::make_pair(pid, 1)], comm);
+  }
+  for (double d : durations["2/forward"])
+    EXPECT_NEAR(d, 200, 0.01);
+  for (double d : durations["1/backward"])
+    EXPECT_NEAR(d, 300, 0.01);
+  for (double d : durations["1/all-reduce"])
+    EXPECT_NEAR(d, 50, 0.01);
+  for (double d : durations["2/update"])
+    EXPECT_NEAR(d, 20, 0.01);
+  for (double d : durations["0/step"])
+    EXPECT_GE(d, 500);
+}
+
+TEST_F(TraceHookTest, AFailedRunLeavesAPartialTrace) {
+  std::string file = path("partial.json");
+  {
+    TraceHook hook(file);
+    SessionInfo info;
+    info.program = "train_x2";
+    info.replicas = 2;
+    ASSERT_TRUE(hook.begin(info));
+    runSteps(hook, 2);
+    // No end(): the session stopped on an error.
+  }
+  Json trace = parseFile(file);
+  EXPECT_EQ(trace["otherData"]["complete"].value, Json{false}.value);
+  int complete = 0;
+  for (const Json &e : trace["traceEvents"].array())
+    complete += e["ph"].string() == "X";
+  EXPECT_EQ(complete, 2 * (2 + 2 * 4));
+}
+
+TEST_F(TraceHookTest, AnUnwritablePathFailsBeforeTheFirstStep) {
+  TraceHook hook(path("missing/trace.json"));
+  Status s = hook.begin(SessionInfo());
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.message().find("--trace: cannot open '" +
+                             path("missing/trace.json.tmp") + "'"),
+            std::string::npos)
+      << s.message();
+}
+
+//===----------------------------------------------------------------------===//
+// ProgressBarHook
+//===----------------------------------------------------------------------===//
+
+/// Step i of 256 images ran in [t0 + (i-1) * 10 ms, t0 + i * 10 ms).
+StepContext barStep(int64_t i) {
+  StepContext ctx;
+  ctx.step = i;
+  ctx.globalBatch = 256;
+  ctx.loss = 1.0 / static_cast<double>(i);
+  ctx.metrics = {{"accuracy", 0.75}};
+  Clock::time_point t0{};
+  ctx.begin = t0 + std::chrono::milliseconds(10 * (i - 1));
+  ctx.end = t0 + std::chrono::milliseconds(10 * i);
+  return ctx;
+}
+
+/// The lines drawn: `out` split at '\r', trailing padding removed.
+std::vector<std::string> drawnLines(const std::string &out) {
+  std::vector<std::string> lines;
+  std::stringstream in(out);
+  std::string line;
+  while (std::getline(in, line, '\r'))
+    if (!line.empty()) {
+      line.erase(line.find_last_not_of(" \n") + 1);
+      lines.push_back(line);
+    }
+  return lines;
+}
+
+TEST(ProgressBarHook, RedrawsAtMostTenTimesASecond) {
+  std::ostringstream out;
+  ProgressBarHook bar(out, 2000);
+  SessionInfo info;
+  info.globalBatch = 256;
+  ASSERT_TRUE(bar.begin(info));
+  // 50 steps of 10 ms: drawn at steps 1, 11, 21, 31, 41 (100 ms apart) and
+  // at end() for step 50.
+  for (int i = 1; i <= 50; ++i)
+    ASSERT_TRUE(bar.afterStep(barStep(i)));
+  EXPECT_EQ(bar.redraws(), 5);
+  ASSERT_TRUE(bar.end(info));
+  EXPECT_EQ(bar.redraws(), 6);
+  std::vector<std::string> lines = drawnLines(out.str());
+  ASSERT_EQ(lines.size(), 6u) << out.str();
+  std::string text = out.str();
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\r'), 6);
+  // Steps 2..50 took 490 ms: 10 ms a step, 25600 img/s; 1950 steps left.
+  EXPECT_EQ(lines.back(), "[>                             ] 50/2000 loss "
+                          "0.0200 acc 0.7500 25600 img/s ETA 0:20");
+  EXPECT_EQ(lines[1].substr(0, 42),
+            "[>                             ] 11/2000 l");
+  EXPECT_EQ(text.back(), '\n');
+}
+
+TEST(ProgressBarHook, AFinishedBarShowsTheTotalTime) {
+  std::ostringstream out;
+  ProgressBarHook bar(out, 4);
+  ASSERT_TRUE(bar.begin(SessionInfo()));
+  for (int i = 1; i <= 4; ++i)
+    ASSERT_TRUE(bar.afterStep(barStep(i)));
+  ASSERT_TRUE(bar.end(SessionInfo()));
+  std::vector<std::string> lines = drawnLines(out.str());
+  ASSERT_EQ(lines.size(), 2u) << out.str(); // step 1, then the last step
+  EXPECT_EQ(lines.back(), "[==============================] 4/4 loss 0.2500 "
+                          "acc 0.7500 25600 img/s in 0:00");
+}
+
+TEST(ProgressBarHook, UnknownTotalShowsOnlyTheCount) {
+  std::ostringstream out;
+  ProgressBarHook bar(out, -1);
+  ASSERT_TRUE(bar.begin(SessionInfo()));
+  for (int i = 1; i <= 7; ++i)
+    ASSERT_TRUE(bar.afterStep(barStep(i)));
+  ASSERT_TRUE(bar.end(SessionInfo()));
+  std::vector<std::string> lines = drawnLines(out.str());
+  ASSERT_FALSE(lines.empty());
+  EXPECT_EQ(lines.back(), "step 7 loss 0.1429 acc 0.7500 25600 img/s");
+}
+
+TEST(ProgressBarHook, AShorterLineClearsTheLongerOneAndAFailedRunEndsIt) {
+  std::ostringstream out;
+  {
+    ProgressBarHook bar(out, -1);
+    ASSERT_TRUE(bar.begin(SessionInfo()));
+    StepContext first = barStep(1);
+    first.metrics = {{"a_long_metric_name", 0.5}};
+    ASSERT_TRUE(bar.afterStep(first));
+    StepContext second = barStep(20); // 190 ms later: drawn
+    second.metrics.clear();
+    ASSERT_TRUE(bar.afterStep(second));
+    // No end(): the run failed; the destructor ends the line.
+  }
+  std::string text = out.str();
+  size_t second = text.find('\r', 1);
+  ASSERT_NE(second, std::string::npos);
+  EXPECT_EQ(second, text.size() - 1 - second) << text; // same width
+  EXPECT_EQ(text.back(), '\n');
 }
 
 } // namespace
