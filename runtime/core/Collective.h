@@ -1,8 +1,10 @@
 //===- Collective.h - collectives across the replicas of a step -*- C++ -*-===//
 //
-// One interface for every way replicas exchange gradients (local threads
-// now; NCCL and MPI later). Each replica calls the collective with its own
+// One interface for the host replicas' ways of exchanging gradients (local
+// threads now; MPI later). Each replica calls the collective with its own
 // buffer; the call returns when the result is in every replica's buffer.
+// GPUs do not use it: their all-reduce is enqueued on streams and returns
+// before it runs (runtime/backends/cuda/NcclCollective.h).
 // Every call has a timeout, and its error names the replicas that did not
 // arrive: a hang becomes a message.
 //

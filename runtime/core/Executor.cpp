@@ -21,6 +21,21 @@ double StepResult::value(const std::string &name) const {
   return std::nan("");
 }
 
+namespace {
+
+/// Host memory for a host device or a variable before placement: an Arena
+/// (64-byte aligned, zeroed, counted by Arena::allocations()).
+Status allocateHost(int64_t bytes, DeviceMemory &out) {
+  Arena arena;
+  if (Status s = Arena::allocate(bytes, arena); !s)
+    return s;
+  auto *owner = new Arena(std::move(arena));
+  out = DeviceMemory(owner->data(), bytes, [owner](void *) { delete owner; });
+  return Status::ok();
+}
+
+} // namespace
+
 Status MirroredVariables::initialize(const plan::Plan &plan, int devices,
                                      uint64_t seed) {
   if (devices < 1)
@@ -29,6 +44,7 @@ Status MirroredVariables::initialize(const plan::Plan &plan, int devices,
   bytes_.clear();
   shapes_.clear();
   storage_.clear();
+  placement_.reset();
   storage_.resize(static_cast<size_t>(devices));
   for (const plan::Variable *v : *plan.variables()) {
     std::string name = v->name()->str();
@@ -41,25 +57,59 @@ Status MirroredVariables::initialize(const plan::Plan &plan, int devices,
     names_.push_back(name);
     bytes_.push_back(bytes);
     shapes_.push_back(shape);
-    Arena first;
-    if (Status s = Arena::allocate(bytes, first); !s)
+    DeviceMemory first;
+    if (Status s = allocateHost(bytes, first); !s)
       return Status::error("variable '" + name + "': " + s.message());
-    if (Status s = initializeVariable(
-            name, shape, InitSpec::fromPlan(*v->initializer()), seed,
-            reinterpret_cast<float *>(first.data()));
+    if (Status s = initializeVariable(name, shape,
+                                      InitSpec::fromPlan(*v->initializer()),
+                                      seed, static_cast<float *>(first.data()));
         !s)
       return s;
     // The other devices get a copy of device 0's values (a broadcast): they
     // would compute the same values anyway.
     for (int d = 1; d < devices; ++d) {
-      Arena copy;
-      if (Status s = Arena::allocate(bytes, copy); !s)
+      DeviceMemory copy;
+      if (Status s = allocateHost(bytes, copy); !s)
         return Status::error("variable '" + name + "': " + s.message());
       std::memcpy(copy.data(), first.data(), static_cast<size_t>(bytes));
       storage_[d].push_back(std::move(copy));
     }
     storage_[0].push_back(std::move(first));
   }
+  return Status::ok();
+}
+
+Status MirroredVariables::placeOn(std::shared_ptr<DeviceSet> devices) {
+  if (!devices)
+    return Status::error("variables: no devices to place them on");
+  if (placement_ == devices)
+    return Status::ok();
+  if (placement_)
+    return Status::error("variables: already placed on " +
+                         std::string(backendName(placement_->backend())) +
+                         " devices; initialize them again to move them");
+  if (devices->size() < this->devices())
+    return Status::error("variables: " + std::to_string(this->devices()) +
+                         " copies do not fit on " +
+                         std::to_string(devices->size()) + " devices");
+  // Build the placed copies first: on failure the host copies stay valid.
+  std::vector<std::vector<DeviceMemory>> placed(storage_.size());
+  for (int d = 0; d < this->devices(); ++d) {
+    Device &device = devices->device(d);
+    for (int v = 0; v < count(); ++v) {
+      DeviceMemory memory;
+      std::string at = "variable '" + names_[v] + "' on " + device.name();
+      if (Status s = device.allocate(bytes_[v], memory); !s)
+        return Status::error(at + ": " + s.message());
+      if (Status s = device.copyFromHost(memory.data(), storage_[d][v].data(),
+                                         static_cast<size_t>(bytes_[v]));
+          !s)
+        return Status::error(at + ": " + s.message());
+      placed[d].push_back(std::move(memory));
+    }
+  }
+  storage_ = std::move(placed);
+  placement_ = std::move(devices);
   return Status::ok();
 }
 
@@ -71,48 +121,41 @@ int MirroredVariables::find(const std::string &name) const {
 }
 
 Status MirroredVariables::read(int variable, void *dst) const {
+  return readCopy(0, variable, dst);
+}
+
+Status MirroredVariables::readCopy(int device, int variable, void *dst) const {
   if (variable < 0 || variable >= count())
     return Status::error("variables: no variable " + std::to_string(variable));
-  std::memcpy(dst, data(0, variable), static_cast<size_t>(bytes_[variable]));
+  if (device < 0 || device >= devices())
+    return Status::error("variables: no device " + std::to_string(device));
+  size_t bytes = static_cast<size_t>(bytes_[variable]);
+  if (placement_)
+    return placement_->device(device).copyToHost(dst, data(device, variable),
+                                                 bytes);
+  std::memcpy(dst, data(device, variable), bytes);
   return Status::ok();
 }
 
 Status MirroredVariables::write(int variable, const void *src) {
   if (variable < 0 || variable >= count())
     return Status::error("variables: no variable " + std::to_string(variable));
-  for (int d = 0; d < devices(); ++d)
-    std::memcpy(data(d, variable), src, static_cast<size_t>(bytes_[variable]));
+  size_t bytes = static_cast<size_t>(bytes_[variable]);
+  for (int d = 0; d < devices(); ++d) {
+    if (placement_) {
+      if (Status s =
+              placement_->device(d).copyFromHost(data(d, variable), src, bytes);
+          !s)
+        return Status::error("variable '" + names_[variable] +
+                             "': " + s.message());
+    } else {
+      std::memcpy(data(d, variable), src, bytes);
+    }
+  }
   return Status::ok();
 }
 
 namespace {
-
-struct PreparedOp {
-  plan::OpKind kind = plan::OpKind::launch;
-  size_t index = 0;
-  KernelFn kernel;
-  std::string kernelName;
-  KernelConfig config;
-  std::vector<TensorRef> ins, outs;
-  int event = -1;
-  std::string_view name;
-  int output = -1;
-  int replica = -1;
-  float *reduceData = nullptr;
-  int64_t reduceCount = 0;
-  ReduceOp reduceOp = ReduceOp::mean;
-  const void *copySrc = nullptr;
-  void *copyDst = nullptr;
-  size_t copyBytes = 0;
-};
-
-/// One data input buffer of a device, refilled from the batch every step.
-struct InputCopy {
-  void *dst = nullptr;
-  int replica = 0;
-  bool labels = false;
-  size_t bytes = 0;
-};
 
 double readScalar(const TensorRef &t) {
   switch (t.dtype) {
@@ -131,16 +174,104 @@ double readScalar(const TensorRef &t) {
 
 } // namespace
 
-struct Executor::Device {
-  int index = 0;
-  Arena arena;
-  std::vector<Arena> inputStorage;
-  std::vector<InputCopy> inputs;
-  std::vector<PreparedOp> ops;
-  size_t timestamps = 0;
-  /// The backend's per-device state (KernelContext::deviceState).
-  void *state = nullptr;
+/// A host replica: memory from Arena; kernels get no device state.
+struct Executor::HostDevice final : Device {
+  explicit HostDevice(int index) : index(index) {}
+  std::string name() const override { return "host:" + std::to_string(index); }
+  Status allocate(int64_t bytes, DeviceMemory &out) override {
+    return allocateHost(bytes, out);
+  }
+  Status copyFromHost(void *dst, const void *src, size_t bytes) override {
+    std::memcpy(dst, src, bytes);
+    return Status::ok();
+  }
+  Status copyToHost(void *dst, const void *src, size_t bytes) override {
+    std::memcpy(dst, src, bytes);
+    return Status::ok();
+  }
+  int index;
 };
+
+namespace {
+
+/// The host backends' devices. Their programs run on the executor's own
+/// threads, so createRunner gives no runner.
+class HostDeviceSet final : public DeviceSet {
+public:
+  HostDeviceSet(Backend backend, int devices) : backend_(backend) {
+    for (int d = 0; d < devices; ++d)
+      devices_.push_back(std::make_unique<Executor::HostDevice>(d));
+  }
+  Backend backend() const override { return backend_; }
+  int size() const override { return static_cast<int>(devices_.size()); }
+  Device &device(int index) override { return *devices_[index]; }
+  Status createRunner(const PreparedProgram &, const ExecutorOptions &,
+                      std::unique_ptr<ProgramRunner> &out) override {
+    out.reset();
+    return Status::ok();
+  }
+
+private:
+  Backend backend_;
+  std::vector<std::unique_ptr<Executor::HostDevice>> devices_;
+};
+
+bool isHostBackend(Backend backend) {
+  return backend == Backend::reference || backend == Backend::cpu;
+}
+
+std::mutex &platformMutex() {
+  static std::mutex mutex;
+  return mutex;
+}
+std::map<Backend, DevicePlatform> &platforms() {
+  static std::map<Backend, DevicePlatform> registered;
+  return registered;
+}
+
+} // namespace
+
+void registerDevicePlatform(Backend backend, DevicePlatform platform) {
+  std::lock_guard<std::mutex> lock(platformMutex());
+  platforms()[backend] = std::move(platform);
+}
+
+bool hasDevicePlatform(Backend backend) {
+  std::lock_guard<std::mutex> lock(platformMutex());
+  return platforms().count(backend) != 0;
+}
+
+int physicalDeviceCount(Backend backend) {
+  std::function<int()> count;
+  {
+    std::lock_guard<std::mutex> lock(platformMutex());
+    auto it = platforms().find(backend);
+    if (it == platforms().end() || !it->second.physicalDevices)
+      return 0;
+    count = it->second.physicalDevices;
+  }
+  return count();
+}
+
+Status createDeviceSet(Backend backend, int logicalDevices,
+                       const ExecutorOptions &options,
+                       std::shared_ptr<DeviceSet> &out) {
+  DevicePlatform platform;
+  {
+    std::lock_guard<std::mutex> lock(platformMutex());
+    auto it = platforms().find(backend);
+    if (it != platforms().end())
+      platform = it->second;
+  }
+  if (!platform.createDevices)
+    return Status::error(
+        std::string("the ") + backendName(backend) +
+        " backend's devices are not available: this build has no " +
+        backendName(backend) +
+        " support, or the tool did not register it (cuda: call "
+        "cuda::registerCudaBackend() at start-up); use --backend cpu");
+  return platform.createDevices(logicalDevices, options, out);
+}
 
 Executor::Executor(const plan::Plan &plan, const plan::Program &program)
     : plan_(plan), program_(program) {}
@@ -155,8 +286,8 @@ Executor::~Executor() {
     t.join();
 }
 
-const Arena &Executor::arena(int device) const {
-  return devices_[device]->arena;
+const DeviceMemory &Executor::arena(int device) const {
+  return arenas_[device];
 }
 
 Status Executor::create(const plan::Plan &plan, const plan::Program &program,
@@ -182,8 +313,6 @@ Status Executor::prepare(MirroredVariables &variables,
     return Status::error(where + ": needs " + std::to_string(replicas_) +
                          " devices' variables, has " +
                          std::to_string(variables.devices()));
-  collective_ = makeLocalCollective(replicas_, options.timeout);
-  eventStep_.assign(static_cast<size_t>(std::max(0, program_.num_events())), 0);
 
   // Inputs: one image input and, optionally, "labels".
   const auto &inputs = *plan_.inputs();
@@ -214,14 +343,45 @@ Status Executor::prepare(MirroredVariables &variables,
                          " does not split evenly across " +
                          std::to_string(replicas_) + " replicas");
 
+  // Devices: the host's, or the backend's (shared with the variables, which
+  // move there on the first executor of a run).
+  if (isHostBackend(options.backend)) {
+    if (variables.placement())
+      return Status::error(where + ": the variables are on " +
+                           backendName(variables.placement()->backend()) +
+                           " devices, not in host memory");
+    deviceSet_ = std::make_shared<HostDeviceSet>(options.backend, replicas_);
+  } else {
+    if (variables.placement() &&
+        variables.placement()->backend() == options.backend) {
+      deviceSet_ = variables.placement();
+    } else {
+      if (Status s = createDeviceSet(options.backend,
+                                     std::max(replicas_, variables.devices()),
+                                     options, deviceSet_);
+          !s)
+        return Status::error(where + ": " + s.message());
+      if (Status s = variables.placeOn(deviceSet_); !s)
+        return Status::error(where + ": " + s.message());
+    }
+    if (deviceSet_->size() < replicas_)
+      return Status::error(where + ": needs " + std::to_string(replicas_) +
+                           " devices, the variables' device set has " +
+                           std::to_string(deviceSet_->size()));
+  }
+
+  prepared_.name = program_.name()->str();
+  prepared_.replicas = replicas_;
+  prepared_.globalBatch = globalBatch_;
+  prepared_.numEvents = std::max(0, program_.num_events());
+  prepared_.timestamps.assign(static_cast<size_t>(replicas_), 0);
+  arenas_.resize(static_cast<size_t>(replicas_));
   for (int d = 0; d < replicas_; ++d) {
-    auto dev = std::make_unique<Device>();
-    dev->index = d;
-    if (Status s = Arena::allocate(program_.arena_bytes()->Get(d), dev->arena);
+    Device &device = deviceSet_->device(d);
+    if (Status s = device.allocate(program_.arena_bytes()->Get(d), arenas_[d]);
         !s)
-      return Status::error(where + ", device " + std::to_string(d) + ": " +
-                           s.message());
-    devices_.push_back(std::move(dev));
+      return Status::error(where + ", " + device.name() +
+                           " arena: " + s.message());
   }
 
   // Buffers to pointers.
@@ -231,12 +391,12 @@ Status Executor::prepare(MirroredVariables &variables,
   for (size_t i = 0; i < buffers.size(); ++i) {
     const plan::Buffer &b = *buffers[i];
     std::string at = where + ", buffer " + std::to_string(i) + ": ";
-    Device &dev = *devices_[b.device()];
     int64_t bytes =
         elementCount(b.shape()) * static_cast<int64_t>(dtypeBytes(b.dtype()));
     switch (b.kind()) {
     case plan::BufferKind::arena:
-      data[i] = dev.arena.data() + b.offset();
+      data[i] =
+          static_cast<std::byte *>(arenas_[b.device()].data()) + b.offset();
       break;
     case plan::BufferKind::variable: {
       const plan::Variable &v = *plan_.variables()->Get(b.variable());
@@ -267,14 +427,15 @@ Status Executor::prepare(MirroredVariables &variables,
         data[i] = found->second;
         break;
       }
-      Arena storage;
-      if (Status s = Arena::allocate(bytes, storage); !s)
+      DeviceMemory storage;
+      if (Status s = deviceSet_->device(b.device()).allocate(bytes, storage);
+          !s)
         return Status::error(at + s.message());
       data[i] = storage.data();
       inputBuffers[key] = storage.data();
-      dev.inputs.push_back(
-          {storage.data(), b.replica(), labels, static_cast<size_t>(bytes)});
-      dev.inputStorage.push_back(std::move(storage));
+      prepared_.inputs.push_back({storage.data(), b.device(), b.replica(),
+                                  labels, static_cast<size_t>(bytes)});
+      inputStorage_.push_back(std::move(storage));
       break;
     }
     case plan::BufferKind::view:
@@ -296,9 +457,8 @@ Status Executor::prepare(MirroredVariables &variables,
     return t;
   };
 
-  // Ops to each device's list.
+  // Ops, in program order.
   std::map<std::string, int> outputIndex;
-  std::vector<std::vector<bool>> outputSeen;
   std::set<std::string> missing;
   const KernelRegistry &registry = KernelRegistry::global();
   const auto &ops = *program_.ops();
@@ -307,6 +467,8 @@ Status Executor::prepare(MirroredVariables &variables,
     std::string at = where + ", op " + std::to_string(i) + ": ";
     PreparedOp p;
     p.kind = op.kind();
+    p.stream = op.stream();
+    p.device = op.device();
     p.index = i;
     switch (op.kind()) {
     case plan::OpKind::launch: {
@@ -334,12 +496,15 @@ Status Executor::prepare(MirroredVariables &variables,
         missing.insert(p.kernelName);
         break;
       }
+      Device &device = deviceSet_->device(op.device());
+      if (Status s = device.activate(); !s)
+        return Status::error(at + s.message());
       KernelContext site;
       site.step = 0;
       site.replica = op.device();
       site.replicas = replicas_;
       site.seed = options.seed;
-      site.deviceState = devices_[op.device()]->state;
+      site.deviceState = device.kernelState();
       if (Status s = registry.instantiate(p.kernelName, options.backend, site,
                                           p.config, p.ins, p.outs, p.kernel);
           !s)
@@ -361,15 +526,12 @@ Status Executor::prepare(MirroredVariables &variables,
                                " must be an f32 buffer of device " +
                                std::to_string(r) + " as long as the others");
         count = n;
+        p.reduceData.push_back(static_cast<float *>(data[op.ins()->Get(r)]));
       }
-      for (int r = 0; r < replicas_; ++r) {
-        PreparedOp q = p;
-        q.reduceData = static_cast<float *>(data[op.ins()->Get(r)]);
-        q.reduceCount = count;
-        q.reduceOp = reduction == "mean" ? ReduceOp::mean : ReduceOp::sum;
-        devices_[r]->ops.push_back(std::move(q));
-      }
-      continue;
+      p.device = -1;
+      p.reduceCount = count;
+      p.reduceOp = reduction == "mean" ? ReduceOp::mean : ReduceOp::sum;
+      break;
     }
     case plan::OpKind::copy: {
       const plan::Buffer &src = *buffers[op.ins()->Get(0)];
@@ -390,14 +552,14 @@ Status Executor::prepare(MirroredVariables &variables,
       break;
     case plan::OpKind::timestamp:
       p.name = std::string_view(op.name()->c_str(), op.name()->size());
-      devices_[op.device()]->timestamps++;
+      prepared_.timestamps[op.device()]++;
       break;
     case plan::OpKind::output: {
       std::string name = op.name()->str();
       auto [it, added] =
           outputIndex.emplace(name, static_cast<int>(outputIndex.size()));
       if (added)
-        names_.push_back(name);
+        prepared_.outputNames.push_back(name);
       p.output = it->second;
       p.replica = op.replica();
       if (p.replica < 0 || p.replica >= replicas_)
@@ -409,7 +571,7 @@ Status Executor::prepare(MirroredVariables &variables,
     default:
       return Status::error(at + "unknown op kind");
     }
-    devices_[op.device()]->ops.push_back(std::move(p));
+    prepared_.ops.push_back(std::move(p));
   }
   if (!missing.empty()) {
     std::string list;
@@ -423,6 +585,24 @@ Status Executor::prepare(MirroredVariables &variables,
         (have == 0 ? "; are its kernels linked into this build?" : "") +
         "): choose another --backend");
   }
+
+  if (Status s = deviceSet_->createRunner(prepared_, options, runner_); !s)
+    return Status::error(where + ": " + s.message());
+  if (!runner_) {
+    // The host path: every device runs its ops (and each all-reduce) on its
+    // own thread; events are a board of step ids.
+    collective_ = makeLocalCollective(replicas_, options.timeout);
+    eventStep_.assign(static_cast<size_t>(prepared_.numEvents), 0);
+    hostOps_.assign(static_cast<size_t>(replicas_), {});
+    for (const PreparedOp &op : prepared_.ops) {
+      if (op.kind == plan::OpKind::all_reduce) {
+        for (auto &list : hostOps_)
+          list.push_back(&op);
+      } else {
+        hostOps_[op.device].push_back(&op);
+      }
+    }
+  }
   return Status::ok();
 }
 
@@ -435,7 +615,8 @@ void Executor::fail(const Status &status) {
     }
   }
   cv_.notify_all();
-  collective_->abort(status.message());
+  if (collective_)
+    collective_->abort(status.message());
 }
 
 void Executor::recordEvent(int event) {
@@ -462,9 +643,10 @@ Status Executor::waitEvent(int event, int device) {
 }
 
 void Executor::runDevice(int d) {
-  Device &dev = *devices_[d];
   const data::BatchSlice *slices = slices_.data();
-  for (const InputCopy &in : dev.inputs) {
+  for (const PreparedInput &in : prepared_.inputs) {
+    if (in.device != d)
+      continue;
     const data::BatchSlice &s = slices[in.replica];
     const void *src =
         in.labels ? (s.sparseLabels ? static_cast<const void *>(s.sparseLabels)
@@ -479,8 +661,9 @@ void Executor::runDevice(int d) {
   ctx.replicas = replicas_;
   ctx.globalRowOffset = globalBatch_ / replicas_ * d;
   ctx.seed = options_.seed;
-  ctx.deviceState = dev.state;
-  for (PreparedOp &op : dev.ops) {
+  ctx.deviceState = nullptr;
+  for (const PreparedOp *p : hostOps_[d]) {
+    const PreparedOp &op = *p;
     if (failed_)
       return;
     Status s;
@@ -498,7 +681,8 @@ void Executor::runDevice(int d) {
                           "): " + s.message());
       break;
     case plan::OpKind::all_reduce:
-      s = collective_->allReduce(d, op.reduceData, op.reduceCount, op.reduceOp);
+      s = collective_->allReduce(d, op.reduceData[d], op.reduceCount,
+                                 op.reduceOp);
       if (!s)
         s = Status::error("program '" + program_.name()->str() + "', op " +
                           std::to_string(op.index) + ": " + s.message());
@@ -563,38 +747,60 @@ Status Executor::run(const data::Batch &batch, int64_t step,
   if (Status s = data::splitBatch(batch, replicas_, slices_); !s)
     return s;
   // The slices must fill the input buffers exactly.
-  for (const auto &dev : devices_)
-    for (const InputCopy &in : dev->inputs) {
-      const data::BatchSlice &sl = slices_[in.replica];
-      size_t have =
-          in.labels ? (sl.sparseLabels ? sl.rows * sizeof(int32_t)
-                       : sl.oneHotLabels
-                           ? static_cast<size_t>(sl.rows * batch.numClasses) *
-                                 sizeof(float)
-                           : 0)
-                    : static_cast<size_t>(sl.rows * batch.shape.elements()) *
-                          sizeof(float);
-      if (have != in.bytes)
-        return Status::error(
-            where() + ": the batch's " + (in.labels ? "labels" : "images") +
-            " (" + batch.shape.str() + ", " + std::to_string(batch.numClasses) +
-            " classes, " +
-            (batch.labelFormat == data::LabelFormat::Sparse ? "sparse"
-                                                            : "one-hot") +
-            " labels) do not fit the plan's input of " +
-            std::to_string(in.bytes) + " bytes per replica");
-    }
-  if (result.names != names_) {
-    result.names = names_;
+  for (const PreparedInput &in : prepared_.inputs) {
+    const data::BatchSlice &sl = slices_[in.replica];
+    size_t have = in.labels
+                      ? (sl.sparseLabels ? sl.rows * sizeof(int32_t)
+                         : sl.oneHotLabels
+                             ? static_cast<size_t>(sl.rows * batch.numClasses) *
+                                   sizeof(float)
+                             : 0)
+                      : static_cast<size_t>(sl.rows * batch.shape.elements()) *
+                            sizeof(float);
+    if (have != in.bytes)
+      return Status::error(
+          where() + ": the batch's " + (in.labels ? "labels" : "images") +
+          " (" + batch.shape.str() + ", " + std::to_string(batch.numClasses) +
+          " classes, " +
+          (batch.labelFormat == data::LabelFormat::Sparse ? "sparse"
+                                                          : "one-hot") +
+          " labels) do not fit the plan's input of " +
+          std::to_string(in.bytes) + " bytes per replica");
+  }
+  const std::vector<std::string> &names = prepared_.outputNames;
+  if (result.names != names) {
+    result.names = names;
     result.perReplica.assign(static_cast<size_t>(replicas_),
-                             std::vector<double>(names_.size(), 0.0));
-    result.mean.assign(names_.size(), 0.0);
+                             std::vector<double>(names.size(), 0.0));
+    result.mean.assign(names.size(), 0.0);
   }
   result.timestamps.resize(static_cast<size_t>(replicas_));
   for (int d = 0; d < replicas_; ++d) {
     result.timestamps[d].clear();
-    result.timestamps[d].reserve(devices_[d]->timestamps);
+    result.timestamps[d].reserve(prepared_.timestamps[d]);
   }
+  if (runner_) {
+    if (Status s = runner_->run(slices_, step, result); !s) {
+      // A device that failed mid-step is in an unknown state: later steps
+      // report this failure instead of running on it.
+      failed_ = true;
+      error_ = s;
+      return s;
+    }
+  } else if (Status s = runHost(batch, step, result); !s) {
+    return s;
+  }
+  for (size_t o = 0; o < names.size(); ++o) {
+    double sum = 0;
+    for (int r = 0; r < replicas_; ++r)
+      sum += result.perReplica[r][o];
+    result.mean[o] = sum / replicas_;
+  }
+  return Status::ok();
+}
+
+Status Executor::runHost(const data::Batch &batch, int64_t step,
+                         StepResult &result) {
   batch_ = &batch;
   result_ = &result;
   step_ = step;
@@ -614,12 +820,6 @@ Status Executor::run(const data::Batch &batch, int64_t step,
   result_ = nullptr;
   if (failed_)
     return error_;
-  for (size_t o = 0; o < names_.size(); ++o) {
-    double sum = 0;
-    for (int r = 0; r < replicas_; ++r)
-      sum += result.perReplica[r][o];
-    result.mean[o] = sum / replicas_;
-  }
   return Status::ok();
 }
 

@@ -3,10 +3,12 @@
 // The executor turns a verified plan program into something that runs a step
 // without allocating: per device one arena (allocated once), the device's
 // share of every data input, and the program's ops resolved to kernels and
-// buffer pointers. Each device runs its ops in program order on its own
-// thread (a CPU device's streams collapse into that order, which the
-// compiler made dependency-respecting); events are real synchronisation
-// between device threads and an all-reduce is a rendezvous of all of them.
+// buffer pointers. On the host backends each device runs its ops in program
+// order on its own thread (a host device's streams collapse into that order,
+// which the compiler made dependency-respecting); events are real
+// synchronisation between device threads and an all-reduce is a rendezvous
+// of all of them. On other backends (CUDA) a ProgramRunner of the backend's
+// DeviceSet runs the same prepared program (Device.h).
 //
 // Variables live outside the executor, in MirroredVariables, because the
 // training and the evaluation program of a run share them.
@@ -18,6 +20,7 @@
 
 #include "runtime/core/Arena.h"
 #include "runtime/core/Collective.h"
+#include "runtime/core/Device.h"
 #include "runtime/core/Kernel.h"
 #include "runtime/core/Status.h"
 #include "runtime/data/Batch.h"
@@ -37,21 +40,31 @@
 namespace graph::runtime {
 
 /// Every variable of a plan, one copy per device (TensorFlow's mirrored
-/// variables), each 64-byte aligned. All copies start from the same values:
-/// the initializers are keyed by name and seed, not by device.
+/// variables). All copies start from the same values: the initializers are
+/// keyed by name and seed, not by device. They are initialized in host
+/// memory (64-byte aligned); placeOn() moves them into a DeviceSet's memory
+/// (the CUDA executor does, so each replica's copy is in its GPU's memory).
 class MirroredVariables {
 public:
-  /// Allocates and initializes `devices` copies of the plan's variables.
+  /// Allocates and initializes `devices` copies of the plan's variables in
+  /// host memory.
   Status initialize(const plan::Plan &plan, int devices, uint64_t seed);
+  /// Moves every copy into the memory of `devices` (copy d to device d):
+  /// host-initialized values, copied once. A no-op when already there.
+  Status placeOn(std::shared_ptr<DeviceSet> devices);
+  /// The DeviceSet holding the copies; null while they are in host memory.
+  const std::shared_ptr<DeviceSet> &placement() const { return placement_; }
 
   int devices() const { return static_cast<int>(storage_.size()); }
   int count() const { return static_cast<int>(names_.size()); }
   const std::string &name(int variable) const { return names_[variable]; }
   int64_t bytes(int variable) const { return bytes_[variable]; }
+  /// Device `device`'s copy: a device pointer once placed on a GPU.
   void *data(int device, int variable) const {
     return storage_[device][variable].data();
   }
-  /// The variable as floats on `device` (f32 variables only).
+  /// The variable as floats on `device` (f32 variables in host memory
+  /// only; use read() for a placed copy).
   const float *f32(int device, int variable) const {
     return reinterpret_cast<const float *>(data(device, variable));
   }
@@ -65,6 +78,8 @@ public:
   /// --save-weights read variables only through here, so a backend whose
   /// variables live in device memory changes only read() and write().
   Status read(int variable, void *dst) const;
+  /// Device `device`'s copy (tests compare the mirrors through it).
+  Status readCopy(int device, int variable, void *dst) const;
   /// Sets every device's copy of the variable from `src`.
   Status write(int variable, const void *src);
 
@@ -72,28 +87,8 @@ private:
   std::vector<std::string> names_;
   std::vector<int64_t> bytes_;
   std::vector<std::vector<int64_t>> shapes_;
-  std::vector<std::vector<Arena>> storage_; // [device][variable]
-};
-
-/// A named point of a device's step (`forward_begin`, `allreduce_end`, ...).
-struct Timestamp {
-  std::string_view name; // points into the plan
-  std::chrono::steady_clock::time_point at;
-};
-
-/// What one step produced.
-struct StepResult {
-  /// The program's output names ("loss", "accuracy"), in program order.
-  std::vector<std::string> names;
-  /// [replica][output]: each replica's value.
-  std::vector<std::vector<double>> perReplica;
-  /// [output]: the mean over replicas (each replica saw an equal share).
-  std::vector<double> mean;
-  /// [device]: the timestamps the device reached, in order.
-  std::vector<std::vector<Timestamp>> timestamps;
-
-  /// The mean of output `name`, or NaN when the program has none.
-  double value(const std::string &name) const;
+  std::vector<std::vector<DeviceMemory>> storage_; // [device][variable]
+  std::shared_ptr<DeviceSet> placement_;
 };
 
 struct ExecutorOptions {
@@ -106,6 +101,12 @@ struct ExecutorOptions {
   /// Replaces the plan's learning rate in every optimizer_update (negative:
   /// keep the plan's).
   double learningRate = -1;
+  /// CUDA: capture the training step as a CUDA graph after one eager
+  /// warm-up step and replay it (`graphrun --no-cuda-graph` turns it off).
+  bool cudaGraph = true;
+  /// CUDA: the physical GPUs to spread the logical devices over, round
+  /// robin (0: all present). Tests set 1 to put two logical GPUs on one.
+  int maxPhysicalDevices = 0;
 };
 
 class Executor {
@@ -133,12 +134,15 @@ public:
   /// How the program wants its labels (from the labels input's dtype).
   data::LabelFormat labelFormat() const { return labelFormat_; }
   /// Device `device`'s arena (tests check that it never moves).
-  const Arena &arena(int device) const;
+  const DeviceMemory &arena(int device) const;
+  /// The devices the program runs on (variables and executors share them).
+  DeviceSet &devices() const { return *deviceSet_; }
 
-  struct Device; // Executor.cpp
+  struct HostDevice; // Executor.cpp
 private:
   Executor(const plan::Plan &plan, const plan::Program &program);
   Status prepare(MirroredVariables &variables, const ExecutorOptions &options);
+  Status runHost(const data::Batch &batch, int64_t step, StepResult &result);
   void runDevice(int device);
   void workerLoop(int device);
   void fail(const Status &status);
@@ -151,9 +155,15 @@ private:
   int replicas_ = 1;
   int64_t globalBatch_ = 0;
   data::LabelFormat labelFormat_ = data::LabelFormat::OneHot;
-  std::vector<std::unique_ptr<Device>> devices_;
+  std::shared_ptr<DeviceSet> deviceSet_;
+  std::vector<DeviceMemory> arenas_;       // [device]
+  std::vector<DeviceMemory> inputStorage_; // every device's input buffers
+  PreparedProgram prepared_;
+  // The host path: each device's ops (all-reduces in every list), run by
+  // runDevice; null runner_. Other backends: runner_.
+  std::vector<std::vector<const PreparedOp *>> hostOps_;
+  std::unique_ptr<ProgramRunner> runner_;
   std::unique_ptr<Collective> collective_;
-  std::vector<std::string> names_; // output names
 
   // The step in flight.
   const data::Batch *batch_ = nullptr;

@@ -1,4 +1,5 @@
-//===- CudaDeviceState.h - what a CUDA kernel gets from its device -*- C++ -*-===//
+//===- CudaDeviceState.h - what a CUDA kernel gets from its device -*- C++
+//-*-===//
 //
 // KernelContext::deviceState on Backend::cuda points to one of these, owned
 // by the executor's device (one per logical GPU; several logical GPUs may
@@ -19,6 +20,7 @@
 #include <cudnn.h>
 
 #include <cstddef>
+#include <cstdint>
 
 namespace graph::runtime::cuda {
 
@@ -38,6 +40,12 @@ struct CudaDeviceState {
   /// Kernels on one stream run one at a time, so they share it.
   void *workspace = nullptr;
   size_t workspaceBytes = 0;
+  /// The global step (KernelContext::step) as an int64 in this device's
+  /// memory, written by the executor before each step. A replayed CUDA graph
+  /// keeps the kernel arguments it was captured with, so a kernel whose
+  /// result depends on the step (Adam's bias correction, dropout masks)
+  /// must read it from here on the device, not from KernelContext::step.
+  const int64_t *deviceStep = nullptr;
 };
 
 /// The scratch every device allocates (kWorkspaceBytes) for its kernels.

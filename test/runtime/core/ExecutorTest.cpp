@@ -12,6 +12,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <sstream>
 
 using namespace graph::runtime;
@@ -402,4 +403,100 @@ TEST(Session, TrainsWithHooks) {
   EXPECT_NE(timing.str().find("images/sec: "), std::string::npos);
   EXPECT_NE(timing.str().find("after 1 warm-up steps"), std::string::npos)
       << timing.str();
+}
+
+TEST(Executor, BackendWithoutDevicesIsNamed) {
+  // runtime-unit-tests links no CUDA: Backend::cuda has no device platform.
+  if (hasDevicePlatform(Backend::cuda))
+    GTEST_SKIP() << "a cuda device platform is registered in this binary";
+  EXPECT_EQ(physicalDeviceCount(Backend::cuda), 0);
+  Prepared p;
+  registerTestKernels();
+  p.bytes = buildPlan(1, 4);
+  ASSERT_TRUE(verifyPlan(p.bytes.data(), p.bytes.size(), "tiny.plan", p.plan));
+  ASSERT_TRUE(p.variables.initialize(*p.plan, 1, 0));
+  ExecutorOptions options;
+  options.backend = Backend::cuda;
+  Status s = Executor::create(*p.plan, *p.plan->programs()->Get(0), p.variables,
+                              options, p.executor);
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.message().find("cuda backend's devices are not available"),
+            std::string::npos)
+      << s.message();
+  EXPECT_EQ(p.variables.placement(), nullptr);
+}
+
+namespace {
+/// Devices whose "device memory" is host memory behind a counter, so a test
+/// sees that placed variables are read and written only through copies.
+class CountingDevice final : public Device {
+public:
+  std::string name() const override { return "counting"; }
+  Status allocate(int64_t bytes, DeviceMemory &out) override {
+    auto *block = new std::vector<std::byte>(static_cast<size_t>(bytes));
+    out = DeviceMemory(block->data(), bytes, [block](void *) { delete block; });
+    return Status::ok();
+  }
+  Status copyFromHost(void *dst, const void *src, size_t bytes) override {
+    ++copiesIn;
+    std::memcpy(dst, src, bytes);
+    return Status::ok();
+  }
+  Status copyToHost(void *dst, const void *src, size_t bytes) override {
+    ++copiesOut;
+    std::memcpy(dst, src, bytes);
+    return Status::ok();
+  }
+  int copiesIn = 0, copiesOut = 0;
+};
+class CountingDeviceSet final : public DeviceSet {
+public:
+  explicit CountingDeviceSet(int n) : devices(static_cast<size_t>(n)) {}
+  Backend backend() const override { return Backend::cuda; }
+  int size() const override { return static_cast<int>(devices.size()); }
+  Device &device(int index) override { return devices[index]; }
+  Status createRunner(const PreparedProgram &, const ExecutorOptions &,
+                      std::unique_ptr<ProgramRunner> &) override {
+    return Status::error("no runner");
+  }
+  std::vector<CountingDevice> devices;
+};
+} // namespace
+
+TEST(MirroredVariables, PlacedCopiesMoveOnlyThroughTheDevice) {
+  auto bytes = buildPlan(1, 4);
+  const plan::Plan *plan = nullptr;
+  ASSERT_TRUE(verifyPlan(bytes.data(), bytes.size(), "tiny.plan", plan));
+  MirroredVariables vars;
+  ASSERT_TRUE(vars.initialize(*plan, 2, 0));
+  const void *hostCopy = vars.data(1, 0);
+  auto set = std::make_shared<CountingDeviceSet>(2);
+  ASSERT_TRUE(vars.placeOn(set));
+  EXPECT_EQ(vars.placement(), set);
+  EXPECT_NE(vars.data(1, 0), hostCopy);
+  // Placement copied each device's host-initialized value once.
+  EXPECT_EQ(set->devices[0].copiesIn, 1);
+  EXPECT_EQ(set->devices[1].copiesIn, 1);
+  float w[2] = {0, 0};
+  ASSERT_TRUE(vars.read(0, w));
+  EXPECT_EQ(w[0], 1.0f); // ones
+  EXPECT_EQ(set->devices[0].copiesOut, 1);
+  float next[2] = {2.0f, -3.0f};
+  ASSERT_TRUE(vars.write(0, next));
+  EXPECT_EQ(set->devices[1].copiesIn, 2);
+  ASSERT_TRUE(vars.readCopy(1, 0, w));
+  EXPECT_EQ(w[1], -3.0f);
+  // Placing again on the same devices is a no-op; on others, an error.
+  EXPECT_TRUE(vars.placeOn(set));
+  Status s = vars.placeOn(std::make_shared<CountingDeviceSet>(2));
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.message().find("already placed"), std::string::npos);
+  // A host executor refuses variables that live on devices.
+  ExecutorOptions options;
+  std::unique_ptr<Executor> executor;
+  s = Executor::create(*plan, *plan->programs()->Get(0), vars, options,
+                       executor);
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.message().find("not in host memory"), std::string::npos)
+      << s.message();
 }

@@ -1,0 +1,852 @@
+//===- CudaDevice.cpp - logical GPUs and the CUDA program runner ----------===//
+
+#include "runtime/backends/cuda/CudaDevice.h"
+
+#include "runtime/backends/cuda/CudaStatus.h"
+#include "runtime/plan/PlanLoader.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <map>
+#include <mutex>
+#include <thread>
+
+namespace graph::runtime::cuda {
+namespace {
+
+std::atomic<int64_t> &allocationCounter() {
+  static std::atomic<int64_t> counter{0};
+  return counter;
+}
+
+/// Page-locked host memory (portable: every GPU of the process may copy
+/// from it asynchronously).
+struct PinnedFree {
+  void operator()(void *p) const { (void)cudaFreeHost(p); }
+};
+using PinnedMemory = std::unique_ptr<void, PinnedFree>;
+
+Status allocatePinned(size_t bytes, PinnedMemory &out) {
+  void *p = nullptr;
+  GRAPH_CUDA_TRY(
+      cudaHostAlloc(&p, std::max<size_t>(bytes, 8), cudaHostAllocPortable));
+  std::memset(p, 0, std::max<size_t>(bytes, 8));
+  out.reset(p);
+  return Status::ok();
+}
+
+double readScalar(const std::byte *p, plan::DType dtype) {
+  switch (dtype) {
+  case plan::DType::f32: {
+    float v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+  }
+  case plan::DType::f64: {
+    double v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+  }
+  case plan::DType::i32: {
+    int32_t v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+  }
+  case plan::DType::i64: {
+    int64_t v;
+    std::memcpy(&v, p, sizeof v);
+    return static_cast<double>(v);
+  }
+  default:
+    return std::nan("");
+  }
+}
+
+int streamIndex(plan::StreamKind kind) {
+  switch (kind) {
+  case plan::StreamKind::comm:
+    return 1;
+  case plan::StreamKind::copy:
+    return 2;
+  default:
+    return 0;
+  }
+}
+
+constexpr std::array<plan::StreamKind, 3> kStreams = {
+    plan::StreamKind::compute, plan::StreamKind::comm, plan::StreamKind::copy};
+
+} // namespace
+
+int physicalGpuCount(std::string *whyNone) {
+  int count = 0;
+  cudaError_t e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError(); // not sticky: leave the runtime clean
+    if (whyNone)
+      *whyNone = "cudaGetDeviceCount: " + device_status::describe(e);
+    return 0;
+  }
+  if (count == 0 && whyNone)
+    *whyNone = "cudaGetDeviceCount found no GPU";
+  return count;
+}
+
+int64_t cudaAllocations() {
+  return allocationCounter().load(std::memory_order_relaxed);
+}
+
+//===----------------------------------------------------------------------===//
+// CudaDevice
+//===----------------------------------------------------------------------===//
+
+Status CudaDevice::create(int logical, int ordinal,
+                          std::unique_ptr<CudaDevice> &out) {
+  std::unique_ptr<CudaDevice> d(new CudaDevice());
+  d->state_.logical = logical;
+  d->state_.ordinal = ordinal;
+  GRAPH_CUDA_TRY(cudaSetDevice(ordinal));
+  GRAPH_CUDA_TRY(
+      cudaStreamCreateWithFlags(&d->state_.compute, cudaStreamNonBlocking));
+  GRAPH_CUDA_TRY(
+      cudaStreamCreateWithFlags(&d->state_.comm, cudaStreamNonBlocking));
+  GRAPH_CUDA_TRY(
+      cudaStreamCreateWithFlags(&d->state_.copy, cudaStreamNonBlocking));
+  GRAPH_CUDA_TRY(cudnnCreate(&d->state_.cudnn));
+  GRAPH_CUDA_TRY(cudnnSetStream(d->state_.cudnn, d->state_.compute));
+  GRAPH_CUDA_TRY(cublasLtCreate(&d->state_.cublasLt));
+  if (Status s =
+          d->allocate(static_cast<int64_t>(kWorkspaceBytes), d->workspace_);
+      !s)
+    return Status::error(d->name() + " workspace: " + s.message());
+  d->state_.workspace = d->workspace_.data();
+  d->state_.workspaceBytes = kWorkspaceBytes;
+  if (Status s = d->allocate(sizeof(int64_t), d->step_); !s)
+    return Status::error(d->name() + " step scalar: " + s.message());
+  d->state_.deviceStep = d->deviceStep();
+  out = std::move(d);
+  return Status::ok();
+}
+
+CudaDevice::~CudaDevice() {
+  // Teardown reports to no one: errors are ignored on purpose, and queued
+  // work finishes before the memory and streams it uses go away.
+  (void)cudaSetDevice(state_.ordinal);
+  (void)synchronize();
+  workspace_ = DeviceMemory();
+  step_ = DeviceMemory();
+  if (state_.cublasLt)
+    (void)cublasLtDestroy(state_.cublasLt);
+  if (state_.cudnn)
+    (void)cudnnDestroy(state_.cudnn);
+  for (cudaStream_t s : {state_.compute, state_.comm, state_.copy})
+    if (s)
+      (void)cudaStreamDestroy(s);
+}
+
+std::string CudaDevice::name() const {
+  return "cuda:" + std::to_string(state_.logical) + " (GPU " +
+         std::to_string(state_.ordinal) + ")";
+}
+
+cudaStream_t CudaDevice::stream(plan::StreamKind kind) const {
+  switch (kind) {
+  case plan::StreamKind::comm:
+    return state_.comm;
+  case plan::StreamKind::copy:
+    return state_.copy;
+  default:
+    return state_.compute;
+  }
+}
+
+Status CudaDevice::activate() {
+  GRAPH_CUDA_TRY(cudaSetDevice(state_.ordinal));
+  return Status::ok();
+}
+
+Status CudaDevice::synchronize() {
+  GRAPH_CUDA_TRY(cudaSetDevice(state_.ordinal));
+  for (cudaStream_t s : {state_.compute, state_.comm, state_.copy})
+    if (s)
+      GRAPH_CUDA_TRY(cudaStreamSynchronize(s));
+  return Status::ok();
+}
+
+Status CudaDevice::allocate(int64_t bytes, DeviceMemory &out) {
+  if (bytes < 0)
+    return Status::error(name() + ": negative allocation " +
+                         std::to_string(bytes));
+  GRAPH_CUDA_TRY(cudaSetDevice(state_.ordinal));
+  size_t size = std::max<size_t>(static_cast<size_t>(bytes), 1);
+  void *p = nullptr;
+  cudaError_t e = cudaMalloc(&p, size);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    return Status::error(
+        name() + ": cannot allocate " + std::to_string(size) +
+        " bytes of device memory: " + device_status::describe(e) +
+        " (a smaller --batch-size or fewer logical GPUs per "
+        "GPU needs less)");
+  }
+  int ordinal = state_.ordinal;
+  DeviceMemory memory(p, bytes, [ordinal](void *q) {
+    (void)cudaSetDevice(ordinal);
+    (void)cudaFree(q);
+  });
+  // Zeroed on a stream of this device: the memory is ready for any of them
+  // once allocate() returns.
+  GRAPH_CUDA_TRY(cudaMemsetAsync(p, 0, size, state_.copy));
+  GRAPH_CUDA_TRY(cudaStreamSynchronize(state_.copy));
+  allocationCounter().fetch_add(1, std::memory_order_relaxed);
+  out = std::move(memory);
+  return Status::ok();
+}
+
+Status CudaDevice::copyFromHost(void *dst, const void *src, size_t bytes) {
+  if (Status s = synchronize(); !s)
+    return s;
+  GRAPH_CUDA_TRY(
+      cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, state_.copy));
+  GRAPH_CUDA_TRY(cudaStreamSynchronize(state_.copy));
+  return Status::ok();
+}
+
+Status CudaDevice::copyToHost(void *dst, const void *src, size_t bytes) {
+  if (Status s = synchronize(); !s)
+    return s;
+  GRAPH_CUDA_TRY(
+      cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, state_.copy));
+  GRAPH_CUDA_TRY(cudaStreamSynchronize(state_.copy));
+  return Status::ok();
+}
+
+//===----------------------------------------------------------------------===//
+// CudaRunner
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+class CudaRunner final : public ProgramRunner {
+public:
+  CudaRunner(const PreparedProgram &program, CudaDeviceSet &set,
+             const ExecutorOptions &options)
+      : program_(program), set_(set), options_(options) {}
+  ~CudaRunner() override;
+
+  Status prepare();
+  Status run(const std::vector<data::BatchSlice> &slices, int64_t step,
+             StepResult &result) override;
+
+private:
+  Status newEvent(int ordinal, unsigned flags, cudaEvent_t &out);
+  Status enqueueInputs(bool graphs);
+  Status enqueueOps(int64_t step, bool capturing);
+  Status enqueueEagerEnd();
+  Status captureGraphs(int64_t step);
+  Status launchGraphs();
+  Status waitForStep(int64_t step);
+  Status readResults(StepResult &result);
+  cudaEvent_t doneEvent(int replica) const {
+    return graphsReady_ ? done_[groups_[groupOf_[replica]].members.front()]
+                        : done_[replica];
+  }
+  std::string where(const PreparedOp &op) const {
+    return "program '" + program_.name + "', op " + std::to_string(op.index);
+  }
+
+  struct GraphGroup {
+    int ordinal = 0;
+    std::vector<int> members; // replicas on this GPU; the first is the origin
+    cudaEvent_t fork = nullptr;
+    cudaGraph_t graph = nullptr;
+    cudaGraphExec_t exec = nullptr;
+  };
+
+  const PreparedProgram &program_;
+  CudaDeviceSet &set_;
+  ExecutorOptions options_;
+  int replicas_ = 0;
+  NcclCollective *collective_ = nullptr;
+  std::vector<CudaDevice *> devices_;   // [replica]
+  std::vector<KernelContext> contexts_; // [replica]
+  std::vector<std::pair<cudaEvent_t, int>> ownedEvents_;
+  std::vector<cudaEvent_t> planEvents_;          // [plan event]
+  std::vector<cudaEvent_t> timestampEvents_;     // [op], null for other ops
+  std::vector<int> outputSlot_;                  // [op], -1 for other ops
+  PinnedMemory outputs_;                         // 8 bytes per output op
+  PinnedMemory staging_;                         // every input, back to back
+  std::vector<size_t> stagingOffset_;            // [input]
+  PinnedMemory stepHost_;                        // the step, for the scalars
+  std::vector<cudaEvent_t> inputReady_, done_;   // [replica]
+  std::vector<std::array<cudaEvent_t, 3>> join_; // [replica][stream]
+  std::vector<GraphGroup> groups_;
+  std::vector<int> groupOf_;                                  // [replica]
+  std::vector<std::chrono::steady_clock::time_point> anchor_; // [replica]
+  bool useGraphs_ = false;
+  bool graphsReady_ = false;
+  int64_t stepsRun_ = 0;
+};
+
+CudaRunner::~CudaRunner() {
+  // Nothing may still use the graphs and events destroyed below.
+  for (CudaDevice *d : devices_)
+    (void)d->synchronize();
+  for (GraphGroup &g : groups_) {
+    (void)cudaSetDevice(g.ordinal);
+    if (g.exec)
+      (void)cudaGraphExecDestroy(g.exec);
+    if (g.graph)
+      (void)cudaGraphDestroy(g.graph);
+  }
+  for (auto &[event, ordinal] : ownedEvents_) {
+    (void)cudaSetDevice(ordinal);
+    (void)cudaEventDestroy(event);
+  }
+}
+
+Status CudaRunner::newEvent(int ordinal, unsigned flags, cudaEvent_t &out) {
+  GRAPH_CUDA_TRY(cudaSetDevice(ordinal));
+  GRAPH_CUDA_TRY(cudaEventCreateWithFlags(&out, flags));
+  ownedEvents_.emplace_back(out, ordinal);
+  return Status::ok();
+}
+
+Status CudaRunner::prepare() {
+  replicas_ = program_.replicas;
+  std::string at = "program '" + program_.name + "': ";
+  if (replicas_ > set_.size())
+    return Status::error(at + std::to_string(replicas_) + " replicas on " +
+                         std::to_string(set_.size()) + " logical GPUs");
+  for (int r = 0; r < replicas_; ++r) {
+    CudaDevice &d = set_.cudaDevice(r);
+    devices_.push_back(&d);
+    KernelContext ctx;
+    ctx.replica = r;
+    ctx.replicas = replicas_;
+    ctx.globalRowOffset = program_.globalBatch / replicas_ * r;
+    ctx.seed = options_.seed;
+    ctx.deviceState = d.kernelState();
+    contexts_.push_back(ctx);
+  }
+
+  // Per replica: input hand-over, completion, and the joins of its comm
+  // and copy streams into compute. Completion events time the step.
+  inputReady_.resize(replicas_);
+  done_.resize(replicas_);
+  join_.resize(replicas_);
+  for (int r = 0; r < replicas_; ++r) {
+    int ordinal = devices_[r]->ordinal();
+    if (Status s = newEvent(ordinal, cudaEventDisableTiming, inputReady_[r]);
+        !s)
+      return s;
+    if (Status s = newEvent(ordinal, cudaEventDefault, done_[r]); !s)
+      return s;
+    for (cudaEvent_t &e : join_[r])
+      if (Status s = newEvent(ordinal, cudaEventDisableTiming, e); !s)
+        return s;
+  }
+
+  // Graph groups: the replicas of each physical GPU.
+  groupOf_.assign(replicas_, -1);
+  for (int r = 0; r < replicas_; ++r) {
+    int ordinal = devices_[r]->ordinal();
+    auto it =
+        std::find_if(groups_.begin(), groups_.end(),
+                     [&](const GraphGroup &g) { return g.ordinal == ordinal; });
+    if (it == groups_.end()) {
+      groups_.push_back(GraphGroup{});
+      groups_.back().ordinal = ordinal;
+      it = groups_.end() - 1;
+    }
+    it->members.push_back(r);
+    groupOf_[r] = static_cast<int>(it - groups_.begin());
+  }
+  for (GraphGroup &g : groups_)
+    if (Status s = newEvent(g.ordinal, cudaEventDisableTiming, g.fork); !s)
+      return s;
+
+  // Plan events live on the GPU whose stream records them; a wait on
+  // another GPU would cross two graph captures, so such a program runs
+  // eagerly.
+  bool crossGpuWait = false;
+  planEvents_.assign(static_cast<size_t>(program_.numEvents), nullptr);
+  std::vector<int> eventOrdinal(planEvents_.size(), -1);
+  timestampEvents_.assign(program_.ops.size(), nullptr);
+  outputSlot_.assign(program_.ops.size(), -1);
+  int outputs = 0;
+  bool hasAllReduce = false;
+  for (size_t i = 0; i < program_.ops.size(); ++i) {
+    const PreparedOp &op = program_.ops[i];
+    int ordinal = op.device >= 0 ? devices_[op.device]->ordinal() : -1;
+    switch (op.kind) {
+    case plan::OpKind::record:
+      if (eventOrdinal[op.event] < 0) {
+        eventOrdinal[op.event] = ordinal;
+        if (Status s = newEvent(ordinal, cudaEventDisableTiming,
+                                planEvents_[op.event]);
+            !s)
+          return s;
+      } else if (eventOrdinal[op.event] != ordinal) {
+        return Status::error(where(op) + ": event " + std::to_string(op.event) +
+                             " is recorded on GPU " +
+                             std::to_string(eventOrdinal[op.event]) +
+                             " and on GPU " + std::to_string(ordinal) +
+                             "; a CUDA event belongs to one GPU");
+      }
+      break;
+    case plan::OpKind::wait:
+      if (eventOrdinal[op.event] != ordinal)
+        crossGpuWait = true;
+      break;
+    case plan::OpKind::timestamp:
+      if (Status s = newEvent(ordinal, cudaEventDefault, timestampEvents_[i]);
+          !s)
+        return s;
+      break;
+    case plan::OpKind::output:
+      if (dtypeBytes(op.ins[0].dtype) > 8)
+        return Status::error(where(op) + ": output '" + std::string(op.name) +
+                             "' is wider than 8 bytes");
+      outputSlot_[i] = outputs++;
+      break;
+    case plan::OpKind::all_reduce:
+      hasAllReduce = true;
+      break;
+    default:
+      break;
+    }
+  }
+  if (hasAllReduce)
+    if (Status s = set_.collective(replicas_, collective_); !s)
+      return Status::error(at + s.message());
+
+  if (Status s = allocatePinned(static_cast<size_t>(outputs) * 8, outputs_); !s)
+    return Status::error(at + "output staging: " + s.message());
+  size_t stagingBytes = 0;
+  for (const PreparedInput &in : program_.inputs) {
+    stagingOffset_.push_back(stagingBytes);
+    stagingBytes += (in.bytes + 255) / 256 * 256;
+  }
+  if (Status s = allocatePinned(stagingBytes, staging_); !s)
+    return Status::error(at + "input staging: " + s.message());
+  if (Status s = allocatePinned(sizeof(int64_t), stepHost_); !s)
+    return Status::error(at + "step staging: " + s.message());
+  anchor_.resize(replicas_);
+
+  useGraphs_ = options_.cudaGraph;
+  if (useGraphs_ && crossGpuWait) {
+    useGraphs_ = false;
+    std::fprintf(stderr,
+                 "graphrun: note: program '%s' waits on another GPU's event; "
+                 "it runs without CUDA graphs\n",
+                 program_.name.c_str());
+  }
+  return Status::ok();
+}
+
+Status CudaRunner::enqueueInputs(bool graphs) {
+  for (int r = 0; r < replicas_; ++r) {
+    CudaDevice &d = *devices_[r];
+    GRAPH_CUDA_TRY(cudaSetDevice(d.ordinal()));
+    cudaStream_t copy = d.state().copy;
+    for (size_t i = 0; i < program_.inputs.size(); ++i) {
+      const PreparedInput &in = program_.inputs[i];
+      if (in.device != r)
+        continue;
+      const std::byte *src =
+          static_cast<const std::byte *>(staging_.get()) + stagingOffset_[i];
+      GRAPH_CUDA_TRY(
+          cudaMemcpyAsync(in.dst, src, in.bytes, cudaMemcpyHostToDevice, copy));
+    }
+    GRAPH_CUDA_TRY(cudaMemcpyAsync(d.deviceStep(), stepHost_.get(),
+                                   sizeof(int64_t), cudaMemcpyHostToDevice,
+                                   copy));
+    GRAPH_CUDA_TRY(cudaEventRecord(inputReady_[r], copy));
+    if (graphs) {
+      // A graph starts from its origin stream: the origin waits for every
+      // replica of its GPU.
+      const GraphGroup &g = groups_[groupOf_[r]];
+      cudaStream_t origin = devices_[g.members.front()]->state().compute;
+      GRAPH_CUDA_TRY(cudaStreamWaitEvent(origin, inputReady_[r], 0));
+    } else {
+      GRAPH_CUDA_TRY(cudaStreamWaitEvent(d.state().compute, inputReady_[r], 0));
+      GRAPH_CUDA_TRY(cudaStreamWaitEvent(d.state().comm, inputReady_[r], 0));
+    }
+  }
+  return Status::ok();
+}
+
+Status CudaRunner::enqueueOps(int64_t step, bool capturing) {
+  std::byte *outputs = static_cast<std::byte *>(outputs_.get());
+  for (size_t i = 0; i < program_.ops.size(); ++i) {
+    const PreparedOp &op = program_.ops[i];
+    CudaDevice *d = op.device >= 0 ? devices_[op.device] : nullptr;
+    cudaStream_t stream = d ? d->stream(op.stream) : nullptr;
+    if (d)
+      GRAPH_CUDA_TRY(cudaSetDevice(d->ordinal()));
+    switch (op.kind) {
+    case plan::OpKind::launch: {
+      KernelContext &ctx = contexts_[op.device];
+      ctx.step = step;
+      Status s;
+      try {
+        s = op.kernel(ctx, op.config, op.ins, op.outs);
+      } catch (const std::exception &e) {
+        s = Status::error(std::string("exception: ") + e.what());
+      }
+      if (s) {
+        cudaError_t e = cudaGetLastError();
+        if (e != cudaSuccess)
+          s = Status::error("the launch failed: " + device_status::describe(e));
+      }
+      if (!s)
+        return Status::error(where(op) + " ('" + op.kernelName + "' on " +
+                             d->name() + "): " + s.message());
+      break;
+    }
+    case plan::OpKind::all_reduce:
+      if (Status s = collective_->enqueueAllReduce(op.reduceData,
+                                                   op.reduceCount, op.reduceOp);
+          !s)
+        return Status::error(where(op) + ": " + s.message());
+      break;
+    case plan::OpKind::copy:
+      GRAPH_CUDA_TRY(cudaMemcpyAsync(op.copyDst, op.copySrc, op.copyBytes,
+                                     cudaMemcpyDefault, stream));
+      break;
+    case plan::OpKind::record:
+      GRAPH_CUDA_TRY(cudaEventRecord(planEvents_[op.event], stream));
+      break;
+    case plan::OpKind::wait:
+      GRAPH_CUDA_TRY(cudaStreamWaitEvent(stream, planEvents_[op.event], 0));
+      break;
+    case plan::OpKind::timestamp:
+      // In a capture a plain record is only an edge; an external record
+      // becomes a node that records the event on every replay.
+      if (capturing)
+        GRAPH_CUDA_TRY(cudaEventRecordWithFlags(timestampEvents_[i], stream,
+                                                cudaEventRecordExternal));
+      else
+        GRAPH_CUDA_TRY(cudaEventRecord(timestampEvents_[i], stream));
+      break;
+    case plan::OpKind::output:
+      GRAPH_CUDA_TRY(cudaMemcpyAsync(
+          outputs + 8 * outputSlot_[i], op.ins[0].data,
+          dtypeBytes(op.ins[0].dtype), cudaMemcpyDeviceToHost, stream));
+      break;
+    default:
+      return Status::error(where(op) + ": unknown op kind");
+    }
+  }
+  return Status::ok();
+}
+
+Status CudaRunner::enqueueEagerEnd() {
+  for (int r = 0; r < replicas_; ++r) {
+    const CudaDeviceState &s = devices_[r]->state();
+    GRAPH_CUDA_TRY(cudaSetDevice(s.ordinal));
+    for (plan::StreamKind kind :
+         {plan::StreamKind::comm, plan::StreamKind::copy}) {
+      cudaEvent_t join = join_[r][streamIndex(kind)];
+      GRAPH_CUDA_TRY(cudaEventRecord(join, devices_[r]->stream(kind)));
+      GRAPH_CUDA_TRY(cudaStreamWaitEvent(s.compute, join, 0));
+    }
+    GRAPH_CUDA_TRY(cudaEventRecord(done_[r], s.compute));
+  }
+  return Status::ok();
+}
+
+Status CudaRunner::captureGraphs(int64_t step) {
+  // Every GPU's capture starts before any op is enqueued: an all-reduce's
+  // NCCL group spans the captures of all GPUs.
+  size_t begun = 0;
+  Status status;
+  for (; begun < groups_.size() && status; ++begun) {
+    GraphGroup &g = groups_[begun];
+    cudaStream_t origin = devices_[g.members.front()]->state().compute;
+    status = GRAPH_CUDA_STATUS(cudaSetDevice(g.ordinal));
+    if (status)
+      status = GRAPH_CUDA_STATUS(
+          cudaStreamBeginCapture(origin, cudaStreamCaptureModeThreadLocal));
+    if (!status)
+      break;
+    // Fork every other stream of the GPU's replicas into the capture.
+    status = GRAPH_CUDA_STATUS(cudaEventRecord(g.fork, origin));
+    for (int r : g.members)
+      for (plan::StreamKind kind : kStreams) {
+        cudaStream_t s = devices_[r]->stream(kind);
+        if (status && s != origin)
+          status = GRAPH_CUDA_STATUS(cudaStreamWaitEvent(s, g.fork, 0));
+      }
+  }
+  if (status)
+    status = enqueueOps(step, /*capturing=*/true);
+  // Every begun capture is ended, also after a failure, so no stream is
+  // left capturing.
+  for (size_t i = 0; i < begun; ++i) {
+    GraphGroup &g = groups_[i];
+    cudaStream_t origin = devices_[g.members.front()]->state().compute;
+    (void)cudaSetDevice(g.ordinal);
+    for (int r : g.members)
+      for (plan::StreamKind kind : kStreams) {
+        cudaStream_t s = devices_[r]->stream(kind);
+        if (!status || s == origin)
+          continue;
+        cudaEvent_t join = join_[r][streamIndex(kind)];
+        status = GRAPH_CUDA_STATUS(cudaEventRecord(join, s));
+        if (status)
+          status = GRAPH_CUDA_STATUS(cudaStreamWaitEvent(origin, join, 0));
+      }
+    cudaGraph_t graph = nullptr;
+    cudaError_t e = cudaStreamEndCapture(origin, &graph);
+    if (status && e != cudaSuccess)
+      status = Status::error("cudaStreamEndCapture on GPU " +
+                             std::to_string(g.ordinal) + ": " +
+                             device_status::describe(e));
+    g.graph = graph;
+  }
+  for (size_t i = 0; status && i < groups_.size(); ++i) {
+    GraphGroup &g = groups_[i];
+    status = GRAPH_CUDA_STATUS(cudaSetDevice(g.ordinal));
+    if (status)
+      status = GRAPH_CUDA_STATUS(cudaGraphInstantiate(&g.exec, g.graph, 0));
+  }
+  if (!status) {
+    (void)cudaGetLastError();
+    return Status::error(status.message() +
+                         " (while capturing the step into a CUDA graph; "
+                         "--no-cuda-graph runs it without one)");
+  }
+  graphsReady_ = true;
+  return Status::ok();
+}
+
+Status CudaRunner::launchGraphs() {
+  for (GraphGroup &g : groups_) {
+    cudaStream_t origin = devices_[g.members.front()]->state().compute;
+    GRAPH_CUDA_TRY(cudaSetDevice(g.ordinal));
+    GRAPH_CUDA_TRY(cudaGraphLaunch(g.exec, origin));
+    GRAPH_CUDA_TRY(cudaEventRecord(done_[g.members.front()], origin));
+  }
+  return Status::ok();
+}
+
+Status CudaRunner::waitForStep(int64_t step) {
+  using Clock = std::chrono::steady_clock;
+  auto deadline = Clock::now() + options_.timeout;
+  std::vector<char> finished(static_cast<size_t>(replicas_), 0);
+  int remaining = replicas_;
+  while (remaining > 0) {
+    for (int r = 0; r < replicas_; ++r) {
+      if (finished[r])
+        continue;
+      cudaError_t e = cudaEventQuery(doneEvent(r));
+      if (e == cudaSuccess) {
+        finished[r] = 1;
+        anchor_[r] = Clock::now();
+        --remaining;
+      } else if (e != cudaErrorNotReady) {
+        return Status::error(
+            "program '" + program_.name + "', step " + std::to_string(step) +
+            ": " + devices_[r]->name() +
+            " failed: " + device_status::describe(e) +
+            " (a kernel faulted; compute-sanitizer and --no-cuda-graph "
+            "narrow it down)");
+      }
+    }
+    if (remaining == 0)
+      break;
+    if (collective_)
+      if (Status s = collective_->asyncError(); !s) {
+        collective_->abort();
+        return Status::error("program '" + program_.name + "', step " +
+                             std::to_string(step) + ": " + s.message());
+      }
+    if (Clock::now() > deadline) {
+      std::string late, done;
+      for (int r = 0; r < replicas_; ++r) {
+        std::string &list = finished[r] ? done : late;
+        list += (list.empty() ? "" : ", ") + devices_[r]->name();
+      }
+      if (collective_)
+        collective_->abort();
+      return Status::error(
+          "program '" + program_.name + "', step " + std::to_string(step) +
+          ": replica(s) " + late + " did not finish within " +
+          std::to_string(options_.timeout.count()) + " ms" +
+          (done.empty() ? std::string() : " (finished: " + done + ")") +
+          ": a kernel hangs or a GPU stopped (--collective-timeout sets the "
+          "limit)");
+    }
+    std::this_thread::yield();
+  }
+  return Status::ok();
+}
+
+Status CudaRunner::readResults(StepResult &result) {
+  const std::byte *outputs = static_cast<const std::byte *>(outputs_.get());
+  for (size_t i = 0; i < program_.ops.size(); ++i) {
+    const PreparedOp &op = program_.ops[i];
+    if (op.kind == plan::OpKind::output)
+      result.perReplica[op.replica][op.output] =
+          readScalar(outputs + 8 * outputSlot_[i], op.ins[0].dtype);
+  }
+  // Timestamps: the anchor (the host time the completion event was seen)
+  // minus the device time from the timestamp to completion.
+  static std::once_flag warned;
+  for (size_t i = 0; i < program_.ops.size(); ++i) {
+    const PreparedOp &op = program_.ops[i];
+    if (op.kind != plan::OpKind::timestamp)
+      continue;
+    float ms = 0;
+    cudaError_t e =
+        cudaEventElapsedTime(&ms, timestampEvents_[i], doneEvent(op.device));
+    if (e != cudaSuccess) {
+      // Timing is diagnostics: a device that cannot time an event still
+      // trains; the step split is then missing, and says why once.
+      (void)cudaGetLastError();
+      std::call_once(warned, [&] {
+        std::fprintf(stderr,
+                     "graphrun: warning: no GPU timestamps: "
+                     "cudaEventElapsedTime: %s\n",
+                     device_status::describe(e).c_str());
+      });
+      continue;
+    }
+    auto before =
+        std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+            std::chrono::duration<double, std::milli>(ms));
+    result.timestamps[op.device].push_back(
+        {op.name, anchor_[op.device] - before});
+  }
+  return Status::ok();
+}
+
+Status CudaRunner::run(const std::vector<data::BatchSlice> &slices,
+                       int64_t step, StepResult &result) {
+  // The previous step has finished (run() waits for it), so the pinned
+  // staging is free to refill.
+  for (size_t i = 0; i < program_.inputs.size(); ++i) {
+    const PreparedInput &in = program_.inputs[i];
+    const data::BatchSlice &s = slices[in.replica];
+    const void *src =
+        in.labels ? (s.sparseLabels ? static_cast<const void *>(s.sparseLabels)
+                                    : static_cast<const void *>(s.oneHotLabels))
+                  : static_cast<const void *>(s.images);
+    std::memcpy(static_cast<std::byte *>(staging_.get()) + stagingOffset_[i],
+                src, in.bytes);
+  }
+  std::memcpy(stepHost_.get(), &step, sizeof step);
+
+  // Step 1 runs eagerly (kernels load, libraries warm up, nothing in it is
+  // captured); step 2 captures; every later step replays.
+  bool capture = useGraphs_ && !graphsReady_ && stepsRun_ >= 1;
+  if (Status s = enqueueInputs(useGraphs_ && (graphsReady_ || capture)); !s)
+    return s;
+  if (capture)
+    if (Status s = captureGraphs(step); !s)
+      return s;
+  if (graphsReady_) {
+    if (Status s = launchGraphs(); !s)
+      return s;
+  } else {
+    if (Status s = enqueueOps(step, /*capturing=*/false); !s)
+      return s;
+    if (Status s = enqueueEagerEnd(); !s)
+      return s;
+  }
+  if (Status s = waitForStep(step); !s)
+    return s;
+  ++stepsRun_;
+  return readResults(result);
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// CudaDeviceSet and registration
+//===----------------------------------------------------------------------===//
+
+Status CudaDeviceSet::create(int logical, const ExecutorOptions &options,
+                             std::shared_ptr<DeviceSet> &out) {
+  std::string why;
+  int present = physicalGpuCount(&why);
+  if (present == 0)
+    return Status::error("no CUDA GPU: " + why +
+                         ": train on the CPU instead (--backend cpu)");
+  if (logical < 1)
+    return Status::error("cuda: need at least one logical GPU, asked for " +
+                         std::to_string(logical));
+  int physical = present;
+  if (options.maxPhysicalDevices > 0)
+    physical = std::min(physical, options.maxPhysicalDevices);
+  physical = std::min(physical, logical);
+  if (logical > physical) {
+    static std::once_flag warned;
+    std::call_once(warned, [&] {
+      std::fprintf(stderr,
+                   "graphrun: warning: %d logical GPUs on %d physical GPU(s), "
+                   "round robin: replicas that share a GPU take turns on it "
+                   "(a check of multi-GPU training, not a speed-up)\n",
+                   logical, physical);
+    });
+  }
+  std::shared_ptr<CudaDeviceSet> set(new CudaDeviceSet());
+  set->physicalGpus_ = physical;
+  for (int d = 0; d < logical; ++d) {
+    std::unique_ptr<CudaDevice> device;
+    if (Status s = CudaDevice::create(d, d % physical, device); !s)
+      return Status::error("cuda:" + std::to_string(d) + ": " + s.message());
+    set->devices_.push_back(std::move(device));
+  }
+  set->collectives_.resize(static_cast<size_t>(logical) + 1);
+  out = std::move(set);
+  return Status::ok();
+}
+
+Status CudaDeviceSet::collective(int replicas, NcclCollective *&out) {
+  if (replicas < 1 || replicas > size())
+    return Status::error("all-reduce over " + std::to_string(replicas) +
+                         " of " + std::to_string(size()) + " logical GPUs");
+  std::unique_ptr<NcclCollective> &c = collectives_[replicas];
+  if (!c) {
+    std::vector<CollectiveRank> ranks;
+    for (int r = 0; r < replicas; ++r)
+      ranks.push_back({devices_[r]->ordinal(), devices_[r]->state().comm});
+    if (Status s = NcclCollective::create(ranks, c); !s)
+      return s;
+  }
+  out = c.get();
+  return Status::ok();
+}
+
+Status CudaDeviceSet::createRunner(const PreparedProgram &program,
+                                   const ExecutorOptions &options,
+                                   std::unique_ptr<ProgramRunner> &out) {
+  auto runner = std::make_unique<CudaRunner>(program, *this, options);
+  if (Status s = runner->prepare(); !s)
+    return s;
+  out = std::move(runner);
+  return Status::ok();
+}
+
+void registerCudaBackend() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    registerCudaKernels();
+    DevicePlatform platform;
+    platform.physicalDevices = [] { return physicalGpuCount(); };
+    platform.createDevices = [](int logical, const ExecutorOptions &options,
+                                std::shared_ptr<DeviceSet> &out) {
+      return CudaDeviceSet::create(logical, options, out);
+    };
+    registerDevicePlatform(Backend::cuda, std::move(platform));
+  });
+}
+
+} // namespace graph::runtime::cuda

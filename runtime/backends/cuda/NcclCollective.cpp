@@ -1,0 +1,188 @@
+//===- NcclCollective.cpp - all-reduce across logical GPUs ----------------===//
+
+#include "runtime/backends/cuda/NcclCollective.h"
+
+#include "runtime/backends/cuda/CudaStatus.h"
+#include "runtime/backends/cuda/LogicalAllReduce.h"
+
+#include <map>
+#include <string>
+
+namespace graph::runtime::cuda {
+
+Status NcclCollective::create(const std::vector<CollectiveRank> &ranks,
+                              std::unique_ptr<NcclCollective> &out) {
+  std::unique_ptr<NcclCollective> c(new NcclCollective());
+  c->ranks_ = ranks;
+  std::map<int, int> groupOf; // ordinal -> group
+  for (int r = 0; r < static_cast<int>(ranks.size()); ++r) {
+    auto [it, added] =
+        groupOf.emplace(ranks[r].ordinal, static_cast<int>(c->groups_.size()));
+    if (added)
+      c->groups_.push_back({ranks[r].ordinal, {}, nullptr});
+    c->groups_[it->second].members.push_back(r);
+  }
+  for (const Group &g : c->groups_)
+    if (g.members.size() > static_cast<size_t>(kMaxLogicalPerGpu))
+      return Status::error("all-reduce: " + std::to_string(g.members.size()) +
+                           " logical GPUs on GPU " + std::to_string(g.ordinal) +
+                           "; at most " + std::to_string(kMaxLogicalPerGpu) +
+                           " share one GPU: use fewer --gpus");
+
+  // The events are made before any fails: the destructor frees what exists.
+  c->arrive_.assign(ranks.size(), nullptr);
+  c->release_.assign(c->groups_.size(), nullptr);
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    GRAPH_CUDA_TRY(cudaSetDevice(ranks[r].ordinal));
+    GRAPH_CUDA_TRY(
+        cudaEventCreateWithFlags(&c->arrive_[r], cudaEventDisableTiming));
+  }
+  for (size_t g = 0; g < c->groups_.size(); ++g) {
+    GRAPH_CUDA_TRY(cudaSetDevice(c->groups_[g].ordinal));
+    GRAPH_CUDA_TRY(
+        cudaEventCreateWithFlags(&c->release_[g], cudaEventDisableTiming));
+  }
+
+  if (c->groups_.size() > 1) {
+    std::vector<int> ordinals;
+    for (const Group &g : c->groups_)
+      ordinals.push_back(g.ordinal);
+    std::vector<ncclComm_t> comms(ordinals.size(), nullptr);
+    GRAPH_CUDA_TRY(ncclCommInitAll(
+        comms.data(), static_cast<int>(ordinals.size()), ordinals.data()));
+    for (size_t g = 0; g < comms.size(); ++g)
+      c->groups_[g].comm = comms[g];
+  }
+  out = std::move(c);
+  return Status::ok();
+}
+
+NcclCollective::~NcclCollective() {
+  // Teardown has no one to report to: errors here are ignored on purpose.
+  for (Group &g : groups_)
+    if (g.comm) {
+      if (aborted_)
+        (void)ncclCommAbort(g.comm);
+      else
+        (void)ncclCommDestroy(g.comm);
+    }
+  for (size_t r = 0; r < arrive_.size(); ++r)
+    if (arrive_[r]) {
+      (void)cudaSetDevice(ranks_[r].ordinal);
+      (void)cudaEventDestroy(arrive_[r]);
+    }
+  for (size_t g = 0; g < release_.size(); ++g)
+    if (release_[g]) {
+      (void)cudaSetDevice(groups_[g].ordinal);
+      (void)cudaEventDestroy(release_[g]);
+    }
+}
+
+Status NcclCollective::enqueueLocal(int group, const std::vector<float *> &data,
+                                    int64_t count, bool handIn, float scale,
+                                    bool handBack) {
+  const Group &g = groups_[group];
+  int leader = g.members.front();
+  cudaStream_t stream = ranks_[leader].comm;
+  GRAPH_CUDA_TRY(cudaSetDevice(g.ordinal));
+  if (handIn) {
+    for (size_t k = 1; k < g.members.size(); ++k) {
+      int m = g.members[k];
+      GRAPH_CUDA_TRY(cudaEventRecord(arrive_[m], ranks_[m].comm));
+      GRAPH_CUDA_TRY(cudaStreamWaitEvent(stream, arrive_[m], 0));
+    }
+  }
+  // Hand-in sums every member into the leader; hand-back writes the
+  // leader's (scaled) result to every member; both at once on one GPU.
+  std::vector<const float *> ins;
+  std::vector<float *> outs;
+  for (int m : g.members) {
+    if (handIn || m == leader)
+      ins.push_back(data[m]);
+    if (handBack || m == leader)
+      outs.push_back(data[m]);
+  }
+  bool identity = ins.size() == 1 && outs.size() == 1 && scale == 1.0f;
+  if (!identity)
+    GRAPH_CUDA_TRY(enqueueScaledSum(ins.data(), static_cast<int>(ins.size()),
+                                    outs.data(), static_cast<int>(outs.size()),
+                                    count, scale, stream));
+  if (handBack && g.members.size() > 1) {
+    GRAPH_CUDA_TRY(cudaEventRecord(release_[group], stream));
+    for (size_t k = 1; k < g.members.size(); ++k)
+      GRAPH_CUDA_TRY(
+          cudaStreamWaitEvent(ranks_[g.members[k]].comm, release_[group], 0));
+  }
+  return Status::ok();
+}
+
+Status NcclCollective::enqueueAllReduce(const std::vector<float *> &data,
+                                        int64_t count, ReduceOp op) {
+  if (data.size() != ranks_.size())
+    return Status::error("all-reduce: " + std::to_string(data.size()) +
+                         " buffers for " + std::to_string(ranks_.size()) +
+                         " logical GPUs");
+  if (aborted_)
+    return Status::error("all-reduce: the communicators were aborted");
+  float scale =
+      op == ReduceOp::mean ? 1.0f / static_cast<float>(ranks_.size()) : 1.0f;
+  if (groups_.size() == 1)
+    return enqueueLocal(0, data, count, /*handIn=*/true, scale,
+                        /*handBack=*/true);
+
+  bool onePerGpu = groups_.size() == ranks_.size();
+  if (!onePerGpu)
+    for (int g = 0; g < physicalGpus(); ++g)
+      if (Status s = enqueueLocal(g, data, count, /*handIn=*/true, 1.0f,
+                                  /*handBack=*/false);
+          !s)
+        return s;
+  ncclRedOp_t ncclOp = onePerGpu && op == ReduceOp::mean ? ncclAvg : ncclSum;
+  GRAPH_CUDA_TRY(ncclGroupStart());
+  for (const Group &g : groups_) {
+    int leader = g.members.front();
+    ncclResult_t r =
+        ncclAllReduce(data[leader], data[leader], static_cast<size_t>(count),
+                      ncclFloat, ncclOp, g.comm, ranks_[leader].comm);
+    if (r != ncclSuccess) {
+      (void)ncclGroupEnd(); // the group must be closed before reporting
+      return Status::error("ncclAllReduce on GPU " + std::to_string(g.ordinal) +
+                           " failed: " + device_status::describe(r));
+    }
+  }
+  GRAPH_CUDA_TRY(ncclGroupEnd());
+  if (!onePerGpu)
+    for (int g = 0; g < physicalGpus(); ++g)
+      if (Status s = enqueueLocal(g, data, count, /*handIn=*/false, scale,
+                                  /*handBack=*/true);
+          !s)
+        return s;
+  return Status::ok();
+}
+
+Status NcclCollective::asyncError() const {
+  for (const Group &g : groups_) {
+    if (!g.comm)
+      continue;
+    ncclResult_t async = ncclSuccess;
+    GRAPH_CUDA_TRY(ncclCommGetAsyncError(g.comm, &async));
+    if (async != ncclSuccess && async != ncclInProgress)
+      return Status::error("NCCL communicator of GPU " +
+                           std::to_string(g.ordinal) +
+                           " failed: " + device_status::describe(async));
+  }
+  return Status::ok();
+}
+
+void NcclCollective::abort() {
+  if (aborted_)
+    return;
+  aborted_ = true;
+  for (Group &g : groups_)
+    if (g.comm) {
+      (void)ncclCommAbort(g.comm);
+      g.comm = nullptr;
+    }
+}
+
+} // namespace graph::runtime::cuda

@@ -1,0 +1,218 @@
+//===- Device.h - devices, their memory, and what runs a program -*- C++
+//-*-===//
+//
+// The executor's view of hardware, in TensorFlow's words: a Device owns
+// memory and the backend state its kernels receive; a DeviceSet is the
+// devices of one run (shared by the mirrored variables and by the training
+// and evaluation executors, so a GPU's streams, library handles and NCCL
+// communicators are made once); a ProgramRunner runs a prepared program's
+// step on them.
+//
+// The host path (reference and cpu backends) is built into the executor.
+// Other backends register a DevicePlatform (the CUDA backend does in
+// cuda::registerCudaBackend()), so runtime/core never includes a CUDA header
+// and builds without one.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef RUNTIME_CORE_DEVICE_H
+#define RUNTIME_CORE_DEVICE_H
+
+#include "runtime/core/Collective.h"
+#include "runtime/core/Kernel.h"
+#include "runtime/core/Status.h"
+#include "runtime/data/Batch.h"
+#include "runtime/plan/plan_generated.h"
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace graph::runtime {
+
+struct ExecutorOptions; // Executor.h
+
+/// Memory one device allocated; released by the function the device gave.
+/// Move-only.
+class DeviceMemory {
+public:
+  DeviceMemory() = default;
+  DeviceMemory(void *data, int64_t bytes, std::function<void(void *)> release)
+      : data_(data), bytes_(bytes), release_(std::move(release)) {}
+  DeviceMemory(DeviceMemory &&other) noexcept { *this = std::move(other); }
+  DeviceMemory &operator=(DeviceMemory &&other) noexcept {
+    if (this != &other) {
+      reset();
+      data_ = std::exchange(other.data_, nullptr);
+      bytes_ = std::exchange(other.bytes_, 0);
+      release_ = std::exchange(other.release_, nullptr);
+    }
+    return *this;
+  }
+  DeviceMemory(const DeviceMemory &) = delete;
+  DeviceMemory &operator=(const DeviceMemory &) = delete;
+  ~DeviceMemory() { reset(); }
+
+  void *data() const { return data_; }
+  int64_t bytes() const { return bytes_; }
+
+private:
+  void reset() {
+    if (data_ && release_)
+      release_(data_);
+    data_ = nullptr;
+    bytes_ = 0;
+  }
+  void *data_ = nullptr;
+  int64_t bytes_ = 0;
+  std::function<void(void *)> release_;
+};
+
+/// One logical device: a host replica, or a logical GPU.
+class Device {
+public:
+  virtual ~Device() = default;
+  /// For messages: "host:1", "cuda:1 (GPU 0)".
+  virtual std::string name() const = 0;
+  /// `bytes` of zeroed memory, aligned for any element type, allocated once
+  /// (never inside a step).
+  virtual Status allocate(int64_t bytes, DeviceMemory &out) = 0;
+  /// Copies between host memory and this device's memory, after the work
+  /// queued on the device has finished: a read sees the last step's values.
+  virtual Status copyFromHost(void *dst, const void *src, size_t bytes) = 0;
+  virtual Status copyToHost(void *dst, const void *src, size_t bytes) = 0;
+  /// Makes this device current for the calling thread (cudaSetDevice)
+  /// before kernels are instantiated for it.
+  virtual Status activate() { return Status::ok(); }
+  /// KernelContext::deviceState for kernels on this device.
+  virtual void *kernelState() { return nullptr; }
+};
+
+/// A named point of a device's step (`forward_begin`, `allreduce_end`, ...).
+struct Timestamp {
+  std::string_view name; // points into the plan
+  std::chrono::steady_clock::time_point at;
+};
+
+/// What one step produced.
+struct StepResult {
+  /// The program's output names ("loss", "accuracy"), in program order.
+  std::vector<std::string> names;
+  /// [replica][output]: each replica's value.
+  std::vector<std::vector<double>> perReplica;
+  /// [output]: the mean over replicas (each replica saw an equal share).
+  std::vector<double> mean;
+  /// [device]: the timestamps the device reached, in order, as host
+  /// steady_clock points. On a GPU they are device events of this step,
+  /// converted through the step's completion event (see CudaDevice.h).
+  std::vector<std::vector<Timestamp>> timestamps;
+
+  /// The mean of output `name`, or NaN when the program has none.
+  double value(const std::string &name) const;
+};
+
+/// One plan op resolved to pointers and, for a launch, a kernel instance.
+struct PreparedOp {
+  plan::OpKind kind = plan::OpKind::launch;
+  plan::StreamKind stream = plan::StreamKind::compute;
+  /// The op's device; -1 for an all-reduce (every device).
+  int device = 0;
+  /// The op's index in the plan program (for messages).
+  size_t index = 0;
+  KernelFn kernel;
+  std::string kernelName;
+  KernelConfig config;
+  std::vector<TensorRef> ins, outs;
+  int event = -1;
+  std::string_view name;
+  int output = -1;
+  int replica = -1;
+  /// all_reduce: replica r's buffer is reduceData[r].
+  std::vector<float *> reduceData;
+  int64_t reduceCount = 0;
+  ReduceOp reduceOp = ReduceOp::mean;
+  const void *copySrc = nullptr;
+  void *copyDst = nullptr;
+  size_t copyBytes = 0;
+};
+
+/// One data input buffer of a device, refilled from the batch every step.
+struct PreparedInput {
+  void *dst = nullptr;
+  int device = 0;
+  int replica = 0;
+  bool labels = false;
+  size_t bytes = 0;
+};
+
+/// A program ready to run: what the executor prepared, device-neutral.
+struct PreparedProgram {
+  std::string name;
+  int replicas = 1;
+  /// The global batch: replica r's rows start at r * globalBatch / replicas.
+  int64_t globalBatch = 0;
+  int numEvents = 0;
+  /// Every op in program order.
+  std::vector<PreparedOp> ops;
+  std::vector<PreparedInput> inputs;
+  /// [device]: the timestamps the device records per step.
+  std::vector<size_t> timestamps;
+  std::vector<std::string> outputNames;
+};
+
+/// Runs the steps of one prepared program on a DeviceSet.
+class ProgramRunner {
+public:
+  virtual ~ProgramRunner() = default;
+  /// Copies each input's share from `slices`, runs every op, and fills
+  /// `result.perReplica` (sized by the caller) and `result.timestamps`.
+  /// Returns when the step's outputs are on the host.
+  virtual Status run(const std::vector<data::BatchSlice> &slices, int64_t step,
+                     StepResult &result) = 0;
+};
+
+/// The devices of one run.
+class DeviceSet {
+public:
+  virtual ~DeviceSet() = default;
+  virtual Backend backend() const = 0;
+  virtual int size() const = 0;
+  virtual Device &device(int index) = 0;
+  /// A runner for `program`, whose buffers were allocated on these devices
+  /// and whose kernels were instantiated for them. `program` outlives it.
+  virtual Status createRunner(const PreparedProgram &program,
+                              const ExecutorOptions &options,
+                              std::unique_ptr<ProgramRunner> &out) = 0;
+};
+
+/// A backend's devices, registered at start-up.
+struct DevicePlatform {
+  /// The physical devices present (0 when none or no driver; never fails).
+  std::function<int()> physicalDevices;
+  /// `logicalDevices` devices for one run.
+  std::function<Status(int logicalDevices, const ExecutorOptions &options,
+                       std::shared_ptr<DeviceSet> &out)>
+      createDevices;
+};
+
+/// Registers the platform of `backend` (replacing an earlier one).
+void registerDevicePlatform(Backend backend, DevicePlatform platform);
+/// Whether a platform is registered for `backend`.
+bool hasDevicePlatform(Backend backend);
+/// The physical devices of `backend`: 0 when its platform is not
+/// registered (a build without CUDA) or it has no device.
+int physicalDeviceCount(Backend backend);
+/// Creates `logicalDevices` devices of `backend` through its platform; an
+/// error naming the backend when none is registered.
+Status createDeviceSet(Backend backend, int logicalDevices,
+                       const ExecutorOptions &options,
+                       std::shared_ptr<DeviceSet> &out);
+
+} // namespace graph::runtime
+
+#endif // RUNTIME_CORE_DEVICE_H

@@ -1,0 +1,478 @@
+//===- GpuRuntimeTest.cpp - the CUDA device runtime -----------------------===//
+//
+// Streams, events, arenas, variables in device memory, CUDA graphs, the
+// logical-GPU and NCCL all-reduce, and training agreement with the CPU.
+// Without a GPU every test but the first skips, saying so; the first checks
+// that no GPU means a device count of 0 and a clear error.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/backends/cpu/CpuKernels.h"
+#include "runtime/backends/cuda/CudaDevice.h"
+#include "runtime/backends/cuda/NcclCollective.h"
+#include "runtime/core/Executor.h"
+#include "runtime/plan/PlanLoader.h"
+#include "test/runtime/gpu/TestKernels.h"
+#include "test/runtime/gpu/TinyPlan.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <random>
+#include <set>
+
+using namespace graph::runtime;
+namespace plan = graph::plan;
+namespace gputest = graph::runtime::gputest;
+
+namespace {
+
+#define SKIP_WITHOUT_GPU()                                                     \
+  do {                                                                         \
+    std::string why;                                                           \
+    if (cuda::physicalGpuCount(&why) == 0)                                     \
+      GTEST_SKIP() << "no CUDA GPU: " << why;                                  \
+  } while (0)
+
+#define ASSERT_OK(expr)                                                        \
+  do {                                                                         \
+    Status s_ = (expr);                                                        \
+    ASSERT_TRUE(s_) << s_.message();                                           \
+  } while (0)
+
+#define ASSERT_CUDA(expr) ASSERT_EQ((expr), cudaSuccess) << #expr
+
+/// A verified plan, its variables and one executor.
+struct TinyRun {
+  std::vector<uint8_t> bytes;
+  const plan::Plan *plan = nullptr;
+  MirroredVariables variables;
+  std::unique_ptr<Executor> executor;
+};
+
+Status prepareTiny(TinyRun &run, int replicas, int64_t batch,
+                   const ExecutorOptions &options) {
+  gputest::registerGpuTestKernels();
+  cuda::registerCudaBackend();
+  run.bytes = gputest::buildTinyPlan(replicas, batch);
+  if (Status s =
+          verifyPlan(run.bytes.data(), run.bytes.size(), "tiny.plan", run.plan);
+      !s)
+    return s;
+  if (Status s = run.variables.initialize(*run.plan, replicas, 0); !s)
+    return s;
+  return Executor::create(*run.plan, *run.plan->programs()->Get(0),
+                          run.variables, options, run.executor);
+}
+
+ExecutorOptions cudaOptions(bool graph, int physical = 1) {
+  ExecutorOptions o;
+  o.backend = Backend::cuda;
+  o.cudaGraph = graph;
+  o.maxPhysicalDevices = physical;
+  o.timeout = std::chrono::milliseconds(30000);
+  return o;
+}
+
+/// Losses of `steps` steps and every replica's final copy of w.
+struct Trace {
+  std::vector<double> losses;
+  std::vector<std::vector<float>> w; // [replica]
+};
+
+Status trainTiny(TinyRun &run, int steps, Trace &out) {
+  int replicas = run.executor->replicas();
+  StepResult result;
+  for (int step = 1; step <= steps; ++step) {
+    data::Batch batch = gputest::tinyBatch(run.executor->globalBatch(), step);
+    if (Status s = run.executor->run(batch, step, result); !s)
+      return s;
+    out.losses.push_back(result.value("loss"));
+  }
+  out.w.assign(static_cast<size_t>(replicas), std::vector<float>(2));
+  for (int r = 0; r < replicas; ++r)
+    if (Status s = run.variables.readCopy(r, 0, out.w[r].data()); !s)
+      return s;
+  return Status::ok();
+}
+
+void expectClose(const Trace &a, const Trace &b, double tolerance) {
+  ASSERT_EQ(a.losses.size(), b.losses.size());
+  for (size_t i = 0; i < a.losses.size(); ++i)
+    EXPECT_NEAR(a.losses[i], b.losses[i],
+                tolerance * std::max(1.0, std::fabs(b.losses[i])))
+        << "step " << i + 1;
+  for (size_t r = 0; r < a.w.size(); ++r)
+    for (int j = 0; j < 2; ++j)
+      EXPECT_NEAR(a.w[r][j], b.w[0][j],
+                  tolerance * std::max(1.0f, std::fabs(b.w[0][j])))
+          << "replica " << r << ", w[" << j << "]";
+}
+
+} // namespace
+
+TEST(GpuRuntime, WithoutGpuTheDeviceCountIsZeroAndCudaFailsClearly) {
+  cuda::registerCudaBackend();
+  std::string why;
+  int count = cuda::physicalGpuCount(&why);
+  ASSERT_GE(count, 0);
+  EXPECT_EQ(physicalDeviceCount(Backend::cuda), count);
+  if (count > 0)
+    GTEST_SKIP() << count
+                 << " GPU(s) present: the no-GPU path is not "
+                    "reachable here";
+  EXPECT_FALSE(why.empty());
+  TinyRun run;
+  Status s = prepareTiny(run, 1, 4, cudaOptions(true));
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.message().find("no CUDA GPU"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("--backend cpu"), std::string::npos)
+      << s.message();
+  // The variables stay usable in host memory.
+  EXPECT_EQ(run.variables.placement(), nullptr);
+  float w[2];
+  ASSERT_OK(run.variables.read(0, w));
+  EXPECT_EQ(w[0], 1.0f);
+}
+
+TEST(GpuRuntime, VariablesLiveInDeviceMemory) {
+  SKIP_WITHOUT_GPU();
+  TinyRun run;
+  ASSERT_OK(prepareTiny(run, 2, 8, cudaOptions(true)));
+  ASSERT_NE(run.variables.placement(), nullptr);
+  cudaPointerAttributes attributes{};
+  ASSERT_CUDA(cudaPointerGetAttributes(&attributes, run.variables.data(1, 0)));
+  EXPECT_EQ(attributes.type, cudaMemoryTypeDevice);
+  // write() reaches every copy; read() and readCopy() come back from them.
+  float in[2] = {3.5f, -2.25f}, out[2] = {0, 0};
+  ASSERT_OK(run.variables.write(0, in));
+  for (int d = 0; d < 2; ++d) {
+    ASSERT_OK(run.variables.readCopy(d, 0, out));
+    EXPECT_EQ(out[0], 3.5f);
+    EXPECT_EQ(out[1], -2.25f);
+  }
+}
+
+TEST(GpuRuntime, ArenaAllocatedOnceAndStepsAllocateNothing) {
+  SKIP_WITHOUT_GPU();
+  TinyRun run;
+  ASSERT_OK(prepareTiny(run, 2, 8, cudaOptions(true)));
+  const void *arena0 = run.executor->arena(0).data();
+  const void *arena1 = run.executor->arena(1).data();
+  cudaPointerAttributes attributes{};
+  ASSERT_CUDA(cudaPointerGetAttributes(&attributes, arena0));
+  EXPECT_EQ(attributes.type, cudaMemoryTypeDevice);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(arena0) % 256, 0u);
+  int64_t before = cuda::cudaAllocations();
+  Trace trace;
+  // Eager, capture and replays all allocate nothing.
+  ASSERT_OK(trainTiny(run, 5, trace));
+  EXPECT_EQ(cuda::cudaAllocations(), before);
+  EXPECT_EQ(run.executor->arena(0).data(), arena0);
+  EXPECT_EQ(run.executor->arena(1).data(), arena1);
+}
+
+TEST(GpuRuntime, EventsOrderStreams) {
+  SKIP_WITHOUT_GPU();
+  std::unique_ptr<cuda::CudaDevice> device;
+  ASSERT_OK(cuda::CudaDevice::create(0, 0, device));
+  DeviceMemory memory;
+  ASSERT_OK(device->allocate(2 * sizeof(float), memory));
+  float *value = static_cast<float *>(memory.data());
+  cudaEvent_t event = nullptr;
+  ASSERT_CUDA(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
+  const cuda::CudaDeviceState &s = device->state();
+  // The compute stream writes late (about 20 ms of spinning); the comm
+  // stream copies it only after waiting for the event, so it must see it.
+  ASSERT_CUDA(
+      gputest::enqueueDelayedWrite(value, 42.0f, 40'000'000LL, s.compute));
+  ASSERT_CUDA(cudaEventRecord(event, s.compute));
+  ASSERT_CUDA(cudaStreamWaitEvent(s.comm, event, 0));
+  ASSERT_CUDA(gputest::enqueueCopyOne(value + 1, value, s.comm));
+  ASSERT_OK(device->synchronize());
+  float host[2] = {0, 0};
+  ASSERT_OK(device->copyToHost(host, value, sizeof host));
+  EXPECT_EQ(host[0], 42.0f);
+  EXPECT_EQ(host[1], 42.0f);
+  ASSERT_CUDA(cudaEventDestroy(event));
+}
+
+namespace {
+
+/// All-reduces `ranks` random buffers of `count` floats with NCCL or the
+/// logical kernel and compares with a double-precision host reduction.
+void checkAllReduce(const std::vector<int> &ordinals, int64_t count,
+                    ReduceOp op) {
+  int ranks = static_cast<int>(ordinals.size());
+  std::vector<std::unique_ptr<cuda::CudaDevice>> devices(ranks);
+  std::vector<DeviceMemory> memory(ranks);
+  std::vector<float *> data(ranks);
+  std::vector<cuda::CollectiveRank> collectiveRanks;
+  std::vector<std::vector<float>> host(ranks, std::vector<float>(count));
+  std::mt19937 random(1234);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  for (int r = 0; r < ranks; ++r) {
+    ASSERT_OK(cuda::CudaDevice::create(r, ordinals[r], devices[r]));
+    ASSERT_OK(devices[r]->allocate(count * 4, memory[r]));
+    data[r] = static_cast<float *>(memory[r].data());
+    for (float &v : host[r])
+      v = uniform(random);
+    ASSERT_OK(devices[r]->copyFromHost(data[r], host[r].data(), count * 4));
+    collectiveRanks.push_back({ordinals[r], devices[r]->state().comm});
+  }
+  std::unique_ptr<cuda::NcclCollective> collective;
+  ASSERT_OK(cuda::NcclCollective::create(collectiveRanks, collective));
+  ASSERT_OK(collective->enqueueAllReduce(data, count, op));
+  for (int r = 0; r < ranks; ++r) {
+    std::vector<float> got(count, std::nanf(""));
+    ASSERT_OK(devices[r]->copyToHost(got.data(), data[r], count * 4));
+    for (int64_t i = 0; i < count; ++i) {
+      double want = 0;
+      for (int k = 0; k < ranks; ++k)
+        want += host[k][i];
+      if (op == ReduceOp::mean)
+        want /= ranks;
+      ASSERT_NEAR(got[i], want, 1e-5) << "rank " << r << ", element " << i;
+    }
+  }
+  ASSERT_OK(collective->asyncError());
+}
+
+} // namespace
+
+TEST(GpuRuntime, LogicalAllReduceOnOneGpu) {
+  SKIP_WITHOUT_GPU();
+  checkAllReduce({0, 0, 0}, 100003, ReduceOp::mean);
+  checkAllReduce({0, 0}, 4097, ReduceOp::sum);
+}
+
+TEST(GpuRuntime, NcclAllReduceAcrossGpus) {
+  SKIP_WITHOUT_GPU();
+  if (cuda::physicalGpuCount() < 2)
+    GTEST_SKIP() << "one GPU: NCCL across GPUs needs two";
+  checkAllReduce({0, 1}, 100003, ReduceOp::mean);
+  checkAllReduce({0, 1}, 1000, ReduceOp::sum);
+  // Two logical GPUs on each: in-GPU sums, NCCL, then the scaled write-back.
+  checkAllReduce({0, 1, 0, 1}, 65537, ReduceOp::mean);
+}
+
+TEST(GpuRuntime, TinyPlanMatchesTheHost) {
+  SKIP_WITHOUT_GPU();
+  for (int replicas : {1, 2}) {
+    TinyRun host, gpu;
+    ExecutorOptions hostOptions;
+    ASSERT_OK(prepareTiny(host, replicas, 8, hostOptions));
+    ASSERT_OK(prepareTiny(gpu, replicas, 8, cudaOptions(true)));
+    Trace want, got;
+    ASSERT_OK(trainTiny(host, 6, want));
+    ASSERT_OK(trainTiny(gpu, 6, got));
+    SCOPED_TRACE("replicas " + std::to_string(replicas));
+    expectClose(got, want, 1e-5);
+  }
+}
+
+TEST(GpuRuntime, GraphReplayMatchesEager) {
+  SKIP_WITHOUT_GPU();
+  TinyRun eager, graph;
+  ASSERT_OK(prepareTiny(eager, 2, 8, cudaOptions(false)));
+  ASSERT_OK(prepareTiny(graph, 2, 8, cudaOptions(true)));
+  Trace a, b;
+  // Step 1 eager, step 2 captured, steps 3-7 replayed: the step scalar must
+  // change under the replay (sgd_step scales by it).
+  ASSERT_OK(trainTiny(eager, 7, a));
+  ASSERT_OK(trainTiny(graph, 7, b));
+  ASSERT_EQ(a.losses.size(), b.losses.size());
+  for (size_t i = 0; i < a.losses.size(); ++i)
+    EXPECT_EQ(a.losses[i], b.losses[i]) << "step " << i + 1;
+  for (int r = 0; r < 2; ++r)
+    for (int j = 0; j < 2; ++j)
+      EXPECT_EQ(a.w[r][j], b.w[r][j]) << "replica " << r;
+}
+
+TEST(GpuRuntime, TimestampsAreOrderedHostTimes) {
+  SKIP_WITHOUT_GPU();
+  TinyRun run;
+  ASSERT_OK(prepareTiny(run, 2, 8, cudaOptions(true)));
+  StepResult result;
+  for (int step = 1; step <= 4; ++step) {
+    data::Batch batch = gputest::tinyBatch(8, step);
+    auto before = std::chrono::steady_clock::now();
+    ASSERT_OK(run.executor->run(batch, step, result));
+    auto after = std::chrono::steady_clock::now();
+    ASSERT_EQ(result.timestamps.size(), 2u);
+    for (const auto &timeline : result.timestamps) {
+      ASSERT_FALSE(timeline.empty()) << "step " << step;
+      EXPECT_EQ(timeline.front().name, "step_begin");
+      EXPECT_EQ(timeline.back().name, "step_end");
+      // Converted through the completion event: inside the host's view of
+      // the step (the anchor is seen after the event completes).
+      EXPECT_GE(timeline.front().at, before - std::chrono::milliseconds(1));
+      EXPECT_LE(timeline.back().at, after);
+      EXPECT_LE(timeline.front().at, timeline.back().at);
+    }
+  }
+}
+
+TEST(GpuRuntime, WrongBatchFailsBeforeAnyCopy) {
+  SKIP_WITHOUT_GPU();
+  gputest::registerGpuTestKernels();
+  cuda::registerCudaBackend();
+  TinyRun run;
+  run.bytes = gputest::buildTinyPlan(1, 4);
+  ASSERT_OK(
+      verifyPlan(run.bytes.data(), run.bytes.size(), "tiny.plan", run.plan));
+  ASSERT_OK(run.variables.initialize(*run.plan, 1, 0));
+  ExecutorOptions options = cudaOptions(true);
+  ASSERT_OK(Executor::create(*run.plan, *run.plan->programs()->Get(0),
+                             run.variables, options, run.executor));
+  data::Batch wrong = gputest::tinyBatch(6, 1);
+  StepResult result;
+  Status s = run.executor->run(wrong, 1, result);
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.message().find("global batch of 4"), std::string::npos)
+      << s.message();
+}
+
+//===----------------------------------------------------------------------===//
+// The seed CNN: CPU, one GPU and two logical GPUs agree after 10 steps.
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Compiles examples/fashion_mnist_cnn.json at global batch 64 with the
+/// build's graph-import and graphc, or says why not.
+bool compileSeedPlan(LoadedPlan &out, std::string &why) {
+  namespace fs = std::filesystem;
+  fs::path tools = fs::path(GRAPH_BINARY_DIR) / "bin";
+  if (!fs::exists(tools / "graph-import") || !fs::exists(tools / "graphc")) {
+    why = "graph-import/graphc are not built in " + tools.string();
+    return false;
+  }
+  fs::path dir = fs::temp_directory_path() / "gpu-runtime-tests-seed";
+  fs::create_directories(dir);
+  std::string model =
+      std::string(GRAPH_SOURCE_DIR) + "/examples/fashion_mnist_cnn.json";
+  std::string command = (tools / "graph-import").string() + " " + model +
+                        " --batch-size 64 -o " + (dir / "seed.mlir").string() +
+                        " && " + (tools / "graphc").string() + " " +
+                        (dir / "seed.mlir").string() + " -o " +
+                        (dir / "seed.plan").string() + " --replicas 1,2";
+  if (std::system(command.c_str()) != 0) {
+    why = "compiling the seed plan failed: " + command;
+    return false;
+  }
+  if (Status s = loadPlan((dir / "seed.plan").string(), out); !s) {
+    why = s.message();
+    return false;
+  }
+  return true;
+}
+
+data::Batch seedBatch(int64_t rows, int step) {
+  data::Batch batch;
+  batch.size = rows;
+  batch.shape = {28, 28, 1};
+  batch.numClasses = 10;
+  batch.labelFormat = data::LabelFormat::OneHot;
+  std::mt19937 random(static_cast<unsigned>(step));
+  std::uniform_real_distribution<float> pixel(0.0f, 1.0f);
+  batch.images.resize(static_cast<size_t>(rows * 28 * 28));
+  for (float &v : batch.images)
+    v = pixel(random);
+  batch.oneHotLabels.assign(static_cast<size_t>(rows * 10), 0.0f);
+  for (int64_t r = 0; r < rows; ++r) {
+    batch.oneHotLabels[r * 10 + random() % 10] = 1.0f;
+    batch.sourceIndices.push_back(r);
+  }
+  return batch;
+}
+
+/// Trains the seed plan 10 steps; the losses and every variable after.
+Status trainSeed(const LoadedPlan &loaded, int replicas,
+                 const ExecutorOptions &options, std::vector<double> &losses,
+                 std::vector<std::vector<float>> &variables) {
+  const plan::Program *program = nullptr;
+  if (Status s = findProgram(*loaded.plan, plan::ProgramKind::train, replicas,
+                             loaded.path, program);
+      !s)
+    return s;
+  MirroredVariables vars;
+  if (Status s = vars.initialize(*loaded.plan, replicas, 7); !s)
+    return s;
+  std::unique_ptr<Executor> executor;
+  if (Status s =
+          Executor::create(*loaded.plan, *program, vars, options, executor);
+      !s)
+    return s;
+  StepResult result;
+  for (int step = 1; step <= 10; ++step) {
+    data::Batch batch = seedBatch(executor->globalBatch(), step);
+    if (Status s = executor->run(batch, step, result); !s)
+      return s;
+    losses.push_back(result.value("loss"));
+  }
+  variables.assign(static_cast<size_t>(vars.count()), {});
+  for (int v = 0; v < vars.count(); ++v) {
+    variables[v].resize(static_cast<size_t>(vars.bytes(v) / 4));
+    if (Status s = vars.read(v, variables[v].data()); !s)
+      return s;
+  }
+  return Status::ok();
+}
+
+} // namespace
+
+TEST(GpuRuntime, SeedModelAgreesOnCpuOneGpuAndTwoLogicalGpus) {
+  SKIP_WITHOUT_GPU();
+  cuda::registerCudaBackend();
+  cpu::registerCpuKernels();
+  LoadedPlan loaded;
+  std::string why;
+  if (!compileSeedPlan(loaded, why))
+    GTEST_SKIP() << why;
+  std::set<std::string> missing;
+  for (const plan::Program *p : *loaded.plan->programs())
+    for (const plan::Op *op : *p->ops())
+      if (op->kind() == plan::OpKind::launch &&
+          !KernelRegistry::global().has(op->kernel()->str(), Backend::cuda))
+        missing.insert(op->kernel()->str());
+  if (!missing.empty()) {
+    std::string list;
+    for (const std::string &k : missing)
+      list += (list.empty() ? "" : ", ") + k;
+    GTEST_SKIP() << "the cuda backend has no kernel for: " << list;
+  }
+  ExecutorOptions cpuOptions;
+  cpuOptions.backend = Backend::cpu;
+  std::vector<double> cpuLosses, oneLosses, twoLosses;
+  std::vector<std::vector<float>> cpuVars, oneVars, twoVars;
+  ASSERT_OK(trainSeed(loaded, 1, cpuOptions, cpuLosses, cpuVars));
+  ASSERT_OK(trainSeed(loaded, 1, cudaOptions(true), oneLosses, oneVars));
+  ASSERT_OK(trainSeed(loaded, 2, cudaOptions(true, 1), twoLosses, twoVars));
+  // Float sums in other orders, TF32 in cuDNN/cuBLASLt and Adam's
+  // normalisation of near-zero gradients move results by rounding-sized
+  // amounts; a wrong gradient, step or all-reduce moves the loss by far more
+  // than 1%. Adam moves a weight at most about lr = 1e-3 per step, so 2e-3
+  // after ten steps bounds the rounding drift of any weight.
+  for (size_t i = 0; i < cpuLosses.size(); ++i) {
+    EXPECT_NEAR(oneLosses[i], cpuLosses[i], 1e-2 * std::fabs(cpuLosses[i]))
+        << "1 GPU, step " << i + 1;
+    EXPECT_NEAR(twoLosses[i], cpuLosses[i], 1e-2 * std::fabs(cpuLosses[i]))
+        << "2 logical GPUs, step " << i + 1;
+  }
+  auto maxAbsDiff = [](const std::vector<float> &a,
+                       const std::vector<float> &b) {
+    double worst = 0;
+    for (size_t i = 0; i < a.size(); ++i)
+      worst = std::max(worst, std::fabs(double(a[i]) - b[i]));
+    return worst;
+  };
+  ASSERT_EQ(oneVars.size(), cpuVars.size());
+  for (size_t v = 0; v < cpuVars.size(); ++v) {
+    EXPECT_LT(maxAbsDiff(oneVars[v], cpuVars[v]), 2e-3) << "variable " << v;
+    EXPECT_LT(maxAbsDiff(twoVars[v], cpuVars[v]), 2e-3) << "variable " << v;
+  }
+}

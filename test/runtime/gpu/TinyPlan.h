@@ -1,0 +1,170 @@
+//===- TinyPlan.h - a hand-built training plan for the GPU tests -*- C++
+//-*-===//
+//
+// The executor test's tiny plan (ExecutorTest.cpp), built over kernels the
+// GPU tests register for both the reference and the CUDA backend: per
+// replica loss = sum(x * w), g = column sums of x, a cross-device event
+// hands g to device 0's comm stream, all-reduce mean of g, then
+// w -= 0.1 * step * g (the step makes a replayed graph that froze it wrong).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TEST_RUNTIME_GPU_TINYPLAN_H
+#define TEST_RUNTIME_GPU_TINYPLAN_H
+
+#include "runtime/data/Batch.h"
+#include "runtime/plan/PlanLoader.h"
+#include "runtime/plan/plan_generated.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace graph::runtime::gputest {
+
+namespace plan = graph::plan;
+
+/// [batch, 1, 1, 2] images, [batch, 2] one-hot labels, w[2] = ones.
+inline std::vector<uint8_t> buildTinyPlan(int replicas, int64_t batch) {
+  flatbuffers::FlatBufferBuilder b;
+  std::vector<int64_t> wShape{2};
+  auto initializer = plan::CreateInitializer(b, plan::InitKind::ones);
+  std::vector<flatbuffers::Offset<plan::Variable>> vars{
+      plan::CreateVariableDirect(b, "w", &wShape, plan::DType::f32,
+                                 initializer)};
+  std::vector<int64_t> xShape{batch, 1, 1, 2}, lShape{batch, 2};
+  std::vector<flatbuffers::Offset<plan::Input>> inputs{
+      plan::CreateInputDirect(b, "input_layer", &xShape),
+      plan::CreateInputDirect(b, "labels", &lShape)};
+
+  int64_t rows = batch / replicas;
+  std::vector<flatbuffers::Offset<plan::Buffer>> buffers;
+  std::vector<flatbuffers::Offset<plan::Op>> ops;
+  std::vector<int32_t> grads, losses, ws;
+  std::vector<int64_t> arenas;
+  int events = 0;
+  auto buffer = [&](plan::BufferKind kind, int device,
+                    std::vector<int64_t> shape, int64_t offset = 0,
+                    int variable = -1, int input = -1, int replica = -1) {
+    buffers.push_back(plan::CreateBufferDirect(b, kind, device, &shape,
+                                               plan::DType::f32, offset,
+                                               variable, input, replica));
+    return static_cast<int32_t>(buffers.size() - 1);
+  };
+  auto timestamp = [&](const char *name, int device,
+                       plan::StreamKind stream = plan::StreamKind::compute) {
+    ops.push_back(plan::CreateOpDirect(b, plan::OpKind::timestamp, stream,
+                                       device, nullptr, nullptr, nullptr,
+                                       nullptr, -1, name));
+  };
+  auto launch = [&](const char *kernel, int device, std::vector<int32_t> ins,
+                    std::vector<int32_t> outs,
+                    std::vector<flatbuffers::Offset<plan::Attr>> *config =
+                        nullptr) {
+    ops.push_back(plan::CreateOpDirect(b, plan::OpKind::launch,
+                                       plan::StreamKind::compute, device,
+                                       kernel, &ins, &outs, config));
+  };
+  for (int d = 0; d < replicas; ++d) {
+    timestamp("step_begin", d);
+    int32_t x =
+        buffer(plan::BufferKind::input, d, {rows, 1, 1, 2}, 0, -1, 0, d);
+    buffer(plan::BufferKind::input, d, {rows, 2}, 0, -1, 1, d);
+    int32_t w = buffer(plan::BufferKind::variable, d, {2}, 0, 0);
+    // Arena offsets 256-byte aligned, as the memory planner makes them.
+    int64_t yBytes = (rows * 8 + 255) / 256 * 256;
+    int32_t y = buffer(plan::BufferKind::arena, d, {rows, 1, 1, 2}, 0);
+    int32_t loss = buffer(plan::BufferKind::arena, d, {}, yBytes);
+    int32_t g = buffer(plan::BufferKind::arena, d, {2}, yBytes + 256);
+    arenas.push_back(yBytes + 512);
+    timestamp("forward_begin", d);
+    launch("test.mul", d, {x, w}, {y});
+    launch("test.sum", d, {y}, {loss});
+    timestamp("backward_begin", d);
+    launch("test.colsum", d, {x}, {g});
+    losses.push_back(loss);
+    ws.push_back(w);
+    grads.push_back(g);
+    if (replicas > 1) {
+      // Device d's compute stream hands its gradient to device 0's comm
+      // stream: a cross-device wait.
+      ops.push_back(plan::CreateOpDirect(b, plan::OpKind::record,
+                                         plan::StreamKind::compute, d, nullptr,
+                                         nullptr, nullptr, nullptr, events));
+      ops.push_back(plan::CreateOpDirect(b, plan::OpKind::wait,
+                                         plan::StreamKind::comm, 0, nullptr,
+                                         nullptr, nullptr, nullptr, events));
+      ++events;
+      // And to its own comm stream, which runs the all-reduce.
+      ops.push_back(plan::CreateOpDirect(b, plan::OpKind::record,
+                                         plan::StreamKind::compute, d, nullptr,
+                                         nullptr, nullptr, nullptr, events));
+      ops.push_back(plan::CreateOpDirect(b, plan::OpKind::wait,
+                                         plan::StreamKind::comm, d, nullptr,
+                                         nullptr, nullptr, nullptr, events));
+      ++events;
+    }
+  }
+  if (replicas > 1) {
+    for (int d = 0; d < replicas; ++d)
+      timestamp("allreduce_begin", d, plan::StreamKind::comm);
+    ops.push_back(plan::CreateOpDirect(
+        b, plan::OpKind::all_reduce, plan::StreamKind::comm, -1, nullptr,
+        &grads, nullptr, nullptr, -1, nullptr, -1, 0, "mean"));
+    for (int d = 0; d < replicas; ++d) {
+      timestamp("allreduce_end", d, plan::StreamKind::comm);
+      // The reduced gradient goes back to the compute stream.
+      ops.push_back(plan::CreateOpDirect(b, plan::OpKind::record,
+                                         plan::StreamKind::comm, d, nullptr,
+                                         nullptr, nullptr, nullptr, events));
+      ops.push_back(plan::CreateOpDirect(b, plan::OpKind::wait,
+                                         plan::StreamKind::compute, d, nullptr,
+                                         nullptr, nullptr, nullptr, events));
+      ++events;
+    }
+  }
+  for (int d = 0; d < replicas; ++d) {
+    timestamp("update_begin", d);
+    std::vector<flatbuffers::Offset<plan::Attr>> config{plan::CreateAttrDirect(
+        b, "learning_rate", plan::AttrKind::float_, 0, 0.1)};
+    launch("test.sgd_step", d, {ws[d], grads[d]}, {ws[d]}, &config);
+    std::vector<int32_t> in{losses[d]};
+    ops.push_back(plan::CreateOpDirect(b, plan::OpKind::output,
+                                       plan::StreamKind::compute, d, nullptr,
+                                       &in, nullptr, nullptr, -1, "loss", d));
+    timestamp("step_end", d);
+  }
+  std::string name = "train_x" + std::to_string(replicas);
+  std::vector<flatbuffers::Offset<plan::Program>> programs{
+      plan::CreateProgramDirect(b, name.c_str(), plan::ProgramKind::train,
+                                replicas, &buffers, &ops, events, &arenas)};
+  auto training = plan::CreateTrainingDirect(
+      b, plan::LossKind::categorical_crossentropy, false,
+      plan::OptimizerKind::sgd, nullptr, nullptr, batch);
+  b.Finish(plan::CreatePlanDirect(b, kPlanVersion, "tiny", &vars, &inputs,
+                                  training, &programs),
+           plan::PlanIdentifier());
+  return std::vector<uint8_t>(b.GetBufferPointer(),
+                              b.GetBufferPointer() + b.GetSize());
+}
+
+/// `rows` rows of [1, 1, 2] images that differ from step to step.
+inline data::Batch tinyBatch(int64_t rows, int step) {
+  data::Batch batch;
+  batch.size = rows;
+  batch.shape = {1, 1, 2};
+  batch.numClasses = 2;
+  batch.labelFormat = data::LabelFormat::OneHot;
+  for (int64_t r = 0; r < rows; ++r) {
+    batch.images.push_back(0.25f * static_cast<float>(r + 1 + step));
+    batch.images.push_back(-0.5f * static_cast<float>(r + 1) + 0.125f * step);
+    batch.oneHotLabels.push_back(1);
+    batch.oneHotLabels.push_back(0);
+    batch.sourceIndices.push_back(r);
+  }
+  return batch;
+}
+
+} // namespace graph::runtime::gputest
+
+#endif // TEST_RUNTIME_GPU_TINYPLAN_H
