@@ -11,9 +11,11 @@ packages=(
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools
   # frontends and tests
   libzip-dev libgtest-dev
-  # runtime: plan format, flags, CPU kernels, data
+  # runtime: plan format, flags, CPU kernels, data, safetensors' JSON header
   libflatbuffers-dev flatbuffers-compiler libcli11-dev libdnnl-dev
-  dataset-fashion-mnist
+  nlohmann-json3-dev dataset-fashion-mnist
+  # test/compare: the one-step comparison with an independent implementation
+  python3-torch python3-numpy
 )
 
 missing=()

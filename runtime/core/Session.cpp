@@ -13,6 +13,20 @@ double EvalResult::value(const std::string &name) const {
   return std::nan("");
 }
 
+Status EvaluationHook::afterStep(const StepContext &ctx) {
+  if (every_ <= 0 || ctx.step % every_ != 0)
+    return Status::ok();
+  return evaluate_(ctx.step);
+}
+
+Status Session::setGlobalStep(int64_t step) {
+  if (step < 0)
+    return Status::error("global step " + std::to_string(step) +
+                         " is negative");
+  globalStep_ = step;
+  return Status::ok();
+}
+
 Status Session::create(const LoadedPlan &plan, const SessionOptions &options,
                        std::unique_ptr<Session> &out) {
   std::unique_ptr<Session> s(new Session(plan, options));
@@ -46,6 +60,7 @@ Status Session::train(data::BatchIterator &batches, int64_t maxSteps,
   info.replicas = train_->replicas();
   info.backend = options_.backend;
   info.globalBatch = train_->globalBatch();
+  info.initialStep = globalStep_;
   info.plannedSteps = maxSteps;
   for (Hook *h : hooks)
     if (Status st = h->begin(info); !st)
@@ -84,20 +99,13 @@ Status Session::train(data::BatchIterator &batches, int64_t maxSteps,
       else
         ctx.metrics.emplace_back(result.names[o], result.mean[o]);
     }
-    if (!std::isfinite(ctx.loss)) {
-      status = Status::error("step " + std::to_string(ctx.step) +
-                             ": the loss is " + std::to_string(ctx.loss) +
-                             ": training diverged (lower the learning rate "
-                             "or check the data)");
-      break;
-    }
     for (Hook *h : hooks)
       if (status = h->afterStep(ctx); !status)
         break;
     if (!status)
       break;
   }
-  info.stepsDone = globalStep_;
+  info.stepsDone = globalStep_ - info.initialStep;
   info.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();

@@ -3,7 +3,9 @@
 // A Session owns a run's state: the mirrored variables, the executor of the
 // training program and, when asked to evaluate, of the evaluation program.
 // train() pulls a batch, runs a step and lets the hooks look before and
-// after each step, the C++ form of TensorFlow's SessionRunHook.
+// after each step, the C++ form of TensorFlow's SessionRunHook. The loop
+// itself judges no value: stopping on a non-finite loss or variable is
+// NanGuardHook's job (Hooks.h), which graphrun always installs first.
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,6 +19,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -31,9 +34,11 @@ struct SessionInfo {
   int replicas = 1;
   Backend backend = Backend::reference;
   int64_t globalBatch = 0;
+  /// The global step when train() began (non-zero for a resumed run).
+  int64_t initialStep = 0;
   /// The steps train() was asked for (-1: until the data end).
   int64_t plannedSteps = -1;
-  /// At end(): the steps run and their wall time.
+  /// At end(): the steps this train() ran and their wall time.
   int64_t stepsDone = 0;
   double seconds = 0;
 };
@@ -64,6 +69,23 @@ public:
   virtual Status beforeStep(StepContext &) { return Status::ok(); }
   virtual Status afterStep(const StepContext &) { return Status::ok(); }
   virtual Status end(const SessionInfo &) { return Status::ok(); }
+};
+
+/// Runs an evaluation every `every` global steps, through a callback that
+/// owns the test data and reports the result (graphrun --eval-every): the
+/// evaluation runs between two steps, outside both steps' timed intervals,
+/// so the step timer's statistics stay those of training alone.
+class EvaluationHook : public Hook {
+public:
+  using EvaluateFn = std::function<Status(int64_t step)>;
+  EvaluationHook(int64_t every, EvaluateFn evaluate)
+      : every_(every), evaluate_(std::move(evaluate)) {}
+
+  Status afterStep(const StepContext &ctx) override;
+
+private:
+  int64_t every_;
+  EvaluateFn evaluate_;
 };
 
 struct SessionOptions {
@@ -101,6 +123,9 @@ public:
                   int64_t maxBatches = -1);
 
   int64_t globalStep() const { return globalStep_; }
+  /// Continues the step count of a restored checkpoint: the next step is
+  /// `step` + 1 (Adam's bias correction and dropout masks key on it).
+  Status setGlobalStep(int64_t step);
   int64_t globalBatch() const { return train_->globalBatch(); }
   data::LabelFormat labelFormat() const { return train_->labelFormat(); }
   const MirroredVariables &variables() const { return variables_; }

@@ -1,13 +1,18 @@
 //===- graphrun.cpp - train a model from a plan ---------------------------===//
 //
 // graphrun plan --cpus 2 --data fashion_mnist --epochs 1 --eval
+// graphrun plan --epochs 10 --checkpoint-dir ckpt   (killed? the same command
+//                                                    resumes where it was)
 //
-// A thin main: flags to a Session, an input pipeline and the built-in hooks.
+// A thin main: flags to a Session, an input pipeline and the built-in hooks;
+// checkpoints and weights files are runtime/checkpoint's.
 //
 //===----------------------------------------------------------------------===//
 
 #include "runtime/backends/cpu/CpuKernels.h"
 #include "runtime/backends/reference/ReferenceKernels.h"
+#include "runtime/checkpoint/Checkpoint.h"
+#include "runtime/checkpoint/Weights.h"
 #include "runtime/core/Hooks.h"
 #include "runtime/core/Session.h"
 #include "runtime/data/FashionMnist.h"
@@ -22,9 +27,12 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
+#include <unistd.h>
 
 using namespace graph::runtime;
+namespace ckpt = graph::runtime::checkpoint;
 namespace plan = graph::plan;
 
 namespace {
@@ -50,12 +58,25 @@ struct Flags {
   std::string metrics;
   std::string backend = "reference";
   double timeoutSeconds = 60;
+  int64_t evalEvery = 0;
+  std::string checkpointDir;
+  int64_t checkpointEvery = -1; // -1: once per epoch
+  int keepCheckpoints = 3;
+  std::string initWeights;
+  std::string saveWeights;
+  std::string trace;
+  bool noProgress = false;
 };
 
 int fail(const std::string &message) {
   std::fflush(stdout);
   std::cerr << "graphrun: error: " << message << "\n";
   return 1;
+}
+
+void warn(const std::string &message) {
+  std::fflush(stdout);
+  std::cerr << "graphrun: warning: " << message << "\n";
 }
 
 /// A source for `split` as --data and --data-dir say.
@@ -144,16 +165,6 @@ int run(const Flags &flags) {
     return fail(train->name + ": " + std::to_string(train->numClasses) +
                 " classes, the plan's labels have " + std::to_string(classes));
 
-  data::Pipeline pipeline(train);
-  if (!flags.noShuffle)
-    pipeline.shuffle(flags.shuffleBuffer, flags.seed);
-  pipeline.repeat(flags.steps > 0 ? data::Pipeline::kForever
-                                  : std::max<int64_t>(1, flags.epochs));
-  pipeline.batch(globalBatch, session->labelFormat()).prefetch(flags.prefetch);
-  std::unique_ptr<data::BatchIterator> batches;
-  if (Status s = pipeline.open(batches); !s)
-    return fail(s.message());
-
   std::printf("graphrun: %s (model '%s'): %s on %d CPU replica(s), backend "
               "%s, global batch %lld (%lld per replica), data %s (%lld "
               "examples)\n",
@@ -164,50 +175,188 @@ int run(const Flags &flags) {
               flags.data.c_str(), static_cast<long long>(train->size()));
   std::fflush(stdout);
 
-  StepTimerHook timer(flags.warmup, std::cout);
-  LoggerHook logger(flags.logEvery, std::cout);
-  std::vector<Hook *> hooks{&logger, &timer};
+  // The state a checkpoint records, and a resumed run must match.
+  ckpt::RunState runState;
+  runState.seed = flags.seed;
+  runState.globalBatch = globalBatch;
+  runState.epochExamples = train->size();
+  runState.data =
+      flags.data + (flags.noShuffle ? ", file order"
+                                    : ", shuffle buffer " +
+                                          std::to_string(flags.shuffleBuffer));
+  std::optional<ckpt::CheckpointManager> checkpoints;
+  bool resumed = false;
+  if (!flags.checkpointDir.empty()) {
+    checkpoints.emplace(flags.checkpointDir, flags.keepCheckpoints);
+    ckpt::LoadedCheckpoint latest;
+    std::vector<std::string> warnings;
+    Status s = checkpoints->findLatest(latest, resumed, warnings);
+    for (const std::string &w : warnings)
+      warn(w);
+    if (!s)
+      return fail(s.message());
+    if (resumed) {
+      if (Status r = ckpt::CheckpointManager::restore(latest, runState,
+                                                      session->variables());
+          !r)
+        return fail(r.message());
+      if (Status r = session->setGlobalStep(latest.state.globalStep); !r)
+        return fail(latest.path + ": " + r.message());
+      std::printf("graphrun: resumed from %s: step %lld, in epoch %lld at "
+                  "example %lld of %lld\n",
+                  latest.path.c_str(),
+                  static_cast<long long>(latest.state.globalStep),
+                  static_cast<long long>(latest.state.epoch() + 1),
+                  static_cast<long long>(latest.state.exampleInEpoch()),
+                  static_cast<long long>(train->size()));
+      if (!flags.initWeights.empty())
+        warn("--init-weights " + flags.initWeights +
+             ": not applied, the run resumes from its checkpoint");
+    }
+  }
+  if (!resumed && !flags.initWeights.empty())
+    if (Status s = ckpt::loadWeights(flags.initWeights, session->variables());
+        !s)
+      return fail("--init-weights: " + s.message());
+
+  data::Pipeline pipeline(train);
+  if (!flags.noShuffle)
+    pipeline.shuffle(flags.shuffleBuffer, flags.seed);
+  pipeline.repeat(flags.steps >= 0 ? data::Pipeline::kForever
+                                   : std::max<int64_t>(1, flags.epochs));
+  pipeline.batch(globalBatch, session->labelFormat()).prefetch(flags.prefetch);
+  std::unique_ptr<data::BatchIterator> batches;
+  if (Status s = pipeline.open(batches); !s)
+    return fail(s.message());
+  // The same pipeline yields the same batches, so skipping those the
+  // checkpointed run consumed continues its data order exactly.
+  if (Status s = ckpt::skipBatches(*batches, session->globalStep()); !s)
+    return fail(train->name + ": resuming at step " +
+                std::to_string(session->globalStep()) + ": " + s.message());
+
   std::ofstream metricsFile;
   std::unique_ptr<MetricsFileHook> metrics;
   if (!flags.metrics.empty()) {
-    metricsFile.open(flags.metrics, std::ios::trunc);
+    // A resumed run continues the killed run's log.
+    metricsFile.open(flags.metrics, resumed ? std::ios::app : std::ios::trunc);
     if (!metricsFile)
       return fail(flags.metrics + ": cannot write the metrics file");
     metrics = std::make_unique<MetricsFileHook>(flags.logEvery, metricsFile);
-    hooks.push_back(metrics.get());
   }
-  if (Status s = session->train(*batches, flags.steps, hooks); !s)
-    return fail(s.message());
-  batches.reset();
 
-  if (flags.eval) {
-    std::shared_ptr<const data::Dataset> test;
-    if (Status s = loadData(flags, true, shape, classes, test); !s)
-      return fail(s.message());
-    data::Pipeline evalPipeline(test);
-    evalPipeline.batch(globalBatch, session->labelFormat())
-        .prefetch(flags.prefetch);
-    std::unique_ptr<data::BatchIterator> evalBatches;
-    if (Status s = evalPipeline.open(evalBatches); !s)
-      return fail(s.message());
-    EvalResult result;
-    if (Status s = session->evaluate(*evalBatches, result, flags.evalSteps); !s)
-      return fail(s.message());
-    if (metrics)
-      metrics->writeEvaluation(session->globalStep(), result.names,
-                               result.values);
-    std::string line = "eval:";
-    for (size_t i = 0; i < result.names.size(); ++i) {
+  bool showProgress = !flags.noProgress && ::isatty(STDOUT_FILENO);
+
+  // One evaluation routine for --eval-every and the final --eval.
+  std::shared_ptr<const data::Dataset> test;
+  EvalResult lastEval;
+  int64_t lastEvalStep = -1;
+  auto evaluate = [&](int64_t step, bool final) -> Status {
+    if (step != lastEvalStep) {
+      if (!test)
+        if (Status s = loadData(flags, true, shape, classes, test); !s)
+          return s;
+      data::Pipeline evalPipeline(test);
+      evalPipeline.batch(globalBatch, session->labelFormat())
+          .prefetch(flags.prefetch);
+      std::unique_ptr<data::BatchIterator> evalBatches;
+      if (Status s = evalPipeline.open(evalBatches); !s)
+        return s;
+      if (Status s = session->evaluate(*evalBatches, lastEval, flags.evalSteps);
+          !s)
+        return s;
+      lastEvalStep = step;
+      if (metrics)
+        metrics->writeEvaluation(step, lastEval.names, lastEval.values);
+    }
+    std::string line =
+        final ? "eval:" : "eval at step " + std::to_string(step) + ":";
+    // Below the progress bar's open line, which the next step redraws.
+    if (showProgress && !final)
+      line = "\n" + line;
+    for (size_t i = 0; i < lastEval.names.size(); ++i) {
       char buf[128];
       std::snprintf(buf, sizeof buf, "%s %s = %.6f", i ? "," : "",
-                    result.names[i].c_str(), result.values[i]);
+                    lastEval.names[i].c_str(), lastEval.values[i]);
       line += buf;
     }
     std::printf("%s (%lld of %lld test examples, %lld batches of %lld)\n",
-                line.c_str(), static_cast<long long>(result.examples),
+                line.c_str(), static_cast<long long>(lastEval.examples),
                 static_cast<long long>(test->size()),
-                static_cast<long long>(result.batches),
+                static_cast<long long>(lastEval.batches),
                 static_cast<long long>(globalBatch));
+    std::fflush(stdout);
+    return Status::ok();
+  };
+
+  // Steps still to run: a resumed run trains up to the requested total.
+  int64_t stepsPerEpoch = train->size() / globalBatch;
+  int64_t totalSteps =
+      flags.steps >= 0
+          ? flags.steps
+          : train->size() * std::max<int64_t>(1, flags.epochs) / globalBatch;
+  int64_t remaining = std::max<int64_t>(0, totalSteps - session->globalStep());
+  if (resumed && remaining == 0)
+    std::printf("graphrun: the checkpoint is at step %lld of %lld: nothing "
+                "left to train\n",
+                static_cast<long long>(session->globalStep()),
+                static_cast<long long>(totalSteps));
+
+  // Hooks run in this order after each step and at the end. The NaN guard
+  // comes first, so that no later hook (a checkpoint above all) sees a step
+  // that diverged; the progress bar, which replaces the log lines on a
+  // terminal, comes before the step timer, so that it ends its line before
+  // the timer's summary.
+  NanGuardHook nanGuard(session->variables());
+  std::vector<Hook *> hooks{&nanGuard};
+  std::unique_ptr<ProgressBarHook> progress;
+  std::unique_ptr<LoggerHook> logger;
+  if (showProgress) {
+    progress = std::make_unique<ProgressBarHook>(std::cout, remaining);
+    hooks.push_back(progress.get());
+  } else {
+    logger = std::make_unique<LoggerHook>(flags.logEvery, std::cout);
+    hooks.push_back(logger.get());
+  }
+  StepTimerHook timer(flags.warmup, std::cout);
+  hooks.push_back(&timer);
+  if (metrics)
+    hooks.push_back(metrics.get());
+  std::unique_ptr<EvaluationHook> evalHook;
+  if (flags.evalEvery > 0) {
+    evalHook = std::make_unique<EvaluationHook>(
+        flags.evalEvery, [&](int64_t step) { return evaluate(step, false); });
+    hooks.push_back(evalHook.get());
+  }
+  std::unique_ptr<ckpt::CheckpointHook> checkpointHook;
+  if (checkpoints) {
+    int64_t every =
+        flags.checkpointEvery >= 0 ? flags.checkpointEvery : stepsPerEpoch;
+    checkpointHook = std::make_unique<ckpt::CheckpointHook>(
+        *checkpoints, session->variables(), every, runState);
+    hooks.push_back(checkpointHook.get());
+  }
+  std::unique_ptr<TraceHook> trace;
+  if (!flags.trace.empty()) {
+    trace = std::make_unique<TraceHook>(flags.trace);
+    hooks.push_back(trace.get());
+  }
+
+  if (Status s = session->train(*batches, remaining, hooks); !s)
+    return fail(s.message());
+  batches.reset();
+
+  if (flags.eval)
+    if (Status s = evaluate(session->globalStep(), true); !s)
+      return fail(s.message());
+  if (!flags.saveWeights.empty()) {
+    // Nothing run-specific (no step, no time): the same weights give the
+    // same file, so runs compare with cmp.
+    std::map<std::string, std::string> metadata{
+        {"model", p.model() ? p.model()->str() : ""}};
+    if (Status s = ckpt::saveWeights(flags.saveWeights, session->variables(),
+                                     metadata);
+        !s)
+      return fail("--save-weights: " + s.message());
   }
   std::fflush(stdout);
   return 0;
@@ -232,8 +381,11 @@ int main(int argc, char **argv) {
   app.add_option("--data-dir", flags.dataDir,
                  "the directory of the Fashion-MNIST IDX files")
       ->capture_default_str();
-  auto *steps = app.add_option("--steps", flags.steps, "training steps")
-                    ->check(CLI::PositiveNumber);
+  auto *steps =
+      app.add_option("--steps", flags.steps,
+                     "training steps in all, a resumed run's included (0: "
+                     "none, to evaluate or convert --init-weights)")
+          ->check(CLI::NonNegativeNumber);
   app.add_option("--epochs", flags.epochs,
                  "passes over the training data (default 1)")
       ->check(CLI::PositiveNumber)
@@ -280,6 +432,31 @@ int main(int argc, char **argv) {
                  "fails")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  app.add_option("--eval-every", flags.evalEvery,
+                 "also evaluate on the test set every this many steps")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--checkpoint-dir", flags.checkpointDir,
+                 "save checkpoints (variables, optimizer slots, step, data "
+                 "position) here, and resume from the newest one in it");
+  app.add_option("--checkpoint-every", flags.checkpointEvery,
+                 "steps between checkpoints (default: one epoch's steps; 0: "
+                 "only at the end)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--keep-checkpoints", flags.keepCheckpoints,
+                 "how many of the newest checkpoints to keep")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--init-weights", flags.initWeights,
+                 "start from the model weights in this safetensors file "
+                 "(Keras names and layouts)");
+  app.add_option("--save-weights", flags.saveWeights,
+                 "write the model weights to this safetensors file at the "
+                 "end");
+  app.add_option("--trace", flags.trace,
+                 "write a Chrome/Perfetto trace of the steps to this file");
+  app.add_flag("--no-progress", flags.noProgress,
+               "log lines (--log-every) instead of the progress bar a "
+               "terminal gets");
   CLI11_PARSE(app, argc, argv);
   return run(flags);
 }

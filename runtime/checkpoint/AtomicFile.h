@@ -1,0 +1,59 @@
+//===- AtomicFile.h - write a file so readers see all of it or none -*- C++
+//-*-===//
+//
+// A file is written under a temporary name next to its final one, flushed to
+// the disk (fsync), renamed into place and the directory entry flushed too.
+// rename(2) replaces atomically, so a reader, or a run restarted after a
+// SIGKILL or a power cut, finds the old complete file or the new complete
+// file, never a partial one. What an abandoned write leaves is the temporary
+// file, which its name marks as such (kTemporarySuffix).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef RUNTIME_CHECKPOINT_ATOMICFILE_H
+#define RUNTIME_CHECKPOINT_ATOMICFILE_H
+
+#include "runtime/core/Status.h"
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace graph::runtime::checkpoint {
+
+/// What a temporary file's name ends with: "<final name>.tmp".
+inline constexpr std::string_view kTemporarySuffix = ".tmp";
+
+class AtomicFile {
+public:
+  AtomicFile() = default;
+  /// Removes the temporary file unless commit() succeeded.
+  ~AtomicFile();
+  AtomicFile(const AtomicFile &) = delete;
+  AtomicFile &operator=(const AtomicFile &) = delete;
+
+  /// Creates (or truncates) `path` + kTemporarySuffix for writing.
+  Status open(const std::string &path);
+  Status append(const void *data, size_t bytes);
+  Status append(std::string_view bytes) {
+    return append(bytes.data(), bytes.size());
+  }
+  /// fsync, close, rename over the final name, fsync the directory.
+  Status commit();
+
+private:
+  void abandon();
+
+  std::string path_, temporary_;
+  int fd_ = -1;
+};
+
+/// Writes `bytes` to `path` through an AtomicFile.
+Status writeFileAtomically(const std::string &path, std::string_view bytes);
+
+/// Flushes the entries of `directory` (a rename or unlink in it) to disk.
+Status syncDirectory(const std::string &directory);
+
+} // namespace graph::runtime::checkpoint
+
+#endif // RUNTIME_CHECKPOINT_ATOMICFILE_H

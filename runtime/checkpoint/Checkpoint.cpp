@@ -1,0 +1,274 @@
+//===- Checkpoint.cpp - checkpoints a killed run resumes from -------------===//
+
+#include "runtime/checkpoint/Checkpoint.h"
+
+#include "runtime/checkpoint/AtomicFile.h"
+#include "runtime/checkpoint/Weights.h"
+
+#include <algorithm>
+#include <charconv>
+#include <filesystem>
+#include <optional>
+#include <system_error>
+
+namespace graph::runtime::checkpoint {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr std::string_view kPrefix = "ckpt-";
+constexpr std::string_view kSuffix = ".safetensors";
+constexpr const char *kIndexName = "checkpoint";
+constexpr const char *kFormat = "graphrun checkpoint 1";
+
+/// The step of a checkpoint file name, or nullopt for any other name.
+std::optional<int64_t> stepOf(std::string_view name) {
+  if (name.size() <= kPrefix.size() + kSuffix.size() ||
+      !name.starts_with(kPrefix) || !name.ends_with(kSuffix))
+    return std::nullopt;
+  std::string_view digits = name.substr(
+      kPrefix.size(), name.size() - kPrefix.size() - kSuffix.size());
+  int64_t step = 0;
+  auto [end, ec] =
+      std::from_chars(digits.data(), digits.data() + digits.size(), step);
+  if (ec != std::errc() || end != digits.data() + digits.size() || step < 0)
+    return std::nullopt;
+  return step;
+}
+
+bool isTemporary(std::string_view name) {
+  return name.ends_with(kTemporarySuffix) &&
+         stepOf(name.substr(0, name.size() - kTemporarySuffix.size()));
+}
+
+template <typename T>
+Status parseNumber(const SafetensorsFile &file, const char *key, T &out) {
+  const std::string *text = file.metadata(key);
+  if (!text)
+    return Status::error(file.source() + ": no '" + key +
+                         "' in the checkpoint's metadata");
+  auto [end, ec] =
+      std::from_chars(text->data(), text->data() + text->size(), out);
+  if (ec != std::errc() || end != text->data() + text->size())
+    return Status::error(file.source() + ": metadata '" + key + "' is '" +
+                         *text + "', not a number");
+  return Status::ok();
+}
+
+Status parseRunState(const SafetensorsFile &file, RunState &out) {
+  const std::string *format = file.metadata("format");
+  if (!format || *format != kFormat)
+    return Status::error(file.source() +
+                         ": not a graphrun checkpoint (its "
+                         "metadata has no format '" +
+                         std::string(kFormat) + "')");
+  RunState state;
+  if (Status s = parseNumber(file, "global_step", state.globalStep); !s)
+    return s;
+  if (Status s = parseNumber(file, "seed", state.seed); !s)
+    return s;
+  if (Status s = parseNumber(file, "global_batch", state.globalBatch); !s)
+    return s;
+  if (Status s = parseNumber(file, "epoch_examples", state.epochExamples); !s)
+    return s;
+  const std::string *data = file.metadata("data");
+  if (!data)
+    return Status::error(file.source() +
+                         ": no 'data' in the checkpoint's metadata");
+  state.data = *data;
+  out = std::move(state);
+  return Status::ok();
+}
+
+} // namespace
+
+int64_t RunState::epoch() const {
+  return epochExamples > 0 ? globalStep * globalBatch / epochExamples : 0;
+}
+
+int64_t RunState::exampleInEpoch() const {
+  return epochExamples > 0 ? globalStep * globalBatch % epochExamples : 0;
+}
+
+std::string checkpointFileName(int64_t step) {
+  return std::string(kPrefix) + std::to_string(step) + std::string(kSuffix);
+}
+
+std::string CheckpointManager::indexPath() const {
+  return (fs::path(directory_) / kIndexName).string();
+}
+
+std::vector<int64_t> CheckpointManager::checkpointSteps() const {
+  std::vector<int64_t> steps;
+  std::error_code ec;
+  for (const fs::directory_entry &e : fs::directory_iterator(directory_, ec))
+    if (std::optional<int64_t> step = stepOf(e.path().filename().string());
+        step && e.is_regular_file(ec))
+      steps.push_back(*step);
+  std::sort(steps.begin(), steps.end());
+  return steps;
+}
+
+Status CheckpointManager::writeIndex(const std::vector<int64_t> &steps) const {
+  // TensorFlow's text format, so its tools and readers recognise it.
+  std::string text =
+      "model_checkpoint_path: \"" + checkpointFileName(steps.back()) + "\"\n";
+  for (int64_t step : steps)
+    text +=
+        "all_model_checkpoint_paths: \"" + checkpointFileName(step) + "\"\n";
+  return writeFileAtomically(indexPath(), text);
+}
+
+Status CheckpointManager::save(const MirroredVariables &variables,
+                               const RunState &state) {
+  std::error_code ec;
+  fs::create_directories(directory_, ec);
+  if (ec)
+    return Status::error(directory_ +
+                         ": cannot create the checkpoint "
+                         "directory: " +
+                         ec.message());
+  // What a killed writer left. One run writes a directory at a time, so no
+  // temporary file here is still being written.
+  for (const fs::directory_entry &e : fs::directory_iterator(directory_, ec))
+    if (isTemporary(e.path().filename().string()))
+      fs::remove(e.path(), ec);
+
+  SafetensorsWriter writer;
+  writer.setMetadata("format", kFormat);
+  writer.setMetadata("global_step", std::to_string(state.globalStep));
+  writer.setMetadata("seed", std::to_string(state.seed));
+  writer.setMetadata("global_batch", std::to_string(state.globalBatch));
+  writer.setMetadata("epoch_examples", std::to_string(state.epochExamples));
+  writer.setMetadata("data", state.data);
+  // For people reading the header; loading derives them from the above.
+  writer.setMetadata("epoch", std::to_string(state.epoch()));
+  writer.setMetadata("example_in_epoch",
+                     std::to_string(state.exampleInEpoch()));
+  if (Status s = addVariables(variables, allVariables(variables), writer); !s)
+    return s;
+  std::string path =
+      (fs::path(directory_) / checkpointFileName(state.globalStep)).string();
+  if (Status s = writer.write(path); !s)
+    return s;
+
+  std::vector<int64_t> steps = checkpointSteps();
+  size_t keep = static_cast<size_t>(std::max(1, keep_));
+  std::vector<int64_t> old;
+  if (steps.size() > keep) {
+    old.assign(steps.begin(), steps.end() - static_cast<ptrdiff_t>(keep));
+    steps.erase(steps.begin(), steps.end() - static_cast<ptrdiff_t>(keep));
+  }
+  // The index first, so that it never names a deleted file.
+  if (Status s = writeIndex(steps); !s)
+    return s;
+  for (int64_t step : old)
+    if (!fs::remove(fs::path(directory_) / checkpointFileName(step), ec) && ec)
+      return Status::error(directory_ + ": cannot delete " +
+                           checkpointFileName(step) + ": " + ec.message());
+  return old.empty() ? Status::ok() : syncDirectory(directory_);
+}
+
+Status CheckpointManager::findLatest(LoadedCheckpoint &out, bool &found,
+                                     std::vector<std::string> &warnings) const {
+  found = false;
+  std::error_code ec;
+  if (!fs::exists(directory_, ec))
+    return Status::ok();
+  if (!fs::is_directory(directory_, ec))
+    return Status::error(directory_ + ": not a directory");
+  for (const fs::directory_entry &e : fs::directory_iterator(directory_, ec))
+    if (isTemporary(e.path().filename().string()))
+      warnings.push_back(e.path().string() +
+                         ": an unfinished checkpoint (its run stopped while "
+                         "writing it); ignored");
+  if (ec)
+    return Status::error(directory_ + ": cannot list: " + ec.message());
+
+  std::vector<int64_t> steps = checkpointSteps();
+  for (auto it = steps.rbegin(); it != steps.rend(); ++it) {
+    LoadedCheckpoint candidate;
+    candidate.path = (fs::path(directory_) / checkpointFileName(*it)).string();
+    Status s = SafetensorsFile::read(candidate.path, candidate.file);
+    if (s)
+      s = parseRunState(candidate.file, candidate.state);
+    if (s && candidate.state.globalStep != *it)
+      s = Status::error(candidate.path + ": holds step " +
+                        std::to_string(candidate.state.globalStep) +
+                        ", not the step its name says");
+    if (!s) {
+      warnings.push_back(s.message() + "; skipped");
+      continue;
+    }
+    out = std::move(candidate);
+    found = true;
+    return Status::ok();
+  }
+  return Status::ok();
+}
+
+Status CheckpointManager::restore(const LoadedCheckpoint &checkpoint,
+                                  const RunState &expected,
+                                  MirroredVariables &variables) {
+  const RunState &saved = checkpoint.state;
+  auto mismatch = [&](const std::string &what, const std::string &was,
+                      const std::string &is) {
+    return Status::error(checkpoint.path + ": written by a run with " + what +
+                         " " + was + ", this run has " + is +
+                         ": it cannot resume exactly (use the same flags, or "
+                         "another --checkpoint-dir)");
+  };
+  if (saved.seed != expected.seed)
+    return mismatch("--seed", std::to_string(saved.seed),
+                    std::to_string(expected.seed));
+  if (saved.globalBatch != expected.globalBatch)
+    return mismatch("global batch", std::to_string(saved.globalBatch),
+                    std::to_string(expected.globalBatch));
+  if (saved.data != expected.data ||
+      saved.epochExamples != expected.epochExamples)
+    return mismatch("data",
+                    "'" + saved.data + "' (" +
+                        std::to_string(saved.epochExamples) + " examples)",
+                    "'" + expected.data + "' (" +
+                        std::to_string(expected.epochExamples) + " examples)");
+  return setVariables(checkpoint.file, allVariables(variables), variables);
+}
+
+Status CheckpointHook::save(int64_t step) {
+  state_.globalStep = step;
+  if (Status s = manager_.save(variables_, state_); !s)
+    return Status::error("checkpoint at step " + std::to_string(step) + ": " +
+                         s.message());
+  lastSaved_ = step;
+  return Status::ok();
+}
+
+Status CheckpointHook::afterStep(const StepContext &ctx) {
+  lastStep_ = ctx.step;
+  if (every_ > 0 && ctx.step % every_ == 0)
+    return save(ctx.step);
+  return Status::ok();
+}
+
+Status CheckpointHook::end(const SessionInfo &) {
+  if (lastStep_ > lastSaved_)
+    return save(lastStep_);
+  return Status::ok();
+}
+
+Status skipBatches(data::BatchIterator &batches, int64_t count) {
+  data::Batch batch;
+  for (int64_t i = 0; i < count; ++i) {
+    bool end = false;
+    if (Status s = batches.next(batch, end); !s)
+      return s;
+    if (end)
+      return Status::error("the training data end after " + std::to_string(i) +
+                           " batches, before the " + std::to_string(count) +
+                           " the checkpoint's run had consumed");
+  }
+  return Status::ok();
+}
+
+} // namespace graph::runtime::checkpoint

@@ -1,0 +1,138 @@
+//===- Checkpoint.h - checkpoints a killed run resumes from -----*- C++ -*-===//
+//
+// A checkpoint directory D holds, as TensorFlow's does:
+//
+//   D/ckpt-<step>.safetensors   every variable (weights and optimizer slots)
+//                               and, in __metadata__, the run state
+//   D/checkpoint                the index: the newest and the kept files
+//
+// Saving writes the checkpoint under a temporary name, fsyncs it, renames it
+// into place and fsyncs the directory (AtomicFile.h), then replaces the index
+// the same way and deletes all but the newest `keep` checkpoints. A run
+// killed at any point leaves the previous checkpoints intact and at most a
+// "*.tmp" file, which loading ignores with a warning.
+//
+// Loading does not trust the index (a kill between the checkpoint's rename
+// and the index's leaves a newer complete checkpoint than the index names):
+// it takes the checkpoint files from newest to oldest and returns the first
+// that parses completely, warning about each one it skips. The index is for
+// people and tools, as TensorFlow's is for tf.train.latest_checkpoint.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef RUNTIME_CHECKPOINT_CHECKPOINT_H
+#define RUNTIME_CHECKPOINT_CHECKPOINT_H
+
+#include "runtime/checkpoint/Safetensors.h"
+#include "runtime/core/Executor.h"
+#include "runtime/core/Session.h"
+#include "runtime/core/Status.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace graph::runtime::checkpoint {
+
+/// What a run needs, besides its variables, to continue exactly where it
+/// stopped. Every step consumes one global batch, so the global step also
+/// positions the input: a resumed run rebuilds the same pipeline (same seed,
+/// same shuffle) and skips `globalStep` batches (skipBatches below).
+struct RunState {
+  /// Steps taken; Adam's bias correction and dropout masks key on it.
+  int64_t globalStep = 0;
+  /// The run's --seed: it names the shuffle order and dropout masks.
+  uint64_t seed = 0;
+  int64_t globalBatch = 0;
+  /// Examples per epoch of the training data.
+  int64_t epochExamples = 0;
+  /// How the training data are ordered ("fashion_mnist, shuffle buffer
+  /// 5000"): a run that orders them otherwise cannot resume exactly.
+  std::string data;
+
+  /// The epoch the next batch comes from (0 first) and how many of its
+  /// examples were consumed (batches run across epoch boundaries).
+  int64_t epoch() const;
+  int64_t exampleInEpoch() const;
+};
+
+/// The file name of the checkpoint of `step`: "ckpt-<step>.safetensors".
+std::string checkpointFileName(int64_t step);
+
+/// A checkpoint found by CheckpointManager::findLatest.
+struct LoadedCheckpoint {
+  std::string path;
+  RunState state;
+  SafetensorsFile file;
+};
+
+class CheckpointManager {
+public:
+  /// Keeps the newest `keep` (>= 1) checkpoints in `directory`.
+  explicit CheckpointManager(std::string directory, int keep = 3)
+      : directory_(std::move(directory)), keep_(keep) {}
+
+  /// Saves every variable and `state`, updates the index and deletes the
+  /// checkpoints older than the newest `keep`. Creates the directory.
+  Status save(const MirroredVariables &variables, const RunState &state);
+
+  /// The newest complete checkpoint; `found` is false when there is none
+  /// (no directory, or nothing complete in it). Files skipped on the way
+  /// (unfinished or corrupt) are described in `warnings`.
+  Status findLatest(LoadedCheckpoint &out, bool &found,
+                    std::vector<std::string> &warnings) const;
+
+  /// Sets every variable from `checkpoint`, after checking that it was
+  /// written by this model and by a run whose seed and data order are
+  /// `expected`'s (anything else cannot resume exactly).
+  static Status restore(const LoadedCheckpoint &checkpoint,
+                        const RunState &expected, MirroredVariables &variables);
+
+  /// The steps of the complete-looking checkpoint files in the directory,
+  /// oldest first (by name; their content is not checked).
+  std::vector<int64_t> checkpointSteps() const;
+
+  const std::string &directory() const { return directory_; }
+  std::string indexPath() const;
+
+private:
+  Status writeIndex(const std::vector<int64_t> &steps) const;
+
+  std::string directory_;
+  int keep_;
+};
+
+/// Saves a checkpoint every `every` steps (0: only at the end) and after the
+/// last step of a run that succeeded, unless that step was just saved.
+class CheckpointHook : public Hook {
+public:
+  /// `state` describes the run; the hook fills in the step when it saves.
+  CheckpointHook(CheckpointManager &manager, const MirroredVariables &variables,
+                 int64_t every, RunState state)
+      : manager_(manager), variables_(variables), every_(every),
+        state_(std::move(state)) {}
+
+  Status afterStep(const StepContext &ctx) override;
+  Status end(const SessionInfo &info) override;
+
+  /// The step of the last checkpoint this hook saved (0: none).
+  int64_t lastSaved() const { return lastSaved_; }
+
+private:
+  Status save(int64_t step);
+
+  CheckpointManager &manager_;
+  const MirroredVariables &variables_;
+  int64_t every_;
+  RunState state_;
+  int64_t lastStep_ = 0;
+  int64_t lastSaved_ = 0;
+};
+
+/// Pulls and drops `count` batches: positions a freshly opened pipeline
+/// where a run that consumed `count` batches of the same pipeline stopped.
+Status skipBatches(data::BatchIterator &batches, int64_t count);
+
+} // namespace graph::runtime::checkpoint
+
+#endif // RUNTIME_CHECKPOINT_CHECKPOINT_H
