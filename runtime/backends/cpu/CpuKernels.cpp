@@ -41,6 +41,7 @@ void registerCpuKernels() {
     registerDnnlConvKernels(registry);
     registerDnnlDenseKernels(registry);
     registerDnnlPoolKernels(registry);
+    registerDnnlNormKernels(registry);
     registerVectorElementwiseKernels(registry);
     registerVectorLossKernels(registry);
     registerVectorOptimizerKernels(registry);

@@ -37,6 +37,7 @@ void useReplicaThreads(const KernelContext &ctx);
 void registerDnnlConvKernels(KernelRegistry &registry);
 void registerDnnlDenseKernels(KernelRegistry &registry);
 void registerDnnlPoolKernels(KernelRegistry &registry);
+void registerDnnlNormKernels(KernelRegistry &registry);
 void registerVectorElementwiseKernels(KernelRegistry &registry);
 void registerVectorLossKernels(KernelRegistry &registry);
 void registerVectorOptimizerKernels(KernelRegistry &registry);

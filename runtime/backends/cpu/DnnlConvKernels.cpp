@@ -1,10 +1,236 @@
-//===- DnnlConvKernels.cpp
-//----------------------------------------------------===//
+//===- DnnlConvKernels.cpp - convolutions on oneDNN -----------------------===//
+//
+// conv2d, fused_conv2d (bias as oneDNN's bias argument, the activation as an
+// eltwise post-op), conv2d_grad_input (backward data) and conv2d_grad_kernel
+// (backward weights; the bias gradient is a separate bias_add_grad).
+//
+// Layouts, measured on the seed model's three convolutions (AVX2, 2
+// threads, batch 256; forward, backward data and backward weights each
+// with its reorders): activations stay NHWC (format_tag::nhwc), which
+// oneDNN's jit:avx2 convolutions take directly. Letting oneDNN pick blocked
+// activations (nChw8c) plus reorders was slower on the first two layers
+// (conv 2 forward 11.7 against 9.0 ms, conv 1 backward weights 16.9
+// against 3.8 ms) and within 10% on the third. Weights take the layout the
+// primitive picks and are reordered from (or to) HWIO on every run, since
+// the optimizer updates them in place every step (the largest is 144 KiB);
+// plain HWIO weights push oneDNN onto its gemm convolution (conv 2 forward
+// 25.9 ms).
+//
+//===----------------------------------------------------------------------===//
 
 #include "runtime/backends/cpu/CpuKernels.h"
+#include "runtime/backends/cpu/DnnlContext.h"
 
 namespace graph::runtime::cpu {
 
-void registerDnnlConvKernels(KernelRegistry &registry) {}
+namespace {
+
+using dnnl::memory;
+using Tensors = std::vector<TensorRef>;
+using Tag = memory::format_tag;
+constexpr auto kF32 = memory::data_type::f32;
+
+/// A convolution's geometry from NHWC `input`, HWIO `kernel` and NHWC
+/// `output` shapes; an error naming `kName` when they do not match.
+struct ConvShape {
+  WindowGeometry g;
+  int64_t filters = 0;
+
+  memory::desc src() const { return nhwcDesc(g.n, g.h.in, g.w.in, g.c); }
+  memory::desc dst() const { return nhwcDesc(g.n, g.h.out, g.w.out, filters); }
+  memory::dims weightDims() const {
+    return {filters, g.c, g.h.window, g.w.window};
+  }
+  memory::desc weightsAny() const { return {weightDims(), kF32, Tag::any}; }
+  memory::desc weightsHwio() const { return {weightDims(), kF32, Tag::hwio}; }
+};
+
+Status convShape(const char *kName, const KernelConfig &cfg,
+                 const std::vector<int64_t> &input,
+                 const std::vector<int64_t> &kernel,
+                 const std::vector<int64_t> &output, ConvShape &s) {
+  std::string name(kName);
+  if (kernel.size() != 4)
+    return Status::error(name + ": needs an HWIO kernel, got " +
+                         shapeText(kernel));
+  if (Status st =
+          resolveWindow(kName, cfg, input, kernel[0], kernel[1], true, s.g);
+      !st)
+    return st;
+  if (kernel[2] != s.g.c)
+    return Status::error(name + ": kernel " + shapeText(kernel) + " takes " +
+                         std::to_string(kernel[2]) +
+                         " input channels, the input " + shapeText(input) +
+                         " has " + std::to_string(s.g.c));
+  s.filters = kernel[3];
+  std::vector<int64_t> expected = {s.g.n, s.g.h.out, s.g.w.out, s.filters};
+  if (output != expected)
+    return Status::error(name + ": output (gradient) is " + shapeText(output) +
+                         ", expected " + shapeText(expected));
+  return Status::ok();
+}
+
+/// The forward descriptor every convolution kernel starts from: the
+/// backward primitives take a forward primitive descriptor as their hint.
+dnnl::convolution_forward::desc
+forwardDesc(const ConvShape &s, const memory::desc *bias = nullptr) {
+  const WindowGeometry &g = s.g;
+  if (bias)
+    return {dnnl::prop_kind::forward_training,
+            dnnl::algorithm::convolution_direct,
+            s.src(),
+            s.weightsAny(),
+            *bias,
+            s.dst(),
+            g.strides(),
+            g.dilations(),
+            g.padBefore(),
+            g.padAfter()};
+  return {dnnl::prop_kind::forward_training,
+          dnnl::algorithm::convolution_direct,
+          s.src(),
+          s.weightsAny(),
+          s.dst(),
+          g.strides(),
+          g.dilations(),
+          g.padBefore(),
+          g.padAfter()};
+}
+
+Status makeForward(const char *kName, bool fused, const KernelContext &ctx,
+                   const KernelConfig &cfg, const Tensors &ins,
+                   const Tensors &outs, KernelFn &out) {
+  if (Status s = checkOperands(kName, ins, outs, 2, fused ? 3 : 2, 1); !s)
+    return s;
+  ConvShape shape;
+  if (Status s = convShape(kName, cfg, ins[0].shape, ins[1].shape,
+                           outs[0].shape, shape);
+      !s)
+    return s;
+  bool hasBias = ins.size() == 3;
+  if (hasBias && ins[2].elements() != shape.filters)
+    return Status::error(std::string(kName) + ": bias " +
+                         shapeText(ins[2].shape) + " does not match " +
+                         std::to_string(shape.filters) + " filters");
+  dnnl::primitive_attr attr = userScratchpad();
+  dnnl::post_ops ops;
+  if (fused)
+    if (Status s = appendEpilogue(kName, cfg, ops); !s)
+      return s;
+  attr.set_post_ops(ops);
+  ReplicaThreadsScope threads(ctx);
+  try {
+    memory::desc biasDesc({shape.filters}, kF32, Tag::x);
+    dnnl::convolution_forward::primitive_desc pd(
+        forwardDesc(shape, hasBias ? &biasDesc : nullptr), attr, dnnlEngine());
+    DnnlLaunch launch(kName);
+    memory weights =
+        launch.input(pd.weights_desc(), bind(shape.weightsHwio(), ins[1].data));
+    std::unordered_map<int, memory> args = {
+        {DNNL_ARG_SRC, bind(shape.src(), ins[0].data)},
+        {DNNL_ARG_WEIGHTS, weights},
+        {DNNL_ARG_DST, bind(shape.dst(), outs[0].data)}};
+    if (hasBias)
+      args.emplace(DNNL_ARG_BIAS, bind(biasDesc, ins[2].data));
+    launch.add(dnnl::convolution_forward(pd), pd, std::move(args));
+    out = std::move(launch);
+  } catch (const dnnl::error &e) {
+    return Status::error(std::string(kName) +
+                         ": oneDNN refused the convolution: " + e.what());
+  }
+  return Status::ok();
+}
+
+Status makeConv2d(const KernelContext &ctx, const KernelConfig &cfg,
+                  const Tensors &ins, const Tensors &outs, KernelFn &out) {
+  return makeForward("conv2d", false, ctx, cfg, ins, outs, out);
+}
+
+Status makeFusedConv2d(const KernelContext &ctx, const KernelConfig &cfg,
+                       const Tensors &ins, const Tensors &outs, KernelFn &out) {
+  return makeForward("fused_conv2d", true, ctx, cfg, ins, outs, out);
+}
+
+/// ins: output_grad, kernel; out: input_grad (the forward input's shape).
+Status makeConv2dGradInput(const KernelContext &ctx, const KernelConfig &cfg,
+                           const Tensors &ins, const Tensors &outs,
+                           KernelFn &out) {
+  static constexpr const char *kName = "conv2d_grad_input";
+  if (Status s = checkOperands(kName, ins, outs, 2, 2, 1); !s)
+    return s;
+  ConvShape shape;
+  if (Status s = convShape(kName, cfg, outs[0].shape, ins[1].shape,
+                           ins[0].shape, shape);
+      !s)
+    return s;
+  ReplicaThreadsScope threads(ctx);
+  try {
+    const WindowGeometry &g = shape.g;
+    dnnl::convolution_forward::primitive_desc hint(forwardDesc(shape),
+                                                   dnnlEngine());
+    dnnl::convolution_backward_data::primitive_desc pd(
+        {dnnl::algorithm::convolution_direct, shape.src(), shape.weightsAny(),
+         shape.dst(), g.strides(), g.dilations(), g.padBefore(), g.padAfter()},
+        userScratchpad(), dnnlEngine(), hint);
+    DnnlLaunch launch(kName);
+    memory weights =
+        launch.input(pd.weights_desc(), bind(shape.weightsHwio(), ins[1].data));
+    launch.add(dnnl::convolution_backward_data(pd), pd,
+               {{DNNL_ARG_DIFF_DST, bind(shape.dst(), ins[0].data)},
+                {DNNL_ARG_WEIGHTS, weights},
+                {DNNL_ARG_DIFF_SRC, bind(shape.src(), outs[0].data)}});
+    out = std::move(launch);
+  } catch (const dnnl::error &e) {
+    return Status::error(std::string(kName) +
+                         ": oneDNN refused the convolution: " + e.what());
+  }
+  return Status::ok();
+}
+
+/// ins: input, output_grad; out: kernel_grad (HWIO; its shape gives the
+/// window).
+Status makeConv2dGradKernel(const KernelContext &ctx, const KernelConfig &cfg,
+                            const Tensors &ins, const Tensors &outs,
+                            KernelFn &out) {
+  static constexpr const char *kName = "conv2d_grad_kernel";
+  if (Status s = checkOperands(kName, ins, outs, 2, 2, 1); !s)
+    return s;
+  ConvShape shape;
+  if (Status s = convShape(kName, cfg, ins[0].shape, outs[0].shape,
+                           ins[1].shape, shape);
+      !s)
+    return s;
+  ReplicaThreadsScope threads(ctx);
+  try {
+    const WindowGeometry &g = shape.g;
+    dnnl::convolution_forward::primitive_desc hint(forwardDesc(shape),
+                                                   dnnlEngine());
+    dnnl::convolution_backward_weights::primitive_desc pd(
+        {dnnl::algorithm::convolution_direct, shape.src(), shape.weightsAny(),
+         shape.dst(), g.strides(), g.dilations(), g.padBefore(), g.padAfter()},
+        userScratchpad(), dnnlEngine(), hint);
+    DnnlLaunch launch(kName);
+    memory weightsGrad = launch.output(pd.diff_weights_desc(),
+                                       bind(shape.weightsHwio(), outs[0].data));
+    launch.add(dnnl::convolution_backward_weights(pd), pd,
+               {{DNNL_ARG_SRC, bind(shape.src(), ins[0].data)},
+                {DNNL_ARG_DIFF_DST, bind(shape.dst(), ins[1].data)},
+                {DNNL_ARG_DIFF_WEIGHTS, weightsGrad}});
+    out = std::move(launch);
+  } catch (const dnnl::error &e) {
+    return Status::error(std::string(kName) +
+                         ": oneDNN refused the convolution: " + e.what());
+  }
+  return Status::ok();
+}
+
+} // namespace
+
+void registerDnnlConvKernels(KernelRegistry &registry) {
+  registry.addFactory("conv2d", Backend::cpu, makeConv2d);
+  registry.addFactory("fused_conv2d", Backend::cpu, makeFusedConv2d);
+  registry.addFactory("conv2d_grad_input", Backend::cpu, makeConv2dGradInput);
+  registry.addFactory("conv2d_grad_kernel", Backend::cpu, makeConv2dGradKernel);
+}
 
 } // namespace graph::runtime::cpu

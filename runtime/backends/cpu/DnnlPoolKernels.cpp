@@ -1,10 +1,317 @@
-//===- DnnlPoolKernels.cpp
-//----------------------------------------------------===//
+//===- DnnlPoolKernels.cpp - pooling on oneDNN, max-pool gradient own -----===//
+//
+// max_pool2d, avg_pool2d (padding excluded from the mean, as Keras does) and
+// their global forms on oneDNN pooling, NHWC throughout. The global ones
+// are pooling with the whole image as the window: [N, C] is NHWC [N, 1, 1,
+// C].
+//
+// max_pool2d_grad is an own loop: oneDNN's max-pool backward wants the
+// workspace of a forward_training pass, which the op does not carry (it
+// takes x, y and dy), and regenerating it would cost a second forward pass.
+// The loop finds each window's first maximum in row-major window order, the
+// reference's tie rule, 8 channels at a time.
+//
+//===----------------------------------------------------------------------===//
 
 #include "runtime/backends/cpu/CpuKernels.h"
+#include "runtime/backends/cpu/DnnlContext.h"
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
 
 namespace graph::runtime::cpu {
 
-void registerDnnlPoolKernels(KernelRegistry &registry) {}
+namespace {
+
+using dnnl::memory;
+using Tensors = std::vector<TensorRef>;
+
+Status fail(const char *kName, const std::string &message) {
+  return Status::error(std::string(kName) + ": " + message);
+}
+
+/// The geometry of pooling NHWC `input` to `pooled` with `cfg`'s window.
+Status poolShape(const char *kName, const KernelConfig &cfg,
+                 const std::vector<int64_t> &input,
+                 const std::vector<int64_t> &pooled, WindowGeometry &g) {
+  std::vector<int64_t> size = cfg.getInts("pool_size");
+  if (size.size() == 1)
+    size.push_back(size[0]);
+  if (size.empty())
+    size = {2, 2};
+  if (size.size() != 2)
+    return fail(kName, "pool_size must be a pair");
+  if (Status s = resolveWindow(kName, cfg, input, size[0], size[1], false, g);
+      !s)
+    return s;
+  std::vector<int64_t> expected = {g.n, g.h.out, g.w.out, g.c};
+  if (pooled != expected)
+    return fail(kName, "pooled tensor is " + shapeText(pooled) + ", expected " +
+                           shapeText(expected));
+  return Status::ok();
+}
+
+memory::desc inputDesc(const WindowGeometry &g) {
+  return nhwcDesc(g.n, g.h.in, g.w.in, g.c);
+}
+memory::desc pooledDesc(const WindowGeometry &g) {
+  return nhwcDesc(g.n, g.h.out, g.w.out, g.c);
+}
+
+dnnl::pooling_forward::desc forwardDesc(dnnl::prop_kind prop,
+                                        dnnl::algorithm alg,
+                                        const WindowGeometry &g) {
+  return {prop,          alg,         inputDesc(g),
+          pooledDesc(g), g.strides(), g.windowDims(),
+          g.padBefore(), g.padAfter()};
+}
+
+/// A forward pooling launch: x (ins[0]) to y (outs[0]).
+Status makeForward(const char *kName, dnnl::algorithm alg,
+                   const KernelContext &ctx, const WindowGeometry &g,
+                   const Tensors &ins, const Tensors &outs, KernelFn &out) {
+  ReplicaThreadsScope threads(ctx);
+  try {
+    // forward_inference: a max pool then keeps no workspace (see the file
+    // comment).
+    dnnl::pooling_forward::primitive_desc pd(
+        forwardDesc(dnnl::prop_kind::forward_inference, alg, g),
+        userScratchpad(), dnnlEngine());
+    DnnlLaunch launch(kName);
+    launch.add(dnnl::pooling_forward(pd), pd,
+               {{DNNL_ARG_SRC, bind(inputDesc(g), ins[0].data)},
+                {DNNL_ARG_DST, bind(pooledDesc(g), outs[0].data)}});
+    out = std::move(launch);
+  } catch (const dnnl::error &e) {
+    return fail(kName, std::string("oneDNN refused the pooling: ") + e.what());
+  }
+  return Status::ok();
+}
+
+/// A backward average-pooling launch: dy (ins[0]) to dx (outs[0]).
+Status makeAvgBackward(const char *kName, const KernelContext &ctx,
+                       const WindowGeometry &g, const Tensors &ins,
+                       const Tensors &outs, KernelFn &out) {
+  ReplicaThreadsScope threads(ctx);
+  try {
+    dnnl::algorithm alg = dnnl::algorithm::pooling_avg_exclude_padding;
+    dnnl::pooling_forward::primitive_desc hint(
+        forwardDesc(dnnl::prop_kind::forward_training, alg, g), dnnlEngine());
+    dnnl::pooling_backward::primitive_desc pd(
+        {alg, inputDesc(g), pooledDesc(g), g.strides(), g.windowDims(),
+         g.padBefore(), g.padAfter()},
+        userScratchpad(), dnnlEngine(), hint);
+    DnnlLaunch launch(kName);
+    launch.add(dnnl::pooling_backward(pd), pd,
+               {{DNNL_ARG_DIFF_DST, bind(pooledDesc(g), ins[0].data)},
+                {DNNL_ARG_DIFF_SRC, bind(inputDesc(g), outs[0].data)}});
+    out = std::move(launch);
+  } catch (const dnnl::error &e) {
+    return fail(kName, std::string("oneDNN refused the pooling: ") + e.what());
+  }
+  return Status::ok();
+}
+
+Status makeMaxPool2d(const KernelContext &ctx, const KernelConfig &cfg,
+                     const Tensors &ins, const Tensors &outs, KernelFn &out) {
+  static constexpr const char *kName = "max_pool2d";
+  if (Status s = checkOperands(kName, ins, outs, 1, 1, 1); !s)
+    return s;
+  WindowGeometry g;
+  if (Status s = poolShape(kName, cfg, ins[0].shape, outs[0].shape, g); !s)
+    return s;
+  return makeForward(kName, dnnl::algorithm::pooling_max, ctx, g, ins, outs,
+                     out);
+}
+
+Status makeAvgPool2d(const KernelContext &ctx, const KernelConfig &cfg,
+                     const Tensors &ins, const Tensors &outs, KernelFn &out) {
+  static constexpr const char *kName = "avg_pool2d";
+  if (Status s = checkOperands(kName, ins, outs, 1, 1, 1); !s)
+    return s;
+  WindowGeometry g;
+  if (Status s = poolShape(kName, cfg, ins[0].shape, outs[0].shape, g); !s)
+    return s;
+  return makeForward(kName, dnnl::algorithm::pooling_avg_exclude_padding, ctx,
+                     g, ins, outs, out);
+}
+
+/// ins: output_grad; out: input_grad (the forward input's shape).
+Status makeAvgPool2dGrad(const KernelContext &ctx, const KernelConfig &cfg,
+                         const Tensors &ins, const Tensors &outs,
+                         KernelFn &out) {
+  static constexpr const char *kName = "avg_pool2d_grad";
+  if (Status s = checkOperands(kName, ins, outs, 1, 1, 1); !s)
+    return s;
+  WindowGeometry g;
+  if (Status s = poolShape(kName, cfg, outs[0].shape, ins[0].shape, g); !s)
+    return s;
+  return makeAvgBackward(kName, ctx, g, ins, outs, out);
+}
+
+/// The window of a global pool: the whole image, one output per channel.
+Status globalShape(const char *kName, const std::vector<int64_t> &image,
+                   const std::vector<int64_t> &pooled, WindowGeometry &g) {
+  if (image.size() != 4)
+    return fail(kName, "needs an NHWC image, got " + shapeText(image));
+  if (pooled != std::vector<int64_t>{image[0], image[3]})
+    return fail(kName, "pooled tensor is " + shapeText(pooled) + ", expected " +
+                           shapeText({image[0], image[3]}));
+  KernelConfig whole;
+  whole.set("padding", std::string("valid"));
+  return resolveWindow(kName, whole, image, image[1], image[2], false, g);
+}
+
+Status makeGlobalAvgPool2d(const KernelContext &ctx, const KernelConfig &,
+                           const Tensors &ins, const Tensors &outs,
+                           KernelFn &out) {
+  static constexpr const char *kName = "global_avg_pool2d";
+  if (Status s = checkOperands(kName, ins, outs, 1, 1, 1); !s)
+    return s;
+  WindowGeometry g;
+  if (Status s = globalShape(kName, ins[0].shape, outs[0].shape, g); !s)
+    return s;
+  return makeForward(kName, dnnl::algorithm::pooling_avg_exclude_padding, ctx,
+                     g, ins, outs, out);
+}
+
+Status makeGlobalAvgPool2dGrad(const KernelContext &ctx, const KernelConfig &,
+                               const Tensors &ins, const Tensors &outs,
+                               KernelFn &out) {
+  static constexpr const char *kName = "global_avg_pool2d_grad";
+  if (Status s = checkOperands(kName, ins, outs, 1, 1, 1); !s)
+    return s;
+  WindowGeometry g;
+  if (Status s = globalShape(kName, outs[0].shape, ins[0].shape, g); !s)
+    return s;
+  return makeAvgBackward(kName, ctx, g, ins, outs, out);
+}
+
+/// dx of a max pool: each dy goes to the first maximum of x in its window.
+/// An image's dx is written by one thread, so overlapping windows may
+/// accumulate. When the windows tile the input (stride == window on both
+/// axes, the usual 2x2/2 pool) no position is in two windows: each window's
+/// positions are written once (dy at the maximum, zero elsewhere) and only
+/// what no window covers is cleared first, instead of clearing all of dx and
+/// adding into it.
+void maxPoolGrad(const WindowGeometry &g, const float *x, const float *dy,
+                 float *dx) {
+  constexpr int64_t kBlock = 8; // one AVX2 register of channels
+  const int64_t c = g.c, inW = g.w.in;
+  const int64_t inImage = g.h.in * inW * c;
+  const int64_t outImage = g.h.out * g.w.out * c;
+  const bool tiled = g.h.stride == g.h.window && g.w.stride == g.w.window;
+  const int64_t coverH =
+      std::min(g.h.in, (g.h.out - 1) * g.h.stride - g.h.padBefore + g.h.window);
+  const int64_t coverW =
+      std::min(inW, (g.w.out - 1) * g.w.stride - g.w.padBefore + g.w.window);
+#pragma omp parallel for schedule(static)
+  for (int64_t n = 0; n < g.n; ++n) {
+    const float *xn = x + n * inImage;
+    const float *dyn = dy + n * outImage;
+    float *dxn = dx + n * inImage;
+    if (!tiled) {
+      std::memset(dxn, 0, sizeof(float) * inImage);
+    } else {
+      for (int64_t ih = 0; ih < coverH; ++ih)
+        std::memset(dxn + (ih * inW + coverW) * c, 0,
+                    sizeof(float) * (inW - coverW) * c);
+      std::memset(dxn + coverH * inW * c, 0,
+                  sizeof(float) * (g.h.in - coverH) * inW * c);
+    }
+    for (int64_t oh = 0; oh < g.h.out; ++oh) {
+      int64_t h0 = oh * g.h.stride - g.h.padBefore;
+      int64_t hBegin = std::max<int64_t>(h0, 0);
+      int64_t hEnd = std::min(h0 + g.h.window, g.h.in);
+      for (int64_t ow = 0; ow < g.w.out; ++ow) {
+        int64_t w0 = ow * g.w.stride - g.w.padBefore;
+        int64_t wBegin = std::max<int64_t>(w0, 0);
+        int64_t wEnd = std::min(w0 + g.w.window, inW);
+        const float *dyw = dyn + (oh * g.w.out + ow) * c;
+        for (int64_t c0 = 0; c0 < c; c0 += kBlock) {
+          int64_t width = std::min(kBlock, c - c0);
+          float best[kBlock];
+          int32_t at[kBlock];
+          // The window's first in-range position starts as the maximum;
+          // later ones replace it only when strictly greater.
+          int32_t first = static_cast<int32_t>(hBegin * inW + wBegin);
+          for (int64_t k = 0; k < width; ++k) {
+            best[k] = xn[first * c + c0 + k];
+            at[k] = first;
+          }
+          for (int64_t ih = hBegin; ih < hEnd; ++ih)
+            for (int64_t iw = ih == hBegin ? wBegin + 1 : wBegin; iw < wEnd;
+                 ++iw) {
+              int32_t pos = static_cast<int32_t>(ih * inW + iw);
+              const float *xp = xn + pos * c + c0;
+#pragma omp simd
+              for (int64_t k = 0; k < width; ++k) {
+                bool greater = xp[k] > best[k];
+                best[k] = greater ? xp[k] : best[k];
+                at[k] = greater ? pos : at[k];
+              }
+            }
+          if (tiled) {
+            for (int64_t ih = hBegin; ih < hEnd; ++ih)
+              for (int64_t iw = wBegin; iw < wEnd; ++iw) {
+                int32_t pos = static_cast<int32_t>(ih * inW + iw);
+                float *dxp = dxn + pos * c + c0;
+#pragma omp simd
+                for (int64_t k = 0; k < width; ++k)
+                  dxp[k] = at[k] == pos ? dyw[c0 + k] : 0.0f;
+              }
+          } else {
+            for (int64_t k = 0; k < width; ++k)
+              dxn[at[k] * c + c0 + k] += dyw[c0 + k];
+          }
+        }
+      }
+    }
+  }
+}
+
+/// ins: x, y, dy; out: dx. y is not needed (the maximum is found in x
+/// again, so a y from any backend gives the reference's routing) and is
+/// only checked.
+Status makeMaxPool2dGrad(const KernelContext &, const KernelConfig &cfg,
+                         const Tensors &ins, const Tensors &outs,
+                         KernelFn &out) {
+  static constexpr const char *kName = "max_pool2d_grad";
+  if (Status s = checkOperands(kName, ins, outs, 3, 3, 1); !s)
+    return s;
+  WindowGeometry g;
+  if (Status s = poolShape(kName, cfg, ins[0].shape, ins[2].shape, g); !s)
+    return s;
+  if (ins[1].shape != ins[2].shape)
+    return fail(kName, "output " + shapeText(ins[1].shape) +
+                           " and output_grad " + shapeText(ins[2].shape) +
+                           " differ");
+  if (outs[0].shape != ins[0].shape)
+    return fail(kName, "input_grad " + shapeText(outs[0].shape) +
+                           " does not have the input's shape " +
+                           shapeText(ins[0].shape));
+  const float *x = ins[0].f32(), *dy = ins[2].f32();
+  float *dx = outs[0].f32();
+  out = [g, x, dy, dx](const KernelContext &ctx, const KernelConfig &,
+                       const Tensors &, const Tensors &) {
+    useReplicaThreads(ctx);
+    maxPoolGrad(g, x, dy, dx);
+    return Status::ok();
+  };
+  return Status::ok();
+}
+
+} // namespace
+
+void registerDnnlPoolKernels(KernelRegistry &registry) {
+  registry.addFactory("max_pool2d", Backend::cpu, makeMaxPool2d);
+  registry.addFactory("max_pool2d_grad", Backend::cpu, makeMaxPool2dGrad);
+  registry.addFactory("avg_pool2d", Backend::cpu, makeAvgPool2d);
+  registry.addFactory("avg_pool2d_grad", Backend::cpu, makeAvgPool2dGrad);
+  registry.addFactory("global_avg_pool2d", Backend::cpu, makeGlobalAvgPool2d);
+  registry.addFactory("global_avg_pool2d_grad", Backend::cpu,
+                      makeGlobalAvgPool2dGrad);
+}
 
 } // namespace graph::runtime::cpu

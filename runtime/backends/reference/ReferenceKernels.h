@@ -49,6 +49,10 @@ public:
   /// Evaluates the body on one element of each launch input.
   double evaluate(const double *inputs, std::vector<double> &scratch) const;
   int numInputs() const { return maxInput + 1; }
+  /// The parsed statements and the result (same encoding as Stmt::args),
+  /// for backends that compile the body into their own form.
+  const std::vector<Stmt> &statements() const { return stmts; }
+  int resultValue() const { return result; }
 
 private:
   std::vector<Stmt> stmts;

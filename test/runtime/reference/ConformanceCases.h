@@ -270,6 +270,148 @@ inline std::vector<Case> allCases() {
                           {"epsilon", 1e-7},
                           {"centered", 1}}),
           3);
+  // Geometry the seed-style cases above leave out: batch 1, non-square
+  // windows and strides, valid padding whose last window leaves input
+  // unread, and channel counts that take the blocked (8-channel) paths of
+  // vectorised backends as well as their remainders.
+  struct ConvGeometry {
+    std::string label;
+    std::vector<int64_t> x, k;
+    KernelConfig cfg;
+    std::vector<int64_t> y;
+  };
+  const ConvGeometry convs[] = {
+      {"batch 1, 2x3 kernel, strides 2x1, valid",
+       {1, 7, 6, 3},
+       {2, 3, 3, 5},
+       window("valid", {2, 1}, {1, 1}),
+       {1, 3, 4, 5}},
+      {"batch 1, 2x3 kernel, strides 2x1, same",
+       {1, 7, 6, 3},
+       {2, 3, 3, 5},
+       window("same", {2, 1}, {1, 1}),
+       {1, 4, 6, 5}},
+      {"16 to 24 channels, same s2",
+       {2, 7, 7, 16},
+       {3, 3, 16, 24},
+       window("same", {2, 2}, {1, 1}),
+       {2, 4, 4, 24}},
+      {"1 to 8 channels, valid",
+       {3, 8, 8, 1},
+       {3, 3, 1, 8},
+       window("valid", {1, 1}, {1, 1}),
+       {3, 6, 6, 8}},
+      {"dilation 2x1, same",
+       {2, 7, 6, 8},
+       {3, 2, 8, 8},
+       window("same", {1, 1}, {2, 1}),
+       {2, 7, 6, 8}},
+  };
+  for (const ConvGeometry &g : convs) {
+    int64_t f = g.k[3];
+    add("conv2d", g.label, g.cfg, {rnd(g.x, 70), rnd(g.k, 71)}, {g.y});
+    add("conv2d_grad_input", g.label, g.cfg, {rnd(g.y, 72), rnd(g.k, 71)},
+        {g.x});
+    add("conv2d_grad_kernel", g.label, g.cfg, {rnd(g.x, 70), rnd(g.y, 72)},
+        {g.k});
+    for (std::string act : {"none", "relu", "sigmoid", "tanh"}) {
+      KernelConfig fused = g.cfg;
+      fused.set("activation", act);
+      add("fused_conv2d", g.label + ", bias, " + act, fused,
+          {rnd(g.x, 70), rnd(g.k, 71), rnd({f}, 73)}, {g.y});
+    }
+  }
+  // Pooling: overlapping windows (gradients accumulate), non-square
+  // windows, 19 channels, and inputs with ties, where max_pool2d_grad must
+  // route to the first maximum in row-major window order.
+  auto ties = [](std::vector<int64_t> s, unsigned seed) {
+    std::vector<double> v = uniform(count(s), -1, 1, seed);
+    for (double &x : v)
+      x = std::round(x * 2) / 2; // five levels: most windows tie
+    return Tensor::f32(s, v);
+  };
+  struct PoolGeometry {
+    std::string label;
+    KernelConfig cfg;
+    std::vector<int64_t> x, y;
+  };
+  auto pool = [](std::string padding, std::vector<int64_t> size,
+                 std::vector<int64_t> strides) {
+    KernelConfig cfg = window(padding, strides);
+    cfg.set("pool_size", size);
+    return cfg;
+  };
+  const PoolGeometry pools[] = {
+      {"3x3 s1 valid, overlapping",
+       pool("valid", {3, 3}, {1, 1}),
+       {2, 6, 5, 19},
+       {2, 4, 3, 19}},
+      {"3x3 s1 same, overlapping",
+       pool("same", {3, 3}, {1, 1}),
+       {2, 6, 5, 19},
+       {2, 6, 5, 19}},
+      {"2x3 s1x2 same, batch 1",
+       pool("same", {2, 3}, {1, 2}),
+       {1, 5, 7, 8},
+       {1, 5, 4, 8}},
+      {"2x2 s2 valid, odd input",
+       pool("valid", {2, 2}, {2, 2}),
+       {3, 7, 5, 16},
+       {3, 3, 2, 16}},
+      {"3x3 s3 same, padding before",
+       pool("same", {3, 3}, {3, 3}),
+       {2, 7, 7, 5},
+       {2, 3, 3, 5}},
+  };
+  for (const PoolGeometry &g : pools) {
+    add("max_pool2d", g.label, g.cfg, {distinct(g.x, 74)}, {g.y});
+    add("max_pool2d", g.label + ", ties", g.cfg, {ties(g.x, 75)}, {g.y});
+    add("max_pool2d_grad", g.label, g.cfg,
+        {distinct(g.x, 74), Tensor::f32(g.y), rnd(g.y, 76)}, {g.x});
+    add("max_pool2d_grad", g.label + ", ties", g.cfg,
+        {ties(g.x, 75), Tensor::f32(g.y), rnd(g.y, 76)}, {g.x});
+    add("avg_pool2d", g.label, g.cfg, {rnd(g.x, 77)}, {g.y});
+    add("avg_pool2d_grad", g.label, g.cfg, {rnd(g.y, 76)}, {g.x});
+  }
+  add("global_avg_pool2d", "batch 1, 19 channels", {}, {rnd({1, 4, 3, 19}, 78)},
+      {{1, 19}});
+  add("global_avg_pool2d_grad", "batch 1, 19 channels", {}, {rnd({1, 19}, 79)},
+      {{1, 4, 3, 19}});
+  // Dense: every epilogue, a reduction long enough for blocked kernels, and
+  // rank-3 operands (rows are every leading axis).
+  for (std::string act : {"none", "relu", "sigmoid", "tanh"}) {
+    KernelConfig c;
+    c.set("activation", act);
+    add("fused_dense", "33 to 17, bias, " + act, c,
+        {rnd({7, 33}, 80), rnd({33, 17}, 81), rnd({17}, 82)}, {{7, 17}});
+  }
+  add("fused_dense", "rank 3, no bias, relu",
+      [] {
+        KernelConfig c;
+        c.set("activation", std::string("relu"));
+        return c;
+      }(),
+      {rnd({2, 3, 33}, 80), rnd({33, 17}, 81)}, {{2, 3, 17}});
+  add("dense", "batch 1", {}, {rnd({1, 33}, 80), rnd({33, 17}, 81)}, {{1, 17}});
+  add("dense_grad_input", "rank 3", {},
+      {rnd({2, 3, 17}, 83), rnd({33, 17}, 81)}, {{2, 3, 33}});
+  add("dense_grad_kernel", "rank 3", {},
+      {rnd({2, 3, 33}, 80), rnd({2, 3, 17}, 83)}, {{33, 17}});
+  // Batch norm: NHWC input with 16 channels; without gamma and beta, and
+  // with gamma only (4 operands).
+  Tensor nx = rnd({2, 3, 4, 16}, 84, -2, 3);
+  add("batch_norm", "NHWC, gamma only", bn,
+      {nx, rnd({16}, 85), rnd({16}, 86, 0.5, 2), rnd({16}, 87)},
+      {{2, 3, 4, 16}});
+  add("batch_norm_train", "NHWC, bare", bn,
+      {nx, rnd({16}, 85), rnd({16}, 86, 0.5, 2)},
+      {{2, 3, 4, 16}, {16}, {16}, {16}, {16}});
+  add("batch_norm_train", "NHWC, gamma only", bn,
+      {nx, rnd({16}, 85), rnd({16}, 86, 0.5, 2), rnd({16}, 87)},
+      {{2, 3, 4, 16}, {16}, {16}, {16}, {16}});
+  add("batch_norm_grad", "NHWC, no gamma", {},
+      {rnd({2, 3, 4, 16}, 88), nx, rnd({16}, 85), rnd({16}, 89, 0.5, 2)},
+      {{2, 3, 4, 16}, {16}, {16}});
   KernelConfig body;
   body.set("body", std::string("add(a0, a1) -> t0; elu(t0) {alpha=0.5} -> t1; "
                                "tanh_grad(a2, t1) -> t2; yield t2"));

@@ -72,6 +72,11 @@ TEST_P(Conformance, MatchesReference) {
     std::vector<Tensor> actual = runCase(c, backend);
     for (size_t o = 0; o < expected.size(); ++o) {
       std::vector<double> e = expected[o].values(), a = actual[o].values();
+      // The reference accumulates in double and rounds once; a backend
+      // accumulating in f32 is off by about sqrt(L) * 2^-24 times the terms'
+      // magnitude over a reduction of length L. The longest here are a few
+      // hundred terms (3x3x24 conv taps) below 1 in magnitude: ~1e-6, so
+      // one bound of 1e-5 serves every host backend.
       for (size_t k = 0; k < e.size(); ++k)
         EXPECT_NEAR(a[k], e[k], 1e-5 * std::max(1.0, std::abs(e[k])))
             << c.kernel << " (" << c.label << ") output " << o << " element "
@@ -80,6 +85,70 @@ TEST_P(Conformance, MatchesReference) {
     ++compared;
   }
   EXPECT_GT(compared, 0);
+}
+
+TEST_P(Conformance, RefusesMismatchedOperandsNamingTheKernel) {
+  Backend backend = GetParam();
+  KernelConfig conv = window("valid", {1, 1}, {1, 1});
+  KernelConfig swish = conv;
+  swish.set("activation", std::string("swish"));
+  KernelConfig pool = poolConfig("valid", 2, 2);
+  KernelConfig relu;
+  relu.set("activation", std::string("relu"));
+  const Case bad[] = {
+      {"conv2d",
+       "kernel takes 2 channels, input has 3",
+       conv,
+       {rnd({1, 5, 5, 3}, 1), rnd({3, 3, 2, 4}, 2)},
+       {{1, 3, 3, 4}},
+       {}},
+      {"conv2d_grad_kernel",
+       "output_grad of the wrong size",
+       conv,
+       {rnd({1, 5, 5, 3}, 1), rnd({1, 2, 3, 4}, 2)},
+       {{3, 3, 3, 4}},
+       {}},
+      {"fused_conv2d",
+       "unknown activation",
+       swish,
+       {rnd({1, 5, 5, 3}, 1), rnd({3, 3, 3, 4}, 2)},
+       {{1, 3, 3, 4}},
+       {}},
+      {"fused_dense",
+       "bias of 4 for 5 units",
+       relu,
+       {rnd({3, 4}, 1), rnd({4, 5}, 2), rnd({4}, 3)},
+       {{3, 5}},
+       {}},
+      {"max_pool2d",
+       "pooled shape",
+       pool,
+       {rnd({1, 6, 6, 2}, 1)},
+       {{1, 2, 3, 2}},
+       {}},
+      {"batch_norm_train",
+       "statistics of 2 for 3 channels",
+       {},
+       {rnd({4, 3}, 1), rnd({2}, 2), rnd({2}, 3)},
+       {{4, 3}, {3}, {3}, {3}, {3}},
+       {}},
+  };
+  for (Case c : bad) {
+    if (!KernelRegistry::global().has(c.kernel, backend))
+      continue;
+    std::vector<Tensor> outs;
+    for (const auto &shape : c.outs)
+      outs.push_back(Tensor::f32(shape));
+    std::vector<Tensor *> in, out;
+    for (Tensor &t : c.ins)
+      in.push_back(&t);
+    for (Tensor &t : outs)
+      out.push_back(&t);
+    Status s = launch(c.kernel, c.cfg, in, out, c.ctx, backend);
+    EXPECT_FALSE(s.isOk()) << c.kernel << " (" << c.label << ")";
+    EXPECT_EQ(s.message().rfind(c.kernel + ": ", 0), 0u)
+        << c.kernel << " (" << c.label << "): " << s.message();
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, Conformance,

@@ -1,0 +1,155 @@
+//===- DnnlContext.h - what the oneDNN kernels share ------------*- C++ -*-===//
+//
+// The engine, a stream per device thread, and DnnlLaunch: the primitives one
+// launch site runs, built once by its factory with their arguments bound to
+// the site's buffers (arenas never move), executed every step. Also the
+// window geometry of conv and pooling, resolved exactly as the reference
+// backend resolves it.
+//
+// Every primitive uses a user scratchpad owned by its launch: with
+// oneDNN's default (library) scratchpad, primitives on two device threads
+// would share one buffer unless oneDNN was built with concurrent execution,
+// which Debian's is not.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef RUNTIME_BACKENDS_CPU_DNNLCONTEXT_H
+#define RUNTIME_BACKENDS_CPU_DNNLCONTEXT_H
+
+#include "runtime/core/Kernel.h"
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace graph::runtime::cpu {
+
+/// The process' oneDNN CPU engine.
+const dnnl::engine &dnnlEngine();
+
+/// The calling thread's in-order stream on dnnlEngine().
+dnnl::stream &dnnlStream();
+
+/// Sets the calling thread's OpenMP team to the share of `ctx`'s replica
+/// for its lifetime. Factories create primitives under it: oneDNN fixes a
+/// primitive's thread count (and sizes its per-thread scratch) when it is
+/// created, on the thread preparing the program rather than the device
+/// thread that will run it.
+class ReplicaThreadsScope {
+public:
+  explicit ReplicaThreadsScope(const KernelContext &ctx);
+  ~ReplicaThreadsScope();
+  ReplicaThreadsScope(const ReplicaThreadsScope &) = delete;
+  ReplicaThreadsScope &operator=(const ReplicaThreadsScope &) = delete;
+
+private:
+  int saved_;
+};
+
+/// An attribute asking for a user-provided scratchpad (see the file
+/// comment).
+dnnl::primitive_attr userScratchpad();
+
+/// A plain memory over a launch buffer, or over scratch the launch owns.
+dnnl::memory bind(const dnnl::memory::desc &desc, void *data);
+
+/// The primitives of one launch site, in order: reorders of inputs into the
+/// layouts the primitives chose, the primitives, reorders of outputs back to
+/// the plan's layouts. Copyable (oneDNN objects are shared handles), so it is
+/// the KernelFn itself.
+class DnnlLaunch {
+public:
+  explicit DnnlLaunch(const char *kernel) : kernel_(kernel) {}
+
+  /// `user` in layout `want`: `user` itself when the layouts agree, else
+  /// scratch that a reorder fills from `user` at the start of every run
+  /// (weights change every step, so their reorder cannot be cached).
+  dnnl::memory input(const dnnl::memory::desc &want, const dnnl::memory &user);
+  /// The memory a primitive writes `user` through: `user` itself, or
+  /// scratch that a reorder copies into `user` at the end of every run.
+  dnnl::memory output(const dnnl::memory::desc &want, const dnnl::memory &user);
+  /// Appends `primitive` of `pd` with `args`, plus its scratchpad.
+  void add(const dnnl::primitive &primitive,
+           const dnnl::primitive_desc_base &pd,
+           std::unordered_map<int, dnnl::memory> args);
+  /// An own step between the primitives (a loop oneDNN has no primitive
+  /// for), run in order with them.
+  void addLoop(std::function<void()> loop);
+
+  Status operator()(const KernelContext &ctx, const KernelConfig &,
+                    const std::vector<TensorRef> &,
+                    const std::vector<TensorRef> &) const;
+
+private:
+  struct Step {
+    dnnl::primitive primitive;
+    std::unordered_map<int, dnnl::memory> args;
+    std::function<void()> loop; // set instead of primitive for own steps
+  };
+  void addReorder(std::vector<Step> &to, const dnnl::memory &from,
+                  const dnnl::memory &dst);
+
+  const char *kernel_;
+  std::vector<Step> before_, steps_, after_;
+};
+
+/// One spatial axis of a conv or pooling window, as the reference backend
+/// resolves it: `valid` takes whole windows only; `same` gives
+/// ceil(in / stride) outputs and puts the smaller half of the padding
+/// before (TensorFlow's rule). `padAfter` is what oneDNN needs for the same
+/// outputs (never negative).
+struct WindowAxis {
+  int64_t in = 0, window = 1, stride = 1, dilation = 1;
+  int64_t out = 0, padBefore = 0, padAfter = 0;
+};
+
+/// An NHWC window op's geometry.
+struct WindowGeometry {
+  int64_t n = 0, c = 0;
+  WindowAxis h, w;
+
+  /// oneDNN's dims and parameters for the two axes.
+  dnnl::memory::dims strides() const { return {h.stride, w.stride}; }
+  dnnl::memory::dims windowDims() const { return {h.window, w.window}; }
+  /// oneDNN counts dilation from 0 (Keras' dilation 1 is its 0).
+  dnnl::memory::dims dilations() const {
+    return {h.dilation - 1, w.dilation - 1};
+  }
+  dnnl::memory::dims padBefore() const { return {h.padBefore, w.padBefore}; }
+  dnnl::memory::dims padAfter() const { return {h.padAfter, w.padAfter}; }
+};
+
+/// Resolves the window (kh, kw) of kernel `kernel` on NHWC `input` from
+/// `config`'s padding, strides and (when `dilated`) dilations; an error
+/// naming the kernel when the configuration is invalid or the window does
+/// not fit.
+Status resolveWindow(const char *kernel, const KernelConfig &config,
+                     const std::vector<int64_t> &input, int64_t kh, int64_t kw,
+                     bool dilated, WindowGeometry &out);
+
+/// "[2, 3, 4]".
+std::string shapeText(const std::vector<int64_t> &shape);
+
+/// Checks the operand counts and that every operand is an f32 buffer; the
+/// error names the kernel.
+Status checkOperands(const char *kernel, const std::vector<TensorRef> &ins,
+                     const std::vector<TensorRef> &outs, size_t minIns,
+                     size_t maxIns, size_t numOuts);
+
+/// Appends the eltwise post-op of a fused op's `activation` (relu, sigmoid,
+/// tanh; none or linear append nothing) to `ops`; an error naming the
+/// kernel for any other activation.
+Status appendEpilogue(const char *kernel, const KernelConfig &config,
+                      dnnl::post_ops &ops);
+
+/// An NHWC activation as oneDNN's logical NCHW dims in layout nhwc.
+dnnl::memory::desc nhwcDesc(int64_t n, int64_t h, int64_t w, int64_t c);
+
+} // namespace graph::runtime::cpu
+
+#endif // RUNTIME_BACKENDS_CPU_DNNLCONTEXT_H
