@@ -1,10 +1,529 @@
-//===- VectorElementwiseKernels.cpp
-//----------------------------------------------------===//
+//===- VectorElementwiseKernels.cpp - activations, add, bias, dropout -----===//
+//
+// Every per-element kernel (the activations, their gradients, add, and the
+// fused `elementwise` chain) is one small program: a list of instructions
+// over launch inputs and temporaries. The factory builds it once, the
+// fused chain's from its body through the reference backend's parser (one
+// grammar). A step runs it over tiles of kTile floats, one instruction at a
+// time across the whole tile, so each instruction is a `#pragma omp simd`
+// loop the compiler vectorises and the temporaries stay in L1; tiles are
+// split across the replica's OpenMP threads.
+//
+//===----------------------------------------------------------------------===//
 
 #include "runtime/backends/cpu/CpuKernels.h"
+#include "runtime/backends/cpu/VectorKernels.h"
+#include "runtime/backends/reference/ReferenceKernels.h"
+
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <memory>
 
 namespace graph::runtime::cpu {
 
-void registerVectorElementwiseKernels(KernelRegistry &registry) {}
+namespace {
+
+using namespace vec;
+using Tensors = std::vector<TensorRef>;
+
+/// Floats per tile: 2 KiB per temporary, so a chain of a dozen statements
+/// still runs out of L1.
+constexpr int64_t kTile = 512;
+
+enum class OpCode : uint8_t {
+  add,
+  relu,
+  sigmoid,
+  tanh,
+  elu,
+  leakyRelu,
+  gelu,
+  geluTanh,
+  reluGrad,
+  sigmoidGrad,
+  tanhGrad,
+  eluGrad,
+  leakyReluGrad,
+  geluGrad,
+  geluTanhGrad,
+};
+
+/// Operands as in reference::ElementwiseProgram::Stmt: >= 0 is a launch
+/// input, -(s + 1) is the result of instruction s.
+struct Instruction {
+  OpCode op;
+  std::vector<int> args;
+  float alpha = 0.0f;
+};
+
+struct Program {
+  std::vector<Instruction> code;
+  int result = 0; // same encoding as Instruction::args
+};
+
+bool opCodeOf(const std::string &name, bool approximate, OpCode &op) {
+  static const std::pair<const char *, OpCode> kOps[] = {
+      {"add", OpCode::add},
+      {"relu", OpCode::relu},
+      {"sigmoid", OpCode::sigmoid},
+      {"tanh", OpCode::tanh},
+      {"elu", OpCode::elu},
+      {"leaky_relu", OpCode::leakyRelu},
+      {"gelu", OpCode::gelu},
+      {"relu_grad", OpCode::reluGrad},
+      {"sigmoid_grad", OpCode::sigmoidGrad},
+      {"tanh_grad", OpCode::tanhGrad},
+      {"elu_grad", OpCode::eluGrad},
+      {"leaky_relu_grad", OpCode::leakyReluGrad},
+      {"gelu_grad", OpCode::geluGrad},
+  };
+  for (const auto &[n, code] : kOps)
+    if (name == n) {
+      op = code;
+      if (approximate && op == OpCode::gelu)
+        op = OpCode::geluTanh;
+      if (approximate && op == OpCode::geluGrad)
+        op = OpCode::geluTanhGrad;
+      return true;
+    }
+  return false;
+}
+
+template <typename F>
+[[gnu::always_inline]] inline void map1(const float *a, float *d, int64_t n,
+                                        F f) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i)
+    d[i] = f(a[i]);
+}
+
+/// d = f(dy, saved), the gradient form.
+template <typename F>
+[[gnu::always_inline]] inline void map2(const float *a, const float *b,
+                                        float *d, int64_t n, F f) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i)
+    d[i] = f(a[i], b[i]);
+}
+
+/// Runs `program` on elements [base, base + n) (n <= kTile); `scratch` holds
+/// kTile floats per instruction.
+void runTile(const Program &program, const float *const *ins, float *out,
+             int64_t base, int64_t n, float *scratch) {
+  auto operand = [&](int v) -> const float * {
+    return v >= 0 ? ins[v] + base : scratch + (-v - 1) * kTile;
+  };
+  int last = static_cast<int>(program.code.size()) - 1;
+  bool wroteOutput = false;
+  for (int s = 0; s <= last; ++s) {
+    const Instruction &in = program.code[s];
+    // The final instruction, when it is the result, writes the output
+    // directly: nothing reads after it, so even an output that aliases an
+    // input is read before it is written, element by element. Not a sum of
+    // three or more, which rereads its destination.
+    bool direct = s == last && program.result == -s - 1 && in.args.size() <= 2;
+    float *d = direct ? out + base : scratch + s * kTile;
+    wroteOutput = direct;
+    const float *a = operand(in.args[0]);
+    const float *b = in.args.size() > 1 ? operand(in.args[1]) : nullptr;
+    float alpha = in.alpha;
+    switch (in.op) {
+    case OpCode::add:
+      map2(a, b, d, n, [](float x, float y) { return x + y; });
+      for (size_t k = 2; k < in.args.size(); ++k)
+        map2(d, operand(in.args[k]), d, n,
+             [](float x, float y) { return x + y; });
+      break;
+    case OpCode::relu:
+      map1(a, d, n, [](float x) { return simdSelect(x > 0.0f, x, 0.0f); });
+      break;
+    case OpCode::sigmoid:
+      map1(a, d, n, [](float x) { return simdSigmoid(x); });
+      break;
+    case OpCode::tanh:
+      map1(a, d, n, [](float x) { return simdTanh(x); });
+      break;
+    case OpCode::elu:
+      map1(a, d, n, [alpha](float x) {
+        return simdSelect(x > 0.0f, x, alpha * (simdExp(x) - 1.0f));
+      });
+      break;
+    case OpCode::leakyRelu:
+      map1(a, d, n,
+           [alpha](float x) { return simdSelect(x > 0.0f, x, alpha * x); });
+      break;
+    case OpCode::gelu:
+      map1(a, d, n, [](float x) { return vec::gelu(x, false); });
+      break;
+    case OpCode::geluTanh:
+      map1(a, d, n, [](float x) { return vec::gelu(x, true); });
+      break;
+    case OpCode::reluGrad:
+      map2(a, b, d, n,
+           [](float dy, float y) { return simdSelect(y > 0.0f, dy, 0.0f); });
+      break;
+    case OpCode::sigmoidGrad:
+      map2(a, b, d, n, [](float dy, float y) { return dy * y * (1.0f - y); });
+      break;
+    case OpCode::tanhGrad:
+      map2(a, b, d, n, [](float dy, float y) { return dy * (1.0f - y * y); });
+      break;
+    case OpCode::eluGrad:
+      map2(a, b, d, n, [alpha](float dy, float y) {
+        return simdSelect(y > 0.0f, dy, dy * (y + alpha));
+      });
+      break;
+    case OpCode::leakyReluGrad:
+      map2(a, b, d, n, [alpha](float dy, float x) {
+        return simdSelect(x > 0.0f, dy, alpha * dy);
+      });
+      break;
+    case OpCode::geluGrad:
+      map2(a, b, d, n, [](float dy, float x) {
+        return dy * vec::geluDerivative(x, false);
+      });
+      break;
+    case OpCode::geluTanhGrad:
+      map2(a, b, d, n,
+           [](float dy, float x) { return dy * vec::geluDerivative(x, true); });
+      break;
+    }
+  }
+  if (!wroteOutput)
+    std::memmove(out + base, operand(program.result), n * sizeof(float));
+}
+
+/// Runs `program` over `size` elements, in parallel when it pays.
+void runProgram(const Program &program, const Tensors &ins, float *out,
+                int64_t size) {
+  std::vector<const float *> in(ins.size());
+  for (size_t k = 0; k < ins.size(); ++k)
+    in[k] = ins[k].f32();
+  int64_t tiles = (size + kTile - 1) / kTile;
+  size_t scratchFloats = std::max<size_t>(1, program.code.size()) * kTile;
+#pragma omp parallel if (size >= kParallelElements)
+  {
+    std::unique_ptr<float[]> scratch(new float[scratchFloats]);
+#pragma omp for schedule(static)
+    for (int64_t t = 0; t < tiles; ++t) {
+      int64_t base = t * kTile;
+      runTile(program, in.data(), out, base, std::min(kTile, size - base),
+              scratch.get());
+    }
+  }
+}
+
+/// Every operand has the output's element count.
+Status checkSameSize(const char *kernel, const Tensors &ins,
+                     const Tensors &outs) {
+  for (size_t k = 0; k < ins.size(); ++k)
+    if (ins[k].elements() != outs[0].elements())
+      return kernelError(kernel, "input " + std::to_string(k) + " " +
+                                     shapeText(ins[k].shape) +
+                                     " differs in size from the output " +
+                                     shapeText(outs[0].shape));
+  return Status::ok();
+}
+
+KernelFn programKernel(Program program) {
+  return [program = std::move(program)](
+             const KernelContext &ctx, const KernelConfig &, const Tensors &ins,
+             const Tensors &outs) {
+    useReplicaThreads(ctx);
+    runProgram(program, ins, outs[0].f32(), outs[0].elements());
+    return Status::ok();
+  };
+}
+
+/// A factory for the graph op `name` (an activation, its gradient, or add)
+/// as a one-instruction program.
+KernelFactory singleOpFactory(const char *name) {
+  return
+      [name](const KernelContext &, const KernelConfig &cfg, const Tensors &ins,
+             const Tensors &outs, KernelFn &out) -> Status {
+        bool isAdd = std::string(name) == "add";
+        bool isGrad = std::string(name).ends_with("_grad");
+        size_t arity = isGrad ? 2 : 1;
+        if (Status s = checkF32Operands(name, ins, outs, arity,
+                                        isAdd ? size_t{1} << 20 : arity, 1);
+            !s)
+          return s;
+        if (Status s = checkSameSize(name, ins, outs); !s)
+          return s;
+        Program program;
+        Instruction in;
+        opCodeOf(name, cfg.getInt("approximate", 0) != 0, in.op); // known
+        bool isElu = std::string(name).starts_with("elu");
+        in.alpha = static_cast<float>(cfg.getFloat("alpha", isElu ? 1.0 : 0.2));
+        for (size_t k = 0; k < ins.size(); ++k)
+          in.args.push_back(static_cast<int>(k));
+        if (isAdd && ins.size() == 1) {
+          program.result = 0; // a one-operand sum is a copy
+        } else {
+          program.code.push_back(std::move(in));
+          program.result = -1;
+        }
+        out = programKernel(std::move(program));
+        return Status::ok();
+      };
+}
+
+Status elementwiseFactory(const KernelContext &, const KernelConfig &cfg,
+                          const Tensors &ins, const Tensors &outs,
+                          KernelFn &out) {
+  static constexpr const char *kName = "elementwise";
+  if (Status s = checkF32Operands(kName, ins, outs, 1, size_t{1} << 20, 1); !s)
+    return s;
+  if (Status s = checkSameSize(kName, ins, outs); !s)
+    return s;
+  reference::ElementwiseProgram parsed;
+  std::string error;
+  if (!parsed.parse(cfg.getString("body"), error))
+    return kernelError(kName, "body: " + error);
+  if (parsed.numInputs() > static_cast<int>(ins.size()))
+    return kernelError(kName, "body reads a" +
+                                  std::to_string(parsed.numInputs() - 1) +
+                                  " but the launch has " +
+                                  std::to_string(ins.size()) + " inputs");
+  Program program;
+  for (const reference::ElementwiseProgram::Stmt &stmt : parsed.statements()) {
+    Instruction in;
+    if (!opCodeOf(stmt.op, stmt.approximate, in.op))
+      return kernelError(kName, "no cpu instruction for '" + stmt.op + "'");
+    in.args = stmt.args;
+    in.alpha = static_cast<float>(stmt.alpha);
+    program.code.push_back(std::move(in));
+  }
+  program.result = parsed.resultValue();
+  out = programKernel(std::move(program));
+  return Status::ok();
+}
+
+//===----------------------------------------------------------------------===//
+// bias_add and bias_add_grad
+//
+// Both see the data as rows of C channels. A row of 10 or 32 floats is too
+// short a simd loop, so both work on super-rows of k rows (k * C >= 64
+// floats), where channel c sits at lanes c, c + C, c + 2C, ...
+//===----------------------------------------------------------------------===//
+
+constexpr int64_t kMinSuperRow = 64;
+
+int64_t rowsPerSuperRow(int64_t channels) {
+  return channels >= kMinSuperRow ? 1
+                                  : (kMinSuperRow + channels - 1) / channels;
+}
+
+/// `data`'s last axis has `channels` (> 0) elements.
+Status checkChannels(const char *kName, const TensorRef &data,
+                     int64_t channels) {
+  if (data.shape.empty())
+    return kernelError(kName, "needs a ranked tensor, got a scalar");
+  if (channels != data.shape.back())
+    return kernelError(kName, "bias has " + std::to_string(channels) +
+                                  " elements but the last axis of " +
+                                  shapeText(data.shape) + " has " +
+                                  std::to_string(data.shape.back()));
+  if (channels == 0)
+    return kernelError(kName, "has no channels");
+  return Status::ok();
+}
+
+Status biasAddFactory(const KernelContext &, const KernelConfig &,
+                      const Tensors &ins, const Tensors &outs, KernelFn &out) {
+  static constexpr const char *kName = "bias_add";
+  if (Status s = checkF32Operands(kName, ins, outs, 2, 2, 1); !s)
+    return s;
+  if (Status s = checkChannels(kName, ins[0], ins[1].elements()); !s)
+    return s;
+  if (outs[0].elements() != ins[0].elements())
+    return kernelError(kName, "output " + shapeText(outs[0].shape) +
+                                  " differs in size from the input " +
+                                  shapeText(ins[0].shape));
+  int64_t c = ins[1].elements();
+  int64_t k = rowsPerSuperRow(c);
+  out = [c, k](const KernelContext &ctx, const KernelConfig &,
+               const Tensors &ins, const Tensors &outs) {
+    useReplicaThreads(ctx);
+    const float *x = ins[0].f32(), *bias = ins[1].f32();
+    float *y = outs[0].f32();
+    int64_t n = ins[0].elements(), width = k * c;
+    // The bias changes every step: tile it across a super-row here.
+    std::vector<float> tiled(width);
+    for (int64_t j = 0; j < width; ++j)
+      tiled[j] = bias[j % c];
+    const float *tb = tiled.data();
+    int64_t superRows = n / width;
+#pragma omp parallel for schedule(static) if (n >= kParallelElements)
+    for (int64_t r = 0; r < superRows; ++r) {
+      const float *xr = x + r * width;
+      float *yr = y + r * width;
+#pragma omp simd
+      for (int64_t j = 0; j < width; ++j)
+        yr[j] = xr[j] + tb[j];
+    }
+    for (int64_t i = superRows * width; i < n; ++i)
+      y[i] = x[i] + tb[i - superRows * width];
+    return Status::ok();
+  };
+  return Status::ok();
+}
+
+/// Column sums of a [rows, C] gradient. Super-rows are summed in float in
+/// blocks of kBlock, block sums in double, and the blocks are grouped in
+/// fixed groups whose partial sums add up in group order: the result does
+/// not depend on the thread count, and the float error is that of a
+/// kBlock-term sum.
+class BiasAddGrad {
+public:
+  static constexpr int64_t kBlock = 64;
+  static constexpr int64_t kGroup = 16 * kBlock; // super-rows per group
+
+  BiasAddGrad(int64_t channels)
+      : c(channels), k(rowsPerSuperRow(channels)), width(k * channels) {}
+
+  Status operator()(const KernelContext &ctx, const KernelConfig &,
+                    const Tensors &ins, const Tensors &outs) {
+    useReplicaThreads(ctx);
+    const float *dy = ins[0].f32();
+    int64_t n = ins[0].elements();
+    int64_t superRows = n / width;
+    int64_t groups = (superRows + kGroup - 1) / kGroup;
+    partials.assign(std::max<int64_t>(groups, 1) * width, 0.0);
+    double *part = partials.data();
+#pragma omp parallel if (n >= kParallelElements)
+    {
+      std::vector<float> acc(width);
+#pragma omp for schedule(static)
+      for (int64_t g = 0; g < groups; ++g) {
+        double *pg = part + g * width;
+        int64_t end = std::min(superRows, (g + 1) * kGroup);
+        for (int64_t b = g * kGroup; b < end; b += kBlock) {
+          std::fill(acc.begin(), acc.end(), 0.0f);
+          float *a = acc.data();
+          for (int64_t r = b; r < std::min(end, b + kBlock); ++r) {
+            const float *row = dy + r * width;
+#pragma omp simd
+            for (int64_t j = 0; j < width; ++j)
+              a[j] += row[j];
+          }
+#pragma omp simd
+          for (int64_t j = 0; j < width; ++j)
+            pg[j] += a[j];
+        }
+      }
+    }
+    std::vector<double> total(c, 0.0);
+    for (int64_t g = 0; g < groups; ++g)
+      for (int64_t j = 0; j < width; ++j)
+        total[j % c] += part[g * width + j];
+    for (int64_t i = superRows * width; i < n; ++i)
+      total[i % c] += dy[i];
+    float *db = outs[0].f32();
+    for (int64_t j = 0; j < c; ++j)
+      db[j] = static_cast<float>(total[j]);
+    return Status::ok();
+  }
+
+private:
+  int64_t c, k, width;
+  std::vector<double> partials; // per group, reused across steps
+};
+
+Status biasAddGradFactory(const KernelContext &, const KernelConfig &,
+                          const Tensors &ins, const Tensors &outs,
+                          KernelFn &out) {
+  static constexpr const char *kName = "bias_add_grad";
+  if (Status s = checkF32Operands(kName, ins, outs, 1, 1, 1); !s)
+    return s;
+  if (Status s = checkChannels(kName, ins[0], outs[0].elements()); !s)
+    return s;
+  // The executor runs one launch site on one thread, so the instance's
+  // scratch is never shared.
+  auto kernel = std::make_shared<BiasAddGrad>(outs[0].elements());
+  out = [kernel](const KernelContext &ctx, const KernelConfig &cfg,
+                 const Tensors &ins, const Tensors &outs) {
+    return (*kernel)(ctx, cfg, ins, outs);
+  };
+  return Status::ok();
+}
+
+//===----------------------------------------------------------------------===//
+// dropout and dropout_grad
+//===----------------------------------------------------------------------===//
+
+/// reference::dropoutKeep, restated so that a simd loop can run it: the
+/// reference hashes (op seed, run seed, step, index) with four chained
+/// splitmix64 rounds per element behind a call; the first three do not
+/// depend on the element, so a step hashes them once (DropoutMask's key)
+/// and each element costs one inlined round. Its comparison u >= rate, with
+/// u = (h >> 11) * 2^-53, is exactly (h >> 11) >= ceil(rate * 2^53), since
+/// both sides scale by a power of two. DropoutMaskIsTheReferences checks
+/// the two bit for bit.
+[[gnu::always_inline]] inline uint64_t splitmix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+KernelFactory dropoutFactory(const char *kName) {
+  return [kName](const KernelContext &, const KernelConfig &cfg,
+                 const Tensors &ins, const Tensors &outs,
+                 KernelFn &out) -> Status {
+    if (Status s = checkF32Operands(kName, ins, outs, 1, 1, 1); !s)
+      return s;
+    if (outs[0].elements() != ins[0].elements())
+      return kernelError(kName, "output " + shapeText(outs[0].shape) +
+                                    " differs in size from the input " +
+                                    shapeText(ins[0].shape));
+    double rate = cfg.getFloat("rate", 0.0);
+    if (!(rate >= 0.0 && rate <= 1.0))
+      return kernelError(kName,
+                         "rate " + std::to_string(rate) + " is not in [0, 1]");
+    uint64_t seedHash =
+        splitmix64(static_cast<uint64_t>(cfg.getInt("seed", 0)));
+    uint64_t threshold = static_cast<uint64_t>(std::ceil(rate * 0x1.0p53));
+    int64_t rows = ins[0].shape.empty() ? 1 : ins[0].shape[0];
+    int64_t rowElements = rows ? ins[0].elements() / rows : 0;
+    float scale = rate < 1.0 ? static_cast<float>(1.0 / (1.0 - rate)) : 0.0f;
+    out = [=](const KernelContext &ctx, const KernelConfig &,
+              const Tensors &ins, const Tensors &outs) {
+      useReplicaThreads(ctx);
+      const float *x = ins[0].f32();
+      float *y = outs[0].f32();
+      int64_t n = rows * rowElements;
+      uint64_t key = splitmix64(splitmix64(seedHash ^ ctx.seed) ^
+                                static_cast<uint64_t>(ctx.step));
+      // Rows are contiguous: local element i is global element first + i.
+      uint64_t first = static_cast<uint64_t>(ctx.globalRowOffset * rowElements);
+#pragma omp parallel for simd schedule(static) if (n >= kParallelElements)
+      for (int64_t i = 0; i < n; ++i) {
+        uint64_t h = splitmix64(key ^ (first + static_cast<uint64_t>(i)));
+        uint32_t keep = 0u - static_cast<uint32_t>((h >> 11) >= threshold);
+        y[i] =
+            std::bit_cast<float>(std::bit_cast<uint32_t>(x[i] * scale) & keep);
+      }
+      return Status::ok();
+    };
+    return Status::ok();
+  };
+}
+
+} // namespace
+
+void registerVectorElementwiseKernels(KernelRegistry &registry) {
+  for (const char *name : {"relu", "sigmoid", "tanh", "elu", "leaky_relu",
+                           "gelu", "relu_grad", "sigmoid_grad", "tanh_grad",
+                           "elu_grad", "leaky_relu_grad", "gelu_grad", "add"})
+    registry.addFactory(name, Backend::cpu, singleOpFactory(name));
+  registry.addFactory("elementwise", Backend::cpu, elementwiseFactory);
+  registry.addFactory("bias_add", Backend::cpu, biasAddFactory);
+  registry.addFactory("bias_add_grad", Backend::cpu, biasAddGradFactory);
+  registry.addFactory("dropout", Backend::cpu, dropoutFactory("dropout"));
+  registry.addFactory("dropout_grad", Backend::cpu,
+                      dropoutFactory("dropout_grad"));
+}
 
 } // namespace graph::runtime::cpu

@@ -1,10 +1,312 @@
-//===- VectorOptimizerKernels.cpp
-//----------------------------------------------------===//
+//===- VectorOptimizerKernels.cpp - the multi-tensor optimizer update -----===//
+//
+// optimizer_update for every variable of the model in one launch: SGD
+// (momentum, nesterov), Adam (amsgrad) and RMSprop (momentum, centered),
+// with the reference's formulas (Keras 3, see ReferenceKernels.cpp). The
+// factory cuts all variables into chunks of at most kChunk elements once; a
+// step runs the chunks across the replica's threads, and each chunk makes
+// one fused pass: read value, gradient and slots, write new value and slots
+// (usually the same buffers: the plan updates variables in place).
+//
+//===----------------------------------------------------------------------===//
 
 #include "runtime/backends/cpu/CpuKernels.h"
+#include "runtime/backends/cpu/VectorKernels.h"
+
+#include <cmath>
+#include <memory>
 
 namespace graph::runtime::cpu {
 
-void registerVectorOptimizerKernels(KernelRegistry &registry) {}
+namespace {
+
+using namespace vec;
+using Tensors = std::vector<TensorRef>;
+
+/// Elements per parallel work item: 64 KiB of each array.
+constexpr int64_t kChunk = 16384;
+/// Floats per pass inside a chunk: the square roots go through a buffer of
+/// this size on the stack (see sqrtInPlace).
+constexpr int64_t kTile = 512;
+/// An update streams about seven arrays per element, so it pays for the
+/// team at a quarter of the elements a one-input kernel needs.
+constexpr int64_t kParallelUpdateElements = kParallelElements / 4;
+
+enum class Kind { sgd, adam, rmsprop };
+
+/// The launch's hyper-parameters, as floats for the loops.
+struct Hyper {
+  Kind kind = Kind::sgd;
+  int64_t slots = 0; // per variable
+  double learningRate = 0.01, beta1 = 0.9, beta2 = 0.999;
+  float lr = 0.01f, momentum = 0.0f, epsilon = 1e-7f;
+  float oneMinusBeta1 = 0.1f, oneMinusBeta2 = 0.001f;
+  float rho = 0.9f, oneMinusRho = 0.1f;
+  bool nesterov = false, amsgrad = false, centered = false;
+  int momentumSlot = -1, meanGradSlot = -1; // rmsprop
+};
+
+/// One variable's buffers for a step.
+struct Variable {
+  const float *w, *g;
+  float *wOut;
+  const float *slotIn[3];
+  float *slotOut[3];
+};
+
+void sgdTile(const Hyper &h, const Variable &v, int64_t b, int64_t n) {
+  const float *w = v.w + b, *g = v.g + b;
+  float *wo = v.wOut + b;
+  float lr = h.lr, mu = h.momentum;
+  if (h.slots == 0) {
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i)
+      wo[i] = w[i] - lr * g[i];
+    return;
+  }
+  const float *m = v.slotIn[0] + b;
+  float *mo = v.slotOut[0] + b;
+  if (h.nesterov) {
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i) {
+      float velocity = mu * m[i] - lr * g[i];
+      mo[i] = velocity;
+      wo[i] = w[i] + (mu * velocity - lr * g[i]);
+    }
+  } else {
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i) {
+      float velocity = mu * m[i] - lr * g[i];
+      mo[i] = velocity;
+      wo[i] = w[i] + velocity;
+    }
+  }
+}
+
+void adamTile(const Hyper &h, float alpha, const Variable &v, int64_t b,
+              int64_t n) {
+  const float *w = v.w + b, *g = v.g + b;
+  const float *m = v.slotIn[0] + b, *s = v.slotIn[1] + b;
+  float *wo = v.wOut + b, *mo = v.slotOut[0] + b, *so = v.slotOut[1] + b;
+  float c1 = h.oneMinusBeta1, c2 = h.oneMinusBeta2, eps = h.epsilon;
+  alignas(32) float root[kTile];
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) {
+    float gi = g[i];
+    float mi = m[i] + (gi - m[i]) * c1;
+    float si = s[i] + (gi * gi - s[i]) * c2;
+    mo[i] = mi;
+    so[i] = si;
+    root[i] = si;
+  }
+  if (h.amsgrad) {
+    const float *vhat = v.slotIn[2] + b;
+    float *vhatOut = v.slotOut[2] + b;
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i) {
+      float best = simdSelect(vhat[i] < root[i], root[i], vhat[i]);
+      vhatOut[i] = best;
+      root[i] = best;
+    }
+  }
+  sqrtInPlace(root, n);
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i)
+    wo[i] = w[i] - alpha * mo[i] / (root[i] + eps);
+}
+
+void rmspropTile(const Hyper &h, const Variable &v, int64_t b, int64_t n) {
+  const float *w = v.w + b, *g = v.g + b, *rms = v.slotIn[0] + b;
+  float *wo = v.wOut + b, *rmsOut = v.slotOut[0] + b;
+  float rho = h.rho, c = h.oneMinusRho, eps = h.epsilon, lr = h.lr;
+  alignas(32) float root[kTile];
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) {
+    float r = rho * rms[i] + c * g[i] * g[i];
+    rmsOut[i] = r;
+    root[i] = r + eps;
+  }
+  if (h.meanGradSlot >= 0) {
+    const float *mg = v.slotIn[h.meanGradSlot] + b;
+    float *mgOut = v.slotOut[h.meanGradSlot] + b;
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i) {
+      float mean = rho * mg[i] + c * g[i];
+      mgOut[i] = mean;
+      root[i] = rmsOut[i] - mean * mean + eps;
+    }
+  }
+  sqrtInPlace(root, n);
+  if (h.momentumSlot >= 0) {
+    const float *mom = v.slotIn[h.momentumSlot] + b;
+    float *momOut = v.slotOut[h.momentumSlot] + b;
+    float mu = h.momentum;
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i) {
+      float next = mu * mom[i] + lr * g[i] / root[i];
+      momOut[i] = next;
+      wo[i] = w[i] - next;
+    }
+  } else {
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i)
+      wo[i] = w[i] - lr * g[i] / root[i];
+  }
+}
+
+class OptimizerUpdate {
+public:
+  struct Chunk {
+    int64_t variable, begin, end;
+  };
+
+  OptimizerUpdate(Hyper hyper, std::vector<Chunk> chunks, size_t variables,
+                  int64_t elements)
+      : h(hyper), chunks(std::move(chunks)), vars(variables),
+        elements(elements) {}
+
+  Status operator()(const KernelContext &ctx, const KernelConfig &,
+                    const Tensors &ins, const Tensors &outs) {
+    useReplicaThreads(ctx);
+    size_t n = vars.size();
+    for (size_t v = 0; v < n; ++v) {
+      Variable &var = vars[v];
+      var.w = ins[v].f32();
+      var.g = ins[n + v].f32();
+      var.wOut = outs[v].f32();
+      for (int64_t s = 0; s < h.slots; ++s) {
+        var.slotIn[s] = ins[2 * n + v * h.slots + s].f32();
+        var.slotOut[s] = outs[n + v * h.slots + s].f32();
+      }
+    }
+    // Adam's bias correction in double: beta_2^t for t in the thousands
+    // is where float would lose digits.
+    float alpha = 0.0f;
+    if (h.kind == Kind::adam) {
+      double t = static_cast<double>(ctx.step);
+      alpha = static_cast<float>(h.learningRate *
+                                 std::sqrt(1.0 - std::pow(h.beta2, t)) /
+                                 (1.0 - std::pow(h.beta1, t)));
+    }
+    int64_t count = static_cast<int64_t>(chunks.size());
+#pragma omp parallel for schedule(static) if (elements >=                      \
+                                              kParallelUpdateElements)
+    for (int64_t c = 0; c < count; ++c) {
+      const Chunk &chunk = chunks[c];
+      const Variable &var = vars[chunk.variable];
+      for (int64_t b = chunk.begin; b < chunk.end; b += kTile) {
+        int64_t len = std::min(kTile, chunk.end - b);
+        switch (h.kind) {
+        case Kind::sgd:
+          sgdTile(h, var, b, len);
+          break;
+        case Kind::adam:
+          adamTile(h, alpha, var, b, len);
+          break;
+        case Kind::rmsprop:
+          rmspropTile(h, var, b, len);
+          break;
+        }
+      }
+    }
+    return Status::ok();
+  }
+
+private:
+  Hyper h;
+  std::vector<Chunk> chunks;
+  std::vector<Variable> vars; // this step's pointers
+  int64_t elements;
+};
+
+Status optimizerUpdateFactory(const KernelContext &, const KernelConfig &cfg,
+                              const Tensors &ins, const Tensors &outs,
+                              KernelFn &out) {
+  static constexpr const char *kName = "optimizer_update";
+  Hyper h;
+  std::string kind = cfg.getString("optimizer");
+  h.learningRate = cfg.getFloat("learning_rate", 0.01);
+  h.lr = static_cast<float>(h.learningRate);
+  double momentum = cfg.getFloat("momentum", 0.0);
+  h.momentum = static_cast<float>(momentum);
+  h.epsilon = static_cast<float>(cfg.getFloat("epsilon", 1e-7));
+  if (kind == "sgd") {
+    h.kind = Kind::sgd;
+    h.nesterov = cfg.getFloat("nesterov", 0.0) != 0.0;
+    h.slots = momentum > 0 ? 1 : 0;
+  } else if (kind == "adam") {
+    h.kind = Kind::adam;
+    h.beta1 = cfg.getFloat("beta_1", 0.9);
+    h.beta2 = cfg.getFloat("beta_2", 0.999);
+    h.oneMinusBeta1 = static_cast<float>(1.0 - h.beta1);
+    h.oneMinusBeta2 = static_cast<float>(1.0 - h.beta2);
+    h.amsgrad = cfg.getFloat("amsgrad", 0.0) != 0.0;
+    h.slots = h.amsgrad ? 3 : 2;
+  } else if (kind == "rmsprop") {
+    h.kind = Kind::rmsprop;
+    double rho = cfg.getFloat("rho", 0.9);
+    h.rho = static_cast<float>(rho);
+    h.oneMinusRho = static_cast<float>(1.0 - rho);
+    h.centered = cfg.getFloat("centered", 0.0) != 0.0;
+    h.momentumSlot = momentum > 0 ? 1 : -1;
+    h.meanGradSlot = h.centered ? (momentum > 0 ? 2 : 1) : -1;
+    h.slots = 1 + (momentum > 0 ? 1 : 0) + (h.centered ? 1 : 0);
+  } else {
+    return kernelError(kName, "unknown optimizer '" + kind +
+                                  "' (expected sgd, adam or rmsprop)");
+  }
+  size_t perVariable = 2 + h.slots;
+  if (ins.empty() || ins.size() % perVariable != 0)
+    return kernelError(kName, std::to_string(ins.size()) +
+                                  " inputs do not split into params, grads "
+                                  "and " +
+                                  std::to_string(h.slots) +
+                                  " slot(s) per variable for " + kind);
+  size_t n = ins.size() / perVariable;
+  if (Status s = checkF32Operands(kName, ins, outs, ins.size(), ins.size(),
+                                  n * (1 + h.slots));
+      !s)
+    return s;
+  std::vector<OptimizerUpdate::Chunk> chunks;
+  int64_t elements = 0;
+  for (size_t v = 0; v < n; ++v) {
+    int64_t size = ins[v].elements();
+    auto mismatch = [&](const TensorRef &t, const std::string &what) {
+      return kernelError(kName, "variable " + std::to_string(v) + " " +
+                                    shapeText(ins[v].shape) + ": " + what +
+                                    " " + shapeText(t.shape) +
+                                    " differs in size");
+    };
+    if (ins[n + v].elements() != size)
+      return mismatch(ins[n + v], "gradient");
+    if (outs[v].elements() != size)
+      return mismatch(outs[v], "new value");
+    for (int64_t s = 0; s < h.slots; ++s) {
+      if (ins[2 * n + v * h.slots + s].elements() != size)
+        return mismatch(ins[2 * n + v * h.slots + s],
+                        "slot " + std::to_string(s));
+      if (outs[n + v * h.slots + s].elements() != size)
+        return mismatch(outs[n + v * h.slots + s],
+                        "new slot " + std::to_string(s));
+    }
+    for (int64_t b = 0; b < size; b += kChunk)
+      chunks.push_back(
+          {static_cast<int64_t>(v), b, std::min(size, b + kChunk)});
+    elements += size;
+  }
+  auto kernel =
+      std::make_shared<OptimizerUpdate>(h, std::move(chunks), n, elements);
+  out = [kernel](const KernelContext &ctx, const KernelConfig &cfg,
+                 const Tensors &ins, const Tensors &outs) {
+    return (*kernel)(ctx, cfg, ins, outs);
+  };
+  return Status::ok();
+}
+
+} // namespace
+
+void registerVectorOptimizerKernels(KernelRegistry &registry) {
+  registry.addFactory("optimizer_update", Backend::cpu, optimizerUpdateFactory);
+}
 
 } // namespace graph::runtime::cpu

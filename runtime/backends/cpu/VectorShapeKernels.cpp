@@ -1,10 +1,158 @@
-//===- VectorShapeKernels.cpp
-//----------------------------------------------------===//
+//===- VectorShapeKernels.cpp - flatten, reshape, concatenate, slice ------===//
+//
+// Copies. flatten and reshape keep the row-major order, so they are one
+// copy (none when the plan gives input and output the same buffer);
+// concatenate and slice copy contiguous runs whose lengths the factory
+// works out once from the axis.
+//
+//===----------------------------------------------------------------------===//
 
 #include "runtime/backends/cpu/CpuKernels.h"
+#include "runtime/backends/cpu/VectorKernels.h"
+
+#include <cstring>
 
 namespace graph::runtime::cpu {
 
-void registerVectorShapeKernels(KernelRegistry &registry) {}
+namespace {
+
+using namespace vec;
+using Tensors = std::vector<TensorRef>;
+
+/// Bytes per parallel piece of a large copy.
+constexpr int64_t kCopyPiece = int64_t{1} << 16;
+
+void parallelCopy(float *to, const float *from, int64_t n) {
+  if (to == from || n == 0)
+    return;
+  int64_t pieceFloats = kCopyPiece / static_cast<int64_t>(sizeof(float));
+  int64_t pieces = (n + pieceFloats - 1) / pieceFloats;
+#pragma omp parallel for schedule(static) if (n >= kParallelElements)
+  for (int64_t p = 0; p < pieces; ++p) {
+    int64_t b = p * pieceFloats;
+    std::memcpy(to + b, from + b, std::min(pieceFloats, n - b) * sizeof(float));
+  }
+}
+
+KernelFactory copyFactory(const char *kName) {
+  return
+      [kName](const KernelContext &, const KernelConfig &, const Tensors &ins,
+              const Tensors &outs, KernelFn &out) -> Status {
+        if (Status s = checkF32Operands(kName, ins, outs, 1, 1, 1); !s)
+          return s;
+        if (outs[0].elements() != ins[0].elements())
+          return kernelError(
+              kName, "changes the element count: " + shapeText(ins[0].shape) +
+                         " to " + shapeText(outs[0].shape));
+        out = [](const KernelContext &ctx, const KernelConfig &,
+                 const Tensors &ins, const Tensors &outs) {
+          useReplicaThreads(ctx);
+          parallelCopy(outs[0].f32(), ins[0].f32(), ins[0].elements());
+          return Status::ok();
+        };
+        return Status::ok();
+      };
+}
+
+/// Copies `outer` runs of `run` floats from `from` (stride `fromStride`) to
+/// `to` (stride `toStride`).
+void copyRuns(float *to, int64_t toStride, const float *from,
+              int64_t fromStride, int64_t outer, int64_t run) {
+#pragma omp parallel for schedule(static) if (outer * run >= kParallelElements)
+  for (int64_t o = 0; o < outer; ++o)
+    std::memcpy(to + o * toStride, from + o * fromStride, run * sizeof(float));
+}
+
+Status concatenateFactory(const KernelContext &, const KernelConfig &cfg,
+                          const Tensors &ins, const Tensors &outs,
+                          KernelFn &out) {
+  static constexpr const char *kName = "concatenate";
+  if (Status s = checkF32Operands(kName, ins, outs, 1, size_t{1} << 20, 1); !s)
+    return s;
+  const std::vector<int64_t> &shape = outs[0].shape;
+  int64_t outer, size, inner, axis;
+  if (!splitAxis(shape, cfg.getInt("axis", -1), outer, size, inner, axis))
+    return kernelError(kName, "axis " + std::to_string(cfg.getInt("axis", -1)) +
+                                  " is out of range for the output " +
+                                  shapeText(shape));
+  // Per input: its run per outer index, and where the run lands in the
+  // output's.
+  std::vector<int64_t> runs, offsets;
+  int64_t total = 0;
+  for (size_t k = 0; k < ins.size(); ++k) {
+    const std::vector<int64_t> &s = ins[k].shape;
+    bool fits = s.size() == shape.size();
+    for (size_t d = 0; fits && d < s.size(); ++d)
+      fits = static_cast<int64_t>(d) == axis || s[d] == shape[d];
+    if (!fits)
+      return kernelError(kName, "input " + std::to_string(k) + " " +
+                                    shapeText(s) + " differs from the output " +
+                                    shapeText(shape) + " off axis " +
+                                    std::to_string(axis));
+    runs.push_back(s[axis] * inner);
+    offsets.push_back(total * inner);
+    total += s[axis];
+  }
+  if (total != size)
+    return kernelError(kName, "inputs add up to " + std::to_string(total) +
+                                  " along axis " + std::to_string(axis) +
+                                  ", the output has " + std::to_string(size));
+  int64_t outRun = size * inner;
+  out = [runs, offsets, outer, outRun](const KernelContext &ctx,
+                                       const KernelConfig &, const Tensors &ins,
+                                       const Tensors &outs) {
+    useReplicaThreads(ctx);
+    for (size_t k = 0; k < ins.size(); ++k)
+      copyRuns(outs[0].f32() + offsets[k], outRun, ins[k].f32(), runs[k], outer,
+               runs[k]);
+    return Status::ok();
+  };
+  return Status::ok();
+}
+
+Status sliceFactory(const KernelContext &, const KernelConfig &cfg,
+                    const Tensors &ins, const Tensors &outs, KernelFn &out) {
+  static constexpr const char *kName = "slice";
+  if (Status s = checkF32Operands(kName, ins, outs, 1, 1, 1); !s)
+    return s;
+  const std::vector<int64_t> &in = ins[0].shape, &res = outs[0].shape;
+  int64_t outer, size, inner, axis;
+  if (!splitAxis(in, cfg.getInt("axis", -1), outer, size, inner, axis))
+    return kernelError(kName, "axis " + std::to_string(cfg.getInt("axis", -1)) +
+                                  " is out of range for " + shapeText(in));
+  bool fits = res.size() == in.size();
+  for (size_t d = 0; fits && d < in.size(); ++d)
+    fits = static_cast<int64_t>(d) == axis || res[d] == in[d];
+  if (!fits)
+    return kernelError(kName, "output " + shapeText(res) +
+                                  " differs from the input " + shapeText(in) +
+                                  " off axis " + std::to_string(axis));
+  int64_t extent = res[axis], offset = cfg.getInt("offset", 0);
+  if (offset < 0 || offset + extent > size) {
+    std::string range =
+        std::to_string(offset) + ", " + std::to_string(offset + extent);
+    return kernelError(kName, "[" + range + ") is out of range for axis " +
+                                  std::to_string(axis) + " of " +
+                                  shapeText(in));
+  }
+  out = [outer, size, inner, extent,
+         offset](const KernelContext &ctx, const KernelConfig &,
+                 const Tensors &ins, const Tensors &outs) {
+    useReplicaThreads(ctx);
+    copyRuns(outs[0].f32(), extent * inner, ins[0].f32() + offset * inner,
+             size * inner, outer, extent * inner);
+    return Status::ok();
+  };
+  return Status::ok();
+}
+
+} // namespace
+
+void registerVectorShapeKernels(KernelRegistry &registry) {
+  registry.addFactory("flatten", Backend::cpu, copyFactory("flatten"));
+  registry.addFactory("reshape", Backend::cpu, copyFactory("reshape"));
+  registry.addFactory("concatenate", Backend::cpu, concatenateFactory);
+  registry.addFactory("slice", Backend::cpu, sliceFactory);
+}
 
 } // namespace graph::runtime::cpu

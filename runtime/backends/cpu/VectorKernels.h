@@ -1,0 +1,230 @@
+//===- VectorKernels.h - what the cpu vector kernels share ------*- C++ -*-===//
+//
+// The own-loop half of the cpu backend (Vector*Kernels.cpp): checks every
+// factory makes, the size below which a kernel stays on its calling thread,
+// and float math written so that a `#pragma omp simd` loop vectorises it.
+// glibc's vector expf/tanhf are declared only under -ffast-math, which would
+// also license reassociating the sums the kernels keep exact; these
+// polynomial forms (Cephes' coefficients, oneDNN's erf) are accurate to a
+// few float ulps and inline into any loop.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef RUNTIME_BACKENDS_CPU_VECTORKERNELS_H
+#define RUNTIME_BACKENDS_CPU_VECTORKERNELS_H
+
+#include "runtime/core/Kernel.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#ifdef __AVX__
+#include <immintrin.h>
+#endif
+
+namespace graph::runtime::cpu::vec {
+
+/// Below this many elements a kernel runs on its calling thread: waking the
+/// OpenMP team (a few microseconds) costs more than streaming 128 KiB.
+constexpr int64_t kParallelElements = int64_t{1} << 15;
+
+inline std::string shapeText(const std::vector<int64_t> &shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+/// `kernel: message`, the form of every factory error.
+inline Status kernelError(const char *kernel, const std::string &message) {
+  return Status::error(std::string(kernel) + ": " + message);
+}
+
+/// Checks operand counts, and that every buffer is present and f32.
+inline Status checkF32Operands(const char *kernel,
+                               const std::vector<TensorRef> &ins,
+                               const std::vector<TensorRef> &outs,
+                               size_t minIns, size_t maxIns, size_t numOuts) {
+  if (ins.size() < minIns || ins.size() > maxIns)
+    return kernelError(
+        kernel,
+        "takes " + std::to_string(minIns) +
+            (maxIns != minIns ? ".." + std::to_string(maxIns) : std::string()) +
+            " inputs, got " + std::to_string(ins.size()));
+  if (outs.size() != numOuts)
+    return kernelError(kernel, "writes " + std::to_string(numOuts) +
+                                   " outputs, got " +
+                                   std::to_string(outs.size()));
+  auto check = [&](const TensorRef &t, const char *what,
+                   size_t index) -> Status {
+    if (t.dtype != plan::DType::f32)
+      return kernelError(kernel, std::string(what) + " " +
+                                     std::to_string(index) +
+                                     " is not f32 (the cpu backend "
+                                     "computes in f32 only)");
+    if (!t.data && t.elements() != 0)
+      return kernelError(kernel, std::string(what) + " " +
+                                     std::to_string(index) + " has no buffer");
+    return Status::ok();
+  };
+  for (size_t i = 0; i < ins.size(); ++i)
+    if (Status s = check(ins[i], "input", i); !s)
+      return s;
+  for (size_t i = 0; i < outs.size(); ++i)
+    if (Status s = check(outs[i], "output", i); !s)
+      return s;
+  return Status::ok();
+}
+
+/// outer x size x inner around `axis` (negative counts from the end); false
+/// when the axis is out of range.
+inline bool splitAxis(const std::vector<int64_t> &shape, int64_t axis,
+                      int64_t &outer, int64_t &size, int64_t &inner,
+                      int64_t &normalized) {
+  int64_t rank = static_cast<int64_t>(shape.size());
+  normalized = axis < 0 ? axis + rank : axis;
+  if (normalized < 0 || normalized >= rank)
+    return false;
+  outer = inner = 1;
+  for (int64_t d = 0; d < normalized; ++d)
+    outer *= shape[d];
+  for (int64_t d = normalized + 1; d < rank; ++d)
+    inner *= shape[d];
+  size = shape[normalized];
+  return true;
+}
+
+//===----------------------------------------------------------------------===//
+// Float math for simd loops
+//===----------------------------------------------------------------------===//
+
+/// `condition ? a : b` for simd loops, as a bitwise blend. GCC 12 sinks a
+/// float operation that only one arm of a ?: uses into a branch of its own,
+/// and without -fno-trapping-math it will not if-convert that branch back:
+/// the whole loop would stay scalar. Both arms here are computed, always.
+[[gnu::always_inline]] inline float simdSelect(bool condition, float a,
+                                               float b) {
+  uint32_t mask = 0u - static_cast<uint32_t>(condition);
+  return std::bit_cast<float>((std::bit_cast<uint32_t>(a) & mask) |
+                              (std::bit_cast<uint32_t>(b) & ~mask));
+}
+
+/// e^x to about 2 ulp. Arguments are clamped to [-87, 88], where 2^n stays a
+/// normal float: e^-87 (1.6e-38) stands for every smaller result and e^88
+/// (1.7e38) for every larger one, which no caller tells apart from 0 or
+/// infinity; NaN stays NaN.
+[[gnu::always_inline]] inline float simdExp(float x) {
+  // The clamp is integer min on the bits (see simdSelect for why not a
+  // float ?:). As unsigned integers, negative floats order by magnitude
+  // above every positive one; as signed, positive floats order above every
+  // negative one.
+  constexpr uint32_t kMinus87 = 0xC2AE0000u, kPlus88 = 0x42B00000u;
+  uint32_t u = std::bit_cast<uint32_t>(x);
+  u = u < kMinus87 ? u : kMinus87;
+  int32_t i = static_cast<int32_t>(u);
+  i = i < static_cast<int32_t>(kPlus88) ? i : static_cast<int32_t>(kPlus88);
+  float c = std::bit_cast<float>(i);
+  // Adding and subtracting 1.5 * 2^23 rounds to the nearest integer.
+  constexpr float kRound = 12582912.0f;
+  float n = (c * 1.44269504088896341f + kRound) - kRound;
+  // ln 2 in two parts, so c - n ln 2 is exact for |n| <= 128.
+  float r = c - n * 0.693359375f + n * 2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * r * r + r + 1.0f;
+  int32_t bits = (static_cast<int32_t>(n) + 127) << 23;
+  float e = p * std::bit_cast<float>(bits);
+  return simdSelect(x == x, e, x);
+}
+
+/// tanh(x): an odd polynomial near zero, where 1 - 2 / (e^2x + 1) would
+/// cancel, and that form elsewhere.
+[[gnu::always_inline]] inline float simdTanh(float x) {
+  float z = x * x;
+  float small =
+      ((((-5.70498872745e-3f * z + 2.06390887954e-2f) * z - 5.37397155531e-2f) *
+            z +
+        1.33314422036e-1f) *
+           z -
+       3.33332819422e-1f) *
+          z * x +
+      x;
+  float a = std::fabs(x);
+  // tanh(9) rounds to 1 in float; the clamp keeps e^2a finite.
+  float e = simdExp(2.0f * simdSelect(a > 9.0f, 9.0f, a)); // NaN stays
+  float large = std::copysign(1.0f - 2.0f / (e + 1.0f), x);
+  return simdSelect(a < 0.625f, small, large);
+}
+
+[[gnu::always_inline]] inline float simdSigmoid(float x) {
+  return 1.0f / (1.0f + simdExp(-x));
+}
+
+/// The standard normal CDF Phi(x) (Abramowitz & Stegun 7.1.26 for erfc,
+/// absolute error below 1.5e-7, as oneDNN's gelu_erf uses). Computed from
+/// erfc on both sides, so Phi(-10) is tiny rather than 1 - 1 rounded.
+[[gnu::always_inline]] inline float normalCdf(float x) {
+  float a = std::fabs(x) * 0.70710678118654752f;
+  float t = 1.0f / (1.0f + 0.3275911f * a);
+  float poly = ((((1.061405429f * t - 1.453152027f) * t + 1.421413741f) * t -
+                 0.284496736f) *
+                    t +
+                0.254829592f) *
+               t;
+  float halfErfc = 0.5f * poly * simdExp(-a * a);
+  return simdSelect(x >= 0.0f, 1.0f - halfErfc, halfErfc);
+}
+
+constexpr float kGeluTanhScale = 0.79788456080286536f; // sqrt(2 / pi)
+constexpr float kGeluTanhCoefficient = 0.044715f;
+constexpr float kInvSqrt2Pi = 0.39894228040143268f;
+
+/// The tanh form's 0.5 (1 + tanh(u)) as sigmoid(2u) = 1 / (1 + E), with
+/// E = e^-2u: the same value without the cancellation of 1 + tanh(u) near
+/// -1 (which would leave 0.5 x * 6e-8 for large negative x where the
+/// reference has 0), and 1 - tanh^2(u) as 4 E / (1 + E)^2 likewise.
+[[gnu::always_inline]] inline float geluTanhArgument(float x) {
+  return kGeluTanhScale * (x + kGeluTanhCoefficient * x * x * x);
+}
+
+[[gnu::always_inline]] inline float gelu(float x, bool approximate) {
+  if (approximate)
+    return x / (1.0f + simdExp(-2.0f * geluTanhArgument(x)));
+  return x * normalCdf(x);
+}
+
+[[gnu::always_inline]] inline float geluDerivative(float x, bool approximate) {
+  if (approximate) {
+    float e = simdExp(-2.0f * geluTanhArgument(x));
+    float sigma = 1.0f / (1.0f + e); // 0.5 (1 + tanh(u))
+    // 0.5 x (1 - tanh^2(u)) = 2 x sigma (1 - sigma) = 2 x sigma^2 e.
+    return sigma + 2.0f * x * sigma * sigma * e * kGeluTanhScale *
+                       (1.0f + 3.0f * kGeluTanhCoefficient * x * x);
+  }
+  return normalCdf(x) + x * kInvSqrt2Pi * simdExp(-0.5f * x * x);
+}
+
+/// x[i] = sqrt(x[i]) for a block. Its own loop, because GCC keeps std::sqrt
+/// scalar under -fmath-errno (the default): it branches to sqrtf for
+/// negative arguments to set errno.
+inline void sqrtInPlace(float *x, int64_t n) {
+  int64_t i = 0;
+#ifdef __AVX__
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(x + i, _mm256_sqrt_ps(_mm256_loadu_ps(x + i)));
+#endif
+  for (; i < n; ++i)
+    x[i] = std::sqrt(x[i]);
+}
+
+} // namespace graph::runtime::cpu::vec
+
+#endif // RUNTIME_BACKENDS_CPU_VECTORKERNELS_H
