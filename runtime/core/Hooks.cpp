@@ -154,9 +154,10 @@ Status StepTimerHook::end(const SessionInfo &info) {
 }
 
 Status LoggerHook::afterStep(const StepContext &ctx) {
+  // The final loss is reported at end() even when no step is logged.
+  lastLoss_ = ctx.loss;
   if (every_ <= 0)
     return Status::ok();
-  lastLoss_ = ctx.loss;
   if (ctx.step != 1 && ctx.step % every_ != 0)
     return Status::ok();
   char line[256];

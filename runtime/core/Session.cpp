@@ -27,6 +27,17 @@ Status Session::setGlobalStep(int64_t step) {
   return Status::ok();
 }
 
+ExecutorOptions SessionOptions::executorOptions() const {
+  ExecutorOptions eo;
+  eo.backend = backend;
+  eo.seed = seed;
+  eo.timeout = timeout;
+  eo.learningRate = learningRate;
+  eo.cudaGraph = cudaGraph;
+  eo.maxPhysicalDevices = maxPhysicalDevices;
+  return eo;
+}
+
 Status Session::create(const LoadedPlan &plan, const SessionOptions &options,
                        std::unique_ptr<Session> &out) {
   std::unique_ptr<Session> s(new Session(plan, options));
@@ -39,11 +50,7 @@ Status Session::create(const LoadedPlan &plan, const SessionOptions &options,
           s->variables_.initialize(*plan.plan, options.replicas, options.seed);
       !st)
     return Status::error(plan.path + ": " + st.message());
-  ExecutorOptions eo;
-  eo.backend = options.backend;
-  eo.seed = options.seed;
-  eo.timeout = options.timeout;
-  eo.learningRate = options.learningRate;
+  ExecutorOptions eo = options.executorOptions();
   if (Status st =
           Executor::create(*plan.plan, *program, s->variables_, eo, s->train_);
       !st)
@@ -124,11 +131,7 @@ Status Session::evaluate(data::BatchIterator &batches, EvalResult &out,
                                 options_.replicas, plan_.path, program);
         !st)
       return st;
-    ExecutorOptions eo;
-    eo.backend = options_.backend;
-    eo.seed = options_.seed;
-    eo.timeout = options_.timeout;
-    eo.learningRate = options_.learningRate;
+    ExecutorOptions eo = options_.executorOptions();
     if (Status st =
             Executor::create(*plan_.plan, *program, variables_, eo, eval_);
         !st)

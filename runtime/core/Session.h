@@ -95,6 +95,13 @@ struct SessionOptions {
   std::chrono::milliseconds timeout{60000};
   /// Overrides the plan's learning rate (negative: keep it).
   double learningRate = -1;
+  /// CUDA: replay the step as a CUDA graph; the physical GPUs to use (0:
+  /// all). See ExecutorOptions.
+  bool cudaGraph = true;
+  int maxPhysicalDevices = 0;
+
+  /// The options of the executors this session creates.
+  ExecutorOptions executorOptions() const;
 };
 
 /// Evaluation over a whole iterator: loss and metrics averaged over its

@@ -10,9 +10,13 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/backends/cpu/CpuKernels.h"
+#ifdef GRAPH_HAVE_CUDA
+#include "runtime/backends/cuda/CudaDevice.h"
+#endif
 #include "runtime/backends/reference/ReferenceKernels.h"
 #include "runtime/checkpoint/Checkpoint.h"
 #include "runtime/checkpoint/Weights.h"
+#include "runtime/core/Device.h"
 #include "runtime/core/Hooks.h"
 #include "runtime/core/Session.h"
 #include "runtime/data/FashionMnist.h"
@@ -56,7 +60,8 @@ struct Flags {
   double learningRate = -1;
   int64_t warmup = 5;
   std::string metrics;
-  std::string backend = "reference";
+  std::string backend; // empty: cuda with --gpus, else cpu
+  bool noCudaGraph = false;
   double timeoutSeconds = 60;
   int64_t evalEvery = 0;
   std::string checkpointDir;
@@ -104,18 +109,56 @@ Status loadData(const Flags &flags, bool test, const data::ExampleShape &shape,
   return Status::ok();
 }
 
+/// The devices a run uses: --gpus N, --cpus N, or, with neither, every GPU
+/// (one CPU replica when there is none).
+struct Placement {
+  Backend backend = Backend::cpu;
+  int replicas = 1;
+};
+
+Status choosePlacement(const Flags &flags, Placement &out) {
+  int gpus = physicalDeviceCount(Backend::cuda);
+  std::string whyNone = "this graphrun was built without CUDA";
+#ifdef GRAPH_HAVE_CUDA
+  if (gpus == 0)
+    cuda::physicalGpuCount(&whyNone);
+#endif
+  if (flags.gpus > 0) {
+    if (gpus == 0)
+      return Status::error(
+          "--gpus " + std::to_string(flags.gpus) + ": no CUDA GPU (" + whyNone +
+          "); run on CPU replicas with --cpus " + std::to_string(flags.gpus));
+    if (!flags.backend.empty() && flags.backend != "cuda")
+      return Status::error("--gpus runs the cuda backend, not --backend " +
+                           flags.backend + "; use --cpus for CPU backends");
+    out = {Backend::cuda, flags.gpus};
+    return Status::ok();
+  }
+  if (flags.cpus == 0 && flags.backend.empty() && gpus > 0) {
+    out = {Backend::cuda, gpus};
+    return Status::ok();
+  }
+  out.replicas = flags.cpus > 0 ? flags.cpus : 1;
+  out.backend =
+      flags.backend.empty() ? Backend::cpu : *parseBackend(flags.backend);
+  if (out.backend == Backend::cuda)
+    return Status::error("--backend cuda runs on GPUs: use --gpus N");
+  return Status::ok();
+}
+
 int run(const Flags &flags) {
-  if (flags.gpus > 0)
-    return fail("--gpus " + std::to_string(flags.gpus) +
-                ": this graphrun has no GPU backend yet; run on CPU replicas "
-                "with --cpus " +
-                std::to_string(flags.gpus));
-  int replicas = flags.cpus > 0 ? flags.cpus : 1;
-  Backend backend = *parseBackend(flags.backend);
   reference::registerReferenceKernels();
   cpu::registerCpuKernels();
+#ifdef GRAPH_HAVE_CUDA
+  cuda::registerCudaBackend();
+#endif
+  Placement placement;
+  if (Status s = choosePlacement(flags, placement); !s)
+    return fail(s.message());
+  int replicas = placement.replicas;
+  Backend backend = placement.backend;
   if (KernelRegistry::global().names(backend).empty())
-    return fail("--backend " + flags.backend +
+    return fail(std::string("backend ") + backendName(backend) +
                 ": no kernels of that backend are in this build; use "
                 "--backend reference");
 
@@ -149,6 +192,7 @@ int run(const Flags &flags) {
   so.backend = backend;
   so.seed = flags.seed;
   so.learningRate = flags.learningRate;
+  so.cudaGraph = !flags.noCudaGraph;
   so.timeout = std::chrono::milliseconds(
       static_cast<int64_t>(flags.timeoutSeconds * 1000));
   std::unique_ptr<Session> session;
@@ -165,12 +209,13 @@ int run(const Flags &flags) {
     return fail(train->name + ": " + std::to_string(train->numClasses) +
                 " classes, the plan's labels have " + std::to_string(classes));
 
-  std::printf("graphrun: %s (model '%s'): %s on %d CPU replica(s), backend "
+  std::printf("graphrun: %s (model '%s'): %s on %d %s replica(s), backend "
               "%s, global batch %lld (%lld per replica), data %s (%lld "
               "examples)\n",
               flags.plan.c_str(), p.model() ? p.model()->c_str() : "",
               session->trainProgram().name()->c_str(), replicas,
-              backendName(backend), static_cast<long long>(globalBatch),
+              backend == Backend::cuda ? "GPU" : "CPU", backendName(backend),
+              static_cast<long long>(globalBatch),
               static_cast<long long>(globalBatch / replicas),
               flags.data.c_str(), static_cast<long long>(train->size()));
   std::fflush(stdout);
@@ -365,14 +410,17 @@ int run(const Flags &flags) {
 } // namespace
 
 int main(int argc, char **argv) {
-  CLI::App app{"graphrun: train a model from a graphc plan on CPU replicas"};
+  CLI::App app{"graphrun: train a model from a graphc plan on GPU or CPU "
+               "replicas"};
   Flags flags;
   app.add_option("plan", flags.plan, "the plan file (graphc's output)")
       ->required();
   auto *cpus = app.add_option("--cpus", flags.cpus,
                               "replicas on CPU threads (default 1)")
                    ->check(CLI::PositiveNumber);
-  app.add_option("--gpus", flags.gpus, "replicas on GPUs (not supported yet)")
+  app.add_option("--gpus", flags.gpus,
+                 "replicas on GPUs (more than the GPUs present: logical GPUs "
+                 "sharing them); default: every GPU, else one CPU replica")
       ->check(CLI::PositiveNumber)
       ->excludes(cpus);
   app.add_option("--data", flags.data, "fashion_mnist or synthetic")
@@ -424,9 +472,13 @@ int main(int argc, char **argv) {
                  "steps the step timer leaves out of its statistics")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  app.add_option("--backend", flags.backend, "reference or cpu")
-      ->check(CLI::IsMember({"reference", "cpu"}))
-      ->capture_default_str();
+  app.add_option("--backend", flags.backend,
+                 "reference, cpu or cuda (default: cuda with --gpus, else "
+                 "cpu)")
+      ->check(CLI::IsMember({"reference", "cpu", "cuda"}));
+  app.add_flag("--no-cuda-graph", flags.noCudaGraph,
+               "launch the step's kernels one by one instead of replaying "
+               "it as a CUDA graph");
   app.add_option("--collective-timeout", flags.timeoutSeconds,
                  "seconds a replica waits for the others before the step "
                  "fails")

@@ -94,6 +94,21 @@ TEST(LoggerHook, TensorFlowFormat) {
                        "Loss for final step: 0.25.\n");
 }
 
+TEST(LoggerHook, FinalLossWhenNothingIsLogged) {
+  std::ostringstream out;
+  LoggerHook logger(0, out);
+  for (int i = 1; i <= 3; ++i) {
+    StepContext ctx;
+    ctx.step = i;
+    ctx.loss = 1.0 / i;
+    ASSERT_TRUE(logger.afterStep(ctx).isOk());
+  }
+  SessionInfo info;
+  info.stepsDone = 3;
+  ASSERT_TRUE(logger.end(info).isOk());
+  EXPECT_EQ(out.str(), "Loss for final step: 0.33333333.\n");
+}
+
 namespace graph::runtime {
 namespace {
 

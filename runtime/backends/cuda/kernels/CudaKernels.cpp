@@ -1,0 +1,173 @@
+//===- CudaKernels.cpp - registration and what the factories share --------===//
+
+#include "runtime/backends/cuda/kernels/CudaKernels.h"
+
+#include <algorithm>
+#include <mutex>
+
+namespace graph::runtime::cuda {
+
+void registerCudaKernels() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    registerConvKernels();
+    registerDenseKernels();
+    registerElementwiseKernels();
+    registerLossKernels();
+    registerOptimizerKernels();
+    registerPoolNormKernels();
+    registerShapeKernels();
+  });
+}
+
+std::string shapeText(const std::vector<int64_t> &shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+Status checkOperands(const char *kName, const Tensors &ins, const Tensors &outs,
+                     size_t minIns, size_t maxIns, size_t numOuts,
+                     int labelsInput) {
+  REQUIRE(ins.size() >= minIns && ins.size() <= maxIns,
+          "takes " + std::to_string(minIns) +
+              (maxIns != minIns ? ".." + std::to_string(maxIns) : "") +
+              " inputs, got " + std::to_string(ins.size()));
+  REQUIRE(outs.size() == numOuts, "writes " + std::to_string(numOuts) +
+                                      " outputs, got " +
+                                      std::to_string(outs.size()));
+  for (size_t i = 0; i < ins.size(); ++i) {
+    const TensorRef &t = ins[i];
+    REQUIRE(t.data || t.elements() == 0,
+            "input " + std::to_string(i) + " has no buffer");
+    bool labels = static_cast<int>(i) == labelsInput;
+    REQUIRE(
+        t.dtype == plan::DType::f32 ||
+            (labels &&
+             (t.dtype == plan::DType::i32 || t.dtype == plan::DType::i64)),
+        "input " + std::to_string(i) + " is " + plan::EnumNameDType(t.dtype) +
+            (labels ? ", expected f32, i32 or i64 labels" : ", expected f32"));
+  }
+  for (size_t i = 0; i < outs.size(); ++i) {
+    REQUIRE(outs[i].data || outs[i].elements() == 0,
+            "output " + std::to_string(i) + " has no buffer");
+    REQUIRE(outs[i].dtype == plan::DType::f32,
+            "output " + std::to_string(i) + " is " +
+                plan::EnumNameDType(outs[i].dtype) + ", expected f32");
+  }
+  return Status::ok();
+}
+
+Status deviceStateOf(const char *kName, const KernelContext &ctx,
+                     CudaDeviceState *&out) {
+  out = static_cast<CudaDeviceState *>(ctx.deviceState);
+  REQUIRE(out, "no CUDA device state in the kernel context (instantiated "
+               "outside a CUDA device?)");
+  return Status::ok();
+}
+
+std::pair<int64_t, int64_t> pairOf(const KernelConfig &config,
+                                   const std::string &name, int64_t fallback) {
+  std::vector<int64_t> v = config.getInts(name);
+  if (v.size() == 2)
+    return {v[0], v[1]};
+  if (v.size() == 1)
+    return {v[0], v[0]};
+  return {fallback, fallback};
+}
+
+namespace {
+bool resolveAxis(Axis &a, bool same) {
+  if (a.stride < 1 || a.dilation < 1 || a.window < 1 || a.in < 1)
+    return false;
+  int64_t effective = (a.window - 1) * a.dilation + 1;
+  if (same) {
+    a.out = (a.in + a.stride - 1) / a.stride;
+    int64_t total =
+        std::max<int64_t>((a.out - 1) * a.stride + effective - a.in, 0);
+    a.padBefore = total / 2;
+    a.padAfter = total - a.padBefore;
+  } else {
+    if (a.in < effective)
+      return false;
+    a.out = (a.in - effective) / a.stride + 1;
+    a.padBefore = a.padAfter = 0;
+  }
+  return true;
+}
+} // namespace
+
+Status resolveWindow(const char *kName, const KernelConfig &config,
+                     const std::vector<int64_t> &input, int64_t kh, int64_t kw,
+                     bool dilated, Window2D &g) {
+  REQUIRE(input.size() == 4, "needs an NHWC input, got " + shapeText(input));
+  std::string padding = config.getString("padding", "valid");
+  REQUIRE(padding == "valid" || padding == "same",
+          "unknown padding '" + padding + "'");
+  auto [sh, sw] = pairOf(config, "strides", 1);
+  auto [dh, dw] = dilated ? pairOf(config, "dilations", 1)
+                          : std::pair<int64_t, int64_t>{1, 1};
+  g.n = input[0];
+  g.c = input[3];
+  g.h = {input[1], kh, sh, dh, 0, 0, 0};
+  g.w = {input[2], kw, sw, dw, 0, 0, 0};
+  REQUIRE(g.n > 0 && g.c > 0, "empty input " + shapeText(input));
+  REQUIRE(resolveAxis(g.h, padding == "same") &&
+              resolveAxis(g.w, padding == "same"),
+          "window " + std::to_string(kh) + "x" + std::to_string(kw) +
+              " does not fit input " + shapeText(input));
+  return Status::ok();
+}
+
+Status parseActivation(const char *kName, const std::string &name,
+                       Activation &out) {
+  if (name.empty() || name == "none" || name == "linear")
+    out = Activation::none;
+  else if (name == "relu")
+    out = Activation::relu;
+  else if (name == "sigmoid")
+    out = Activation::sigmoid;
+  else if (name == "tanh")
+    out = Activation::tanh;
+  else
+    REQUIRE(false, "unknown activation '" + name + "'");
+  return Status::ok();
+}
+
+ScopedDevice::~ScopedDevice() {
+  if (previous_ >= 0)
+    (void)cudaSetDevice(previous_); // nothing to report to in a destructor
+}
+
+Status ScopedDevice::enter(int ordinal) {
+  int current = 0;
+  RETURN_IF_CUDA_ERROR(cudaGetDevice(&current));
+  if (current != ordinal) {
+    RETURN_IF_CUDA_ERROR(cudaSetDevice(ordinal));
+    previous_ = current;
+  }
+  return Status::ok();
+}
+
+DeviceBuffer::~DeviceBuffer() {
+  if (!data_)
+    return;
+  // At process exit the runtime may be gone already; the memory goes with
+  // it, so a failure here has nothing left to leak.
+  ScopedDevice device;
+  if (device.enter(ordinal_))
+    (void)cudaFree(data_);
+}
+
+Status DeviceBuffer::allocate(int ordinal, size_t bytes) {
+  if (data_)
+    return Status::error("DeviceBuffer::allocate: already allocated");
+  ScopedDevice device;
+  RETURN_IF_ERROR(device.enter(ordinal));
+  RETURN_IF_CUDA_ERROR(cudaMalloc(&data_, std::max<size_t>(bytes, 1)));
+  ordinal_ = ordinal;
+  return Status::ok();
+}
+
+} // namespace graph::runtime::cuda

@@ -1,0 +1,568 @@
+//===- ElementwiseKernels.cu - pointwise ops, bias, dropout ---------------===//
+//
+// One interpreter kernel runs every pointwise op: a fused `elementwise`
+// body, parsed once per launch site by the reference backend's parser (one
+// grammar for every backend) and encoded as a fixed-size instruction array
+// passed by value, and each activation, activation gradient and `add`,
+// which are one-instruction programs. Per element the math is float, as
+// stored; the reference computes in double, so results agree within a few
+// float ulps.
+//
+// Also here: bias_add, bias_add_grad (a column reduction), the conv and
+// dense epilogue (bias and activation in place) and dropout, whose mask is
+// the reference's splitmix64 hash reimplemented bit for bit.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/backends/cuda/kernels/ColumnReduction.cuh"
+#include "runtime/backends/cuda/kernels/CudaKernels.h"
+
+#include "runtime/backends/reference/ReferenceKernels.h"
+
+#include <memory>
+
+namespace graph::runtime::cuda {
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// The pointwise program
+//===----------------------------------------------------------------------===//
+
+enum class Op : uint8_t {
+  add,
+  relu,
+  sigmoid,
+  tanh,
+  elu,
+  leakyRelu,
+  gelu,
+  reluGrad,
+  sigmoidGrad,
+  tanhGrad,
+  eluGrad,
+  leakyReluGrad,
+  geluGrad,
+};
+
+/// Limits of the by-value encoding (a kernel argument, about 700 bytes).
+constexpr int kMaxInstructions = 32;
+constexpr int kMaxOperands = 64;
+constexpr int kMaxInputs = 16;
+
+struct Instruction {
+  Op op = Op::add;
+  bool approximate = false;
+  uint8_t firstOperand = 0;
+  uint8_t operandCount = 0;
+  float alpha = 0.0f;
+};
+
+/// Operands and the result use ElementwiseProgram's encoding: >= 0 is
+/// launch input n, < 0 is the value of instruction -(v + 1).
+struct Program {
+  int32_t size = 0;
+  int32_t result = 0;
+  Instruction code[kMaxInstructions];
+  int8_t operands[kMaxOperands] = {};
+};
+
+struct PointwiseArgs {
+  const float *inputs[kMaxInputs] = {};
+  float *out = nullptr;
+  int64_t elements = 0;
+};
+
+bool opOf(const std::string &name, Op &op) {
+  static const std::pair<const char *, Op> kOps[] = {
+      {"add", Op::add},
+      {"relu", Op::relu},
+      {"sigmoid", Op::sigmoid},
+      {"tanh", Op::tanh},
+      {"elu", Op::elu},
+      {"leaky_relu", Op::leakyRelu},
+      {"gelu", Op::gelu},
+      {"relu_grad", Op::reluGrad},
+      {"sigmoid_grad", Op::sigmoidGrad},
+      {"tanh_grad", Op::tanhGrad},
+      {"elu_grad", Op::eluGrad},
+      {"leaky_relu_grad", Op::leakyReluGrad},
+      {"gelu_grad", Op::geluGrad},
+  };
+  for (const auto &[n, o] : kOps)
+    if (name == n) {
+      op = o;
+      return true;
+    }
+  return false;
+}
+
+/// Appends one instruction; false when the encoding is full.
+bool append(Program &p, Op op, const std::vector<int> &operands, double alpha,
+            bool approximate) {
+  int first = 0;
+  for (int i = 0; i < p.size; ++i)
+    first += p.code[i].operandCount;
+  if (p.size >= kMaxInstructions ||
+      first + static_cast<int>(operands.size()) > kMaxOperands)
+    return false;
+  Instruction &in = p.code[p.size++];
+  in.op = op;
+  in.approximate = approximate;
+  in.alpha = static_cast<float>(alpha);
+  in.firstOperand = static_cast<uint8_t>(first);
+  in.operandCount = static_cast<uint8_t>(operands.size());
+  for (size_t i = 0; i < operands.size(); ++i)
+    p.operands[first + i] = static_cast<int8_t>(operands[i]);
+  return true;
+}
+
+constexpr float kSqrtHalf = 0.70710678118654752440f;
+constexpr float kSqrtTwoOverPi = 0.79788456080286535588f;
+constexpr float kInvSqrtTwoPi = 0.39894228040143267794f;
+constexpr float kGeluTanhCoefficient = 0.044715f;
+
+__device__ float geluForward(float x, bool approximate) {
+  if (approximate)
+    return 0.5f * x *
+           (1.0f +
+            tanhf(kSqrtTwoOverPi * (x + kGeluTanhCoefficient * x * x * x)));
+  return 0.5f * x * (1.0f + erff(x * kSqrtHalf));
+}
+
+__device__ float geluDerivative(float x, bool approximate) {
+  if (approximate) {
+    float t = tanhf(kSqrtTwoOverPi * (x + kGeluTanhCoefficient * x * x * x));
+    return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * kSqrtTwoOverPi *
+                                   (1.0f + 3.0f * kGeluTanhCoefficient * x * x);
+  }
+  float cdf = 0.5f * (1.0f + erff(x * kSqrtHalf));
+  float pdf = expf(-0.5f * x * x) * kInvSqrtTwoPi;
+  return cdf + x * pdf;
+}
+
+/// One op on its first two operand values (x, and s for the gradients:
+/// dy and the saved forward value, as GraphOps.td orders them).
+__device__ float applyOp(const Instruction &in, float x, float s) {
+  switch (in.op) {
+  case Op::add: // only reached for the sums, which evaluate() handles
+    return x;
+  case Op::relu:
+    return x > 0.0f ? x : 0.0f;
+  case Op::sigmoid:
+    return 1.0f / (1.0f + expf(-x));
+  case Op::tanh:
+    return tanhf(x);
+  case Op::elu:
+    return x > 0.0f ? x : in.alpha * expm1f(x);
+  case Op::leakyRelu:
+    return x > 0.0f ? x : in.alpha * x;
+  case Op::gelu:
+    return geluForward(x, in.approximate);
+  case Op::reluGrad:
+    return s > 0.0f ? x : 0.0f;
+  case Op::sigmoidGrad:
+    return x * s * (1.0f - s);
+  case Op::tanhGrad:
+    return x * (1.0f - s * s);
+  case Op::eluGrad:
+    return s > 0.0f ? x : x * (s + in.alpha);
+  case Op::leakyReluGrad:
+    return s > 0.0f ? x : in.alpha * x;
+  case Op::geluGrad:
+    return x * geluDerivative(s, in.approximate);
+  }
+  return 0.0f;
+}
+
+/// Operand `v` of element `i`: a launch input, or an earlier instruction's
+/// value in `t`.
+__device__ float operand(const PointwiseArgs &a, const float *t, int v,
+                         int64_t i) {
+  return v >= 0 ? a.inputs[v][i] : t[-v - 1];
+}
+
+__global__ void pointwiseKernel(Program p, PointwiseArgs a) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+       i < a.elements; i += int64_t(gridDim.x) * blockDim.x) {
+    // Instruction s writes t[s] and reads only t[0..s): the parser rejects
+    // a value used before it is defined.
+    float t[kMaxInstructions];
+    for (int s = 0; s < p.size; ++s) {
+      const Instruction &in = p.code[s];
+      const int8_t *ops = p.operands + in.firstOperand;
+      if (in.op == Op::add) {
+        float sum = 0.0f;
+        for (int k = 0; k < in.operandCount; ++k)
+          sum += operand(a, t, ops[k], i);
+        t[s] = sum;
+      } else {
+        t[s] = applyOp(in, operand(a, t, ops[0], i),
+                       in.operandCount > 1 ? operand(a, t, ops[1], i) : 0.0f);
+      }
+    }
+    a.out[i] = operand(a, t, p.result, i);
+  }
+}
+
+/// A pointwise launch site: the program and its buffers.
+struct PointwiseSite {
+  CudaDeviceState *state = nullptr;
+  Program program;
+  PointwiseArgs args;
+};
+
+Status runPointwise(const PointwiseSite &s) {
+  if (s.args.elements == 0)
+    return Status::ok();
+  pointwiseKernel<<<blocksFor(s.args.elements), kThreads, 0,
+                    s.state->compute>>>(s.program, s.args);
+  RETURN_IF_LAUNCH_FAILED("pointwiseKernel");
+  return Status::ok();
+}
+
+/// Checks that every input matches the output's size and builds the site.
+Status pointwiseSite(const char *kName, const KernelContext &ctx,
+                     const Tensors &ins, const Tensors &outs,
+                     std::shared_ptr<PointwiseSite> &site) {
+  site = std::make_shared<PointwiseSite>();
+  REQUIRE(ins.size() <= size_t(kMaxInputs),
+          std::to_string(ins.size()) + " inputs, more than the CUDA kernel's " +
+              std::to_string(kMaxInputs));
+  int64_t elements = outs[0].elements();
+  for (size_t i = 0; i < ins.size(); ++i) {
+    REQUIRE(ins[i].elements() == elements,
+            "input " + std::to_string(i) + " " + shapeText(ins[i].shape) +
+                " differs in size from the output " + shapeText(outs[0].shape));
+    site->args.inputs[i] = ins[i].f32();
+  }
+  site->args.out = outs[0].f32();
+  site->args.elements = elements;
+  return deviceStateOf(kName, ctx, site->state);
+}
+
+KernelFn pointwiseFn(std::shared_ptr<PointwiseSite> site) {
+  return [site](const KernelContext &, const KernelConfig &, const Tensors &,
+                const Tensors &) { return runPointwise(*site); };
+}
+
+/// An activation (1 input) or activation gradient (dy, saved) kernel: a
+/// program of one instruction.
+KernelFactory activationFactory(const char *name, Op op, int inputs,
+                                double defaultAlpha) {
+  return [name, op, inputs, defaultAlpha](
+             const KernelContext &ctx, const KernelConfig &cfg,
+             const Tensors &ins, const Tensors &outs, KernelFn &out) {
+    const char *kName = name;
+    RETURN_IF_ERROR(checkOperands(kName, ins, outs, inputs, inputs, 1));
+    std::shared_ptr<PointwiseSite> site;
+    RETURN_IF_ERROR(pointwiseSite(kName, ctx, ins, outs, site));
+    std::vector<int> operands = {0};
+    if (inputs == 2)
+      operands.push_back(1);
+    append(site->program, op, operands, cfg.getFloat("alpha", defaultAlpha),
+           cfg.getInt("approximate", 0) != 0);
+    site->program.result = -1;
+    out = pointwiseFn(std::move(site));
+    return Status::ok();
+  };
+}
+
+/// The sum of any number of inputs: passes of up to kMaxInputs operands,
+/// each after the first adding to the output so far.
+Status add(const KernelContext &ctx, const KernelConfig &, const Tensors &ins,
+           const Tensors &outs, KernelFn &out) {
+  static constexpr const char *kName = "add";
+  RETURN_IF_ERROR(checkOperands(kName, ins, outs, 1, 1 << 20, 1));
+  std::vector<std::shared_ptr<PointwiseSite>> passes;
+  for (size_t begin = 0; begin < ins.size();) {
+    Tensors operands;
+    if (begin > 0)
+      operands.push_back(outs[0]);
+    size_t end = std::min(ins.size(), begin + kMaxInputs - operands.size());
+    operands.insert(operands.end(), ins.begin() + begin, ins.begin() + end);
+    begin = end;
+    std::shared_ptr<PointwiseSite> site;
+    RETURN_IF_ERROR(pointwiseSite(kName, ctx, operands, outs, site));
+    std::vector<int> indices(operands.size());
+    for (size_t i = 0; i < indices.size(); ++i)
+      indices[i] = static_cast<int>(i);
+    append(site->program, Op::add, indices, 0.0, false);
+    site->program.result = -1;
+    passes.push_back(std::move(site));
+  }
+  out = [passes](const KernelContext &, const KernelConfig &, const Tensors &,
+                 const Tensors &) {
+    for (const auto &pass : passes)
+      RETURN_IF_ERROR(runPointwise(*pass));
+    return Status::ok();
+  };
+  return Status::ok();
+}
+
+/// A fused chain; its body is parsed here, once.
+Status elementwise(const KernelContext &ctx, const KernelConfig &cfg,
+                   const Tensors &ins, const Tensors &outs, KernelFn &out) {
+  static constexpr const char *kName = "elementwise";
+  RETURN_IF_ERROR(checkOperands(kName, ins, outs, 1, 1 << 20, 1));
+  reference::ElementwiseProgram parsed;
+  std::string error;
+  REQUIRE(parsed.parse(cfg.getString("body"), error), "body: " + error);
+  REQUIRE(parsed.numInputs() <= static_cast<int>(ins.size()),
+          "body reads a" + std::to_string(parsed.numInputs() - 1) +
+              " but the launch has " + std::to_string(ins.size()) + " inputs");
+  std::shared_ptr<PointwiseSite> site;
+  RETURN_IF_ERROR(pointwiseSite(kName, ctx, ins, outs, site));
+  for (const reference::ElementwiseProgram::Stmt &stmt : parsed.statements()) {
+    Op op;
+    REQUIRE(opOf(stmt.op, op), "op '" + stmt.op + "' has no CUDA form");
+    REQUIRE(append(site->program, op, stmt.args, stmt.alpha, stmt.approximate),
+            "body has more than " + std::to_string(kMaxInstructions) +
+                " statements or " + std::to_string(kMaxOperands) +
+                " operands, the CUDA kernel's limit");
+  }
+  site->program.result = parsed.resultValue();
+  out = pointwiseFn(std::move(site));
+  return Status::ok();
+}
+
+//===----------------------------------------------------------------------===//
+// Bias and the fused epilogue
+//===----------------------------------------------------------------------===//
+
+__device__ float activate(float v, Activation activation) {
+  switch (activation) {
+  case Activation::none:
+    return v;
+  case Activation::relu:
+    return v > 0.0f ? v : 0.0f;
+  case Activation::sigmoid:
+    return 1.0f / (1.0f + expf(-v));
+  case Activation::tanh:
+    return tanhf(v);
+  }
+  return v;
+}
+
+/// y = act(x + bias[i % channels]); x and y may be one buffer.
+__global__ void biasActivationKernel(const float *x, float *y,
+                                     const float *__restrict__ bias,
+                                     int64_t elements, int64_t channels,
+                                     Activation activation) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < elements;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    float v = x[i];
+    if (bias)
+      v += bias[i % channels];
+    y[i] = activate(v, activation);
+  }
+}
+
+Status biasAdd(const KernelContext &ctx, const KernelConfig &,
+               const Tensors &ins, const Tensors &outs, KernelFn &out) {
+  static constexpr const char *kName = "bias_add";
+  RETURN_IF_ERROR(checkOperands(kName, ins, outs, 2, 2, 1));
+  REQUIRE(!ins[0].shape.empty() && ins[0].shape.back() > 0 &&
+              ins[1].elements() == ins[0].shape.back(),
+          "bias " + shapeText(ins[1].shape) +
+              " does not match the last axis "
+              "of " +
+              shapeText(ins[0].shape));
+  REQUIRE(outs[0].elements() == ins[0].elements(),
+          "output " + shapeText(outs[0].shape) + " differs in size from " +
+              shapeText(ins[0].shape));
+  CudaDeviceState *state = nullptr;
+  RETURN_IF_ERROR(deviceStateOf(kName, ctx, state));
+  const float *x = ins[0].f32(), *bias = ins[1].f32();
+  float *y = outs[0].f32();
+  int64_t elements = ins[0].elements(), channels = ins[0].shape.back();
+  out = [=](const KernelContext &, const KernelConfig &, const Tensors &,
+            const Tensors &) {
+    biasActivationKernel<<<blocksFor(elements), kThreads, 0, state->compute>>>(
+        x, y, bias, elements, channels, Activation::none);
+    RETURN_IF_LAUNCH_FAILED("biasActivationKernel");
+    return Status::ok();
+  };
+  return Status::ok();
+}
+
+/// d(bias)[c] = sum over rows of dy[row, c].
+struct ColumnOf {
+  const float *m;
+  int64_t cols;
+  __device__ void operator()(int64_t row, int64_t col, double *v) const {
+    v[0] = m[row * cols + col];
+  }
+};
+
+struct StoreFloat {
+  float *out;
+  __device__ void operator()(int64_t col, const double *sums) const {
+    out[col] = static_cast<float>(sums[0]);
+  }
+};
+
+Status biasAddGrad(const KernelContext &ctx, const KernelConfig &,
+                   const Tensors &ins, const Tensors &outs, KernelFn &out) {
+  static constexpr const char *kName = "bias_add_grad";
+  RETURN_IF_ERROR(checkOperands(kName, ins, outs, 1, 1, 1));
+  REQUIRE(!ins[0].shape.empty() && ins[0].shape.back() > 0 &&
+              outs[0].elements() == ins[0].shape.back(),
+          "bias_grad " + shapeText(outs[0].shape) +
+              " does not match the last axis of " + shapeText(ins[0].shape));
+  CudaDeviceState *state = nullptr;
+  RETURN_IF_ERROR(deviceStateOf(kName, ctx, state));
+  int64_t cols = ins[0].shape.back();
+  ColumnReduction r;
+  RETURN_IF_ERROR(r.plan(kName, ins[0].elements() / cols, cols, 1,
+                         state->workspace, state->workspaceBytes));
+  ColumnOf value{ins[0].f32(), cols};
+  StoreFloat finish{outs[0].f32()};
+  out = [=](const KernelContext &, const KernelConfig &, const Tensors &,
+            const Tensors &) {
+    RETURN_IF_CUDA_ERROR(
+        launchColumnReduction<1>(r, value, finish, state->compute));
+    return Status::ok();
+  };
+  return Status::ok();
+}
+
+//===----------------------------------------------------------------------===//
+// Dropout
+//===----------------------------------------------------------------------===//
+
+__device__ uint64_t splitmix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+/// reference::dropoutKeep, bit for bit.
+__device__ bool dropoutKeep(int64_t opSeed, uint64_t runSeed, int64_t step,
+                            int64_t index, double rate) {
+  uint64_t h = splitmix64(static_cast<uint64_t>(opSeed));
+  h = splitmix64(h ^ runSeed);
+  h = splitmix64(h ^ static_cast<uint64_t>(step));
+  h = splitmix64(h ^ static_cast<uint64_t>(index));
+  double u = static_cast<double>(h >> 11) * 0x1.0p-53; // [0, 1)
+  return u >= rate;
+}
+
+struct DropoutArgs {
+  const float *x = nullptr;
+  float *y = nullptr;
+  int64_t elements = 0;
+  /// The global index of element 0: globalRowOffset * rowElements.
+  int64_t firstIndex = 0;
+  int64_t opSeed = 0;
+  uint64_t runSeed = 0;
+  double rate = 0.0, scale = 0.0;
+};
+
+__global__ void dropoutKernel(DropoutArgs a, const int64_t *deviceStep) {
+  // Read on the device: a replayed CUDA graph keeps its kernel arguments.
+  int64_t step = *deviceStep;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+       i < a.elements; i += int64_t(gridDim.x) * blockDim.x) {
+    // The product in double, as the reference rounds it.
+    a.y[i] = dropoutKeep(a.opSeed, a.runSeed, step, a.firstIndex + i, a.rate)
+                 ? static_cast<float>(static_cast<double>(a.x[i]) * a.scale)
+                 : 0.0f;
+  }
+}
+
+/// dropout and dropout_grad: the same mask (regenerated from seed, step and
+/// global row) and scale.
+KernelFactory dropoutFactory(const char *name) {
+  return [name](const KernelContext &ctx, const KernelConfig &cfg,
+                const Tensors &ins, const Tensors &outs, KernelFn &out) {
+    const char *kName = name;
+    RETURN_IF_ERROR(checkOperands(kName, ins, outs, 1, 1, 1));
+    REQUIRE(outs[0].elements() == ins[0].elements(),
+            "output " + shapeText(outs[0].shape) + " differs in size from " +
+                shapeText(ins[0].shape));
+    double rate = cfg.getFloat("rate", 0.0);
+    REQUIRE(rate >= 0.0 && rate <= 1.0,
+            "rate " + std::to_string(rate) + " is not in [0, 1]");
+    CudaDeviceState *state = nullptr;
+    RETURN_IF_ERROR(deviceStateOf(kName, ctx, state));
+    REQUIRE(state->deviceStep, "the device keeps no step in device memory "
+                               "(CudaDeviceState::deviceStep)");
+    DropoutArgs a;
+    a.x = ins[0].f32();
+    a.y = outs[0].f32();
+    a.elements = ins[0].elements();
+    int64_t rows = ins[0].shape.empty() ? 1 : ins[0].shape[0];
+    int64_t rowElements = rows ? a.elements / rows : 0;
+    a.opSeed = cfg.getInt("seed", 0);
+    a.rate = rate;
+    a.scale = rate < 1.0 ? 1.0 / (1.0 - rate) : 0.0;
+    out = [state, a, rowElements](const KernelContext &stepCtx,
+                                  const KernelConfig &, const Tensors &,
+                                  const Tensors &) {
+      if (a.elements == 0)
+        return Status::ok();
+      // The replica's first global row and the run's seed come with the
+      // step's context (a factory's context has no row offset); both are
+      // fixed for a launch site, so a captured graph may keep them. The
+      // step, which is not, is read on the device.
+      DropoutArgs args = a;
+      args.firstIndex = stepCtx.globalRowOffset * rowElements;
+      args.runSeed = stepCtx.seed;
+      dropoutKernel<<<blocksFor(a.elements), kThreads, 0, state->compute>>>(
+          args, state->deviceStep);
+      RETURN_IF_LAUNCH_FAILED("dropoutKernel");
+      return Status::ok();
+    };
+    return Status::ok();
+  };
+}
+
+} // namespace
+
+cudaError_t launchBiasActivation(float *y, const float *bias, int64_t elements,
+                                 int64_t channels, Activation activation,
+                                 cudaStream_t stream) {
+  if (elements <= 0 || channels <= 0)
+    return cudaSuccess;
+  biasActivationKernel<<<blocksFor(elements), kThreads, 0, stream>>>(
+      y, y, bias, elements, channels, activation);
+  return cudaGetLastError();
+}
+
+void registerElementwiseKernels() {
+  KernelRegistry &r = KernelRegistry::global();
+  struct Entry {
+    const char *name;
+    Op op;
+    int inputs;
+    double alpha;
+  };
+  // Default alphas as GraphOps.td: elu 1.0, leaky_relu 0.2.
+  static const Entry kActivations[] = {
+      {"relu", Op::relu, 1, 0.0},
+      {"sigmoid", Op::sigmoid, 1, 0.0},
+      {"tanh", Op::tanh, 1, 0.0},
+      {"elu", Op::elu, 1, 1.0},
+      {"leaky_relu", Op::leakyRelu, 1, 0.2},
+      {"gelu", Op::gelu, 1, 0.0},
+      {"relu_grad", Op::reluGrad, 2, 0.0},
+      {"sigmoid_grad", Op::sigmoidGrad, 2, 0.0},
+      {"tanh_grad", Op::tanhGrad, 2, 0.0},
+      {"elu_grad", Op::eluGrad, 2, 1.0},
+      {"leaky_relu_grad", Op::leakyReluGrad, 2, 0.2},
+      {"gelu_grad", Op::geluGrad, 2, 0.0},
+  };
+  for (const Entry &a : kActivations)
+    r.addFactory(a.name, Backend::cuda,
+                 activationFactory(a.name, a.op, a.inputs, a.alpha));
+  r.addFactory("add", Backend::cuda, add);
+  r.addFactory("elementwise", Backend::cuda, elementwise);
+  r.addFactory("bias_add", Backend::cuda, biasAdd);
+  r.addFactory("bias_add_grad", Backend::cuda, biasAddGrad);
+  r.addFactory("dropout", Backend::cuda, dropoutFactory("dropout"));
+  r.addFactory("dropout_grad", Backend::cuda, dropoutFactory("dropout_grad"));
+}
+
+} // namespace graph::runtime::cuda

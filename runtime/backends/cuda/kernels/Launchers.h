@@ -1,0 +1,56 @@
+//===- Launchers.h - own kernels the library calls from C++ -----*- C++ -*-===//
+//
+// Host functions, compiled by nvcc, that enqueue this library's own kernels
+// on a stream; the cuDNN and cuBLASLt factories (plain C++) use them for the
+// layouts and epilogues the libraries do not provide. Each returns the
+// launch's cudaGetLastError(), so a caller wraps it in
+// RETURN_IF_CUDA_ERROR.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef RUNTIME_BACKENDS_CUDA_KERNELS_LAUNCHERS_H
+#define RUNTIME_BACKENDS_CUDA_KERNELS_LAUNCHERS_H
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace graph::runtime::cuda {
+
+/// The activation of a fused conv or dense epilogue (GraphOps.td's
+/// EpilogueActivation).
+enum class Activation : int32_t { none, relu, sigmoid, tanh };
+
+/// y[i] = act(y[i] + bias[i % channels]) in place; `bias` may be null.
+cudaError_t launchBiasActivation(float *y, const float *bias, int64_t elements,
+                                 int64_t channels, Activation activation,
+                                 cudaStream_t stream);
+
+/// dst = transpose(src) for a row-major `rows` x `cols` src: an HWIO conv
+/// kernel ([H*W*I, O]) to cuDNN's OHWI ([O, H*W*I]) and back.
+cudaError_t launchTranspose(const float *src, float *dst, int64_t rows,
+                            int64_t cols, cudaStream_t stream);
+
+/// An NHWC tensor [n, h, w, c] inside a zero-padded one
+/// [n, h + top + bottom, w + left + right, c].
+struct NhwcPadding {
+  int64_t n = 0, h = 0, w = 0, c = 0;
+  int64_t top = 0, bottom = 0, left = 0, right = 0;
+  int64_t paddedH() const { return h + top + bottom; }
+  int64_t paddedW() const { return w + left + right; }
+  int64_t paddedElements() const { return n * paddedH() * paddedW() * c; }
+};
+
+/// Writes all of `padded`: `x` inside, zeros around. cuDNN pads
+/// symmetrically only; TensorFlow's `same` padding of an odd total puts the
+/// extra row and column after.
+cudaError_t launchPadNhwc(const float *x, float *padded,
+                          const NhwcPadding &geometry, cudaStream_t stream);
+
+/// x = the inside of `padded` (the gradient of launchPadNhwc).
+cudaError_t launchCropNhwc(const float *padded, float *x,
+                           const NhwcPadding &geometry, cudaStream_t stream);
+
+} // namespace graph::runtime::cuda
+
+#endif // RUNTIME_BACKENDS_CUDA_KERNELS_LAUNCHERS_H

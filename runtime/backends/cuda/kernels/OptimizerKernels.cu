@@ -1,0 +1,250 @@
+//===- OptimizerKernels.cu - one launch updates every variable ------------===//
+//
+// optimizer_update (SGD with momentum and Nesterov, Adam with amsgrad,
+// RMSprop with momentum and centering; Keras 3's formulas, as the
+// reference writes them) as a single multi-tensor launch: the factory lays
+// out a table of every variable's buffers and a list of fixed-size chunks
+// in device memory of its own (allocated and filled once, outside any
+// step), and each block walks chunks of that list. Reads and writes of an
+// element happen in one thread, so the plan's in-place update (outs = ins)
+// is safe. The arithmetic is double, as the reference's: the kernel is
+// bound by memory, not by the few flops per element.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/backends/cuda/kernels/CudaKernels.h"
+
+#include <memory>
+
+namespace graph::runtime::cuda {
+
+namespace {
+
+constexpr int kMaxSlots = 3;
+/// Elements per chunk: 16 per thread of a block.
+constexpr int64_t kChunkElements = 16 * kThreads;
+
+struct UpdateTensor {
+  const float *param = nullptr;
+  const float *grad = nullptr;
+  float *newParam = nullptr;
+  const float *slot[kMaxSlots] = {};
+  float *newSlot[kMaxSlots] = {};
+  int64_t size = 0;
+};
+
+struct Chunk {
+  int64_t tensor = 0;
+  int64_t begin = 0, end = 0;
+};
+
+enum class Kind : int32_t { sgd, adam, rmsprop };
+
+struct Hyper {
+  Kind kind = Kind::sgd;
+  int32_t slots = 0;
+  double learningRate = 0.01, momentum = 0.0;
+  double beta1 = 0.9, beta2 = 0.999, epsilon = 1e-7, rho = 0.9;
+  bool nesterov = false, amsgrad = false;
+  // RMSprop's optional slots (-1: absent).
+  int32_t momentumSlot = -1, meanGradSlot = -1;
+};
+
+__device__ void updateElement(const UpdateTensor &t, int64_t i, const Hyper &h,
+                              double adamAlpha) {
+  double w = t.param[i], g = t.grad[i];
+  double s[kMaxSlots] = {};
+  for (int k = 0; k < h.slots; ++k)
+    s[k] = t.slot[k][i];
+  switch (h.kind) {
+  case Kind::sgd:
+    if (h.slots == 0) {
+      w -= h.learningRate * g;
+    } else {
+      s[0] = h.momentum * s[0] - h.learningRate * g;
+      w += h.nesterov ? h.momentum * s[0] - h.learningRate * g : s[0];
+    }
+    break;
+  case Kind::adam: {
+    s[0] += (g - s[0]) * (1.0 - h.beta1);
+    s[1] += (g * g - s[1]) * (1.0 - h.beta2);
+    double second = s[1];
+    if (h.amsgrad) {
+      s[2] = fmax(s[2], s[1]);
+      second = s[2];
+    }
+    w -= adamAlpha * s[0] / (sqrt(second) + h.epsilon);
+    break;
+  }
+  case Kind::rmsprop: {
+    s[0] = h.rho * s[0] + (1.0 - h.rho) * g * g;
+    double denom = s[0] + h.epsilon;
+    if (h.meanGradSlot >= 0) {
+      double &mg = s[h.meanGradSlot];
+      mg = h.rho * mg + (1.0 - h.rho) * g;
+      denom = s[0] - mg * mg + h.epsilon;
+    }
+    double increment = h.learningRate * g / sqrt(denom);
+    if (h.momentumSlot >= 0) {
+      double &mom = s[h.momentumSlot];
+      mom = h.momentum * mom + increment;
+      w -= mom;
+    } else {
+      w -= increment;
+    }
+    break;
+  }
+  }
+  t.newParam[i] = static_cast<float>(w);
+  for (int k = 0; k < h.slots; ++k)
+    t.newSlot[k][i] = static_cast<float>(s[k]);
+}
+
+__global__ void updateKernel(const UpdateTensor *__restrict__ tensors,
+                             const Chunk *__restrict__ chunks,
+                             int64_t numChunks, Hyper h,
+                             const int64_t *deviceStep) {
+  // Adam's bias correction, once per block, from the step in device memory
+  // (a replayed CUDA graph keeps its kernel arguments).
+  __shared__ double adamAlpha;
+  if (threadIdx.x == 0) {
+    double t = static_cast<double>(*deviceStep);
+    adamAlpha = h.kind == Kind::adam
+                    ? h.learningRate * sqrt(1.0 - pow(h.beta2, t)) /
+                          (1.0 - pow(h.beta1, t))
+                    : 0.0;
+  }
+  __syncthreads();
+  for (int64_t c = blockIdx.x; c < numChunks; c += gridDim.x) {
+    Chunk chunk = chunks[c];
+    const UpdateTensor &t = tensors[chunk.tensor];
+    for (int64_t i = chunk.begin + threadIdx.x; i < chunk.end; i += blockDim.x)
+      updateElement(t, i, h, adamAlpha);
+  }
+}
+
+struct UpdateSite {
+  CudaDeviceState *state = nullptr;
+  DeviceBuffer table; // [tensors][chunks]
+  const UpdateTensor *tensors = nullptr;
+  const Chunk *chunks = nullptr;
+  int64_t numChunks = 0;
+  Hyper hyper;
+};
+
+/// ins: N params, N grads, N*k slots (grouped per variable); outs: N new
+/// params, N*k new slots.
+Status optimizerUpdate(const KernelContext &ctx, const KernelConfig &cfg,
+                       const Tensors &ins, const Tensors &outs, KernelFn &out) {
+  static constexpr const char *kName = "optimizer_update";
+  auto site = std::make_shared<UpdateSite>();
+  Hyper &h = site->hyper;
+  std::string kind = cfg.getString("optimizer");
+  h.learningRate = cfg.getFloat("learning_rate", 0.01);
+  h.momentum = cfg.getFloat("momentum", 0.0);
+  if (kind == "sgd") {
+    h.kind = Kind::sgd;
+    h.slots = h.momentum > 0 ? 1 : 0;
+    h.nesterov = cfg.getFloat("nesterov", 0.0) != 0.0;
+  } else if (kind == "adam") {
+    h.kind = Kind::adam;
+    h.amsgrad = cfg.getFloat("amsgrad", 0.0) != 0.0;
+    h.slots = h.amsgrad ? 3 : 2;
+    h.beta1 = cfg.getFloat("beta_1", 0.9);
+    h.beta2 = cfg.getFloat("beta_2", 0.999);
+    h.epsilon = cfg.getFloat("epsilon", 1e-7);
+  } else if (kind == "rmsprop") {
+    h.kind = Kind::rmsprop;
+    bool centered = cfg.getFloat("centered", 0.0) != 0.0;
+    h.slots = 1;
+    if (h.momentum > 0)
+      h.momentumSlot = h.slots++;
+    if (centered)
+      h.meanGradSlot = h.slots++;
+    h.rho = cfg.getFloat("rho", 0.9);
+    h.epsilon = cfg.getFloat("epsilon", 1e-7);
+  } else {
+    REQUIRE(false, "unknown optimizer '" + kind + "'");
+  }
+  size_t k = static_cast<size_t>(h.slots);
+  REQUIRE(!ins.empty() && ins.size() % (2 + k) == 0,
+          std::to_string(ins.size()) +
+              " inputs do not split into params, grads and " +
+              std::to_string(k) + " slot(s) per variable");
+  size_t n = ins.size() / (2 + k);
+  RETURN_IF_ERROR(
+      checkOperands(kName, ins, outs, ins.size(), ins.size(), n * (1 + k)));
+
+  std::vector<UpdateTensor> tensors(n);
+  std::vector<Chunk> chunks;
+  for (size_t v = 0; v < n; ++v) {
+    int64_t size = ins[v].elements();
+    REQUIRE(ins[n + v].elements() == size && outs[v].elements() == size,
+            "variable " + std::to_string(v) + " " + shapeText(ins[v].shape) +
+                ": gradient " + shapeText(ins[n + v].shape) + " or new value " +
+                shapeText(outs[v].shape) + " differs in size");
+    UpdateTensor &t = tensors[v];
+    t.param = ins[v].f32();
+    t.grad = ins[n + v].f32();
+    t.newParam = outs[v].f32();
+    t.size = size;
+    for (size_t s = 0; s < k; ++s) {
+      const TensorRef &slot = ins[2 * n + v * k + s];
+      const TensorRef &newSlot = outs[n + v * k + s];
+      REQUIRE(slot.elements() == size && newSlot.elements() == size,
+              "variable " + std::to_string(v) + ": slot " + std::to_string(s) +
+                  " differs in size");
+      t.slot[s] = slot.f32();
+      t.newSlot[s] = newSlot.f32();
+    }
+    for (int64_t begin = 0; begin < size; begin += kChunkElements)
+      chunks.push_back({static_cast<int64_t>(v), begin,
+                        std::min(size, begin + kChunkElements)});
+  }
+  RETURN_IF_ERROR(deviceStateOf(kName, ctx, site->state));
+  REQUIRE(site->state->deviceStep, "the device keeps no step in device memory "
+                                   "(CudaDeviceState::deviceStep)");
+
+  size_t tensorBytes = alignUp(tensors.size() * sizeof(UpdateTensor));
+  size_t chunkBytes = chunks.size() * sizeof(Chunk);
+  RETURN_IF_ERROR(
+      site->table.allocate(site->state->ordinal, tensorBytes + chunkBytes));
+  char *table = static_cast<char *>(site->table.data());
+  {
+    ScopedDevice device;
+    RETURN_IF_ERROR(device.enter(site->state->ordinal));
+    // Synchronous, once: the factory runs before any step.
+    RETURN_IF_CUDA_ERROR(cudaMemcpy(table, tensors.data(),
+                                    tensors.size() * sizeof(UpdateTensor),
+                                    cudaMemcpyHostToDevice));
+    if (chunkBytes)
+      RETURN_IF_CUDA_ERROR(cudaMemcpy(table + tensorBytes, chunks.data(),
+                                      chunkBytes, cudaMemcpyHostToDevice));
+  }
+  site->tensors = reinterpret_cast<const UpdateTensor *>(table);
+  site->chunks = reinterpret_cast<const Chunk *>(table + tensorBytes);
+  site->numChunks = static_cast<int64_t>(chunks.size());
+
+  out = [site](const KernelContext &, const KernelConfig &, const Tensors &,
+               const Tensors &) {
+    const UpdateSite &s = *site;
+    if (s.numChunks == 0)
+      return Status::ok();
+    unsigned blocks =
+        static_cast<unsigned>(std::min<int64_t>(s.numChunks, 65536));
+    updateKernel<<<blocks, kThreads, 0, s.state->compute>>>(
+        s.tensors, s.chunks, s.numChunks, s.hyper, s.state->deviceStep);
+    RETURN_IF_LAUNCH_FAILED("updateKernel");
+    return Status::ok();
+  };
+  return Status::ok();
+}
+
+} // namespace
+
+void registerOptimizerKernels() {
+  KernelRegistry::global().addFactory("optimizer_update", Backend::cuda,
+                                      optimizerUpdate);
+}
+
+} // namespace graph::runtime::cuda

@@ -1,0 +1,651 @@
+//===- PoolNormKernels.cu - pooling and batch normalisation ---------------===//
+//
+// Own NHWC kernels rather than cuDNN's, because the reference's semantics
+// are not cuDNN's:
+//   - pooling pads the TensorFlow way (an odd `same` total puts the extra
+//     row after), where cuDNN pads symmetrically;
+//   - max_pool2d_grad routes each gradient to the window's FIRST maximum in
+//     row-major window order; cuDNN does not promise a tie rule;
+//   - batch_norm_train updates the moving variance with the unbiased batch
+//     variance (the reference's kUnbiasedMovingVariance), and takes gamma
+//     and beta as optional operands.
+// The gradients are gathers (one thread per input element visits the
+// windows that cover it), so nothing is accumulated with atomics and every
+// run gives the same bits. Batch statistics are column reductions in
+// double.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/backends/cuda/kernels/ColumnReduction.cuh"
+#include "runtime/backends/cuda/kernels/CudaKernels.h"
+
+#include <cmath>
+
+namespace graph::runtime::cuda {
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Pooling
+//===----------------------------------------------------------------------===//
+
+struct Pool {
+  int64_t n = 0, c = 0, inH = 0, inW = 0, outH = 0, outW = 0;
+  int64_t kh = 1, kw = 1, sh = 1, sw = 1, top = 0, left = 0;
+
+  __device__ int64_t inAt(int64_t b, int64_t y, int64_t x, int64_t ch) const {
+    return ((b * inH + y) * inW + x) * c + ch;
+  }
+  __device__ int64_t outAt(int64_t b, int64_t y, int64_t x, int64_t ch) const {
+    return ((b * outH + y) * outW + x) * c + ch;
+  }
+  /// Window (oy, ox)'s in-range input rows [y0, y1) and columns [x0, x1).
+  __device__ void window(int64_t oy, int64_t ox, int64_t &y0, int64_t &y1,
+                         int64_t &x0, int64_t &x1) const {
+    int64_t ys = oy * sh - top, xs = ox * sw - left;
+    y0 = ys < 0 ? 0 : ys;
+    y1 = ys + kh < inH ? ys + kh : inH;
+    x0 = xs < 0 ? 0 : xs;
+    x1 = xs + kw < inW ? xs + kw : inW;
+  }
+  /// The output rows (or columns) whose windows cover input row `i`:
+  /// [first, last], empty when first > last.
+  __device__ static void covering(int64_t i, int64_t pad, int64_t window,
+                                  int64_t stride, int64_t outs, int64_t &first,
+                                  int64_t &last) {
+    int64_t lowest = i + pad - window + 1; // o * stride >= lowest
+    first = lowest <= 0 ? 0 : (lowest + stride - 1) / stride;
+    last = (i + pad) / stride;
+    if (last > outs - 1)
+      last = outs - 1;
+  }
+};
+
+/// The flat input index of window (b, oy, ox, ch)'s first maximum, as the
+/// reference scans it; -1 for a window without in-range positions.
+__device__ int64_t firstMaximum(const float *x, const Pool &p, int64_t b,
+                                int64_t oy, int64_t ox, int64_t ch) {
+  int64_t y0, y1, x0, x1;
+  p.window(oy, ox, y0, y1, x0, x1);
+  int64_t at = -1;
+  float best = 0.0f;
+  for (int64_t y = y0; y < y1; ++y)
+    for (int64_t xx = x0; xx < x1; ++xx) {
+      int64_t i = p.inAt(b, y, xx, ch);
+      if (at < 0 || x[i] > best) {
+        best = x[i];
+        at = i;
+      }
+    }
+  return at;
+}
+
+__global__ void maxPoolKernel(const float *__restrict__ x,
+                              float *__restrict__ y, Pool p) {
+  int64_t total = p.n * p.outH * p.outW * p.c;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    int64_t ch = i % p.c, rest = i / p.c;
+    int64_t ox = rest % p.outW;
+    rest /= p.outW;
+    int64_t oy = rest % p.outH, b = rest / p.outH;
+    int64_t y0, y1, x0, x1;
+    p.window(oy, ox, y0, y1, x0, x1);
+    // std::max(best, v) from -infinity, as the reference.
+    float best = -INFINITY;
+    for (int64_t yy = y0; yy < y1; ++yy)
+      for (int64_t xx = x0; xx < x1; ++xx) {
+        float v = x[p.inAt(b, yy, xx, ch)];
+        best = best < v ? v : best;
+      }
+    y[i] = best;
+  }
+}
+
+__global__ void maxPoolGradKernel(const float *__restrict__ x,
+                                  const float *__restrict__ dy,
+                                  float *__restrict__ dx, Pool p) {
+  int64_t total = p.n * p.inH * p.inW * p.c;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    int64_t ch = i % p.c, rest = i / p.c;
+    int64_t ix = rest % p.inW;
+    rest /= p.inW;
+    int64_t iy = rest % p.inH, b = rest / p.inH;
+    int64_t oy0, oy1, ox0, ox1;
+    Pool::covering(iy, p.top, p.kh, p.sh, p.outH, oy0, oy1);
+    Pool::covering(ix, p.left, p.kw, p.sw, p.outW, ox0, ox1);
+    float sum = 0.0f;
+    for (int64_t oy = oy0; oy <= oy1; ++oy)
+      for (int64_t ox = ox0; ox <= ox1; ++ox)
+        if (firstMaximum(x, p, b, oy, ox, ch) == i)
+          sum += dy[p.outAt(b, oy, ox, ch)];
+    dx[i] = sum;
+  }
+}
+
+__global__ void avgPoolKernel(const float *__restrict__ x,
+                              float *__restrict__ y, Pool p) {
+  int64_t total = p.n * p.outH * p.outW * p.c;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    int64_t ch = i % p.c, rest = i / p.c;
+    int64_t ox = rest % p.outW;
+    rest /= p.outW;
+    int64_t oy = rest % p.outH, b = rest / p.outH;
+    int64_t y0, y1, x0, x1;
+    p.window(oy, ox, y0, y1, x0, x1);
+    double sum = 0.0;
+    for (int64_t yy = y0; yy < y1; ++yy)
+      for (int64_t xx = x0; xx < x1; ++xx)
+        sum += x[p.inAt(b, yy, xx, ch)];
+    int64_t count = (y1 - y0) * (x1 - x0);
+    // Keras excludes the padding from the count.
+    y[i] = count > 0 ? static_cast<float>(sum / double(count)) : 0.0f;
+  }
+}
+
+__global__ void avgPoolGradKernel(const float *__restrict__ dy,
+                                  float *__restrict__ dx, Pool p) {
+  int64_t total = p.n * p.inH * p.inW * p.c;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    int64_t ch = i % p.c, rest = i / p.c;
+    int64_t ix = rest % p.inW;
+    rest /= p.inW;
+    int64_t iy = rest % p.inH, b = rest / p.inH;
+    int64_t oy0, oy1, ox0, ox1;
+    Pool::covering(iy, p.top, p.kh, p.sh, p.outH, oy0, oy1);
+    Pool::covering(ix, p.left, p.kw, p.sw, p.outW, ox0, ox1);
+    double sum = 0.0;
+    for (int64_t oy = oy0; oy <= oy1; ++oy)
+      for (int64_t ox = ox0; ox <= ox1; ++ox) {
+        int64_t y0, y1, x0, x1;
+        p.window(oy, ox, y0, y1, x0, x1);
+        sum +=
+            double(dy[p.outAt(b, oy, ox, ch)]) / double((y1 - y0) * (x1 - x0));
+      }
+    dx[i] = static_cast<float>(sum);
+  }
+}
+
+/// The pooling geometry of NHWC `input` pooled to `output`.
+Status poolOf(const char *kName, const KernelConfig &cfg,
+              const std::vector<int64_t> &input,
+              const std::vector<int64_t> &output, Pool &p) {
+  auto [kh, kw] = pairOf(cfg, "pool_size", 2);
+  Window2D g;
+  RETURN_IF_ERROR(resolveWindow(kName, cfg, input, kh, kw, false, g));
+  std::vector<int64_t> expected = {g.n, g.h.out, g.w.out, g.c};
+  REQUIRE(output == expected, "pooled tensor is " + shapeText(output) +
+                                  ", expected " + shapeText(expected));
+  p = {g.n,        g.c,        g.h.in,        g.w.in,
+       g.h.out,    g.w.out,    g.h.window,    g.w.window,
+       g.h.stride, g.w.stride, g.h.padBefore, g.w.padBefore};
+  return Status::ok();
+}
+
+enum class PoolKind { max, average };
+
+/// max_pool2d and avg_pool2d. ins: x; out: y.
+template <PoolKind Kind>
+Status poolForward(const KernelContext &ctx, const KernelConfig &cfg,
+                   const Tensors &ins, const Tensors &outs, KernelFn &out) {
+  const char *kName = Kind == PoolKind::max ? "max_pool2d" : "avg_pool2d";
+  RETURN_IF_ERROR(checkOperands(kName, ins, outs, 1, 1, 1));
+  Pool p;
+  RETURN_IF_ERROR(poolOf(kName, cfg, ins[0].shape, outs[0].shape, p));
+  CudaDeviceState *state = nullptr;
+  RETURN_IF_ERROR(deviceStateOf(kName, ctx, state));
+  const float *x = ins[0].f32();
+  float *y = outs[0].f32();
+  int64_t total = outs[0].elements();
+  out = [=](const KernelContext &, const KernelConfig &, const Tensors &,
+            const Tensors &) {
+    if (Kind == PoolKind::max) {
+      maxPoolKernel<<<blocksFor(total), kThreads, 0, state->compute>>>(x, y, p);
+      RETURN_IF_LAUNCH_FAILED("maxPoolKernel");
+    } else {
+      avgPoolKernel<<<blocksFor(total), kThreads, 0, state->compute>>>(x, y, p);
+      RETURN_IF_LAUNCH_FAILED("avgPoolKernel");
+    }
+    return Status::ok();
+  };
+  return Status::ok();
+}
+
+/// ins: x, y, dy (y only checked: the first maximum is found in x).
+Status maxPoolGrad(const KernelContext &ctx, const KernelConfig &cfg,
+                   const Tensors &ins, const Tensors &outs, KernelFn &out) {
+  static constexpr const char *kName = "max_pool2d_grad";
+  RETURN_IF_ERROR(checkOperands(kName, ins, outs, 3, 3, 1));
+  Pool p;
+  RETURN_IF_ERROR(poolOf(kName, cfg, ins[0].shape, ins[2].shape, p));
+  REQUIRE(ins[1].shape == ins[2].shape,
+          "output " + shapeText(ins[1].shape) + " and output_grad " +
+              shapeText(ins[2].shape) + " differ");
+  REQUIRE(outs[0].shape == ins[0].shape,
+          "input_grad " + shapeText(outs[0].shape) + " is not x's shape " +
+              shapeText(ins[0].shape));
+  CudaDeviceState *state = nullptr;
+  RETURN_IF_ERROR(deviceStateOf(kName, ctx, state));
+  const float *x = ins[0].f32(), *dy = ins[2].f32();
+  float *dx = outs[0].f32();
+  int64_t total = outs[0].elements();
+  out = [=](const KernelContext &, const KernelConfig &, const Tensors &,
+            const Tensors &) {
+    maxPoolGradKernel<<<blocksFor(total), kThreads, 0, state->compute>>>(x, dy,
+                                                                         dx, p);
+    RETURN_IF_LAUNCH_FAILED("maxPoolGradKernel");
+    return Status::ok();
+  };
+  return Status::ok();
+}
+
+/// ins: dy; out: dx, whose shape is the forward input's.
+Status avgPoolGrad(const KernelContext &ctx, const KernelConfig &cfg,
+                   const Tensors &ins, const Tensors &outs, KernelFn &out) {
+  static constexpr const char *kName = "avg_pool2d_grad";
+  RETURN_IF_ERROR(checkOperands(kName, ins, outs, 1, 1, 1));
+  Pool p;
+  RETURN_IF_ERROR(poolOf(kName, cfg, outs[0].shape, ins[0].shape, p));
+  CudaDeviceState *state = nullptr;
+  RETURN_IF_ERROR(deviceStateOf(kName, ctx, state));
+  const float *dy = ins[0].f32();
+  float *dx = outs[0].f32();
+  int64_t total = outs[0].elements();
+  out = [=](const KernelContext &, const KernelConfig &, const Tensors &,
+            const Tensors &) {
+    avgPoolGradKernel<<<blocksFor(total), kThreads, 0, state->compute>>>(dy, dx,
+                                                                         p);
+    RETURN_IF_LAUNCH_FAILED("avgPoolGradKernel");
+    return Status::ok();
+  };
+  return Status::ok();
+}
+
+/// y[b, c] = mean over H x W of x[b, :, :, c]: one thread per (b, c).
+__global__ void globalAvgPoolKernel(const float *__restrict__ x,
+                                    float *__restrict__ y, int64_t n,
+                                    int64_t hw, int64_t c) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n * c;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    int64_t b = i / c, ch = i % c;
+    double sum = 0.0;
+    for (int64_t q = 0; q < hw; ++q)
+      sum += x[(b * hw + q) * c + ch];
+    y[i] = static_cast<float>(sum / double(hw));
+  }
+}
+
+__global__ void globalAvgPoolGradKernel(const float *__restrict__ dy,
+                                        float *__restrict__ dx, int64_t n,
+                                        int64_t hw, int64_t c) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+       i < n * hw * c; i += int64_t(gridDim.x) * blockDim.x) {
+    int64_t ch = i % c, b = i / (hw * c);
+    dx[i] = static_cast<float>(double(dy[b * c + ch]) / double(hw));
+  }
+}
+
+Status globalAvgPool(const KernelContext &ctx, const KernelConfig &,
+                     const Tensors &ins, const Tensors &outs, KernelFn &out) {
+  static constexpr const char *kName = "global_avg_pool2d";
+  RETURN_IF_ERROR(checkOperands(kName, ins, outs, 1, 1, 1));
+  const std::vector<int64_t> &s = ins[0].shape;
+  REQUIRE(s.size() == 4 && s[1] * s[2] > 0,
+          "needs a non-empty NHWC input, got " + shapeText(s));
+  REQUIRE(outs[0].shape == (std::vector<int64_t>{s[0], s[3]}),
+          "output " + shapeText(outs[0].shape) + " is not [N, C] of " +
+              shapeText(s));
+  CudaDeviceState *state = nullptr;
+  RETURN_IF_ERROR(deviceStateOf(kName, ctx, state));
+  const float *x = ins[0].f32();
+  float *y = outs[0].f32();
+  int64_t n = s[0], hw = s[1] * s[2], c = s[3];
+  out = [=](const KernelContext &, const KernelConfig &, const Tensors &,
+            const Tensors &) {
+    globalAvgPoolKernel<<<blocksFor(n * c), kThreads, 0, state->compute>>>(
+        x, y, n, hw, c);
+    RETURN_IF_LAUNCH_FAILED("globalAvgPoolKernel");
+    return Status::ok();
+  };
+  return Status::ok();
+}
+
+Status globalAvgPoolGrad(const KernelContext &ctx, const KernelConfig &,
+                         const Tensors &ins, const Tensors &outs,
+                         KernelFn &out) {
+  static constexpr const char *kName = "global_avg_pool2d_grad";
+  RETURN_IF_ERROR(checkOperands(kName, ins, outs, 1, 1, 1));
+  const std::vector<int64_t> &s = outs[0].shape;
+  REQUIRE(s.size() == 4 && s[1] * s[2] > 0,
+          "needs a non-empty NHWC input_grad, got " + shapeText(s));
+  REQUIRE(ins[0].shape == (std::vector<int64_t>{s[0], s[3]}),
+          "output_grad " + shapeText(ins[0].shape) + " is not [N, C] of " +
+              shapeText(s));
+  CudaDeviceState *state = nullptr;
+  RETURN_IF_ERROR(deviceStateOf(kName, ctx, state));
+  const float *dy = ins[0].f32();
+  float *dx = outs[0].f32();
+  int64_t n = s[0], hw = s[1] * s[2], c = s[3];
+  out = [=](const KernelContext &, const KernelConfig &, const Tensors &,
+            const Tensors &) {
+    globalAvgPoolGradKernel<<<blocksFor(n * hw * c), kThreads, 0,
+                              state->compute>>>(dy, dx, n, hw, c);
+    RETURN_IF_LAUNCH_FAILED("globalAvgPoolGradKernel");
+    return Status::ok();
+  };
+  return Status::ok();
+}
+
+//===----------------------------------------------------------------------===//
+// Batch normalisation
+//
+// Operands as the reference takes them: with 4 inputs, gamma is present and
+// beta absent; 3: neither; 5: both.
+//===----------------------------------------------------------------------===//
+
+/// Must equal reference::kUnbiasedMovingVariance (ReferenceKernels.cpp);
+/// the conformance case batch_norm_train tells them apart.
+constexpr bool kUnbiasedMovingVariance = true;
+
+/// Per-channel operands, any of which may be absent (null).
+struct Channels {
+  const float *mean = nullptr, *variance = nullptr, *gamma = nullptr,
+              *beta = nullptr;
+};
+
+/// Inference: y = (x - mean) / sqrt(var + eps) * gamma + beta.
+__global__ void batchNormKernel(const float *__restrict__ x,
+                                float *__restrict__ y, Channels s,
+                                int64_t elements, int64_t c, double epsilon) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < elements;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    int64_t ch = i % c;
+    double v = (double(x[i]) - s.mean[ch]) / sqrt(s.variance[ch] + epsilon);
+    v = v * (s.gamma ? s.gamma[ch] : 1.0f) + (s.beta ? s.beta[ch] : 0.0f);
+    y[i] = static_cast<float>(v);
+  }
+}
+
+/// Column values for the reductions: x, (x - mean)^2, and batch_norm_grad's
+/// pair (dy, dy * xhat).
+struct ColumnValue {
+  const float *x = nullptr;
+  int64_t cols = 0;
+  __device__ void operator()(int64_t row, int64_t col, double *v) const {
+    v[0] = x[row * cols + col];
+  }
+};
+
+struct SquaredDeviation {
+  const float *x = nullptr;
+  const double *mean = nullptr;
+  int64_t cols = 0;
+  __device__ void operator()(int64_t row, int64_t col, double *v) const {
+    double d = x[row * cols + col] - mean[col];
+    v[0] = d * d;
+  }
+};
+
+struct GradientSums {
+  const float *dy = nullptr, *x = nullptr, *mean = nullptr, *invStd = nullptr;
+  int64_t cols = 0;
+  __device__ void operator()(int64_t row, int64_t col, double *v) const {
+    int64_t i = row * cols + col;
+    double xhat = (double(x[i]) - mean[col]) * invStd[col];
+    v[0] = dy[i];
+    v[1] = dy[i] * xhat;
+  }
+};
+
+/// The batch mean per channel, kept in double for the second pass.
+struct StoreMean {
+  double *mean = nullptr;
+  int64_t rows = 0;
+  __device__ void operator()(int64_t col, const double *sums) const {
+    mean[col] = sums[0] / double(rows);
+  }
+};
+
+/// Finishes batch_norm_train's statistics: inv_std, the batch outputs and
+/// the new moving statistics (which may overwrite the old in place).
+struct StoreStatistics {
+  double *mean = nullptr, *invStd = nullptr;
+  int64_t rows = 0;
+  double epsilon = 0.0, momentum = 0.0;
+  const float *movingMean = nullptr, *movingVariance = nullptr;
+  float *batchMean = nullptr, *batchInvStd = nullptr, *newMovingMean = nullptr,
+        *newMovingVariance = nullptr;
+  __device__ void operator()(int64_t col, const double *sums) const {
+    double variance = sums[0] / double(rows);
+    double inv = 1.0 / sqrt(variance + epsilon);
+    invStd[col] = inv;
+    double unbiased = kUnbiasedMovingVariance && rows > 1
+                          ? variance * double(rows) / double(rows - 1)
+                          : variance;
+    double oldMean = movingMean[col], oldVariance = movingVariance[col];
+    batchMean[col] = static_cast<float>(mean[col]);
+    batchInvStd[col] = static_cast<float>(inv);
+    newMovingMean[col] =
+        static_cast<float>(oldMean * momentum + mean[col] * (1.0 - momentum));
+    newMovingVariance[col] = static_cast<float>(oldVariance * momentum +
+                                                unbiased * (1.0 - momentum));
+  }
+};
+
+__global__ void normalizeKernel(const float *__restrict__ x,
+                                float *__restrict__ y,
+                                const double *__restrict__ mean,
+                                const double *__restrict__ invStd,
+                                const float *gamma, const float *beta,
+                                int64_t elements, int64_t c) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < elements;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    int64_t ch = i % c;
+    double v = (double(x[i]) - mean[ch]) * invStd[ch];
+    v = v * (gamma ? gamma[ch] : 1.0f) + (beta ? beta[ch] : 0.0f);
+    y[i] = static_cast<float>(v);
+  }
+}
+
+/// Stores dgamma, dbeta and keeps the sums for dx.
+struct StoreGradientSums {
+  double *sumDy = nullptr, *sumDyXhat = nullptr;
+  float *gammaGrad = nullptr, *betaGrad = nullptr;
+  __device__ void operator()(int64_t col, const double *sums) const {
+    sumDy[col] = sums[0];
+    sumDyXhat[col] = sums[1];
+    betaGrad[col] = static_cast<float>(sums[0]);
+    gammaGrad[col] = static_cast<float>(sums[1]);
+  }
+};
+
+/// dx = gamma * inv_std / n * (n dy - sum dy - xhat sum(dy xhat)).
+__global__ void
+batchNormGradKernel(const float *__restrict__ dy, const float *__restrict__ x,
+                    const float *__restrict__ mean,
+                    const float *__restrict__ invStd, const float *gamma,
+                    const double *__restrict__ sumDy,
+                    const double *__restrict__ sumDyXhat,
+                    float *__restrict__ dx, int64_t elements, int64_t c) {
+  double n = double(elements / c);
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < elements;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    int64_t ch = i % c;
+    double xhat = (double(x[i]) - mean[ch]) * invStd[ch];
+    double g = gamma ? gamma[ch] : 1.0f;
+    dx[i] = static_cast<float>(g * invStd[ch] / n *
+                               (n * dy[i] - sumDy[ch] - xhat * sumDyXhat[ch]));
+  }
+}
+
+/// Checks [..., C] `x` against per-channel operands; returns C.
+Status channelsOf(const char *kName, const Tensors &ins, size_t first,
+                  int64_t &c) {
+  REQUIRE(!ins[0].shape.empty() && ins[0].shape.back() > 0,
+          "needs a ranked, non-empty input, got " + shapeText(ins[0].shape));
+  c = ins[0].shape.back();
+  for (size_t i = first; i < ins.size(); ++i)
+    REQUIRE(ins[i].elements() == c,
+            "operand " + std::to_string(i) + " " + shapeText(ins[i].shape) +
+                " does not match the " + std::to_string(c) + " channels");
+  return Status::ok();
+}
+
+Status batchNorm(const KernelContext &ctx, const KernelConfig &cfg,
+                 const Tensors &ins, const Tensors &outs, KernelFn &out) {
+  static constexpr const char *kName = "batch_norm";
+  RETURN_IF_ERROR(checkOperands(kName, ins, outs, 3, 5, 1));
+  int64_t c = 0;
+  RETURN_IF_ERROR(channelsOf(kName, ins, 1, c));
+  REQUIRE(outs[0].elements() == ins[0].elements(),
+          "output " + shapeText(outs[0].shape) + " differs in size from " +
+              shapeText(ins[0].shape));
+  CudaDeviceState *state = nullptr;
+  RETURN_IF_ERROR(deviceStateOf(kName, ctx, state));
+  Channels s{ins[1].f32(), ins[2].f32(),
+             ins.size() >= 4 ? ins[3].f32() : nullptr,
+             ins.size() >= 5 ? ins[4].f32() : nullptr};
+  const float *x = ins[0].f32();
+  float *y = outs[0].f32();
+  int64_t elements = ins[0].elements();
+  double epsilon = cfg.getFloat("epsilon", 1e-3);
+  out = [=](const KernelContext &, const KernelConfig &, const Tensors &,
+            const Tensors &) {
+    batchNormKernel<<<blocksFor(elements), kThreads, 0, state->compute>>>(
+        x, y, s, elements, c, epsilon);
+    RETURN_IF_LAUNCH_FAILED("batchNormKernel");
+    return Status::ok();
+  };
+  return Status::ok();
+}
+
+/// outs: y, batch_mean, batch_inv_std, new_moving_mean,
+/// new_moving_variance. Workspace: [mean, inv_std] doubles, then partials.
+Status batchNormTrain(const KernelContext &ctx, const KernelConfig &cfg,
+                      const Tensors &ins, const Tensors &outs, KernelFn &out) {
+  static constexpr const char *kName = "batch_norm_train";
+  RETURN_IF_ERROR(checkOperands(kName, ins, outs, 3, 5, 5));
+  int64_t c = 0;
+  RETURN_IF_ERROR(channelsOf(kName, ins, 1, c));
+  REQUIRE(outs[0].elements() == ins[0].elements(),
+          "output " + shapeText(outs[0].shape) + " differs in size from " +
+              shapeText(ins[0].shape));
+  for (int i = 1; i < 5; ++i)
+    REQUIRE(outs[i].elements() == c,
+            "output " + std::to_string(i) + " " + shapeText(outs[i].shape) +
+                " does not match the " + std::to_string(c) + " channels");
+  CudaDeviceState *state = nullptr;
+  RETURN_IF_ERROR(deviceStateOf(kName, ctx, state));
+  int64_t elements = ins[0].elements(), rows = elements / c;
+  size_t statsBytes = alignUp(2 * size_t(c) * sizeof(double));
+  REQUIRE(state->workspace && statsBytes <= state->workspaceBytes,
+          "the statistics of " + std::to_string(c) +
+              " channels do not fit in the device workspace");
+  double *mean = static_cast<double *>(state->workspace);
+  double *invStd = mean + c;
+  ColumnReduction r;
+  RETURN_IF_ERROR(r.plan(kName, rows, c, 1,
+                         static_cast<char *>(state->workspace) + statsBytes,
+                         state->workspaceBytes - statsBytes));
+  const float *x = ins[0].f32();
+  const float *gamma = ins.size() >= 4 ? ins[3].f32() : nullptr;
+  const float *beta = ins.size() >= 5 ? ins[4].f32() : nullptr;
+  float *y = outs[0].f32();
+  ColumnValue sumX{x, c};
+  StoreMean storeMean{mean, rows};
+  SquaredDeviation sumSquares{x, mean, c};
+  StoreStatistics finish;
+  finish.mean = mean;
+  finish.invStd = invStd;
+  finish.rows = rows;
+  finish.epsilon = cfg.getFloat("epsilon", 1e-3);
+  finish.momentum = cfg.getFloat("momentum", 0.99);
+  finish.movingMean = ins[1].f32();
+  finish.movingVariance = ins[2].f32();
+  finish.batchMean = outs[1].f32();
+  finish.batchInvStd = outs[2].f32();
+  finish.newMovingMean = outs[3].f32();
+  finish.newMovingVariance = outs[4].f32();
+  out = [=](const KernelContext &, const KernelConfig &, const Tensors &,
+            const Tensors &) {
+    cudaStream_t stream = state->compute;
+    // Two passes, as the reference: the mean, then the squared deviations.
+    RETURN_IF_CUDA_ERROR(launchColumnReduction<1>(r, sumX, storeMean, stream));
+    RETURN_IF_CUDA_ERROR(
+        launchColumnReduction<1>(r, sumSquares, finish, stream));
+    normalizeKernel<<<blocksFor(elements), kThreads, 0, stream>>>(
+        x, y, mean, invStd, gamma, beta, elements, c);
+    RETURN_IF_LAUNCH_FAILED("normalizeKernel");
+    return Status::ok();
+  };
+  return Status::ok();
+}
+
+/// ins: dy, x, batch_mean, batch_inv_std [, gamma]; outs: dx, dgamma,
+/// dbeta. Workspace: [sum dy, sum dy * xhat] doubles, then partials.
+Status batchNormGrad(const KernelContext &ctx, const KernelConfig &,
+                     const Tensors &ins, const Tensors &outs, KernelFn &out) {
+  static constexpr const char *kName = "batch_norm_grad";
+  RETURN_IF_ERROR(checkOperands(kName, ins, outs, 4, 5, 3));
+  Tensors shifted(ins.begin() + 1, ins.end()); // x first, for channelsOf
+  int64_t c = 0;
+  RETURN_IF_ERROR(channelsOf(kName, shifted, 1, c));
+  REQUIRE(ins[0].elements() == ins[1].elements() &&
+              outs[0].elements() == ins[1].elements(),
+          "output_grad " + shapeText(ins[0].shape) + ", x " +
+              shapeText(ins[1].shape) + " and input_grad " +
+              shapeText(outs[0].shape) + " differ in size");
+  REQUIRE(outs[1].elements() == c && outs[2].elements() == c,
+          "gamma_grad " + shapeText(outs[1].shape) + " and beta_grad " +
+              shapeText(outs[2].shape) + " do not match the " +
+              std::to_string(c) + " channels");
+  CudaDeviceState *state = nullptr;
+  RETURN_IF_ERROR(deviceStateOf(kName, ctx, state));
+  int64_t elements = ins[1].elements(), rows = elements / c;
+  size_t sumsBytes = alignUp(2 * size_t(c) * sizeof(double));
+  REQUIRE(state->workspace && sumsBytes <= state->workspaceBytes,
+          "the sums of " + std::to_string(c) +
+              " channels do not fit in the device workspace");
+  double *sumDy = static_cast<double *>(state->workspace);
+  double *sumDyXhat = sumDy + c;
+  ColumnReduction r;
+  RETURN_IF_ERROR(r.plan(kName, rows, c, 2,
+                         static_cast<char *>(state->workspace) + sumsBytes,
+                         state->workspaceBytes - sumsBytes));
+  GradientSums value{ins[0].f32(), ins[1].f32(), ins[2].f32(), ins[3].f32(), c};
+  StoreGradientSums finish{sumDy, sumDyXhat, outs[1].f32(), outs[2].f32()};
+  const float *dy = ins[0].f32(), *x = ins[1].f32(), *mean = ins[2].f32(),
+              *invStd = ins[3].f32();
+  const float *gamma = ins.size() == 5 ? ins[4].f32() : nullptr;
+  float *dx = outs[0].f32();
+  out = [=](const KernelContext &, const KernelConfig &, const Tensors &,
+            const Tensors &) {
+    cudaStream_t stream = state->compute;
+    RETURN_IF_CUDA_ERROR(launchColumnReduction<2>(r, value, finish, stream));
+    batchNormGradKernel<<<blocksFor(elements), kThreads, 0, stream>>>(
+        dy, x, mean, invStd, gamma, sumDy, sumDyXhat, dx, elements, c);
+    RETURN_IF_LAUNCH_FAILED("batchNormGradKernel");
+    return Status::ok();
+  };
+  return Status::ok();
+}
+
+} // namespace
+
+void registerPoolNormKernels() {
+  KernelRegistry &r = KernelRegistry::global();
+  r.addFactory("max_pool2d", Backend::cuda, poolForward<PoolKind::max>);
+  r.addFactory("max_pool2d_grad", Backend::cuda, maxPoolGrad);
+  r.addFactory("avg_pool2d", Backend::cuda, poolForward<PoolKind::average>);
+  r.addFactory("avg_pool2d_grad", Backend::cuda, avgPoolGrad);
+  r.addFactory("global_avg_pool2d", Backend::cuda, globalAvgPool);
+  r.addFactory("global_avg_pool2d_grad", Backend::cuda, globalAvgPoolGrad);
+  r.addFactory("batch_norm", Backend::cuda, batchNorm);
+  r.addFactory("batch_norm_train", Backend::cuda, batchNormTrain);
+  r.addFactory("batch_norm_grad", Backend::cuda, batchNormGrad);
+}
+
+} // namespace graph::runtime::cuda
