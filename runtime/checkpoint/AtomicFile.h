@@ -1,5 +1,4 @@
-//===- AtomicFile.h - write a file so readers see all of it or none -*- C++
-//-*-===//
+//===- AtomicFile.h - files readers see whole or not at all -----*- C++ -*-===//
 //
 // A file is written under a temporary name next to its final one, flushed to
 // the disk (fsync), renamed into place and the directory entry flushed too.

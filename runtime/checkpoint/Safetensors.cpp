@@ -205,7 +205,7 @@ Status SafetensorsFile::parse(std::string bytes, const std::string &source,
     // Parse again for the library's message, which says where it failed.
     std::string why;
     try {
-      (void)Json::parse(header);
+      [[maybe_unused]] Json again = Json::parse(header);
     } catch (const Json::parse_error &e) {
       why = std::string(": ") + e.what();
     }

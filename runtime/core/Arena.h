@@ -1,5 +1,4 @@
-//===- Arena.h - a device's memory, allocated once ---------------*- C++
-//-*-===//
+//===- Arena.h - a device's memory, allocated once --------------*- C++ -*-===//
 //
 // The memory planner gives every temporary of a program an offset in one
 // per-device arena; the executor allocates each arena once, 64-byte aligned

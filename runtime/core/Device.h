@@ -1,5 +1,4 @@
-//===- Device.h - devices, their memory, and what runs a program -*- C++
-//-*-===//
+//===- Device.h - devices and what runs a program on them ------*- C++ -*-===//
 //
 // The executor's view of hardware, in TensorFlow's words: a Device owns
 // memory and the backend state its kernels receive; a DeviceSet is the

@@ -1,5 +1,4 @@
 //===- Initializers.h - Keras initializers, counter-based -------*- C++ -*-===//
-//-*-===//
 //
 // Every InitKind of plan.fbs with Keras' semantics. Values come from
 // Philox4x32-10 keyed by (hash of the variable's name, seed) and countered by

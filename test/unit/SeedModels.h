@@ -1,5 +1,4 @@
-//===- SeedModels.h - the seeds' models written with ModelBuilder -*- C++
-//-*-===//
+//===- SeedModels.h - the seeds' models via ModelBuilder --------*- C++ -*-===//
 
 #ifndef TEST_UNIT_SEEDMODELS_H
 #define TEST_UNIT_SEEDMODELS_H

@@ -1,5 +1,4 @@
-//===- CudaDeviceState.h - what a CUDA kernel gets from its device -*- C++
-//-*-===//
+//===- CudaDeviceState.h - a CUDA kernel's device state -------*- C++ -*-===//
 //
 // KernelContext::deviceState on Backend::cuda points to one of these, owned
 // by the executor's device (one per logical GPU; several logical GPUs may

@@ -1,5 +1,4 @@
-//===- TinyPlan.h - a hand-built training plan for the GPU tests -*- C++
-//-*-===//
+//===- TinyPlan.h - a hand-built plan for the GPU tests ---------*- C++ -*-===//
 //
 // The executor test's tiny plan (ExecutorTest.cpp), built over kernels the
 // GPU tests register for both the reference and the CUDA backend: per

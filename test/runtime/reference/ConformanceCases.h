@@ -1,5 +1,4 @@
-//===- ConformanceCases.h - the kernel cases every backend must pass -*- C++
-//-*-===//
+//===- ConformanceCases.h - kernel cases every backend passes ---*- C++ -*-===//
 //
 // One case (or more) per kernel: f32 inputs, a config, output shapes. Shared
 // by the host-memory conformance test (reference, cpu) and the CUDA one,
