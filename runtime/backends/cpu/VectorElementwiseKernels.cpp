@@ -14,6 +14,7 @@
 #include "runtime/backends/cpu/CpuKernels.h"
 #include "runtime/backends/cpu/VectorKernels.h"
 #include "runtime/backends/reference/ReferenceKernels.h"
+#include "runtime/core/DropoutMask.h"
 
 #include <bit>
 #include <cmath>
@@ -453,21 +454,11 @@ Status biasAddGradFactory(const KernelContext &, const KernelConfig &,
 // dropout and dropout_grad
 //===----------------------------------------------------------------------===//
 
-/// reference::dropoutKeep, restated so that a simd loop can run it: the
-/// reference hashes (op seed, run seed, step, index) with four chained
-/// splitmix64 rounds per element behind a call; the first three do not
-/// depend on the element, so a step hashes them once (DropoutMask's key)
-/// and each element costs one inlined round. Its comparison u >= rate, with
-/// u = (h >> 11) * 2^-53, is exactly (h >> 11) >= ceil(rate * 2^53), since
-/// both sides scale by a power of two. DropoutMaskIsTheReferences checks
-/// the two bit for bit.
-[[gnu::always_inline]] inline uint64_t splitmix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
+/// The mask is runtime/core/DropoutMask.h's: the element-independent part
+/// of the hash once per step, then one inlined splitmix64 round and an
+/// integer comparison per element, which a simd loop can run.
+/// DropoutMaskIsTheReferences checks it bit for bit against
+/// reference::dropoutKeep.
 KernelFactory dropoutFactory(const char *kName) {
   return [kName](const KernelContext &, const KernelConfig &cfg,
                  const Tensors &ins, const Tensors &outs,
@@ -482,9 +473,8 @@ KernelFactory dropoutFactory(const char *kName) {
     if (!(rate >= 0.0 && rate <= 1.0))
       return kernelError(kName,
                          "rate " + std::to_string(rate) + " is not in [0, 1]");
-    uint64_t seedHash =
-        splitmix64(static_cast<uint64_t>(cfg.getInt("seed", 0)));
-    uint64_t threshold = static_cast<uint64_t>(std::ceil(rate * 0x1.0p53));
+    int64_t opSeed = cfg.getInt("seed", 0);
+    uint64_t threshold = dropout::keepThreshold(rate);
     int64_t rows = ins[0].shape.empty() ? 1 : ins[0].shape[0];
     int64_t rowElements = rows ? ins[0].elements() / rows : 0;
     float scale = rate < 1.0 ? static_cast<float>(1.0 / (1.0 - rate)) : 0.0f;
@@ -494,14 +484,14 @@ KernelFactory dropoutFactory(const char *kName) {
       const float *x = ins[0].f32();
       float *y = outs[0].f32();
       int64_t n = rows * rowElements;
-      uint64_t key = splitmix64(splitmix64(seedHash ^ ctx.seed) ^
-                                static_cast<uint64_t>(ctx.step));
+      uint64_t key = dropout::stepKey(opSeed, ctx.seed, ctx.step);
       // Rows are contiguous: local element i is global element first + i.
       uint64_t first = static_cast<uint64_t>(ctx.globalRowOffset * rowElements);
 #pragma omp parallel for simd schedule(static) if (n >= kParallelElements)
       for (int64_t i = 0; i < n; ++i) {
-        uint64_t h = splitmix64(key ^ (first + static_cast<uint64_t>(i)));
-        uint32_t keep = 0u - static_cast<uint32_t>((h >> 11) >= threshold);
+        uint32_t keep =
+            0u - static_cast<uint32_t>(dropout::keep(
+                     key, static_cast<int64_t>(first) + i, threshold));
         y[i] =
             std::bit_cast<float>(std::bit_cast<uint32_t>(x[i] * scale) & keep);
       }

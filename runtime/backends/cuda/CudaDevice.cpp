@@ -2,7 +2,7 @@
 
 #include "runtime/backends/cuda/CudaDevice.h"
 
-#include "runtime/backends/cuda/CudaStatus.h"
+#include "runtime/backends/cuda/CudaCheck.h"
 #include "runtime/plan/PlanLoader.h"
 
 #include <algorithm>
@@ -32,7 +32,7 @@ using PinnedMemory = std::unique_ptr<void, PinnedFree>;
 
 Status allocatePinned(size_t bytes, PinnedMemory &out) {
   void *p = nullptr;
-  GRAPH_CUDA_TRY(
+  RETURN_IF_CUDA_ERROR(
       cudaHostAlloc(&p, std::max<size_t>(bytes, 8), cudaHostAllocPortable));
   std::memset(p, 0, std::max<size_t>(bytes, 8));
   out.reset(p);
@@ -88,7 +88,7 @@ int physicalGpuCount(std::string *whyNone) {
   if (e != cudaSuccess) {
     (void)cudaGetLastError(); // not sticky: leave the runtime clean
     if (whyNone)
-      *whyNone = "cudaGetDeviceCount: " + device_status::describe(e);
+      *whyNone = "cudaGetDeviceCount: " + resultText(e);
     return 0;
   }
   if (count == 0 && whyNone)
@@ -109,16 +109,16 @@ Status CudaDevice::create(int logical, int ordinal,
   std::unique_ptr<CudaDevice> d(new CudaDevice());
   d->state_.logical = logical;
   d->state_.ordinal = ordinal;
-  GRAPH_CUDA_TRY(cudaSetDevice(ordinal));
-  GRAPH_CUDA_TRY(
+  RETURN_IF_CUDA_ERROR(cudaSetDevice(ordinal));
+  RETURN_IF_CUDA_ERROR(
       cudaStreamCreateWithFlags(&d->state_.compute, cudaStreamNonBlocking));
-  GRAPH_CUDA_TRY(
+  RETURN_IF_CUDA_ERROR(
       cudaStreamCreateWithFlags(&d->state_.comm, cudaStreamNonBlocking));
-  GRAPH_CUDA_TRY(
+  RETURN_IF_CUDA_ERROR(
       cudaStreamCreateWithFlags(&d->state_.copy, cudaStreamNonBlocking));
-  GRAPH_CUDA_TRY(cudnnCreate(&d->state_.cudnn));
-  GRAPH_CUDA_TRY(cudnnSetStream(d->state_.cudnn, d->state_.compute));
-  GRAPH_CUDA_TRY(cublasLtCreate(&d->state_.cublasLt));
+  RETURN_IF_CUDA_ERROR(cudnnCreate(&d->state_.cudnn));
+  RETURN_IF_CUDA_ERROR(cudnnSetStream(d->state_.cudnn, d->state_.compute));
+  RETURN_IF_CUDA_ERROR(cublasLtCreate(&d->state_.cublasLt));
   if (Status s =
           d->allocate(static_cast<int64_t>(kWorkspaceBytes), d->workspace_);
       !s)
@@ -165,15 +165,15 @@ cudaStream_t CudaDevice::stream(plan::StreamKind kind) const {
 }
 
 Status CudaDevice::activate() {
-  GRAPH_CUDA_TRY(cudaSetDevice(state_.ordinal));
+  RETURN_IF_CUDA_ERROR(cudaSetDevice(state_.ordinal));
   return Status::ok();
 }
 
 Status CudaDevice::synchronize() {
-  GRAPH_CUDA_TRY(cudaSetDevice(state_.ordinal));
+  RETURN_IF_CUDA_ERROR(cudaSetDevice(state_.ordinal));
   for (cudaStream_t s : {state_.compute, state_.comm, state_.copy})
     if (s)
-      GRAPH_CUDA_TRY(cudaStreamSynchronize(s));
+      RETURN_IF_CUDA_ERROR(cudaStreamSynchronize(s));
   return Status::ok();
 }
 
@@ -181,17 +181,16 @@ Status CudaDevice::allocate(int64_t bytes, DeviceMemory &out) {
   if (bytes < 0)
     return Status::error(name() + ": negative allocation " +
                          std::to_string(bytes));
-  GRAPH_CUDA_TRY(cudaSetDevice(state_.ordinal));
+  RETURN_IF_CUDA_ERROR(cudaSetDevice(state_.ordinal));
   size_t size = std::max<size_t>(static_cast<size_t>(bytes), 1);
   void *p = nullptr;
   cudaError_t e = cudaMalloc(&p, size);
   if (e != cudaSuccess) {
     (void)cudaGetLastError();
-    return Status::error(
-        name() + ": cannot allocate " + std::to_string(size) +
-        " bytes of device memory: " + device_status::describe(e) +
-        " (a smaller --batch-size or fewer logical GPUs per "
-        "GPU needs less)");
+    return Status::error(name() + ": cannot allocate " + std::to_string(size) +
+                         " bytes of device memory: " + resultText(e) +
+                         " (a smaller --batch-size or fewer logical GPUs per "
+                         "GPU needs less)");
   }
   int ordinal = state_.ordinal;
   DeviceMemory memory(p, bytes, [ordinal](void *q) {
@@ -200,8 +199,8 @@ Status CudaDevice::allocate(int64_t bytes, DeviceMemory &out) {
   });
   // Zeroed on a stream of this device: the memory is ready for any of them
   // once allocate() returns.
-  GRAPH_CUDA_TRY(cudaMemsetAsync(p, 0, size, state_.copy));
-  GRAPH_CUDA_TRY(cudaStreamSynchronize(state_.copy));
+  RETURN_IF_CUDA_ERROR(cudaMemsetAsync(p, 0, size, state_.copy));
+  RETURN_IF_CUDA_ERROR(cudaStreamSynchronize(state_.copy));
   allocationCounter().fetch_add(1, std::memory_order_relaxed);
   out = std::move(memory);
   return Status::ok();
@@ -210,18 +209,18 @@ Status CudaDevice::allocate(int64_t bytes, DeviceMemory &out) {
 Status CudaDevice::copyFromHost(void *dst, const void *src, size_t bytes) {
   if (Status s = synchronize(); !s)
     return s;
-  GRAPH_CUDA_TRY(
+  RETURN_IF_CUDA_ERROR(
       cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, state_.copy));
-  GRAPH_CUDA_TRY(cudaStreamSynchronize(state_.copy));
+  RETURN_IF_CUDA_ERROR(cudaStreamSynchronize(state_.copy));
   return Status::ok();
 }
 
 Status CudaDevice::copyToHost(void *dst, const void *src, size_t bytes) {
   if (Status s = synchronize(); !s)
     return s;
-  GRAPH_CUDA_TRY(
+  RETURN_IF_CUDA_ERROR(
       cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, state_.copy));
-  GRAPH_CUDA_TRY(cudaStreamSynchronize(state_.copy));
+  RETURN_IF_CUDA_ERROR(cudaStreamSynchronize(state_.copy));
   return Status::ok();
 }
 
@@ -310,8 +309,8 @@ CudaRunner::~CudaRunner() {
 }
 
 Status CudaRunner::newEvent(int ordinal, unsigned flags, cudaEvent_t &out) {
-  GRAPH_CUDA_TRY(cudaSetDevice(ordinal));
-  GRAPH_CUDA_TRY(cudaEventCreateWithFlags(&out, flags));
+  RETURN_IF_CUDA_ERROR(cudaSetDevice(ordinal));
+  RETURN_IF_CUDA_ERROR(cudaEventCreateWithFlags(&out, flags));
   ownedEvents_.emplace_back(out, ordinal);
   return Status::ok();
 }
@@ -452,7 +451,7 @@ Status CudaRunner::prepare() {
 Status CudaRunner::enqueueInputs(bool graphs) {
   for (int r = 0; r < replicas_; ++r) {
     CudaDevice &d = *devices_[r];
-    GRAPH_CUDA_TRY(cudaSetDevice(d.ordinal()));
+    RETURN_IF_CUDA_ERROR(cudaSetDevice(d.ordinal()));
     cudaStream_t copy = d.state().copy;
     for (size_t i = 0; i < program_.inputs.size(); ++i) {
       const PreparedInput &in = program_.inputs[i];
@@ -460,22 +459,24 @@ Status CudaRunner::enqueueInputs(bool graphs) {
         continue;
       const std::byte *src =
           static_cast<const std::byte *>(staging_.get()) + stagingOffset_[i];
-      GRAPH_CUDA_TRY(
+      RETURN_IF_CUDA_ERROR(
           cudaMemcpyAsync(in.dst, src, in.bytes, cudaMemcpyHostToDevice, copy));
     }
-    GRAPH_CUDA_TRY(cudaMemcpyAsync(d.deviceStep(), stepHost_.get(),
-                                   sizeof(int64_t), cudaMemcpyHostToDevice,
-                                   copy));
-    GRAPH_CUDA_TRY(cudaEventRecord(inputReady_[r], copy));
+    RETURN_IF_CUDA_ERROR(cudaMemcpyAsync(d.deviceStep(), stepHost_.get(),
+                                         sizeof(int64_t),
+                                         cudaMemcpyHostToDevice, copy));
+    RETURN_IF_CUDA_ERROR(cudaEventRecord(inputReady_[r], copy));
     if (graphs) {
       // A graph starts from its origin stream: the origin waits for every
       // replica of its GPU.
       const GraphGroup &g = groups_[groupOf_[r]];
       cudaStream_t origin = devices_[g.members.front()]->state().compute;
-      GRAPH_CUDA_TRY(cudaStreamWaitEvent(origin, inputReady_[r], 0));
+      RETURN_IF_CUDA_ERROR(cudaStreamWaitEvent(origin, inputReady_[r], 0));
     } else {
-      GRAPH_CUDA_TRY(cudaStreamWaitEvent(d.state().compute, inputReady_[r], 0));
-      GRAPH_CUDA_TRY(cudaStreamWaitEvent(d.state().comm, inputReady_[r], 0));
+      RETURN_IF_CUDA_ERROR(
+          cudaStreamWaitEvent(d.state().compute, inputReady_[r], 0));
+      RETURN_IF_CUDA_ERROR(
+          cudaStreamWaitEvent(d.state().comm, inputReady_[r], 0));
     }
   }
   return Status::ok();
@@ -488,7 +489,7 @@ Status CudaRunner::enqueueOps(int64_t step, bool capturing) {
     CudaDevice *d = op.device >= 0 ? devices_[op.device] : nullptr;
     cudaStream_t stream = d ? d->stream(op.stream) : nullptr;
     if (d)
-      GRAPH_CUDA_TRY(cudaSetDevice(d->ordinal()));
+      RETURN_IF_CUDA_ERROR(cudaSetDevice(d->ordinal()));
     switch (op.kind) {
     case plan::OpKind::launch: {
       KernelContext &ctx = contexts_[op.device];
@@ -502,7 +503,7 @@ Status CudaRunner::enqueueOps(int64_t step, bool capturing) {
       if (s) {
         cudaError_t e = cudaGetLastError();
         if (e != cudaSuccess)
-          s = Status::error("the launch failed: " + device_status::describe(e));
+          s = Status::error("the launch failed: " + resultText(e));
       }
       if (!s)
         return Status::error(where(op) + " ('" + op.kernelName + "' on " +
@@ -516,26 +517,27 @@ Status CudaRunner::enqueueOps(int64_t step, bool capturing) {
         return Status::error(where(op) + ": " + s.message());
       break;
     case plan::OpKind::copy:
-      GRAPH_CUDA_TRY(cudaMemcpyAsync(op.copyDst, op.copySrc, op.copyBytes,
-                                     cudaMemcpyDefault, stream));
+      RETURN_IF_CUDA_ERROR(cudaMemcpyAsync(op.copyDst, op.copySrc, op.copyBytes,
+                                           cudaMemcpyDefault, stream));
       break;
     case plan::OpKind::record:
-      GRAPH_CUDA_TRY(cudaEventRecord(planEvents_[op.event], stream));
+      RETURN_IF_CUDA_ERROR(cudaEventRecord(planEvents_[op.event], stream));
       break;
     case plan::OpKind::wait:
-      GRAPH_CUDA_TRY(cudaStreamWaitEvent(stream, planEvents_[op.event], 0));
+      RETURN_IF_CUDA_ERROR(
+          cudaStreamWaitEvent(stream, planEvents_[op.event], 0));
       break;
     case plan::OpKind::timestamp:
       // In a capture a plain record is only an edge; an external record
       // becomes a node that records the event on every replay.
       if (capturing)
-        GRAPH_CUDA_TRY(cudaEventRecordWithFlags(timestampEvents_[i], stream,
-                                                cudaEventRecordExternal));
+        RETURN_IF_CUDA_ERROR(cudaEventRecordWithFlags(
+            timestampEvents_[i], stream, cudaEventRecordExternal));
       else
-        GRAPH_CUDA_TRY(cudaEventRecord(timestampEvents_[i], stream));
+        RETURN_IF_CUDA_ERROR(cudaEventRecord(timestampEvents_[i], stream));
       break;
     case plan::OpKind::output:
-      GRAPH_CUDA_TRY(cudaMemcpyAsync(
+      RETURN_IF_CUDA_ERROR(cudaMemcpyAsync(
           outputs + 8 * outputSlot_[i], op.ins[0].data,
           dtypeBytes(op.ins[0].dtype), cudaMemcpyDeviceToHost, stream));
       break;
@@ -549,14 +551,14 @@ Status CudaRunner::enqueueOps(int64_t step, bool capturing) {
 Status CudaRunner::enqueueEagerEnd() {
   for (int r = 0; r < replicas_; ++r) {
     const CudaDeviceState &s = devices_[r]->state();
-    GRAPH_CUDA_TRY(cudaSetDevice(s.ordinal));
+    RETURN_IF_CUDA_ERROR(cudaSetDevice(s.ordinal));
     for (plan::StreamKind kind :
          {plan::StreamKind::comm, plan::StreamKind::copy}) {
       cudaEvent_t join = join_[r][streamIndex(kind)];
-      GRAPH_CUDA_TRY(cudaEventRecord(join, devices_[r]->stream(kind)));
-      GRAPH_CUDA_TRY(cudaStreamWaitEvent(s.compute, join, 0));
+      RETURN_IF_CUDA_ERROR(cudaEventRecord(join, devices_[r]->stream(kind)));
+      RETURN_IF_CUDA_ERROR(cudaStreamWaitEvent(s.compute, join, 0));
     }
-    GRAPH_CUDA_TRY(cudaEventRecord(done_[r], s.compute));
+    RETURN_IF_CUDA_ERROR(cudaEventRecord(done_[r], s.compute));
   }
   return Status::ok();
 }
@@ -569,19 +571,19 @@ Status CudaRunner::captureGraphs(int64_t step) {
   for (; begun < groups_.size() && status; ++begun) {
     GraphGroup &g = groups_[begun];
     cudaStream_t origin = devices_[g.members.front()]->state().compute;
-    status = GRAPH_CUDA_STATUS(cudaSetDevice(g.ordinal));
+    status = CUDA_CALL_STATUS(cudaSetDevice(g.ordinal));
     if (status)
-      status = GRAPH_CUDA_STATUS(
+      status = CUDA_CALL_STATUS(
           cudaStreamBeginCapture(origin, cudaStreamCaptureModeThreadLocal));
     if (!status)
       break;
     // Fork every other stream of the GPU's replicas into the capture.
-    status = GRAPH_CUDA_STATUS(cudaEventRecord(g.fork, origin));
+    status = CUDA_CALL_STATUS(cudaEventRecord(g.fork, origin));
     for (int r : g.members)
       for (plan::StreamKind kind : kStreams) {
         cudaStream_t s = devices_[r]->stream(kind);
         if (status && s != origin)
-          status = GRAPH_CUDA_STATUS(cudaStreamWaitEvent(s, g.fork, 0));
+          status = CUDA_CALL_STATUS(cudaStreamWaitEvent(s, g.fork, 0));
       }
   }
   if (status)
@@ -598,23 +600,22 @@ Status CudaRunner::captureGraphs(int64_t step) {
         if (!status || s == origin)
           continue;
         cudaEvent_t join = join_[r][streamIndex(kind)];
-        status = GRAPH_CUDA_STATUS(cudaEventRecord(join, s));
+        status = CUDA_CALL_STATUS(cudaEventRecord(join, s));
         if (status)
-          status = GRAPH_CUDA_STATUS(cudaStreamWaitEvent(origin, join, 0));
+          status = CUDA_CALL_STATUS(cudaStreamWaitEvent(origin, join, 0));
       }
     cudaGraph_t graph = nullptr;
     cudaError_t e = cudaStreamEndCapture(origin, &graph);
     if (status && e != cudaSuccess)
       status = Status::error("cudaStreamEndCapture on GPU " +
-                             std::to_string(g.ordinal) + ": " +
-                             device_status::describe(e));
+                             std::to_string(g.ordinal) + ": " + resultText(e));
     g.graph = graph;
   }
   for (size_t i = 0; status && i < groups_.size(); ++i) {
     GraphGroup &g = groups_[i];
-    status = GRAPH_CUDA_STATUS(cudaSetDevice(g.ordinal));
+    status = CUDA_CALL_STATUS(cudaSetDevice(g.ordinal));
     if (status)
-      status = GRAPH_CUDA_STATUS(cudaGraphInstantiate(&g.exec, g.graph, 0));
+      status = CUDA_CALL_STATUS(cudaGraphInstantiate(&g.exec, g.graph, 0));
   }
   if (!status) {
     (void)cudaGetLastError();
@@ -629,9 +630,9 @@ Status CudaRunner::captureGraphs(int64_t step) {
 Status CudaRunner::launchGraphs() {
   for (GraphGroup &g : groups_) {
     cudaStream_t origin = devices_[g.members.front()]->state().compute;
-    GRAPH_CUDA_TRY(cudaSetDevice(g.ordinal));
-    GRAPH_CUDA_TRY(cudaGraphLaunch(g.exec, origin));
-    GRAPH_CUDA_TRY(cudaEventRecord(done_[g.members.front()], origin));
+    RETURN_IF_CUDA_ERROR(cudaSetDevice(g.ordinal));
+    RETURN_IF_CUDA_ERROR(cudaGraphLaunch(g.exec, origin));
+    RETURN_IF_CUDA_ERROR(cudaEventRecord(done_[g.members.front()], origin));
   }
   return Status::ok();
 }
@@ -653,8 +654,7 @@ Status CudaRunner::waitForStep(int64_t step) {
       } else if (e != cudaErrorNotReady) {
         return Status::error(
             "program '" + program_.name + "', step " + std::to_string(step) +
-            ": " + devices_[r]->name() +
-            " failed: " + device_status::describe(e) +
+            ": " + devices_[r]->name() + " failed: " + resultText(e) +
             " (a kernel faulted; compute-sanitizer and --no-cuda-graph "
             "narrow it down)");
       }
@@ -714,7 +714,7 @@ Status CudaRunner::readResults(StepResult &result) {
         std::fprintf(stderr,
                      "graphrun: warning: no GPU timestamps: "
                      "cudaEventElapsedTime: %s\n",
-                     device_status::describe(e).c_str());
+                     resultText(e).c_str());
       });
       continue;
     }

@@ -2,7 +2,7 @@
 
 #include "runtime/backends/cuda/NcclCollective.h"
 
-#include "runtime/backends/cuda/CudaStatus.h"
+#include "runtime/backends/cuda/CudaCheck.h"
 #include "runtime/backends/cuda/LogicalAllReduce.h"
 
 #include <map>
@@ -33,13 +33,13 @@ Status NcclCollective::create(const std::vector<CollectiveRank> &ranks,
   c->arrive_.assign(ranks.size(), nullptr);
   c->release_.assign(c->groups_.size(), nullptr);
   for (size_t r = 0; r < ranks.size(); ++r) {
-    GRAPH_CUDA_TRY(cudaSetDevice(ranks[r].ordinal));
-    GRAPH_CUDA_TRY(
+    RETURN_IF_CUDA_ERROR(cudaSetDevice(ranks[r].ordinal));
+    RETURN_IF_CUDA_ERROR(
         cudaEventCreateWithFlags(&c->arrive_[r], cudaEventDisableTiming));
   }
   for (size_t g = 0; g < c->groups_.size(); ++g) {
-    GRAPH_CUDA_TRY(cudaSetDevice(c->groups_[g].ordinal));
-    GRAPH_CUDA_TRY(
+    RETURN_IF_CUDA_ERROR(cudaSetDevice(c->groups_[g].ordinal));
+    RETURN_IF_CUDA_ERROR(
         cudaEventCreateWithFlags(&c->release_[g], cudaEventDisableTiming));
   }
 
@@ -48,7 +48,7 @@ Status NcclCollective::create(const std::vector<CollectiveRank> &ranks,
     for (const Group &g : c->groups_)
       ordinals.push_back(g.ordinal);
     std::vector<ncclComm_t> comms(ordinals.size(), nullptr);
-    GRAPH_CUDA_TRY(ncclCommInitAll(
+    RETURN_IF_CUDA_ERROR(ncclCommInitAll(
         comms.data(), static_cast<int>(ordinals.size()), ordinals.data()));
     for (size_t g = 0; g < comms.size(); ++g)
       c->groups_[g].comm = comms[g];
@@ -84,12 +84,12 @@ Status NcclCollective::enqueueLocal(int group, const std::vector<float *> &data,
   const Group &g = groups_[group];
   int leader = g.members.front();
   cudaStream_t stream = ranks_[leader].comm;
-  GRAPH_CUDA_TRY(cudaSetDevice(g.ordinal));
+  RETURN_IF_CUDA_ERROR(cudaSetDevice(g.ordinal));
   if (handIn) {
     for (size_t k = 1; k < g.members.size(); ++k) {
       int m = g.members[k];
-      GRAPH_CUDA_TRY(cudaEventRecord(arrive_[m], ranks_[m].comm));
-      GRAPH_CUDA_TRY(cudaStreamWaitEvent(stream, arrive_[m], 0));
+      RETURN_IF_CUDA_ERROR(cudaEventRecord(arrive_[m], ranks_[m].comm));
+      RETURN_IF_CUDA_ERROR(cudaStreamWaitEvent(stream, arrive_[m], 0));
     }
   }
   // Hand-in sums every member into the leader; hand-back writes the
@@ -104,13 +104,13 @@ Status NcclCollective::enqueueLocal(int group, const std::vector<float *> &data,
   }
   bool identity = ins.size() == 1 && outs.size() == 1 && scale == 1.0f;
   if (!identity)
-    GRAPH_CUDA_TRY(enqueueScaledSum(ins.data(), static_cast<int>(ins.size()),
-                                    outs.data(), static_cast<int>(outs.size()),
-                                    count, scale, stream));
+    RETURN_IF_CUDA_ERROR(
+        enqueueScaledSum(ins.data(), static_cast<int>(ins.size()), outs.data(),
+                         static_cast<int>(outs.size()), count, scale, stream));
   if (handBack && g.members.size() > 1) {
-    GRAPH_CUDA_TRY(cudaEventRecord(release_[group], stream));
+    RETURN_IF_CUDA_ERROR(cudaEventRecord(release_[group], stream));
     for (size_t k = 1; k < g.members.size(); ++k)
-      GRAPH_CUDA_TRY(
+      RETURN_IF_CUDA_ERROR(
           cudaStreamWaitEvent(ranks_[g.members[k]].comm, release_[group], 0));
   }
   return Status::ok();
@@ -138,7 +138,7 @@ Status NcclCollective::enqueueAllReduce(const std::vector<float *> &data,
           !s)
         return s;
   ncclRedOp_t ncclOp = onePerGpu && op == ReduceOp::mean ? ncclAvg : ncclSum;
-  GRAPH_CUDA_TRY(ncclGroupStart());
+  RETURN_IF_CUDA_ERROR(ncclGroupStart());
   for (const Group &g : groups_) {
     int leader = g.members.front();
     ncclResult_t r =
@@ -147,10 +147,10 @@ Status NcclCollective::enqueueAllReduce(const std::vector<float *> &data,
     if (r != ncclSuccess) {
       (void)ncclGroupEnd(); // the group must be closed before reporting
       return Status::error("ncclAllReduce on GPU " + std::to_string(g.ordinal) +
-                           " failed: " + device_status::describe(r));
+                           " failed: " + resultText(r));
     }
   }
-  GRAPH_CUDA_TRY(ncclGroupEnd());
+  RETURN_IF_CUDA_ERROR(ncclGroupEnd());
   if (!onePerGpu)
     for (int g = 0; g < physicalGpus(); ++g)
       if (Status s = enqueueLocal(g, data, count, /*handIn=*/false, scale,
@@ -165,11 +165,11 @@ Status NcclCollective::asyncError() const {
     if (!g.comm)
       continue;
     ncclResult_t async = ncclSuccess;
-    GRAPH_CUDA_TRY(ncclCommGetAsyncError(g.comm, &async));
+    RETURN_IF_CUDA_ERROR(ncclCommGetAsyncError(g.comm, &async));
     if (async != ncclSuccess && async != ncclInProgress)
       return Status::error("NCCL communicator of GPU " +
                            std::to_string(g.ordinal) +
-                           " failed: " + device_status::describe(async));
+                           " failed: " + resultText(async));
   }
   return Status::ok();
 }

@@ -13,6 +13,8 @@
 
 #include "runtime/backends/reference/ReferenceKernels.h"
 
+#include "runtime/core/DropoutMask.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -807,12 +809,10 @@ Status softmaxGrad(const KernelContext &, const KernelConfig &cfg,
 // Dropout
 //===----------------------------------------------------------------------===//
 
-uint64_t splitmix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
+// The hash is runtime/core/DropoutMask.h's, shared by every backend; the
+// comparison is written here the obvious way (u >= rate in double), so the
+// backends' integer form (dropout::keep) is checked against it.
+using dropout::splitmix64;
 
 /// Shared by dropout and dropout_grad: the mask times 1 / (1 - rate).
 Status applyDropout(const char *kName, const KernelContext &ctx,

@@ -2,7 +2,7 @@
 
 #include "CudaTestDevice.h"
 
-#include "runtime/backends/cuda/kernels/CudaCheck.h"
+#include "runtime/backends/cuda/CudaCheck.h"
 
 #include <memory>
 

@@ -16,8 +16,8 @@
 #ifndef RUNTIME_BACKENDS_CUDA_KERNELS_CUDAKERNELS_H
 #define RUNTIME_BACKENDS_CUDA_KERNELS_CUDAKERNELS_H
 
+#include "runtime/backends/cuda/CudaCheck.h"
 #include "runtime/backends/cuda/CudaDeviceState.h"
-#include "runtime/backends/cuda/kernels/CudaCheck.h"
 #include "runtime/backends/cuda/kernels/Launchers.h"
 #include "runtime/core/Kernel.h"
 

@@ -10,7 +10,7 @@
 //
 // Also here: bias_add, bias_add_grad (a column reduction), the conv and
 // dense epilogue (bias and activation in place) and dropout, whose mask is
-// the reference's splitmix64 hash reimplemented bit for bit.
+// runtime/core/DropoutMask.h's, shared with the other backends.
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,6 +18,7 @@
 #include "runtime/backends/cuda/kernels/CudaKernels.h"
 
 #include "runtime/backends/reference/ReferenceKernels.h"
+#include "runtime/core/DropoutMask.h"
 
 #include <memory>
 
@@ -431,24 +432,6 @@ Status biasAddGrad(const KernelContext &ctx, const KernelConfig &,
 // Dropout
 //===----------------------------------------------------------------------===//
 
-__device__ uint64_t splitmix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
-/// reference::dropoutKeep, bit for bit.
-__device__ bool dropoutKeep(int64_t opSeed, uint64_t runSeed, int64_t step,
-                            int64_t index, double rate) {
-  uint64_t h = splitmix64(static_cast<uint64_t>(opSeed));
-  h = splitmix64(h ^ runSeed);
-  h = splitmix64(h ^ static_cast<uint64_t>(step));
-  h = splitmix64(h ^ static_cast<uint64_t>(index));
-  double u = static_cast<double>(h >> 11) * 0x1.0p-53; // [0, 1)
-  return u >= rate;
-}
-
 struct DropoutArgs {
   const float *x = nullptr;
   float *y = nullptr;
@@ -457,16 +440,18 @@ struct DropoutArgs {
   int64_t firstIndex = 0;
   int64_t opSeed = 0;
   uint64_t runSeed = 0;
-  double rate = 0.0, scale = 0.0;
+  /// dropout::keepThreshold(rate).
+  uint64_t threshold = 0;
+  double scale = 0.0;
 };
 
 __global__ void dropoutKernel(DropoutArgs a, const int64_t *deviceStep) {
   // Read on the device: a replayed CUDA graph keeps its kernel arguments.
-  int64_t step = *deviceStep;
+  uint64_t key = dropout::stepKey(a.opSeed, a.runSeed, *deviceStep);
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
        i < a.elements; i += int64_t(gridDim.x) * blockDim.x) {
     // The product in double, as the reference rounds it.
-    a.y[i] = dropoutKeep(a.opSeed, a.runSeed, step, a.firstIndex + i, a.rate)
+    a.y[i] = dropout::keep(key, a.firstIndex + i, a.threshold)
                  ? static_cast<float>(static_cast<double>(a.x[i]) * a.scale)
                  : 0.0f;
   }
@@ -496,7 +481,7 @@ KernelFactory dropoutFactory(const char *name) {
     int64_t rows = ins[0].shape.empty() ? 1 : ins[0].shape[0];
     int64_t rowElements = rows ? a.elements / rows : 0;
     a.opSeed = cfg.getInt("seed", 0);
-    a.rate = rate;
+    a.threshold = dropout::keepThreshold(rate);
     a.scale = rate < 1.0 ? 1.0 / (1.0 - rate) : 0.0;
     out = [state, a, rowElements](const KernelContext &stepCtx,
                                   const KernelConfig &, const Tensors &,

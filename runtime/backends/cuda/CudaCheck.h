@@ -1,22 +1,24 @@
-//===- CudaCheck.h - CUDA, cuDNN and cuBLASLt results as Status -*- C++ -*-===//
+//===- CudaCheck.h - CUDA, NCCL and library results as Status --*- C++ -*-===//
 //
-// Every call into the CUDA runtime, cuDNN or cuBLASLt goes through
-// RETURN_IF_CUDA_ERROR, which turns a failure into a Status naming the call,
-// the library's message and the source line, and every kernel launch is
-// followed by RETURN_IF_LAUNCH_FAILED: a bad launch configuration surfaces
-// only through cudaGetLastError, and on a machine where nobody watches the
-// GPU the message is all a failed run leaves.
+// Every call into the CUDA runtime, NCCL, cuDNN or cuBLASLt, in the device
+// runtime and in the kernels, goes through RETURN_IF_CUDA_ERROR (or
+// CUDA_CALL_STATUS where a cleanup path must go on), which turns a failure
+// into a Status naming the call, the library's message and the source line;
+// every kernel launch is followed by RETURN_IF_LAUNCH_FAILED: a bad launch
+// configuration surfaces only through cudaGetLastError, and on a machine
+// where nobody watches the GPU the message is all a failed run leaves.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef RUNTIME_BACKENDS_CUDA_KERNELS_CUDACHECK_H
-#define RUNTIME_BACKENDS_CUDA_KERNELS_CUDACHECK_H
+#ifndef RUNTIME_BACKENDS_CUDA_CUDACHECK_H
+#define RUNTIME_BACKENDS_CUDA_CUDACHECK_H
 
 #include "runtime/core/Status.h"
 
 #include <cublasLt.h>
 #include <cuda_runtime.h>
 #include <cudnn.h>
+#include <nccl.h>
 
 #include <string>
 
@@ -29,6 +31,7 @@ inline bool succeeded(cudnnStatus_t result) {
 inline bool succeeded(cublasStatus_t result) {
   return result == CUBLAS_STATUS_SUCCESS;
 }
+inline bool succeeded(ncclResult_t result) { return result == ncclSuccess; }
 
 inline std::string resultText(cudaError_t result) {
   return std::string(cudaGetErrorName(result)) + ": " +
@@ -36,6 +39,9 @@ inline std::string resultText(cudaError_t result) {
 }
 inline std::string resultText(cudnnStatus_t result) {
   return cudnnGetErrorString(result);
+}
+inline std::string resultText(ncclResult_t result) {
+  return std::string("NCCL: ") + ncclGetErrorString(result);
 }
 // cublasGetStatusString lives in libcublas, which nothing else here needs.
 inline std::string resultText(cublasStatus_t result) {
@@ -84,6 +90,10 @@ Status callStatus(Result result, const char *call, const char *file, int line) {
       return s_;                                                               \
   } while (false)
 
+/// The Status of `call`, as an expression (for cleanup paths that go on).
+#define CUDA_CALL_STATUS(call)                                                 \
+  ::graph::runtime::cuda::callStatus((call), #call, __FILE__, __LINE__)
+
 /// Checks the launch just made of `kernel` (a string naming it).
 #define RETURN_IF_LAUNCH_FAILED(kernel)                                        \
   do {                                                                         \
@@ -93,4 +103,4 @@ Status callStatus(Result result, const char *call, const char *file, int line) {
       return s_;                                                               \
   } while (false)
 
-#endif // RUNTIME_BACKENDS_CUDA_KERNELS_CUDACHECK_H
+#endif // RUNTIME_BACKENDS_CUDA_CUDACHECK_H
