@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -17,6 +18,15 @@
 
 namespace graph::runtime::cuda {
 namespace {
+
+/// Set when the watchdog gave up on a step: some GPU may never finish its
+/// work, so teardown must not wait for it.
+std::atomic<bool> &gpuHungFlag() {
+  static std::atomic<bool> flag{false};
+  return flag;
+}
+bool gpuHung() { return gpuHungFlag().load(std::memory_order_relaxed); }
+void markGpuHung() { gpuHungFlag().store(true, std::memory_order_relaxed); }
 
 std::atomic<int64_t> &allocationCounter() {
   static std::atomic<int64_t> counter{0};
@@ -133,6 +143,12 @@ Status CudaDevice::create(int logical, int ordinal,
 }
 
 CudaDevice::~CudaDevice() {
+  // After the watchdog gave up on a step, a kernel may never finish: every
+  // synchronising call (a stream sync, cudaFree) would block forever and
+  // the error would never reach the user. Leak instead; the process is
+  // about to exit with that error.
+  if (gpuHung())
+    return;
   // Teardown reports to no one: errors are ignored on purpose, and queued
   // work finishes before the memory and streams it uses go away.
   (void)cudaSetDevice(state_.ordinal);
@@ -194,6 +210,8 @@ Status CudaDevice::allocate(int64_t bytes, DeviceMemory &out) {
   }
   int ordinal = state_.ordinal;
   DeviceMemory memory(p, bytes, [ordinal](void *q) {
+    if (gpuHung())
+      return; // cudaFree would wait for the hung kernel: leak (see above)
     (void)cudaSetDevice(ordinal);
     (void)cudaFree(q);
   });
@@ -292,6 +310,8 @@ private:
 };
 
 CudaRunner::~CudaRunner() {
+  if (gpuHung())
+    return; // see ~CudaDevice
   // Nothing may still use the graphs and events destroyed below.
   for (CudaDevice *d : devices_)
     (void)d->synchronize();
@@ -438,6 +458,19 @@ Status CudaRunner::prepare() {
   anchor_.resize(replicas_);
 
   useGraphs_ = options_.cudaGraph;
+  // NCCL's documentation ("Using NCCL with CUDA Graphs"): graphs of several
+  // GPUs' communicators launched from one thread can deadlock, and mixing
+  // eager and captured collectives on one communicator (our eager first
+  // step) has been seen to. One physical GPU (logical GPUs reduced by our
+  // own kernel) is unaffected.
+  if (useGraphs_ && hasAllReduce && collective_ &&
+      collective_->physicalGpus() > 1) {
+    useGraphs_ = false;
+    std::fprintf(stderr,
+                 "graphrun: note: program '%s' all-reduces across %d GPUs "
+                 "with NCCL from one thread; it runs without CUDA graphs\n",
+                 program_.name.c_str(), collective_->physicalGpus());
+  }
   if (useGraphs_ && crossGpuWait) {
     useGraphs_ = false;
     std::fprintf(stderr,
@@ -593,7 +626,9 @@ Status CudaRunner::captureGraphs(int64_t step) {
   for (size_t i = 0; i < begun; ++i) {
     GraphGroup &g = groups_[i];
     cudaStream_t origin = devices_[g.members.front()]->state().compute;
-    (void)cudaSetDevice(g.ordinal);
+    // Ended on its own GPU even when this fails, but the failure is kept.
+    if (Status set = CUDA_CALL_STATUS(cudaSetDevice(g.ordinal)); status && !set)
+      status = set;
     for (int r : g.members)
       for (plan::StreamKind kind : kStreams) {
         cudaStream_t s = devices_[r]->stream(kind);
@@ -675,6 +710,7 @@ Status CudaRunner::waitForStep(int64_t step) {
       }
       if (collective_)
         collective_->abort();
+      markGpuHung();
       return Status::error(
           "program '" + program_.name + "', step " + std::to_string(step) +
           ": replica(s) " + late + " did not finish within " +
