@@ -11,9 +11,19 @@
 #   bench/gpu-check.sh --make-plans DIR   (no GPU needed: compile the plans
 #                                          here, carry them with --plans)
 #
+# The GPU image has nvcc, CMake and PyTorch but not MLIR or the runtime's
+# Debian libraries. Here, before the call: `bench/gpu-deps.sh download` and
+# `bench/gpu-check.sh --make-plans .gpu-deps/plans`; then on the device:
+# `bench/gpu-check.sh --plans .gpu-deps/plans`, carrying `.gpu-deps`. With
+# --plans the build is runtime-only (-DGRAPH_BUILD_COMPILER=OFF).
+#
 # Exits 2, saying so, where there is no GPU; 1 when a build or test fails.
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# Carried Debian packages (bench/gpu-deps.sh), when there are some.
+if [[ -d "$root/.gpu-deps/debs" ]]; then
+  eval "$("$root/bench/gpu-deps.sh" env)"
+fi
 build="${GRAPH_GPU_BUILD_DIR:-$root/build-gpu}"
 steps=100
 plans=""
@@ -65,7 +75,9 @@ failed=0
 echo "== build ($build)"
 if [[ ! -f "$build/build.ninja" ]]; then
   cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-    -DCMAKE_PREFIX_PATH=/usr/lib/llvm-22 -DCMAKE_CUDA_ARCHITECTURES=90 \
+    -DCMAKE_PREFIX_PATH="/usr/lib/llvm-22${CMAKE_PREFIX_PATH:+;${CMAKE_PREFIX_PATH//:/;}}" \
+    -DCMAKE_CUDA_ARCHITECTURES=90 \
+    -DGRAPH_BUILD_COMPILER="$([[ -n "$plans" ]] && echo OFF || echo ON)" \
     ${GRAPH_CMAKE_ARGS:-} >"$out/configure.log" 2>&1 ||
     { note "configure failed: $out/configure.log"; tail -20 "$out/configure.log"; exit 1; }
 fi
