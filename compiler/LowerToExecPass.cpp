@@ -208,6 +208,7 @@ private:
   LogicalResult lowerPack(dist::PackOp pack);
   LogicalResult lowerAllReduce(dist::AllReduceOp allReduce);
   LogicalResult lowerUnpack(dist::UnpackOp unpack);
+  LogicalResult lowerReshape(Operation *reshape);
   LogicalResult lowerAssign(graph::AssignVariableOp assign);
   LogicalResult lowerOutput(graph::OutputOp output);
 
@@ -499,6 +500,22 @@ LogicalResult StepLowering::lowerUnpack(dist::UnpackOp unpack) {
   return success();
 }
 
+LogicalResult StepLowering::lowerReshape(Operation *reshape) {
+  // A row-major reshape moves no data: its result is a view of its operand's
+  // buffer, which the memory plan keeps alive for as long as the view is
+  // used. A result that must live elsewhere (a bucket slot, a variable
+  // updated in place) is copied by the kernel as before.
+  OpResult result = reshape->getResult(0);
+  if (bucketSlots.count(result) || inPlaceAssigns.count(result))
+    return lowerLaunch(reshape);
+  Value source = buffers.lookup(reshape->getOperand(0));
+  buffers[result] =
+      exec::ViewOp::create(builder, reshape->getLoc(),
+                           bufferType(cast<RankedTensorType>(result.getType())),
+                           source, /*offset=*/0);
+  return success();
+}
+
 LogicalResult StepLowering::lowerAssign(graph::AssignVariableOp assign) {
   if (!elidedAssigns.contains(assign))
     deferredAssigns.push_back({assign, deviceOf(assign)});
@@ -553,6 +570,8 @@ LogicalResult StepLowering::lower(Operation *op) {
         return lowerAllReduce(allReduce);
       })
       .Case([&](dist::UnpackOp unpack) { return lowerUnpack(unpack); })
+      .Case<graph::FlattenOp, graph::ReshapeOp>(
+          [&](Operation *reshape) { return lowerReshape(reshape); })
       .Default([&](Operation *other) -> LogicalResult {
         if (isLaunched(other))
           return lowerLaunch(other);

@@ -347,7 +347,8 @@ graph.model @eval_step attributes {dist.replicas = 1 : i64} {
 // -----
 
 // An evaluation step alone: enum attributes become their names, arrays stay
-// arrays, integer labels give an integer buffer.
+// arrays, integer labels give an integer buffer, flatten is a view of its
+// operand (a reshape moves no data).
 
 // CHECK-LABEL: exec.program @eval kind = eval replicas = 1 {
 // CHECK-NEXT:    %[[X:.*]] = exec.input "image" replica = 0 device = 0 : memref<2x4x4x1xf32>
@@ -358,7 +359,9 @@ graph.model @eval_step attributes {dist.replicas = 1 : i64} {
 // CHECK-NEXT:    exec.launch "fused_conv2d" on <compute, 0> ins(%[[X]], %[[K]], %[[B]] : memref<2x4x4x1xf32>, memref<3x3x1x4xf32>, memref<4xf32>) outs(%[[C]] : memref<2x4x4x4xf32>) config {activation = "relu", dilations = array<i64: 1, 1>, padding = "same", strides = array<i64: 1, 1>}
 // CHECK-NEXT:    %[[P:.*]] = exec.alloc device = 0 : memref<2x2x2x4xf32>
 // CHECK-NEXT:    exec.launch "max_pool2d" on <compute, 0> ins(%[[C]] : memref<2x4x4x4xf32>) outs(%[[P]] : memref<2x2x2x4xf32>) config {padding = "valid", pool_size = array<i64: 2, 2>, strides = array<i64: 2, 2>}
-// CHECK:         exec.launch "flatten" on <compute, 0>
+// CHECK-NEXT:    %[[F:.*]] = exec.view %[[P]][0] : memref<2x2x2x4xf32> -> memref<2x16xf32>
+// CHECK-NOT:     exec.launch "flatten"
+// CHECK:         exec.launch "fused_dense" on <compute, 0> ins(%[[F]],
 // CHECK:         exec.launch "softmax" on <compute, 0> {{.*}} config {axis = -1 : i64}
 // CHECK:         exec.launch "sparse_categorical_crossentropy" on <compute, 0> ins(%{{.*}}, %[[L]] : memref<2x3xf32>, memref<2xi32>)
 // CHECK:         exec.output "loss" replica = 0
