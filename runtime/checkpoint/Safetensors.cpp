@@ -3,6 +3,7 @@
 #include "runtime/checkpoint/Safetensors.h"
 
 #include "runtime/checkpoint/AtomicFile.h"
+#include "runtime/core/Kernel.h"
 
 #include <nlohmann/json.hpp>
 
@@ -50,13 +51,6 @@ constexpr std::array<DTypeRow, 15> kDTypes{{
 }};
 
 constexpr const char *kMetadataKey = "__metadata__";
-
-std::string shapeText(const std::vector<int64_t> &shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i)
-    s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
-}
 
 /// product(shape) * elementSize, or nullopt on overflow.
 std::optional<uint64_t> byteSize(const std::vector<int64_t> &shape,

@@ -7,17 +7,6 @@
 
 namespace graph::runtime::checkpoint {
 
-namespace {
-
-std::string shapeText(const std::vector<int64_t> &shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i)
-    s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
-}
-
-} // namespace
-
 bool isOptimizerSlot(const MirroredVariables &variables, int v) {
   const std::string &name = variables.name(v);
   size_t slash = name.rfind('/');

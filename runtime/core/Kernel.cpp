@@ -96,6 +96,23 @@ std::vector<int64_t> KernelConfig::getInts(const std::string &name) const {
   return {};
 }
 
+std::pair<int64_t, int64_t> KernelConfig::getPair(const std::string &name,
+                                                  int64_t fallback) const {
+  std::vector<int64_t> v = getInts(name);
+  if (v.size() == 2)
+    return {v[0], v[1]};
+  if (v.size() == 1)
+    return {v[0], v[0]};
+  return {fallback, fallback};
+}
+
+std::string shapeText(const std::vector<int64_t> &shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
 KernelRegistry &KernelRegistry::global() {
   static KernelRegistry registry;
   return registry;

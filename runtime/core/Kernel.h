@@ -27,10 +27,14 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <variant>
 #include <vector>
 
 namespace graph::runtime {
+
+/// "[2, 3, 4]": how every runtime message writes a shape.
+std::string shapeText(const std::vector<int64_t> &shape);
 
 /// A view of one buffer: no ownership.
 struct TensorRef {
@@ -74,6 +78,10 @@ public:
   std::string getString(const std::string &name,
                         const std::string &fallback = "") const;
   std::vector<int64_t> getInts(const std::string &name) const;
+  /// A two-integer entry (strides, pool_size): one integer means both;
+  /// `fallback` for both when absent.
+  std::pair<int64_t, int64_t> getPair(const std::string &name,
+                                      int64_t fallback) const;
   const std::map<std::string, Value> &all() const { return entries; }
 
 private:

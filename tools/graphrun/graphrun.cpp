@@ -117,27 +117,28 @@ struct Placement {
 };
 
 Status choosePlacement(const Flags &flags, Placement &out) {
-  int gpus = physicalDeviceCount(Backend::cuda);
-  std::string whyNone = "this graphrun was built without CUDA";
-#ifdef GRAPH_HAVE_CUDA
-  if (gpus == 0)
-    cuda::physicalGpuCount(&whyNone);
-#endif
+  // The GPU count starts the CUDA runtime: asked only when it decides.
   if (flags.gpus > 0) {
-    if (gpus == 0)
+    if (physicalDeviceCount(Backend::cuda) == 0) {
+      std::string whyNone = "this graphrun was built without CUDA";
+#ifdef GRAPH_HAVE_CUDA
+      cuda::physicalGpuCount(&whyNone);
+#endif
       return Status::error(
           "--gpus " + std::to_string(flags.gpus) + ": no CUDA GPU (" + whyNone +
           "); run on CPU replicas with --cpus " + std::to_string(flags.gpus));
+    }
     if (!flags.backend.empty() && flags.backend != "cuda")
       return Status::error("--gpus runs the cuda backend, not --backend " +
                            flags.backend + "; use --cpus for CPU backends");
     out = {Backend::cuda, flags.gpus};
     return Status::ok();
   }
-  if (flags.cpus == 0 && flags.backend.empty() && gpus > 0) {
-    out = {Backend::cuda, gpus};
-    return Status::ok();
-  }
+  if (flags.cpus == 0 && flags.backend.empty())
+    if (int gpus = physicalDeviceCount(Backend::cuda); gpus > 0) {
+      out = {Backend::cuda, gpus};
+      return Status::ok();
+    }
   out.replicas = flags.cpus > 0 ? flags.cpus : 1;
   out.backend =
       flags.backend.empty() ? Backend::cpu : *parseBackend(flags.backend);

@@ -17,6 +17,7 @@
 #define RUNTIME_BACKENDS_CPU_DNNLCONTEXT_H
 
 #include "runtime/core/Kernel.h"
+#include "runtime/core/WindowGeometry.h"
 
 #include <oneapi/dnnl/dnnl.hpp>
 
@@ -98,42 +99,23 @@ private:
   std::vector<Step> before_, steps_, after_;
 };
 
-/// One spatial axis of a conv or pooling window, as the reference backend
-/// resolves it: `valid` takes whole windows only; `same` gives
-/// ceil(in / stride) outputs and puts the smaller half of the padding
-/// before (TensorFlow's rule). `padAfter` is what oneDNN needs for the same
-/// outputs (never negative).
-struct WindowAxis {
-  int64_t in = 0, window = 1, stride = 1, dilation = 1;
-  int64_t out = 0, padBefore = 0, padAfter = 0;
-};
-
-/// An NHWC window op's geometry.
-struct WindowGeometry {
-  int64_t n = 0, c = 0;
-  WindowAxis h, w;
-
-  /// oneDNN's dims and parameters for the two axes.
-  dnnl::memory::dims strides() const { return {h.stride, w.stride}; }
-  dnnl::memory::dims windowDims() const { return {h.window, w.window}; }
-  /// oneDNN counts dilation from 0 (Keras' dilation 1 is its 0).
-  dnnl::memory::dims dilations() const {
-    return {h.dilation - 1, w.dilation - 1};
-  }
-  dnnl::memory::dims padBefore() const { return {h.padBefore, w.padBefore}; }
-  dnnl::memory::dims padAfter() const { return {h.padAfter, w.padAfter}; }
-};
-
-/// Resolves the window (kh, kw) of kernel `kernel` on NHWC `input` from
-/// `config`'s padding, strides and (when `dilated`) dilations; an error
-/// naming the kernel when the configuration is invalid or the window does
-/// not fit.
-Status resolveWindow(const char *kernel, const KernelConfig &config,
-                     const std::vector<int64_t> &input, int64_t kh, int64_t kw,
-                     bool dilated, WindowGeometry &out);
-
-/// "[2, 3, 4]".
-std::string shapeText(const std::vector<int64_t> &shape);
+/// oneDNN's parameters for a window (runtime/core/WindowGeometry.h).
+inline dnnl::memory::dims dnnlStrides(const WindowGeometry &g) {
+  return {g.h.stride, g.w.stride};
+}
+inline dnnl::memory::dims dnnlWindow(const WindowGeometry &g) {
+  return {g.h.window, g.w.window};
+}
+/// oneDNN counts dilation from 0 (Keras' dilation 1 is its 0).
+inline dnnl::memory::dims dnnlDilations(const WindowGeometry &g) {
+  return {g.h.dilation - 1, g.w.dilation - 1};
+}
+inline dnnl::memory::dims dnnlPadBefore(const WindowGeometry &g) {
+  return {g.h.padBefore, g.w.padBefore};
+}
+inline dnnl::memory::dims dnnlPadAfter(const WindowGeometry &g) {
+  return {g.h.padAfter, g.w.padAfter};
+}
 
 /// Checks the operand counts and that every operand is an f32 buffer; the
 /// error names the kernel.

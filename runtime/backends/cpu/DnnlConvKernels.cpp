@@ -82,19 +82,19 @@ forwardDesc(const ConvShape &s, const memory::desc *bias = nullptr) {
             s.weightsAny(),
             *bias,
             s.dst(),
-            g.strides(),
-            g.dilations(),
-            g.padBefore(),
-            g.padAfter()};
+            dnnlStrides(g),
+            dnnlDilations(g),
+            dnnlPadBefore(g),
+            dnnlPadAfter(g)};
   return {dnnl::prop_kind::forward_training,
           dnnl::algorithm::convolution_direct,
           s.src(),
           s.weightsAny(),
           s.dst(),
-          g.strides(),
-          g.dilations(),
-          g.padBefore(),
-          g.padAfter()};
+          dnnlStrides(g),
+          dnnlDilations(g),
+          dnnlPadBefore(g),
+          dnnlPadAfter(g)};
 }
 
 Status makeForward(const char *kName, bool fused, const KernelContext &ctx,
@@ -170,7 +170,8 @@ Status makeConv2dGradInput(const KernelContext &ctx, const KernelConfig &cfg,
                                                    dnnlEngine());
     dnnl::convolution_backward_data::primitive_desc pd(
         {dnnl::algorithm::convolution_direct, shape.src(), shape.weightsAny(),
-         shape.dst(), g.strides(), g.dilations(), g.padBefore(), g.padAfter()},
+         shape.dst(), dnnlStrides(g), dnnlDilations(g), dnnlPadBefore(g),
+         dnnlPadAfter(g)},
         userScratchpad(), dnnlEngine(), hint);
     DnnlLaunch launch(kName);
     memory weights =
@@ -207,7 +208,8 @@ Status makeConv2dGradKernel(const KernelContext &ctx, const KernelConfig &cfg,
                                                    dnnlEngine());
     dnnl::convolution_backward_weights::primitive_desc pd(
         {dnnl::algorithm::convolution_direct, shape.src(), shape.weightsAny(),
-         shape.dst(), g.strides(), g.dilations(), g.padBefore(), g.padAfter()},
+         shape.dst(), dnnlStrides(g), dnnlDilations(g), dnnlPadBefore(g),
+         dnnlPadAfter(g)},
         userScratchpad(), dnnlEngine(), hint);
     DnnlLaunch launch(kName);
     memory weightsGrad = launch.output(pd.diff_weights_desc(),

@@ -62,9 +62,8 @@ memory::desc pooledDesc(const WindowGeometry &g) {
 dnnl::pooling_forward::desc forwardDesc(dnnl::prop_kind prop,
                                         dnnl::algorithm alg,
                                         const WindowGeometry &g) {
-  return {prop,          alg,         inputDesc(g),
-          pooledDesc(g), g.strides(), g.windowDims(),
-          g.padBefore(), g.padAfter()};
+  return {prop,           alg,           inputDesc(g),     pooledDesc(g),
+          dnnlStrides(g), dnnlWindow(g), dnnlPadBefore(g), dnnlPadAfter(g)};
 }
 
 /// A forward pooling launch: x (ins[0]) to y (outs[0]).
@@ -99,8 +98,8 @@ Status makeAvgBackward(const char *kName, const KernelContext &ctx,
     dnnl::pooling_forward::primitive_desc hint(
         forwardDesc(dnnl::prop_kind::forward_training, alg, g), dnnlEngine());
     dnnl::pooling_backward::primitive_desc pd(
-        {alg, inputDesc(g), pooledDesc(g), g.strides(), g.windowDims(),
-         g.padBefore(), g.padAfter()},
+        {alg, inputDesc(g), pooledDesc(g), dnnlStrides(g), dnnlWindow(g),
+         dnnlPadBefore(g), dnnlPadAfter(g)},
         userScratchpad(), dnnlEngine(), hint);
     DnnlLaunch launch(kName);
     launch.add(dnnl::pooling_backward(pd), pd,

@@ -32,13 +32,6 @@ namespace graph::runtime::cpu::vec {
 /// OpenMP team (a few microseconds) costs more than streaming 128 KiB.
 constexpr int64_t kParallelElements = int64_t{1} << 15;
 
-inline std::string shapeText(const std::vector<int64_t> &shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i)
-    s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
-}
-
 /// `kernel: message`, the form of every factory error.
 inline Status kernelError(const char *kernel, const std::string &message) {
   return Status::error(std::string(kernel) + ": " + message);

@@ -14,6 +14,7 @@
 #include "runtime/backends/reference/ReferenceKernels.h"
 
 #include "runtime/core/DropoutMask.h"
+#include "runtime/core/WindowGeometry.h"
 
 #include <algorithm>
 #include <cmath>
@@ -32,13 +33,6 @@ using Tensors = std::vector<TensorRef>;
     if (!(cond))                                                               \
       return Status::error(std::string(kName) + ": " + (message));             \
   } while (false)
-
-std::string shapeText(const std::vector<int64_t> &shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i)
-    s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
-}
 
 double readAt(const TensorRef &t, int64_t i) {
   switch (t.dtype) {
@@ -118,71 +112,9 @@ bool truthy(const KernelConfig &cfg, const std::string &name) {
   return cfg.getInt(name, 0) != 0; // unit attributes arrive as 1, i1 as +-1
 }
 
-/// A 2-element int list config entry, or `fallback`.
-std::pair<int64_t, int64_t> pairOf(const KernelConfig &cfg,
-                                   const std::string &name, int64_t fallback) {
-  std::vector<int64_t> v = cfg.getInts(name);
-  if (v.size() == 2)
-    return {v[0], v[1]};
-  if (v.size() == 1)
-    return {v[0], v[0]};
-  return {fallback, fallback};
-}
-
 //===----------------------------------------------------------------------===//
-// Windows: conv and pooling geometry (Keras / TensorFlow padding)
+// Windows: conv and pooling geometry is runtime/core/WindowGeometry.h's
 //===----------------------------------------------------------------------===//
-
-/// One spatial axis: `valid` takes only whole windows; `same` gives
-/// ceil(in / stride) outputs and pads (total - total / 2 after, total / 2
-/// before), as TensorFlow does.
-struct Axis {
-  int64_t in = 0, window = 1, stride = 1, dilation = 1, out = 0, padBefore = 0;
-};
-
-bool resolveAxis(Axis &a, bool same) {
-  if (a.stride < 1 || a.dilation < 1 || a.window < 1)
-    return false;
-  int64_t effective = (a.window - 1) * a.dilation + 1;
-  if (same) {
-    a.out = (a.in + a.stride - 1) / a.stride;
-    int64_t total =
-        std::max<int64_t>((a.out - 1) * a.stride + effective - a.in, 0);
-    a.padBefore = total / 2;
-  } else {
-    if (a.in < effective)
-      return false;
-    a.out = (a.in - effective) / a.stride + 1;
-    a.padBefore = 0;
-  }
-  return true;
-}
-
-struct Window2D {
-  int64_t n = 0, c = 0;
-  Axis h, w;
-};
-
-/// Geometry of a window op on NHWC `input`; `window` is (kh, kw).
-Status resolveWindow(const char *kName, const KernelConfig &cfg,
-                     const std::vector<int64_t> &input, int64_t kh, int64_t kw,
-                     bool dilated, Window2D &g) {
-  REQUIRE(input.size() == 4, "needs an NHWC input, got " + shapeText(input));
-  std::string padding = cfg.getString("padding", "valid");
-  REQUIRE(padding == "valid" || padding == "same",
-          "unknown padding '" + padding + "'");
-  auto [sh, sw] = pairOf(cfg, "strides", 1);
-  auto [dh, dw] =
-      dilated ? pairOf(cfg, "dilations", 1) : std::pair<int64_t, int64_t>{1, 1};
-  g.n = input[0];
-  g.c = input[3];
-  g.h = {input[1], kh, sh, dh, 0, 0};
-  g.w = {input[2], kw, sw, dw, 0, 0};
-  REQUIRE(resolveAxis(g.h, padding == "same") &&
-              resolveAxis(g.w, padding == "same"),
-          "window does not fit input " + shapeText(input));
-  return Status::ok();
-}
 
 #define RESOLVE_WINDOW(shape, kh, kw, dilated, g)                              \
   do {                                                                         \
@@ -230,7 +162,7 @@ Status convForward(const char *kName, const KernelConfig &cfg,
                    const Tensors &ins, const Tensors &outs, bool fused) {
   const TensorRef &x = ins[0], &k = ins[1];
   REQUIRE(k.shape.size() == 4, "needs an HWIO kernel");
-  Window2D g;
+  WindowGeometry g;
   RESOLVE_WINDOW(x.shape, k.shape[0], k.shape[1], true, g);
   REQUIRE(k.shape[2] == g.c, "kernel input channels " +
                                  std::to_string(k.shape[2]) + " != input's " +
@@ -295,7 +227,7 @@ Status conv2dGradInput(const KernelContext &, const KernelConfig &cfg,
   CHECK_ARITY(2, 2, 1);
   const TensorRef &dy = ins[0], &k = ins[1];
   REQUIRE(k.shape.size() == 4, "needs an HWIO kernel");
-  Window2D g;
+  WindowGeometry g;
   RESOLVE_WINDOW(outs[0].shape, k.shape[0], k.shape[1], true, g);
   int64_t f = k.shape[3];
   std::vector<int64_t> expected = {g.n, g.h.out, g.w.out, f};
@@ -333,7 +265,7 @@ Status conv2dGradKernel(const KernelContext &, const KernelConfig &cfg,
   const TensorRef &x = ins[0], &dy = ins[1];
   const std::vector<int64_t> &ks = outs[0].shape;
   REQUIRE(ks.size() == 4, "needs an HWIO kernel_grad");
-  Window2D g;
+  WindowGeometry g;
   RESOLVE_WINDOW(x.shape, ks[0], ks[1], true, g);
   int64_t f = ks[3];
   std::vector<int64_t> expected = {g.n, g.h.out, g.w.out, f};
@@ -372,7 +304,7 @@ Status conv2dGradKernel(const KernelContext &, const KernelConfig &cfg,
 /// Visits the in-range input positions of pooling window (oh, ow) in
 /// row-major window order.
 template <typename F>
-void forWindow(const Window2D &g, int64_t oh, int64_t ow, F visit) {
+void forWindow(const WindowGeometry &g, int64_t oh, int64_t ow, F visit) {
   for (int64_t kh = 0; kh < g.h.window; ++kh) {
     int64_t ih = oh * g.h.stride - g.h.padBefore + kh;
     if (ih < 0 || ih >= g.h.in)
@@ -388,8 +320,8 @@ void forWindow(const Window2D &g, int64_t oh, int64_t ow, F visit) {
 
 Status poolGeometry(const char *kName, const KernelConfig &cfg,
                     const std::vector<int64_t> &input,
-                    const std::vector<int64_t> &output, Window2D &g) {
-  auto [ph, pw] = pairOf(cfg, "pool_size", 2);
+                    const std::vector<int64_t> &output, WindowGeometry &g) {
+  auto [ph, pw] = cfg.getPair("pool_size", 2);
   Status s = resolveWindow(kName, cfg, input, ph, pw, false, g);
   if (!s)
     return s;
@@ -411,7 +343,7 @@ Status maxPool2d(const KernelContext &, const KernelConfig &cfg,
                  const Tensors &ins, const Tensors &outs) {
   static constexpr const char *kName = "max_pool2d";
   CHECK_ARITY(1, 1, 1);
-  Window2D g;
+  WindowGeometry g;
   POOL_GEOMETRY(ins[0].shape, outs[0].shape, g);
   Vec x = load(ins[0]), y(outs[0].elements());
   for (int64_t n = 0; n < g.n; ++n)
@@ -434,7 +366,7 @@ Status maxPool2dGrad(const KernelContext &, const KernelConfig &cfg,
                      const Tensors &ins, const Tensors &outs) {
   static constexpr const char *kName = "max_pool2d_grad";
   CHECK_ARITY(3, 3, 1);
-  Window2D g;
+  WindowGeometry g;
   POOL_GEOMETRY(ins[0].shape, ins[2].shape, g);
   REQUIRE(outs[0].shape == ins[0].shape, "input_grad must have x's shape");
   Vec x = load(ins[0]), dy = load(ins[2]), dx(outs[0].elements(), 0.0);
@@ -463,7 +395,7 @@ Status avgPool2d(const KernelContext &, const KernelConfig &cfg,
                  const Tensors &ins, const Tensors &outs) {
   static constexpr const char *kName = "avg_pool2d";
   CHECK_ARITY(1, 1, 1);
-  Window2D g;
+  WindowGeometry g;
   POOL_GEOMETRY(ins[0].shape, outs[0].shape, g);
   Vec x = load(ins[0]), y(outs[0].elements());
   for (int64_t n = 0; n < g.n; ++n)
@@ -488,7 +420,7 @@ Status avgPool2dGrad(const KernelContext &, const KernelConfig &cfg,
                      const Tensors &ins, const Tensors &outs) {
   static constexpr const char *kName = "avg_pool2d_grad";
   CHECK_ARITY(1, 1, 1);
-  Window2D g;
+  WindowGeometry g;
   POOL_GEOMETRY(outs[0].shape, ins[0].shape, g);
   Vec dy = load(ins[0]), dx(outs[0].elements(), 0.0);
   for (int64_t n = 0; n < g.n; ++n)

@@ -74,7 +74,7 @@ enum class Pass { forward, backwardData, backwardFilter };
 struct ConvSite {
   Pass pass = Pass::forward;
   CudaDeviceState *state = nullptr;
-  Window2D g;
+  WindowGeometry g;
   int64_t filters = 0;
   // The launch's buffers. forward: x, kernel -> y (plus bias);
   // backwardData: dy, kernel -> dx; backwardFilter: x, dy -> kernel grad.
@@ -266,7 +266,7 @@ Status prepare(const char *kName, ConvSite &s) {
   RETURN_IF_CUDA_ERROR(cudnnGetStream(s.state->cudnn, &bound));
   REQUIRE(bound == s.state->compute,
           "the device's cuDNN handle is not bound to its compute stream");
-  const Window2D &g = s.g;
+  const WindowGeometry &g = s.g;
   s.padded = !g.symmetric();
   s.padding = {g.n,           g.h.in,       g.w.in,        g.c,
                g.h.padBefore, g.h.padAfter, g.w.padBefore, g.w.padAfter};
@@ -406,9 +406,9 @@ Status instantiateForward(const char *kName, bool fused,
           "needs an HWIO kernel, got " + shapeText(k.shape));
   auto site = std::make_shared<ConvSite>();
   site->pass = Pass::forward;
-  Window2D &g = site->g;
-  RETURN_IF_ERROR(
-      resolveWindow(kName, cfg, x.shape, k.shape[0], k.shape[1], true, g));
+  WindowGeometry &g = site->g;
+  RETURN_IF_ERROR(resolveNonEmptyWindow(kName, cfg, x.shape, k.shape[0],
+                                        k.shape[1], true, g));
   REQUIRE(k.shape[2] == g.c, "kernel input channels " +
                                  std::to_string(k.shape[2]) + " != input's " +
                                  std::to_string(g.c));
@@ -457,9 +457,9 @@ Status conv2dGradInput(const KernelContext &ctx, const KernelConfig &cfg,
           "needs an HWIO kernel, got " + shapeText(k.shape));
   auto site = std::make_shared<ConvSite>();
   site->pass = Pass::backwardData;
-  Window2D &g = site->g;
-  RETURN_IF_ERROR(resolveWindow(kName, cfg, outs[0].shape, k.shape[0],
-                                k.shape[1], true, g));
+  WindowGeometry &g = site->g;
+  RETURN_IF_ERROR(resolveNonEmptyWindow(kName, cfg, outs[0].shape, k.shape[0],
+                                        k.shape[1], true, g));
   site->filters = k.shape[3];
   std::vector<int64_t> expected = {g.n, g.h.out, g.w.out, site->filters};
   REQUIRE(dy.shape == expected && k.shape[2] == g.c && site->filters > 0,
@@ -486,8 +486,9 @@ Status conv2dGradKernel(const KernelContext &ctx, const KernelConfig &cfg,
   REQUIRE(ks.size() == 4, "needs an HWIO kernel_grad, got " + shapeText(ks));
   auto site = std::make_shared<ConvSite>();
   site->pass = Pass::backwardFilter;
-  Window2D &g = site->g;
-  RETURN_IF_ERROR(resolveWindow(kName, cfg, x.shape, ks[0], ks[1], true, g));
+  WindowGeometry &g = site->g;
+  RETURN_IF_ERROR(
+      resolveNonEmptyWindow(kName, cfg, x.shape, ks[0], ks[1], true, g));
   site->filters = ks[3];
   std::vector<int64_t> expected = {g.n, g.h.out, g.w.out, site->filters};
   REQUIRE(dy.shape == expected && ks[2] == g.c && site->filters > 0,

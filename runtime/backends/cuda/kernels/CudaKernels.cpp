@@ -20,13 +20,6 @@ void registerCudaKernels() {
   });
 }
 
-std::string shapeText(const std::vector<int64_t> &shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i)
-    s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
-}
-
 Status checkOperands(const char *kName, const Tensors &ins, const Tensors &outs,
                      size_t minIns, size_t maxIns, size_t numOuts,
                      int labelsInput) {
@@ -67,56 +60,11 @@ Status deviceStateOf(const char *kName, const KernelContext &ctx,
   return Status::ok();
 }
 
-std::pair<int64_t, int64_t> pairOf(const KernelConfig &config,
-                                   const std::string &name, int64_t fallback) {
-  std::vector<int64_t> v = config.getInts(name);
-  if (v.size() == 2)
-    return {v[0], v[1]};
-  if (v.size() == 1)
-    return {v[0], v[0]};
-  return {fallback, fallback};
-}
-
-namespace {
-bool resolveAxis(Axis &a, bool same) {
-  if (a.stride < 1 || a.dilation < 1 || a.window < 1 || a.in < 1)
-    return false;
-  int64_t effective = (a.window - 1) * a.dilation + 1;
-  if (same) {
-    a.out = (a.in + a.stride - 1) / a.stride;
-    int64_t total =
-        std::max<int64_t>((a.out - 1) * a.stride + effective - a.in, 0);
-    a.padBefore = total / 2;
-    a.padAfter = total - a.padBefore;
-  } else {
-    if (a.in < effective)
-      return false;
-    a.out = (a.in - effective) / a.stride + 1;
-    a.padBefore = a.padAfter = 0;
-  }
-  return true;
-}
-} // namespace
-
-Status resolveWindow(const char *kName, const KernelConfig &config,
-                     const std::vector<int64_t> &input, int64_t kh, int64_t kw,
-                     bool dilated, Window2D &g) {
-  REQUIRE(input.size() == 4, "needs an NHWC input, got " + shapeText(input));
-  std::string padding = config.getString("padding", "valid");
-  REQUIRE(padding == "valid" || padding == "same",
-          "unknown padding '" + padding + "'");
-  auto [sh, sw] = pairOf(config, "strides", 1);
-  auto [dh, dw] = dilated ? pairOf(config, "dilations", 1)
-                          : std::pair<int64_t, int64_t>{1, 1};
-  g.n = input[0];
-  g.c = input[3];
-  g.h = {input[1], kh, sh, dh, 0, 0, 0};
-  g.w = {input[2], kw, sw, dw, 0, 0, 0};
+Status resolveNonEmptyWindow(const char *kName, const KernelConfig &config,
+                             const std::vector<int64_t> &input, int64_t kh,
+                             int64_t kw, bool dilated, WindowGeometry &g) {
+  RETURN_IF_ERROR(resolveWindow(kName, config, input, kh, kw, dilated, g));
   REQUIRE(g.n > 0 && g.c > 0, "empty input " + shapeText(input));
-  REQUIRE(resolveAxis(g.h, padding == "same") &&
-              resolveAxis(g.w, padding == "same"),
-          "window " + std::to_string(kh) + "x" + std::to_string(kw) +
-              " does not fit input " + shapeText(input));
   return Status::ok();
 }
 

@@ -20,6 +20,7 @@
 #include "runtime/backends/cuda/CudaDeviceState.h"
 #include "runtime/backends/cuda/kernels/Launchers.h"
 #include "runtime/core/Kernel.h"
+#include "runtime/core/WindowGeometry.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -38,8 +39,6 @@ void registerPoolNormKernels();
 void registerShapeKernels();
 
 using Tensors = std::vector<TensorRef>;
-
-std::string shapeText(const std::vector<int64_t> &shape);
 
 /// In a factory with `static constexpr const char *kName`: fails with a
 /// message that names the kernel.
@@ -68,31 +67,11 @@ Status checkOperands(const char *kName, const Tensors &ins, const Tensors &outs,
 Status deviceStateOf(const char *kName, const KernelContext &ctx,
                      CudaDeviceState *&out);
 
-/// A 2-element integer list of `config` (one element: both), or `fallback`.
-std::pair<int64_t, int64_t> pairOf(const KernelConfig &config,
-                                   const std::string &name, int64_t fallback);
-
-/// One spatial axis of a window op: `valid` takes only whole windows;
-/// `same` gives ceil(in / stride) outputs and pads total / 2 before and the
-/// rest after, as TensorFlow does.
-struct Axis {
-  int64_t in = 0, window = 1, stride = 1, dilation = 1, out = 0, padBefore = 0,
-          padAfter = 0;
-};
-
-struct Window2D {
-  int64_t n = 0, c = 0;
-  Axis h, w;
-  bool symmetric() const {
-    return h.padBefore == h.padAfter && w.padBefore == w.padAfter;
-  }
-};
-
-/// The geometry of a window op over NHWC `input` with a (kh, kw) window:
-/// `padding`, `strides` and (when `dilated`) `dilations` from `config`.
-Status resolveWindow(const char *kName, const KernelConfig &config,
-                     const std::vector<int64_t> &input, int64_t kh, int64_t kw,
-                     bool dilated, Window2D &g);
+/// runtime/core/WindowGeometry.h's resolveWindow, and an error for an
+/// empty batch or channel count, which cuDNN descriptors reject.
+Status resolveNonEmptyWindow(const char *kName, const KernelConfig &config,
+                             const std::vector<int64_t> &input, int64_t kh,
+                             int64_t kw, bool dilated, WindowGeometry &g);
 
 /// The fused epilogue activation named `name` ("none", "linear" or empty:
 /// none).

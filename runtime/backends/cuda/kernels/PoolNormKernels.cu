@@ -173,9 +173,9 @@ __global__ void avgPoolGradKernel(const float *__restrict__ dy,
 Status poolOf(const char *kName, const KernelConfig &cfg,
               const std::vector<int64_t> &input,
               const std::vector<int64_t> &output, Pool &p) {
-  auto [kh, kw] = pairOf(cfg, "pool_size", 2);
-  Window2D g;
-  RETURN_IF_ERROR(resolveWindow(kName, cfg, input, kh, kw, false, g));
+  auto [kh, kw] = cfg.getPair("pool_size", 2);
+  WindowGeometry g;
+  RETURN_IF_ERROR(resolveNonEmptyWindow(kName, cfg, input, kh, kw, false, g));
   std::vector<int64_t> expected = {g.n, g.h.out, g.w.out, g.c};
   REQUIRE(output == expected, "pooled tensor is " + shapeText(output) +
                                   ", expected " + shapeText(expected));

@@ -1,0 +1,59 @@
+//===- WindowGeometry.cpp - convolution and pooling windows ---------------===//
+
+#include "runtime/core/WindowGeometry.h"
+
+#include <algorithm>
+#include <string>
+
+namespace graph::runtime {
+
+namespace {
+bool resolveAxis(WindowAxis &a, bool same) {
+  if (a.stride < 1 || a.dilation < 1 || a.window < 1 || a.in < 1)
+    return false;
+  int64_t effective = (a.window - 1) * a.dilation + 1;
+  if (same) {
+    a.out = (a.in + a.stride - 1) / a.stride;
+    int64_t total =
+        std::max<int64_t>((a.out - 1) * a.stride + effective - a.in, 0);
+    a.padBefore = total / 2;
+    a.padAfter = total - a.padBefore;
+  } else {
+    if (a.in < effective)
+      return false;
+    a.out = (a.in - effective) / a.stride + 1;
+    a.padBefore = a.padAfter = 0;
+  }
+  return true;
+}
+} // namespace
+
+Status resolveWindow(const char *kernel, const KernelConfig &config,
+                     const std::vector<int64_t> &input, int64_t kh, int64_t kw,
+                     bool dilated, WindowGeometry &g) {
+  std::string name(kernel);
+  if (input.size() != 4)
+    return Status::error(name + ": needs an NHWC input, got " +
+                         shapeText(input));
+  std::string padding = config.getString("padding", "valid");
+  if (padding != "valid" && padding != "same")
+    return Status::error(name + ": unknown padding '" + padding + "'");
+  auto [sh, sw] = config.getPair("strides", 1);
+  auto [dh, dw] = dilated ? config.getPair("dilations", 1)
+                          : std::pair<int64_t, int64_t>{1, 1};
+  g.n = input[0];
+  g.c = input[3];
+  g.h = {input[1], kh, sh, dh};
+  g.w = {input[2], kw, sw, dw};
+  if (!resolveAxis(g.h, padding == "same") ||
+      !resolveAxis(g.w, padding == "same"))
+    return Status::error(name + ": window " + std::to_string(kh) + "x" +
+                         std::to_string(kw) + " does not fit input " +
+                         shapeText(input) + " (strides " + std::to_string(sh) +
+                         "x" + std::to_string(sw) + ", dilations " +
+                         std::to_string(dh) + "x" + std::to_string(dw) +
+                         ", padding " + padding + ")");
+  return Status::ok();
+}
+
+} // namespace graph::runtime

@@ -1,0 +1,49 @@
+//===- WindowGeometry.h - convolution and pooling windows -------*- C++ -*-===//
+//
+// The geometry of a window op (conv2d, pooling) over an NHWC input, from the
+// op's `padding`, `strides` and `dilations`: one definition of Keras'
+// (TensorFlow's) rule for every backend. `valid` takes only whole windows;
+// `same` gives ceil(in / stride) outputs and pads the total needed with
+// total / 2 before and the rest after.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef RUNTIME_CORE_WINDOWGEOMETRY_H
+#define RUNTIME_CORE_WINDOWGEOMETRY_H
+
+#include "runtime/core/Kernel.h"
+#include "runtime/core/Status.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace graph::runtime {
+
+/// One spatial axis. `padAfter` is what the last window needs past the
+/// input (never negative; what an input left unread by `valid` leaves is
+/// not padding).
+struct WindowAxis {
+  int64_t in = 0, window = 1, stride = 1, dilation = 1;
+  int64_t out = 0, padBefore = 0, padAfter = 0;
+};
+
+struct WindowGeometry {
+  int64_t n = 0, c = 0;
+  WindowAxis h, w;
+
+  bool symmetric() const {
+    return h.padBefore == h.padAfter && w.padBefore == w.padAfter;
+  }
+};
+
+/// Resolves the window (kh, kw) of kernel `kernel` on NHWC `input` from
+/// `config`'s padding, strides and (when `dilated`) dilations; an error
+/// naming the kernel when the configuration is invalid or the window does
+/// not fit.
+Status resolveWindow(const char *kernel, const KernelConfig &config,
+                     const std::vector<int64_t> &input, int64_t kh, int64_t kw,
+                     bool dilated, WindowGeometry &g);
+
+} // namespace graph::runtime
+
+#endif // RUNTIME_CORE_WINDOWGEOMETRY_H
