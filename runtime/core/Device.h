@@ -164,15 +164,28 @@ struct PreparedProgram {
   std::vector<std::string> outputNames;
 };
 
-/// Runs the steps of one prepared program on a DeviceSet.
+/// Runs the steps of one prepared program on a DeviceSet, in three calls so
+/// that the input of step k+1 travels while step k runs (Executor::stage):
+/// stage(k+1) may come between launch(k) and wait(k).
 class ProgramRunner {
 public:
   virtual ~ProgramRunner() = default;
-  /// Copies each input's share from `slices`, runs every op, and fills
-  /// `result.perReplica` (sized by the caller) and `result.timestamps`.
-  /// Returns when the step's outputs are on the host.
-  virtual Status run(const std::vector<data::BatchSlice> &slices, int64_t step,
-                     StepResult &result) = 0;
+  /// Hands the device the inputs of the next launch(): replica r's share is
+  /// slices[r]. Returns once the slices may be freed; the copy itself may
+  /// still be running (on a GPU, on the copy stream, into a staging slot
+  /// the step in flight does not read). One staged step at a time.
+  virtual Status stage(const std::vector<data::BatchSlice> &slices) = 0;
+  /// Starts a step on the staged inputs; returns without waiting for it.
+  virtual Status launch(int64_t step) = 0;
+  /// Waits for the launched step; fills `result.perReplica` (sized by the
+  /// caller) and `result.timestamps`. Returns when the outputs are on the
+  /// host.
+  virtual Status wait(StepResult &result) = 0;
+  /// Keeps `dataset` in device memory: later stage() calls pass slices of
+  /// source indices only (BatchSlice::sourceIndices, the rest null) and the
+  /// runner gathers the rows there. `format` is the labels input's.
+  virtual Status cacheDataset(const data::Dataset &dataset,
+                              data::LabelFormat format) = 0;
 };
 
 /// The devices of one run.

@@ -648,6 +648,19 @@ void Executor::runDevice(int d) {
     if (in.device != d)
       continue;
     const data::BatchSlice &s = slices[in.replica];
+    if (!s.images) {
+      // A batch of indices: the rows come from the cached dataset; the
+      // image input's turn gathers its replica's labels too.
+      if (in.labels)
+        continue;
+      void *labels = nullptr;
+      for (const PreparedInput &other : prepared_.inputs)
+        if (other.labels && other.device == d && other.replica == in.replica)
+          labels = other.dst;
+      data::gatherExamples(*cached_, s.sourceIndices, s.rows, labelFormat_,
+                           static_cast<float *>(in.dst), labels);
+      continue;
+    }
     const void *src =
         in.labels ? (s.sparseLabels ? static_cast<const void *>(s.sparseLabels)
                                     : static_cast<const void *>(s.oneHotLabels))
@@ -731,21 +744,22 @@ void Executor::workerLoop(int device) {
   }
 }
 
-Status Executor::run(const data::Batch &batch, int64_t step,
-                     StepResult &result) {
+Status Executor::checkBatch(const data::Batch &batch) {
   // Messages are built only on failure: a step allocates nothing.
   auto where = [&] { return "program '" + program_.name()->str() + "'"; };
-  if (failed_)
-    return Status::error(where() +
-                         ": an earlier step failed: " + error_.message());
   if (batch.size != globalBatch_)
     return Status::error(where() + ": the batch has " +
                          std::to_string(batch.size) +
                          " rows, the plan was compiled for a global batch "
                          "of " +
                          std::to_string(globalBatch_));
-  if (Status s = data::splitBatch(batch, replicas_, slices_); !s)
-    return s;
+  if (batch.indicesOnly()) {
+    if (!cached_)
+      return Status::error(where() + ": a batch of indices only, and no "
+                                     "dataset is cached to gather from "
+                                     "(cacheDataset)");
+    return data::checkSourceIndices(batch, cached_->size());
+  }
   // The slices must fill the input buffers exactly.
   for (const PreparedInput &in : prepared_.inputs) {
     const data::BatchSlice &sl = slices_[in.replica];
@@ -767,6 +781,69 @@ Status Executor::run(const data::Batch &batch, int64_t step,
           " labels) do not fit the plan's input of " +
           std::to_string(in.bytes) + " bytes per replica");
   }
+  return Status::ok();
+}
+
+Status Executor::cacheDataset(std::shared_ptr<const data::Dataset> dataset) {
+  std::string at = "program '" + program_.name()->str() + "': caching " +
+                   (dataset ? dataset->name : std::string("no dataset")) + ": ";
+  if (!dataset)
+    return Status::error(at + "no dataset given");
+  if (Status s = dataset->validate(); !s)
+    return Status::error(at + s.message());
+  // Each input buffer must be exactly the rows a gather writes.
+  int64_t rows = globalBatch_ / replicas_;
+  for (const PreparedInput &in : prepared_.inputs) {
+    int64_t want = in.labels
+                       ? rows * (labelFormat_ == data::LabelFormat::Sparse
+                                     ? static_cast<int64_t>(sizeof(int32_t))
+                                     : dataset->numClasses *
+                                           static_cast<int64_t>(sizeof(float)))
+                       : rows * dataset->shape.elements() *
+                             static_cast<int64_t>(sizeof(float));
+    if (static_cast<int64_t>(in.bytes) != want)
+      return Status::error(at + "its " + (in.labels ? "labels" : "images") +
+                           " (" + dataset->shape.str() + ", " +
+                           std::to_string(dataset->numClasses) +
+                           " classes) do not fit the plan's input of " +
+                           std::to_string(in.bytes) + " bytes per replica");
+  }
+  if (runner_)
+    if (Status s = runner_->cacheDataset(*dataset, labelFormat_); !s)
+      return Status::error(at + s.message());
+  cached_ = std::move(dataset);
+  return Status::ok();
+}
+
+Status Executor::stage(const data::Batch &batch) {
+  if (failed_)
+    return Status::error("program '" + program_.name()->str() +
+                         "': an earlier step failed: " + error_.message());
+  if (staged_)
+    return Status::error("program '" + program_.name()->str() +
+                         "': stage() twice without a launch() between");
+  if (Status s = data::splitBatch(batch, replicas_, slices_); !s)
+    return s;
+  if (Status s = checkBatch(batch); !s)
+    return s;
+  if (runner_)
+    if (Status s = runner_->stage(slices_); !s) {
+      failed_ = true;
+      error_ = s;
+      return s;
+    }
+  staged_ = true;
+  return Status::ok();
+}
+
+Status Executor::launch(int64_t step, StepResult &result) {
+  if (failed_)
+    return Status::error("program '" + program_.name()->str() +
+                         "': an earlier step failed: " + error_.message());
+  if (!staged_ || inFlight_)
+    return Status::error("program '" + program_.name()->str() + "': launch() " +
+                         (inFlight_ ? "while a step is in flight (wait() first)"
+                                    : "with no staged batch (stage() first)"));
   const std::vector<std::string> &names = prepared_.outputNames;
   if (result.names != names) {
     result.names = names;
@@ -779,18 +856,34 @@ Status Executor::run(const data::Batch &batch, int64_t step,
     result.timestamps[d].clear();
     result.timestamps[d].reserve(prepared_.timestamps[d]);
   }
-  if (runner_) {
-    if (Status s = runner_->run(slices_, step, result); !s) {
-      // A device that failed mid-step is in an unknown state: later steps
-      // report this failure instead of running on it.
+  staged_ = false;
+  inFlight_ = true;
+  pending_ = &result;
+  launched_ = runner_ ? runner_->launch(step) : runHost(step, result);
+  return Status::ok(); // a failure is wait()'s to report
+}
+
+Status Executor::wait() {
+  if (!inFlight_)
+    return Status::error("program '" + program_.name()->str() +
+                         "': wait() with no step launched");
+  inFlight_ = false;
+  StepResult &result = *pending_;
+  pending_ = nullptr;
+  Status s = std::move(launched_);
+  launched_ = Status::ok();
+  if (s && runner_)
+    s = runner_->wait(result);
+  if (!s) {
+    // A device that failed mid-step is in an unknown state: later steps
+    // report this failure instead of running on it.
+    if (runner_) {
       failed_ = true;
       error_ = s;
-      return s;
     }
-  } else if (Status s = runHost(batch, step, result); !s) {
     return s;
   }
-  for (size_t o = 0; o < names.size(); ++o) {
+  for (size_t o = 0; o < result.names.size(); ++o) {
     double sum = 0;
     for (int r = 0; r < replicas_; ++r)
       sum += result.perReplica[r][o];
@@ -799,9 +892,16 @@ Status Executor::run(const data::Batch &batch, int64_t step,
   return Status::ok();
 }
 
-Status Executor::runHost(const data::Batch &batch, int64_t step,
-                         StepResult &result) {
-  batch_ = &batch;
+Status Executor::run(const data::Batch &batch, int64_t step,
+                     StepResult &result) {
+  if (Status s = stage(batch); !s)
+    return s;
+  if (Status s = launch(step, result); !s)
+    return s;
+  return wait();
+}
+
+Status Executor::runHost(int64_t step, StepResult &result) {
   result_ = &result;
   step_ = step;
   {
@@ -816,7 +916,6 @@ Status Executor::runHost(const data::Batch &batch, int64_t step,
     std::unique_lock<std::mutex> lock(mutex_);
     cv_.wait(lock, [&] { return finished_ == replicas_ - 1; });
   }
-  batch_ = nullptr;
   result_ = nullptr;
   if (failed_)
     return error_;

@@ -124,8 +124,33 @@ public:
 
   /// Runs one step on `batch` (the global batch: replica r gets rows
   /// [r*B/N, (r+1)*B/N)); `step` is the global step (1 on the first
-  /// update). `result` is reused from step to step.
+  /// update). `result` is reused from step to step. The same as stage(),
+  /// launch() and wait() in a row.
   Status run(const data::Batch &batch, int64_t step, StepResult &result);
+
+  /// run() in three parts, so that a caller overlaps the input of the next
+  /// step with the step in flight (Session::train does):
+  ///
+  ///   stage(b1); launch(1, r); stage(b2); wait(); /* hooks */
+  ///   launch(2, r); stage(b3); wait(); ...
+  ///
+  /// stage() hands over the batch of the next launch: on a GPU its copy
+  /// starts on the copy stream and `batch` may be freed on return; on the
+  /// host backends `batch` must stay alive and unchanged until that
+  /// launch() returns. launch() starts the step (on the host backends it
+  /// runs it whole); wait() finishes it, with its outputs in the `result`
+  /// launch() was given. Out of order (a launch with nothing staged, two
+  /// stages or two launches in a row) is an error, not a hang.
+  Status stage(const data::Batch &batch);
+  Status launch(int64_t step, StepResult &result);
+  Status wait();
+
+  /// Keeps `dataset` where the program's devices read it (device memory on
+  /// a GPU, shared host memory on the host backends): stage() then takes
+  /// batches of source indices only (Pipeline::batchIndices), and each
+  /// replica gathers its rows there (graphrun --cache-on-device). Batches
+  /// with images are still accepted.
+  Status cacheDataset(std::shared_ptr<const data::Dataset> dataset);
 
   const plan::Program &program() const { return program_; }
   int replicas() const { return replicas_; }
@@ -142,7 +167,8 @@ public:
 private:
   Executor(const plan::Plan &plan, const plan::Program &program);
   Status prepare(MirroredVariables &variables, const ExecutorOptions &options);
-  Status runHost(const data::Batch &batch, int64_t step, StepResult &result);
+  Status runHost(int64_t step, StepResult &result);
+  Status checkBatch(const data::Batch &batch);
   void runDevice(int device);
   void workerLoop(int device);
   void fail(const Status &status);
@@ -165,9 +191,15 @@ private:
   std::unique_ptr<ProgramRunner> runner_;
   std::unique_ptr<Collective> collective_;
 
-  // The step in flight.
-  const data::Batch *batch_ = nullptr;
+  // The staged batch and the step in flight. On the host path slices_
+  // point into the caller's batch, or only at its indices when the rows
+  // come from cached_.
   std::vector<data::BatchSlice> slices_;
+  std::shared_ptr<const data::Dataset> cached_;
+  bool staged_ = false;
+  bool inFlight_ = false;
+  Status launched_; // the host step's outcome, for wait()
+  StepResult *pending_ = nullptr;
   int64_t step_ = 0;
   uint64_t stepId_ = 0;
   StepResult *result_ = nullptr;

@@ -73,17 +73,21 @@ Status Session::train(data::BatchIterator &batches, int64_t maxSteps,
     if (Status st = h->begin(info); !st)
       return st;
   auto start = std::chrono::steady_clock::now();
-  data::Batch batch;
+  // Two batches: the step's and the next one's. The next is fetched and
+  // staged while the step runs, so on a GPU its copy overlaps the step.
+  data::Batch batch[2];
+  int current = 0;
   StepResult result;
   StepContext ctx;
   Status status;
-  for (int64_t i = 0; maxSteps < 0 || i < maxSteps; ++i) {
-    ctx.begin = std::chrono::steady_clock::now();
-    bool end = false;
-    if (status = batches.next(batch, end); !status)
-      break;
-    if (end)
-      break;
+  bool dataEnd = maxSteps == 0;
+  ctx.begin = start; // the first step's time includes its batch
+  if (!dataEnd) {
+    status = batches.next(batch[current], dataEnd);
+    if (status && !dataEnd)
+      status = train_->stage(batch[current]);
+  }
+  for (int64_t i = 0; status && !dataEnd; ++i) {
     ctx.step = globalStep_ + 1;
     ctx.globalBatch = info.globalBatch;
     ctx.replicas = info.replicas;
@@ -93,7 +97,16 @@ Status Session::train(data::BatchIterator &batches, int64_t maxSteps,
         break;
     if (!status)
       break;
-    if (status = train_->run(batch, ctx.step, result); !status)
+    if (status = train_->launch(ctx.step, result); !status)
+      break;
+    Status ahead;
+    dataEnd = maxSteps >= 0 && i + 1 >= maxSteps;
+    if (!dataEnd) {
+      ahead = batches.next(batch[1 - current], dataEnd);
+      if (ahead && !dataEnd)
+        ahead = train_->stage(batch[1 - current]);
+    }
+    if (status = train_->wait(); !status)
       break;
     ++globalStep_;
     ctx.end = std::chrono::steady_clock::now();
@@ -109,8 +122,12 @@ Status Session::train(data::BatchIterator &batches, int64_t maxSteps,
     for (Hook *h : hooks)
       if (status = h->afterStep(ctx); !status)
         break;
-    if (!status)
-      break;
+    // The step ran and its hooks saw it; a failure fetching the next batch
+    // ends the run after it.
+    if (status)
+      status = ahead;
+    current = 1 - current;
+    ctx.begin = std::chrono::steady_clock::now();
   }
   info.stepsDone = globalStep_ - info.initialStep;
   info.seconds =
@@ -121,6 +138,11 @@ Status Session::train(data::BatchIterator &batches, int64_t maxSteps,
       if (status = h->end(info); !status)
         break;
   return status;
+}
+
+Status
+Session::cacheTrainingData(std::shared_ptr<const data::Dataset> dataset) {
+  return train_->cacheDataset(std::move(dataset));
 }
 
 Status Session::evaluate(data::BatchIterator &batches, EvalResult &out,

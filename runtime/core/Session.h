@@ -54,8 +54,10 @@ struct StepContext {
   std::vector<std::pair<std::string, double>> metrics;
   /// After the step: per-replica outputs and per-device timestamps.
   const StepResult *result = nullptr;
-  /// Host time before fetching the batch and after the step (the step time
-  /// includes waiting for the input pipeline, as Keras' does).
+  /// Host time when the step began (after the previous step's hooks; for
+  /// the first step, before its batch was fetched) and when it finished.
+  /// The interval includes fetching and staging the next batch, so the
+  /// step time includes waiting for the input pipeline, as Keras' does.
   std::chrono::steady_clock::time_point begin, end;
 };
 
@@ -121,9 +123,15 @@ public:
   static Status create(const LoadedPlan &plan, const SessionOptions &options,
                        std::unique_ptr<Session> &out);
 
-  /// Runs up to `maxSteps` steps (-1: until `batches` ends).
+  /// Runs up to `maxSteps` steps (-1: until `batches` ends). While a step
+  /// runs, the next batch is fetched and staged (Executor::stage), so on a
+  /// GPU its copy overlaps the step; a hook sees a step only after it
+  /// finished, and the next step starts only after every hook returned.
   Status train(data::BatchIterator &batches, int64_t maxSteps,
                const std::vector<Hook *> &hooks);
+  /// Keeps the training data on the devices (Executor::cacheDataset):
+  /// train() then takes batches of indices (Pipeline::batchIndices).
+  Status cacheTrainingData(std::shared_ptr<const data::Dataset> dataset);
   /// Runs the evaluation program over every batch of `batches`, or over
   /// the first `maxBatches` (-1: all).
   Status evaluate(data::BatchIterator &batches, EvalResult &out,

@@ -2,6 +2,9 @@
 
 #include "runtime/data/Batch.h"
 
+#include <algorithm>
+#include <cstring>
+
 namespace graph::runtime::data {
 
 Status splitBatch(const Batch &batch, int64_t replicas,
@@ -24,6 +27,10 @@ Status splitBatch(const Batch &batch, int64_t replicas,
     BatchSlice &s = slices[r];
     s.firstRow = r * rows;
     s.rows = rows;
+    if (!batch.sourceIndices.empty())
+      s.sourceIndices = batch.sourceIndices.data() + s.firstRow;
+    if (batch.indicesOnly())
+      continue;
     s.images = batch.images.data() + s.firstRow * elements;
     if (batch.labelFormat == LabelFormat::Sparse)
       s.sparseLabels = batch.sparseLabels.data() + s.firstRow;
@@ -33,6 +40,44 @@ Status splitBatch(const Batch &batch, int64_t replicas,
   }
   out = std::move(slices);
   return Status::ok();
+}
+
+Status checkSourceIndices(const Batch &batch, int64_t examples) {
+  if (static_cast<int64_t>(batch.sourceIndices.size()) != batch.size)
+    return Status::error(
+        "a batch of " + std::to_string(batch.size) + " rows has " +
+        std::to_string(batch.sourceIndices.size()) + " source indices");
+  for (int64_t row = 0; row < batch.size; ++row) {
+    int64_t i = batch.sourceIndices[row];
+    if (i < 0 || i >= examples)
+      return Status::error("row " + std::to_string(row) +
+                           " of the batch names example " + std::to_string(i) +
+                           ", outside the cached dataset's [0, " +
+                           std::to_string(examples) + ")");
+  }
+  return Status::ok();
+}
+
+void gatherExamples(const Dataset &dataset, const int64_t *indices,
+                    int64_t rows, LabelFormat labels, float *images,
+                    void *labelsOut) {
+  const int64_t elements = dataset.shape.elements();
+  for (int64_t row = 0; row < rows; ++row)
+    std::memcpy(images + row * elements, dataset.image(indices[row]),
+                static_cast<size_t>(elements) * sizeof(float));
+  if (!labelsOut)
+    return;
+  if (labels == LabelFormat::Sparse) {
+    auto *out = static_cast<int32_t *>(labelsOut);
+    for (int64_t row = 0; row < rows; ++row)
+      out[row] = dataset.labels[indices[row]];
+    return;
+  }
+  auto *out = static_cast<float *>(labelsOut);
+  const int64_t classes = dataset.numClasses;
+  std::fill(out, out + rows * classes, 0.0f);
+  for (int64_t row = 0; row < rows; ++row)
+    out[row * classes + dataset.labels[indices[row]]] = 1.0f;
 }
 
 } // namespace graph::runtime::data

@@ -39,6 +39,10 @@ struct Batch {
   std::vector<float> oneHotLabels;
   /// [B]: each row's position in the source dataset.
   std::vector<int64_t> sourceIndices;
+
+  /// A batch of positions only (Pipeline::batchIndices): no images or
+  /// labels; whoever holds the dataset gathers the rows (--cache-on-device).
+  bool indicesOnly() const { return images.empty() && !sourceIndices.empty(); }
 };
 
 /// Rows [firstRow, firstRow + rows) of a batch, pointing into it: a replica
@@ -53,6 +57,9 @@ struct BatchSlice {
   const int32_t *sparseLabels = nullptr;
   /// float32 [rows, numClasses], or null.
   const float *oneHotLabels = nullptr;
+  /// [rows]: the rows' positions in the source dataset. For a batch of
+  /// indices only, the other pointers are null.
+  const int64_t *sourceIndices = nullptr;
 };
 
 /// Splits `batch` across `replicas`: slice r holds rows
@@ -61,6 +68,19 @@ struct BatchSlice {
 /// slices are valid while `batch` lives and is not modified.
 Status splitBatch(const Batch &batch, int64_t replicas,
                   std::vector<BatchSlice> &out);
+
+/// Checks that every index of a batch of indices lies in [0, `examples`):
+/// a gather on a device must never read outside the dataset it holds.
+Status checkSourceIndices(const Batch &batch, int64_t examples);
+
+/// Writes the examples at `indices[0..rows)` of `dataset` as a batch's
+/// rows: images float32 [rows, H, W, C]; labels int32 [rows] (Sparse) or
+/// float32 [rows, numClasses] (OneHot). The host form of what a device
+/// holding the dataset does; the indices must be in range. A null
+/// `labelsOut` skips the labels.
+void gatherExamples(const Dataset &dataset, const int64_t *indices,
+                    int64_t rows, LabelFormat labels, float *images,
+                    void *labelsOut);
 
 } // namespace graph::runtime::data
 

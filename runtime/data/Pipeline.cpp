@@ -558,10 +558,10 @@ class Batcher final : public BatchIterator {
 public:
   Batcher(std::unique_ptr<ExampleIterator> upstream, std::string name,
           int64_t batchSize, LabelFormat labelFormat, ExampleShape shape,
-          int32_t numClasses)
+          int32_t numClasses, bool indicesOnly)
       : upstream_(std::move(upstream)), name_(std::move(name)),
         batchSize_(batchSize), labelFormat_(labelFormat), shape_(shape),
-        numClasses_(numClasses) {}
+        numClasses_(numClasses), indicesOnly_(indicesOnly) {}
 
   Status next(Batch &out, bool &end) override {
     if (!error_)
@@ -582,11 +582,13 @@ private:
     b.shape = shape_;
     b.numClasses = numClasses_;
     b.labelFormat = labelFormat_;
-    b.images.resize(batchSize_ * elements);
-    if (labelFormat_ == LabelFormat::Sparse)
-      b.sparseLabels.resize(batchSize_);
-    else
-      b.oneHotLabels.assign(batchSize_ * numClasses_, 0.0f);
+    if (!indicesOnly_) {
+      b.images.resize(batchSize_ * elements);
+      if (labelFormat_ == LabelFormat::Sparse)
+        b.sparseLabels.resize(batchSize_);
+      else
+        b.oneHotLabels.assign(batchSize_ * numClasses_, 0.0f);
+    }
     b.sourceIndices.resize(batchSize_);
     for (int64_t row = 0; row < batchSize_; ++row) {
       if (Status s = upstream_->next(example_, end); !s)
@@ -606,13 +608,15 @@ private:
             " has label " + std::to_string(example_.label) +
             " when it reaches batch(), outside [0, " +
             std::to_string(numClasses_) + "); a map must keep labels in range");
+      b.sourceIndices[row] = example_.index;
+      if (indicesOnly_)
+        continue;
       std::memcpy(b.images.data() + row * elements, example_.image.data(),
                   elements * sizeof(float));
       if (labelFormat_ == LabelFormat::Sparse)
         b.sparseLabels[row] = example_.label;
       else
         b.oneHotLabels[row * numClasses_ + example_.label] = 1.0f;
-      b.sourceIndices[row] = example_.index;
     }
     out = std::move(b);
     end = false;
@@ -625,6 +629,7 @@ private:
   LabelFormat labelFormat_;
   ExampleShape shape_;
   int32_t numClasses_;
+  bool indicesOnly_;
   /// Reused across rows so that its image buffer is allocated once.
   Example example_;
   Status error_;
@@ -804,6 +809,7 @@ Pipeline &Pipeline::map(MapFn fn, int threads, ExampleShape outputShape) {
   else {
     stage_ = std::make_shared<MapStage>(stage_, std::move(fn), threads);
     shape_ = outputShape;
+    mapped_ = true;
   }
   return *this;
 }
@@ -820,6 +826,19 @@ Pipeline &Pipeline::batch(int64_t globalBatchSize, LabelFormat labels) {
     batchSize_ = globalBatchSize;
     labelFormat_ = labels;
   }
+  return *this;
+}
+
+Pipeline &Pipeline::batchIndices(int64_t globalBatchSize) {
+  if (mapped_) {
+    fail("batchIndices(" + std::to_string(globalBatchSize) + ")",
+         "follows map(): a mapped example is not the source's, so its "
+         "index cannot stand for it; use batch()");
+    return *this;
+  }
+  batch(globalBatchSize, LabelFormat::Sparse);
+  if (error_)
+    indicesOnly_ = true;
   return *this;
 }
 
@@ -859,9 +878,9 @@ Status Pipeline::open(std::unique_ptr<BatchIterator> &out) const {
     std::unique_ptr<ExampleIterator> examples;
     if (Status s = stage_->open(0, examples); !s)
       return s;
-    std::unique_ptr<BatchIterator> it =
-        std::make_unique<Batcher>(std::move(examples), name_, batchSize_,
-                                  labelFormat_, shape_, numClasses_);
+    std::unique_ptr<BatchIterator> it = std::make_unique<Batcher>(
+        std::move(examples), name_, batchSize_, labelFormat_, shape_,
+        numClasses_, indicesOnly_);
     if (prefetch_ > 0)
       it = std::make_unique<Prefetcher>(std::move(it),
                                         static_cast<size_t>(prefetch_));

@@ -104,6 +104,12 @@ public:
   /// Groups examples into batches of globalBatchSize rows, dropping the last
   /// partial batch, with labels as the loss wants them.
   Pipeline &batch(int64_t globalBatchSize, LabelFormat labels);
+  /// As batch(), but a batch holds only its examples' positions in the
+  /// source (Batch::indicesOnly()): for a consumer that holds the dataset
+  /// itself and gathers the rows (graphrun --cache-on-device). The order is
+  /// batch()'s, example for example. Refused after map(): a mapped example
+  /// is no longer the source's.
+  Pipeline &batchIndices(int64_t globalBatchSize);
   /// Prepares up to `batches` batches ahead on a background thread (0: none).
   Pipeline &prefetch(int64_t batches);
 
@@ -130,6 +136,8 @@ private:
   int32_t numClasses_ = 0;
   int64_t batchSize_ = 0;
   LabelFormat labelFormat_ = LabelFormat::Sparse;
+  bool indicesOnly_ = false;
+  bool mapped_ = false;
   int64_t prefetch_ = 0;
   bool prefetchSet_ = false;
 };

@@ -62,6 +62,7 @@ struct Flags {
   std::string metrics;
   std::string backend; // empty: cuda with --gpus, else cpu
   bool noCudaGraph = false;
+  bool cacheOnDevice = false;
   double timeoutSeconds = 60;
   int64_t evalEvery = 0;
   std::string checkpointDir;
@@ -265,12 +266,22 @@ int run(const Flags &flags) {
         !s)
       return fail("--init-weights: " + s.message());
 
+  // --cache-on-device: the training set goes to the devices once and the
+  // pipeline hands out only positions; the same shuffle draws them, so the
+  // batches are those of a run without the flag.
+  if (flags.cacheOnDevice)
+    if (Status s = session->cacheTrainingData(train); !s)
+      return fail("--cache-on-device: " + s.message());
   data::Pipeline pipeline(train);
   if (!flags.noShuffle)
     pipeline.shuffle(flags.shuffleBuffer, flags.seed);
   pipeline.repeat(flags.steps >= 0 ? data::Pipeline::kForever
                                    : std::max<int64_t>(1, flags.epochs));
-  pipeline.batch(globalBatch, session->labelFormat()).prefetch(flags.prefetch);
+  if (flags.cacheOnDevice)
+    pipeline.batchIndices(globalBatch);
+  else
+    pipeline.batch(globalBatch, session->labelFormat());
+  pipeline.prefetch(flags.prefetch);
   std::unique_ptr<data::BatchIterator> batches;
   if (Status s = pipeline.open(batches); !s)
     return fail(s.message());
@@ -480,6 +491,10 @@ int main(int argc, char **argv) {
   app.add_flag("--no-cuda-graph", flags.noCudaGraph,
                "launch the step's kernels one by one instead of replaying "
                "it as a CUDA graph");
+  app.add_flag("--cache-on-device", flags.cacheOnDevice,
+               "keep the training set in device memory and gather each "
+               "batch there: per step only its indices travel (the same "
+               "batches as without)");
   app.add_option("--collective-timeout", flags.timeoutSeconds,
                  "seconds a replica waits for the others before the step "
                  "fails")

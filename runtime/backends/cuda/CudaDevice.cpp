@@ -3,6 +3,7 @@
 #include "runtime/backends/cuda/CudaDevice.h"
 
 #include "runtime/backends/cuda/CudaCheck.h"
+#include "runtime/backends/cuda/InputGather.h"
 #include "runtime/plan/PlanLoader.h"
 
 #include <algorithm>
@@ -256,12 +257,16 @@ public:
   ~CudaRunner() override;
 
   Status prepare();
-  Status run(const std::vector<data::BatchSlice> &slices, int64_t step,
-             StepResult &result) override;
+  Status stage(const std::vector<data::BatchSlice> &slices) override;
+  Status launch(int64_t step) override;
+  Status wait(StepResult &result) override;
+  Status cacheDataset(const data::Dataset &dataset,
+                      data::LabelFormat format) override;
 
 private:
   Status newEvent(int ordinal, unsigned flags, cudaEvent_t &out);
-  Status enqueueInputs(bool graphs);
+  Status prepareStaging();
+  Status enqueueInputs(int slot, bool graphs);
   Status enqueueOps(int64_t step, bool capturing);
   Status enqueueEagerEnd();
   Status captureGraphs(int64_t step);
@@ -284,6 +289,20 @@ private:
     cudaGraphExec_t exec = nullptr;
   };
 
+  /// One of the two input staging slots: stage(k+1) fills one while step
+  /// k reads the other. The host half is pinned (every replica's payload,
+  /// back to back); the device half is one buffer per replica on its GPU,
+  /// filled on the copy stream and moved into the arena's input buffers at
+  /// launch (a device-to-device copy, or a gather from the cached dataset).
+  struct StagingSlot {
+    PinnedMemory host;
+    std::vector<DeviceMemory> device;  // [replica]
+    std::vector<cudaEvent_t> copied;   // [replica], on the copy stream
+    std::vector<cudaEvent_t> consumed; // [replica], on the compute stream
+    bool indices = false;              // holds source indices, not rows
+  };
+  static constexpr int kSlots = 2;
+
   const PreparedProgram &program_;
   CudaDeviceSet &set_;
   ExecutorOptions options_;
@@ -292,18 +311,32 @@ private:
   std::vector<CudaDevice *> devices_;   // [replica]
   std::vector<KernelContext> contexts_; // [replica]
   std::vector<std::pair<cudaEvent_t, int>> ownedEvents_;
-  std::vector<cudaEvent_t> planEvents_;          // [plan event]
-  std::vector<cudaEvent_t> timestampEvents_;     // [op], null for other ops
-  std::vector<int> outputSlot_;                  // [op], -1 for other ops
-  PinnedMemory outputs_;                         // 8 bytes per output op
-  PinnedMemory staging_;                         // every input, back to back
-  std::vector<size_t> stagingOffset_;            // [input]
+  std::vector<cudaEvent_t> planEvents_;      // [plan event]
+  std::vector<cudaEvent_t> timestampEvents_; // [op], null for other ops
+  std::vector<int> outputSlot_;              // [op], -1 for other ops
+  PinnedMemory outputs_;                     // 8 bytes per output op
+  std::array<StagingSlot, kSlots> slots_;
+  std::vector<size_t> payloadOffset_; // [input], in its replica's
+  std::vector<size_t> replicaOffset_; // [replica], in a host slot
+  std::vector<size_t> replicaBytes_;  // [replica], rows' payload
+  int nextSlot_ = 0;
+  int stagedSlot_ = -1; // -1: nothing staged
+  bool inFlight_ = false;
+  int64_t stepInFlight_ = 0;
   PinnedMemory stepHost_;                        // the step, for the scalars
   std::vector<cudaEvent_t> inputReady_, done_;   // [replica]
   std::vector<std::array<cudaEvent_t, 3>> join_; // [replica][stream]
   std::vector<GraphGroup> groups_;
   std::vector<int> groupOf_;                                  // [replica]
   std::vector<std::chrono::steady_clock::time_point> anchor_; // [replica]
+  // --cache-on-device: the dataset on each physical GPU, and the label
+  // format the program's labels input wants.
+  struct CachedOnGpu {
+    DeviceMemory images, labels;
+    CachedExamples view;
+  };
+  std::map<int, CachedOnGpu> cached_; // by ordinal
+  bool cachedOneHot_ = false;
   bool useGraphs_ = false;
   bool graphsReady_ = false;
   int64_t stepsRun_ = 0;
@@ -446,12 +479,7 @@ Status CudaRunner::prepare() {
 
   if (Status s = allocatePinned(static_cast<size_t>(outputs) * 8, outputs_); !s)
     return Status::error(at + "output staging: " + s.message());
-  size_t stagingBytes = 0;
-  for (const PreparedInput &in : program_.inputs) {
-    stagingOffset_.push_back(stagingBytes);
-    stagingBytes += (in.bytes + 255) / 256 * 256;
-  }
-  if (Status s = allocatePinned(stagingBytes, staging_); !s)
+  if (Status s = prepareStaging(); !s)
     return Status::error(at + "input staging: " + s.message());
   if (Status s = allocatePinned(sizeof(int64_t), stepHost_); !s)
     return Status::error(at + "step staging: " + s.message());
@@ -481,35 +509,200 @@ Status CudaRunner::prepare() {
   return Status::ok();
 }
 
-Status CudaRunner::enqueueInputs(bool graphs) {
+Status CudaRunner::prepareStaging() {
+  // A replica's payload: its inputs' bytes (each 256-byte aligned), or its
+  // rows' source indices when the dataset is cached; the slots are sized
+  // for either, since cacheDataset() may come after prepare().
+  const int64_t rows = program_.globalBatch / replicas_;
+  replicaBytes_.assign(replicas_, 0);
+  payloadOffset_.assign(program_.inputs.size(), 0);
+  for (size_t i = 0; i < program_.inputs.size(); ++i) {
+    const PreparedInput &in = program_.inputs[i];
+    payloadOffset_[i] = replicaBytes_[in.replica];
+    replicaBytes_[in.replica] += (in.bytes + 255) / 256 * 256;
+  }
+  size_t hostBytes = 0;
+  replicaOffset_.assign(replicas_, 0);
+  std::vector<size_t> capacity(replicas_);
+  for (int r = 0; r < replicas_; ++r) {
+    capacity[r] =
+        std::max(replicaBytes_[r], static_cast<size_t>(rows) * sizeof(int64_t));
+    capacity[r] = (capacity[r] + 255) / 256 * 256;
+    replicaOffset_[r] = hostBytes;
+    hostBytes += capacity[r];
+  }
+  for (StagingSlot &slot : slots_) {
+    if (Status s = allocatePinned(hostBytes, slot.host); !s)
+      return s;
+    slot.device.resize(replicas_);
+    slot.copied.assign(replicas_, nullptr);
+    slot.consumed.assign(replicas_, nullptr);
+    for (int r = 0; r < replicas_; ++r) {
+      int ordinal = devices_[r]->ordinal();
+      if (Status s = devices_[r]->allocate(static_cast<int64_t>(capacity[r]),
+                                           slot.device[r]);
+          !s)
+        return s;
+      if (Status s = newEvent(ordinal, cudaEventDisableTiming, slot.copied[r]);
+          !s)
+        return s;
+      if (Status s =
+              newEvent(ordinal, cudaEventDisableTiming, slot.consumed[r]);
+          !s)
+        return s;
+    }
+  }
+  return Status::ok();
+}
+
+Status CudaRunner::cacheDataset(const data::Dataset &dataset,
+                                data::LabelFormat format) {
+  if (inFlight_ || stagedSlot_ >= 0)
+    return Status::error("cannot cache a dataset while a step is staged or "
+                         "in flight");
+  if (program_.globalBatch / replicas_ > 65535)
+    return Status::error(std::to_string(program_.globalBatch / replicas_) +
+                         " rows per replica; the gather takes at most 65535");
+  const int64_t imageBytes = dataset.size() * dataset.shape.elements() *
+                             static_cast<int64_t>(sizeof(float));
+  const int64_t labelBytes =
+      dataset.size() * static_cast<int64_t>(sizeof(int32_t));
+  std::map<int, CachedOnGpu> cached;
+  // One copy per physical GPU: logical GPUs that share one share it.
+  for (CudaDevice *d : devices_) {
+    if (cached.count(d->ordinal()))
+      continue;
+    CachedOnGpu &c = cached[d->ordinal()];
+    if (Status s = d->allocate(imageBytes, c.images); !s)
+      return s;
+    if (Status s = d->allocate(labelBytes, c.labels); !s)
+      return s;
+    if (Status s = d->copyFromHost(c.images.data(), dataset.images.data(),
+                                   static_cast<size_t>(imageBytes));
+        !s)
+      return s;
+    if (Status s = d->copyFromHost(c.labels.data(), dataset.labels.data(),
+                                   static_cast<size_t>(labelBytes));
+        !s)
+      return s;
+    c.view.images = static_cast<const float *>(c.images.data());
+    c.view.labels = static_cast<const int32_t *>(c.labels.data());
+    c.view.examples = dataset.size();
+    c.view.elements = dataset.shape.elements();
+    c.view.classes = dataset.numClasses;
+  }
+  cached_ = std::move(cached);
+  cachedOneHot_ = format == data::LabelFormat::OneHot;
+  return Status::ok();
+}
+
+Status CudaRunner::stage(const std::vector<data::BatchSlice> &slices) {
+  const std::string at = "program '" + program_.name + "': staging a batch: ";
+  if (stagedSlot_ >= 0)
+    return Status::error(at + "the previous one was not launched yet");
+  if (static_cast<int>(slices.size()) != replicas_)
+    return Status::error(at + std::to_string(slices.size()) + " slices for " +
+                         std::to_string(replicas_) + " replicas");
+  const bool indices = slices.front().images == nullptr;
+  if (indices && cached_.empty())
+    return Status::error(at + "a batch of indices, and no dataset is cached");
+  const int slot = nextSlot_;
+  StagingSlot &st = slots_[slot];
+  // The slot's last copy (two stages ago) has finished long since; this
+  // wait is for the rare host that outruns it.
+  for (int r = 0; r < replicas_; ++r) {
+    RETURN_IF_CUDA_ERROR(cudaSetDevice(devices_[r]->ordinal()));
+    RETURN_IF_CUDA_ERROR(cudaEventSynchronize(st.copied[r]));
+  }
+  std::byte *host = static_cast<std::byte *>(st.host.get());
+  if (indices) {
+    for (int r = 0; r < replicas_; ++r)
+      std::memcpy(host + replicaOffset_[r], slices[r].sourceIndices,
+                  static_cast<size_t>(slices[r].rows) * sizeof(int64_t));
+  } else {
+    for (size_t i = 0; i < program_.inputs.size(); ++i) {
+      const PreparedInput &in = program_.inputs[i];
+      const data::BatchSlice &s = slices[in.replica];
+      const void *src =
+          in.labels
+              ? (s.sparseLabels ? static_cast<const void *>(s.sparseLabels)
+                                : static_cast<const void *>(s.oneHotLabels))
+              : static_cast<const void *>(s.images);
+      std::memcpy(host + replicaOffset_[in.replica] + payloadOffset_[i], src,
+                  in.bytes);
+    }
+  }
+  for (int r = 0; r < replicas_; ++r) {
+    const CudaDeviceState &d = devices_[r]->state();
+    size_t bytes = indices
+                       ? static_cast<size_t>(slices[r].rows) * sizeof(int64_t)
+                       : replicaBytes_[r];
+    RETURN_IF_CUDA_ERROR(cudaSetDevice(d.ordinal));
+    // Not over the payload a launch may still be reading.
+    RETURN_IF_CUDA_ERROR(cudaStreamWaitEvent(d.copy, st.consumed[r], 0));
+    RETURN_IF_CUDA_ERROR(cudaMemcpyAsync(st.device[r].data(),
+                                         host + replicaOffset_[r], bytes,
+                                         cudaMemcpyHostToDevice, d.copy));
+    RETURN_IF_CUDA_ERROR(cudaEventRecord(st.copied[r], d.copy));
+  }
+  st.indices = indices;
+  stagedSlot_ = slot;
+  nextSlot_ = (slot + 1) % kSlots;
+  return Status::ok();
+}
+
+Status CudaRunner::enqueueInputs(int slot, bool graphs) {
+  StagingSlot &st = slots_[slot];
   for (int r = 0; r < replicas_; ++r) {
     CudaDevice &d = *devices_[r];
     RETURN_IF_CUDA_ERROR(cudaSetDevice(d.ordinal()));
-    cudaStream_t copy = d.state().copy;
-    for (size_t i = 0; i < program_.inputs.size(); ++i) {
-      const PreparedInput &in = program_.inputs[i];
-      if (in.device != r)
-        continue;
-      const std::byte *src =
-          static_cast<const std::byte *>(staging_.get()) + stagingOffset_[i];
+    cudaStream_t compute = d.state().compute;
+    RETURN_IF_CUDA_ERROR(cudaStreamWaitEvent(compute, st.copied[r], 0));
+    const std::byte *payload =
+        static_cast<const std::byte *>(st.device[r].data());
+    if (st.indices) {
+      float *images = nullptr;
+      void *labels = nullptr;
+      for (const PreparedInput &in : program_.inputs) {
+        if (in.replica != r)
+          continue;
+        if (in.labels)
+          labels = in.dst;
+        else
+          images = static_cast<float *>(in.dst);
+      }
       RETURN_IF_CUDA_ERROR(
-          cudaMemcpyAsync(in.dst, src, in.bytes, cudaMemcpyHostToDevice, copy));
+          enqueueGatherExamples(cached_.at(d.ordinal()).view,
+                                reinterpret_cast<const int64_t *>(payload),
+                                program_.globalBatch / replicas_, images,
+                                labels, cachedOneHot_, compute));
+    } else {
+      for (size_t i = 0; i < program_.inputs.size(); ++i) {
+        const PreparedInput &in = program_.inputs[i];
+        if (in.replica == r)
+          RETURN_IF_CUDA_ERROR(
+              cudaMemcpyAsync(in.dst, payload + payloadOffset_[i], in.bytes,
+                              cudaMemcpyDeviceToDevice, compute));
+      }
     }
+    RETURN_IF_CUDA_ERROR(cudaEventRecord(st.consumed[r], compute));
     RETURN_IF_CUDA_ERROR(cudaMemcpyAsync(d.deviceStep(), stepHost_.get(),
                                          sizeof(int64_t),
-                                         cudaMemcpyHostToDevice, copy));
-    RETURN_IF_CUDA_ERROR(cudaEventRecord(inputReady_[r], copy));
+                                         cudaMemcpyHostToDevice, compute));
+    RETURN_IF_CUDA_ERROR(cudaEventRecord(inputReady_[r], compute));
     if (graphs) {
       // A graph starts from its origin stream: the origin waits for every
       // replica of its GPU.
       const GraphGroup &g = groups_[groupOf_[r]];
       cudaStream_t origin = devices_[g.members.front()]->state().compute;
-      RETURN_IF_CUDA_ERROR(cudaStreamWaitEvent(origin, inputReady_[r], 0));
+      if (origin != compute)
+        RETURN_IF_CUDA_ERROR(cudaStreamWaitEvent(origin, inputReady_[r], 0));
     } else {
-      RETURN_IF_CUDA_ERROR(
-          cudaStreamWaitEvent(d.state().compute, inputReady_[r], 0));
+      // The step's own work on the other streams starts after its inputs.
       RETURN_IF_CUDA_ERROR(
           cudaStreamWaitEvent(d.state().comm, inputReady_[r], 0));
+      RETURN_IF_CUDA_ERROR(
+          cudaStreamWaitEvent(d.state().copy, inputReady_[r], 0));
     }
   }
   return Status::ok();
@@ -763,26 +956,25 @@ Status CudaRunner::readResults(StepResult &result) {
   return Status::ok();
 }
 
-Status CudaRunner::run(const std::vector<data::BatchSlice> &slices,
-                       int64_t step, StepResult &result) {
-  // The previous step has finished (run() waits for it), so the pinned
-  // staging is free to refill.
-  for (size_t i = 0; i < program_.inputs.size(); ++i) {
-    const PreparedInput &in = program_.inputs[i];
-    const data::BatchSlice &s = slices[in.replica];
-    const void *src =
-        in.labels ? (s.sparseLabels ? static_cast<const void *>(s.sparseLabels)
-                                    : static_cast<const void *>(s.oneHotLabels))
-                  : static_cast<const void *>(s.images);
-    std::memcpy(static_cast<std::byte *>(staging_.get()) + stagingOffset_[i],
-                src, in.bytes);
-  }
+Status CudaRunner::launch(int64_t step) {
+  const std::string at =
+      "program '" + program_.name + "', step " + std::to_string(step) + ": ";
+  if (inFlight_)
+    return Status::error(at + "launched while the previous step is in "
+                              "flight");
+  if (stagedSlot_ < 0)
+    return Status::error(at + "launched with no staged batch");
+  const int slot = stagedSlot_;
+  stagedSlot_ = -1;
+  // The previous step has finished (wait() saw it), so its read of the
+  // step scalar's staging has too.
   std::memcpy(stepHost_.get(), &step, sizeof step);
 
   // Step 1 runs eagerly (kernels load, libraries warm up, nothing in it is
   // captured); step 2 captures; every later step replays.
   bool capture = useGraphs_ && !graphsReady_ && stepsRun_ >= 1;
-  if (Status s = enqueueInputs(useGraphs_ && (graphsReady_ || capture)); !s)
+  if (Status s = enqueueInputs(slot, useGraphs_ && (graphsReady_ || capture));
+      !s)
     return s;
   if (capture)
     if (Status s = captureGraphs(step); !s)
@@ -796,7 +988,17 @@ Status CudaRunner::run(const std::vector<data::BatchSlice> &slices,
     if (Status s = enqueueEagerEnd(); !s)
       return s;
   }
-  if (Status s = waitForStep(step); !s)
+  inFlight_ = true;
+  stepInFlight_ = step;
+  return Status::ok();
+}
+
+Status CudaRunner::wait(StepResult &result) {
+  if (!inFlight_)
+    return Status::error("program '" + program_.name +
+                         "': wait() with no step in flight");
+  inFlight_ = false;
+  if (Status s = waitForStep(stepInFlight_); !s)
     return s;
   ++stepsRun_;
   return readResults(result);

@@ -16,9 +16,17 @@
 // eagerly; the second captures the step once per physical GPU into a CUDA
 // graph (every logical device of that GPU in one graph, so the
 // logical all-reduce's cross-stream events stay inside one capture), which
-// every later step replays. Outside the graph, per step: the inputs are
-// copied from pinned host staging on the copy stream and the step scalar is
-// written; the compute stream waits for both through an event.
+// every later step replays.
+//
+// Inputs are double-buffered (ProgramRunner::stage/launch/wait): stage()
+// copies the next batch into one of two pinned host slots and starts its
+// upload on the copy stream into that slot's device buffer, while the step
+// in flight reads the arena; launch() then moves the slot into the arena's
+// input buffers on the compute stream (a device-to-device copy, or with
+// --cache-on-device a gather from the dataset held on the GPU, for which
+// only the batch's indices were uploaded) and writes the step scalar,
+// outside the graph. Events keep a slot from being refilled before the
+// launch that reads it has.
 //
 // Timestamps are CUDA events recorded in the step (external event nodes in
 // a graph). run() waits for the step's completion event anyway (the outputs

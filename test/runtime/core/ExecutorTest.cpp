@@ -405,6 +405,265 @@ TEST(Session, TrainsWithHooks) {
       << timing.str();
 }
 
+TEST(Executor, StagedStepsMatchRun) {
+  // stage(k+1) between launch(k) and wait(k), as Session::train calls them,
+  // computes what run() computes step by step.
+  Prepared a, b;
+  ASSERT_TRUE(prepare(a, 2, 4));
+  ASSERT_TRUE(prepare(b, 2, 4));
+  data::Batch first = makeBatch(4), second = makeBatch(4);
+  for (float &x : second.images)
+    x *= -0.5f;
+  StepResult ra, rb;
+  ASSERT_TRUE(a.executor->run(first, 1, ra));
+  double loss1 = ra.value("loss");
+  ASSERT_TRUE(a.executor->run(second, 2, ra));
+
+  ASSERT_TRUE(b.executor->stage(first));
+  ASSERT_TRUE(b.executor->launch(1, rb));
+  ASSERT_TRUE(b.executor->stage(second));
+  Status s = b.executor->wait();
+  ASSERT_TRUE(s) << s.message();
+  EXPECT_DOUBLE_EQ(rb.value("loss"), loss1);
+  ASSERT_TRUE(b.executor->launch(2, rb));
+  ASSERT_TRUE(b.executor->wait());
+  EXPECT_DOUBLE_EQ(rb.value("loss"), ra.value("loss"));
+  for (int d = 0; d < 2; ++d)
+    for (int j = 0; j < 2; ++j)
+      EXPECT_EQ(b.variables.f32(d, 0)[j], a.variables.f32(d, 0)[j]);
+}
+
+TEST(Executor, OutOfOrderCallsAreErrorsNotHangs) {
+  Prepared p;
+  ASSERT_TRUE(prepare(p, 2, 4));
+  data::Batch batch = makeBatch(4);
+  StepResult result;
+  Status s = p.executor->launch(1, result);
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.message().find("no staged batch"), std::string::npos)
+      << s.message();
+  s = p.executor->wait();
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.message().find("no step launched"), std::string::npos)
+      << s.message();
+  ASSERT_TRUE(p.executor->stage(batch));
+  s = p.executor->stage(batch);
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.message().find("stage() twice"), std::string::npos)
+      << s.message();
+  // The misuse left the executor usable: the staged batch still runs.
+  ASSERT_TRUE(p.executor->launch(1, result));
+  s = p.executor->launch(2, result);
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.message().find("in flight"), std::string::npos) << s.message();
+  ASSERT_TRUE(p.executor->wait());
+  EXPECT_DOUBLE_EQ(result.value("loss"), 55.0);
+}
+
+namespace {
+/// Six examples of shape 1x1x2: example i is (i + 1, 10 (i + 1)), label 0,
+/// so indices 0..3 are the rows of makeBatch(4).
+std::shared_ptr<data::Dataset> makeDataset() {
+  auto ds = std::make_shared<data::Dataset>();
+  ds->name = "six";
+  ds->shape = {1, 1, 2};
+  ds->numClasses = 2;
+  for (int i = 0; i < 6; ++i) {
+    ds->images.push_back(static_cast<float>(i + 1));
+    ds->images.push_back(static_cast<float>(10 * (i + 1)));
+    ds->labels.push_back(0);
+  }
+  return ds;
+}
+
+data::Batch indexBatch(std::vector<int64_t> indices) {
+  data::Batch b;
+  b.size = static_cast<int64_t>(indices.size());
+  b.sourceIndices = std::move(indices);
+  return b;
+}
+} // namespace
+
+TEST(Executor, ACachedDatasetGathersTheRowsTheIndicesName) {
+  Prepared p;
+  ASSERT_TRUE(prepare(p, 2, 4));
+  StepResult result;
+  Status s = p.executor->run(indexBatch({3, 1, 2, 0}), 1, result);
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.message().find("no dataset is cached"), std::string::npos)
+      << s.message();
+
+  ASSERT_TRUE(p.executor->cacheDataset(makeDataset()));
+  s = p.executor->run(indexBatch({3, 1, 2, 0}), 1, result);
+  ASSERT_TRUE(s) << s.message();
+  // Replica 0 gathers examples 3 and 1: (4 + 40) + (2 + 20).
+  EXPECT_DOUBLE_EQ(result.perReplica[0][0], 66.0);
+  EXPECT_DOUBLE_EQ(result.perReplica[1][0], 44.0);
+  // The same update as the batch of those rows: mean column sums (5, 50).
+  for (int d = 0; d < 2; ++d) {
+    EXPECT_FLOAT_EQ(p.variables.f32(d, 0)[0], 0.5f);
+    EXPECT_FLOAT_EQ(p.variables.f32(d, 0)[1], -4.0f);
+  }
+  // Batches with images still run on an executor that caches.
+  ASSERT_TRUE(p.executor->run(makeBatch(4), 2, result));
+
+  s = p.executor->run(indexBatch({0, 1, 6, 2}), 3, result);
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.message().find("row 2 of the batch names example 6"),
+            std::string::npos)
+      << s.message();
+}
+
+TEST(Executor, ACachedDatasetMustFitTheInputs) {
+  Prepared p;
+  ASSERT_TRUE(prepare(p, 1, 4));
+  auto wide = makeDataset();
+  wide->shape = {1, 1, 3};
+  wide->images.resize(18);
+  Status s = p.executor->cacheDataset(wide);
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.message().find("do not fit the plan's input"), std::string::npos)
+      << s.message();
+  EXPECT_FALSE(p.executor->cacheDataset(nullptr));
+}
+
+namespace {
+/// Index batches over `batches`, counting next() calls, failing the call
+/// numbered `failAt` (1-based; 0: never).
+class IndexBatches : public data::BatchIterator {
+public:
+  IndexBatches(std::vector<std::vector<int64_t>> batches, int failAt = 0)
+      : batches_(std::move(batches)), failAt_(failAt) {}
+  Status next(data::Batch &out, bool &end) override {
+    ++calls;
+    if (calls == failAt_)
+      return Status::error("deliberate pipeline failure");
+    end = next_ >= batches_.size();
+    if (!end)
+      out = indexBatch(batches_[next_++]);
+    return Status::ok();
+  }
+  int calls = 0;
+
+private:
+  std::vector<std::vector<int64_t>> batches_;
+  size_t next_ = 0;
+  int failAt_;
+};
+
+/// Counts the steps the hooks saw.
+class CountingHook : public Hook {
+public:
+  Status afterStep(const StepContext &ctx) override {
+    steps.push_back(ctx.step);
+    EXPECT_LE(ctx.begin, ctx.end);
+    return Status::ok();
+  }
+  std::vector<int64_t> steps;
+};
+
+Status makeSession(LoadedPlan &loaded, std::unique_ptr<Session> &out) {
+  registerTestKernels();
+  loaded.path = "tiny.plan";
+  loaded.bytes = buildPlan(2, 4);
+  if (Status s = verifyPlan(loaded.bytes.data(), loaded.bytes.size(),
+                            loaded.path, loaded.plan);
+      !s)
+    return s;
+  SessionOptions options;
+  options.replicas = 2;
+  return Session::create(loaded, options, out);
+}
+} // namespace
+
+TEST(Session, TrainsOnCachedIndicesAsOnTheirBatches) {
+  LoadedPlan la, lb;
+  std::unique_ptr<Session> a, b;
+  ASSERT_TRUE(makeSession(la, a));
+  ASSERT_TRUE(makeSession(lb, b));
+  // Session a trains on the rows themselves, b on their indices.
+  auto ds = makeDataset();
+  std::vector<std::vector<int64_t>> order{
+      {5, 1, 2, 0}, {3, 4, 0, 1}, {2, 2, 5, 3}};
+  class RowBatches : public data::BatchIterator {
+  public:
+    RowBatches(const data::Dataset &ds, std::vector<std::vector<int64_t>> o)
+        : ds_(ds), order_(std::move(o)) {}
+    Status next(data::Batch &out, bool &end) override {
+      end = k_ >= order_.size();
+      if (end)
+        return Status::ok();
+      out = data::Batch();
+      out.size = 4;
+      out.shape = ds_.shape;
+      out.numClasses = ds_.numClasses;
+      out.labelFormat = data::LabelFormat::OneHot;
+      out.images.resize(8);
+      out.oneHotLabels.resize(8);
+      out.sourceIndices = order_[k_++];
+      data::gatherExamples(ds_, out.sourceIndices.data(), 4,
+                           data::LabelFormat::OneHot, out.images.data(),
+                           out.oneHotLabels.data());
+      return Status::ok();
+    }
+
+  private:
+    const data::Dataset &ds_;
+    std::vector<std::vector<int64_t>> order_;
+    size_t k_ = 0;
+  } rows(*ds, order);
+  IndexBatches indices(order);
+  ASSERT_TRUE(b->cacheTrainingData(ds));
+  Status s = a->train(rows, -1, {});
+  ASSERT_TRUE(s) << s.message();
+  s = b->train(indices, -1, {});
+  ASSERT_TRUE(s) << s.message();
+  EXPECT_EQ(b->globalStep(), 3);
+  float wa[2], wb[2];
+  ASSERT_TRUE(a->variables().read(0, wa));
+  ASSERT_TRUE(b->variables().read(0, wb));
+  EXPECT_EQ(wa[0], wb[0]);
+  EXPECT_EQ(wa[1], wb[1]);
+  EXPECT_NE(wa[1], 1.0f); // it trained
+}
+
+TEST(Session, FetchesNoBatchBeyondItsSteps) {
+  // The next batch is fetched while a step runs, but never one past the
+  // steps asked for: a later train() continues the data where this one
+  // stopped.
+  LoadedPlan loaded;
+  std::unique_ptr<Session> session;
+  ASSERT_TRUE(makeSession(loaded, session));
+  ASSERT_TRUE(session->cacheTrainingData(makeDataset()));
+  IndexBatches batches(std::vector<std::vector<int64_t>>(10, {0, 1, 2, 3}));
+  CountingHook hook;
+  ASSERT_TRUE(session->train(batches, 3, {&hook}));
+  EXPECT_EQ(batches.calls, 3);
+  EXPECT_EQ(hook.steps, (std::vector<int64_t>{1, 2, 3}));
+  ASSERT_TRUE(session->train(batches, 0, {&hook}));
+  EXPECT_EQ(batches.calls, 3);
+  ASSERT_TRUE(session->train(batches, -1, {&hook}));
+  EXPECT_EQ(batches.calls, 11); // 7 batches and the end
+  EXPECT_EQ(session->globalStep(), 10);
+}
+
+TEST(Session, APipelineFailureEndsTheRunAfterTheStepInFlight) {
+  LoadedPlan loaded;
+  std::unique_ptr<Session> session;
+  ASSERT_TRUE(makeSession(loaded, session));
+  ASSERT_TRUE(session->cacheTrainingData(makeDataset()));
+  // The third fetch fails while step 2 runs: step 2 completes and is
+  // counted, and the hooks see it, then the run fails.
+  IndexBatches batches(std::vector<std::vector<int64_t>>(10, {0, 1, 2, 3}), 3);
+  CountingHook hook;
+  Status s = session->train(batches, -1, {&hook});
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.message().find("deliberate pipeline failure"), std::string::npos)
+      << s.message();
+  EXPECT_EQ(session->globalStep(), 2);
+  EXPECT_EQ(hook.steps, (std::vector<int64_t>{1, 2}));
+}
+
 TEST(Executor, BackendWithoutDevicesIsNamed) {
   // runtime-unit-tests links no CUDA: Backend::cuda has no device platform.
   if (hasDevicePlatform(Backend::cuda))

@@ -86,5 +86,70 @@ TEST(SplitBatchTest, ReplicasMustDivideTheBatch) {
   EXPECT_THAT(s.message(), HasSubstr("must be positive"));
 }
 
+TEST(SplitBatchTest, ABatchOfIndicesSplitsItsIndicesOnly) {
+  Batch b;
+  b.size = 6;
+  b.sourceIndices = {5, 4, 3, 2, 1, 0};
+  ASSERT_TRUE(b.indicesOnly());
+  std::vector<BatchSlice> slices;
+  ASSERT_TRUE(splitBatch(b, 2, slices));
+  ASSERT_EQ(slices.size(), 2u);
+  EXPECT_EQ(slices[1].sourceIndices, b.sourceIndices.data() + 3);
+  EXPECT_EQ(slices[1].rows, 3);
+  EXPECT_EQ(slices[1].images, nullptr);
+  EXPECT_EQ(slices[1].sparseLabels, nullptr);
+  EXPECT_EQ(slices[1].oneHotLabels, nullptr);
+}
+
+/// 4 examples of shape 1x1x2: example i is (i, -i), label 2 - i mod 3.
+Dataset makeDataset() {
+  Dataset ds;
+  ds.name = "four";
+  ds.shape = {1, 1, 2};
+  ds.numClasses = 3;
+  for (int i = 0; i < 4; ++i) {
+    ds.images.push_back(static_cast<float>(i));
+    ds.images.push_back(-static_cast<float>(i));
+    ds.labels.push_back((2 - i % 3 + 3) % 3);
+  }
+  return ds;
+}
+
+TEST(GatherExamplesTest, WritesTheNamedRowsInBothLabelFormats) {
+  Dataset ds = makeDataset();
+  const int64_t indices[] = {3, 0, 3};
+  std::vector<float> images(6, -99.0f);
+  std::vector<int32_t> sparse(3, -1);
+  gatherExamples(ds, indices, 3, LabelFormat::Sparse, images.data(),
+                 sparse.data());
+  EXPECT_EQ(images, (std::vector<float>{3, -3, 0, 0, 3, -3}));
+  EXPECT_EQ(sparse, (std::vector<int32_t>{2, 2, 2}));
+
+  // One-hot rows are written whole: stale values are cleared.
+  std::vector<float> oneHot(9, 7.0f);
+  const int64_t others[] = {1, 2, 0};
+  gatherExamples(ds, others, 3, LabelFormat::OneHot, images.data(),
+                 oneHot.data());
+  EXPECT_EQ(images, (std::vector<float>{1, -1, 2, -2, 0, 0}));
+  EXPECT_EQ(oneHot, (std::vector<float>{0, 1, 0, 1, 0, 0, 0, 0, 1}));
+}
+
+TEST(GatherExamplesTest, IndicesOutsideTheDatasetAreNamed) {
+  Batch b;
+  b.size = 3;
+  b.sourceIndices = {0, 4, 1};
+  ASSERT_TRUE(checkSourceIndices(b, 5));
+  Status s = checkSourceIndices(b, 4);
+  ASSERT_FALSE(s);
+  EXPECT_THAT(s.message(),
+              HasSubstr("row 1 of the batch names example 4, outside the "
+                        "cached dataset's [0, 4)"));
+  b.sourceIndices = {-1, 0, 0};
+  EXPECT_FALSE(checkSourceIndices(b, 4));
+  b.sourceIndices = {0, 0};
+  EXPECT_THAT(checkSourceIndices(b, 4).message(),
+              HasSubstr("3 rows has 2 source indices"));
+}
+
 } // namespace
 } // namespace graph::runtime::data::test

@@ -560,6 +560,37 @@ TEST(PipelineTest, DescriptionErrorsNameTheCallAndTheFault) {
   }
 }
 
+//===-- batchIndices ------------------------------------------------------===//
+
+TEST(PipelineTest, BatchIndicesGivesBatchsOrderWithoutTheRows) {
+  // Shuffled over several epochs: the positions are those batch() gives,
+  // example for example, and no image or label is copied.
+  auto ds = makeDataset(50);
+  Pipeline full(ds), indices(ds);
+  full.shuffle(7, 3).repeat(3).batch(8, LabelFormat::OneHot).prefetch(2);
+  indices.shuffle(7, 3).repeat(3).batchIndices(8).prefetch(2);
+  std::vector<Batch> a = collect(full), b = collect(indices);
+  ASSERT_EQ(a.size(), 18u); // 150 examples, 6 dropped
+  ASSERT_EQ(b.size(), a.size());
+  EXPECT_EQ(rowIndices(b), rowIndices(a));
+  for (const Batch &batch : b) {
+    EXPECT_TRUE(batch.indicesOnly());
+    EXPECT_EQ(batch.size, 8);
+    EXPECT_TRUE(batch.images.empty());
+    EXPECT_TRUE(batch.sparseLabels.empty());
+    EXPECT_TRUE(batch.oneHotLabels.empty());
+  }
+  EXPECT_FALSE(a.front().indicesOnly());
+}
+
+TEST(PipelineTest, BatchIndicesAfterMapIsRefused) {
+  Pipeline p(makeDataset(8));
+  p.map([](Example &) { return Status::ok(); }).batchIndices(4);
+  Status s = firstError(p);
+  ASSERT_FALSE(s);
+  EXPECT_THAT(s.message(), HasSubstr("batchIndices(4): follows map()"));
+}
+
 TEST(PipelineTest, InvalidDatasetIsReported) {
   auto ds = makeDataset(5, 3);
   ds->labels[2] = 3;

@@ -292,6 +292,101 @@ TEST(GpuRuntime, GraphReplayMatchesEager) {
       EXPECT_EQ(a.w[r][j], b.w[r][j]) << "replica " << r;
 }
 
+TEST(GpuRuntime, StagingTheNextBatchDuringAStepMatchesRun) {
+  SKIP_WITHOUT_GPU();
+  // stage(k+1) between launch(k) and wait(k), as Session::train calls it:
+  // the copy of batch k+1 into the other staging slot must not disturb
+  // step k, under replay and eagerly, on one GPU and on two logical GPUs.
+  for (bool graph : {true, false})
+    for (int replicas : {1, 2}) {
+      SCOPED_TRACE(std::string(graph ? "graph" : "eager") + ", replicas " +
+                   std::to_string(replicas));
+      TinyRun byRun, staged;
+      ASSERT_OK(prepareTiny(byRun, replicas, 8, cudaOptions(graph)));
+      ASSERT_OK(prepareTiny(staged, replicas, 8, cudaOptions(graph)));
+      Trace want;
+      ASSERT_OK(trainTiny(byRun, 7, want));
+      StepResult result;
+      std::vector<double> losses;
+      data::Batch next = gputest::tinyBatch(8, 1);
+      ASSERT_OK(staged.executor->stage(next));
+      for (int step = 1; step <= 7; ++step) {
+        ASSERT_OK(staged.executor->launch(step, result));
+        if (step < 7) {
+          // Freed before the step ends: the staging holds its own copy.
+          data::Batch following = gputest::tinyBatch(8, step + 1);
+          ASSERT_OK(staged.executor->stage(following));
+        }
+        ASSERT_OK(staged.executor->wait());
+        losses.push_back(result.value("loss"));
+      }
+      ASSERT_EQ(losses.size(), want.losses.size());
+      for (size_t i = 0; i < losses.size(); ++i)
+        EXPECT_EQ(losses[i], want.losses[i]) << "step " << i + 1;
+      for (int r = 0; r < replicas; ++r) {
+        std::vector<float> w(2);
+        ASSERT_OK(staged.variables.readCopy(r, 0, w.data()));
+        EXPECT_EQ(w, want.w[r]) << "replica " << r;
+      }
+    }
+}
+
+TEST(GpuRuntime, ACachedDatasetIsGatheredOnTheDevice) {
+  SKIP_WITHOUT_GPU();
+  // The dataset holds tinyBatch(16, 1)'s rows; index batches name them in
+  // a shuffled order and must train exactly as the batches of those rows.
+  data::Batch all = gputest::tinyBatch(16, 1);
+  auto ds = std::make_shared<data::Dataset>();
+  ds->name = "tiny";
+  ds->shape = all.shape;
+  ds->numClasses = 2;
+  ds->images = all.images;
+  for (int64_t r = 0; r < 16; ++r)
+    ds->labels.push_back(r % 3 == 0 ? 1 : 0);
+  std::mt19937 rng(7);
+  for (bool graph : {true, false})
+    for (int replicas : {1, 2}) {
+      SCOPED_TRACE(std::string(graph ? "graph" : "eager") + ", replicas " +
+                   std::to_string(replicas));
+      TinyRun rows, cached;
+      ASSERT_OK(prepareTiny(rows, replicas, 8, cudaOptions(graph)));
+      ASSERT_OK(prepareTiny(cached, replicas, 8, cudaOptions(graph)));
+      ASSERT_OK(cached.executor->cacheDataset(ds));
+      StepResult a, b;
+      for (int step = 1; step <= 5; ++step) {
+        data::Batch indices;
+        indices.size = 8;
+        for (int k = 0; k < 8; ++k)
+          indices.sourceIndices.push_back(static_cast<int64_t>(rng() % 16));
+        data::Batch batch;
+        batch.size = 8;
+        batch.shape = ds->shape;
+        batch.numClasses = 2;
+        batch.labelFormat = data::LabelFormat::OneHot;
+        batch.images.resize(16);
+        batch.oneHotLabels.resize(16);
+        batch.sourceIndices = indices.sourceIndices;
+        data::gatherExamples(*ds, batch.sourceIndices.data(), 8,
+                             data::LabelFormat::OneHot, batch.images.data(),
+                             batch.oneHotLabels.data());
+        ASSERT_OK(rows.executor->run(batch, step, a));
+        ASSERT_OK(cached.executor->run(indices, step, b));
+        for (int r = 0; r < replicas; ++r)
+          EXPECT_EQ(a.perReplica[r][0], b.perReplica[r][0])
+              << "step " << step << ", replica " << r;
+      }
+      // An index outside the dataset never reaches the device.
+      data::Batch bad;
+      bad.size = 8;
+      bad.sourceIndices.assign(8, 0);
+      bad.sourceIndices[5] = 16;
+      Status s = cached.executor->run(bad, 6, b);
+      ASSERT_FALSE(s);
+      EXPECT_NE(s.message().find("names example 16"), std::string::npos)
+          << s.message();
+    }
+}
+
 TEST(GpuRuntime, TimestampsAreOrderedHostTimes) {
   SKIP_WITHOUT_GPU();
   TinyRun run;
