@@ -175,6 +175,8 @@ public:
   /// still be running (on a GPU, on the copy stream, into a staging slot
   /// the step in flight does not read). One staged step at a time.
   virtual Status stage(const std::vector<data::BatchSlice> &slices) = 0;
+  /// Forgets the staged batch (a run that stopped before launching it).
+  virtual Status discardStaged() = 0;
   /// Starts a step on the staged inputs; returns without waiting for it.
   virtual Status launch(int64_t step) = 0;
   /// Waits for the launched step; fills `result.perReplica` (sized by the

@@ -860,7 +860,21 @@ Status Executor::launch(int64_t step, StepResult &result) {
   inFlight_ = true;
   pending_ = &result;
   launched_ = runner_ ? runner_->launch(step) : runHost(step, result);
-  return Status::ok(); // a failure is wait()'s to report
+  // A failure is wait()'s to report, but a device that failed mid-launch
+  // takes no more stages meanwhile.
+  if (!launched_ && runner_) {
+    failed_ = true;
+    error_ = launched_;
+  }
+  return Status::ok();
+}
+
+void Executor::discardStaged() {
+  if (!staged_)
+    return;
+  staged_ = false;
+  if (runner_)
+    (void)runner_->discardStaged();
 }
 
 Status Executor::wait() {

@@ -144,6 +144,9 @@ public:
   Status stage(const data::Batch &batch);
   Status launch(int64_t step, StepResult &result);
   Status wait();
+  /// Forgets a staged batch that will not be launched (a run that stopped
+  /// early), so that a later stage() starts afresh. A no-op when none is.
+  void discardStaged();
 
   /// Keeps `dataset` where the program's devices read it (device memory on
   /// a GPU, shared host memory on the host backends): stage() then takes

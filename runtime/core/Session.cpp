@@ -129,6 +129,8 @@ Status Session::train(data::BatchIterator &batches, int64_t maxSteps,
     current = 1 - current;
     ctx.begin = std::chrono::steady_clock::now();
   }
+  // A run that stopped early may leave the next batch staged.
+  train_->discardStaged();
   info.stepsDone = globalStep_ - info.initialStep;
   info.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)

@@ -37,7 +37,10 @@ std::atomic<int64_t> &allocationCounter() {
 /// Page-locked host memory (portable: every GPU of the process may copy
 /// from it asynchronously).
 struct PinnedFree {
-  void operator()(void *p) const { (void)cudaFreeHost(p); }
+  void operator()(void *p) const {
+    if (!gpuHung()) // cudaFreeHost may synchronise: leak (see ~CudaDevice)
+      (void)cudaFreeHost(p);
+  }
 };
 using PinnedMemory = std::unique_ptr<void, PinnedFree>;
 
@@ -262,8 +265,12 @@ public:
   Status wait(StepResult &result) override;
   Status cacheDataset(const data::Dataset &dataset,
                       data::LabelFormat format) override;
+  Status discardStaged() override;
 
 private:
+  Status upload(int slot, const std::vector<data::BatchSlice> &slices,
+                bool indices);
+  Status enqueueStep(int slot, int64_t step);
   Status newEvent(int ordinal, unsigned flags, cudaEvent_t &out);
   Status prepareStaging();
   Status enqueueInputs(int slot, bool graphs);
@@ -322,6 +329,9 @@ private:
   int nextSlot_ = 0;
   int stagedSlot_ = -1; // -1: nothing staged
   bool inFlight_ = false;
+  // Set by any failure after the first enqueue: the devices may still run
+  // (or never finish) work of this runner, so nothing more is enqueued.
+  bool broken_ = false;
   int64_t stepInFlight_ = 0;
   PinnedMemory stepHost_;                        // the step, for the scalars
   std::vector<cudaEvent_t> inputReady_, done_;   // [replica]
@@ -479,6 +489,17 @@ Status CudaRunner::prepare() {
 
   if (Status s = allocatePinned(static_cast<size_t>(outputs) * 8, outputs_); !s)
     return Status::error(at + "output staging: " + s.message());
+  // Staging and the gather write replica r's inputs from replica r's
+  // streams: an input on another device would be written unordered with
+  // that device's streams. The compiler places each replica's inputs on
+  // its own device.
+  for (const PreparedInput &in : program_.inputs)
+    if (in.device != in.replica)
+      return Status::error(at + "an input of replica " +
+                           std::to_string(in.replica) + " is on device " +
+                           std::to_string(in.device) +
+                           "; the cuda backend needs each replica's inputs "
+                           "on its own device");
   if (Status s = prepareStaging(); !s)
     return Status::error(at + "input staging: " + s.message());
   if (Status s = allocatePinned(sizeof(int64_t), stepHost_); !s)
@@ -598,6 +619,8 @@ Status CudaRunner::cacheDataset(const data::Dataset &dataset,
 
 Status CudaRunner::stage(const std::vector<data::BatchSlice> &slices) {
   const std::string at = "program '" + program_.name + "': staging a batch: ";
+  if (broken_)
+    return Status::error(at + "an earlier step of this program failed");
   if (stagedSlot_ >= 0)
     return Status::error(at + "the previous one was not launched yet");
   if (static_cast<int>(slices.size()) != replicas_)
@@ -606,7 +629,23 @@ Status CudaRunner::stage(const std::vector<data::BatchSlice> &slices) {
   const bool indices = slices.front().images == nullptr;
   if (indices && cached_.empty())
     return Status::error(at + "a batch of indices, and no dataset is cached");
-  const int slot = nextSlot_;
+  if (Status s = upload(nextSlot_, slices, indices); !s) {
+    broken_ = true;
+    return s;
+  }
+  stagedSlot_ = nextSlot_;
+  nextSlot_ = (nextSlot_ + 1) % kSlots;
+  return Status::ok();
+}
+
+Status CudaRunner::discardStaged() {
+  // The upload may still run; the slot's events order its next use.
+  stagedSlot_ = -1;
+  return Status::ok();
+}
+
+Status CudaRunner::upload(int slot, const std::vector<data::BatchSlice> &slices,
+                          bool indices) {
   StagingSlot &st = slots_[slot];
   // The slot's last copy (two stages ago) has finished long since; this
   // wait is for the rare host that outruns it.
@@ -646,8 +685,6 @@ Status CudaRunner::stage(const std::vector<data::BatchSlice> &slices) {
     RETURN_IF_CUDA_ERROR(cudaEventRecord(st.copied[r], d.copy));
   }
   st.indices = indices;
-  stagedSlot_ = slot;
-  nextSlot_ = (slot + 1) % kSlots;
   return Status::ok();
 }
 
@@ -847,6 +884,15 @@ Status CudaRunner::captureGraphs(int64_t step) {
   }
   if (!status) {
     (void)cudaGetLastError();
+    for (GraphGroup &g : groups_) {
+      (void)cudaSetDevice(g.ordinal);
+      if (g.exec)
+        (void)cudaGraphExecDestroy(g.exec);
+      if (g.graph)
+        (void)cudaGraphDestroy(g.graph);
+      g.exec = nullptr;
+      g.graph = nullptr;
+    }
     return Status::error(status.message() +
                          " (while capturing the step into a CUDA graph; "
                          "--no-cuda-graph runs it without one)");
@@ -959,6 +1005,8 @@ Status CudaRunner::readResults(StepResult &result) {
 Status CudaRunner::launch(int64_t step) {
   const std::string at =
       "program '" + program_.name + "', step " + std::to_string(step) + ": ";
+  if (broken_)
+    return Status::error(at + "an earlier step of this program failed");
   if (inFlight_)
     return Status::error(at + "launched while the previous step is in "
                               "flight");
@@ -966,6 +1014,16 @@ Status CudaRunner::launch(int64_t step) {
     return Status::error(at + "launched with no staged batch");
   const int slot = stagedSlot_;
   stagedSlot_ = -1;
+  if (Status s = enqueueStep(slot, step); !s) {
+    broken_ = true;
+    return s;
+  }
+  inFlight_ = true;
+  stepInFlight_ = step;
+  return Status::ok();
+}
+
+Status CudaRunner::enqueueStep(int slot, int64_t step) {
   // The previous step has finished (wait() saw it), so its read of the
   // step scalar's staging has too.
   std::memcpy(stepHost_.get(), &step, sizeof step);
@@ -988,8 +1046,6 @@ Status CudaRunner::launch(int64_t step) {
     if (Status s = enqueueEagerEnd(); !s)
       return s;
   }
-  inFlight_ = true;
-  stepInFlight_ = step;
   return Status::ok();
 }
 
@@ -998,8 +1054,10 @@ Status CudaRunner::wait(StepResult &result) {
     return Status::error("program '" + program_.name +
                          "': wait() with no step in flight");
   inFlight_ = false;
-  if (Status s = waitForStep(stepInFlight_); !s)
+  if (Status s = waitForStep(stepInFlight_); !s) {
+    broken_ = true; // the step may still run: nothing may touch its buffers
     return s;
+  }
   ++stepsRun_;
   return readResults(result);
 }

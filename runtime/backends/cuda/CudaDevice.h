@@ -26,7 +26,10 @@
 // --cache-on-device a gather from the dataset held on the GPU, for which
 // only the batch's indices were uploaded) and writes the step scalar,
 // outside the graph. Events keep a slot from being refilled before the
-// launch that reads it has.
+// launch that reads it has. The uploads share the copy stream with the
+// plan's own copy ops, which the compiler does not emit today; if it ever
+// does, an eager step's upload would queue behind them (a dedicated upload
+// stream would then keep the overlap).
 //
 // Timestamps are CUDA events recorded in the step (external event nodes in
 // a graph). run() waits for the step's completion event anyway (the outputs

@@ -3,14 +3,15 @@
 #include "runtime/backends/cuda/InputGather.h"
 
 #include <algorithm>
+#include <cstdint>
 
 namespace graph::runtime::cuda {
 namespace {
 
 // One block row per batch row (gridDim.y), threads striding over the row's
 // vectors: a copy, memory bound. V is float4 when a row is a whole number
-// of 16-byte vectors (cudaMalloc'd bases are 256-byte aligned, so every row
-// is then aligned too), float otherwise.
+// of 16-byte vectors and both bases are 16-byte aligned (then every row is),
+// float otherwise.
 template <typename V>
 __global__ void gatherImagesKernel(const V *__restrict__ src,
                                    const int64_t *__restrict__ indices,
@@ -56,7 +57,9 @@ cudaError_t enqueueGatherExamples(const CachedExamples &data,
   if (rows == 0)
     return cudaSuccess;
   constexpr int kThreads = 256;
-  const bool vec4 = data.elements % 4 == 0;
+  const bool vec4 = data.elements % 4 == 0 &&
+                    reinterpret_cast<uintptr_t>(data.images) % 16 == 0 &&
+                    reinterpret_cast<uintptr_t>(images) % 16 == 0;
   const int64_t vectors = vec4 ? data.elements / 4 : data.elements;
   dim3 grid(static_cast<unsigned>(
                 std::min<int64_t>((vectors + kThreads - 1) / kThreads, 64)),

@@ -664,6 +664,29 @@ TEST(Session, APipelineFailureEndsTheRunAfterTheStepInFlight) {
   EXPECT_EQ(hook.steps, (std::vector<int64_t>{1, 2}));
 }
 
+TEST(Session, AHookThatStopsTheRunLeavesNothingStaged) {
+  // The next batch was staged when the hook stopped the run; a later
+  // train() must start afresh, not fail with "stage() twice".
+  LoadedPlan loaded;
+  std::unique_ptr<Session> session;
+  ASSERT_TRUE(makeSession(loaded, session));
+  ASSERT_TRUE(session->cacheTrainingData(makeDataset()));
+  class StopAtTwo : public Hook {
+  public:
+    Status afterStep(const StepContext &ctx) override {
+      return ctx.step == 2 ? Status::error("stop at 2") : Status::ok();
+    }
+  } stop;
+  IndexBatches batches(std::vector<std::vector<int64_t>>(10, {0, 1, 2, 3}));
+  Status s = session->train(batches, -1, {&stop});
+  ASSERT_FALSE(s);
+  EXPECT_EQ(s.message(), "stop at 2");
+  EXPECT_EQ(session->globalStep(), 2);
+  s = session->train(batches, 2, {});
+  ASSERT_TRUE(s) << s.message();
+  EXPECT_EQ(session->globalStep(), 4);
+}
+
 TEST(Executor, BackendWithoutDevicesIsNamed) {
   // runtime-unit-tests links no CUDA: Backend::cuda has no device platform.
   if (hasDevicePlatform(Backend::cuda))

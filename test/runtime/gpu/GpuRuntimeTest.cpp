@@ -9,6 +9,7 @@
 
 #include "runtime/backends/cpu/CpuKernels.h"
 #include "runtime/backends/cuda/CudaDevice.h"
+#include "runtime/backends/cuda/InputGather.h"
 #include "runtime/backends/cuda/NcclCollective.h"
 #include "runtime/core/Executor.h"
 #include "runtime/plan/PlanLoader.h"
@@ -328,6 +329,75 @@ TEST(GpuRuntime, StagingTheNextBatchDuringAStepMatchesRun) {
         ASSERT_OK(staged.variables.readCopy(r, 0, w.data()));
         EXPECT_EQ(w, want.w[r]) << "replica " << r;
       }
+    }
+}
+
+TEST(GpuRuntime, TheGatherKernelWritesWhatTheHostGatherWrites) {
+  SKIP_WITHOUT_GPU();
+  // 28x28x1 rows take the float4 path, 1x2x3 rows the scalar one; both
+  // label formats; repeated and unsorted indices.
+  for (data::ExampleShape shape :
+       {data::ExampleShape{28, 28, 1}, data::ExampleShape{1, 2, 3}})
+    for (data::LabelFormat format :
+         {data::LabelFormat::Sparse, data::LabelFormat::OneHot}) {
+      SCOPED_TRACE(shape.str() + (format == data::LabelFormat::Sparse
+                                      ? ", sparse"
+                                      : ", one-hot"));
+      data::Dataset ds;
+      ds.shape = shape;
+      ds.numClasses = 10;
+      std::mt19937 rng(3);
+      std::uniform_real_distribution<float> pixel(0.0f, 1.0f);
+      const int64_t n = 300, rows = 37, e = shape.elements();
+      for (int64_t i = 0; i < n * e; ++i)
+        ds.images.push_back(pixel(rng));
+      for (int64_t i = 0; i < n; ++i)
+        ds.labels.push_back(static_cast<int32_t>(rng() % 10));
+      std::vector<int64_t> indices;
+      for (int64_t r = 0; r < rows; ++r)
+        indices.push_back(static_cast<int64_t>(rng() % n));
+      indices[5] = indices[6];
+      const bool oneHot = format == data::LabelFormat::OneHot;
+      const size_t labelBytes = oneHot ? rows * 10 * 4 : rows * 4;
+      std::vector<float> wantImages(rows * e);
+      std::vector<std::byte> wantLabels(labelBytes);
+      data::gatherExamples(ds, indices.data(), rows, format, wantImages.data(),
+                           wantLabels.data());
+
+      void *images = nullptr, *labels = nullptr, *outImages = nullptr,
+           *outLabels = nullptr, *deviceIndices = nullptr;
+      ASSERT_CUDA(cudaMalloc(&images, ds.images.size() * 4));
+      ASSERT_CUDA(cudaMalloc(&labels, ds.labels.size() * 4));
+      ASSERT_CUDA(cudaMalloc(&outImages, wantImages.size() * 4));
+      ASSERT_CUDA(cudaMalloc(&outLabels, labelBytes));
+      ASSERT_CUDA(cudaMalloc(&deviceIndices, indices.size() * 8));
+      ASSERT_CUDA(cudaMemcpy(images, ds.images.data(), ds.images.size() * 4,
+                             cudaMemcpyHostToDevice));
+      ASSERT_CUDA(cudaMemcpy(labels, ds.labels.data(), ds.labels.size() * 4,
+                             cudaMemcpyHostToDevice));
+      ASSERT_CUDA(cudaMemcpy(deviceIndices, indices.data(), indices.size() * 8,
+                             cudaMemcpyHostToDevice));
+      // Stale one-hot values must be overwritten, not left.
+      ASSERT_CUDA(cudaMemset(outLabels, 0x3f, labelBytes));
+      cuda::CachedExamples view;
+      view.images = static_cast<const float *>(images);
+      view.labels = static_cast<const int32_t *>(labels);
+      view.examples = n;
+      view.elements = e;
+      view.classes = 10;
+      ASSERT_CUDA(cuda::enqueueGatherExamples(
+          view, static_cast<const int64_t *>(deviceIndices), rows,
+          static_cast<float *>(outImages), outLabels, oneHot, nullptr));
+      std::vector<float> gotImages(wantImages.size());
+      std::vector<std::byte> gotLabels(labelBytes);
+      ASSERT_CUDA(cudaMemcpy(gotImages.data(), outImages, gotImages.size() * 4,
+                             cudaMemcpyDeviceToHost));
+      ASSERT_CUDA(cudaMemcpy(gotLabels.data(), outLabels, labelBytes,
+                             cudaMemcpyDeviceToHost));
+      EXPECT_EQ(gotImages, wantImages);
+      EXPECT_EQ(gotLabels, wantLabels);
+      for (void *p : {images, labels, outImages, outLabels, deviceIndices})
+        ASSERT_CUDA(cudaFree(p));
     }
 }
 
