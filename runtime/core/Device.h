@@ -176,7 +176,7 @@ public:
   /// the step in flight does not read). One staged step at a time.
   virtual Status stage(const std::vector<data::BatchSlice> &slices) = 0;
   /// Forgets the staged batch (a run that stopped before launching it).
-  virtual Status discardStaged() = 0;
+  virtual void discardStaged() = 0;
   /// Starts a step on the staged inputs; returns without waiting for it.
   virtual Status launch(int64_t step) = 0;
   /// Waits for the launched step; fills `result.perReplica` (sized by the

@@ -11,6 +11,7 @@
 #include <exception>
 #include <map>
 #include <set>
+#include <utility>
 
 namespace graph::runtime {
 
@@ -661,11 +662,7 @@ void Executor::runDevice(int d) {
                            static_cast<float *>(in.dst), labels);
       continue;
     }
-    const void *src =
-        in.labels ? (s.sparseLabels ? static_cast<const void *>(s.sparseLabels)
-                                    : static_cast<const void *>(s.oneHotLabels))
-                  : static_cast<const void *>(s.images);
-    std::memcpy(in.dst, src, in.bytes);
+    std::memcpy(in.dst, in.labels ? s.labels() : s.images, in.bytes);
   }
   std::vector<Timestamp> &timeline = result_->timestamps[d];
   KernelContext ctx;
@@ -828,8 +825,7 @@ Status Executor::stage(const data::Batch &batch) {
     return s;
   if (runner_)
     if (Status s = runner_->stage(slices_); !s) {
-      failed_ = true;
-      error_ = s;
+      fail(s);
       return s;
     }
   staged_ = true;
@@ -858,14 +854,12 @@ Status Executor::launch(int64_t step, StepResult &result) {
   }
   staged_ = false;
   inFlight_ = true;
-  pending_ = &result;
-  launched_ = runner_ ? runner_->launch(step) : runHost(step, result);
+  result_ = &result;
+  launched_ = runner_ ? runner_->launch(step) : runHost(step);
   // A failure is wait()'s to report, but a device that failed mid-launch
   // takes no more stages meanwhile.
-  if (!launched_ && runner_) {
-    failed_ = true;
-    error_ = launched_;
-  }
+  if (!launched_ && runner_)
+    fail(launched_);
   return Status::ok();
 }
 
@@ -874,7 +868,7 @@ void Executor::discardStaged() {
     return;
   staged_ = false;
   if (runner_)
-    (void)runner_->discardStaged();
+    runner_->discardStaged();
 }
 
 Status Executor::wait() {
@@ -882,8 +876,7 @@ Status Executor::wait() {
     return Status::error("program '" + program_.name()->str() +
                          "': wait() with no step launched");
   inFlight_ = false;
-  StepResult &result = *pending_;
-  pending_ = nullptr;
+  StepResult &result = *std::exchange(result_, nullptr);
   Status s = std::move(launched_);
   launched_ = Status::ok();
   if (s && runner_)
@@ -891,10 +884,8 @@ Status Executor::wait() {
   if (!s) {
     // A device that failed mid-step is in an unknown state: later steps
     // report this failure instead of running on it.
-    if (runner_) {
-      failed_ = true;
-      error_ = s;
-    }
+    if (runner_)
+      fail(s);
     return s;
   }
   for (size_t o = 0; o < result.names.size(); ++o) {
@@ -915,8 +906,7 @@ Status Executor::run(const data::Batch &batch, int64_t step,
   return wait();
 }
 
-Status Executor::runHost(int64_t step, StepResult &result) {
-  result_ = &result;
+Status Executor::runHost(int64_t step) {
   step_ = step;
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -930,7 +920,6 @@ Status Executor::runHost(int64_t step, StepResult &result) {
     std::unique_lock<std::mutex> lock(mutex_);
     cv_.wait(lock, [&] { return finished_ == replicas_ - 1; });
   }
-  result_ = nullptr;
   if (failed_)
     return error_;
   return Status::ok();

@@ -170,7 +170,7 @@ public:
 private:
   Executor(const plan::Plan &plan, const plan::Program &program);
   Status prepare(MirroredVariables &variables, const ExecutorOptions &options);
-  Status runHost(int64_t step, StepResult &result);
+  Status runHost(int64_t step);
   Status checkBatch(const data::Batch &batch);
   void runDevice(int device);
   void workerLoop(int device);
@@ -201,11 +201,10 @@ private:
   std::shared_ptr<const data::Dataset> cached_;
   bool staged_ = false;
   bool inFlight_ = false;
-  Status launched_; // the host step's outcome, for wait()
-  StepResult *pending_ = nullptr;
+  Status launched_;              // launch()'s outcome, for wait()
+  StepResult *result_ = nullptr; // launch()'s result, until wait()
   int64_t step_ = 0;
   uint64_t stepId_ = 0;
-  StepResult *result_ = nullptr;
 
   // Events and failure: one lock; events hold the id of the step that last
   // recorded them.

@@ -60,6 +60,12 @@ struct BatchSlice {
   /// [rows]: the rows' positions in the source dataset. For a batch of
   /// indices only, the other pointers are null.
   const int64_t *sourceIndices = nullptr;
+
+  /// The labels, whichever format they are in.
+  const void *labels() const {
+    return sparseLabels ? static_cast<const void *>(sparseLabels)
+                        : static_cast<const void *>(oneHotLabels);
+  }
 };
 
 /// Splits `batch` across `replicas`: slice r holds rows

@@ -265,7 +265,7 @@ public:
   Status wait(StepResult &result) override;
   Status cacheDataset(const data::Dataset &dataset,
                       data::LabelFormat format) override;
-  Status discardStaged() override;
+  void discardStaged() override;
 
 private:
   Status upload(int slot, const std::vector<data::BatchSlice> &slices,
@@ -638,10 +638,9 @@ Status CudaRunner::stage(const std::vector<data::BatchSlice> &slices) {
   return Status::ok();
 }
 
-Status CudaRunner::discardStaged() {
+void CudaRunner::discardStaged() {
   // The upload may still run; the slot's events order its next use.
   stagedSlot_ = -1;
-  return Status::ok();
 }
 
 Status CudaRunner::upload(int slot, const std::vector<data::BatchSlice> &slices,
@@ -662,13 +661,8 @@ Status CudaRunner::upload(int slot, const std::vector<data::BatchSlice> &slices,
     for (size_t i = 0; i < program_.inputs.size(); ++i) {
       const PreparedInput &in = program_.inputs[i];
       const data::BatchSlice &s = slices[in.replica];
-      const void *src =
-          in.labels
-              ? (s.sparseLabels ? static_cast<const void *>(s.sparseLabels)
-                                : static_cast<const void *>(s.oneHotLabels))
-              : static_cast<const void *>(s.images);
-      std::memcpy(host + replicaOffset_[in.replica] + payloadOffset_[i], src,
-                  in.bytes);
+      std::memcpy(host + replicaOffset_[in.replica] + payloadOffset_[i],
+                  in.labels ? s.labels() : s.images, in.bytes);
     }
   }
   for (int r = 0; r < replicas_; ++r) {
