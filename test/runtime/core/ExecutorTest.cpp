@@ -1,7 +1,7 @@
 //===- ExecutorTest.cpp - the executor on hand-built plans ----------------===//
 //
-// Tiny plans built with FlatBuffers and run with tiny kernels registered
-// here under names no backend uses ("test.*").
+// The tiny plan of test/runtime/TinyPlan.h, run with tiny kernels
+// registered here under names no backend uses ("test.*").
 //
 //===----------------------------------------------------------------------===//
 
@@ -9,6 +9,7 @@
 #include "runtime/core/Hooks.h"
 #include "runtime/core/Session.h"
 #include "runtime/plan/PlanLoader.h"
+#include "test/runtime/TinyPlan.h"
 
 #include <gtest/gtest.h>
 
@@ -80,119 +81,13 @@ void registerTestKernels() {
   r.add("test.fail", Backend::reference, failKernel);
 }
 
-using Builder = flatbuffers::FlatBufferBuilder;
-
-/// A plan over a [B, 1, 1, 2] image input "input_layer", [B, 2] one-hot
-/// "labels" and one variable w[2] = ones: per replica, loss = sum(x * w),
-/// g = column sums of x, all-reduce mean of g, w -= 0.1 g.
-/// `kernel0` replaces the first launch (to test failures and missing
-/// kernels).
+/// The tiny plan (test/runtime/TinyPlan.h) over these kernels: per
+/// replica loss = sum(x * w), g = column sums of x, all-reduce mean of g,
+/// w -= 0.1 g. `kernel0` replaces the first launch (to test failures and
+/// missing kernels).
 std::vector<uint8_t> buildPlan(int replicas, int64_t batch,
                                const char *kernel0 = "test.mul") {
-  Builder b;
-  std::vector<int64_t> wShape{2};
-  auto initializer = plan::CreateInitializer(b, plan::InitKind::ones);
-  std::vector<flatbuffers::Offset<plan::Variable>> vars{
-      plan::CreateVariableDirect(b, "w", &wShape, plan::DType::f32,
-                                 initializer)};
-  std::vector<int64_t> xShape{batch, 1, 1, 2}, lShape{batch, 2};
-  std::vector<flatbuffers::Offset<plan::Input>> inputs{
-      plan::CreateInputDirect(b, "input_layer", &xShape),
-      plan::CreateInputDirect(b, "labels", &lShape)};
-
-  int64_t rows = batch / replicas;
-  std::vector<flatbuffers::Offset<plan::Buffer>> buffers;
-  std::vector<flatbuffers::Offset<plan::Op>> ops;
-  std::vector<int> grads;
-  std::vector<int64_t> arenas;
-  int events = 0;
-  auto buffer = [&](plan::BufferKind kind, int device,
-                    std::vector<int64_t> shape, int64_t offset = 0,
-                    int variable = -1, int input = -1, int replica = -1) {
-    buffers.push_back(plan::CreateBufferDirect(b, kind, device, &shape,
-                                               plan::DType::f32, offset,
-                                               variable, input, replica));
-    return static_cast<int32_t>(buffers.size() - 1);
-  };
-  auto timestamp = [&](const char *name, int device,
-                       plan::StreamKind stream = plan::StreamKind::compute) {
-    ops.push_back(plan::CreateOpDirect(b, plan::OpKind::timestamp, stream,
-                                       device, nullptr, nullptr, nullptr,
-                                       nullptr, -1, name));
-  };
-  auto launch = [&](const char *kernel, int device, std::vector<int32_t> ins,
-                    std::vector<int32_t> outs,
-                    std::vector<flatbuffers::Offset<plan::Attr>> *config =
-                        nullptr) {
-    ops.push_back(plan::CreateOpDirect(b, plan::OpKind::launch,
-                                       plan::StreamKind::compute, device,
-                                       kernel, &ins, &outs, config));
-  };
-  std::vector<int32_t> losses;
-  std::vector<int32_t> ws;
-  for (int d = 0; d < replicas; ++d) {
-    timestamp("step_begin", d);
-    int32_t x =
-        buffer(plan::BufferKind::input, d, {rows, 1, 1, 2}, 0, -1, 0, d);
-    buffer(plan::BufferKind::input, d, {rows, 2}, 0, -1, 1, d);
-    int32_t w = buffer(plan::BufferKind::variable, d, {2}, 0, 0);
-    int32_t y = buffer(plan::BufferKind::arena, d, {rows, 1, 1, 2}, 0);
-    int32_t loss = buffer(plan::BufferKind::arena, d, {}, rows * 8);
-    int32_t g = buffer(plan::BufferKind::arena, d, {2}, rows * 8 + 64);
-    arenas.push_back(rows * 8 + 128);
-    timestamp("forward_begin", d);
-    launch(kernel0, d, {x, w}, {y});
-    launch("test.sum", d, {y}, {loss});
-    timestamp("backward_begin", d);
-    launch("test.colsum", d, {x}, {g});
-    losses.push_back(loss);
-    ws.push_back(w);
-    grads.push_back(g);
-    if (replicas > 1) {
-      // Hand the gradient to device 0's comm stream through an event: a
-      // cross-device wait the executor must honour.
-      std::vector<int32_t> none;
-      ops.push_back(plan::CreateOpDirect(b, plan::OpKind::record,
-                                         plan::StreamKind::compute, d, nullptr,
-                                         nullptr, nullptr, nullptr, events));
-      ops.push_back(plan::CreateOpDirect(b, plan::OpKind::wait,
-                                         plan::StreamKind::comm, 0, nullptr,
-                                         nullptr, nullptr, nullptr, events));
-      ++events;
-    }
-  }
-  if (replicas > 1) {
-    for (int d = 0; d < replicas; ++d)
-      timestamp("allreduce_begin", d, plan::StreamKind::comm);
-    ops.push_back(plan::CreateOpDirect(
-        b, plan::OpKind::all_reduce, plan::StreamKind::comm, -1, nullptr,
-        &grads, nullptr, nullptr, -1, nullptr, -1, 0, "mean"));
-    for (int d = 0; d < replicas; ++d)
-      timestamp("allreduce_end", d, plan::StreamKind::comm);
-  }
-  for (int d = 0; d < replicas; ++d) {
-    timestamp("update_begin", d);
-    std::vector<flatbuffers::Offset<plan::Attr>> config{plan::CreateAttrDirect(
-        b, "learning_rate", plan::AttrKind::float_, 0, 0.1)};
-    launch("test.sgd", d, {ws[d], grads[d]}, {ws[d]}, &config);
-    std::vector<int32_t> in{losses[d]};
-    ops.push_back(plan::CreateOpDirect(b, plan::OpKind::output,
-                                       plan::StreamKind::compute, d, nullptr,
-                                       &in, nullptr, nullptr, -1, "loss", d));
-    timestamp("step_end", d);
-  }
-  std::string name = "train_x" + std::to_string(replicas);
-  std::vector<flatbuffers::Offset<plan::Program>> programs{
-      plan::CreateProgramDirect(b, name.c_str(), plan::ProgramKind::train,
-                                replicas, &buffers, &ops, events, &arenas)};
-  auto training = plan::CreateTrainingDirect(
-      b, plan::LossKind::categorical_crossentropy, false,
-      plan::OptimizerKind::sgd, nullptr, nullptr, batch);
-  b.Finish(plan::CreatePlanDirect(b, kPlanVersion, "tiny", &vars, &inputs,
-                                  training, &programs),
-           plan::PlanIdentifier());
-  return std::vector<uint8_t>(b.GetBufferPointer(),
-                              b.GetBufferPointer() + b.GetSize());
+  return testplan::buildTinyPlan(replicas, batch, kernel0, "test.sgd");
 }
 
 data::Batch makeBatch(int64_t rows) {

@@ -13,8 +13,8 @@
 #include "runtime/backends/cuda/NcclCollective.h"
 #include "runtime/core/Executor.h"
 #include "runtime/plan/PlanLoader.h"
+#include "test/runtime/TinyPlan.h"
 #include "test/runtime/gpu/TestKernels.h"
-#include "test/runtime/gpu/TinyPlan.h"
 
 #include <gtest/gtest.h>
 
@@ -58,7 +58,7 @@ Status prepareTiny(TinyRun &run, int replicas, int64_t batch,
                    const ExecutorOptions &options) {
   gputest::registerGpuTestKernels();
   cuda::registerCudaBackend();
-  run.bytes = gputest::buildTinyPlan(replicas, batch);
+  run.bytes = testplan::buildTinyPlan(replicas, batch);
   if (Status s =
           verifyPlan(run.bytes.data(), run.bytes.size(), "tiny.plan", run.plan);
       !s)
@@ -88,7 +88,7 @@ Status trainTiny(TinyRun &run, int steps, Trace &out) {
   int replicas = run.executor->replicas();
   StepResult result;
   for (int step = 1; step <= steps; ++step) {
-    data::Batch batch = gputest::tinyBatch(run.executor->globalBatch(), step);
+    data::Batch batch = testplan::tinyBatch(run.executor->globalBatch(), step);
     if (Status s = run.executor->run(batch, step, result); !s)
       return s;
     out.losses.push_back(result.value("loss"));
@@ -309,13 +309,13 @@ TEST(GpuRuntime, StagingTheNextBatchDuringAStepMatchesRun) {
       ASSERT_OK(trainTiny(byRun, 7, want));
       StepResult result;
       std::vector<double> losses;
-      data::Batch next = gputest::tinyBatch(8, 1);
+      data::Batch next = testplan::tinyBatch(8, 1);
       ASSERT_OK(staged.executor->stage(next));
       for (int step = 1; step <= 7; ++step) {
         ASSERT_OK(staged.executor->launch(step, result));
         if (step < 7) {
           // Freed before the step ends: the staging holds its own copy.
-          data::Batch following = gputest::tinyBatch(8, step + 1);
+          data::Batch following = testplan::tinyBatch(8, step + 1);
           ASSERT_OK(staged.executor->stage(following));
         }
         ASSERT_OK(staged.executor->wait());
@@ -405,7 +405,7 @@ TEST(GpuRuntime, ACachedDatasetIsGatheredOnTheDevice) {
   SKIP_WITHOUT_GPU();
   // The dataset holds tinyBatch(16, 1)'s rows; index batches name them in
   // a shuffled order and must train exactly as the batches of those rows.
-  data::Batch all = gputest::tinyBatch(16, 1);
+  data::Batch all = testplan::tinyBatch(16, 1);
   auto ds = std::make_shared<data::Dataset>();
   ds->name = "tiny";
   ds->shape = all.shape;
@@ -463,7 +463,7 @@ TEST(GpuRuntime, TimestampsAreOrderedHostTimes) {
   ASSERT_OK(prepareTiny(run, 2, 8, cudaOptions(true)));
   StepResult result;
   for (int step = 1; step <= 4; ++step) {
-    data::Batch batch = gputest::tinyBatch(8, step);
+    data::Batch batch = testplan::tinyBatch(8, step);
     auto before = std::chrono::steady_clock::now();
     ASSERT_OK(run.executor->run(batch, step, result));
     auto after = std::chrono::steady_clock::now();
@@ -486,14 +486,14 @@ TEST(GpuRuntime, WrongBatchFailsBeforeAnyCopy) {
   gputest::registerGpuTestKernels();
   cuda::registerCudaBackend();
   TinyRun run;
-  run.bytes = gputest::buildTinyPlan(1, 4);
+  run.bytes = testplan::buildTinyPlan(1, 4);
   ASSERT_OK(
       verifyPlan(run.bytes.data(), run.bytes.size(), "tiny.plan", run.plan));
   ASSERT_OK(run.variables.initialize(*run.plan, 1, 0));
   ExecutorOptions options = cudaOptions(true);
   ASSERT_OK(Executor::create(*run.plan, *run.plan->programs()->Get(0),
                              run.variables, options, run.executor));
-  data::Batch wrong = gputest::tinyBatch(6, 1);
+  data::Batch wrong = testplan::tinyBatch(6, 1);
   StepResult result;
   Status s = run.executor->run(wrong, 1, result);
   ASSERT_FALSE(s);

@@ -1,15 +1,16 @@
-//===- TinyPlan.h - a hand-built plan for the GPU tests ---------*- C++ -*-===//
+//===- TinyPlan.h - a hand-built plan for the runtime tests -----*- C++ -*-===//
 //
-// The executor test's tiny plan (ExecutorTest.cpp), built over kernels the
-// GPU tests register for both the reference and the CUDA backend: per
-// replica loss = sum(x * w), g = column sums of x, a cross-device event
-// hands g to device 0's comm stream, all-reduce mean of g, then
-// w -= 0.1 * step * g (the step makes a replayed graph that froze it wrong).
+// One tiny training plan, built with FlatBuffers, for the executor tests
+// (test/runtime/core) and the GPU runtime tests (test/runtime/gpu), over
+// kernels each test registers: per replica loss = sum(x * w), g = column
+// sums of x, a cross-device event hands g to device 0's comm stream,
+// all-reduce mean of g, then the update kernel (the GPU tests' sgd_step
+// scales by the step, so a replayed graph that froze it goes wrong).
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef TEST_RUNTIME_GPU_TINYPLAN_H
-#define TEST_RUNTIME_GPU_TINYPLAN_H
+#ifndef TEST_RUNTIME_TINYPLAN_H
+#define TEST_RUNTIME_TINYPLAN_H
 
 #include "runtime/data/Batch.h"
 #include "runtime/plan/PlanLoader.h"
@@ -19,12 +20,16 @@
 #include <string>
 #include <vector>
 
-namespace graph::runtime::gputest {
+namespace graph::runtime::testplan {
 
 namespace plan = graph::plan;
 
 /// [batch, 1, 1, 2] images, [batch, 2] one-hot labels, w[2] = ones.
-inline std::vector<uint8_t> buildTinyPlan(int replicas, int64_t batch) {
+/// `firstKernel` is the first launch (tests of failures and missing kernels
+/// replace it); `updateKernel` applies g to w with learning_rate 0.1.
+inline std::vector<uint8_t>
+buildTinyPlan(int replicas, int64_t batch, const char *firstKernel = "test.mul",
+              const char *updateKernel = "test.sgd_step") {
   flatbuffers::FlatBufferBuilder b;
   std::vector<int64_t> wShape{2};
   auto initializer = plan::CreateInitializer(b, plan::InitKind::ones);
@@ -77,7 +82,7 @@ inline std::vector<uint8_t> buildTinyPlan(int replicas, int64_t batch) {
     int32_t g = buffer(plan::BufferKind::arena, d, {2}, yBytes + 256);
     arenas.push_back(yBytes + 512);
     timestamp("forward_begin", d);
-    launch("test.mul", d, {x, w}, {y});
+    launch(firstKernel, d, {x, w}, {y});
     launch("test.sum", d, {y}, {loss});
     timestamp("backward_begin", d);
     launch("test.colsum", d, {x}, {g});
@@ -126,7 +131,7 @@ inline std::vector<uint8_t> buildTinyPlan(int replicas, int64_t batch) {
     timestamp("update_begin", d);
     std::vector<flatbuffers::Offset<plan::Attr>> config{plan::CreateAttrDirect(
         b, "learning_rate", plan::AttrKind::float_, 0, 0.1)};
-    launch("test.sgd_step", d, {ws[d], grads[d]}, {ws[d]}, &config);
+    launch(updateKernel, d, {ws[d], grads[d]}, {ws[d]}, &config);
     std::vector<int32_t> in{losses[d]};
     ops.push_back(plan::CreateOpDirect(b, plan::OpKind::output,
                                        plan::StreamKind::compute, d, nullptr,
@@ -164,6 +169,6 @@ inline data::Batch tinyBatch(int64_t rows, int step) {
   return batch;
 }
 
-} // namespace graph::runtime::gputest
+} // namespace graph::runtime::testplan
 
-#endif // TEST_RUNTIME_GPU_TINYPLAN_H
+#endif // TEST_RUNTIME_TINYPLAN_H
