@@ -254,8 +254,12 @@ private:
   /// A new step model at the end of the module, its inputs (those of @m,
   /// then "labels") already in it; `mapping` maps @m's inputs.
   ModelOp startStep(StringRef name, IRMapping &mapping, Value &labels);
-  /// Loss and metrics of `predictions`, in graph.training's order.
-  SmallVector<Value> lossAndMetrics(Value predictions, Value labels);
+  /// Loss and metrics of `predictions`, in graph.training's order, each
+  /// weighted by `weights` when given.
+  SmallVector<Value> lossAndMetrics(Value predictions, Value labels,
+                                    Value weights = Value());
+  /// The runtime's names of lossAndMetrics' values.
+  SmallVector<StringRef> outputNames();
   /// Records one gradient of `value` (of @m); sums them when all are in.
   void contribute(Value value, Value grad);
 
@@ -290,9 +294,10 @@ LogicalResult TrainingStepBuilder::plan() {
   Value predictions = model.getOutputOp().getOutputs()[0];
 
   for (InputOp input : model.getInputOps())
-    if (input.getName() == "labels")
-      return input.emitError("input name 'labels' is taken by the labels "
-                             "input that the training step adds");
+    if (input.getName() == "labels" || input.getName() == "sample_weight")
+      return input.emitError("input name '")
+             << input.getName()
+             << "' is taken by an input that the training step adds";
   for (StringRef name : {"train_step", "eval_step"})
     if (Operation *existing = symbols.lookup(name))
       return existing->emitError("symbol '")
@@ -434,20 +439,28 @@ ModelOp TrainingStepBuilder::startStep(StringRef name, IRMapping &mapping,
 }
 
 SmallVector<Value> TrainingStepBuilder::lossAndMetrics(Value predictions,
-                                                       Value labels) {
+                                                       Value labels,
+                                                       Value weights) {
   Location loc = training.getLoc();
   UnitAttr fromLogits = training.getFromLogitsAttr();
   SmallVector<Value> outputs;
   if (isSparse())
     outputs.push_back(SparseCategoricalCrossentropyOp::create(
-        b, loc, predictions, labels, fromLogits));
+        b, loc, predictions, labels, weights, fromLogits));
   else
-    outputs.push_back(CategoricalCrossentropyOp::create(b, loc, predictions,
-                                                        labels, fromLogits));
+    outputs.push_back(CategoricalCrossentropyOp::create(
+        b, loc, predictions, labels, weights, fromLogits));
   // graph.training's verifier admits only "accuracy".
   for (size_t i = 0; i < training.getMetrics().size(); ++i)
-    outputs.push_back(AccuracyOp::create(b, loc, predictions, labels));
+    outputs.push_back(AccuracyOp::create(b, loc, predictions, labels, weights));
   return outputs;
+}
+
+SmallVector<StringRef> TrainingStepBuilder::outputNames() {
+  SmallVector<StringRef> names{"loss"};
+  for (StringRef metric : training.getMetrics().getAsValueRange<StringAttr>())
+    names.push_back(metric);
+  return names;
 }
 
 void TrainingStepBuilder::contribute(Value value, Value grad) {
@@ -497,7 +510,7 @@ void TrainingStepBuilder::buildTrainStep() {
           mapping.lookup(bn.getMovingVariance()),
           mapping.lookupOrNull(bn.getGamma()),
           mapping.lookupOrNull(bn.getBeta()), bn.getEpsilonAttr(),
-          bn.getMomentumAttr());
+          bn.getMomentumAttr(), bn.getUnbiasedMovingVarianceAttr());
       mapping.map(bn.getOutput(), train.getOutput());
       trainOp[&op] = train;
       statistics.push_back({bn, train});
@@ -535,6 +548,7 @@ void TrainingStepBuilder::buildTrainStep() {
 
   // Updates, in the order backward completed the gradients.
   Attribute optimizer = training.getOptimizer();
+  SmallVector<Value> applied;
   SmallVector<StringRef> slotNames = OptimizerUpdateOp::slotNames(optimizer);
   for (auto [var, grad] : completed) {
     Location varLoc = var.getLoc();
@@ -548,6 +562,7 @@ void TrainingStepBuilder::buildTrainStep() {
     Value param = mapping.lookup(planned.firstRead.lookup(var));
     auto update = OptimizerUpdateOp::create(
         b, varLoc, TypeRange{type}, slotTypes, optimizer, param, grad, slots);
+    applied.push_back(grad);
     AssignVariableOp::create(b, varLoc, var.getSymName(),
                              update.getNewParams()[0]);
     for (auto [slot, value] : llvm::zip(slotNames, update.getNewSlots()))
@@ -563,13 +578,30 @@ void TrainingStepBuilder::buildTrainStep() {
     AssignVariableOp::create(b, bn.getLoc(), variance.getVariableAttr(),
                              train.getNewMovingVariance());
   }
-  OutputOp::create(b, training.getLoc(), outputs);
+  // The norm of the gradients the optimizer applies: one scalar that is
+  // finite exactly when every gradient is, which the runtime's NaN guard
+  // reads instead of every tensor (dist-insert-all-reduce rewires it to the
+  // reduced gradients, as it does the updates).
+  outputs.push_back(GlobalNormOp::create(b, loc, applied));
+  SmallVector<StringRef> names = outputNames();
+  names.push_back("grad_norm");
+  OutputOp::create(b, training.getLoc(), outputs, b.getStrArrayAttr(names));
 }
 
 void TrainingStepBuilder::buildEvalStep() {
   IRMapping mapping;
   Value labels;
   startStep("eval_step", mapping, labels);
+  // Static shapes fix the batch, so the runtime pads the last, partial batch
+  // of the test set and weights its padding rows 0: every example counts
+  // once, as in Keras' evaluate (TPU Keras pads and masks the same way).
+  auto predictionsType =
+      cast<RankedTensorType>(model.getOutputOp().getOutputs()[0].getType());
+  Value weights =
+      InputOp::create(b, training.getLoc(),
+                      RankedTensorType::get({predictionsType.getDimSize(0)},
+                                            predictionsType.getElementType()),
+                      "sample_weight");
   for (Operation &op : model.getBlock().without_terminator()) {
     if (isa<InputOp>(op))
       continue;
@@ -581,7 +613,9 @@ void TrainingStepBuilder::buildEvalStep() {
     b.clone(op, mapping);
   }
   Value predictions = mapping.lookup(model.getOutputOp().getOutputs()[0]);
-  OutputOp::create(b, training.getLoc(), lossAndMetrics(predictions, labels));
+  OutputOp::create(b, training.getLoc(),
+                   lossAndMetrics(predictions, labels, weights),
+                   b.getStrArrayAttr(outputNames()));
 }
 
 LogicalResult TrainingStepBuilder::run() {

@@ -66,6 +66,8 @@ namespace {
 struct CrossEntropy {
   Operation *op = nullptr;
   Value labels;
+  /// The loss's sample_weight (never set on a gradient).
+  Value weights;
   bool fromLogits = false;
   bool sparse = false;
 };
@@ -73,17 +75,21 @@ struct CrossEntropy {
 
 static std::optional<CrossEntropy> matchLoss(Operation *op) {
   if (auto loss = dyn_cast<CategoricalCrossentropyOp>(op))
-    return CrossEntropy{op, loss.getLabels(), loss.getFromLogits(), false};
+    return CrossEntropy{op, loss.getLabels(), loss.getSampleWeight(),
+                        loss.getFromLogits(), false};
   if (auto loss = dyn_cast<SparseCategoricalCrossentropyOp>(op))
-    return CrossEntropy{op, loss.getLabels(), loss.getFromLogits(), true};
+    return CrossEntropy{op, loss.getLabels(), loss.getSampleWeight(),
+                        loss.getFromLogits(), true};
   return std::nullopt;
 }
 
 static std::optional<CrossEntropy> matchLossGrad(Operation *op) {
   if (auto grad = dyn_cast<CategoricalCrossentropyGradOp>(op))
-    return CrossEntropy{op, grad.getLabels(), grad.getFromLogits(), false};
+    return CrossEntropy{op, grad.getLabels(), Value(), grad.getFromLogits(),
+                        false};
   if (auto grad = dyn_cast<SparseCategoricalCrossentropyGradOp>(op))
-    return CrossEntropy{op, grad.getLabels(), grad.getFromLogits(), true};
+    return CrossEntropy{op, grad.getLabels(), Value(), grad.getFromLogits(),
+                        true};
   return std::nullopt;
 }
 
@@ -141,8 +147,9 @@ static bool fuseSoftmaxCrossEntropy(SoftmaxOp softmax) {
   if (lossGrad.has_value() != static_cast<bool>(softmaxGrad))
     return false;
   if (lossGrad) {
+    // The loss gradient is unweighted: a weighted loss's has no fused form.
     if (lossGrad->fromLogits || lossGrad->sparse != loss->sparse ||
-        lossGrad->labels != loss->labels)
+        lossGrad->labels != loss->labels || loss->weights)
       return false;
     Value lossGradValue = lossGrad->op->getResult(0);
     if (!lossGradValue.hasOneUse() ||
@@ -151,26 +158,32 @@ static bool fuseSoftmaxCrossEntropy(SoftmaxOp softmax) {
       return false;
   }
 
-  // The fused op sits at the softmax, or right after the labels when they
-  // are defined later; the probabilities' remaining users must follow it.
+  // The fused op sits at the softmax, or right after the labels (and
+  // weights) when they are defined later; the probabilities' remaining users
+  // must follow it.
   Value labels = loss->labels;
-  Operation *labelsDef = labels.getDefiningOp();
   OpBuilder builder(softmax);
-  if (labelsDef && labelsDef->getBlock() == softmax->getBlock() &&
-      !labelsDef->isBeforeInBlock(softmax)) {
+  Operation *latest = softmax;
+  for (Value operand : {labels, loss->weights}) {
+    Operation *def = operand ? operand.getDefiningOp() : nullptr;
+    if (def && def->getBlock() == softmax->getBlock() &&
+        latest->isBeforeInBlock(def))
+      latest = def;
+  }
+  if (latest != softmax) {
     for (Operation *user : keptUsers)
-      if (!labelsDef->isBeforeInBlock(user))
+      if (!latest->isBeforeInBlock(user))
         return false;
-    builder.setInsertionPointAfter(labelsDef);
+    builder.setInsertionPointAfter(latest);
   }
 
   SmallVector<Operation *> replaced{softmax, loss->op};
   if (lossGrad)
     replaced.append({lossGrad->op, softmaxGrad});
   Value lossValue = loss->op->getResult(0);
-  auto fused = SoftmaxCrossEntropyOp::create(builder, fusedLocation(replaced),
-                                             type, lossValue.getType(), type,
-                                             softmax.getInput(), labels);
+  auto fused = SoftmaxCrossEntropyOp::create(
+      builder, fusedLocation(replaced), type, lossValue.getType(), type,
+      softmax.getInput(), labels, loss->weights);
   lossValue.replaceAllUsesWith(fused.getLoss());
   if (softmaxGrad) {
     softmaxGrad.getInputGrad().replaceAllUsesWith(fused.getLogitsGrad());

@@ -8,13 +8,15 @@
 //   2. greedy buckets of at most `bucket-bytes` in that order;
 //   3. per bucket: one dist.pack per replica right after the bucket's last
 //      producer in that replica, one dist.all_reduce mean after the last
-//      pack, one dist.unpack per replica, and the updates rewired to the
-//      unpacked values;
-//   4. the updates, and what uses them, move after the collectives, because
+//      pack, one dist.unpack per replica, and the updates (and the gradient
+//      norm) rewired to the unpacked values;
+//   4. one more bucket averages the batch norms' new moving statistics, so
+//      that every replica holds their mean (see insertAllReduces);
+//   5. the updates, and what uses them, move after the collectives, because
 //      with replicas laid out one after the other replica 0's update would
 //      otherwise come before the all-reduce that feeds it.
-// Gradients that already come out of a dist.unpack are reduced, which makes
-// the pass idempotent.
+// Gradients that already come out of a dist.unpack, and statistics that
+// already feed a dist.pack, are reduced, which makes the pass idempotent.
 //
 //===----------------------------------------------------------------------===//
 
@@ -162,48 +164,118 @@ struct InsertAllReducePass
     FailureOr<ReplicaGradients> gradients = collectGradients(model, replicas);
     if (failed(gradients))
       return failure();
+    FailureOr<SmallVector<SmallVector<Value>>> statistics =
+        collectStatistics(model, replicas);
+    if (failed(statistics))
+      return failure();
     SmallVector<size_t> order = backwardOrder((*gradients)[0]);
-    if (order.empty())
-      return success();
     SmallVector<SmallVector<size_t>> buckets =
         makeBuckets((*gradients)[0], order);
 
-    // Ops this pass creates: a new op goes after those already placed right
-    // after its anchor, so buckets keep their order in the IR.
-    SmallPtrSet<Operation *, 16> created;
-    auto insertAfter = [&](OpBuilder &builder, Operation *anchor) {
-      while (anchor->getNextNode() && created.contains(anchor->getNextNode()))
-        anchor = anchor->getNextNode();
-      builder.setInsertionPointAfter(anchor);
-    };
-
-    OpBuilder builder(model.getContext());
-    Operation *previousCollective = nullptr;
+    BucketInserter inserter(model.getContext(), replicas);
     for (auto [k, bucket] : llvm::enumerate(buckets)) {
-      SmallVector<Type> types = llvm::map_to_vector(bucket, [&](size_t i) {
-        return (*gradients)[0][i].value().getType();
-      });
+      SmallVector<SmallVector<Value>> values(replicas);
+      for (int64_t r = 0; r < replicas; ++r)
+        for (size_t i : bucket)
+          values[r].push_back((*gradients)[r][i].value());
+      SmallVector<SmallVector<Value>> reduced =
+          inserter.reduce(values, static_cast<int64_t>(k));
+      // The update and the gradient norm take the mean; the pack keeps the
+      // replica's own gradient.
+      for (int64_t r = 0; r < replicas; ++r)
+        for (auto [own, mean] : llvm::zip_equal(values[r], reduced[r]))
+          own.replaceUsesWithIf(mean, [](OpOperand &use) {
+            return isa<OptimizerUpdateOp, GlobalNormOp>(use.getOwner());
+          });
+    }
+
+    // The moving statistics of batch norms: every replica updates its own
+    // from its own rows; averaging the new values each step keeps the
+    // replicas' copies equal to the mean of what they would have drifted
+    // to (the update is linear in the batch statistics), which is what
+    // MirroredStrategy reads from its per-replica copies (ON_READ, MEAN).
+    // One small bucket after the gradients' keeps it off the gradients'
+    // critical path.
+    if (!(*statistics)[0].empty()) {
+      SmallVector<SmallVector<Value>> reduced =
+          inserter.reduce(*statistics, static_cast<int64_t>(buckets.size()));
+      Operation *terminator = model.getBlock().getTerminator();
+      for (int64_t r = 0; r < replicas; ++r)
+        for (auto [stat, mean] : llvm::zip_equal((*statistics)[r], reduced[r]))
+          for (OpOperand &use : llvm::make_early_inc_range(stat.getUses()))
+            if (auto assign = dyn_cast<AssignVariableOp>(use.getOwner())) {
+              use.set(mean);
+              assign->moveBefore(terminator);
+            }
+    }
+
+    moveUpdatesAfterCollectives(model);
+    return success();
+  }
+
+  /// Every replica's new moving statistics (batch_norm_train's
+  /// new_moving_mean and new_moving_variance that are assigned to their
+  /// variables), in block order, checked to mirror replica 0's. Statistics
+  /// that already feed a dist.pack are reduced: the pass stays idempotent.
+  static FailureOr<SmallVector<SmallVector<Value>>>
+  collectStatistics(ModelOp model, int64_t replicas) {
+    SmallVector<SmallVector<Value>> statistics(replicas);
+    for (auto bn : model.getBlock().getOps<BatchNormTrainOp>()) {
+      std::optional<int64_t> replica = dist::getReplica(bn);
+      if (!replica || *replica < 0 || *replica >= replicas)
+        return bn.emitOpError("must be placed on one of the ")
+               << replicas << " replicas (dist.device)";
+      for (Value stat : {bn.getNewMovingMean(), bn.getNewMovingVariance()}) {
+        bool assigned =
+            llvm::any_of(stat.getUsers(), llvm::IsaPred<AssignVariableOp>);
+        bool packed =
+            llvm::any_of(stat.getUsers(), llvm::IsaPred<dist::PackOp>);
+        if (assigned && !packed)
+          statistics[*replica].push_back(stat);
+      }
+    }
+    for (int64_t r = 1; r < replicas; ++r) {
+      bool same = statistics[r].size() == statistics[0].size();
+      for (size_t i = 0; same && i < statistics[r].size(); ++i)
+        same = statistics[r][i].getType() == statistics[0][i].getType();
+      if (!same)
+        return model.emitOpError("replica ")
+               << r << "'s batch-norm statistics do not mirror replica 0's";
+    }
+    return statistics;
+  }
+
+  /// Inserts all-reduces: per bucket, one dist.pack per replica right after
+  /// the bucket's last value there, one dist.all_reduce mean after the last
+  /// pack and after the previous bucket's collective (so every replica
+  /// meets the collectives in one order), and one dist.unpack per replica.
+  class BucketInserter {
+  public:
+    BucketInserter(MLIRContext *context, int64_t replicas)
+        : builder(context), replicas(replicas) {}
+
+    /// Reduces `values` ([replica][i], same types across replicas) as
+    /// bucket `index`; returns the means, [replica][i].
+    SmallVector<SmallVector<Value>> reduce(ArrayRef<SmallVector<Value>> values,
+                                           int64_t index) {
+      SmallVector<Type> types =
+          llvm::map_to_vector(values[0], [](Value v) { return v.getType(); });
       int64_t elements = 0;
       for (Type type : types)
         elements += cast<RankedTensorType>(type).getNumElements();
       auto bucketType = RankedTensorType::get(
           {elements}, cast<RankedTensorType>(types.front()).getElementType());
 
-      // One pack per replica, right after the bucket's last gradient there.
       SmallVector<Value> packed;
       Operation *lastPack = nullptr;
       for (int64_t r = 0; r < replicas; ++r) {
-        SmallVector<Value> values;
         Operation *last = nullptr;
-        for (size_t i : bucket) {
-          Value value = (*gradients)[r][i].value();
-          values.push_back(value);
+        for (Value value : values[r])
           if (!last || isBefore(last, producer(value)))
             last = producer(value);
-        }
-        insertAfter(builder, last);
-        auto pack =
-            dist::PackOp::create(builder, last->getLoc(), bucketType, values);
+        insertAfter(last);
+        auto pack = dist::PackOp::create(builder, last->getLoc(), bucketType,
+                                         values[r]);
         dist::setReplica(pack, r);
         created.insert(pack);
         packed.push_back(pack.getBucket());
@@ -211,38 +283,46 @@ struct InsertAllReducePass
           lastPack = pack;
       }
 
-      // The all-reduce after every pack, and after the previous bucket's, so
-      // every replica meets the collectives in one order.
       Operation *anchor = lastPack;
       if (previousCollective && isBefore(anchor, previousCollective))
         anchor = previousCollective;
-      insertAfter(builder, anchor);
-      auto allReduce = dist::AllReduceOp::create(builder, lastPack->getLoc(),
-                                                 dist::ReduceKind::mean, packed,
-                                                 static_cast<int64_t>(k));
+      insertAfter(anchor);
+      auto allReduce = dist::AllReduceOp::create(
+          builder, lastPack->getLoc(), dist::ReduceKind::mean, packed, index);
       created.insert(allReduce);
 
       builder.setInsertionPointAfter(allReduce);
+      SmallVector<SmallVector<Value>> reduced;
       for (int64_t r = 0; r < replicas; ++r) {
         auto unpack = dist::UnpackOp::create(builder, allReduce.getLoc(), types,
                                              allReduce.getOutputs()[r]);
         dist::setReplica(unpack, r);
         created.insert(unpack);
         previousCollective = unpack;
-        for (auto [i, reduced] : llvm::zip_equal(bucket, unpack.getOutputs())) {
-          Gradient &gradient = (*gradients)[r][i];
-          gradient.update.getGradsMutable()[gradient.index].set(reduced);
-        }
+        reduced.push_back(SmallVector<Value>(unpack.getOutputs()));
       }
+      return reduced;
     }
 
-    moveUpdatesAfterCollectives(model);
-    return success();
-  }
+  private:
+    /// A new op goes after those this inserter already placed right after
+    /// its anchor, so buckets keep their order in the IR.
+    void insertAfter(Operation *anchor) {
+      while (anchor->getNextNode() && created.contains(anchor->getNextNode()))
+        anchor = anchor->getNextNode();
+      builder.setInsertionPointAfter(anchor);
+    }
 
-  /// Moves every optimizer_update, and everything that uses it, to the end
-  /// of the block, keeping their order: each replica's update now waits for
-  /// the all-reduces, which follow the last replica's backward.
+    OpBuilder builder;
+    int64_t replicas;
+    SmallPtrSet<Operation *, 16> created;
+    Operation *previousCollective = nullptr;
+  };
+
+  /// Moves every optimizer_update and gradient norm, and everything that
+  /// uses them, to the end of the block, keeping their order: each
+  /// replica's update now waits for the all-reduces, which follow the last
+  /// replica's backward.
   static void moveUpdatesAfterCollectives(ModelOp model) {
     Block &block = model.getBlock();
     SetVector<Operation *> moving;
@@ -250,7 +330,7 @@ struct InsertAllReducePass
       bool usesMoving = llvm::any_of(op.getOperands(), [&](Value v) {
         return v.getDefiningOp() && moving.contains(v.getDefiningOp());
       });
-      if (isa<OptimizerUpdateOp>(op) || usesMoving)
+      if (isa<OptimizerUpdateOp, GlobalNormOp>(op) || usesMoving)
         moving.insert(&op);
     }
     Operation *terminator = block.getTerminator();

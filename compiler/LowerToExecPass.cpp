@@ -110,6 +110,19 @@ static SmallVector<NamedAttribute> kernelAttributes(Operation *op) {
       continue;
     attrs.emplace_back(attr.getName(), configValue(attr.getValue()));
   }
+  // A batch norm's gamma and beta are both optional: with four inputs the
+  // kernel could not tell which one it has (Keras center without scale).
+  auto scaleAndShift = [&](Value gamma, Value beta) {
+    Builder b(op->getContext());
+    attrs.emplace_back(b.getStringAttr("has_gamma"),
+                       b.getI64IntegerAttr(gamma != nullptr));
+    attrs.emplace_back(b.getStringAttr("has_beta"),
+                       b.getI64IntegerAttr(beta != nullptr));
+  };
+  if (auto bn = dyn_cast<graph::BatchNormOp>(op))
+    scaleAndShift(bn.getGamma(), bn.getBeta());
+  if (auto bn = dyn_cast<graph::BatchNormTrainOp>(op))
+    scaleAndShift(bn.getGamma(), bn.getBeta());
   return attrs;
 }
 
@@ -533,7 +546,12 @@ LogicalResult StepLowering::lowerOutput(graph::OutputOp output) {
                          stream(exec::StreamKind::compute, device), source,
                          target);
   }
-  size_t perReplica = outputNames.size();
+  // The step names its values; older IR gets the training config's names.
+  SmallVector<std::string> names(outputNames);
+  if (std::optional<ArrayAttr> named = output.getNames())
+    names = llvm::map_to_vector(named->getAsValueRange<StringAttr>(),
+                                [](StringRef n) { return n.str(); });
+  size_t perReplica = names.size();
   if (output.getOutputs().size() != perReplica * replicas)
     return output.emitOpError("returns ")
            << output.getOutputs().size() << " values; expected " << perReplica
@@ -542,8 +560,8 @@ LogicalResult StepLowering::lowerOutput(graph::OutputOp output) {
   for (auto [i, value] : llvm::enumerate(output.getOutputs())) {
     Value buffer = buffers.lookup(value);
     int64_t replica = exec::getBufferDevice(buffer).value_or(i / perReplica);
-    exec::OutputOp::create(builder, output.getLoc(),
-                           outputNames[i % perReplica], replica, buffer);
+    exec::OutputOp::create(builder, output.getLoc(), names[i % perReplica],
+                           replica, buffer);
   }
   return success();
 }

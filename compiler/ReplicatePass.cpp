@@ -241,7 +241,8 @@ struct ReplicatePass : graphc::impl::ReplicateBase<ReplicatePass> {
     }
     // The output gathers every replica's values, so it stays unplaced, as
     // the collectives do.
-    auto replicated = OutputOp::create(builder, output.getLoc(), outputs);
+    auto replicated = OutputOp::create(builder, output.getLoc(), outputs,
+                                       output.getNamesAttr());
     replicated->setDiscardableAttrs(output->getDiscardableAttrDictionary());
     output.erase();
     for (Operation *op : llvm::reverse(originals))

@@ -109,6 +109,15 @@ SmallVector<InputOp> ModelOp::getInputOps() {
   return llvm::to_vector(getBlock().getOps<InputOp>());
 }
 
+LogicalResult OutputOp::verify() {
+  std::optional<ArrayAttr> names = getNames();
+  if (names && (names->empty() || getOutputs().size() % names->size() != 0))
+    return emitOpError("names ")
+           << names->size() << " values per replica, but returns "
+           << getOutputs().size();
+  return success();
+}
+
 LogicalResult ModelOp::verify() {
   Block &block = getBlock();
   if (block.getNumArguments() != 0)
@@ -486,7 +495,7 @@ LogicalResult BatchNormOp::inferReturnTypes(MLIRContext *,
 /// indices [B] (integer) and yields the scalar result type.
 static LogicalResult inferClassification(std::optional<Location> loc,
                                          Value predictionsValue,
-                                         Value labelsValue,
+                                         Value labelsValue, Value weightsValue,
                                          std::optional<bool> sparse,
                                          SmallVectorImpl<Type> &results) {
   auto predictions = rankedOperand(loc, predictionsValue, "predictions", 2,
@@ -520,6 +529,17 @@ static LogicalResult inferClassification(std::optional<Location> loc,
     return emitOptionalError(loc, "labels batch (", labels->getDimSize(0),
                              ") differs from predictions batch (",
                              predictions->getDimSize(0), ")");
+  if (weightsValue) {
+    auto weights =
+        rankedOperand(loc, weightsValue, "sample_weight", 1, "[batch]");
+    if (failed(weights))
+      return failure();
+    if (weights->getDimSize(0) != predictions->getDimSize(0))
+      return emitOptionalError(loc, "sample_weight batch (",
+                               weights->getDimSize(0),
+                               ") differs from predictions batch (",
+                               predictions->getDimSize(0), ")");
+  }
   results.push_back(RankedTensorType::get({}, predictions->getElementType()));
   return success();
 }
@@ -528,14 +548,16 @@ LogicalResult CategoricalCrossentropyOp::inferReturnTypes(
     MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
     SmallVectorImpl<Type> &results) {
   return inferClassification(loc, adaptor.getPredictions(), adaptor.getLabels(),
-                             /*sparse=*/false, results);
+                             adaptor.getSampleWeight(), /*sparse=*/false,
+                             results);
 }
 
 LogicalResult SparseCategoricalCrossentropyOp::inferReturnTypes(
     MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
     SmallVectorImpl<Type> &results) {
   return inferClassification(loc, adaptor.getPredictions(), adaptor.getLabels(),
-                             /*sparse=*/true, results);
+                             adaptor.getSampleWeight(), /*sparse=*/true,
+                             results);
 }
 
 LogicalResult AccuracyOp::inferReturnTypes(MLIRContext *,
@@ -543,7 +565,25 @@ LogicalResult AccuracyOp::inferReturnTypes(MLIRContext *,
                                            Adaptor adaptor,
                                            SmallVectorImpl<Type> &results) {
   return inferClassification(loc, adaptor.getPredictions(), adaptor.getLabels(),
-                             std::nullopt, results);
+                             adaptor.getSampleWeight(), std::nullopt, results);
+}
+
+LogicalResult GlobalNormOp::inferReturnTypes(MLIRContext *,
+                                             std::optional<Location> loc,
+                                             Adaptor adaptor,
+                                             SmallVectorImpl<Type> &results) {
+  if (adaptor.getInputs().empty())
+    return emitOptionalError(loc, "needs at least one operand");
+  Type element;
+  for (auto [i, input] : llvm::enumerate(adaptor.getInputs())) {
+    Type mine = cast<ShapedType>(input.getType()).getElementType();
+    if (element && mine != element)
+      return emitOptionalError(loc, "operand #", i, " has element type ", mine,
+                               ", operand #0 has ", element);
+    element = mine;
+  }
+  results.push_back(RankedTensorType::get({}, element));
+  return success();
 }
 
 //===----------------------------------------------------------------------===//
@@ -732,7 +772,7 @@ template <typename LossGradOp>
 static LogicalResult verifyLossGrad(LossGradOp op, bool sparse) {
   SmallVector<Type> scalar;
   if (failed(inferClassification(op.getLoc(), op.getPredictions(),
-                                 op.getLabels(), sparse, scalar)))
+                                 op.getLabels(), Value(), sparse, scalar)))
     return failure();
   return expectType(op, op.getPredictionsGrad().getType(),
                     op.getPredictions().getType(), "predictions_grad");
@@ -855,7 +895,7 @@ LogicalResult FusedDenseOp::verify() {
 LogicalResult SoftmaxCrossEntropyOp::verify() {
   SmallVector<Type> scalar;
   if (failed(inferClassification(getLoc(), getLogits(), getLabels(),
-                                 std::nullopt, scalar)))
+                                 getSampleWeight(), std::nullopt, scalar)))
     return failure();
   Type logits = getLogits().getType();
   if (failed(expectType(*this, getProbabilities().getType(), logits,

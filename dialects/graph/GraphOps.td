@@ -114,8 +114,16 @@ def Graph_InputOp : Graph_Op<"input", [HasParent<"ModelOp">]> {
 
 def Graph_OutputOp : Graph_Op<"output", [Terminator, HasParent<"ModelOp">, Pure]> {
   let summary = "the values a model returns";
-  let arguments = (ins Variadic<Graph_AnyTensor>:$outputs);
+  let description = [{
+    In a training or evaluation step, `names` names each value as the
+    runtime reports it ("loss", "accuracy", "grad_norm"). A replicated step
+    returns every replica's values, replica after replica, under the same
+    names: the value count is then a multiple of the name count.
+  }];
+  let arguments = (ins Variadic<Graph_AnyTensor>:$outputs,
+                       OptionalAttr<StrArrayAttr>:$names);
   let assemblyFormat = "attr-dict ($outputs^ `:` type($outputs))?";
+  let hasVerifier = 1;
 }
 
 def Graph_TrainingOp : Graph_Op<"training", [HasParent<"::mlir::ModuleOp">,
@@ -287,6 +295,10 @@ def Graph_BatchNormOp : Graph_Op<"batch_norm", [Pure, AttrSizedOperandSegments,
     moving mean and variance (`moving = moving * momentum + batch * (1 -
     momentum)`); in evaluation, normalises with the moving statistics.
     `gamma` and `beta` are absent when Keras' `scale` or `center` is false.
+    The batch variance that updates the moving variance is the biased one
+    (Keras 3's `ops.moments`), or with `unbiased_moving_variance` the
+    unbiased one (`n / (n - 1)` times it), as tf.keras 2's fused kernel
+    does for 4-D inputs: the importer sets it from the Keras version.
   }];
   let arguments = (ins Graph_FloatTensor:$input,
                        Graph_FloatTensor:$moving_mean,
@@ -294,7 +306,8 @@ def Graph_BatchNormOp : Graph_Op<"batch_norm", [Pure, AttrSizedOperandSegments,
                        Optional<Graph_FloatTensor>:$gamma,
                        Optional<Graph_FloatTensor>:$beta,
                        DefaultValuedAttr<F64Attr, "1.0e-3">:$epsilon,
-                       DefaultValuedAttr<F64Attr, "0.99">:$momentum);
+                       DefaultValuedAttr<F64Attr, "0.99">:$momentum,
+                       UnitAttr:$unbiased_moving_variance);
   let results = (outs Graph_FloatTensor:$output);
   let assemblyFormat = [{
     $input `,` $moving_mean `,` $moving_variance
@@ -310,12 +323,21 @@ def Graph_BatchNormOp : Graph_Op<"batch_norm", [Pure, AttrSizedOperandSegments,
 class Graph_LossOp<string mnemonic, string what>
     : Graph_Op<mnemonic, [Pure, InferTypeOpAdaptor]> {
   let summary = what # ", mean over the batch";
+  let description = [{
+    With `sample_weight` (`[batch]`, float) the result is the weighted sum
+    over the batch divided by the batch size, Keras' `sum_over_batch_size`
+    reduction: the evaluation step weights the padding rows of a last,
+    partial batch with 0, so every example counts once.
+  }];
   let arguments = (ins Graph_FloatTensor:$predictions, Graph_AnyTensor:$labels,
+                       Optional<Graph_FloatTensor>:$sample_weight,
                        UnitAttr:$from_logits);
   let results = (outs Graph_Scalar:$loss);
   let assemblyFormat = [{
-    $predictions `,` $labels (`from_logits` $from_logits^)? attr-dict
-    `:` type($predictions) `,` type($labels) `->` type($loss)
+    $predictions `,` $labels (`weights` $sample_weight^)?
+    (`from_logits` $from_logits^)? attr-dict
+    `:` type($predictions) `,` type($labels) (`,` type($sample_weight)^)?
+    `->` type($loss)
   }];
 }
 
@@ -330,12 +352,16 @@ def Graph_AccuracyOp : Graph_Op<"accuracy", [Pure, InferTypeOpAdaptor]> {
   let summary = "fraction of the batch whose arg-max matches the label";
   let description = [{
     Labels are one-hot (`[B, C]`, float) or class indices (`[B]`, integer),
-    as Keras' `accuracy` resolves to categorical or sparse accuracy.
+    as Keras' `accuracy` resolves to categorical or sparse accuracy. With
+    `sample_weight` a row counts with its weight (still divided by B), as
+    the losses do.
   }];
-  let arguments = (ins Graph_FloatTensor:$predictions, Graph_AnyTensor:$labels);
+  let arguments = (ins Graph_FloatTensor:$predictions, Graph_AnyTensor:$labels,
+                       Optional<Graph_FloatTensor>:$sample_weight);
   let results = (outs Graph_Scalar:$accuracy);
   let assemblyFormat = [{
-    $predictions `,` $labels attr-dict `:` type($predictions) `,` type($labels)
+    $predictions `,` $labels (`weights` $sample_weight^)? attr-dict
+    `:` type($predictions) `,` type($labels) (`,` type($sample_weight)^)?
     `->` type($accuracy)
   }];
 }
@@ -480,16 +506,18 @@ def Graph_BatchNormTrainOp : Graph_Op<"batch_norm_train", [Pure,
   let description = [{
     Normalises with the batch mean and (biased) variance over every axis but
     the last, and returns the updated moving statistics
-    (`moving * momentum + batch * (1 - momentum)`, with the unbiased batch
-    variance as Keras uses) plus the batch mean and 1/sqrt(var + epsilon)
-    that the gradient needs.
+    (`moving * momentum + batch * (1 - momentum)`, with the biased batch
+    variance, or the unbiased one under `unbiased_moving_variance`: see
+    batch_norm) plus the batch mean and 1/sqrt(var + epsilon) that the
+    gradient needs.
   }];
   let arguments = (ins Graph_FloatTensor:$input,
                        Graph_FloatTensor:$moving_mean,
                        Graph_FloatTensor:$moving_variance,
                        Optional<Graph_FloatTensor>:$gamma,
                        Optional<Graph_FloatTensor>:$beta,
-                       F64Attr:$epsilon, F64Attr:$momentum);
+                       F64Attr:$epsilon, F64Attr:$momentum,
+                       UnitAttr:$unbiased_moving_variance);
   let results = (outs Graph_FloatTensor:$output,
                       Graph_FloatTensor:$batch_mean,
                       Graph_FloatTensor:$batch_inv_std,
@@ -586,6 +614,22 @@ def Graph_OptimizerUpdateOp : Graph_Op<"optimizer_update", [Pure,
   }];
 }
 
+def Graph_GlobalNormOp : Graph_Op<"global_norm", [Pure, InferTypeOpAdaptor]> {
+  let summary = "the L2 norm of all its operands taken as one vector";
+  let description = [{
+    `sqrt(sum over every operand and element of x^2)`, Keras'
+    `global_norm`. The training step computes it over the gradients the
+    optimizer applies (after the all-reduce) and returns it as
+    `grad_norm`: one finite scalar per step tells the runtime that the loss
+    and every gradient are finite, without reading a single tensor back.
+  }];
+  let arguments = (ins Variadic<Graph_FloatTensor>:$inputs);
+  let results = (outs Graph_Scalar:$norm);
+  let assemblyFormat = [{
+    $inputs attr-dict `:` type($inputs) `->` type($norm)
+  }];
+}
+
 def Graph_AssignVariableOp : Graph_Op<"assign_variable", [
     DeclareOpInterfaceMethods<SymbolUserOpInterface>,
     MemoryEffects<[MemWrite]>]> {
@@ -643,13 +687,17 @@ def Graph_SoftmaxCrossEntropyOp : Graph_Op<"softmax_cross_entropy", [Pure]> {
     From logits [B, C] and one-hot [B, C] (float) or class-index [B]
     (integer) labels: the probabilities, the batch-mean loss, and the
     gradient of that loss with respect to the logits ((p - y) / B). What
-    Keras computes for a softmax output trained with cross-entropy.
+    Keras computes for a softmax output trained with cross-entropy. With
+    `sample_weight` [B], row i's loss and gradient are scaled by w_i (the
+    losses' weighted mean).
   }];
-  let arguments = (ins Graph_FloatTensor:$logits, Graph_AnyTensor:$labels);
+  let arguments = (ins Graph_FloatTensor:$logits, Graph_AnyTensor:$labels,
+                       Optional<Graph_FloatTensor>:$sample_weight);
   let results = (outs Graph_FloatTensor:$probabilities, Graph_Scalar:$loss,
                       Graph_FloatTensor:$logits_grad);
   let assemblyFormat = [{
-    $logits `,` $labels attr-dict `:` type($logits) `,` type($labels)
+    $logits `,` $labels (`weights` $sample_weight^)? attr-dict
+    `:` type($logits) `,` type($labels) (`,` type($sample_weight)^)?
     `->` type($probabilities) `,` type($loss) `,` type($logits_grad)
   }];
   let hasVerifier = 1;

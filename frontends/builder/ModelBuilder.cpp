@@ -512,9 +512,11 @@ Layer ModelBuilder::BatchNormalization(BatchNormalizationOptions o) {
                                        o.moving_variance_initializer, false);
         if (!mean || !variance)
           return Tensor();
+        size_t rank = in[0].shape().size();
+        bool unbiased = o.tf2_fused && (rank == 4 || rank == 5);
         return Tensor(emit.inferred<BatchNormOp>(
             in[0].getValue(), mean, variance, gamma, beta,
-            llvm::APFloat(o.epsilon), llvm::APFloat(o.momentum)));
+            llvm::APFloat(o.epsilon), llvm::APFloat(o.momentum), unbiased));
       });
 }
 
@@ -569,7 +571,7 @@ OwningOpRef<ModuleOp> ModelBuilder::finish(llvm::ArrayRef<Tensor> outputs,
   SmallVector<Value> values;
   for (Tensor t : outputs)
     values.push_back(t.getValue());
-  OutputOp::create(builder, baseLoc, values);
+  OutputOp::create(builder, baseLoc, values, /*names=*/ArrayAttr());
 
   if (training) {
     builder.setInsertionPointToEnd(module->getBody());

@@ -147,6 +147,11 @@ struct BatchNormalizationOptions : LayerOptions {
   Initializer gamma_initializer = Initializer::of(InitKind::ones);
   Initializer moving_mean_initializer = Initializer::of(InitKind::zeros);
   Initializer moving_variance_initializer = Initializer::of(InitKind::ones);
+  /// tf.keras 2's fused kernel (4-D and 5-D inputs, unless `fused` is
+  /// false) updates the moving variance with the unbiased batch variance;
+  /// Keras 3, and tf.keras 2 on other ranks, with the biased one. The
+  /// importer sets this for models tf.keras 2 wrote.
+  bool tf2_fused = false;
 };
 
 struct ConcatenateOptions : LayerOptions {

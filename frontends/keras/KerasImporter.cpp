@@ -103,7 +103,7 @@ private:
   std::unique_ptr<ModelBuilder> model;
   std::vector<LayerEntry> layers;
   llvm::StringMap<size_t> layerIndex;
-  bool modelTrainable = true;
+  ModelTraits traits;
 };
 
 //===----------------------------------------------------------------------===//
@@ -147,7 +147,7 @@ LogicalResult ModelImporter::readLayer(const json::Value &value, size_t index,
   // layer's arguments.
   ConfigReader reader(doc, value, *object, "", layerSink(entry));
   ConfigReader configReader(doc, *configValue, *config, "", layerSink(entry));
-  if (failed(createLayer(*model, entry, configReader, modelTrainable)))
+  if (failed(createLayer(*model, entry, configReader, traits)))
     return failure();
   if (functional && failed(readNodes(entry, reader)))
     return failure();
@@ -527,8 +527,12 @@ mlir::OwningOpRef<mlir::ModuleOp> ModelImporter::import() {
     return nullptr;
   std::string name = functional ? "functional" : "sequential";
   if (failed(modelConfig->readString("name", name)) ||
-      failed(modelConfig->readBool("trainable", modelTrainable)))
+      failed(modelConfig->readBool("trainable", traits.trainable)))
     return nullptr;
+  // tf.keras 2's to_json writes its version; Keras 3's writes none.
+  if (const json::Value *version = rootObject->get("keras_version"))
+    if (std::optional<llvm::StringRef> text = version->getAsString())
+      traits.tfKeras2 = text->starts_with("2.");
   const json::Value *layersValue = modelConfig->getSet("layers");
   if (!layersValue) {
     (void)modelConfig->missing("layers");

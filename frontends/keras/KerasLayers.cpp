@@ -261,7 +261,8 @@ LogicalResult readInputShape(ConfigReader &config,
 }
 
 LogicalResult createLayer(builder::ModelBuilder &model, LayerEntry &entry,
-                          ConfigReader &c, bool modelTrainable) {
+                          ConfigReader &c, const ModelTraits &traits) {
+  bool modelTrainable = traits.trainable;
   llvm::StringRef cls = entry.className;
   auto regularizersAndConstraints =
       [&](llvm::ArrayRef<llvm::StringRef> prefixes) {
@@ -471,11 +472,20 @@ LogicalResult createLayer(builder::ModelBuilder &model, LayerEntry &entry,
         return c.unsupportedValue("axis", "expected one axis, the last");
       axis = *value;
     }
-    // Renormalization settings only matter when renorm is on; fused picks a
-    // kernel, not a result.
-    for (llvm::StringRef ignored :
-         {"renorm_clipping", "renorm_momentum", "fused"})
+    // Renormalization settings only matter when renorm is on.
+    for (llvm::StringRef ignored : {"renorm_clipping", "renorm_momentum"})
       c.ignore(ignored);
+    // tf.keras 2 picks its fused kernel unless `fused` is false, and that
+    // kernel's moving variance takes the unbiased batch variance.
+    bool fused = true;
+    if (const json::Value *field = c.getSet("fused")) {
+      if (std::optional<bool> value = field->getAsBoolean())
+        fused = *value;
+      else
+        return c.unsupportedValue("fused", "expected true, false or null");
+    }
+    c.ignore("fused");
+    o.tf2_fused = traits.tfKeras2 && fused;
     if (failed(c.readDouble("momentum", o.momentum)) ||
         failed(c.readDouble("epsilon", o.epsilon)) ||
         failed(c.readBool("center", o.center)) ||

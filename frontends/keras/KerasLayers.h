@@ -49,11 +49,20 @@ struct LayerEntry {
   std::vector<builder::Tensor> outputs;
 };
 
+/// What the whole model says about how to read its layers.
+struct ModelTraits {
+  /// The model's own `trainable`: false freezes every layer.
+  bool trainable = true;
+  /// Written by tf.keras 2 (its JSON has `keras_version` 2.x): some layers
+  /// compute differently there than in Keras 3 (BatchNormalization).
+  bool tfKeras2 = false;
+};
+
 /// Reads the config of `entry` (through `config`) and sets its builder layer
-/// or, for an InputLayer, its input shape. `modelTrainable` false freezes
-/// every layer.
+/// or, for an InputLayer, its input shape.
 mlir::LogicalResult createLayer(builder::ModelBuilder &model, LayerEntry &entry,
-                                ConfigReader &config, bool modelTrainable);
+                                ConfigReader &config,
+                                const ModelTraits &traits);
 
 /// An input shape from the batch shape in field `key` ([batch, dims...]);
 /// `shape` stays empty if the field is unset.

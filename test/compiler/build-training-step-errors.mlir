@@ -59,8 +59,20 @@ graph.training @m loss = categorical_crossentropy optimizer = #graph.sgd<learnin
 
 graph.variable @"dense/kernel" : tensor<3x2xf32> = #graph.init<glorot_uniform>
 graph.model @m {
-  // expected-error@+1 {{input name 'labels' is taken by the labels input that the training step adds}}
+  // expected-error@+1 {{input name 'labels' is taken by an input that the training step adds}}
   %x = graph.input "labels" : tensor<4x3xf32>
+  %k = graph.read_variable @"dense/kernel" : tensor<3x2xf32>
+  %0 = graph.dense %x, %k : (tensor<4x3xf32>, tensor<3x2xf32>) -> tensor<4x2xf32>
+  graph.output %0 : tensor<4x2xf32>
+}
+graph.training @m loss = categorical_crossentropy optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.0, nesterov = false> metrics = [] global_batch_size = 4
+
+// -----
+
+graph.variable @"dense/kernel" : tensor<3x2xf32> = #graph.init<glorot_uniform>
+graph.model @m {
+  // expected-error@+1 {{input name 'sample_weight' is taken by an input that the training step adds}}
+  %x = graph.input "sample_weight" : tensor<4x3xf32>
   %k = graph.read_variable @"dense/kernel" : tensor<3x2xf32>
   %0 = graph.dense %x, %k : (tensor<4x3xf32>, tensor<3x2xf32>) -> tensor<4x2xf32>
   graph.output %0 : tensor<4x2xf32>

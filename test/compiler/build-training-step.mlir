@@ -19,6 +19,9 @@
 // CHECK-NEXT: graph.variable @"dense_1/bias" : tensor<2xf32> = #graph.init<zeros>
 // CHECK-NEXT: graph.variable @"dense_1/bias/m" : tensor<2xf32> = #graph.init<zeros> {trainable = false}
 // CHECK-NEXT: graph.variable @"dense_1/bias/v" : tensor<2xf32> = #graph.init<zeros> {trainable = false}
+// The evaluation step weights every row (the runtime pads a last, partial
+// batch with rows of weight 0); the training step returns the norm of the
+// gradients it applies, in backward order, as grad_norm.
 // CHECK-NEXT: graph.model @m {
 // CHECK-NEXT: graph.input "input_layer" : tensor<4x3xf32>
 // CHECK-NEXT: graph.read_variable @"dense/kernel"
@@ -81,11 +84,13 @@
 // CHECK-NEXT: graph.assign_variable @"dense/kernel", %[[P]] : tensor<3x2xf32>
 // CHECK-NEXT: graph.assign_variable @"dense/kernel/m", %[[S]]#0 : tensor<3x2xf32>
 // CHECK-NEXT: graph.assign_variable @"dense/kernel/v", %[[S]]#1 : tensor<3x2xf32>
-// CHECK-NEXT: graph.output %[[LOSS]], %[[ACC]] : tensor<f32>, tensor<f32>
+// CHECK-NEXT: %[[NORM:.*]] = graph.global_norm %[[DB1]], %[[DK1]], %[[DB0]], %[[DK0]] : tensor<2xf32>, tensor<2x2xf32>, tensor<2xf32>, tensor<3x2xf32> -> tensor<f32>
+// CHECK-NEXT: graph.output {names = ["loss", "accuracy", "grad_norm"]} %[[LOSS]], %[[ACC]], %[[NORM]] : tensor<f32>, tensor<f32>, tensor<f32>
 // CHECK-NEXT: }
 // CHECK-NEXT: graph.model @eval_step {
 // CHECK-NEXT: %[[X:.*]] = graph.input "input_layer" : tensor<4x3xf32>
 // CHECK-NEXT: %[[LABELS:.*]] = graph.input "labels" : tensor<4x2xf32>
+// CHECK-NEXT: %[[W:.*]] = graph.input "sample_weight" : tensor<4xf32>
 // CHECK-NEXT: graph.read_variable @"dense/kernel"
 // CHECK-NEXT: graph.dense %[[X]]
 // CHECK-NEXT: graph.read_variable @"dense/bias"
@@ -96,9 +101,9 @@
 // CHECK-NEXT: graph.read_variable @"dense_1/bias"
 // CHECK-NEXT: graph.bias_add
 // CHECK-NEXT: %[[Y5:.*]] = graph.softmax
-// CHECK-NEXT: %[[LOSS:.*]] = graph.categorical_crossentropy %[[Y5]], %[[LABELS]] : tensor<4x2xf32>, tensor<4x2xf32> -> tensor<f32>
-// CHECK-NEXT: %[[ACC:.*]] = graph.accuracy %[[Y5]], %[[LABELS]] : tensor<4x2xf32>, tensor<4x2xf32> -> tensor<f32>
-// CHECK-NEXT: graph.output %[[LOSS]], %[[ACC]] : tensor<f32>, tensor<f32>
+// CHECK-NEXT: %[[LOSS:.*]] = graph.categorical_crossentropy %[[Y5]], %[[LABELS]] weights %[[W]] : tensor<4x2xf32>, tensor<4x2xf32>, tensor<4xf32> -> tensor<f32>
+// CHECK-NEXT: %[[ACC:.*]] = graph.accuracy %[[Y5]], %[[LABELS]] weights %[[W]] : tensor<4x2xf32>, tensor<4x2xf32>, tensor<4xf32> -> tensor<f32>
+// CHECK-NEXT: graph.output {names = ["loss", "accuracy"]} %[[LOSS]], %[[ACC]] : tensor<f32>, tensor<f32>
 // CHECK-NEXT: }
 // CHECK-NEXT: }
 graph.variable @"dense/kernel" : tensor<3x2xf32> = #graph.init<glorot_uniform>
@@ -143,6 +148,7 @@ graph.training @m loss = categorical_crossentropy optimizer = #graph.adam<learni
 // CHECK-NEXT: %[[P:[a-z_0-9]+]], %[[NS:[a-z_0-9]+]] = graph.optimizer_update #graph.sgd<{{.*}}> params(%{{.*}} : tensor<3x2xf32>) grads(%[[DK]] : tensor<3x2xf32>) slots(%[[MK]] : tensor<3x2xf32>)
 // CHECK-NEXT: graph.assign_variable @"nesterov/kernel", %[[P]] : tensor<3x2xf32>
 // CHECK-NEXT: graph.assign_variable @"nesterov/kernel/momentum", %[[NS]] : tensor<3x2xf32>
+// CHECK-NEXT: graph.global_norm
 // CHECK-NEXT: graph.output
 graph.variable @"nesterov/kernel" : tensor<3x2xf32> = #graph.init<glorot_uniform>
 graph.variable @"nesterov/bias" : tensor<2xf32> = #graph.init<zeros>
@@ -174,10 +180,11 @@ graph.training @m loss = categorical_crossentropy optimizer = #graph.sgd<learnin
 // CHECK-NEXT: %[[DK:.*]] = graph.dense_grad_kernel %{{.*}}, %[[D0]]
 // CHECK-NEXT: %[[P:.*]] = graph.optimizer_update #graph.sgd<learning_rate = 0.1, momentum = 0.0, nesterov = false> params(%{{.*}} : tensor<3x2xf32>) grads(%[[DK]] : tensor<3x2xf32>) slots() -> (tensor<3x2xf32>){{$}}
 // CHECK-NEXT: graph.assign_variable @"plain/kernel", %[[P]] : tensor<3x2xf32>
-// CHECK-NEXT: graph.output %[[LOSS]] : tensor<f32>
+// CHECK-NEXT: %[[NORM:.*]] = graph.global_norm %[[DK]] : tensor<3x2xf32> -> tensor<f32>
+// CHECK-NEXT: graph.output {names = ["loss", "grad_norm"]} %[[LOSS]], %[[NORM]] : tensor<f32>, tensor<f32>
 // CHECK: graph.model @eval_step {
 // CHECK: %[[LOSS:.*]] = graph.categorical_crossentropy
-// CHECK-NEXT: graph.output %[[LOSS]] : tensor<f32>
+// CHECK-NEXT: graph.output {names = ["loss"]} %[[LOSS]] : tensor<f32>
 graph.variable @"plain/kernel" : tensor<3x2xf32> = #graph.init<glorot_uniform>
 graph.model @m {
   %x = graph.input "input_layer" : tensor<4x3xf32>
@@ -207,6 +214,7 @@ graph.training @m loss = categorical_crossentropy optimizer = #graph.sgd<learnin
 // CHECK-NEXT: graph.assign_variable @"rms/kernel/rms", %[[S]]#0 : tensor<3x2xf32>
 // CHECK-NEXT: graph.assign_variable @"rms/kernel/momentum", %[[S]]#1 : tensor<3x2xf32>
 // CHECK-NEXT: graph.assign_variable @"rms/kernel/mg", %[[S]]#2 : tensor<3x2xf32>
+// CHECK-NEXT: graph.global_norm
 // CHECK-NEXT: graph.output
 graph.variable @"rms/kernel" : tensor<3x2xf32> = #graph.init<glorot_uniform>
 graph.model @m {
@@ -266,6 +274,7 @@ graph.training @m loss = categorical_crossentropy optimizer = #graph.rmsprop<lea
 // CHECK-NEXT: graph.assign_variable @"conv2d/bias"
 // CHECK-NEXT: graph.optimizer_update {{.*}} params(%[[K0]] : {{.*}}) grads(%[[DK0]] :
 // CHECK-NEXT: graph.assign_variable @"conv2d/kernel"
+// CHECK-NEXT: graph.global_norm
 // CHECK-NEXT: graph.output
 // CHECK: graph.model @eval_step {
 // CHECK: %[[F:.*]] = graph.flatten
@@ -348,6 +357,7 @@ graph.training @cnn loss = categorical_crossentropy optimizer = #graph.sgd<learn
 // CHECK-NEXT: graph.assign_variable @"bn_dense/kernel/momentum",
 // CHECK-NEXT: graph.assign_variable @"batch_normalization/moving_mean", %[[NEWMM]] : tensor<2xf32>
 // CHECK-NEXT: graph.assign_variable @"batch_normalization/moving_variance", %[[NEWMV]] : tensor<2xf32>
+// CHECK-NEXT: graph.global_norm
 // CHECK-NEXT: graph.output
 // CHECK: graph.model @eval_step {
 // CHECK-NOT: batch_norm_train
@@ -404,11 +414,12 @@ graph.training @m loss = categorical_crossentropy optimizer = #graph.sgd<learnin
 // CHECK-NEXT: graph.read_variable @"logits/bias/v"
 // CHECK-NEXT: graph.read_variable @"logits/bias/vhat"
 // CHECK-NEXT: graph.optimizer_update #graph.adam<learning_rate = 0.001, beta_1 = 0.9, beta_2 = 0.999, epsilon = 1.0e-07, amsgrad = true>
-// CHECK: graph.output %[[LOSS]], %[[ACC]] : tensor<f32>, tensor<f32>
+// CHECK: graph.output {names = ["loss", "accuracy", "grad_norm"]} %[[LOSS]], %[[ACC]], %{{.*}} : tensor<f32>, tensor<f32>, tensor<f32>
 // CHECK: graph.model @eval_step {
 // CHECK-NEXT: graph.input "input_layer" : tensor<4x3xf32>
 // CHECK-NEXT: %[[LABELS:.*]] = graph.input "labels" : tensor<4xi32>
-// CHECK: graph.sparse_categorical_crossentropy %{{.*}}, %[[LABELS]] from_logits
+// CHECK-NEXT: %[[W:.*]] = graph.input "sample_weight" : tensor<4xf32>
+// CHECK: graph.sparse_categorical_crossentropy %{{.*}}, %[[LABELS]] weights %[[W]] from_logits
 graph.variable @"logits/kernel" : tensor<3x5xf32> = #graph.init<glorot_uniform>
 graph.variable @"logits/bias" : tensor<5xf32> = #graph.init<zeros>
 graph.model @m {
@@ -461,6 +472,7 @@ graph.training @m loss = sparse_categorical_crossentropy from_logits optimizer =
 // CHECK-NEXT: graph.assign_variable @"conv_b/kernel"
 // CHECK-NEXT: graph.optimizer_update {{.*}} params(%[[KA]] : {{.*}}) grads(%[[DKA]] :
 // CHECK-NEXT: graph.assign_variable @"conv_a/kernel"
+// CHECK-NEXT: graph.global_norm
 // CHECK-NEXT: graph.output
 graph.variable @"conv_a/kernel" : tensor<3x3x3x2xf32> = #graph.init<glorot_uniform>
 graph.variable @"conv_b/kernel" : tensor<1x1x2x2xf32> = #graph.init<glorot_uniform>
@@ -501,6 +513,7 @@ graph.training @residual loss = categorical_crossentropy optimizer = #graph.sgd<
 // CHECK-NEXT: %[[D:.*]] = graph.add %[[D1]], %[[D0]] : tensor<2x2xf32>
 // CHECK-NEXT: %[[P:.*]] = graph.optimizer_update {{.*}} params(%[[K0]] : tensor<2x2xf32>) grads(%[[D]] : tensor<2x2xf32>)
 // CHECK-NEXT: graph.assign_variable @"shared/kernel", %[[P]]
+// CHECK-NEXT: graph.global_norm
 // CHECK-NEXT: graph.output
 graph.variable @"shared/kernel" : tensor<2x2xf32> = #graph.init<glorot_uniform>
 graph.model @m {
@@ -553,6 +566,7 @@ graph.training @m loss = categorical_crossentropy optimizer = #graph.sgd<learnin
 // CHECK-NEXT: graph.assign_variable @"first/kernel",
 // CHECK-NEXT: graph.assign_variable @"first/kernel/m",
 // CHECK-NEXT: graph.assign_variable @"first/kernel/v",
+// CHECK-NEXT: graph.global_norm
 // CHECK-NEXT: graph.output
 graph.variable @"first/kernel" : tensor<3x4xf32> = #graph.init<glorot_uniform>
 graph.variable @"frozen/kernel" : tensor<4x4xf32> = #graph.init<glorot_uniform> {trainable = false}
@@ -597,6 +611,7 @@ graph.training @m loss = categorical_crossentropy optimizer = #graph.adam<learni
 // CHECK-NEXT: graph.assign_variable @"head/kernel",
 // CHECK-NEXT: graph.assign_variable @"head/kernel/m",
 // CHECK-NEXT: graph.assign_variable @"head/kernel/v",
+// CHECK-NEXT: graph.global_norm
 // CHECK-NEXT: graph.output
 // CHECK: graph.model @eval_step {
 graph.variable @"base/kernel" : tensor<3x2xf32> = #graph.init<glorot_uniform> {trainable = false}

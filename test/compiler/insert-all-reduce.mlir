@@ -1,6 +1,8 @@
 // RUN: graph-opt %s --split-input-file --dist-insert-all-reduce=bucket-bytes=0 | FileCheck %s --check-prefixes=CHECK,ONE
 // RUN: graph-opt %s --split-input-file --dist-insert-all-reduce=bucket-bytes=24 | FileCheck %s --check-prefixes=CHECK,SMALL
 // RUN: graph-opt %s --split-input-file --dist-insert-all-reduce=bucket-bytes=8 | FileCheck %s --check-prefixes=CHECK,TINY
+// RUN: graph-opt %s --split-input-file --dist-insert-all-reduce=bucket-bytes=0 | FileCheck %s --check-prefix=STATS
+// RUN: graph-opt %s --split-input-file --dist-insert-all-reduce=bucket-bytes=0 --dist-insert-all-reduce=bucket-bytes=0 | FileCheck %s --check-prefix=STATS
 // The pass is idempotent: reduced gradients come out of a dist.unpack.
 // RUN: graph-opt %s --split-input-file --dist-insert-all-reduce=bucket-bytes=0 --dist-insert-all-reduce=bucket-bytes=0 | FileCheck %s --check-prefixes=CHECK,ONE
 
@@ -9,7 +11,8 @@
 //   ONE   bucket-bytes=0: one bucket for every gradient;
 //   SMALL bucket-bytes=24: several buckets, in the order backward produces
 //         the gradients;
-//   TINY  bucket-bytes=8: gradients larger than a bucket get one each.
+//   TINY  bucket-bytes=8: gradients larger than a bucket get one each;
+//   STATS the batch norms' moving statistics (with bucket-bytes=0).
 
 // The fused MLP of docs/compiler-ir.md, two replicas. Backward produces
 // db1 (8 bytes), dk1 (16), db0 (8), dk0 (24), in that order.
@@ -244,8 +247,30 @@ graph.model @eval_step attributes {dist.replicas = 2 : i64} {
 // TINY-NEXT: dist.all_reduce mean %[[P0_0]], %[[P0_1]] {bucket = 0 : i64} : tensor<4xf32>, tensor<4xf32>
 // TINY: dist.all_reduce mean %[[P1_0]], %{{.*}} {bucket = 1 : i64} : tensor<2xf32>, tensor<2xf32>
 // TINY: dist.all_reduce mean %[[P2_0]], %{{.*}} {bucket = 2 : i64} : tensor<2xf32>, tensor<2xf32>
+// The moving statistics: one bucket of their own, whatever bucket-bytes says.
+// TINY: dist.all_reduce mean %{{.*}}, %{{.*}} {bucket = 3 : i64} : tensor<4xf32>, tensor<4xf32>
 // TINY-NOT: dist.all_reduce
 // TINY: graph.optimizer_update
+
+// Each replica's new moving statistics are packed as soon as its
+// batch_norm_train has them, averaged in a bucket after the gradients', and
+// every replica assigns the mean (MirroredStrategy's ON_READ/MEAN
+// statistics, kept equal across replicas).
+// STATS: %{{.*}}, %{{.*}}, %{{.*}}, %[[NM0:[a-z_0-9]+]], %[[NV0:[a-z_0-9]+]] = graph.batch_norm_train {{.*}}dist.device<0>
+// STATS-NEXT: %[[SP0:.*]] = dist.pack %[[NM0]], %[[NV0]] {dist.device = #dist.device<0>} : tensor<2xf32>, tensor<2xf32> -> tensor<4xf32>
+// STATS: %{{.*}}, %{{.*}}, %{{.*}}, %[[NM1:[a-z_0-9]+]], %[[NV1:[a-z_0-9]+]] = graph.batch_norm_train {{.*}}dist.device<1>
+// STATS-NEXT: %[[SP1:.*]] = dist.pack %[[NM1]], %[[NV1]] {dist.device = #dist.device<1>}
+// STATS: dist.all_reduce mean {{.*}} {bucket = 0 : i64}
+// STATS-NEXT: dist.unpack
+// STATS-NEXT: dist.unpack
+// STATS-NEXT: %[[SR:.*]]:2 = dist.all_reduce mean %[[SP0]], %[[SP1]] {bucket = 1 : i64} : tensor<4xf32>, tensor<4xf32>
+// STATS-NEXT: %[[SU0:.*]]:2 = dist.unpack %[[SR]]#0 {dist.device = #dist.device<0>}
+// STATS-NEXT: %[[SU1:.*]]:2 = dist.unpack %[[SR]]#1 {dist.device = #dist.device<1>}
+// STATS: graph.assign_variable @"batch_normalization/moving_mean", %[[SU0]]#0 {dist.device = #dist.device<0>}
+// STATS-NEXT: graph.assign_variable @"batch_normalization/moving_variance", %[[SU0]]#1 {dist.device = #dist.device<0>}
+// STATS-NEXT: graph.assign_variable @"batch_normalization/moving_mean", %[[SU1]]#0 {dist.device = #dist.device<1>}
+// STATS-NEXT: graph.assign_variable @"batch_normalization/moving_variance", %[[SU1]]#1 {dist.device = #dist.device<1>}
+// STATS-NOT: dist.all_reduce
 
 graph.variable @"batch_normalization/gamma" : tensor<2xf32> = #graph.init<ones>
 graph.variable @"batch_normalization/beta" : tensor<2xf32> = #graph.init<zeros>

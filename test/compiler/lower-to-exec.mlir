@@ -408,7 +408,7 @@ graph.model @eval_step attributes {dist.replicas = 1 : i64} {
 // CHECK-NEXT:    %[[Y:.*]] = exec.alloc device = 0 : memref<4x3xf32>
 // CHECK-NEXT:    %[[BM:.*]] = exec.alloc device = 0 : memref<3xf32>
 // CHECK-NEXT:    %[[BIS:.*]] = exec.alloc device = 0 : memref<3xf32>
-// CHECK-NEXT:    exec.launch "batch_norm_train" on <compute, 0> ins(%[[X]], %[[MM]], %[[MV]], %[[G]] : {{.*}}) outs(%[[Y]], %[[BM]], %[[BIS]], %[[MM]], %[[MV]] : memref<4x3xf32>, memref<3xf32>, memref<3xf32>, memref<3xf32>, memref<3xf32>) config {epsilon = 1.000000e-03 : f64, momentum = {{.*}} : f64}
+// CHECK-NEXT:    exec.launch "batch_norm_train" on <compute, 0> ins(%[[X]], %[[MM]], %[[MV]], %[[G]] : {{.*}}) outs(%[[Y]], %[[BM]], %[[BIS]], %[[MM]], %[[MV]] : memref<4x3xf32>, memref<3xf32>, memref<3xf32>, memref<3xf32>, memref<3xf32>) config {epsilon = 1.000000e-03 : f64, has_beta = 0 : i64, has_gamma = 1 : i64, momentum = {{.*}} : f64}
 // CHECK-NEXT:    %[[E:.*]] = exec.alloc device = 0 : memref<4x3xf32>
 // CHECK-NEXT:    exec.launch "elementwise" on <compute, 0> ins(%[[Y]], %[[X]] : memref<4x3xf32>, memref<4x3xf32>) outs(%[[E]] : memref<4x3xf32>) config {body = "add(a0, a1) -> t0; leaky_relu(t0) {alpha=0.2} -> t1; yield t1"}
 // CHECK-NEXT:    %[[D:.*]] = exec.alloc device = 0 : memref<4x3xf32>
