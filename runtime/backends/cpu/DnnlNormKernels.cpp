@@ -5,17 +5,21 @@
 // the channels) and batch_norm_grad. A [..., C] tensor is oneDNN's 2-D
 // [rows, C] (format nc), which is what NHWC is to a channel-last op.
 //
-// Optional gamma and beta follow the reference: a launch's configuration
-// does not say which operand is missing, so 3 inputs mean neither, 4 gamma
-// only, 5 both.
+// Optional gamma and beta follow the reference: the launch's `has_gamma`
+// and `has_beta` say which of inputs 3 and 4 are there (without them, 4
+// inputs mean gamma only).
 //
 //===----------------------------------------------------------------------===//
 
 #include "runtime/backends/cpu/CpuKernels.h"
 #include "runtime/backends/cpu/DnnlContext.h"
 
+#include "runtime/backends/cpu/VectorKernels.h"
+
+#include <algorithm>
 #include <cmath>
 #include <memory>
+#include <vector>
 
 namespace graph::runtime::cpu {
 
@@ -26,13 +30,26 @@ using Tensors = std::vector<TensorRef>;
 using Flags = dnnl::normalization_flags;
 constexpr auto kF32 = memory::data_type::f32;
 
-/// As the reference backend's kUnbiasedMovingVariance (GraphOps.td: the
-/// moving variance takes the unbiased batch variance, as tf.keras 2 does);
-/// the conformance suite fails if the two disagree.
-constexpr bool kUnbiasedMovingVariance = true;
-
 Status fail(const char *kName, const std::string &message) {
   return Status::error(std::string(kName) + ": " + message);
+}
+
+/// Where a batch norm's gamma and beta are among its inputs (-1: absent).
+struct ScaleShift {
+  int gamma = -1, beta = -1;
+};
+
+Status scaleShift(const char *kName, const KernelConfig &cfg,
+                  const Tensors &ins, ScaleShift &out) {
+  size_t optional = ins.size() - 3;
+  bool gamma = cfg.getInt("has_gamma", optional >= 1) != 0;
+  bool beta = cfg.getInt("has_beta", optional >= 2) != 0;
+  if (static_cast<size_t>(gamma + beta) != optional)
+    return fail(kName, "has_gamma and has_beta do not match its " +
+                           std::to_string(ins.size()) + " inputs");
+  out.gamma = gamma ? 3 : -1;
+  out.beta = beta ? (gamma ? 4 : 3) : -1;
+  return Status::ok();
 }
 
 /// [rows, C] of a [..., C] tensor, and one [C] vector.
@@ -89,11 +106,13 @@ Status makeBatchNorm(const KernelContext &ctx, const KernelConfig &cfg,
   if (Status s = normShape(kName, ins[0], {&outs[0]}, refs(ins, 1, 5), shape);
       !s)
     return s;
-  bool gamma = ins.size() >= 4, beta = ins.size() == 5;
+  ScaleShift params;
+  if (Status s = scaleShift(kName, cfg, ins, params); !s)
+    return s;
   Flags flags = Flags::use_global_stats;
-  if (gamma)
+  if (params.gamma >= 0)
     flags |= Flags::use_scale;
-  if (beta)
+  if (params.beta >= 0)
     flags |= Flags::use_shift;
   ReplicaThreadsScope threads(ctx);
   try {
@@ -106,10 +125,11 @@ Status makeBatchNorm(const KernelContext &ctx, const KernelConfig &cfg,
         {DNNL_ARG_MEAN, bind(shape.vector(), ins[1].data)},
         {DNNL_ARG_VARIANCE, bind(shape.vector(), ins[2].data)},
         {DNNL_ARG_DST, bind(shape.data(), outs[0].data)}};
-    if (gamma)
-      args.emplace(DNNL_ARG_SCALE, bind(shape.vector(), ins[3].data));
-    if (beta)
-      args.emplace(DNNL_ARG_SHIFT, bind(shape.vector(), ins[4].data));
+    if (params.gamma >= 0)
+      args.emplace(DNNL_ARG_SCALE,
+                   bind(shape.vector(), ins[params.gamma].data));
+    if (params.beta >= 0)
+      args.emplace(DNNL_ARG_SHIFT, bind(shape.vector(), ins[params.beta].data));
     DnnlLaunch launch(kName);
     launch.add(dnnl::batch_normalization_forward(pd), pd, std::move(args));
     out = std::move(launch);
@@ -120,8 +140,82 @@ Status makeBatchNorm(const KernelContext &ctx, const KernelConfig &cfg,
   return Status::ok();
 }
 
+/// The batch statistics of [rows, C] in double, two passes (the mean, then
+/// the squared deviations), as the reference computes them: oneDNN's
+/// training-mode statistics are float sums, off by up to ~4e-4 of the
+/// variance on a conv activation at batch 256, which moves gradients
+/// wherever a max pool's two largest values are that close. Rows are cut
+/// into fixed blocks whose partial sums are added in block order, so the
+/// statistics do not depend on the thread count.
+class BatchStatistics {
+public:
+  BatchStatistics(int64_t rows, int64_t channels)
+      : rows_(rows), channels_(channels),
+        blocks_(std::max<int64_t>(1, (rows + kBlockRows - 1) / kBlockRows)),
+        partial_(static_cast<size_t>(blocks_ * channels)),
+        mean_(static_cast<size_t>(channels)),
+        variance_(static_cast<size_t>(channels)) {}
+
+  /// Computes the statistics of `x`; writes the mean to `meanOut`.
+  void run(const float *x, float *meanOut) {
+    sumBlocks(x, /*squares=*/false);
+    reduce(mean_, 1.0 / static_cast<double>(rows_));
+    sumBlocks(x, /*squares=*/true);
+    reduce(variance_, 1.0 / static_cast<double>(rows_));
+    for (int64_t c = 0; c < channels_; ++c)
+      meanOut[c] = static_cast<float>(mean_[c]);
+  }
+  /// The batch mean and the biased batch variance, per channel.
+  const std::vector<double> &mean() const { return mean_; }
+  const std::vector<double> &variance() const { return variance_; }
+
+private:
+  static constexpr int64_t kBlockRows = 64;
+
+  void sumBlocks(const float *x, bool squares) {
+    int64_t blocks = blocks_, channels = channels_, rows = rows_;
+    const double *mean = mean_.data();
+    double *partial = partial_.data();
+#pragma omp parallel for schedule(static) if (rows * channels >=               \
+                                              vec::kParallelElements)
+    for (int64_t b = 0; b < blocks; ++b) {
+      double *sum = partial + b * channels;
+      std::fill(sum, sum + channels, 0.0);
+      int64_t end = std::min(rows, (b + 1) * kBlockRows);
+      for (int64_t r = b * kBlockRows; r < end; ++r) {
+        const float *row = x + r * channels;
+        if (squares) {
+#pragma omp simd
+          for (int64_t c = 0; c < channels; ++c) {
+            double d = row[c] - mean[c];
+            sum[c] += d * d;
+          }
+        } else {
+#pragma omp simd
+          for (int64_t c = 0; c < channels; ++c)
+            sum[c] += row[c];
+        }
+      }
+    }
+  }
+
+  void reduce(std::vector<double> &out, double scale) {
+    std::fill(out.begin(), out.end(), 0.0);
+    for (int64_t b = 0; b < blocks_; ++b)
+      for (int64_t c = 0; c < channels_; ++c)
+        out[c] += partial_[b * channels_ + c];
+    for (double &v : out)
+      v *= scale;
+  }
+
+  int64_t rows_, channels_, blocks_;
+  std::vector<double> partial_, mean_, variance_;
+};
+
 /// outs: y, batch_mean, batch_inv_std, new_moving_mean, new_moving_variance
-/// (the last two may alias the moving inputs: an in-place update).
+/// (the last two may alias the moving inputs: an in-place update). The
+/// statistics are BatchStatistics'; oneDNN normalises with them
+/// (use_global_stats).
 Status makeBatchNormTrain(const KernelContext &ctx, const KernelConfig &cfg,
                           const Tensors &ins, const Tensors &outs,
                           KernelFn &out) {
@@ -134,51 +228,63 @@ Status makeBatchNormTrain(const KernelContext &ctx, const KernelConfig &cfg,
   NormShape shape;
   if (Status s = normShape(kName, ins[0], {&outs[0]}, perChannel, shape); !s)
     return s;
-  bool gamma = ins.size() >= 4, beta = ins.size() == 5;
-  Flags flags = Flags::none;
-  if (gamma)
+  ScaleShift params;
+  if (Status s = scaleShift(kName, cfg, ins, params); !s)
+    return s;
+  Flags flags = Flags::use_global_stats;
+  if (params.gamma >= 0)
     flags |= Flags::use_scale;
-  if (beta)
+  if (params.beta >= 0)
     flags |= Flags::use_shift;
   double epsilon = cfg.getFloat("epsilon", 1e-3);
   double momentum = cfg.getFloat("momentum", 0.99);
   ReplicaThreadsScope threads(ctx);
   try {
     dnnl::batch_normalization_forward::primitive_desc pd(
-        forwardDesc(dnnl::prop_kind::forward_training, shape, epsilon, flags),
+        forwardDesc(dnnl::prop_kind::forward_inference, shape, epsilon, flags),
         userScratchpad(), dnnlEngine());
-    // oneDNN gives the biased batch variance; the op returns 1/sqrt(var +
-    // epsilon) instead, so the variance goes to scratch.
+    // The variance oneDNN normalises with; the op returns 1/sqrt(var +
+    // epsilon) instead, so it lives in scratch.
     memory variance(shape.vector(), dnnlEngine());
     std::unordered_map<int, memory> args = {
         {DNNL_ARG_SRC, bind(shape.data(), ins[0].data)},
         {DNNL_ARG_MEAN, bind(shape.vector(), outs[1].data)},
         {DNNL_ARG_VARIANCE, variance},
         {DNNL_ARG_DST, bind(shape.data(), outs[0].data)}};
-    if (gamma)
-      args.emplace(DNNL_ARG_SCALE, bind(shape.vector(), ins[3].data));
-    if (beta)
-      args.emplace(DNNL_ARG_SHIFT, bind(shape.vector(), ins[4].data));
-    DnnlLaunch launch(kName);
-    launch.add(dnnl::batch_normalization_forward(pd), pd, std::move(args));
-    const float *var = static_cast<const float *>(variance.get_data_handle());
-    const float *mean = outs[1].f32();
+    if (params.gamma >= 0)
+      args.emplace(DNNL_ARG_SCALE,
+                   bind(shape.vector(), ins[params.gamma].data));
+    if (params.beta >= 0)
+      args.emplace(DNNL_ARG_SHIFT, bind(shape.vector(), ins[params.beta].data));
+    auto stats = std::make_shared<BatchStatistics>(shape.rows, shape.channels);
+    const float *x = ins[0].f32();
+    float *var = static_cast<float *>(variance.get_data_handle());
+    float *mean = outs[1].f32();
     const float *movingMean = ins[1].f32(), *movingVar = ins[2].f32();
     float *invStd = outs[2].f32(), *newMean = outs[3].f32(),
           *newVar = outs[4].f32();
     int64_t channels = shape.channels, n = shape.rows;
-    double bessel =
-        kUnbiasedMovingVariance && n > 1 ? double(n) / double(n - 1) : 1.0;
+    // Keras 3's moving variance takes the biased batch variance; tf.keras
+    // 2's fused kernel the unbiased one (GraphOps.td, batch_norm).
+    double bessel = cfg.getInt("unbiased_moving_variance", 0) != 0 && n > 1
+                        ? double(n) / double(n - 1)
+                        : 1.0;
+    DnnlLaunch launch(kName);
     launch.addLoop([=] {
+      stats->run(x, mean);
+      for (int64_t c = 0; c < channels; ++c)
+        var[c] = static_cast<float>(stats->variance()[c]);
+    });
+    launch.add(dnnl::batch_normalization_forward(pd), pd, std::move(args));
+    launch.addLoop([=] {
+      const std::vector<double> &mu = stats->mean(), &v = stats->variance();
       for (int64_t c = 0; c < channels; ++c) {
-        double v = var[c];
-        invStd[c] = static_cast<float>(1.0 / std::sqrt(v + epsilon));
+        invStd[c] = static_cast<float>(1.0 / std::sqrt(v[c] + epsilon));
         // Read both moving statistics before writing: they may alias.
         double m = movingMean[c], mv = movingVar[c];
-        newMean[c] =
-            static_cast<float>(m * momentum + mean[c] * (1 - momentum));
+        newMean[c] = static_cast<float>(m * momentum + mu[c] * (1 - momentum));
         newVar[c] =
-            static_cast<float>(mv * momentum + v * bessel * (1 - momentum));
+            static_cast<float>(mv * momentum + v[c] * bessel * (1 - momentum));
       }
     });
     out = std::move(launch);

@@ -285,6 +285,23 @@ Status resolveLabels(const char *kName, const TensorRef &predictions,
   return Status::ok();
 }
 
+/// A loss's or metric's optional sample_weight (input `index`): f32 [B].
+Status checkSampleWeight(const char *kName, const Tensors &ins, size_t index,
+                         int64_t rows) {
+  if (ins.size() <= index)
+    return Status::ok();
+  if (ins[index].dtype != plan::DType::f32 || ins[index].elements() != rows)
+    return kernelError(kName, "sample_weight " + shapeText(ins[index].shape) +
+                                  " must be f32 [" + std::to_string(rows) +
+                                  "]");
+  return Status::ok();
+}
+
+/// Row r's weight: 1 without a sample_weight input.
+inline double weightAt(const Tensors &ins, size_t index, int64_t r) {
+  return ins.size() > index ? ins[index].f32()[r] : 1.0;
+}
+
 //===----------------------------------------------------------------------===//
 // Cross-entropy losses and their gradients
 //===----------------------------------------------------------------------===//
@@ -370,7 +387,8 @@ double probabilitiesRow(const float *p, const float *y, int64_t k, int64_t c,
 }
 
 /// categorical_crossentropy, sparse_categorical_crossentropy and their
-/// _grad kernels: ins predictions, labels; out the mean loss (a scalar) or
+/// _grad kernels: ins predictions, labels (and, for a loss, an optional
+/// sample_weight); out the mean loss sum_i w_i l_i / B (a scalar) or
 /// d(mean loss)/d(predictions).
 class CrossEntropy {
 public:
@@ -407,8 +425,8 @@ public:
     }
     if (!gradient) {
       double total = 0.0;
-      for (double l : rowLoss)
-        total += l;
+      for (int64_t r = 0; r < rows; ++r)
+        total += weightAt(ins, 2, r) * rowLoss[r];
       outs[0].f32()[0] = static_cast<float>(total / rows);
     }
     return Status::ok();
@@ -425,13 +443,19 @@ KernelFactory crossEntropyFactory(const char *kName, bool sparse,
                                   bool gradient) {
   return [=](const KernelContext &, const KernelConfig &cfg, const Tensors &ins,
              const Tensors &outs, KernelFn &out) -> Status {
-    if (ins.size() != 2 || outs.size() != 1)
-      return kernelError(kName, "takes predictions and labels and writes "
-                                "one output");
+    if (ins.size() != 2 + (gradient ? 0 : ins.size() == 3) || outs.size() != 1)
+      return kernelError(kName, gradient
+                                    ? "takes predictions and labels and "
+                                      "writes one output"
+                                    : "takes predictions, labels and an "
+                                      "optional sample_weight and writes one "
+                                      "output");
     if (Status s = checkF32Operands(kName, {ins[0]}, outs, 1, 1, 1); !s)
       return s;
     Labels labels;
     if (Status s = resolveLabels(kName, ins[0], ins[1], sparse, labels); !s)
+      return s;
+    if (Status s = checkSampleWeight(kName, ins, 2, labels.rows); !s)
       return s;
     if (gradient && outs[0].elements() != ins[0].elements())
       return kernelError(kName, "predictions_grad " + shapeText(outs[0].shape) +
@@ -470,9 +494,10 @@ public:
     const float *y = labels.oneHot ? ins[1].f32() : nullptr;
     float *prob = outs[0].f32(), *grad = outs[2].f32();
     int64_t rows = labels.rows, c = labels.classes;
-    float invRows = static_cast<float>(1.0 / static_cast<double>(rows));
 #pragma omp parallel for schedule(static) if (rows * c >= kParallelElements)
     for (int64_t r = 0; r < rows; ++r) {
+      double weight = weightAt(ins, 2, r);
+      float invRows = static_cast<float>(weight / static_cast<double>(rows));
       const float *zr = z + r * c;
       float *pr = prob + r * c, *gr = grad + r * c;
       float m = rowMax(zr, c);
@@ -487,10 +512,10 @@ public:
           loss -= static_cast<double>(yr[j]) * (zr[j] - lse);
           gr[j] = (pr[j] - yr[j]) * invRows;
         }
-        rowLoss[r] = loss;
+        rowLoss[r] = weight * loss;
       } else {
         int64_t k = Labels::indexAt(ins[1], r);
-        rowLoss[r] = lse - zr[k];
+        rowLoss[r] = weight * (lse - zr[k]);
 #pragma omp simd
         for (int64_t j = 0; j < c; ++j)
           gr[j] = pr[j] * invRows;
@@ -513,13 +538,16 @@ Status softmaxCrossEntropyFactory(const KernelContext &, const KernelConfig &,
                                   const Tensors &ins, const Tensors &outs,
                                   KernelFn &out) {
   static constexpr const char *kName = "softmax_cross_entropy";
-  if (ins.size() != 2 || outs.size() != 3)
-    return kernelError(kName, "takes logits and labels and writes "
-                              "probabilities, loss and logits_grad");
+  if ((ins.size() != 2 && ins.size() != 3) || outs.size() != 3)
+    return kernelError(kName, "takes logits, labels and an optional "
+                              "sample_weight and writes probabilities, loss "
+                              "and logits_grad");
   if (Status s = checkF32Operands(kName, {ins[0]}, outs, 1, 1, 3); !s)
     return s;
   Labels labels;
   if (Status s = resolveLabels(kName, ins[0], ins[1], false, labels); !s)
+    return s;
+  if (Status s = checkSampleWeight(kName, ins, 2, labels.rows); !s)
     return s;
   if (outs[0].elements() != ins[0].elements() ||
       outs[2].elements() != ins[0].elements() || outs[1].elements() != 1)
@@ -553,9 +581,9 @@ int64_t argmax(const float *v, int64_t c) {
 Status accuracyFactory(const KernelContext &, const KernelConfig &,
                        const Tensors &ins, const Tensors &outs, KernelFn &out) {
   static constexpr const char *kName = "accuracy";
-  if (ins.size() != 2 || outs.size() != 1)
-    return kernelError(kName, "takes predictions and labels and writes "
-                              "one output");
+  if ((ins.size() != 2 && ins.size() != 3) || outs.size() != 1)
+    return kernelError(kName, "takes predictions, labels and an optional "
+                              "sample_weight and writes one output");
   if (Status s = checkF32Operands(kName, {ins[0]}, outs, 1, 1, 1); !s)
     return s;
   if (outs[0].elements() != 1)
@@ -567,19 +595,22 @@ Status accuracyFactory(const KernelContext &, const KernelConfig &,
   Labels labels;
   if (Status s = resolveLabels(kName, ins[0], ins[1], indices, labels); !s)
     return s;
+  if (Status s = checkSampleWeight(kName, ins, 2, labels.rows); !s)
+    return s;
   out = [labels](const KernelContext &ctx, const KernelConfig &,
                  const Tensors &ins, const Tensors &outs) {
     useReplicaThreads(ctx);
     const float *p = ins[0].f32();
-    int64_t rows = labels.rows, c = labels.classes, hits = 0;
+    int64_t rows = labels.rows, c = labels.classes;
+    double hits = 0;
 #pragma omp parallel for schedule(static) reduction(+ : hits) if (rows * c >= kParallelElements)
     for (int64_t r = 0; r < rows; ++r) {
       int64_t label = labels.oneHot ? argmax(ins[1].f32() + r * c, c)
                                     : Labels::indexAt(ins[1], r);
-      hits += argmax(p + r * c, c) == label;
+      if (argmax(p + r * c, c) == label)
+        hits += weightAt(ins, 2, r);
     }
-    outs[0].f32()[0] = static_cast<float>(static_cast<double>(hits) /
-                                          static_cast<double>(rows));
+    outs[0].f32()[0] = static_cast<float>(hits / static_cast<double>(rows));
     return Status::ok();
   };
   return Status::ok();

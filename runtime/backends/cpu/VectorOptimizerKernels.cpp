@@ -1,5 +1,6 @@
 //===- VectorOptimizerKernels.cpp - the multi-tensor optimizer update -----===//
 //
+// global_norm over the gradients (the training step's finite check) and
 // optimizer_update for every variable of the model in one launch: SGD
 // (momentum, nesterov), Adam (amsgrad) and RMSprop (momentum, centered),
 // with the reference's formulas (Keras 3, see ReferenceKernels.cpp). The
@@ -303,10 +304,71 @@ Status optimizerUpdateFactory(const KernelContext &, const KernelConfig &cfg,
   return Status::ok();
 }
 
+//===----------------------------------------------------------------------===//
+// global_norm: sqrt(sum of squares) over every gradient
+//===----------------------------------------------------------------------===//
+
+/// The same chunks as the update: each chunk's sum of squares in double,
+/// added in chunk order afterwards, so the norm does not depend on the
+/// thread count.
+class GlobalNorm {
+public:
+  GlobalNorm(std::vector<OptimizerUpdate::Chunk> chunks)
+      : chunks_(std::move(chunks)), partial_(chunks_.size()) {}
+
+  Status operator()(const KernelContext &ctx, const Tensors &ins,
+                    const Tensors &outs) {
+    useReplicaThreads(ctx);
+    int64_t count = static_cast<int64_t>(chunks_.size());
+#pragma omp parallel for schedule(static) if (count > 1)
+    for (int64_t i = 0; i < count; ++i) {
+      const OptimizerUpdate::Chunk &c = chunks_[i];
+      const float *x = ins[c.variable].f32();
+      double sum = 0.0;
+#pragma omp simd reduction(+ : sum)
+      for (int64_t j = c.begin; j < c.end; ++j)
+        sum += static_cast<double>(x[j]) * x[j];
+      partial_[i] = sum;
+    }
+    double total = 0.0;
+    for (double p : partial_)
+      total += p;
+    outs[0].f32()[0] = static_cast<float>(std::sqrt(total));
+    return Status::ok();
+  }
+
+private:
+  std::vector<OptimizerUpdate::Chunk> chunks_;
+  std::vector<double> partial_; // reused every step
+};
+
+Status globalNormFactory(const KernelContext &, const KernelConfig &,
+                         const Tensors &ins, const Tensors &outs,
+                         KernelFn &out) {
+  static constexpr const char *kName = "global_norm";
+  if (Status s = checkF32Operands(kName, ins, outs, 1, ins.size(), 1); !s)
+    return s;
+  if (ins.empty() || outs[0].elements() != 1)
+    return kernelError(kName, "takes tensors and writes one scalar");
+  std::vector<OptimizerUpdate::Chunk> chunks;
+  for (size_t v = 0; v < ins.size(); ++v) {
+    int64_t size = ins[v].elements();
+    for (int64_t b = 0; b < size; b += kChunk)
+      chunks.push_back(
+          {static_cast<int64_t>(v), b, std::min(size, b + kChunk)});
+  }
+  auto kernel = std::make_shared<GlobalNorm>(std::move(chunks));
+  out = [kernel](const KernelContext &ctx, const KernelConfig &,
+                 const Tensors &ins,
+                 const Tensors &outs) { return (*kernel)(ctx, ins, outs); };
+  return Status::ok();
+}
+
 } // namespace
 
 void registerVectorOptimizerKernels(KernelRegistry &registry) {
   registry.addFactory("optimizer_update", Backend::cpu, optimizerUpdateFactory);
+  registry.addFactory("global_norm", Backend::cpu, globalNormFactory);
 }
 
 } // namespace graph::runtime::cpu

@@ -662,7 +662,7 @@ Status CudaRunner::upload(int slot, const std::vector<data::BatchSlice> &slices,
       const PreparedInput &in = program_.inputs[i];
       const data::BatchSlice &s = slices[in.replica];
       std::memcpy(host + replicaOffset_[in.replica] + payloadOffset_[i],
-                  in.labels ? s.labels() : s.images, in.bytes);
+                  s.data(in.part), in.bytes);
     }
   }
   for (int r = 0; r < replicas_; ++r) {
@@ -697,9 +697,9 @@ Status CudaRunner::enqueueInputs(int slot, bool graphs) {
       for (const PreparedInput &in : program_.inputs) {
         if (in.replica != r)
           continue;
-        if (in.labels)
+        if (in.part == data::BatchPart::labels)
           labels = in.dst;
-        else
+        else if (in.part == data::BatchPart::images)
           images = static_cast<float *>(in.dst);
       }
       RETURN_IF_CUDA_ERROR(

@@ -874,12 +874,33 @@ Status slice(const KernelContext &, const KernelConfig &cfg, const Tensors &ins,
 //===----------------------------------------------------------------------===//
 // Batch normalisation
 //
-// Optional gamma and beta: a launch's config does not carry the operand
-// segment sizes, so with 4 inputs the kernel cannot tell which of the two is
-// missing. It assumes gamma is present and beta absent (Keras scale=True,
-// center=False); 3 inputs: neither; 5: both. batch_norm_grad has only gamma
+// Optional gamma and beta: the compiler says which are present
+// (`has_gamma`, `has_beta`), since with 4 inputs the fourth could be either
+// (Keras scale=False, center=True gives beta alone). A launch without them
+// (older plans) reads 4 inputs as gamma. batch_norm_grad has only gamma
 // optional, so it has no such ambiguity.
 //===----------------------------------------------------------------------===//
+
+/// gamma and beta of a batch_norm(_train) launch: from their inputs, or 1
+/// and 0 when absent.
+void batchNormScaleShift(const KernelConfig &cfg, const Tensors &ins, int64_t c,
+                         Vec &gamma, Vec &beta) {
+  size_t optional = ins.size() - 3;
+  bool hasGamma = cfg.getInt("has_gamma", optional >= 1) != 0;
+  bool hasBeta = cfg.getInt("has_beta", optional >= 2) != 0;
+  gamma = hasGamma ? load(ins[3]) : Vec(c, 1.0);
+  beta = hasBeta ? load(ins[hasGamma ? 4 : 3]) : Vec(c, 0.0);
+}
+
+/// Whether a batch_norm(_train) launch names as many optional inputs as it
+/// has.
+bool batchNormArityMatches(const KernelConfig &cfg, const Tensors &ins) {
+  size_t optional = ins.size() - 3;
+  if (!cfg.has("has_gamma") && !cfg.has("has_beta"))
+    return true;
+  return static_cast<size_t>((cfg.getInt("has_gamma", 0) != 0) +
+                             (cfg.getInt("has_beta", 0) != 0)) == optional;
+}
 
 Status batchNorm(const KernelContext &, const KernelConfig &cfg,
                  const Tensors &ins, const Tensors &outs) {
@@ -890,10 +911,12 @@ Status batchNorm(const KernelContext &, const KernelConfig &cfg,
   for (size_t i = 1; i < ins.size(); ++i)
     REQUIRE(ins[i].elements() == c, "statistics must match the last axis");
   REQUIRE(outs[0].elements() == ins[0].elements(), "output has the wrong size");
+  REQUIRE(batchNormArityMatches(cfg, ins),
+          "has_gamma and has_beta do not match the inputs");
   double eps = cfg.getFloat("epsilon", 1e-3);
   Vec x = load(ins[0]), mean = load(ins[1]), var = load(ins[2]);
-  Vec gamma = ins.size() >= 4 ? load(ins[3]) : Vec(c, 1.0);
-  Vec beta = ins.size() >= 5 ? load(ins[4]) : Vec(c, 0.0);
+  Vec gamma, beta;
+  batchNormScaleShift(cfg, ins, c, gamma, beta);
   for (size_t i = 0; i < x.size(); ++i) {
     int64_t ch = i % c;
     x[i] = (x[i] - mean[ch]) / std::sqrt(var[ch] + eps) * gamma[ch] + beta[ch];
@@ -902,15 +925,11 @@ Status batchNorm(const KernelContext &, const KernelConfig &cfg,
   return Status::ok();
 }
 
-/// Whether the moving variance is updated with the unbiased batch variance
-/// (n / (n - 1) times the biased one), as GraphOps.td specifies. That is what
-/// tf.keras 2 (fused batch norm, Bessel's correction) does; Keras 3
-/// (keras/src/layers/normalization/batch_normalization.py) updates it with
-/// ops.moments' biased variance. Flip this to match Keras 3.
-constexpr bool kUnbiasedMovingVariance = true;
-
 /// outs: y, batch_mean, batch_inv_std, new_moving_mean, new_moving_variance.
-/// y uses the biased batch variance; the moving variance, see above.
+/// y uses the biased batch variance; so does the moving variance (Keras 3,
+/// keras/src/layers/normalization/batch_normalization.py: ops.moments),
+/// unless `unbiased_moving_variance` asks for n / (n - 1) times it
+/// (tf.keras 2's fused kernel, Bessel's correction).
 Status batchNormTrain(const KernelContext &, const KernelConfig &cfg,
                       const Tensors &ins, const Tensors &outs) {
   static constexpr const char *kName = "batch_norm_train";
@@ -922,11 +941,14 @@ Status batchNormTrain(const KernelContext &, const KernelConfig &cfg,
   REQUIRE(outs[0].elements() == ins[0].elements(), "output has the wrong size");
   for (int i = 1; i < 5; ++i)
     REQUIRE(outs[i].elements() == c, "statistics must match the last axis");
+  REQUIRE(batchNormArityMatches(cfg, ins),
+          "has_gamma and has_beta do not match the inputs");
   double eps = cfg.getFloat("epsilon", 1e-3);
   double momentum = cfg.getFloat("momentum", 0.99);
+  bool unbiasedUpdate = truthy(cfg, "unbiased_moving_variance");
   Vec x = load(ins[0]), movingMean = load(ins[1]), movingVar = load(ins[2]);
-  Vec gamma = ins.size() >= 4 ? load(ins[3]) : Vec(c, 1.0);
-  Vec beta = ins.size() >= 5 ? load(ins[4]) : Vec(c, 0.0);
+  Vec gamma, beta;
+  batchNormScaleShift(cfg, ins, c, gamma, beta);
   int64_t n = static_cast<int64_t>(x.size()) / c;
   Vec mean(c, 0.0), var(c, 0.0), invStd(c);
   for (size_t i = 0; i < x.size(); ++i)
@@ -948,10 +970,9 @@ Status batchNormTrain(const KernelContext &, const KernelConfig &cfg,
   }
   Vec newMean(c), newVar(c);
   for (int64_t ch = 0; ch < c; ++ch) {
-    double unbiased =
-        kUnbiasedMovingVariance && n > 1 ? var[ch] * n / (n - 1) : var[ch];
+    double batchVar = unbiasedUpdate && n > 1 ? var[ch] * n / (n - 1) : var[ch];
     newMean[ch] = movingMean[ch] * momentum + mean[ch] * (1.0 - momentum);
-    newVar[ch] = movingVar[ch] * momentum + unbiased * (1.0 - momentum);
+    newVar[ch] = movingVar[ch] * momentum + batchVar * (1.0 - momentum);
   }
   store(outs[0], y);
   store(outs[1], mean);
@@ -1100,16 +1121,32 @@ void rowLoss(const double *p, const double *y, int64_t c, bool fromLogits,
   }
 }
 
+/// The per-row weights of a loss or metric: its third input, or all 1.
+Status sampleWeights(const char *kName, const Tensors &ins, size_t index,
+                     int64_t rows, Vec &out) {
+  if (ins.size() <= index) {
+    out.assign(static_cast<size_t>(rows), 1.0);
+    return Status::ok();
+  }
+  REQUIRE(ins[index].elements() == rows, "sample_weight must be [B]");
+  out = load(ins[index]);
+  return Status::ok();
+}
+
+/// ins: predictions [B, C], labels, [sample_weight [B]]; out: the loss
+/// sum_i w_i l_i / B (or, for a gradient, its gradient).
 Status lossKernel(const char *kName, const KernelConfig &cfg,
                   const Tensors &ins, const Tensors &outs, bool sparse,
                   bool gradient) {
-  CHECK_ARITY(2, 2, 1);
+  CHECK_ARITY(2, gradient ? 2 : 3, 1);
   REQUIRE(!ins[0].shape.empty(), "needs [B, C] predictions");
   int64_t c = ins[0].shape.back(), rows = ins[0].elements() / c;
   REQUIRE(rows > 0, "empty batch");
-  Vec y;
+  Vec y, w;
   Status s = oneHot(kName, ins[1], rows, c, sparse, y);
   if (!s)
+    return s;
+  if (s = sampleWeights(kName, ins, 2, rows, w); !s)
     return s;
   if (gradient)
     REQUIRE(outs[0].elements() == ins[0].elements(),
@@ -1122,7 +1159,7 @@ Status lossKernel(const char *kName, const KernelConfig &cfg,
     double l;
     rowLoss(&p[r * c], &y[r * c], c, truthy(cfg, "from_logits"), sparse, l,
             &grad[r * c]);
-    total += l;
+    total += w[r] * l;
   }
   if (gradient) {
     for (double &g : grad)
@@ -1158,17 +1195,20 @@ Status sparseCategoricalCrossentropyGrad(const KernelContext &,
                     true, true);
 }
 
-/// ins: logits [B, C], labels; outs: probabilities, loss, (p - y) / B.
+/// ins: logits [B, C], labels, [sample_weight [B]]; outs: probabilities,
+/// the loss sum_i w_i l_i / B, and w_i (p - y) / B.
 Status softmaxCrossEntropy(const KernelContext &, const KernelConfig &,
                            const Tensors &ins, const Tensors &outs) {
   static constexpr const char *kName = "softmax_cross_entropy";
-  CHECK_ARITY(2, 2, 3);
+  CHECK_ARITY(2, 3, 3);
   REQUIRE(!ins[0].shape.empty(), "needs [B, C] logits");
   int64_t c = ins[0].shape.back(), rows = ins[0].elements() / c;
   REQUIRE(rows > 0, "empty batch");
-  Vec y;
+  Vec y, w;
   Status s = oneHot(kName, ins[1], rows, c, false, y);
   if (!s)
+    return s;
+  if (s = sampleWeights(kName, ins, 2, rows, w); !s)
     return s;
   REQUIRE(outs[0].elements() == ins[0].elements() &&
               outs[2].elements() == ins[0].elements() &&
@@ -1181,8 +1221,8 @@ Status softmaxCrossEntropy(const KernelContext &, const KernelConfig &,
     logSoftmaxRow(&z[r * c], c, ls.data());
     for (int64_t j = 0; j < c; ++j) {
       p[r * c + j] = std::exp(ls[j]);
-      total -= y[r * c + j] * ls[j];
-      grad[r * c + j] = (p[r * c + j] - y[r * c + j]) / rows;
+      total -= w[r] * y[r * c + j] * ls[j];
+      grad[r * c + j] = w[r] * (p[r * c + j] - y[r * c + j]) / rows;
     }
   }
   store(outs[0], p);
@@ -1191,11 +1231,12 @@ Status softmaxCrossEntropy(const KernelContext &, const KernelConfig &,
   return Status::ok();
 }
 
-/// The fraction of rows whose arg-max (first maximum) is the label's.
+/// The fraction of rows whose arg-max (first maximum) is the label's; with
+/// sample_weight, sum_i w_i hit_i / B.
 Status accuracy(const KernelContext &, const KernelConfig &, const Tensors &ins,
                 const Tensors &outs) {
   static constexpr const char *kName = "accuracy";
-  CHECK_ARITY(2, 2, 1);
+  CHECK_ARITY(2, 3, 1);
   REQUIRE(!ins[0].shape.empty(), "needs [B, C] predictions");
   REQUIRE(outs[0].elements() == 1, "accuracy must be a scalar");
   int64_t c = ins[0].shape.back(), rows = ins[0].elements() / c;
@@ -1211,13 +1252,31 @@ Status accuracy(const KernelContext &, const KernelConfig &, const Tensors &ins,
         best = j;
     return best;
   };
-  int64_t hits = 0;
+  Vec w;
+  if (Status s = sampleWeights(kName, ins, 2, rows, w); !s)
+    return s;
+  double hits = 0;
   for (int64_t r = 0; r < rows; ++r) {
     int64_t label =
         oneHotLabels ? argmax(&labels[r * c]) : std::llround(labels[r]);
-    hits += argmax(&p[r * c]) == label;
+    if (argmax(&p[r * c]) == label)
+      hits += w[r];
   }
-  store(outs[0], Vec{static_cast<double>(hits) / rows});
+  store(outs[0], Vec{hits / rows});
+  return Status::ok();
+}
+
+/// sqrt of the sum of squares over every element of every input.
+Status globalNorm(const KernelContext &, const KernelConfig &,
+                  const Tensors &ins, const Tensors &outs) {
+  static constexpr const char *kName = "global_norm";
+  REQUIRE(!ins.empty() && outs.size() == 1, "needs inputs and one output");
+  REQUIRE(outs[0].elements() == 1, "the norm must be a scalar");
+  double sum = 0.0;
+  for (const TensorRef &t : ins)
+    for (double v : load(t))
+      sum += v * v;
+  store(outs[0], Vec{std::sqrt(sum)});
   return Status::ok();
 }
 
@@ -1429,6 +1488,7 @@ const Entry kKernels[] = {
     {"sparse_categorical_crossentropy_grad", sparseCategoricalCrossentropyGrad},
     {"softmax_cross_entropy", softmaxCrossEntropy},
     {"accuracy", accuracy},
+    {"global_norm", globalNorm},
     {"optimizer_update", optimizerUpdate},
     {"elementwise", elementwise},
 };

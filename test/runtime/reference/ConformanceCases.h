@@ -411,6 +411,33 @@ inline std::vector<Case> allCases() {
   add("batch_norm_grad", "NHWC, no gamma", {},
       {rnd({2, 3, 4, 16}, 88), nx, rnd({16}, 85), rnd({16}, 89, 0.5, 2)},
       {{2, 3, 4, 16}, {16}, {16}});
+  // Beta alone (Keras center without scale), as the compiler marks it, and
+  // tf.keras 2's unbiased moving variance.
+  KernelConfig shiftOnly = bn;
+  shiftOnly.set("has_gamma", int64_t{0}).set("has_beta", int64_t{1});
+  add("batch_norm", "NHWC, beta only", shiftOnly,
+      {nx, rnd({16}, 85), rnd({16}, 86, 0.5, 2), rnd({16}, 90)},
+      {{2, 3, 4, 16}});
+  add("batch_norm_train", "NHWC, beta only", shiftOnly,
+      {nx, rnd({16}, 85), rnd({16}, 86, 0.5, 2), rnd({16}, 90)},
+      {{2, 3, 4, 16}, {16}, {16}, {16}, {16}});
+  KernelConfig unbiased = bn;
+  unbiased.set("unbiased_moving_variance", int64_t{1});
+  add("batch_norm_train", "NHWC, unbiased moving variance", unbiased,
+      {nx, rnd({16}, 85), rnd({16}, 86, 0.5, 2), rnd({16}, 87), rnd({16}, 90)},
+      {{2, 3, 4, 16}, {16}, {16}, {16}, {16}});
+  // Evaluation weighs rows (a padded last batch's padding weighs 0).
+  Tensor weights = Tensor::f32({4}, {1, 0, 1, 0.5});
+  add("categorical_crossentropy", "weighted", {}, {probs, oneHot, weights},
+      {{}});
+  add("sparse_categorical_crossentropy", "weighted, logits", logits,
+      {rnd({4, 3}, 37, -3, 3), indices, weights}, {{}});
+  add("softmax_cross_entropy", "weighted", {},
+      {rnd({4, 3}, 37, -3, 3), oneHot, weights}, {{4, 3}, {}, {4, 3}});
+  add("accuracy", "weighted", {}, {probs, indices, weights}, {{}});
+  // The gradient norm: several tensors, one over a chunk boundary.
+  add("global_norm", "three tensors", {},
+      {rnd({3, 4}, 91), rnd({7}, 92), rnd({40000}, 93)}, {{}});
   KernelConfig body;
   body.set("body", std::string("add(a0, a1) -> t0; elu(t0) {alpha=0.5} -> t1; "
                                "tanh_grad(a2, t1) -> t2; yield t2"));

@@ -140,6 +140,15 @@ inline Status launch(const std::string &kernel, const KernelConfig &cfg,
     ASSERT_TRUE(s_.isOk()) << s_.message();                                    \
   } while (false)
 
+/// The kernel refuses its operands (launch's arguments), with `needle` in
+/// its error.
+#define RUN_FAILS(needle, ...)                                                 \
+  do {                                                                         \
+    Status s_ = ::graph::runtime::testing::launch(__VA_ARGS__);                \
+    ASSERT_FALSE(s_.isOk()) << "the kernel accepted the operands";             \
+    EXPECT_NE(s_.message().find(needle), std::string::npos) << s_.message();   \
+  } while (false)
+
 inline void expectAllNear(const std::vector<double> &actual,
                           const std::vector<double> &expected, double tol,
                           const std::string &what = "") {

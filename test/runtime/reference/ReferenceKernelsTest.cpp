@@ -273,7 +273,14 @@ TEST(ReferenceKernels, BatchNorm) {
   expectAllNear(y.values(), {1, -1, 3, 2}, 1e-12);
   RUN_OK("batch_norm", cfg, {&x, &mean, &var}, {&y});
   expectAllNear(y.values(), {0, 0, 1, 1}, 1e-12);
+  // Beta alone (Keras center=True, scale=False): the fourth input is beta,
+  // as has_gamma/has_beta say, not gamma.
+  KernelConfig shiftOnly = cfg;
+  shiftOnly.set("has_gamma", int64_t{0}).set("has_beta", int64_t{1});
+  RUN_OK("batch_norm", shiftOnly, {&x, &mean, &var, &beta}, {&y});
+  expectAllNear(y.values(), {1, -1, 2, 0}, 1e-12);
   // Training: batch mean (2, 4), biased variance (1, 4), unbiased (2, 8).
+  // Keras 3 moves the moving variance toward the biased one (ops.moments).
   Tensor bm = Tensor::f64({2}), bis = Tensor::f64({2}), nm = Tensor::f64({2}),
          nv = Tensor::f64({2});
   RUN_OK("batch_norm_train", cfg, {&x, &mean, &var, &gamma, &beta},
@@ -282,12 +289,70 @@ TEST(ReferenceKernels, BatchNorm) {
   expectAllNear(bm.values(), {2, 4}, 1e-12);
   expectAllNear(bis.values(), {1, 0.5}, 1e-12);
   expectAllNear(nm.values(), {0.9 * 1 + 0.1 * 2, 0.9 * 2 + 0.1 * 4}, 1e-12);
+  expectAllNear(nv.values(), {0.9 * 4 + 0.1 * 1, 0.9 * 16 + 0.1 * 4}, 1e-12);
+  // tf.keras 2's fused kernel toward the unbiased one.
+  KernelConfig unbiased = cfg;
+  unbiased.set("unbiased_moving_variance", int64_t{1});
+  RUN_OK("batch_norm_train", unbiased, {&x, &mean, &var, &gamma, &beta},
+         {&y, &bm, &bis, &nm, &nv});
   expectAllNear(nv.values(), {0.9 * 4 + 0.1 * 2, 0.9 * 16 + 0.1 * 8}, 1e-12);
+  // Beta alone in training: y = xhat + beta.
+  RUN_OK("batch_norm_train", shiftOnly, {&x, &mean, &var, &beta},
+         {&y, &bm, &bis, &nm, &nv});
+  expectAllNear(y.values(), {0, -2, 2, 0}, 1e-12);
+  // Inputs that has_gamma/has_beta do not account for are refused.
+  RUN_FAILS("has_gamma and has_beta do not match the inputs", "batch_norm",
+            shiftOnly, {&x, &mean, &var, &gamma, &beta}, {&y});
   // In place: the new moving statistics overwrite the old buffers.
-  RUN_OK("batch_norm_train", cfg, {&x, &mean, &var},
+  RUN_OK("batch_norm_train", unbiased, {&x, &mean, &var},
          {&y, &bm, &bis, &mean, &var});
   expectAllNear(mean.values(), {1.1, 2.2}, 1e-12);
   expectAllNear(var.values(), {3.8, 15.2}, 1e-12);
+}
+
+/// With sample_weight, a loss or the accuracy is sum_i w_i v_i / B: rows
+/// weighing 0 (an evaluation batch's padding) change nothing but the
+/// divisor, which the runtime undoes.
+TEST(ReferenceKernels, SampleWeightsWeighRows) {
+  Tensor p = Tensor::f32({3, 2}, {0.9, 0.1, 0.2, 0.8, 0.6, 0.4});
+  Tensor y = Tensor::f32({3, 2}, {1, 0, 1, 0, 0, 1});
+  Tensor idx = Tensor::i32({3}, {0, 0, 1});
+  Tensor w = Tensor::f32({3}, {1, 0, 0.5});
+  double l0 = -std::log(0.9), l1 = -std::log(0.2), l2 = -std::log(0.4);
+  Tensor loss = Tensor::f64({});
+  RUN_OK("categorical_crossentropy", {}, {&p, &y, &w}, {&loss});
+  EXPECT_NEAR(loss.get(0), (l0 + 0.5 * l2) / 3, 1e-6);
+  RUN_OK("sparse_categorical_crossentropy", {}, {&p, &idx, &w}, {&loss});
+  EXPECT_NEAR(loss.get(0), (l0 + 0.5 * l2) / 3, 1e-6);
+  RUN_OK("categorical_crossentropy", {}, {&p, &y}, {&loss});
+  EXPECT_NEAR(loss.get(0), (l0 + l1 + l2) / 3, 1e-6);
+  // Row 0 is right, rows 1 and 2 are wrong: weighted, 1 / 3.
+  Tensor acc = Tensor::f64({});
+  RUN_OK("accuracy", {}, {&p, &y, &w}, {&acc});
+  EXPECT_NEAR(acc.get(0), 1.0 / 3, 1e-12);
+  // softmax_cross_entropy: loss and gradient rows scale by w.
+  Tensor z = Tensor::f64({2, 2}, {0, std::log(3.0), 1, 1});
+  Tensor zy = Tensor::f64({2, 2}, {0, 1, 1, 0});
+  Tensor zw = Tensor::f64({2}, {2, 0});
+  Tensor prob = Tensor::f64({2, 2}), zl = Tensor::f64({}),
+         grad = Tensor::f64({2, 2});
+  RUN_OK("softmax_cross_entropy", {}, {&z, &zy, &zw}, {&prob, &zl, &grad});
+  expectAllNear(prob.values(), {0.25, 0.75, 0.5, 0.5}, 1e-12);
+  EXPECT_NEAR(zl.get(0), 2 * -std::log(0.75) / 2, 1e-12);
+  expectAllNear(grad.values(), {2 * 0.25 / 2, 2 * -0.25 / 2, 0, 0}, 1e-12);
+  Tensor short2 = Tensor::f32({2}, {1, 1});
+  RUN_FAILS("sample_weight must be [B]", "categorical_crossentropy", {},
+            {&p, &y, &short2}, {&loss});
+}
+
+TEST(ReferenceKernels, GlobalNormOverEveryTensor) {
+  Tensor a = Tensor::f32({2}, {3, 0}), b = Tensor::f32({2, 2}, {0, 4, 0, 12});
+  Tensor norm = Tensor::f64({});
+  RUN_OK("global_norm", {}, {&a, &b}, {&norm});
+  EXPECT_NEAR(norm.get(0), 13.0, 1e-12);
+  Tensor nan = Tensor::f32({1}, {std::nanf("")});
+  RUN_OK("global_norm", {}, {&a, &nan}, {&norm});
+  EXPECT_TRUE(std::isnan(norm.get(0)));
 }
 
 TEST(ReferenceKernels, LossesMatchKerasDocumentation) {
@@ -624,6 +689,7 @@ const std::vector<std::string> kLaunchable = {
     "gelu_grad",
     "global_avg_pool2d",
     "global_avg_pool2d_grad",
+    "global_norm",
     "leaky_relu",
     "leaky_relu_grad",
     "max_pool2d",

@@ -10,9 +10,11 @@
 // probabilities).
 //
 // Labels are one-hot rows (f32, [B, C]) or class indices (f32, i32 or i64,
-// [B]). An index outside [0, C), which the reference reports as an error,
-// cannot stop a step already enqueued: the row's loss and gradient become
-// NaN instead, so the failure shows in the loss.
+// [B]). The losses and accuracy take an optional sample_weight [B]: row r
+// counts w[r] times, still divided by B (`weights` null: every w[r] is 1). An
+// index outside [0, C), which the reference reports as an error, cannot stop a
+// step already enqueued: the row's loss and gradient become NaN instead, so the
+// failure shows in the loss.
 //
 //===----------------------------------------------------------------------===//
 
@@ -181,15 +183,21 @@ __device__ double rowLoss(const float *z, const Labels &labels, int64_t row,
   return warpSum(loss);
 }
 
+__device__ double weightAt(const float *weights, int64_t r) {
+  return weights ? double(weights[r]) : 1.0;
+}
+
 /// The batch-mean loss (`grad` null) or its gradient, in one block.
 __global__ void __launch_bounds__(kBatchThreads)
-    crossEntropyKernel(const float *p, Labels labels, int64_t rows, int64_t c,
-                       LossMode mode, float *loss, float *grad) {
+    crossEntropyKernel(const float *p, Labels labels, const float *weights,
+                       int64_t rows, int64_t c, LossMode mode, float *loss,
+                       float *grad) {
   int warp = threadIdx.x / kWarp, warps = blockDim.x / kWarp;
   double total = 0.0;
   for (int64_t r = warp; r < rows; r += warps)
-    total += rowLoss(p + r * c, labels, r, c, mode,
-                     grad ? grad + r * c : nullptr, 1.0 / double(rows));
+    total += weightAt(weights, r) * rowLoss(p + r * c, labels, r, c, mode,
+                                            grad ? grad + r * c : nullptr,
+                                            1.0 / double(rows));
   if (loss) {
     total = blockSum(total);
     if (threadIdx.x == 0)
@@ -197,11 +205,11 @@ __global__ void __launch_bounds__(kBatchThreads)
   }
 }
 
-/// softmax_cross_entropy: probabilities, mean loss, (p - y) / rows.
+/// softmax_cross_entropy: probabilities, mean loss, w (p - y) / rows.
 __global__ void __launch_bounds__(kBatchThreads)
-    softmaxCrossEntropyKernel(const float *z, Labels labels, int64_t rows,
-                              int64_t c, float *probabilities, float *loss,
-                              float *grad) {
+    softmaxCrossEntropyKernel(const float *z, Labels labels,
+                              const float *weights, int64_t rows, int64_t c,
+                              float *probabilities, float *loss, float *grad) {
   int warp = threadIdx.x / kWarp, warps = blockDim.x / kWarp;
   int lane = threadIdx.x % kWarp;
   double total = 0.0;
@@ -217,15 +225,16 @@ __global__ void __launch_bounds__(kBatchThreads)
     for (int64_t j = lane; j < c; j += kWarp)
       sumExp += exp(double(zr[j]) - m);
     double lse = m + log(warpSum(sumExp));
+    double w = weightAt(weights, r);
     double rowLoss = 0.0;
     for (int64_t j = lane; j < c; j += kWarp) {
       double ls = double(zr[j]) - lse, pj = exp(ls);
       double y = valid ? labels.target(r, j, k) : NAN;
       probabilities[r * c + j] = static_cast<float>(pj);
-      grad[r * c + j] = static_cast<float>((pj - y) / double(rows));
+      grad[r * c + j] = static_cast<float>(w * (pj - y) / double(rows));
       rowLoss -= y * ls;
     }
-    total += warpSum(rowLoss);
+    total += w * warpSum(rowLoss);
   }
   total = blockSum(total);
   if (threadIdx.x == 0)
@@ -260,8 +269,8 @@ __device__ int64_t warpArgmax(Value value, int64_t c) {
 }
 
 __global__ void __launch_bounds__(kBatchThreads)
-    accuracyKernel(const float *p, Labels labels, int64_t rows, int64_t c,
-                   float *accuracy) {
+    accuracyKernel(const float *p, Labels labels, const float *weights,
+                   int64_t rows, int64_t c, float *accuracy) {
   int warp = threadIdx.x / kWarp, warps = blockDim.x / kWarp;
   double hits = 0.0;
   for (int64_t r = warp; r < rows; r += warps) {
@@ -272,7 +281,7 @@ __global__ void __launch_bounds__(kBatchThreads)
         labels.oneHot
             ? warpArgmax([&](int64_t j) { return labels.at(r * c + j); }, c)
             : labels.index(r);
-    hits += predicted == label ? 1.0 : 0.0;
+    hits += predicted == label ? weightAt(weights, r) : 0.0;
   }
   hits = blockSum(hits);
   if (threadIdx.x == 0)
@@ -416,19 +425,34 @@ Status batchOf(const char *kName, const TensorRef &p, int64_t &rows,
   return Status::ok();
 }
 
-/// The four cross-entropy kernels: ins predictions, labels; out the mean
-/// loss (scalar) or its gradient.
+/// The optional sample_weight of a loss or metric (input 2): [rows] f32.
+Status sampleWeightOf(const char *kName, const Tensors &ins, int64_t rows,
+                      const float *&out) {
+  out = nullptr;
+  if (ins.size() < 3)
+    return Status::ok();
+  REQUIRE(ins[2].elements() == rows,
+          "sample_weight " + shapeText(ins[2].shape) + " must be [" +
+              std::to_string(rows) + "]");
+  out = ins[2].f32();
+  return Status::ok();
+}
+
+/// The four cross-entropy kernels: ins predictions, labels and, for a loss,
+/// an optional sample_weight; out the mean loss (scalar) or its gradient.
 KernelFactory crossEntropyFactory(const char *name, bool sparse,
                                   bool gradient) {
   return [name, sparse, gradient](const KernelContext &ctx,
                                   const KernelConfig &cfg, const Tensors &ins,
                                   const Tensors &outs, KernelFn &out) {
     const char *kName = name;
-    RETURN_IF_ERROR(checkOperands(kName, ins, outs, 2, 2, 1, 1));
+    RETURN_IF_ERROR(checkOperands(kName, ins, outs, 2, gradient ? 2 : 3, 1, 1));
     int64_t rows = 0, classes = 0;
     RETURN_IF_ERROR(batchOf(kName, ins[0], rows, classes));
     Labels labels;
     RETURN_IF_ERROR(labelsOf(kName, ins[1], rows, classes, !sparse, labels));
+    const float *weights = nullptr;
+    RETURN_IF_ERROR(sampleWeightOf(kName, ins, rows, weights));
     if (gradient)
       REQUIRE(outs[0].elements() == ins[0].elements(),
               "predictions_grad " + shapeText(outs[0].shape) +
@@ -447,7 +471,7 @@ KernelFactory crossEntropyFactory(const char *name, bool sparse,
     out = [=](const KernelContext &, const KernelConfig &, const Tensors &,
               const Tensors &) {
       crossEntropyKernel<<<1, kBatchThreads, 0, state->compute>>>(
-          p, labels, rows, classes, mode, loss, grad);
+          p, labels, weights, rows, classes, mode, loss, grad);
       RETURN_IF_LAUNCH_FAILED("crossEntropyKernel");
       return Status::ok();
     };
@@ -455,16 +479,19 @@ KernelFactory crossEntropyFactory(const char *name, bool sparse,
   };
 }
 
-/// ins: logits [B, C], labels; outs: probabilities, loss, (p - y) / B.
+/// ins: logits [B, C], labels, [sample_weight]; outs: probabilities, loss,
+/// w (p - y) / B.
 Status softmaxCrossEntropy(const KernelContext &ctx, const KernelConfig &,
                            const Tensors &ins, const Tensors &outs,
                            KernelFn &out) {
   static constexpr const char *kName = "softmax_cross_entropy";
-  RETURN_IF_ERROR(checkOperands(kName, ins, outs, 2, 2, 3, 1));
+  RETURN_IF_ERROR(checkOperands(kName, ins, outs, 2, 3, 3, 1));
   int64_t rows = 0, classes = 0;
   RETURN_IF_ERROR(batchOf(kName, ins[0], rows, classes));
   Labels labels;
   RETURN_IF_ERROR(labelsOf(kName, ins[1], rows, classes, true, labels));
+  const float *weights = nullptr;
+  RETURN_IF_ERROR(sampleWeightOf(kName, ins, rows, weights));
   REQUIRE(
       outs[0].elements() == ins[0].elements() &&
           outs[2].elements() == ins[0].elements() && outs[1].elements() == 1,
@@ -478,7 +505,7 @@ Status softmaxCrossEntropy(const KernelContext &ctx, const KernelConfig &,
   out = [=](const KernelContext &, const KernelConfig &, const Tensors &,
             const Tensors &) {
     softmaxCrossEntropyKernel<<<1, kBatchThreads, 0, state->compute>>>(
-        z, labels, rows, classes, probabilities, loss, grad);
+        z, labels, weights, rows, classes, probabilities, loss, grad);
     RETURN_IF_LAUNCH_FAILED("softmaxCrossEntropyKernel");
     return Status::ok();
   };
@@ -489,11 +516,13 @@ Status softmaxCrossEntropy(const KernelContext &ctx, const KernelConfig &,
 Status accuracy(const KernelContext &ctx, const KernelConfig &,
                 const Tensors &ins, const Tensors &outs, KernelFn &out) {
   static constexpr const char *kName = "accuracy";
-  RETURN_IF_ERROR(checkOperands(kName, ins, outs, 2, 2, 1, 1));
+  RETURN_IF_ERROR(checkOperands(kName, ins, outs, 2, 3, 1, 1));
   int64_t rows = 0, classes = 0;
   RETURN_IF_ERROR(batchOf(kName, ins[0], rows, classes));
   REQUIRE(outs[0].elements() == 1,
           "accuracy must be a scalar, got " + shapeText(outs[0].shape));
+  const float *weights = nullptr;
+  RETURN_IF_ERROR(sampleWeightOf(kName, ins, rows, weights));
   // As the reference: one-hot only with more than one class.
   Labels labels;
   RETURN_IF_ERROR(labelsOf(kName, ins[1], rows, classes, classes > 1, labels));
@@ -503,8 +532,8 @@ Status accuracy(const KernelContext &ctx, const KernelConfig &,
   float *result = outs[0].f32();
   out = [=](const KernelContext &, const KernelConfig &, const Tensors &,
             const Tensors &) {
-    accuracyKernel<<<1, kBatchThreads, 0, state->compute>>>(p, labels, rows,
-                                                            classes, result);
+    accuracyKernel<<<1, kBatchThreads, 0, state->compute>>>(
+        p, labels, weights, rows, classes, result);
     RETURN_IF_LAUNCH_FAILED("accuracyKernel");
     return Status::ok();
   };

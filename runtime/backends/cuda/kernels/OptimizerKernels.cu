@@ -1,7 +1,8 @@
 //===- OptimizerKernels.cu - one launch updates every variable ------------===//
 //
-// optimizer_update (SGD with momentum and Nesterov, Adam with amsgrad,
-// RMSprop with momentum and centering; Keras 3's formulas, as the
+// global_norm over the gradients (the training step's finite check, at the
+// end of this file) and optimizer_update (SGD with momentum and Nesterov, Adam
+// with amsgrad, RMSprop with momentum and centering; Keras 3's formulas, as the
 // reference writes them) as a single multi-tensor launch: the factory lays
 // out a table of every variable's buffers and a list of fixed-size chunks
 // in device memory of its own (allocated and filled once, outside any
@@ -240,11 +241,122 @@ Status optimizerUpdate(const KernelContext &ctx, const KernelConfig &cfg,
   return Status::ok();
 }
 
+//===----------------------------------------------------------------------===//
+// global_norm: sqrt of the sum of squares of every gradient
+//
+// Two launches and no atomics, so the norm has the same bits every run:
+// each block writes the sums of squares of its chunks (in double) to the
+// site's partials, then one block adds the partials in a fixed order.
+//===----------------------------------------------------------------------===//
+
+struct NormChunk {
+  const float *data = nullptr;
+  int64_t begin = 0, end = 0;
+};
+
+/// The block's sum of `v` in a fixed tree order; valid in thread 0.
+template <int Threads> __device__ double blockTreeSum(double v) {
+  __shared__ double sums[Threads];
+  sums[threadIdx.x] = v;
+  __syncthreads();
+  for (int stride = Threads / 2; stride > 0; stride /= 2) {
+    if (threadIdx.x < stride)
+      sums[threadIdx.x] += sums[threadIdx.x + stride];
+    __syncthreads();
+  }
+  return sums[0];
+}
+
+__global__ void __launch_bounds__(kThreads)
+    sumSquaresKernel(const NormChunk *__restrict__ chunks, int64_t numChunks,
+                     double *__restrict__ partials) {
+  for (int64_t c = blockIdx.x; c < numChunks; c += gridDim.x) {
+    NormChunk chunk = chunks[c];
+    double sum = 0.0;
+    for (int64_t i = chunk.begin + threadIdx.x; i < chunk.end; i += blockDim.x)
+      sum += double(chunk.data[i]) * chunk.data[i];
+    sum = blockTreeSum<kThreads>(sum);
+    if (threadIdx.x == 0)
+      partials[c] = sum;
+    __syncthreads(); // the shared sums are reused by the next chunk
+  }
+}
+
+__global__ void __launch_bounds__(kThreads)
+    finishNormKernel(const double *__restrict__ partials, int64_t numChunks,
+                     float *norm) {
+  double sum = 0.0;
+  for (int64_t c = threadIdx.x; c < numChunks; c += blockDim.x)
+    sum += partials[c];
+  sum = blockTreeSum<kThreads>(sum);
+  if (threadIdx.x == 0)
+    *norm = static_cast<float>(sqrt(sum));
+}
+
+struct NormSite {
+  CudaDeviceState *state = nullptr;
+  DeviceBuffer table; // [chunks][partials]
+  const NormChunk *chunks = nullptr;
+  double *partials = nullptr;
+  int64_t numChunks = 0;
+  float *norm = nullptr;
+};
+
+/// ins: the tensors; outs: their global norm, a scalar.
+Status globalNorm(const KernelContext &ctx, const KernelConfig &,
+                  const Tensors &ins, const Tensors &outs, KernelFn &out) {
+  static constexpr const char *kName = "global_norm";
+  REQUIRE(!ins.empty(), "takes at least one tensor");
+  RETURN_IF_ERROR(checkOperands(kName, ins, outs, 1, ins.size(), 1));
+  REQUIRE(outs[0].elements() == 1,
+          "the norm must be a scalar, got " + shapeText(outs[0].shape));
+  auto site = std::make_shared<NormSite>();
+  std::vector<NormChunk> chunks;
+  for (const TensorRef &t : ins)
+    for (int64_t begin = 0; begin < t.elements(); begin += kChunkElements)
+      chunks.push_back(
+          {t.f32(), begin, std::min(t.elements(), begin + kChunkElements)});
+  RETURN_IF_ERROR(deviceStateOf(kName, ctx, site->state));
+  size_t chunkBytes = alignUp(chunks.size() * sizeof(NormChunk));
+  size_t partialBytes = std::max<size_t>(1, chunks.size()) * sizeof(double);
+  RETURN_IF_ERROR(
+      site->table.allocate(site->state->ordinal, chunkBytes + partialBytes));
+  char *table = static_cast<char *>(site->table.data());
+  if (!chunks.empty()) {
+    ScopedDevice device;
+    RETURN_IF_ERROR(device.enter(site->state->ordinal));
+    // Synchronous, once: the factory runs before any step.
+    RETURN_IF_CUDA_ERROR(cudaMemcpy(table, chunks.data(),
+                                    chunks.size() * sizeof(NormChunk),
+                                    cudaMemcpyHostToDevice));
+  }
+  site->chunks = reinterpret_cast<const NormChunk *>(table);
+  site->partials = reinterpret_cast<double *>(table + chunkBytes);
+  site->numChunks = static_cast<int64_t>(chunks.size());
+  site->norm = outs[0].f32();
+
+  out = [site](const KernelContext &, const KernelConfig &, const Tensors &,
+               const Tensors &) {
+    const NormSite &s = *site;
+    unsigned blocks =
+        static_cast<unsigned>(std::clamp<int64_t>(s.numChunks, 1, 65536));
+    sumSquaresKernel<<<blocks, kThreads, 0, s.state->compute>>>(
+        s.chunks, s.numChunks, s.partials);
+    RETURN_IF_LAUNCH_FAILED("sumSquaresKernel");
+    finishNormKernel<<<1, kThreads, 0, s.state->compute>>>(s.partials,
+                                                           s.numChunks, s.norm);
+    RETURN_IF_LAUNCH_FAILED("finishNormKernel");
+    return Status::ok();
+  };
+  return Status::ok();
+}
+
 } // namespace
 
 void registerOptimizerKernels() {
   KernelRegistry::global().addFactory("optimizer_update", Backend::cuda,
                                       optimizerUpdate);
+  KernelRegistry::global().addFactory("global_norm", Backend::cuda, globalNorm);
 }
 
 } // namespace graph::runtime::cuda

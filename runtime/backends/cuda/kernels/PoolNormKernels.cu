@@ -6,9 +6,9 @@
 //     row after), where cuDNN pads symmetrically;
 //   - max_pool2d_grad routes each gradient to the window's FIRST maximum in
 //     row-major window order; cuDNN does not promise a tie rule;
-//   - batch_norm_train updates the moving variance with the unbiased batch
-//     variance (the reference's kUnbiasedMovingVariance), and takes gamma
-//     and beta as optional operands.
+//   - batch_norm_train updates the moving variance with the biased batch
+//     variance, or the unbiased one under `unbiased_moving_variance`, and
+//     takes gamma and beta as optional operands (`has_gamma`, `has_beta`).
 // The gradients are gathers (one thread per input element visits the
 // windows that cover it), so nothing is accumulated with atomics and every
 // run gives the same bits. Batch statistics are column reductions in
@@ -342,13 +342,24 @@ Status globalAvgPoolGrad(const KernelContext &ctx, const KernelConfig &,
 //===----------------------------------------------------------------------===//
 // Batch normalisation
 //
-// Operands as the reference takes them: with 4 inputs, gamma is present and
-// beta absent; 3: neither; 5: both.
+// Operands as the reference takes them: `has_gamma` and `has_beta` say
+// which of inputs 3 and 4 are there (without them, 4 inputs mean gamma).
 //===----------------------------------------------------------------------===//
 
-/// Must equal reference::kUnbiasedMovingVariance (ReferenceKernels.cpp);
-/// the conformance case batch_norm_train tells them apart.
-constexpr bool kUnbiasedMovingVariance = true;
+/// A batch norm's gamma and beta among its inputs (null: absent).
+Status scaleShiftOf(const char *kName, const KernelConfig &cfg,
+                    const Tensors &ins, const float *&gamma,
+                    const float *&beta) {
+  size_t optional = ins.size() - 3;
+  bool hasGamma = cfg.getInt("has_gamma", optional >= 1) != 0;
+  bool hasBeta = cfg.getInt("has_beta", optional >= 2) != 0;
+  REQUIRE(size_t(hasGamma) + size_t(hasBeta) == optional,
+          "has_gamma and has_beta do not match its " +
+              std::to_string(ins.size()) + " inputs");
+  gamma = hasGamma ? ins[3].f32() : nullptr;
+  beta = hasBeta ? ins[hasGamma ? 4 : 3].f32() : nullptr;
+  return Status::ok();
+}
 
 /// Per-channel operands, any of which may be absent (null).
 struct Channels {
@@ -415,6 +426,7 @@ struct StoreStatistics {
   double *mean = nullptr, *invStd = nullptr;
   int64_t rows = 0;
   double epsilon = 0.0, momentum = 0.0;
+  bool unbiasedUpdate = false;
   const float *movingMean = nullptr, *movingVariance = nullptr;
   float *batchMean = nullptr, *batchInvStd = nullptr, *newMovingMean = nullptr,
         *newMovingVariance = nullptr;
@@ -422,16 +434,16 @@ struct StoreStatistics {
     double variance = sums[0] / double(rows);
     double inv = 1.0 / sqrt(variance + epsilon);
     invStd[col] = inv;
-    double unbiased = kUnbiasedMovingVariance && rows > 1
-                          ? variance * double(rows) / double(rows - 1)
-                          : variance;
+    double update = unbiasedUpdate && rows > 1
+                        ? variance * double(rows) / double(rows - 1)
+                        : variance;
     double oldMean = movingMean[col], oldVariance = movingVariance[col];
     batchMean[col] = static_cast<float>(mean[col]);
     batchInvStd[col] = static_cast<float>(inv);
     newMovingMean[col] =
         static_cast<float>(oldMean * momentum + mean[col] * (1.0 - momentum));
-    newMovingVariance[col] = static_cast<float>(oldVariance * momentum +
-                                                unbiased * (1.0 - momentum));
+    newMovingVariance[col] =
+        static_cast<float>(oldVariance * momentum + update * (1.0 - momentum));
   }
 };
 
@@ -505,9 +517,8 @@ Status batchNorm(const KernelContext &ctx, const KernelConfig &cfg,
               shapeText(ins[0].shape));
   CudaDeviceState *state = nullptr;
   RETURN_IF_ERROR(deviceStateOf(kName, ctx, state));
-  Channels s{ins[1].f32(), ins[2].f32(),
-             ins.size() >= 4 ? ins[3].f32() : nullptr,
-             ins.size() >= 5 ? ins[4].f32() : nullptr};
+  Channels s{ins[1].f32(), ins[2].f32()};
+  RETURN_IF_ERROR(scaleShiftOf(kName, cfg, ins, s.gamma, s.beta));
   const float *x = ins[0].f32();
   float *y = outs[0].f32();
   int64_t elements = ins[0].elements();
@@ -551,8 +562,8 @@ Status batchNormTrain(const KernelContext &ctx, const KernelConfig &cfg,
                          static_cast<char *>(state->workspace) + statsBytes,
                          state->workspaceBytes - statsBytes));
   const float *x = ins[0].f32();
-  const float *gamma = ins.size() >= 4 ? ins[3].f32() : nullptr;
-  const float *beta = ins.size() >= 5 ? ins[4].f32() : nullptr;
+  const float *gamma = nullptr, *beta = nullptr;
+  RETURN_IF_ERROR(scaleShiftOf(kName, cfg, ins, gamma, beta));
   float *y = outs[0].f32();
   ColumnValue sumX{x, c};
   StoreMean storeMean{mean, rows};
@@ -563,6 +574,7 @@ Status batchNormTrain(const KernelContext &ctx, const KernelConfig &cfg,
   finish.rows = rows;
   finish.epsilon = cfg.getFloat("epsilon", 1e-3);
   finish.momentum = cfg.getFloat("momentum", 0.99);
+  finish.unbiasedUpdate = cfg.getInt("unbiased_moving_variance", 0) != 0;
   finish.movingMean = ins[1].f32();
   finish.movingVariance = ins[2].f32();
   finish.batchMean = outs[1].f32();
