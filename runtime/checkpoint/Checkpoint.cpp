@@ -257,18 +257,4 @@ Status CheckpointHook::end(const SessionInfo &) {
   return Status::ok();
 }
 
-Status skipBatches(data::BatchIterator &batches, int64_t count) {
-  data::Batch batch;
-  for (int64_t i = 0; i < count; ++i) {
-    bool end = false;
-    if (Status s = batches.next(batch, end); !s)
-      return s;
-    if (end)
-      return Status::error("the training data end after " + std::to_string(i) +
-                           " batches, before the " + std::to_string(count) +
-                           " the checkpoint's run had consumed");
-  }
-  return Status::ok();
-}
-
 } // namespace graph::runtime::checkpoint

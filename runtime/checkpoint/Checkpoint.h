@@ -37,7 +37,9 @@ namespace graph::runtime::checkpoint {
 /// What a run needs, besides its variables, to continue exactly where it
 /// stopped. Every step consumes one global batch, so the global step also
 /// positions the input: a resumed run rebuilds the same pipeline (same seed,
-/// same shuffle) and skips `globalStep` batches (skipBatches below).
+/// same shuffle) and opens it at batch `globalStep` (Pipeline::open), which
+/// derives the epoch, the position in it and the shuffle's state from these
+/// without reading the batches before it.
 struct RunState {
   /// Steps taken; Adam's bias correction and dropout masks key on it.
   int64_t globalStep = 0;
@@ -128,10 +130,6 @@ private:
   int64_t lastStep_ = 0;
   int64_t lastSaved_ = 0;
 };
-
-/// Pulls and drops `count` batches: positions a freshly opened pipeline
-/// where a run that consumed `count` batches of the same pipeline stopped.
-Status skipBatches(data::BatchIterator &batches, int64_t count);
 
 } // namespace graph::runtime::checkpoint
 

@@ -11,6 +11,7 @@
 #include <array>
 #include <bit>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -268,6 +269,9 @@ Status SafetensorsFile::parse(std::string bytes, const std::string &source,
 }
 
 Status SafetensorsFile::read(const std::string &path, SafetensorsFile &out) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    return Status::error(path + ": is a directory, not a safetensors file");
   std::ifstream in(path, std::ios::binary);
   if (!in)
     return Status::error(path + ": cannot open: " + std::strerror(errno));
@@ -349,10 +353,21 @@ std::string SafetensorsWriter::serialize() const {
 }
 
 Status SafetensorsWriter::write(const std::string &path) const {
+  // The header first: a name that JSON cannot hold (not UTF-8) fails here,
+  // before a temporary file exists.
+  std::string head;
+  try {
+    head = header();
+  } catch (const std::exception &e) {
+    return Status::error(path +
+                         ": cannot write the header: a tensor name or "
+                         "metadata value is not valid UTF-8 (" +
+                         e.what() + ")");
+  }
   AtomicFile file;
   if (Status s = file.open(path); !s)
     return s;
-  if (Status s = file.append(header()); !s)
+  if (Status s = file.append(head); !s)
     return s;
   for (const Entry &e : entries_)
     if (Status s = file.append(e.bytes); !s)

@@ -145,7 +145,8 @@ struct PreparedInput {
   void *dst = nullptr;
   int device = 0;
   int replica = 0;
-  bool labels = false;
+  /// Which part of the replica's BatchSlice fills it.
+  data::BatchPart part = data::BatchPart::images;
   size_t bytes = 0;
 };
 

@@ -158,6 +158,19 @@ Status MirroredVariables::write(int variable, const void *src) {
 
 namespace {
 
+/// A batch part, for messages.
+const char *partName(data::BatchPart part) {
+  switch (part) {
+  case data::BatchPart::images:
+    return "images";
+  case data::BatchPart::labels:
+    return "labels";
+  case data::BatchPart::sampleWeights:
+    return "sample weights";
+  }
+  return "input";
+}
+
 double readScalar(const TensorRef &t) {
   switch (t.dtype) {
   case plan::DType::f32:
@@ -315,18 +328,25 @@ Status Executor::prepare(MirroredVariables &variables,
                          " devices' variables, has " +
                          std::to_string(variables.devices()));
 
-  // Inputs: one image input and, optionally, "labels".
+  // Inputs: one image input and, optionally, "labels" and (evaluation)
+  // "sample_weight".
   const auto &inputs = *plan_.inputs();
-  int imageInput = -1, labelInput = -1;
+  int imageInput = -1, labelInput = -1, weightInput = -1;
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (inputs[i]->name()->str() == "labels") {
       labelInput = static_cast<int>(i);
+    } else if (inputs[i]->name()->str() == "sample_weight") {
+      weightInput = static_cast<int>(i);
+      if (inputs[i]->dtype() != plan::DType::f32 ||
+          inputs[i]->shape()->size() != 1)
+        return Status::error(where + ": input 'sample_weight' must be f32 "
+                                     "[batch]");
     } else if (imageInput < 0) {
       imageInput = static_cast<int>(i);
     } else {
       return Status::error(where +
-                           ": graphrun feeds one image input and "
-                           "'labels'; the plan has inputs '" +
+                           ": graphrun feeds one image input, 'labels' "
+                           "and 'sample_weight'; the plan has inputs '" +
                            inputs[imageInput]->name()->str() + "' and '" +
                            inputs[i]->name()->str() + "'");
     }
@@ -409,7 +429,10 @@ Status Executor::prepare(MirroredVariables &variables,
     }
     case plan::BufferKind::input: {
       const plan::Input &in = *inputs[b.input()];
-      bool labels = b.input() == labelInput;
+      data::BatchPart part = b.input() == labelInput ? data::BatchPart::labels
+                             : b.input() == weightInput
+                                 ? data::BatchPart::sampleWeights
+                                 : data::BatchPart::images;
       // The replica's share: rows B/N of the global input's row shape.
       int64_t rows = globalBatch_ / replicas_;
       bool shapeOk = b.dtype() == in.dtype() &&
@@ -434,8 +457,10 @@ Status Executor::prepare(MirroredVariables &variables,
         return Status::error(at + s.message());
       data[i] = storage.data();
       inputBuffers[key] = storage.data();
-      prepared_.inputs.push_back({storage.data(), b.device(), b.replica(),
-                                  labels, static_cast<size_t>(bytes)});
+      prepared_.inputs.push_back({storage.data(), b.device(), b.replica(), part,
+                                  static_cast<size_t>(bytes)});
+      if (part == data::BatchPart::sampleWeights)
+        ones_.assign(static_cast<size_t>(globalBatch_), 1.0f);
       inputStorage_.push_back(std::move(storage));
       break;
     }
@@ -649,20 +674,21 @@ void Executor::runDevice(int d) {
     if (in.device != d)
       continue;
     const data::BatchSlice &s = slices[in.replica];
-    if (!s.images) {
+    if (!s.images && in.part != data::BatchPart::sampleWeights) {
       // A batch of indices: the rows come from the cached dataset; the
       // image input's turn gathers its replica's labels too.
-      if (in.labels)
+      if (in.part == data::BatchPart::labels)
         continue;
       void *labels = nullptr;
       for (const PreparedInput &other : prepared_.inputs)
-        if (other.labels && other.device == d && other.replica == in.replica)
+        if (other.part == data::BatchPart::labels && other.device == d &&
+            other.replica == in.replica)
           labels = other.dst;
       data::gatherExamples(*cached_, s.sourceIndices, s.rows, labelFormat_,
                            static_cast<float *>(in.dst), labels);
       continue;
     }
-    std::memcpy(in.dst, in.labels ? s.labels() : s.images, in.bytes);
+    std::memcpy(in.dst, s.data(in.part), in.bytes);
   }
   std::vector<Timestamp> &timeline = result_->timestamps[d];
   KernelContext ctx;
@@ -760,23 +786,32 @@ Status Executor::checkBatch(const data::Batch &batch) {
   // The slices must fill the input buffers exactly.
   for (const PreparedInput &in : prepared_.inputs) {
     const data::BatchSlice &sl = slices_[in.replica];
-    size_t have = in.labels
-                      ? (sl.sparseLabels ? sl.rows * sizeof(int32_t)
-                         : sl.oneHotLabels
-                             ? static_cast<size_t>(sl.rows * batch.numClasses) *
-                                   sizeof(float)
-                             : 0)
-                      : static_cast<size_t>(sl.rows * batch.shape.elements()) *
-                            sizeof(float);
+    size_t have = 0;
+    switch (in.part) {
+    case data::BatchPart::images:
+      have =
+          static_cast<size_t>(sl.rows * batch.shape.elements()) * sizeof(float);
+      break;
+    case data::BatchPart::labels:
+      have =
+          sl.sparseLabels ? sl.rows * sizeof(int32_t)
+          : sl.oneHotLabels
+              ? static_cast<size_t>(sl.rows * batch.numClasses) * sizeof(float)
+              : 0;
+      break;
+    case data::BatchPart::sampleWeights:
+      have = static_cast<size_t>(sl.rows) * sizeof(float);
+      break;
+    }
     if (have != in.bytes)
-      return Status::error(
-          where() + ": the batch's " + (in.labels ? "labels" : "images") +
-          " (" + batch.shape.str() + ", " + std::to_string(batch.numClasses) +
-          " classes, " +
-          (batch.labelFormat == data::LabelFormat::Sparse ? "sparse"
-                                                          : "one-hot") +
-          " labels) do not fit the plan's input of " +
-          std::to_string(in.bytes) + " bytes per replica");
+      return Status::error(where() + ": the batch's " + partName(in.part) +
+                           " (" + batch.shape.str() + ", " +
+                           std::to_string(batch.numClasses) + " classes, " +
+                           (batch.labelFormat == data::LabelFormat::Sparse
+                                ? "sparse"
+                                : "one-hot") +
+                           " labels) do not fit the plan's input of " +
+                           std::to_string(in.bytes) + " bytes per replica");
   }
   return Status::ok();
 }
@@ -791,7 +826,11 @@ Status Executor::cacheDataset(std::shared_ptr<const data::Dataset> dataset) {
   // Each input buffer must be exactly the rows a gather writes.
   int64_t rows = globalBatch_ / replicas_;
   for (const PreparedInput &in : prepared_.inputs) {
-    int64_t want = in.labels
+    if (in.part == data::BatchPart::sampleWeights)
+      return Status::error(at + "program '" + program_.name()->str() +
+                           "' weights its rows (an evaluation program); "
+                           "only training gathers from a cached dataset");
+    int64_t want = in.part == data::BatchPart::labels
                        ? rows * (labelFormat_ == data::LabelFormat::Sparse
                                      ? static_cast<int64_t>(sizeof(int32_t))
                                      : dataset->numClasses *
@@ -799,8 +838,8 @@ Status Executor::cacheDataset(std::shared_ptr<const data::Dataset> dataset) {
                        : rows * dataset->shape.elements() *
                              static_cast<int64_t>(sizeof(float));
     if (static_cast<int64_t>(in.bytes) != want)
-      return Status::error(at + "its " + (in.labels ? "labels" : "images") +
-                           " (" + dataset->shape.str() + ", " +
+      return Status::error(at + "its " + partName(in.part) + " (" +
+                           dataset->shape.str() + ", " +
                            std::to_string(dataset->numClasses) +
                            " classes) do not fit the plan's input of " +
                            std::to_string(in.bytes) + " bytes per replica");
@@ -821,6 +860,11 @@ Status Executor::stage(const data::Batch &batch) {
                          "': stage() twice without a launch() between");
   if (Status s = data::splitBatch(batch, replicas_, slices_); !s)
     return s;
+  // A batch without weights (every row an example) weighs every row 1.
+  if (!ones_.empty() && !batch.indicesOnly())
+    for (data::BatchSlice &slice : slices_)
+      if (!slice.sampleWeights)
+        slice.sampleWeights = ones_.data() + slice.firstRow;
   if (Status s = checkBatch(batch); !s)
     return s;
   if (runner_)

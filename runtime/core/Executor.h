@@ -199,6 +199,9 @@ private:
   // come from cached_.
   std::vector<data::BatchSlice> slices_;
   std::shared_ptr<const data::Dataset> cached_;
+  /// [global batch] ones: the weights of a batch that has none, for a
+  /// program with a sample_weight input.
+  std::vector<float> ones_;
   bool staged_ = false;
   bool inFlight_ = false;
   Status launched_;              // launch()'s outcome, for wait()

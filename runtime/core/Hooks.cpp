@@ -59,13 +59,40 @@ StepSplit splitStep(const StepResult &result) {
 Status StepTimerHook::begin(const SessionInfo &info) {
   globalBatch_ = info.globalBatch;
   steps_.clear();
-  splits_.clear();
+  parts_.clear();
+  open_ = false;
+  return Status::ok();
+}
+
+void StepTimerHook::close(std::chrono::steady_clock::time_point nextBegin) {
+  if (!open_)
+    return;
+  open_ = false;
+  auto seconds = [](auto a, auto b) {
+    return std::chrono::duration<double>(b - a).count();
+  };
+  Parts p = pending_;
+  p.wall = seconds(pendingBegin_, nextBegin);
+  // The after-step hooks ran from the step's end to the next step's start.
+  p.hooks += seconds(pendingEnd_, nextBegin);
+  p.other = p.wall - p.input - p.hooks - p.devices.total();
+  steps_.push_back(p.wall);
+  parts_.push_back(p);
+}
+
+Status StepTimerHook::beforeStep(StepContext &ctx) {
+  close(ctx.begin);
   return Status::ok();
 }
 
 Status StepTimerHook::afterStep(const StepContext &ctx) {
-  steps_.push_back(std::chrono::duration<double>(ctx.end - ctx.begin).count());
-  splits_.push_back(ctx.result ? splitStep(*ctx.result) : StepSplit());
+  pending_ = Parts();
+  pending_.input = ctx.inputWaitSeconds;
+  pending_.hooks = ctx.hooksBeforeSeconds;
+  pending_.devices = ctx.result ? splitStep(*ctx.result) : StepSplit();
+  pendingBegin_ = ctx.begin;
+  pendingEnd_ = ctx.end;
+  open_ = true;
   return Status::ok();
 }
 
@@ -100,22 +127,27 @@ double StepTimerHook::imagesPerSecond() const {
 }
 
 Status StepTimerHook::end(const SessionInfo &info) {
+  close(std::chrono::steady_clock::now());
   if (steps_.empty())
     return Status::ok();
   double total = std::accumulate(steps_.begin(), steps_.end(), 0.0);
   size_t skip = static_cast<size_t>(std::max<int64_t>(0, warmup_));
   bool warm = steps_.size() > skip;
   size_t from = warm ? skip : 0;
-  StepSplit split;
-  for (size_t i = from; i < splits_.size(); ++i) {
-    split.forward += splits_[i].forward;
-    split.backward += splits_[i].backward;
-    split.allReduce += splits_[i].allReduce;
-    split.update += splits_[i].update;
+  Parts sum;
+  for (size_t i = from; i < parts_.size(); ++i) {
+    const Parts &p = parts_[i];
+    sum.wall += p.wall;
+    sum.input += p.input;
+    sum.hooks += p.hooks;
+    sum.other += p.other;
+    sum.devices.forward += p.devices.forward;
+    sum.devices.backward += p.devices.backward;
+    sum.devices.allReduce += p.devices.allReduce;
+    sum.devices.update += p.devices.update;
   }
-  double n = static_cast<double>(splits_.size() - from);
+  double n = static_cast<double>(parts_.size() - from);
   double mean = meanStepSeconds();
-  auto pct = [&](double s) { return mean > 0 ? 100.0 * s / n / mean : 0.0; };
   char line[512];
   std::snprintf(line, sizeof line,
                 "TimeHistory: %lld steps in %.3f sec (%s, %d replica(s), "
@@ -127,28 +159,38 @@ Status StepTimerHook::end(const SessionInfo &info) {
   if (warm)
     std::snprintf(line, sizeof line,
                   "step time: mean %.4f sec, median %.4f sec over %lld steps "
-                  "after %lld warm-up steps\n",
+                  "after %lld warm-up steps (wall clock, start to start)\n",
                   mean, medianStepSeconds(),
                   static_cast<long long>(steps_.size() - skip),
                   static_cast<long long>(skip));
   else
     std::snprintf(line, sizeof line,
                   "step time: mean %.4f sec, median %.4f sec over all %lld "
-                  "steps (no more than the %lld warm-up steps)\n",
+                  "steps (no more than the %lld warm-up steps; wall clock, "
+                  "start to start)\n",
                   mean, medianStepSeconds(),
                   static_cast<long long>(steps_.size()),
                   static_cast<long long>(skip));
   out_ << line;
   std::snprintf(line, sizeof line, "images/sec: %.1f\n", imagesPerSecond());
   out_ << line;
-  std::snprintf(line, sizeof line,
-                "step split: forward %.4f sec (%.1f%%), backward %.4f sec "
-                "(%.1f%%), all-reduce %.4f sec (%.1f%%), update %.4f sec "
-                "(%.1f%%)\n",
-                split.forward / n, pct(split.forward), split.backward / n,
-                pct(split.backward), split.allReduce / n, pct(split.allReduce),
-                split.update / n, pct(split.update));
-  out_ << line;
+  // Each part's mean over the measured steps, and its share of the mean
+  // wall time; the parts add up to it.
+  auto part = [&](const char *name, double s) {
+    char text[96];
+    std::snprintf(text, sizeof text, "%s %.4f sec (%.1f%%)", name, s / n,
+                  sum.wall > 0 ? 100.0 * s / sum.wall : 0.0);
+    return std::string(text);
+  };
+  std::string split = "step split: " + part("input wait", sum.input) + ", " +
+                      part("forward", sum.devices.forward) + ", " +
+                      part("backward", sum.devices.backward) + ", " +
+                      part("all-reduce", sum.devices.allReduce) + ", " +
+                      part("update", sum.devices.update) + ", " +
+                      part("hooks", sum.hooks) + ", " +
+                      part("other", sum.other);
+  std::snprintf(line, sizeof line, " = %.4f sec\n", sum.wall / n);
+  out_ << split << line;
   out_.flush();
   return Status::ok();
 }

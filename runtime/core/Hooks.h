@@ -1,8 +1,10 @@
 //===- Hooks.h - the built-in step hooks ------------------------*- C++ -*-===//
 //
-// StepTimerHook is the seeds' TimeHistory callback: per-step times, their
+// StepTimerHook is the seeds' TimeHistory callback: per-step wall times
+// (from one step's start to the next's, hooks and input included), their
 // mean and median after a warm-up, images/s, and where a step's time goes
-// (forward, backward, all-reduce, update) from the devices' timestamps.
+// (input wait, forward, backward, all-reduce and update from the devices'
+// timestamps, hooks, the rest), the parts adding up to the wall time.
 // LoggerHook prints what TensorFlow's estimator logs:
 //   loss = 0.31297606, step = 1000 (0.694 sec)
 //   global_step/sec: 144.403
@@ -30,6 +32,7 @@ namespace graph::runtime {
 /// Where the devices' time went in one step, averaged over devices.
 struct StepSplit {
   double forward = 0, backward = 0, allReduce = 0, update = 0;
+  double total() const { return forward + backward + allReduce + update; }
 };
 
 /// The split of one step from its per-device timestamps.
@@ -43,6 +46,8 @@ public:
       : warmup_(warmupSteps), out_(out) {}
 
   Status begin(const SessionInfo &info) override;
+  /// Closes the previous step: its wall time ends where this one begins.
+  Status beforeStep(StepContext &ctx) override;
   Status afterStep(const StepContext &ctx) override;
   Status end(const SessionInfo &info) override;
 
@@ -50,16 +55,32 @@ public:
   double meanStepSeconds() const;
   double medianStepSeconds() const;
   double imagesPerSecond() const;
+  /// Each step's wall time, complete once the next step began (the last
+  /// one's at end()).
   const std::vector<double> &stepSeconds() const { return steps_; }
+
+  /// Where one step's wall time went; the parts add up to `wall`.
+  struct Parts {
+    double wall = 0, input = 0, hooks = 0, other = 0;
+    StepSplit devices;
+  };
+  /// Each finished step's parts (as stepSeconds()).
+  const std::vector<Parts> &stepParts() const { return parts_; }
 
 private:
   std::vector<double> measured() const;
+  /// Closes the step in flight: its wall time runs to `nextBegin`.
+  void close(std::chrono::steady_clock::time_point nextBegin);
 
   int64_t warmup_;
   std::ostream &out_;
   int64_t globalBatch_ = 0;
   std::vector<double> steps_;
-  std::vector<StepSplit> splits_;
+  std::vector<Parts> parts_;
+  /// The step seen by afterStep whose wall time is still open.
+  bool open_ = false;
+  Parts pending_;
+  std::chrono::steady_clock::time_point pendingBegin_, pendingEnd_;
 };
 
 class LoggerHook : public Hook {
@@ -101,22 +122,35 @@ private:
   std::ostream &out_;
 };
 
-/// `graphrun --nan-guard`: after each step, checks the loss, every metric
-/// and every variable (device 0's copy, read through MirroredVariables::read
-/// so that it works wherever the variables live) and stops the run with an
-/// error that names the step and the first non-finite tensor:
+/// Stops a run at the first step whose loss, a metric or the gradient norm
+/// is non-finite, with an error that names the step and the first
+/// non-finite variable:
 ///   step 17: non-finite loss (nan); first non-finite variable:
-///   'dense_1/kernel' (12 of 640 values), the update of step 17 produced it
+///   'dense_1/kernel' (12 of 640 values)
+/// A step costs it nothing: it reads the outputs every step brings back
+/// anyway (the training step's `grad_norm` is finite exactly when every
+/// gradient it applied is), and reads the variables (device 0's copy,
+/// through MirroredVariables::read) only once one of those trips, to name
+/// the culprit. `graphrun --check-numerics` (Mode::everyTensor) also reads
+/// every variable after every step, which catches an update that overflows
+/// from finite gradients at the step that does it; a plan without
+/// `grad_norm` is checked that way too.
 class NanGuardHook : public Hook {
 public:
-  explicit NanGuardHook(const MirroredVariables &variables)
-      : variables_(variables) {}
+  enum class Mode { outputs, everyTensor };
+  explicit NanGuardHook(const MirroredVariables &variables,
+                        Mode mode = Mode::outputs)
+      : variables_(variables), mode_(mode) {}
 
   /// Allocates the scratch buffer the variables are read into, once, and
   /// checks the variables the run starts from, so that a non-finite
-  /// variable found after step N was produced by the update of step N.
+  /// variable found later was produced by the run.
   Status begin(const SessionInfo &info) override;
   Status afterStep(const StepContext &ctx) override;
+
+  /// How many times the variables were read (tests check the cheap mode
+  /// reads them only at begin()).
+  int64_t scans() const { return scans_; }
 
 private:
   /// The first variable holding a non-finite value and how many it holds.
@@ -127,7 +161,9 @@ private:
   Status scan(Finding &out);
 
   const MirroredVariables &variables_;
+  Mode mode_;
   std::vector<float> scratch_;
+  int64_t scans_ = 0;
 };
 
 /// `graphrun --trace trace.json`: Chrome's trace event format, for Perfetto

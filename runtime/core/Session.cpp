@@ -2,6 +2,7 @@
 
 #include "runtime/core/Session.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace graph::runtime {
@@ -72,7 +73,11 @@ Status Session::train(data::BatchIterator &batches, int64_t maxSteps,
   for (Hook *h : hooks)
     if (Status st = h->begin(info); !st)
       return st;
-  auto start = std::chrono::steady_clock::now();
+  using Clock = std::chrono::steady_clock;
+  auto seconds = [](Clock::time_point a, Clock::time_point b) {
+    return std::chrono::duration<double>(b - a).count();
+  };
+  auto start = Clock::now();
   // Two batches: the step's and the next one's. The next is fetched and
   // staged while the step runs, so on a GPU its copy overlaps the step.
   data::Batch batch[2];
@@ -87,35 +92,50 @@ Status Session::train(data::BatchIterator &batches, int64_t maxSteps,
     if (status && !dataEnd)
       status = train_->stage(batch[current]);
   }
+  double firstInput = seconds(start, Clock::now());
   for (int64_t i = 0; status && !dataEnd; ++i) {
     ctx.step = globalStep_ + 1;
     ctx.globalBatch = info.globalBatch;
     ctx.replicas = info.replicas;
     ctx.result = nullptr;
+    auto hooksBegin = Clock::now();
     for (Hook *h : hooks)
       if (status = h->beforeStep(ctx); !status)
         break;
     if (!status)
       break;
+    ctx.hooksBeforeSeconds = seconds(hooksBegin, Clock::now());
     if (status = train_->launch(ctx.step, result); !status)
       break;
     Status ahead;
+    auto fetchBegin = Clock::now();
     dataEnd = maxSteps >= 0 && i + 1 >= maxSteps;
     if (!dataEnd) {
       ahead = batches.next(batch[1 - current], dataEnd);
       if (ahead && !dataEnd)
         ahead = train_->stage(batch[1 - current]);
     }
+    auto fetchEnd = Clock::now();
     if (status = train_->wait(); !status)
       break;
     ++globalStep_;
-    ctx.end = std::chrono::steady_clock::now();
+    ctx.end = Clock::now();
+    // The devices waited for the fetch once their step was done.
+    auto devicesDone = fetchBegin;
+    for (const std::vector<Timestamp> &timeline : result.timestamps)
+      for (const Timestamp &t : timeline)
+        devicesDone = std::max(devicesDone, std::min(t.at, fetchEnd));
+    ctx.inputWaitSeconds =
+        (i == 0 ? firstInput : 0.0) + seconds(devicesDone, fetchEnd);
     ctx.result = &result;
     ctx.metrics.clear();
     ctx.loss = std::nan("");
+    ctx.gradNorm = std::nan("");
     for (size_t o = 0; o < result.names.size(); ++o) {
       if (result.names[o] == "loss")
         ctx.loss = result.mean[o];
+      else if (result.names[o] == "grad_norm")
+        ctx.gradNorm = result.mean[o];
       else
         ctx.metrics.emplace_back(result.names[o], result.mean[o]);
     }
@@ -127,14 +147,12 @@ Status Session::train(data::BatchIterator &batches, int64_t maxSteps,
     if (status)
       status = ahead;
     current = 1 - current;
-    ctx.begin = std::chrono::steady_clock::now();
+    ctx.begin = Clock::now();
   }
   // A run that stopped early may leave the next batch staged.
   train_->discardStaged();
   info.stepsDone = globalStep_ - info.initialStep;
-  info.seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-          .count();
+  info.seconds = seconds(start, Clock::now());
   if (status)
     for (Hook *h : hooks)
       if (status = h->end(info); !status)
@@ -164,6 +182,12 @@ Status Session::evaluate(data::BatchIterator &batches, EvalResult &out,
   out = EvalResult();
   data::Batch batch;
   StepResult result;
+  // Every output of the evaluation step is a weighted mean over its
+  // replica's rows, sum_i w_i v_i / rows (padding rows weigh 0): the sums
+  // over all batches, divided by the examples, are the means over the data
+  // set, as Keras' evaluate reports them.
+  const double rowsPerReplica = static_cast<double>(eval_->globalBatch()) /
+                                static_cast<double>(eval_->replicas());
   while (maxBatches < 0 || out.batches < maxBatches) {
     bool end = false;
     if (Status s = batches.next(batch, end); !s)
@@ -176,16 +200,16 @@ Status Session::evaluate(data::BatchIterator &batches, EvalResult &out,
       out.names = result.names;
       out.values.assign(result.names.size(), 0.0);
     }
-    for (size_t o = 0; o < result.mean.size(); ++o)
-      out.values[o] += result.mean[o];
+    for (size_t o = 0; o < result.names.size(); ++o)
+      for (const std::vector<double> &replica : result.perReplica)
+        out.values[o] += replica[o] * rowsPerReplica;
     ++out.batches;
-    out.examples += batch.size;
+    out.examples += batch.examples();
   }
-  if (out.batches == 0)
-    return Status::error("evaluation: the test data gave no batch (fewer "
-                         "examples than the global batch?)");
+  if (out.examples == 0)
+    return Status::error("evaluation: the test data gave no example");
   for (double &v : out.values)
-    v /= static_cast<double>(out.batches);
+    v /= static_cast<double>(out.examples);
   return Status::ok();
 }
 

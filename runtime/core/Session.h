@@ -52,13 +52,23 @@ struct StepContext {
   /// After the step: the mean over replicas of the loss and of each metric.
   double loss = 0;
   std::vector<std::pair<std::string, double>> metrics;
+  /// After the step: the norm of the gradients it applied (the training
+  /// program's `grad_norm` output), NaN when the program has none. Finite
+  /// exactly when every gradient is: the NaN guard reads it.
+  double gradNorm = 0;
   /// After the step: per-replica outputs and per-device timestamps.
   const StepResult *result = nullptr;
   /// Host time when the step began (after the previous step's hooks; for
-  /// the first step, before its batch was fetched) and when it finished.
-  /// The interval includes fetching and staging the next batch, so the
-  /// step time includes waiting for the input pipeline, as Keras' does.
+  /// the first step, before its batch was fetched) and when its outputs
+  /// were on the host. A step's wall time runs from its begin to the next
+  /// step's, hooks included, as Keras' TimeHistory measures it.
   std::chrono::steady_clock::time_point begin, end;
+  /// Seconds of [begin, end] spent in the beforeStep hooks, and those in
+  /// which the devices waited for input: the first step's batch, and the
+  /// part of fetching and staging the next batch that outlasted the step
+  /// on the devices (all of it on the host backends, which run the step
+  /// before the fetch).
+  double hooksBeforeSeconds = 0, inputWaitSeconds = 0;
 };
 
 /// Sees the run's steps. A hook that returns an error stops the run with it
@@ -107,7 +117,7 @@ struct SessionOptions {
 };
 
 /// Evaluation over a whole iterator: loss and metrics averaged over its
-/// batches (all of one size, so this is the mean over examples).
+/// examples (a padded last batch counts its examples only).
 struct EvalResult {
   int64_t batches = 0;
   int64_t examples = 0;

@@ -216,12 +216,18 @@ Status TraceHook::write(bool complete) {
         << ", \"events\": " << events_.size()
         << ", \"complete\": " << (complete ? "true" : "false") << "}}\n";
   file_.close();
-  if (!file_)
-    return Status::error("--trace: cannot write '" + tempPath_ +
-                         "': " + std::strerror(errno));
-  if (std::rename(tempPath_.c_str(), path_.c_str()) != 0)
+  // A trace that cannot take its place leaves nothing behind.
+  if (!file_) {
+    std::string why = std::strerror(errno);
+    std::remove(tempPath_.c_str());
+    return Status::error("--trace: cannot write '" + tempPath_ + "': " + why);
+  }
+  if (std::rename(tempPath_.c_str(), path_.c_str()) != 0) {
+    std::string why = std::strerror(errno);
+    std::remove(tempPath_.c_str());
     return Status::error("--trace: cannot rename '" + tempPath_ + "' to '" +
-                         path_ + "': " + std::strerror(errno));
+                         path_ + "': " + why);
+  }
   return Status::ok();
 }
 

@@ -31,6 +31,8 @@ Status splitBatch(const Batch &batch, int64_t replicas,
       s.sourceIndices = batch.sourceIndices.data() + s.firstRow;
     if (batch.indicesOnly())
       continue;
+    if (!batch.sampleWeights.empty())
+      s.sampleWeights = batch.sampleWeights.data() + s.firstRow;
     s.images = batch.images.data() + s.firstRow * elements;
     if (batch.labelFormat == LabelFormat::Sparse)
       s.sparseLabels = batch.sparseLabels.data() + s.firstRow;

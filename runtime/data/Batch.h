@@ -37,13 +37,26 @@ struct Batch {
   std::vector<int32_t> sparseLabels;
   /// float32 [B, numClasses] when labelFormat is OneHot, else empty.
   std::vector<float> oneHotLabels;
-  /// [B]: each row's position in the source dataset.
+  /// [B]: each row's position in the source dataset (-1 for padding).
   std::vector<int64_t> sourceIndices;
+  /// Rows at the end that pad a last, partial batch (zero images, label 0)
+  /// to the plan's static shape (Pipeline::batch with Remainder::pad); the
+  /// first size - padding rows hold examples.
+  int64_t padding = 0;
+  /// float32 [B], with Remainder::pad: 1 for an example, 0 for padding. The
+  /// evaluation step weights each row's loss and metrics by it. Empty:
+  /// every row weighs 1.
+  std::vector<float> sampleWeights;
 
   /// A batch of positions only (Pipeline::batchIndices): no images or
   /// labels; whoever holds the dataset gathers the rows (--cache-on-device).
   bool indicesOnly() const { return images.empty() && !sourceIndices.empty(); }
+  /// The rows that hold examples.
+  int64_t examples() const { return size - padding; }
 };
+
+/// The parts of a batch a program takes as inputs.
+enum class BatchPart { images, labels, sampleWeights };
 
 /// Rows [firstRow, firstRow + rows) of a batch, pointing into it: a replica
 /// copies them to its device straight from the batch. Label pointers follow
@@ -60,11 +73,25 @@ struct BatchSlice {
   /// [rows]: the rows' positions in the source dataset. For a batch of
   /// indices only, the other pointers are null.
   const int64_t *sourceIndices = nullptr;
+  /// float32 [rows], or null when the batch has none (every row weighs 1).
+  const float *sampleWeights = nullptr;
 
   /// The labels, whichever format they are in.
   const void *labels() const {
     return sparseLabels ? static_cast<const void *>(sparseLabels)
                         : static_cast<const void *>(oneHotLabels);
+  }
+  /// The data of `part`.
+  const void *data(BatchPart part) const {
+    switch (part) {
+    case BatchPart::images:
+      return images;
+    case BatchPart::labels:
+      return labels();
+    case BatchPart::sampleWeights:
+      return sampleWeights;
+    }
+    return nullptr;
   }
 };
 

@@ -23,6 +23,10 @@ Status findIdxFile(const std::filesystem::path &dir, const std::string &file,
       out = p.string();
       return Status::ok();
     }
+    if (std::filesystem::exists(p, ec))
+      return Status::error(p.string() +
+                           ": not a regular file (a directory?); it should "
+                           "be the IDX file itself");
   }
   return Status::error(dir.string() + ": neither " + file + ".gz nor " + file +
                        " is there; " + kInstallHint);
@@ -40,6 +44,11 @@ const std::array<const char *, kFashionMnistClasses> &fashionMnistClassNames() {
 Status loadFashionMnist(const std::string &directory, FashionMnistSplit split,
                         Dataset &out) {
   std::error_code ec;
+  if (std::filesystem::exists(directory, ec) &&
+      !std::filesystem::is_directory(directory, ec))
+    return Status::error(directory +
+                         ": not a directory; --data-dir names the directory "
+                         "that holds the four IDX files");
   if (!std::filesystem::is_directory(directory, ec))
     return Status::error(directory +
                          ": no such directory, so no "

@@ -5,18 +5,28 @@
 // Prefetcher) on top. Repeat reopens the stages below it once per epoch and
 // passes the epoch down, which is how a shuffle draws a new order per epoch.
 //
+// A pass can start at any example (ExampleStage::open's `start`), which is
+// how a resumed run continues without replaying its batches: each stage
+// maps the position to its upstream's (repeat: epoch and offset; shard: the
+// worker's stride) and only a shuffle does work, simulating its buffer on
+// positions, without touching an example, up to the start (at most one
+// epoch's draws however many steps were taken).
+//
 //===----------------------------------------------------------------------===//
 
 #include "runtime/data/Pipeline.h"
 
 #include "runtime/data/SplitMix64.h"
 
+#include <algorithm>
+#include <climits>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
 #include <exception>
 #include <mutex>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace graph::runtime::data {
@@ -37,9 +47,10 @@ public:
 class ExampleStage {
 public:
   virtual ~ExampleStage() = default;
-  /// Starts a pass. `pass` counts the passes a repeat above has made (0
-  /// without one): a shuffle keys its order by it.
-  virtual Status open(uint64_t pass,
+  /// Starts a pass at its `start`-th example (0: the beginning; past the
+  /// end: a pass that is over). `pass` counts the passes a repeat above has
+  /// made (0 without one): a shuffle keys its order by it.
+  virtual Status open(uint64_t pass, int64_t start,
                       std::unique_ptr<ExampleIterator> &out) const = 0;
   /// Examples in one pass, or Pipeline::kInfinite.
   virtual int64_t cardinality() const = 0;
@@ -68,8 +79,8 @@ template <typename Fn> Status guarded(const char *what, Fn &&fn) {
 
 class DatasetIterator final : public ExampleIterator {
 public:
-  explicit DatasetIterator(std::shared_ptr<const Dataset> dataset)
-      : dataset_(std::move(dataset)) {}
+  DatasetIterator(std::shared_ptr<const Dataset> dataset, int64_t start)
+      : dataset_(std::move(dataset)), pos_(start) {}
 
   Status next(Example &out, bool &end) override {
     end = pos_ >= dataset_->size();
@@ -91,15 +102,16 @@ public:
 
 private:
   std::shared_ptr<const Dataset> dataset_;
-  int64_t pos_ = 0;
+  int64_t pos_;
 };
 
 class DatasetStage final : public ExampleStage {
 public:
   explicit DatasetStage(std::shared_ptr<const Dataset> dataset)
       : dataset_(std::move(dataset)) {}
-  Status open(uint64_t, std::unique_ptr<ExampleIterator> &out) const override {
-    out = std::make_unique<DatasetIterator>(dataset_);
+  Status open(uint64_t, int64_t start,
+              std::unique_ptr<ExampleIterator> &out) const override {
+    out = std::make_unique<DatasetIterator>(dataset_, start);
     return Status::ok();
   }
   int64_t cardinality() const override { return dataset_->size(); }
@@ -110,28 +122,25 @@ private:
 
 //===-- shard -------------------------------------------------------------===//
 
+/// Over an upstream opened at this worker's first example: takes one, then
+/// steps over the other workers' examples before each next one.
 class ShardIterator final : public ExampleIterator {
 public:
-  ShardIterator(std::unique_ptr<ExampleIterator> upstream, int64_t numWorkers,
-                int64_t index)
-      : upstream_(std::move(upstream)), numWorkers_(numWorkers), index_(index) {
-  }
+  ShardIterator(std::unique_ptr<ExampleIterator> upstream, int64_t numWorkers)
+      : upstream_(std::move(upstream)), numWorkers_(numWorkers) {}
 
   Status next(Example &out, bool &end) override {
-    // Before the first example, step over the `index` examples of the
-    // workers before this one; after it, over the other workers' examples.
-    int64_t toSkip = started_ ? numWorkers_ - 1 : index_;
+    if (started_)
+      for (int64_t k = 0; k < numWorkers_ - 1; ++k)
+        if (Status s = upstream_->skip(end); !s || end)
+          return s;
     started_ = true;
-    for (int64_t k = 0; k < toSkip; ++k) {
-      if (Status s = upstream_->skip(end); !s || end)
-        return s;
-    }
     return upstream_->next(out, end);
   }
 
 private:
   std::unique_ptr<ExampleIterator> upstream_;
-  int64_t numWorkers_, index_;
+  int64_t numWorkers_;
   bool started_ = false;
 };
 
@@ -141,12 +150,13 @@ public:
              int64_t index)
       : upstream_(std::move(upstream)), numWorkers_(numWorkers), index_(index) {
   }
-  Status open(uint64_t pass,
+  Status open(uint64_t pass, int64_t start,
               std::unique_ptr<ExampleIterator> &out) const override {
+    // This worker's start-th example is upstream's index + start * workers.
     std::unique_ptr<ExampleIterator> up;
-    if (Status s = upstream_->open(pass, up); !s)
+    if (Status s = upstream_->open(pass, index_ + start * numWorkers_, up); !s)
       return s;
-    out = std::make_unique<ShardIterator>(std::move(up), numWorkers_, index_);
+    out = std::make_unique<ShardIterator>(std::move(up), numWorkers_);
     return Status::ok();
   }
   int64_t cardinality() const override {
@@ -173,9 +183,10 @@ struct CacheContents {
 /// Replays the cached examples.
 class CacheReplayIterator final : public ExampleIterator {
 public:
-  explicit CacheReplayIterator(
-      std::shared_ptr<const std::vector<Example>> examples)
-      : examples_(std::move(examples)) {}
+  CacheReplayIterator(std::shared_ptr<const std::vector<Example>> examples,
+                      int64_t start)
+      : examples_(std::move(examples)),
+        pos_(static_cast<size_t>(std::max<int64_t>(0, start))) {}
   Status next(Example &out, bool &end) override {
     end = pos_ >= examples_->size();
     if (!end)
@@ -191,7 +202,7 @@ public:
 
 private:
   std::shared_ptr<const std::vector<Example>> examples_;
-  size_t pos_ = 0;
+  size_t pos_;
 };
 
 /// Passes the upstream examples through and keeps copies; a pass that is
@@ -229,19 +240,24 @@ public:
   explicit CacheStage(std::shared_ptr<const ExampleStage> upstream)
       : upstream_(std::move(upstream)),
         contents_(std::make_shared<CacheContents>()) {}
-  Status open(uint64_t pass,
+  Status open(uint64_t pass, int64_t start,
               std::unique_ptr<ExampleIterator> &out) const override {
     {
       std::lock_guard<std::mutex> lock(contents_->mutex);
       if (contents_->examples) {
-        out = std::make_unique<CacheReplayIterator>(contents_->examples);
+        out = std::make_unique<CacheReplayIterator>(contents_->examples, start);
         return Status::ok();
       }
     }
     std::unique_ptr<ExampleIterator> up;
-    if (Status s = upstream_->open(pass, up); !s)
+    if (Status s = upstream_->open(pass, start, up); !s)
       return s;
-    out = std::make_unique<CacheFillIterator>(std::move(up), contents_);
+    // A pass that starts midway cannot fill the cache: the next complete
+    // pass does.
+    if (start > 0)
+      out = std::move(up);
+    else
+      out = std::make_unique<CacheFillIterator>(std::move(up), contents_);
     return Status::ok();
   }
   int64_t cardinality() const override { return upstream_->cardinality(); }
@@ -257,8 +273,10 @@ private:
 class ShuffleIterator final : public ExampleIterator {
 public:
   ShuffleIterator(std::unique_ptr<ExampleIterator> upstream, size_t bufferSize,
-                  uint64_t seed)
-      : upstream_(std::move(upstream)), bufferSize_(bufferSize), rng_(seed) {}
+                  SplitMix64 rng, std::vector<Example> buffer,
+                  bool upstreamDone)
+      : upstream_(std::move(upstream)), bufferSize_(bufferSize), rng_(rng),
+        buffer_(std::move(buffer)), upstreamDone_(upstreamDone) {}
 
   Status next(Example &out, bool &end) override {
     while (!upstreamDone_ && buffer_.size() < bufferSize_) {
@@ -295,13 +313,66 @@ public:
   ShuffleStage(std::shared_ptr<const ExampleStage> upstream, int64_t bufferSize,
                uint64_t seed)
       : upstream_(std::move(upstream)), bufferSize_(bufferSize), seed_(seed) {}
-  Status open(uint64_t pass,
+
+  /// A pass from its `start`-th output: the buffer's draws up to there are
+  /// replayed on upstream positions alone (ShuffleIterator's exact steps,
+  /// the same generator), which tells which upstream examples the buffer
+  /// holds, in which slots, and where upstream stands. Then only those
+  /// examples are read, from the oldest one on, stepping over the others.
+  Status open(uint64_t pass, int64_t start,
               std::unique_ptr<ExampleIterator> &out) const override {
+    SplitMix64 rng(mixSeed(seed_, pass));
+    size_t capacity = static_cast<size_t>(bufferSize_);
+    int64_t upstreamSize = upstream_->cardinality();
+    std::vector<int64_t> slots; // upstream positions, in buffer order
+    int64_t nextUp = 0;
+    bool upstreamDone = false;
+    auto fill = [&] {
+      while (!upstreamDone && slots.size() < capacity) {
+        if (upstreamSize != kInfinite && nextUp >= upstreamSize)
+          upstreamDone = true;
+        else
+          slots.push_back(nextUp++);
+      }
+    };
+    for (int64_t k = 0; k < start; ++k) {
+      fill();
+      if (slots.empty())
+        break;
+      size_t j = rng.below(slots.size());
+      slots[j] = slots.back();
+      slots.pop_back();
+    }
+    if (start > 0)
+      fill(); // next() would refill before its draw: the same state
+    int64_t first = nextUp;
+    for (int64_t p : slots)
+      first = std::min(first, p);
     std::unique_ptr<ExampleIterator> up;
-    if (Status s = upstream_->open(pass, up); !s)
+    if (Status s = upstream_->open(pass, first, up); !s)
       return s;
-    out = std::make_unique<ShuffleIterator>(
-        std::move(up), static_cast<size_t>(bufferSize_), mixSeed(seed_, pass));
+    std::vector<Example> buffer(slots.size());
+    if (!slots.empty()) {
+      std::vector<int64_t> slotOf(static_cast<size_t>(nextUp - first), -1);
+      for (size_t i = 0; i < slots.size(); ++i)
+        slotOf[static_cast<size_t>(slots[i] - first)] = static_cast<int64_t>(i);
+      for (int64_t p = first; p < nextUp; ++p) {
+        bool end = false;
+        int64_t slot = slotOf[static_cast<size_t>(p - first)];
+        Status s = slot >= 0 ? up->next(buffer[slot], end) : up->skip(end);
+        if (!s)
+          return s;
+        if (end)
+          return Status::error("the shuffle buffer's upstream ended at "
+                               "example " +
+                               std::to_string(p) + " of " +
+                               std::to_string(upstreamSize) +
+                               " while resuming its pass");
+      }
+    }
+    out = std::make_unique<ShuffleIterator>(std::move(up), capacity, rng,
+                                            std::move(buffer),
+                                            start > 0 && upstreamDone);
     return Status::ok();
   }
   int64_t cardinality() const override { return upstream_->cardinality(); }
@@ -316,10 +387,11 @@ private:
 
 class RepeatIterator final : public ExampleIterator {
 public:
+  /// Starts in epoch `epoch`, at example `offset` of it.
   RepeatIterator(std::shared_ptr<const ExampleStage> upstream, int64_t epochs,
-                 uint64_t outerPass)
-      : upstream_(std::move(upstream)), epochs_(epochs), outerPass_(outerPass) {
-  }
+                 uint64_t outerPass, int64_t epoch, int64_t offset)
+      : upstream_(std::move(upstream)), epochs_(epochs), outerPass_(outerPass),
+        epoch_(epoch), offset_(offset) {}
 
   Status next(Example &out, bool &end) override {
     for (;;) {
@@ -331,7 +403,9 @@ public:
         // A repeat inside a repeated stage: keep the passes of different
         // outer passes apart.
         uint64_t pass = (outerPass_ << 32) + static_cast<uint64_t>(epoch_);
-        if (Status s = upstream_->open(pass, current_); !s)
+        if (Status s =
+                upstream_->open(pass, std::exchange(offset_, 0), current_);
+            !s)
           return s;
         producedThisEpoch_ = false;
       }
@@ -353,7 +427,8 @@ private:
   std::shared_ptr<const ExampleStage> upstream_;
   int64_t epochs_;
   uint64_t outerPass_;
-  int64_t epoch_ = 0;
+  int64_t epoch_;
+  int64_t offset_;
   std::unique_ptr<ExampleIterator> current_;
   bool producedThisEpoch_ = false;
   bool done_ = false;
@@ -363,9 +438,17 @@ class RepeatStage final : public ExampleStage {
 public:
   RepeatStage(std::shared_ptr<const ExampleStage> upstream, int64_t epochs)
       : upstream_(std::move(upstream)), epochs_(epochs) {}
-  Status open(uint64_t pass,
+  Status open(uint64_t pass, int64_t start,
               std::unique_ptr<ExampleIterator> &out) const override {
-    out = std::make_unique<RepeatIterator>(upstream_, epochs_, pass);
+    // Epoch and offset of the start: each epoch is one upstream pass.
+    int64_t n = upstream_->cardinality();
+    int64_t epoch = 0, offset = start;
+    if (n > 0) {
+      epoch = start / n;
+      offset = start % n;
+    }
+    out = std::make_unique<RepeatIterator>(upstream_, epochs_, pass, epoch,
+                                           offset);
     return Status::ok();
   }
   int64_t cardinality() const override {
@@ -533,10 +616,10 @@ public:
   MapStage(std::shared_ptr<const ExampleStage> upstream, MapFn fn, int threads)
       : upstream_(std::move(upstream)),
         fn_(std::make_shared<const MapFn>(std::move(fn))), threads_(threads) {}
-  Status open(uint64_t pass,
+  Status open(uint64_t pass, int64_t start,
               std::unique_ptr<ExampleIterator> &out) const override {
     std::unique_ptr<ExampleIterator> up;
-    if (Status s = upstream_->open(pass, up); !s)
+    if (Status s = upstream_->open(pass, start, up); !s)
       return s;
     if (threads_ <= 1)
       out = std::make_unique<InlineMapIterator>(std::move(up), fn_);
@@ -557,11 +640,11 @@ private:
 class Batcher final : public BatchIterator {
 public:
   Batcher(std::unique_ptr<ExampleIterator> upstream, std::string name,
-          int64_t batchSize, LabelFormat labelFormat, ExampleShape shape,
-          int32_t numClasses, bool indicesOnly)
+          int64_t batchSize, LabelFormat labelFormat, Remainder remainder,
+          ExampleShape shape, int32_t numClasses, bool indicesOnly)
       : upstream_(std::move(upstream)), name_(std::move(name)),
-        batchSize_(batchSize), labelFormat_(labelFormat), shape_(shape),
-        numClasses_(numClasses), indicesOnly_(indicesOnly) {}
+        batchSize_(batchSize), labelFormat_(labelFormat), remainder_(remainder),
+        shape_(shape), numClasses_(numClasses), indicesOnly_(indicesOnly) {}
 
   Status next(Batch &out, bool &end) override {
     if (!error_)
@@ -590,11 +673,23 @@ private:
         b.oneHotLabels.assign(batchSize_ * numClasses_, 0.0f);
     }
     b.sourceIndices.resize(batchSize_);
+    if (remainder_ == Remainder::pad)
+      b.sampleWeights.assign(batchSize_, 1.0f);
     for (int64_t row = 0; row < batchSize_; ++row) {
       if (Status s = upstream_->next(example_, end); !s)
         return s;
-      if (end) // Drop the partial batch: a step's shape is static.
+      if (end) {
+        // A step's shape is static: drop the partial batch, or pad it with
+        // zero rows that weigh 0.
+        if (remainder_ == Remainder::drop || row == 0)
+          return Status::ok();
+        b.padding = batchSize_ - row;
+        std::fill(b.sourceIndices.begin() + row, b.sourceIndices.end(), -1);
+        std::fill(b.sampleWeights.begin() + row, b.sampleWeights.end(), 0.0f);
+        out = std::move(b);
+        end = false;
         return Status::ok();
+      }
       if (static_cast<int64_t>(example_.image.size()) != elements)
         return Status::error(
             name_ + ": example " + std::to_string(example_.index) + " has " +
@@ -627,6 +722,7 @@ private:
   std::string name_;
   int64_t batchSize_;
   LabelFormat labelFormat_;
+  Remainder remainder_;
   ExampleShape shape_;
   int32_t numClasses_;
   bool indicesOnly_;
@@ -814,7 +910,8 @@ Pipeline &Pipeline::map(MapFn fn, int threads, ExampleShape outputShape) {
   return *this;
 }
 
-Pipeline &Pipeline::batch(int64_t globalBatchSize, LabelFormat labels) {
+Pipeline &Pipeline::batch(int64_t globalBatchSize, LabelFormat labels,
+                          Remainder remainder) {
   std::string call = "batch(" + std::to_string(globalBatchSize) + ")";
   if (!error_)
     return *this;
@@ -825,6 +922,7 @@ Pipeline &Pipeline::batch(int64_t globalBatchSize, LabelFormat labels) {
   else {
     batchSize_ = globalBatchSize;
     labelFormat_ = labels;
+    remainder_ = remainder;
   }
   return *this;
 }
@@ -865,22 +963,28 @@ int64_t Pipeline::cardinality() const {
   int64_t examples = stage_->cardinality();
   if (examples == kInfinite || batchSize_ == 0)
     return examples;
+  if (remainder_ == Remainder::pad)
+    return (examples + batchSize_ - 1) / batchSize_;
   return examples / batchSize_;
 }
 
-Status Pipeline::open(std::unique_ptr<BatchIterator> &out) const {
+Status Pipeline::open(std::unique_ptr<BatchIterator> &out,
+                      int64_t startBatch) const {
   if (!error_)
     return error_;
   if (batchSize_ == 0)
     return Status::error(name_ + ": input pipeline: no batch(); a training "
                                  "step takes batches, so end with batch()");
+  if (startBatch < 0 || (startBatch > 0 && startBatch > INT64_MAX / batchSize_))
+    return Status::error(name_ + ": input pipeline: cannot start at batch " +
+                         std::to_string(startBatch));
   return guarded("opening the input pipeline", [&] {
     std::unique_ptr<ExampleIterator> examples;
-    if (Status s = stage_->open(0, examples); !s)
+    if (Status s = stage_->open(0, startBatch * batchSize_, examples); !s)
       return s;
     std::unique_ptr<BatchIterator> it = std::make_unique<Batcher>(
-        std::move(examples), name_, batchSize_, labelFormat_, shape_,
-        numClasses_, indicesOnly_);
+        std::move(examples), name_, batchSize_, labelFormat_, remainder_,
+        shape_, numClasses_, indicesOnly_);
     if (prefetch_ > 0)
       it = std::make_unique<Prefetcher>(std::move(it),
                                         static_cast<size_t>(prefetch_));

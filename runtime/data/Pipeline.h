@@ -4,17 +4,19 @@
 // the examples of a Dataset on their way to the training step, as tf.data
 // does:
 //
-//   Pipeline p(train);                        // std::shared_ptr<const Dataset>
-//   p.shard(numWorkers, workerIndex)          // dataset.shard(n, i)
-//    .shuffle(5000, seed)                     // dataset.shuffle(5000, seed)
-//    .repeat(epochs)                          // dataset.repeat(epochs)
-//    .batch(256, LabelFormat::OneHot)         // dataset.batch(256,
-//    drop_remainder=True) .prefetch(2);                            //
-//    dataset.prefetch(2)
+//   Pipeline p(train);                    // std::shared_ptr<const Dataset>
+//   p.shard(numWorkers, workerIndex)      // dataset.shard(n, i)
+//    .shuffle(5000, seed)                 // dataset.shuffle(5000, seed)
+//    .repeat(epochs)                      // dataset.repeat(epochs)
+//    .batch(256, LabelFormat::OneHot)     // dataset.batch(256, True)
+//    .prefetch(2);                        // dataset.prefetch(2)
 //   std::unique_ptr<BatchIterator> it;
 //   if (Status s = p.open(it); !s) ...
-//   for (bool end = false;;) { Batch b; ... it->next(b, end) ...; if (end)
-//   break; }
+//   for (bool end = false;;) {
+//     Batch b;
+//     if (Status s = it->next(b, end); !s) ...
+//     if (end) break;
+//   }
 //
 // The per-example stages (shard, cache, shuffle, repeat, map) compose in any
 // order; batch comes after them and prefetch last. An argument out of range
@@ -25,7 +27,13 @@
 //   the same static shape, which the compiled plan requires. batch follows
 //   repeat, so batches run across epoch boundaries (as tf.data's
 //   repeat().batch()) and only the final partial batch is dropped: 10 epochs
-//   of 60000 examples at 256 give 2343 batches, not 10 x 234.
+//   of 60000 examples at 256 give 2343 batches, not 10 x 234. Evaluation
+//   pads it instead (Remainder::pad): zero rows weighted 0
+//   (Batch::sampleWeights), so that every example counts once.
+// - open(it, k) starts at batch k, as if k batches had been taken: a
+//   resumed run continues in O(1) of the batches taken (the shuffle replays
+//   at most one epoch of buffer draws on positions, reading no example it
+//   does not emit).
 // - shuffle draws from a buffer of bufferSize examples; under a repeat each
 //   epoch is shuffled with its own order, derived from (seed, epoch), so a
 //   seed names the whole sequence. bufferSize >= the dataset size is a
@@ -79,6 +87,15 @@ public:
 /// One step of the description (Pipeline.cpp holds the kinds).
 class ExampleStage;
 
+/// What batch() does with a last batch of fewer examples than the batch
+/// size.
+enum class Remainder {
+  /// Drops it (training: every step sees whole batches).
+  drop,
+  /// Pads it to the batch size with rows of weight 0 (evaluation).
+  pad,
+};
+
 class Pipeline {
 public:
   /// repeat(kForever) repeats without end.
@@ -101,9 +118,10 @@ public:
   Pipeline &map(MapFn fn, int threads = 1);
   /// As map(fn, threads), for a function whose images have `outputShape`.
   Pipeline &map(MapFn fn, int threads, ExampleShape outputShape);
-  /// Groups examples into batches of globalBatchSize rows, dropping the last
-  /// partial batch, with labels as the loss wants them.
-  Pipeline &batch(int64_t globalBatchSize, LabelFormat labels);
+  /// Groups examples into batches of globalBatchSize rows, with labels as
+  /// the loss wants them; a last partial batch is dropped or padded.
+  Pipeline &batch(int64_t globalBatchSize, LabelFormat labels,
+                  Remainder remainder = Remainder::drop);
   /// As batch(), but a batch holds only its examples' positions in the
   /// source (Batch::indicesOnly()): for a consumer that holds the dataset
   /// itself and gathers the rows (graphrun --cache-on-device). The order is
@@ -120,9 +138,12 @@ public:
   ExampleShape exampleShape() const { return shape_; }
   int32_t numClasses() const { return numClasses_; }
 
-  /// Starts a pass over the pipeline: checks the description (the first
-  /// fault of the chain, if any, is returned here) and starts its threads.
-  Status open(std::unique_ptr<BatchIterator> &out) const;
+  /// Starts a pass over the pipeline at batch `startBatch` (0: the first):
+  /// checks the description (the first fault of the chain, if any, is
+  /// returned here) and starts its threads. The batches are those a pass
+  /// from the start yields after its first `startBatch`.
+  Status open(std::unique_ptr<BatchIterator> &out,
+              int64_t startBatch = 0) const;
 
 private:
   /// Records the first fault of the chain, prefixed with the source's name.
@@ -136,6 +157,7 @@ private:
   int32_t numClasses_ = 0;
   int64_t batchSize_ = 0;
   LabelFormat labelFormat_ = LabelFormat::Sparse;
+  Remainder remainder_ = Remainder::drop;
   bool indicesOnly_ = false;
   bool mapped_ = false;
   int64_t prefetch_ = 0;

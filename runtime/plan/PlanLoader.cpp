@@ -2,9 +2,14 @@
 
 #include "runtime/plan/PlanLoader.h"
 
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <set>
 #include <sstream>
+#include <string_view>
 
 namespace graph::runtime {
 
@@ -33,6 +38,38 @@ int64_t elementCount(const flatbuffers::Vector<int64_t> *shape) {
 
 namespace {
 
+/// Whether `text` is well-formed UTF-8 (no overlong forms, no surrogates,
+/// nothing past U+10FFFF) without control characters: a variable's name
+/// ends up in JSON (safetensors headers) and in messages.
+bool isCleanUtf8(std::string_view text) {
+  size_t i = 0;
+  while (i < text.size()) {
+    auto byte = [&](size_t k) { return static_cast<unsigned char>(text[k]); };
+    unsigned char c = byte(i);
+    if (c < 0x80) {
+      if (c < 0x20 || c == 0x7f)
+        return false;
+      ++i;
+      continue;
+    }
+    size_t length = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc0 ? 2 : 0;
+    if (length == 0 || c > 0xf4 || i + length > text.size())
+      return false;
+    uint32_t code = c & (0x7f >> length);
+    for (size_t k = 1; k < length; ++k) {
+      if ((byte(i + k) & 0xc0) != 0x80)
+        return false;
+      code = (code << 6) | (byte(i + k) & 0x3f);
+    }
+    static constexpr uint32_t kSmallest[] = {0, 0, 0x80, 0x800, 0x10000};
+    if (code < kSmallest[length] || code > 0x10ffff ||
+        (code >= 0xd800 && code <= 0xdfff) || (code >= 0x80 && code < 0xa0))
+      return false;
+    i += length;
+  }
+  return true;
+}
+
 /// Collects the first fault found, prefixed with where it is.
 class PlanChecker {
 public:
@@ -47,11 +84,19 @@ public:
     if (!plan.variables() || !plan.inputs() || !plan.programs() ||
         !plan.training())
       return fail("missing variables, inputs, training or programs");
-    for (const plan::Variable *v : *plan.variables())
+    std::set<std::string_view> names;
+    for (const plan::Variable *v : *plan.variables()) {
+      std::string_view name(v->name()->c_str(), v->name()->size());
+      if (name.empty() || !isCleanUtf8(name))
+        return fail("variable #" + std::to_string(names.size()) +
+                    " has a name that is empty or not printable UTF-8");
+      if (!names.insert(name).second)
+        return fail("two variables are named '" + std::string(name) + "'");
       if (!v->shape() || dtypeBytes(v->dtype()) == 0)
         return fail("variable '" + v->name()->str() +
                     "' has no shape or an "
                     "unknown dtype");
+    }
     for (const plan::Input *in : *plan.inputs())
       if (!in->shape() || in->shape()->size() == 0)
         return fail("input '" + in->name()->str() + "' has no batch shape");
@@ -210,12 +255,23 @@ Status verifyPlan(const uint8_t *data, size_t size, const std::string &name,
 }
 
 Status loadPlan(const std::string &path, LoadedPlan &out) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    return Status::error(path + ": is a directory, not a plan file (graphc "
+                                "writes one with -o)");
   std::ifstream file(path, std::ios::binary);
   if (!file)
-    return Status::error(path + ": cannot open the plan file");
+    return Status::error(
+        path + ": cannot open the plan file: " + std::strerror(errno));
   out.path = path;
-  out.bytes.assign(std::istreambuf_iterator<char>(file),
-                   std::istreambuf_iterator<char>());
+  // Read errors come back through the stream state, not as exceptions (a
+  // special file may still fail midway).
+  std::ostringstream content;
+  content << file.rdbuf();
+  if (file.bad() || content.bad())
+    return Status::error(path + ": cannot read the plan file");
+  std::string bytes = std::move(content).str();
+  out.bytes.assign(bytes.begin(), bytes.end());
   return verifyPlan(out.bytes.data(), out.bytes.size(), path, out.plan);
 }
 

@@ -410,49 +410,5 @@ TEST_F(CheckpointTest, HookFailureNamesTheStep) {
   EXPECT_THAT(s.message(), HasSubstr("checkpoint at step 1: "));
 }
 
-/// Skipping k batches of a freshly opened pipeline gives the batches an
-/// uninterrupted pass yields after its first k, across epoch boundaries
-/// (50 examples, batches of 8) and through the shuffle.
-TEST(SkipBatches, ContinuesTheDataOrderExactly) {
-  auto ds = std::make_shared<data::Dataset>();
-  data::SyntheticDatasetOptions o;
-  o.numExamples = 50;
-  o.shape = {2, 2, 1};
-  o.seed = 5;
-  ASSERT_TRUE(data::makeSyntheticDataset(o, *ds));
-  data::Pipeline p(ds);
-  p.shuffle(16, 9).repeat().batch(8, data::LabelFormat::Sparse).prefetch(2);
-
-  std::unique_ptr<data::BatchIterator> whole;
-  ASSERT_TRUE(p.open(whole));
-  std::vector<std::vector<int64_t>> expected;
-  data::Batch batch;
-  for (int i = 0; i < 20; ++i) {
-    bool end = false;
-    ASSERT_TRUE(whole->next(batch, end));
-    expected.push_back(batch.sourceIndices);
-  }
-  for (int64_t k : {0, 5, 6, 7, 13}) {
-    std::unique_ptr<data::BatchIterator> resumed;
-    ASSERT_TRUE(p.open(resumed));
-    ASSERT_TRUE(skipBatches(*resumed, k));
-    for (int64_t i = k; i < 20; ++i) {
-      bool end = false;
-      ASSERT_TRUE(resumed->next(batch, end));
-      EXPECT_EQ(batch.sourceIndices, expected[static_cast<size_t>(i)])
-          << "batch " << i << " after skipping " << k;
-    }
-  }
-
-  data::Pipeline once(ds);
-  once.batch(8, data::LabelFormat::Sparse);
-  std::unique_ptr<data::BatchIterator> it;
-  ASSERT_TRUE(once.open(it));
-  Status s = skipBatches(*it, 7);
-  ASSERT_FALSE(s);
-  EXPECT_EQ(s.message(), "the training data end after 6 batches, before the "
-                         "7 the checkpoint's run had consumed");
-}
-
 } // namespace
 } // namespace graph::runtime::checkpoint

@@ -128,6 +128,20 @@ TEST(Safetensors, WriterRefusesWrongSizesAndDuplicates) {
   EXPECT_FALSE(w.add("neg", DType::U8, {-1}, ""));
 }
 
+/// A name JSON cannot hold is an error, and the write leaves no file (not
+/// even the temporary one) behind.
+TEST(Safetensors, WriterRefusesANameThatIsNotUtf8) {
+  std::string dir = ::testing::TempDir() + "safetensors-utf8";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  SafetensorsWriter w;
+  ASSERT_TRUE(w.add("dense/\xff", DType::F32, {1}, std::string(4, '\0')));
+  Status s = w.write(dir + "/w.safetensors");
+  ASSERT_FALSE(s);
+  EXPECT_THAT(s.message(), HasSubstr("not valid UTF-8"));
+  EXPECT_TRUE(std::filesystem::is_empty(dir));
+}
+
 TEST(Safetensors, DTypeNamesAndSizes) {
   EXPECT_EQ(parseDType("F32"), DType::F32);
   EXPECT_EQ(parseDType("BF16"), DType::BF16);

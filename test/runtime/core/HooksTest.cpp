@@ -27,24 +27,81 @@ TEST(StepTimerHook, StatisticsAfterWarmup) {
   info.globalBatch = 100;
   info.program = "train_x1";
   ASSERT_TRUE(timer.begin(info).isOk());
-  Clock::time_point t0{};
+  auto ms = [](int n) { return std::chrono::milliseconds(n); };
+  // Step i runs i ms and its hooks 1 ms: its wall time, from its start to
+  // the next step's, is i + 1 ms.
+  Clock::time_point t{};
   for (int i = 1; i <= 10; ++i) {
     StepContext ctx;
     ctx.step = i;
-    ctx.begin = t0;
-    ctx.end = t0 + std::chrono::milliseconds(i); // steps of 1..10 ms
+    ctx.begin = t;
+    ASSERT_TRUE(timer.beforeStep(ctx).isOk());
+    ctx.end = t + ms(i);
     ASSERT_TRUE(timer.afterStep(ctx).isOk());
+    t = ctx.end + ms(1);
   }
-  // Steps 3..10: mean and median 6.5 ms.
-  EXPECT_NEAR(timer.meanStepSeconds(), 0.0065, 1e-9);
-  EXPECT_NEAR(timer.medianStepSeconds(), 0.0065, 1e-9);
-  EXPECT_NEAR(timer.imagesPerSecond(), 100 / 0.0065, 1e-3);
+  StepContext next;
+  next.begin = t;
+  ASSERT_TRUE(timer.beforeStep(next).isOk()); // closes step 10
+  // Steps 3..10: mean and median 7.5 ms.
+  EXPECT_NEAR(timer.meanStepSeconds(), 0.0075, 1e-9);
+  EXPECT_NEAR(timer.medianStepSeconds(), 0.0075, 1e-9);
+  EXPECT_NEAR(timer.imagesPerSecond(), 100 / 0.0075, 1e-3);
   info.stepsDone = 10;
   ASSERT_TRUE(timer.end(info).isOk());
-  EXPECT_NE(out.str().find("TimeHistory: 10 steps in 0.055 sec"),
+  EXPECT_NE(out.str().find("TimeHistory: 10 steps in 0.065 sec"),
             std::string::npos)
       << out.str();
   EXPECT_NE(out.str().find("over 8 steps after 2 warm-up steps"),
+            std::string::npos)
+      << out.str();
+}
+
+/// The parts of a step (input wait, the devices' forward, backward,
+/// all-reduce and update, hooks, the rest) add up to its wall time.
+TEST(StepTimerHook, PartsAddUpToTheWallTime) {
+  std::ostringstream out;
+  StepTimerHook timer(0, out);
+  SessionInfo info;
+  info.globalBatch = 8;
+  info.program = "train_x1";
+  ASSERT_TRUE(timer.begin(info).isOk());
+  Clock::time_point t0{};
+  auto at = [&](int ms) { return t0 + std::chrono::milliseconds(ms); };
+  StepResult r;
+  // Forward 10 ms, backward 20, update 2, from 3 ms into the step.
+  r.timestamps.push_back({{"forward_begin", at(3)},
+                          {"backward_begin", at(13)},
+                          {"update_begin", at(33)},
+                          {"step_end", at(35)}});
+  StepContext ctx;
+  ctx.step = 1;
+  ctx.begin = at(0);
+  ctx.hooksBeforeSeconds = 0.001;
+  ctx.inputWaitSeconds = 0.004;
+  ASSERT_TRUE(timer.beforeStep(ctx).isOk());
+  ctx.end = at(40);
+  ctx.result = &r;
+  ASSERT_TRUE(timer.afterStep(ctx).isOk());
+  StepContext next;
+  next.begin = at(43); // 3 ms of after-step hooks
+  ASSERT_TRUE(timer.beforeStep(next).isOk());
+  ASSERT_EQ(timer.stepParts().size(), 1u);
+  const StepTimerHook::Parts &p = timer.stepParts()[0];
+  EXPECT_NEAR(p.wall, 0.043, 1e-12);
+  EXPECT_NEAR(p.input, 0.004, 1e-12);
+  EXPECT_NEAR(p.hooks, 0.004, 1e-12);
+  EXPECT_NEAR(p.devices.forward, 0.010, 1e-12);
+  EXPECT_NEAR(p.devices.backward, 0.020, 1e-12);
+  EXPECT_NEAR(p.devices.update, 0.002, 1e-12);
+  EXPECT_NEAR(p.other, 0.003, 1e-12);
+  EXPECT_NEAR(p.input + p.hooks + p.devices.total() + p.other, p.wall, 1e-12);
+  ASSERT_TRUE(timer.end(info).isOk());
+  EXPECT_NE(out.str().find("step split: input wait 0.0040 sec (9.3%), "
+                           "forward 0.0100 sec (23.3%), backward 0.0200 sec "
+                           "(46.5%), all-reduce 0.0000 sec (0.0%), update "
+                           "0.0020 sec (4.7%), hooks 0.0040 sec (9.3%), "
+                           "other 0.0030 sec (7.0%) = 0.0430 sec"),
             std::string::npos)
       << out.str();
 }
@@ -190,13 +247,16 @@ protected:
   const float inff_ = std::numeric_limits<float>::infinity();
 };
 
-TEST_F(NanGuardTest, PassesFiniteSteps) {
+TEST_F(NanGuardTest, PassesFiniteStepsReadingNoVariable) {
   NanGuardHook guard(variables_);
   ASSERT_TRUE(guard.begin(SessionInfo()));
+  EXPECT_EQ(guard.scans(), 1); // the variables the run starts from
   for (int i = 1; i <= 5; ++i) {
     Status s = guard.afterStep(step(i, 1.0 / i));
     EXPECT_TRUE(s) << s.message();
   }
+  // The outputs vouched for every step: no variable was read again.
+  EXPECT_EQ(guard.scans(), 1);
 }
 
 TEST_F(NanGuardTest, NamesTheStepTheLossAndTheFirstPoisonedVariable) {
@@ -209,21 +269,58 @@ TEST_F(NanGuardTest, NamesTheStepTheLossAndTheFirstPoisonedVariable) {
   Status s = guard.afterStep(step(17, nan_));
   ASSERT_FALSE(s);
   EXPECT_EQ(s.message(), "step 17: non-finite loss (nan); first non-finite "
-                         "variable: 'dense_1/kernel' (12 of 640 values), the "
-                         "update of step 17 produced it; lower the learning "
-                         "rate or check the data");
+                         "variable: 'dense_1/kernel' (12 of 640 values); "
+                         "lower the learning rate or check the data");
 }
 
-TEST_F(NanGuardTest, FindsAPoisonedVariableBehindAFiniteLoss) {
+TEST_F(NanGuardTest, TripsOnTheGradientNorm) {
   NanGuardHook guard(variables_);
   ASSERT_TRUE(guard.begin(SessionInfo()));
+  poison("dense/kernel", 2, nanf_);
+  StepContext ctx = step(5, 0.75);
+  ctx.gradNorm = nan_;
+  Status s = guard.afterStep(ctx);
+  ASSERT_FALSE(s);
+  EXPECT_EQ(s.message(), "step 5: non-finite gradient norm (nan); first "
+                         "non-finite variable: 'dense/kernel' (2 of 20 "
+                         "values); lower the learning rate or check the "
+                         "data");
+  EXPECT_EQ(guard.scans(), 2);
+}
+
+TEST_F(NanGuardTest, EveryTensorModeFindsAPoisonedVariableBehindFiniteOutputs) {
+  poison("dense_1/bias", 0, 1.0f);
+  NanGuardHook cheap(variables_);
+  NanGuardHook everyTensor(variables_, NanGuardHook::Mode::everyTensor);
+  ASSERT_TRUE(cheap.begin(SessionInfo()));
+  ASSERT_TRUE(everyTensor.begin(SessionInfo()));
+  ASSERT_TRUE(everyTensor.afterStep(step(2, 0.5)));
+  // An update that overflowed from finite gradients: the outputs of its
+  // step are finite, so only --check-numerics sees it at once.
   poison("dense_1/bias", 10, -inff_);
-  Status s = guard.afterStep(step(3, 0.25));
+  EXPECT_TRUE(cheap.afterStep(step(3, 0.25)));
+  Status s = everyTensor.afterStep(step(3, 0.25));
   ASSERT_FALSE(s);
   EXPECT_EQ(s.message(),
             "step 3: non-finite variable 'dense_1/bias' (10 of 10 values), "
             "the update of step 3 produced it after a finite loss (0.25); "
             "lower the learning rate or clip the gradients");
+  EXPECT_EQ(everyTensor.scans(), 3);
+}
+
+TEST_F(NanGuardTest, ReadsEveryVariableWhenTheStepHasNoGradientNorm) {
+  NanGuardHook guard(variables_);
+  ASSERT_TRUE(guard.begin(SessionInfo()));
+  StepResult result;
+  result.names = {"loss", "accuracy"};
+  StepContext ctx = step(4, 0.5);
+  ctx.result = &result;
+  poison("dense/kernel", 1, nanf_);
+  Status s = guard.afterStep(ctx);
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.message().find("non-finite variable 'dense/kernel'"),
+            std::string::npos)
+      << s.message();
 }
 
 TEST_F(NanGuardTest, SaysWhenOnlyTheLossIsNonFinite) {

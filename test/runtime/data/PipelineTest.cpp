@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <future>
 #include <numeric>
 #include <set>
@@ -604,6 +605,140 @@ TEST(PipelineTest, InvalidDatasetIsReported) {
   Pipeline none(nullptr);
   none.batch(1, LabelFormat::Sparse);
   EXPECT_THAT(firstError(none).message(), HasSubstr("no dataset"));
+}
+
+//===----------------------------------------------------------------------===//
+// Padding the last batch (evaluation)
+//===----------------------------------------------------------------------===//
+
+TEST(PipelineTest, PadKeepsTheRemainderWithRowsThatWeighNothing) {
+  Pipeline p(makeDataset(10));
+  p.batch(4, LabelFormat::OneHot, Remainder::pad);
+  EXPECT_EQ(p.cardinality(), 3);
+  std::vector<Batch> batches = collect(p);
+  ASSERT_EQ(batches.size(), 3u);
+  for (size_t b = 0; b < 2; ++b) {
+    EXPECT_EQ(batches[b].padding, 0);
+    EXPECT_EQ(batches[b].sampleWeights, std::vector<float>(4, 1.0f));
+  }
+  const Batch &last = batches[2];
+  EXPECT_EQ(last.size, 4);
+  EXPECT_EQ(last.padding, 2);
+  EXPECT_EQ(last.examples(), 2);
+  EXPECT_EQ(last.sampleWeights, (std::vector<float>{1, 1, 0, 0}));
+  EXPECT_EQ(last.sourceIndices, (std::vector<int64_t>{8, 9, -1, -1}));
+  // The padding rows are zero images with all-zero one-hot labels.
+  for (size_t k = 8; k < 16; ++k)
+    EXPECT_EQ(last.images[k], 0.0f);
+  for (size_t k = 20; k < 40; ++k)
+    EXPECT_EQ(last.oneHotLabels[k], 0.0f);
+  // A whole number of batches needs no padding batch.
+  Pipeline whole(makeDataset(8));
+  whole.batch(4, LabelFormat::Sparse, Remainder::pad);
+  EXPECT_EQ(collect(whole).size(), 2u);
+}
+
+//===----------------------------------------------------------------------===//
+// Opening at a batch (resume)
+//===----------------------------------------------------------------------===//
+
+/// A dataset that counts the examples its pipelines read.
+struct CountingSource {
+  std::shared_ptr<std::atomic<int64_t>> reads =
+      std::make_shared<std::atomic<int64_t>>(0);
+  MapFn counter() const {
+    return [reads = reads](Example &) {
+      ++*reads;
+      return Status::ok();
+    };
+  }
+};
+
+/// The batches of `p` opened at `start`, `count` of them.
+std::vector<std::vector<int64_t>> batchesFrom(const Pipeline &p, int64_t start,
+                                              int64_t count) {
+  std::vector<std::vector<int64_t>> out;
+  std::unique_ptr<BatchIterator> it;
+  Status s = p.open(it, start);
+  EXPECT_TRUE(s) << s.message();
+  if (!s)
+    return out;
+  for (int64_t k = 0; k < count; ++k) {
+    Batch b;
+    bool end = false;
+    s = it->next(b, end);
+    EXPECT_TRUE(s) << s.message();
+    if (!s || end)
+      break;
+    out.push_back(b.sourceIndices);
+  }
+  return out;
+}
+
+/// Opening at batch k gives what a pass from the start gives after its
+/// first k batches, for every composition a training run uses: across
+/// epoch boundaries (50 examples, batches of 8), through shuffles that
+/// have and have not filled their buffer, shards, a cache filled or not,
+/// and a map.
+TEST(PipelineTest, OpeningAtABatchContinuesTheOrderExactly) {
+  auto ds = makeDataset(50);
+  struct Case {
+    const char *label;
+    std::function<void(Pipeline &)> build;
+  };
+  const Case cases[] = {
+      {"shuffle, repeat", [](Pipeline &p) { p.shuffle(16, 9).repeat(); }},
+      {"shuffle buffer larger than the data",
+       [](Pipeline &p) { p.shuffle(1000, 3).repeat(); }},
+      {"shard, shuffle, repeat 4",
+       [](Pipeline &p) { p.shard(3, 1).shuffle(7, 2).repeat(4); }},
+      {"map, shuffle, repeat",
+       [](Pipeline &p) {
+         p.map([](Example &) { return Status::ok(); }, 2)
+             .shuffle(5, 1)
+             .repeat();
+       }},
+      {"cache, shuffle, repeat",
+       [](Pipeline &p) { p.cache().shuffle(16, 4).repeat(); }},
+      {"repeat, shuffle (across epochs)",
+       [](Pipeline &p) { p.repeat(6).shuffle(20, 8); }},
+      {"file order, repeat", [](Pipeline &p) { p.repeat(); }},
+  };
+  for (const Case &c : cases) {
+    Pipeline p(ds);
+    c.build(p);
+    p.batch(8, LabelFormat::Sparse).prefetch(2);
+    std::vector<std::vector<int64_t>> whole = batchesFrom(p, 0, 30);
+    for (int64_t k : {1, 5, 6, 7, 13, 20}) {
+      std::vector<std::vector<int64_t>> resumed = batchesFrom(p, k, 30 - k);
+      std::vector<std::vector<int64_t>> expected(
+          whole.begin() + std::min<int64_t>(k, whole.size()), whole.end());
+      EXPECT_EQ(resumed, expected) << c.label << ", from batch " << k;
+    }
+  }
+}
+
+/// Resuming reads no more examples late in a run than early: the shuffle
+/// replays its draws on positions and reads only what its buffer holds
+/// (here at most its 16 examples plus the batch), whatever the step.
+TEST(PipelineTest, OpeningLateReadsNoMoreThanOpeningEarly) {
+  CountingSource source;
+  Pipeline p(makeDataset(1000));
+  p.map(source.counter()).shuffle(16, 5).repeat().batch(8, LabelFormat::Sparse);
+  // Batch 10 is 80 examples into the first epoch, batch 100003 is 24
+  // examples into the 801st.
+  for (int64_t start : {int64_t{10}, int64_t{100003}}) {
+    *source.reads = 0;
+    ASSERT_EQ(batchesFrom(p, start, 1).size(), 1u);
+    EXPECT_LE(source.reads->load(), 16 + 8) << "opened at batch " << start;
+  }
+}
+
+TEST(PipelineTest, OpeningPastTheEndEndsAtOnce) {
+  Pipeline p(makeDataset(50));
+  p.shuffle(16, 9).repeat(2).batch(8, LabelFormat::Sparse);
+  EXPECT_TRUE(batchesFrom(p, 12, 5).empty());
+  EXPECT_EQ(batchesFrom(p, 11, 5).size(), 1u); // 100 examples: 12 batches
 }
 
 } // namespace

@@ -32,6 +32,7 @@ struct PlanSpec {
   bool waitBeforeRecord = false;
   int32_t numEvents = 1;
   bool withProgram = true;
+  std::string variableName = "dense/bias";
 };
 
 std::vector<uint8_t> buildPlan(const PlanSpec &s) {
@@ -39,7 +40,7 @@ std::vector<uint8_t> buildPlan(const PlanSpec &s) {
   auto shape3 = b.CreateVector(std::vector<int64_t>{3});
   auto shape43 = b.CreateVector(std::vector<int64_t>{4, 3});
   auto variable = plan::CreateVariable(
-      b, b.CreateString("dense/bias"), shape3, plan::DType::f32,
+      b, b.CreateString(s.variableName), shape3, plan::DType::f32,
       plan::CreateInitializer(b, plan::InitKind::zeros));
   auto input = plan::CreateInput(b, b.CreateString("input_layer"), shape43,
                                  plan::DType::f32);
@@ -132,6 +133,12 @@ TEST(PlanLoader, RejectsEachSemanticFault) {
   expectFault({.waitBeforeRecord = true}, "before it is recorded");
   expectFault({.numEvents = 0}, "event out of range");
   expectFault({.withProgram = false}, "no program");
+  // A name graphrun would write into a checkpoint's JSON header.
+  for (std::string name :
+       {std::string("dense/\xff"), std::string("a\xc0\xafb"),
+        std::string("\xed\xa0\x80"), std::string("tab\there"), std::string()})
+    expectFault({.variableName = name},
+                "has a name that is empty or not printable UTF-8");
 }
 
 TEST(PlanLoader, RejectsForeignAndEmptyFiles) {
@@ -166,11 +173,24 @@ TEST(PlanLoader, RandomCorruptionNeverCrashes) {
   EXPECT_GT(rejected, 0);
 }
 
+TEST(PlanLoader, AcceptsUtf8Names) {
+  EXPECT_TRUE(check(buildPlan({.variableName = "d\xc3\xa9nse/\xe2\x82\xac"})));
+}
+
 TEST(PlanLoader, MissingFileNamesThePath) {
   LoadedPlan loaded;
   Status s = loadPlan("/nonexistent/model.plan", loaded);
   ASSERT_FALSE(s.isOk());
-  EXPECT_EQ(s.message(), "/nonexistent/model.plan: cannot open the plan file");
+  EXPECT_EQ(s.message(), "/nonexistent/model.plan: cannot open the plan file: "
+                         "No such file or directory");
+}
+
+TEST(PlanLoader, ADirectoryIsNotAPlan) {
+  LoadedPlan loaded;
+  Status s = loadPlan("/tmp", loaded);
+  ASSERT_FALSE(s.isOk());
+  EXPECT_EQ(s.message(), "/tmp: is a directory, not a plan file (graphc "
+                         "writes one with -o)");
 }
 
 } // namespace
