@@ -1,10 +1,10 @@
 //===- cpu-kernels.cpp - the cpu backend's kernels on the seed model ------===//
 //
-// Times every oneDNN-backed launch of one training step of the seed
-// Fashion-MNIST CNN (examples/fashion_mnist_cnn.json) at its real shapes,
-// instantiated through the kernel registry exactly as the executor does, and
-// prints milliseconds per launch and their sum: the part of a step these
-// kernels account for.
+// Times every oneDNN-backed launch, and the gradient norm, of one training
+// step of the seed Fashion-MNIST CNN (examples/fashion_mnist_cnn.json) at
+// its real shapes, instantiated through the kernel registry exactly as the
+// executor does, and prints milliseconds per launch and their sum: the part
+// of a step these kernels account for.
 //
 //   cpu-kernels [--batch 256] [--replicas 1] [--reps 20]
 //
@@ -83,6 +83,12 @@ std::vector<Launch> seedStep(int64_t b) {
       {"conv2d_grad_input", "conv 2", conv(), {y2, k2}, {p1}},
       {"max_pool2d_grad", "pool 1", pool(), {y1, p1, p1}, {y1}},
       {"conv2d_grad_kernel", "conv 1", conv(), {x0, y1}, {k1}},
+      // The NaN guard's part of the step: the norm of every gradient.
+      {"global_norm",
+       "grads",
+       {},
+       {k1, {32}, k2, {64}, k3, {64}, w1, {64}, w2, {10}},
+       {{}}},
   };
 }
 

@@ -1,0 +1,87 @@
+//===- TrainingJob.h - one graphrun job, flags to weights ------*- C++ -*-===//
+//
+// What `graphrun plan ...` does, as a library a test can drive: choose the
+// devices, load the plan and the data, restore a checkpoint, build the
+// input pipeline and the hooks, train, evaluate, save. tools/graphrun only
+// parses flags into JobOptions.
+//
+// Everything a job will read or write is checked before its first step (the
+// plan, the training and test data, --init-weights, the checkpoint
+// directory, every output path), so that a job never trains for an hour and
+// then fails to save.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef RUNTIME_JOB_TRAININGJOB_H
+#define RUNTIME_JOB_TRAININGJOB_H
+
+#include "runtime/core/Status.h"
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+
+namespace graph::runtime::job {
+
+/// graphrun's flags, with graphrun's defaults.
+struct JobOptions {
+  std::string plan;
+  /// Replicas on CPU threads or on GPUs (0: graphrun's default, every GPU
+  /// or else one CPU replica).
+  int cpus = 0;
+  int gpus = 0;
+  /// reference, cpu or cuda; empty: cuda with GPUs, else cpu.
+  std::string backend;
+  /// fashion_mnist or synthetic.
+  std::string data = "fashion_mnist";
+  std::string dataDir;
+  /// Training length: `steps` global steps in all (a resumed run's
+  /// included), or `epochs` passes; -1: unset (one epoch).
+  int64_t steps = -1;
+  int64_t epochs = -1;
+  /// Must equal the plan's global batch when set (> 0).
+  int64_t batchSize = -1;
+  uint64_t seed = 0;
+  int64_t shuffleBuffer = 5000;
+  bool noShuffle = false;
+  /// Keep the decoded training examples in memory after the first epoch.
+  bool cache = false;
+  /// Read only shard `shardIndex` of `shardCount` of the training data
+  /// (tf.data's shard: examples i with i % count == index).
+  int64_t shardCount = 1;
+  int64_t shardIndex = 0;
+  int64_t prefetch = 2;
+  int64_t logEvery = 100;
+  bool eval = false;
+  int64_t evalEvery = 0;
+  int64_t evalSteps = -1;
+  /// Replaces the plan's learning rate (negative: keep it).
+  double learningRate = -1;
+  int64_t warmup = 5;
+  std::string metrics;
+  bool noCudaGraph = false;
+  bool cacheOnDevice = false;
+  double collectiveTimeoutSeconds = 60;
+  std::string checkpointDir;
+  /// -1: once per epoch; 0: only at the end.
+  int64_t checkpointEvery = -1;
+  int keepCheckpoints = 3;
+  std::string initWeights;
+  std::string saveWeights;
+  std::string trace;
+  bool progress = true;
+  /// The NaN guard: off, or on the step's outputs (the default), or also on
+  /// every variable after every step (--check-numerics).
+  bool nanGuard = true;
+  bool checkNumerics = false;
+};
+
+/// Runs the job: its report goes to `out` (graphrun's stdout), warnings to
+/// `err`. An error names the file or flag at fault and what to do; nothing
+/// is left half-written.
+Status runTrainingJob(const JobOptions &options, std::ostream &out,
+                      std::ostream &err);
+
+} // namespace graph::runtime::job
+
+#endif // RUNTIME_JOB_TRAININGJOB_H
