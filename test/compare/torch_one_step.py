@@ -144,14 +144,15 @@ def first_batch(data_dir):
 
 # --- one step: forward, backward, Adam as Keras 3 writes it.
 
-def adam_first_step(model):
-    """Keras 3's Adam at t = 1 from zero slots: epsilon is added to sqrt(v)
-    with the bias correction folded into alpha, not to sqrt(v_hat) as in
-    torch.optim.Adam (graphrun's optimizer_update kernel does the same)."""
+def adam_first_step(parameters):
+    """Keras 3's Adam at t = 1 from zero slots, on each parameter from its
+    .grad: epsilon is added to sqrt(v) with the bias correction folded into
+    alpha, not to sqrt(v_hat) as in torch.optim.Adam (graphrun's
+    optimizer_update kernel does the same)."""
     t = 1
     alpha = LEARNING_RATE * np.sqrt(1 - BETA_2 ** t) / (1 - BETA_1 ** t)
     with torch.no_grad():
-        for p in model.parameters():
+        for p in parameters:
             m = (1 - BETA_1) * p.grad
             v = (1 - BETA_2) * p.grad * p.grad
             p.sub_(alpha * m / (v.sqrt() + EPSILON))
@@ -165,7 +166,7 @@ def compare(args):
     x, y = first_batch(args.data_dir)
     loss = F.cross_entropy(model(x.double()), y)
     loss.backward()
-    adam_first_step(model)
+    adam_first_step(model.parameters())
     mine = to_keras(model)
 
     failed = False
