@@ -17,6 +17,9 @@ packages=(
   # oneDNN's dnnl-config.cmake calls find_package(OpenCL); libdnnl-dev only
   # recommends this, and we install with --no-install-recommends
   ocl-icd-opencl-dev
+  # multi-worker training: Open MPI launches the workers (mpirun) and
+  # carries their cross-process all-reduce
+  libopenmpi-dev openmpi-bin
   # test/compare: the one-step comparison with an independent implementation
   python3-torch python3-numpy
 )

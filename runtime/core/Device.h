@@ -17,7 +17,7 @@
 #ifndef RUNTIME_CORE_DEVICE_H
 #define RUNTIME_CORE_DEVICE_H
 
-#include "runtime/core/Collective.h"
+#include "runtime/collectives/Collective.h"
 #include "runtime/core/Kernel.h"
 #include "runtime/core/Status.h"
 #include "runtime/data/Batch.h"
@@ -110,6 +110,9 @@ struct StepResult {
   /// steady_clock points. On a GPU they are device events of this step,
   /// converted through the step's completion event (see CudaDevice.h).
   std::vector<std::vector<Timestamp>> timestamps;
+  /// Seconds this step spent summing buckets across workers (host
+  /// transport; 0 with one worker), part of the all-reduce time.
+  double crossWorkerSeconds = 0;
 
   /// The mean of output `name`, or NaN when the program has none.
   double value(const std::string &name) const;
@@ -153,9 +156,16 @@ struct PreparedInput {
 /// A program ready to run: what the executor prepared, device-neutral.
 struct PreparedProgram {
   std::string name;
+  /// This process's replicas: devices 0..replicas - 1.
   int replicas = 1;
-  /// The global batch: replica r's rows start at r * globalBatch / replicas.
-  int64_t globalBatch = 0;
+  /// Which of the job's replicas they are (with several workers, a slice).
+  ReplicaSpan span;
+  /// The rows this process feeds a step (the job's global batch over its
+  /// workers): local replica r's rows start at r * batch / replicas.
+  int64_t batch = 0;
+  /// The row of the global batch where local replica 0's rows begin
+  /// (dropout masks key on global rows).
+  int64_t firstRow = 0;
   int numEvents = 0;
   /// Every op in program order.
   std::vector<PreparedOp> ops;

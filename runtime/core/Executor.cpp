@@ -2,6 +2,7 @@
 
 #include "runtime/core/Executor.h"
 
+#include "runtime/collectives/Workers.h"
 #include "runtime/core/Initializers.h"
 #include "runtime/plan/PlanLoader.h"
 
@@ -321,8 +322,19 @@ Status Executor::create(const plan::Plan &plan, const plan::Program &program,
 Status Executor::prepare(MirroredVariables &variables,
                          const ExecutorOptions &options) {
   options_ = options;
-  replicas_ = program_.replicas();
   std::string where = "program '" + program_.name()->str() + "'";
+  // This process's slice of the program's replicas: all of them, or with
+  // W workers the rank's N / W.
+  int workers = options.workers ? options.workers->size() : 1;
+  int rank = options.workers ? options.workers->rank() : 0;
+  span_.total = program_.replicas();
+  if (workers < 1 || span_.total % workers != 0)
+    return Status::error(where + ": " + std::to_string(span_.total) +
+                         " replicas do not split evenly across " +
+                         std::to_string(workers) + " workers");
+  span_.local = span_.total / workers;
+  span_.first = rank * span_.local;
+  replicas_ = span_.local;
   if (variables.devices() < replicas_)
     return Status::error(where + ": needs " + std::to_string(replicas_) +
                          " devices' variables, has " +
@@ -358,11 +370,13 @@ Status Executor::prepare(MirroredVariables &variables,
     labelFormat_ = inputs[labelInput]->dtype() == plan::DType::i32
                        ? data::LabelFormat::Sparse
                        : data::LabelFormat::OneHot;
-  if (globalBatch_ % replicas_ != 0)
+  if (globalBatch_ % span_.total != 0)
     return Status::error(where + ": global batch " +
                          std::to_string(globalBatch_) +
                          " does not split evenly across " +
-                         std::to_string(replicas_) + " replicas");
+                         std::to_string(span_.total) + " replicas");
+  const int64_t rowsPerReplica = globalBatch_ / span_.total;
+  localBatch_ = rowsPerReplica * replicas_;
 
   // Devices: the host's, or the backend's (shared with the variables, which
   // move there on the first executor of a run).
@@ -393,17 +407,26 @@ Status Executor::prepare(MirroredVariables &variables,
 
   prepared_.name = program_.name()->str();
   prepared_.replicas = replicas_;
-  prepared_.globalBatch = globalBatch_;
+  prepared_.span = span_;
+  prepared_.batch = localBatch_;
+  prepared_.firstRow = rowsPerReplica * span_.first;
   prepared_.numEvents = std::max(0, program_.num_events());
   prepared_.timestamps.assign(static_cast<size_t>(replicas_), 0);
   arenas_.resize(static_cast<size_t>(replicas_));
   for (int d = 0; d < replicas_; ++d) {
     Device &device = deviceSet_->device(d);
-    if (Status s = device.allocate(program_.arena_bytes()->Get(d), arenas_[d]);
+    if (Status s = device.allocate(program_.arena_bytes()->Get(span_.first + d),
+                                   arenas_[d]);
         !s)
       return Status::error(where + ", " + device.name() +
                            " arena: " + s.message());
   }
+  // The plan numbers the job's devices; this process holds [first, first +
+  // local) of them as its devices 0..local - 1.
+  auto local = [&](int device) -> int {
+    int d = device - span_.first;
+    return d >= 0 && d < replicas_ ? d : -1;
+  };
 
   // Buffers to pointers.
   const auto &buffers = *program_.buffers();
@@ -414,17 +437,20 @@ Status Executor::prepare(MirroredVariables &variables,
     std::string at = where + ", buffer " + std::to_string(i) + ": ";
     int64_t bytes =
         elementCount(b.shape()) * static_cast<int64_t>(dtypeBytes(b.dtype()));
+    // Another worker's buffer: never touched here (a view of one is too).
+    int device = local(b.device());
+    if (device < 0)
+      continue;
     switch (b.kind()) {
     case plan::BufferKind::arena:
-      data[i] =
-          static_cast<std::byte *>(arenas_[b.device()].data()) + b.offset();
+      data[i] = static_cast<std::byte *>(arenas_[device].data()) + b.offset();
       break;
     case plan::BufferKind::variable: {
       const plan::Variable &v = *plan_.variables()->Get(b.variable());
       if (v.dtype() != b.dtype() || bytes > variables.bytes(b.variable()))
         return Status::error(at + "does not match variable '" +
                              v.name()->str() + "'");
-      data[i] = variables.data(b.device(), b.variable());
+      data[i] = variables.data(device, b.variable());
       break;
     }
     case plan::BufferKind::input: {
@@ -434,7 +460,7 @@ Status Executor::prepare(MirroredVariables &variables,
                                  ? data::BatchPart::sampleWeights
                                  : data::BatchPart::images;
       // The replica's share: rows B/N of the global input's row shape.
-      int64_t rows = globalBatch_ / replicas_;
+      int64_t rows = rowsPerReplica;
       bool shapeOk = b.dtype() == in.dtype() &&
                      b.shape()->size() == in.shape()->size() &&
                      b.shape()->Get(0) == rows;
@@ -445,27 +471,33 @@ Status Executor::prepare(MirroredVariables &variables,
                              "' of replica " + std::to_string(b.replica()) +
                              " is not its " + std::to_string(rows) +
                              "-row share of the global batch");
-      auto key = std::make_tuple(b.device(), b.input(), b.replica());
+      int replica = local(b.replica());
+      if (replica < 0)
+        return Status::error(at + "input of replica " +
+                             std::to_string(b.replica()) + " on device " +
+                             std::to_string(b.device()) +
+                             ", which holds another worker's replica");
+      auto key = std::make_tuple(device, b.input(), replica);
       auto found = inputBuffers.find(key);
       if (found != inputBuffers.end()) {
         data[i] = found->second;
         break;
       }
       DeviceMemory storage;
-      if (Status s = deviceSet_->device(b.device()).allocate(bytes, storage);
-          !s)
+      if (Status s = deviceSet_->device(device).allocate(bytes, storage); !s)
         return Status::error(at + s.message());
       data[i] = storage.data();
       inputBuffers[key] = storage.data();
-      prepared_.inputs.push_back({storage.data(), b.device(), b.replica(), part,
-                                  static_cast<size_t>(bytes)});
+      prepared_.inputs.push_back(
+          {storage.data(), device, replica, part, static_cast<size_t>(bytes)});
       if (part == data::BatchPart::sampleWeights)
-        ones_.assign(static_cast<size_t>(globalBatch_), 1.0f);
+        ones_.assign(static_cast<size_t>(localBatch_), 1.0f);
       inputStorage_.push_back(std::move(storage));
       break;
     }
     case plan::BufferKind::view:
-      if (b.source() < 0 || static_cast<size_t>(b.source()) >= i)
+      if (b.source() < 0 || static_cast<size_t>(b.source()) >= i ||
+          !data[b.source()])
         return Status::error(at + "a view must follow its source buffer");
       data[i] = static_cast<std::byte *>(data[b.source()]) +
                 b.offset() * static_cast<int64_t>(dtypeBytes(b.dtype()));
@@ -494,8 +526,13 @@ Status Executor::prepare(MirroredVariables &variables,
     PreparedOp p;
     p.kind = op.kind();
     p.stream = op.stream();
-    p.device = op.device();
     p.index = i;
+    // Another worker's op: it runs there. An all-reduce is everyone's.
+    if (op.kind() != plan::OpKind::all_reduce) {
+      p.device = local(op.device());
+      if (p.device < 0)
+        continue;
+    }
     switch (op.kind()) {
     case plan::OpKind::launch: {
       p.kernelName = op.kernel()->str();
@@ -522,12 +559,12 @@ Status Executor::prepare(MirroredVariables &variables,
         missing.insert(p.kernelName);
         break;
       }
-      Device &device = deviceSet_->device(op.device());
+      Device &device = deviceSet_->device(p.device);
       if (Status s = device.activate(); !s)
         return Status::error(at + s.message());
       KernelContext site;
       site.step = 0;
-      site.replica = op.device();
+      site.replica = p.device;
       site.replicas = replicas_;
       site.seed = options.seed;
       site.deviceState = device.kernelState();
@@ -543,7 +580,9 @@ Status Executor::prepare(MirroredVariables &variables,
         return Status::error(at + "all_reduce reduction '" + reduction +
                              "' is neither mean nor sum");
       int64_t count = -1;
-      for (int r = 0; r < replicas_; ++r) {
+      if (!op.ins() || static_cast<int>(op.ins()->size()) != span_.total)
+        return Status::error(at + "all_reduce needs one operand per replica");
+      for (int r = 0; r < span_.total; ++r) {
         const plan::Buffer &b = *buffers[op.ins()->Get(r)];
         int64_t n = elementCount(b.shape());
         if (b.device() != r || b.dtype() != plan::DType::f32 ||
@@ -552,7 +591,10 @@ Status Executor::prepare(MirroredVariables &variables,
                                " must be an f32 buffer of device " +
                                std::to_string(r) + " as long as the others");
         count = n;
-        p.reduceData.push_back(static_cast<float *>(data[op.ins()->Get(r)]));
+        // This process reduces its own replicas' copies; the collective
+        // carries the others'.
+        if (local(r) >= 0)
+          p.reduceData.push_back(static_cast<float *>(data[op.ins()->Get(r)]));
       }
       p.device = -1;
       p.reduceCount = count;
@@ -578,7 +620,7 @@ Status Executor::prepare(MirroredVariables &variables,
       break;
     case plan::OpKind::timestamp:
       p.name = std::string_view(op.name()->c_str(), op.name()->size());
-      prepared_.timestamps[op.device()]++;
+      prepared_.timestamps[p.device]++;
       break;
     case plan::OpKind::output: {
       std::string name = op.name()->str();
@@ -587,10 +629,12 @@ Status Executor::prepare(MirroredVariables &variables,
       if (added)
         prepared_.outputNames.push_back(name);
       p.output = it->second;
-      p.replica = op.replica();
-      if (p.replica < 0 || p.replica >= replicas_)
+      p.replica = local(op.replica());
+      if (p.replica < 0)
         return Status::error(at + "output '" + name + "' of replica " +
-                             std::to_string(p.replica) + " out of range");
+                             std::to_string(op.replica()) +
+                             " on a device of replica " +
+                             std::to_string(op.device()));
       p.ins.push_back(tensor(op.ins()->Get(0)));
       break;
     }
@@ -617,7 +661,7 @@ Status Executor::prepare(MirroredVariables &variables,
   if (!runner_) {
     // The host path: every device runs its ops (and each all-reduce) on its
     // own thread; events are a board of step ids.
-    collective_ = makeLocalCollective(replicas_, options.timeout);
+    collective_ = makeLocalCollective(span_, options.workers, options.timeout);
     eventStep_.assign(static_cast<size_t>(prepared_.numEvents), 0);
     hostOps_.assign(static_cast<size_t>(replicas_), {});
     for (const PreparedOp &op : prepared_.ops) {
@@ -695,7 +739,7 @@ void Executor::runDevice(int d) {
   ctx.step = step_;
   ctx.replica = d;
   ctx.replicas = replicas_;
-  ctx.globalRowOffset = globalBatch_ / replicas_ * d;
+  ctx.globalRowOffset = prepared_.firstRow + localBatch_ / replicas_ * d;
   ctx.seed = options_.seed;
   ctx.deviceState = nullptr;
   for (const PreparedOp *p : hostOps_[d]) {
@@ -770,12 +814,14 @@ void Executor::workerLoop(int device) {
 Status Executor::checkBatch(const data::Batch &batch) {
   // Messages are built only on failure: a step allocates nothing.
   auto where = [&] { return "program '" + program_.name()->str() + "'"; };
-  if (batch.size != globalBatch_)
-    return Status::error(where() + ": the batch has " +
-                         std::to_string(batch.size) +
-                         " rows, the plan was compiled for a global batch "
-                         "of " +
-                         std::to_string(globalBatch_));
+  if (batch.size != localBatch_)
+    return Status::error(
+        where() + ": the batch has " + std::to_string(batch.size) +
+        " rows, the plan was compiled for a global batch of " +
+        std::to_string(globalBatch_) +
+        (localBatch_ != globalBatch_
+             ? ", of which this worker feeds " + std::to_string(localBatch_)
+             : std::string()));
   if (batch.indicesOnly()) {
     if (!cached_)
       return Status::error(where() + ": a batch of indices only, and no "
@@ -824,7 +870,7 @@ Status Executor::cacheDataset(std::shared_ptr<const data::Dataset> dataset) {
   if (Status s = dataset->validate(); !s)
     return Status::error(at + s.message());
   // Each input buffer must be exactly the rows a gather writes.
-  int64_t rows = globalBatch_ / replicas_;
+  int64_t rows = localBatch_ / replicas_;
   for (const PreparedInput &in : prepared_.inputs) {
     if (in.part == data::BatchPart::sampleWeights)
       return Status::error(at + "program '" + program_.name()->str() +
@@ -938,6 +984,8 @@ Status Executor::wait() {
       sum += result.perReplica[r][o];
     result.mean[o] = sum / replicas_;
   }
+  result.crossWorkerSeconds =
+      collective_ ? collective_->takeCrossWorkerSeconds() : 0.0;
   return Status::ok();
 }
 

@@ -18,8 +18,8 @@
 #ifndef RUNTIME_CORE_EXECUTOR_H
 #define RUNTIME_CORE_EXECUTOR_H
 
+#include "runtime/collectives/Collective.h"
 #include "runtime/core/Arena.h"
-#include "runtime/core/Collective.h"
 #include "runtime/core/Device.h"
 #include "runtime/core/Kernel.h"
 #include "runtime/core/Status.h"
@@ -107,6 +107,11 @@ struct ExecutorOptions {
   /// CUDA: the physical GPUs to spread the logical devices over, round
   /// robin (0: all present). Tests set 1 to put two logical GPUs on one.
   int maxPhysicalDevices = 0;
+  /// The job's workers (null: this process is the whole job). A program
+  /// for N replicas then runs N / W of them here: replicas [rank * N / W,
+  /// (rank + 1) * N / W), on this process's devices 0..N / W - 1, and its
+  /// all-reduces span the workers.
+  Workers *workers = nullptr;
 };
 
 class Executor {
@@ -122,10 +127,12 @@ public:
   Executor(const Executor &) = delete;
   Executor &operator=(const Executor &) = delete;
 
-  /// Runs one step on `batch` (the global batch: replica r gets rows
-  /// [r*B/N, (r+1)*B/N)); `step` is the global step (1 on the first
-  /// update). `result` is reused from step to step. The same as stage(),
-  /// launch() and wait() in a row.
+  /// Runs one step on `batch` (this process's share of the global batch,
+  /// localBatch() rows: local replica r gets rows [r*b, (r+1)*b) of it, b
+  /// the rows per replica); `step` is the global step (1 on the first
+  /// update). `result` is reused from step to step; its outputs are this
+  /// process's replicas'. The same as stage(), launch() and wait() in a
+  /// row.
   Status run(const data::Batch &batch, int64_t step, StepResult &result);
 
   /// run() in three parts, so that a caller overlaps the input of the next
@@ -156,9 +163,15 @@ public:
   Status cacheDataset(std::shared_ptr<const data::Dataset> dataset);
 
   const plan::Program &program() const { return program_; }
+  /// The replicas of this process (all of the program's with one worker).
   int replicas() const { return replicas_; }
+  /// Which of the job's replicas they are.
+  ReplicaSpan span() const { return span_; }
   /// The global batch the program was compiled for.
   int64_t globalBatch() const { return globalBatch_; }
+  /// The rows this process feeds a step: the global batch over the
+  /// workers.
+  int64_t localBatch() const { return localBatch_; }
   /// How the program wants its labels (from the labels input's dtype).
   data::LabelFormat labelFormat() const { return labelFormat_; }
   /// Device `device`'s arena (tests check that it never moves).
@@ -182,7 +195,9 @@ private:
   const plan::Program &program_;
   ExecutorOptions options_;
   int replicas_ = 1;
+  ReplicaSpan span_;
   int64_t globalBatch_ = 0;
+  int64_t localBatch_ = 0;
   data::LabelFormat labelFormat_ = data::LabelFormat::OneHot;
   std::shared_ptr<DeviceSet> deviceSet_;
   std::vector<DeviceMemory> arenas_;       // [device]

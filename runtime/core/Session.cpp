@@ -2,6 +2,8 @@
 
 #include "runtime/core/Session.h"
 
+#include "runtime/collectives/Workers.h"
+
 #include <algorithm>
 #include <cmath>
 
@@ -20,6 +22,30 @@ Status EvaluationHook::afterStep(const StepContext &ctx) {
   return evaluate_(ctx.step);
 }
 
+int Session::totalReplicas() const {
+  return options_.replicas *
+         (options_.workers ? std::max(1, options_.workers->size()) : 1);
+}
+
+Status Session::meanOverWorkers(StepResult &result) {
+  Workers *workers = options_.workers;
+  if (!workers || workers->size() < 2)
+    return Status::ok();
+  // Sums over this worker's replicas; summed over the workers, divided by
+  // the job's replicas.
+  std::vector<double> sums(result.names.size(), 0.0);
+  for (const std::vector<double> &replica : result.perReplica)
+    for (size_t o = 0; o < sums.size(); ++o)
+      sums[o] += replica[o];
+  if (Status s =
+          workers->allReduceSum(sums.data(), static_cast<int64_t>(sums.size()));
+      !s)
+    return Status::error("step outputs across workers: " + s.message());
+  for (size_t o = 0; o < sums.size(); ++o)
+    result.mean[o] = sums[o] / totalReplicas();
+  return Status::ok();
+}
+
 Status Session::setGlobalStep(int64_t step) {
   if (step < 0)
     return Status::error("global step " + std::to_string(step) +
@@ -30,6 +56,7 @@ Status Session::setGlobalStep(int64_t step) {
 
 ExecutorOptions SessionOptions::executorOptions() const {
   ExecutorOptions eo;
+  eo.workers = workers;
   eo.backend = backend;
   eo.seed = seed;
   eo.timeout = timeout;
@@ -44,7 +71,7 @@ Status Session::create(const LoadedPlan &plan, const SessionOptions &options,
   std::unique_ptr<Session> s(new Session(plan, options));
   const plan::Program *program = nullptr;
   if (Status st = findProgram(*plan.plan, plan::ProgramKind::train,
-                              options.replicas, plan.path, program);
+                              s->totalReplicas(), plan.path, program);
       !st)
     return st;
   if (Status st =
@@ -65,7 +92,7 @@ Status Session::train(data::BatchIterator &batches, int64_t maxSteps,
   SessionInfo info;
   info.model = plan_.plan->model() ? plan_.plan->model()->str() : "";
   info.program = train_->program().name()->str();
-  info.replicas = train_->replicas();
+  info.replicas = totalReplicas();
   info.backend = options_.backend;
   info.globalBatch = train_->globalBatch();
   info.initialStep = globalStep_;
@@ -98,6 +125,8 @@ Status Session::train(data::BatchIterator &batches, int64_t maxSteps,
     ctx.globalBatch = info.globalBatch;
     ctx.replicas = info.replicas;
     ctx.result = nullptr;
+    if (options_.workers)
+      options_.workers->progress(ctx.step);
     auto hooksBegin = Clock::now();
     for (Hook *h : hooks)
       if (status = h->beforeStep(ctx); !status)
@@ -117,6 +146,10 @@ Status Session::train(data::BatchIterator &batches, int64_t maxSteps,
     }
     auto fetchEnd = Clock::now();
     if (status = train_->wait(); !status)
+      break;
+    // Every worker sees the job's loss and metrics, so that all make the
+    // same decision on them (the NaN guard stops all or none).
+    if (status = meanOverWorkers(result); !status)
       break;
     ++globalStep_;
     ctx.end = Clock::now();
@@ -170,7 +203,7 @@ Status Session::evaluate(data::BatchIterator &batches, EvalResult &out,
   if (!eval_) {
     const plan::Program *program = nullptr;
     if (Status st = findProgram(*plan_.plan, plan::ProgramKind::eval,
-                                options_.replicas, plan_.path, program);
+                                totalReplicas(), plan_.path, program);
         !st)
       return st;
     ExecutorOptions eo = options_.executorOptions();
@@ -186,7 +219,7 @@ Status Session::evaluate(data::BatchIterator &batches, EvalResult &out,
   // replica's rows, sum_i w_i v_i / rows (padding rows weigh 0): the sums
   // over all batches, divided by the examples, are the means over the data
   // set, as Keras' evaluate reports them.
-  const double rowsPerReplica = static_cast<double>(eval_->globalBatch()) /
+  const double rowsPerReplica = static_cast<double>(eval_->localBatch()) /
                                 static_cast<double>(eval_->replicas());
   while (maxBatches < 0 || out.batches < maxBatches) {
     bool end = false;
@@ -205,6 +238,24 @@ Status Session::evaluate(data::BatchIterator &batches, EvalResult &out,
         out.values[o] += replica[o] * rowsPerReplica;
     ++out.batches;
     out.examples += batch.examples();
+  }
+  // Every worker's sums and examples: the whole test set's means.
+  if (options_.workers && options_.workers->size() > 1) {
+    std::vector<double> sums = out.values;
+    sums.push_back(static_cast<double>(out.examples));
+    sums.push_back(static_cast<double>(out.batches));
+    if (Status s = options_.workers->allReduceSum(
+            sums.data(), static_cast<int64_t>(sums.size()));
+        !s)
+      return Status::error("evaluation across workers: " + s.message());
+    out.batches = static_cast<int64_t>(sums.back());
+    sums.pop_back();
+    out.examples = static_cast<int64_t>(sums.back());
+    sums.pop_back();
+    if (sums.size() != out.values.size())
+      return Status::error("evaluation across workers: the workers' "
+                           "evaluation programs have different outputs");
+    out.values = sums;
   }
   if (out.examples == 0)
     return Status::error("evaluation: the test data gave no example");

@@ -101,7 +101,11 @@ private:
 };
 
 struct SessionOptions {
+  /// This process's replicas. With `workers`, the job has replicas x
+  /// workers->size() of them and runs the plan's program for that many.
   int replicas = 1;
+  /// The job's workers (null: one process); must outlive the session.
+  Workers *workers = nullptr;
   Backend backend = Backend::reference;
   uint64_t seed = 0;
   std::chrono::milliseconds timeout{60000};
@@ -117,7 +121,9 @@ struct SessionOptions {
 };
 
 /// Evaluation over a whole iterator: loss and metrics averaged over its
-/// examples (a padded last batch counts its examples only).
+/// examples (a padded last batch counts its examples only). With several
+/// workers, each evaluates its own iterator and the result is over all of
+/// theirs.
 struct EvalResult {
   int64_t batches = 0;
   int64_t examples = 0;
@@ -152,14 +158,22 @@ public:
   /// `step` + 1 (Adam's bias correction and dropout masks key on it).
   Status setGlobalStep(int64_t step);
   int64_t globalBatch() const { return train_->globalBatch(); }
+  /// The rows this process feeds a step (the global batch over the
+  /// workers).
+  int64_t localBatch() const { return train_->localBatch(); }
   data::LabelFormat labelFormat() const { return train_->labelFormat(); }
   const MirroredVariables &variables() const { return variables_; }
   MirroredVariables &variables() { return variables_; }
   const plan::Program &trainProgram() const { return train_->program(); }
 
+  /// The job's replicas: this process's times its workers.
+  int totalReplicas() const;
+
 private:
   Session(const LoadedPlan &plan, const SessionOptions &options)
       : plan_(plan), options_(options) {}
+  /// Replaces result.mean by the mean over every worker's replicas.
+  Status meanOverWorkers(StepResult &result);
 
   const LoadedPlan &plan_;
   SessionOptions options_;

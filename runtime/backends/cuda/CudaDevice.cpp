@@ -390,7 +390,7 @@ Status CudaRunner::prepare() {
     KernelContext ctx;
     ctx.replica = r;
     ctx.replicas = replicas_;
-    ctx.globalRowOffset = program_.globalBatch / replicas_ * r;
+    ctx.globalRowOffset = program_.firstRow + program_.batch / replicas_ * r;
     ctx.seed = options_.seed;
     ctx.deviceState = d.kernelState();
     contexts_.push_back(ctx);
@@ -484,7 +484,9 @@ Status CudaRunner::prepare() {
     }
   }
   if (hasAllReduce)
-    if (Status s = set_.collective(replicas_, collective_); !s)
+    if (Status s =
+            set_.collective(program_.span, options_.workers, collective_);
+        !s)
       return Status::error(at + s.message());
 
   if (Status s = allocatePinned(static_cast<size_t>(outputs) * 8, outputs_); !s)
@@ -534,7 +536,7 @@ Status CudaRunner::prepareStaging() {
   // A replica's payload: its inputs' bytes (each 256-byte aligned), or its
   // rows' source indices when the dataset is cached; the slots are sized
   // for either, since cacheDataset() may come after prepare().
-  const int64_t rows = program_.globalBatch / replicas_;
+  const int64_t rows = program_.batch / replicas_;
   replicaBytes_.assign(replicas_, 0);
   payloadOffset_.assign(program_.inputs.size(), 0);
   for (size_t i = 0; i < program_.inputs.size(); ++i) {
@@ -581,8 +583,8 @@ Status CudaRunner::cacheDataset(const data::Dataset &dataset,
   if (inFlight_ || stagedSlot_ >= 0)
     return Status::error("cannot cache a dataset while a step is staged or "
                          "in flight");
-  if (program_.globalBatch / replicas_ > 65535)
-    return Status::error(std::to_string(program_.globalBatch / replicas_) +
+  if (program_.batch / replicas_ > 65535)
+    return Status::error(std::to_string(program_.batch / replicas_) +
                          " rows per replica; the gather takes at most 65535");
   const int64_t imageBytes = dataset.size() * dataset.shape.elements() *
                              static_cast<int64_t>(sizeof(float));
@@ -702,11 +704,10 @@ Status CudaRunner::enqueueInputs(int slot, bool graphs) {
         else if (in.part == data::BatchPart::images)
           images = static_cast<float *>(in.dst);
       }
-      RETURN_IF_CUDA_ERROR(
-          enqueueGatherExamples(cached_.at(d.ordinal()).view,
-                                reinterpret_cast<const int64_t *>(payload),
-                                program_.globalBatch / replicas_, images,
-                                labels, cachedOneHot_, compute));
+      RETURN_IF_CUDA_ERROR(enqueueGatherExamples(
+          cached_.at(d.ordinal()).view,
+          reinterpret_cast<const int64_t *>(payload),
+          program_.batch / replicas_, images, labels, cachedOneHot_, compute));
     } else {
       for (size_t i = 0; i < program_.inputs.size(); ++i) {
         const PreparedInput &in = program_.inputs[i];
@@ -768,10 +769,12 @@ Status CudaRunner::enqueueOps(int64_t step, bool capturing) {
       break;
     }
     case plan::OpKind::all_reduce:
-      if (Status s = collective_->enqueueAllReduce(op.reduceData,
-                                                   op.reduceCount, op.reduceOp);
-          !s)
-        return Status::error(where(op) + ": " + s.message());
+      // One call per local replica, as on the host; the last enqueues.
+      for (int r = 0; r < replicas_; ++r)
+        if (Status s = collective_->allReduce(r, op.reduceData[r],
+                                              op.reduceCount, op.reduceOp);
+            !s)
+          return Status::error(where(op) + ": " + s.message());
       break;
     case plan::OpKind::copy:
       RETURN_IF_CUDA_ERROR(cudaMemcpyAsync(op.copyDst, op.copySrc, op.copyBytes,
@@ -1099,7 +1102,9 @@ Status CudaDeviceSet::create(int logical, const ExecutorOptions &options,
   return Status::ok();
 }
 
-Status CudaDeviceSet::collective(int replicas, NcclCollective *&out) {
+Status CudaDeviceSet::collective(ReplicaSpan span, Workers *workers,
+                                 NcclCollective *&out) {
+  int replicas = span.local;
   if (replicas < 1 || replicas > size())
     return Status::error("all-reduce over " + std::to_string(replicas) +
                          " of " + std::to_string(size()) + " logical GPUs");
@@ -1108,7 +1113,7 @@ Status CudaDeviceSet::collective(int replicas, NcclCollective *&out) {
     std::vector<CollectiveRank> ranks;
     for (int r = 0; r < replicas; ++r)
       ranks.push_back({devices_[r]->ordinal(), devices_[r]->state().comm});
-    if (Status s = NcclCollective::create(ranks, c); !s)
+    if (Status s = NcclCollective::create(ranks, span, workers, c); !s)
       return s;
   }
   out = c.get();

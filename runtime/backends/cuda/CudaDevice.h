@@ -8,7 +8,7 @@
 // step scalar. `--gpus N` with fewer physical GPUs maps logical device d to
 // GPU d mod P (a warning says so once): each logical device keeps its own
 // streams and arena, and the all-reduce among the logical devices of one GPU
-// is a kernel (NcclCollective.h).
+// is a kernel (runtime/collectives/NcclCollective.h).
 //
 // The runner enqueues a step from one host thread, in program order: each
 // op on its device's stream of the op's kind, plan events as CUDA events,
@@ -46,7 +46,7 @@
 #define RUNTIME_BACKENDS_CUDA_CUDADEVICE_H
 
 #include "runtime/backends/cuda/CudaDeviceState.h"
-#include "runtime/backends/cuda/NcclCollective.h"
+#include "runtime/collectives/NcclCollective.h"
 #include "runtime/core/Device.h"
 #include "runtime/core/Executor.h"
 
@@ -117,9 +117,10 @@ public:
   CudaDevice &cudaDevice(int index) { return *devices_[index]; }
   /// The physical GPUs in use.
   int physicalGpus() const { return physicalGpus_; }
-  /// The all-reduce among the first `replicas` logical devices (made on
-  /// first use; a program for fewer replicas than the set gets its own).
-  Status collective(int replicas, NcclCollective *&out);
+  /// The all-reduce among the first `span.local` logical devices, across
+  /// `workers` when there are several (made on first use; a program for
+  /// fewer replicas than the set gets its own).
+  Status collective(ReplicaSpan span, Workers *workers, NcclCollective *&out);
   Status createRunner(const PreparedProgram &program,
                       const ExecutorOptions &options,
                       std::unique_ptr<ProgramRunner> &out) override;

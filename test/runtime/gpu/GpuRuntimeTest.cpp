@@ -10,7 +10,7 @@
 #include "runtime/backends/cpu/CpuKernels.h"
 #include "runtime/backends/cuda/CudaDevice.h"
 #include "runtime/backends/cuda/InputGather.h"
-#include "runtime/backends/cuda/NcclCollective.h"
+#include "runtime/collectives/NcclCollective.h"
 #include "runtime/core/Executor.h"
 #include "runtime/plan/PlanLoader.h"
 #include "test/runtime/TinyPlan.h"
@@ -225,8 +225,12 @@ void checkAllReduce(const std::vector<int> &ordinals, int64_t count,
     collectiveRanks.push_back({ordinals[r], devices[r]->state().comm});
   }
   std::unique_ptr<cuda::NcclCollective> collective;
-  ASSERT_OK(cuda::NcclCollective::create(collectiveRanks, collective));
-  ASSERT_OK(collective->enqueueAllReduce(data, count, op));
+  ASSERT_OK(cuda::NcclCollective::create(collectiveRanks, {ranks, 0, ranks},
+                                         nullptr, collective));
+  // One call per local replica, as the executor makes them; the last one
+  // enqueues the reduction.
+  for (int r = 0; r < ranks; ++r)
+    ASSERT_OK(collective->allReduce(r, data[r], count, op));
   for (int r = 0; r < ranks; ++r) {
     std::vector<float> got(count, std::nanf(""));
     ASSERT_OK(devices[r]->copyToHost(got.data(), data[r], count * 4));

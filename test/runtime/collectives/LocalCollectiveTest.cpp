@@ -1,6 +1,6 @@
 //===- LocalCollectiveTest.cpp - all-reduce among threads -----------------===//
 
-#include "runtime/core/Collective.h"
+#include "runtime/collectives/Collective.h"
 
 #include <gtest/gtest.h>
 

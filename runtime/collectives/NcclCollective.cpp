@@ -1,19 +1,28 @@
-//===- NcclCollective.cpp - all-reduce across logical GPUs ----------------===//
+//===- NcclCollective.cpp - all-reduce across GPUs and workers ------------===//
 
-#include "runtime/backends/cuda/NcclCollective.h"
+#include "runtime/collectives/NcclCollective.h"
 
 #include "runtime/backends/cuda/CudaCheck.h"
-#include "runtime/backends/cuda/LogicalAllReduce.h"
+#include "runtime/collectives/LogicalAllReduce.h"
+#include "runtime/collectives/Workers.h"
 
+#include <cstring>
 #include <map>
 #include <string>
 
 namespace graph::runtime::cuda {
 
 Status NcclCollective::create(const std::vector<CollectiveRank> &ranks,
+                              ReplicaSpan span, Workers *workers,
                               std::unique_ptr<NcclCollective> &out) {
   std::unique_ptr<NcclCollective> c(new NcclCollective());
   c->ranks_ = ranks;
+  c->span_ = span;
+  c->pending_.assign(ranks.size(), nullptr);
+  if (span.local != static_cast<int>(ranks.size()))
+    return Status::error("all-reduce: " + std::to_string(ranks.size()) +
+                         " logical GPUs for " + std::to_string(span.local) +
+                         " local replicas");
   std::map<int, int> groupOf; // ordinal -> group
   for (int r = 0; r < static_cast<int>(ranks.size()); ++r) {
     auto [it, added] =
@@ -43,7 +52,48 @@ Status NcclCollective::create(const std::vector<CollectiveRank> &ranks,
         cudaEventCreateWithFlags(&c->release_[g], cudaEventDisableTiming));
   }
 
-  if (c->groups_.size() > 1) {
+  c->acrossWorkers_ = workers && workers->size() > 1;
+  if (c->acrossWorkers_) {
+    // One NCCL rank per physical GPU of every worker: this worker's GPUs
+    // are ranks [offset, offset + groups) of `world`.
+    std::vector<std::string> counts;
+    if (Status s =
+            workers->allGather(std::to_string(c->groups_.size()), counts);
+        !s)
+      return Status::error("all-reduce across workers: " + s.message());
+    int offset = 0, world = 0;
+    for (int w = 0; w < static_cast<int>(counts.size()); ++w) {
+      int n = std::stoi(counts[w]);
+      if (w < workers->rank())
+        offset += n;
+      world += n;
+    }
+    ncclUniqueId id;
+    std::memset(&id, 0, sizeof id);
+    if (workers->isChief())
+      RETURN_IF_CUDA_ERROR(ncclGetUniqueId(&id));
+    if (Status s = workers->broadcast(&id, sizeof id, 0); !s)
+      return Status::error("all-reduce across workers: NCCL's unique id: " +
+                           s.message());
+    RETURN_IF_CUDA_ERROR(ncclGroupStart());
+    for (size_t g = 0; g < c->groups_.size(); ++g) {
+      cudaError_t set = cudaSetDevice(c->groups_[g].ordinal);
+      ncclResult_t r = set == cudaSuccess
+                           ? ncclCommInitRank(&c->groups_[g].comm, world, id,
+                                              offset + static_cast<int>(g))
+                           : ncclInvalidUsage;
+      if (set != cudaSuccess || r != ncclSuccess) {
+        (void)ncclGroupEnd(); // the group must be closed before reporting
+        return Status::error(
+            "ncclCommInitRank for GPU " +
+            std::to_string(c->groups_[g].ordinal) + " (NCCL rank " +
+            std::to_string(offset + static_cast<int>(g)) + " of " +
+            std::to_string(world) + ") failed: " +
+            (set != cudaSuccess ? resultText(set) : resultText(r)));
+      }
+    }
+    RETURN_IF_CUDA_ERROR(ncclGroupEnd());
+  } else if (c->groups_.size() > 1) {
     std::vector<int> ordinals;
     for (const Group &g : c->groups_)
       ordinals.push_back(g.ordinal);
@@ -56,6 +106,30 @@ Status NcclCollective::create(const std::vector<CollectiveRank> &ranks,
   out = std::move(c);
   return Status::ok();
 }
+
+Status NcclCollective::allReduce(int rank, float *data, int64_t count,
+                                 ReduceOp op) {
+  if (rank < 0 || rank >= static_cast<int>(ranks_.size()))
+    return Status::error("all-reduce: local replica " + std::to_string(rank) +
+                         " outside the " + std::to_string(ranks_.size()) +
+                         " logical GPUs");
+  if (pendingCount_ >= 0 && pendingCount_ != count)
+    return Status::error("all-reduce: local replica " + std::to_string(rank) +
+                         " sent " + std::to_string(count) +
+                         " floats, an earlier one " +
+                         std::to_string(pendingCount_));
+  pending_[rank] = data;
+  pendingCount_ = count;
+  for (float *p : pending_)
+    if (!p)
+      return Status::ok(); // the last local replica enqueues
+  std::vector<float *> buffers = pending_;
+  std::fill(pending_.begin(), pending_.end(), nullptr);
+  pendingCount_ = -1;
+  return enqueueAllReduce(buffers, count, op);
+}
+
+void NcclCollective::abort(const std::string &) { abort(); }
 
 NcclCollective::~NcclCollective() {
   // Teardown has no one to report to: errors here are ignored on purpose.
@@ -125,11 +199,13 @@ Status NcclCollective::enqueueAllReduce(const std::vector<float *> &data,
   if (aborted_)
     return Status::error("all-reduce: the communicators were aborted");
   float scale =
-      op == ReduceOp::mean ? 1.0f / static_cast<float>(ranks_.size()) : 1.0f;
-  if (groups_.size() == 1)
+      op == ReduceOp::mean ? 1.0f / static_cast<float>(span_.total) : 1.0f;
+  if (groups_.size() == 1 && !acrossWorkers_)
     return enqueueLocal(0, data, count, /*handIn=*/true, scale,
                         /*handBack=*/true);
 
+  // NCCL's average divides by its ranks: right only when every worker has
+  // one replica per GPU (then ranks == replicas); else sum and scale.
   bool onePerGpu = groups_.size() == ranks_.size();
   if (!onePerGpu)
     for (int g = 0; g < physicalGpus(); ++g)
@@ -137,7 +213,8 @@ Status NcclCollective::enqueueAllReduce(const std::vector<float *> &data,
                                   /*handBack=*/false);
           !s)
         return s;
-  ncclRedOp_t ncclOp = onePerGpu && op == ReduceOp::mean ? ncclAvg : ncclSum;
+  bool nativeMean = onePerGpu && !acrossWorkers_ && op == ReduceOp::mean;
+  ncclRedOp_t ncclOp = nativeMean ? ncclAvg : ncclSum;
   RETURN_IF_CUDA_ERROR(ncclGroupStart());
   for (const Group &g : groups_) {
     int leader = g.members.front();
@@ -151,7 +228,8 @@ Status NcclCollective::enqueueAllReduce(const std::vector<float *> &data,
     }
   }
   RETURN_IF_CUDA_ERROR(ncclGroupEnd());
-  if (!onePerGpu)
+  // Back to every logical device, and our own scaling of NCCL's sum.
+  if (!onePerGpu || (!nativeMean && scale != 1.0f))
     for (int g = 0; g < physicalGpus(); ++g)
       if (Status s = enqueueLocal(g, data, count, /*handIn=*/false, scale,
                                   /*handBack=*/true);

@@ -8,8 +8,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef RUNTIME_BACKENDS_CUDA_LOGICALALLREDUCE_H
-#define RUNTIME_BACKENDS_CUDA_LOGICALALLREDUCE_H
+#ifndef RUNTIME_COLLECTIVES_LOGICALALLREDUCE_H
+#define RUNTIME_COLLECTIVES_LOGICALALLREDUCE_H
 
 #include <cuda_runtime.h>
 
@@ -29,4 +29,4 @@ cudaError_t enqueueScaledSum(const float *const *ins, int numIns,
 
 } // namespace graph::runtime::cuda
 
-#endif // RUNTIME_BACKENDS_CUDA_LOGICALALLREDUCE_H
+#endif // RUNTIME_COLLECTIVES_LOGICALALLREDUCE_H
