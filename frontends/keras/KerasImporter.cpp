@@ -27,6 +27,7 @@
 #include "llvm/Support/MemoryBuffer.h"
 
 #include <memory>
+#include <optional>
 
 namespace json = llvm::json;
 using mlir::failed;
@@ -586,11 +587,49 @@ std::pair<size_t, std::string> parseErrorPosition(llvm::Error error) {
   return {0, text};
 }
 
+/// llvm::json::parse recurses once per level of nesting, and so do the
+/// parsed value's destructor and JsonSourceMap: a file nested 50,000 deep
+/// overflows the stack. A Keras config nests less than 30 deep, so the limit
+/// refuses only hostile or broken files.
+constexpr unsigned kMaxJsonNesting = 1000;
+
+/// The offset of the first `[` or `{` nested deeper than `limit` in `text`,
+/// outside string literals. Depth only grows at an opening bracket the
+/// parser would also descend into, so text that passes cannot take the
+/// parser deeper than `limit`.
+std::optional<size_t> findNestingDeeperThan(llvm::StringRef text,
+                                            unsigned limit) {
+  unsigned depth = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (c == '"') {
+      for (++i; i < text.size() && text[i] != '"'; ++i)
+        if (text[i] == '\\')
+          ++i; // The escaped character, a quote perhaps.
+    } else if (c == '[' || c == '{') {
+      if (++depth > limit)
+        return i;
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return std::nullopt;
+}
+
 } // namespace
 
 mlir::OwningOpRef<mlir::ModuleOp>
 importKerasJson(llvm::StringRef text, llvm::StringRef bufferName,
                 mlir::MLIRContext &ctx, const ImportOptions &options) {
+  if (std::optional<size_t> offset =
+          findNestingDeeperThan(text, kMaxJsonNesting)) {
+    LineColumn at = lineColumnOf(text, *offset);
+    mlir::emitError(
+        mlir::FileLineColLoc::get(&ctx, bufferName, at.line, at.column))
+        << "JSON nested deeper than " << kMaxJsonNesting
+        << " levels (a Keras model config nests less than 30 deep)";
+    return nullptr;
+  }
   llvm::Expected<json::Value> parsed = json::parse(text);
   if (!parsed) {
     auto [offset, message] = parseErrorPosition(parsed.takeError());
