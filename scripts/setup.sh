@@ -9,8 +9,8 @@ packages=(
   cmake ninja-build g++ pkg-config clang-format python3 python3-venv
   # compiler side: MLIR/LLVM 22 (lit, FileCheck, mlir-tblgen come with it)
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools
-  # frontends and tests
-  libzip-dev libgtest-dev
+  # frontends and tests (zlib: the CRC-32 of .keras members)
+  libzip-dev zlib1g-dev libgtest-dev
   # runtime: plan format, flags, CPU kernels, data, safetensors' JSON header
   libflatbuffers-dev flatbuffers-compiler libcli11-dev libdnnl-dev
   nlohmann-json3-dev dataset-fashion-mnist

@@ -3,6 +3,7 @@
 #include "frontends/keras/KerasArchive.h"
 
 #include <zip.h>
+#include <zlib.h>
 
 #include <memory>
 
@@ -24,8 +25,10 @@ llvm::Error archiveError(const llvm::Twine &message) {
 /// cap keeps a member that declares a terabyte from being allocated.
 constexpr zip_uint64_t kMaxMemberSize = zip_uint64_t(64) << 20;
 
-/// The bytes of `name`, read in chunks and checked against the size the
-/// archive declares for it.
+/// The bytes of `name`, checked against the size and CRC-32 the archive
+/// declares for it. libzip checks the CRC only when a read reaches the end
+/// of the member (one read of the declared size never did); zlib checks it
+/// again, whatever libzip's version does.
 llvm::Expected<std::string> readMember(zip_t *archive,
                                        llvm::StringLiteral name) {
   // By index: the member stat describes is the one read.
@@ -57,9 +60,13 @@ llvm::Expected<std::string> readMember(zip_t *archive,
     zip_int64_t read = zip_fread(file.get(), chunk, sizeof(chunk));
     if (read == 0)
       break;
-    if (read < 0)
+    if (read < 0) {
+      zip_error_t *error = zip_file_get_error(file.get());
+      if (zip_error_code_zip(error) == ZIP_ER_CRC)
+        return corrupt("CRC mismatch");
       return archiveError(name + ": cannot read it from the archive: " +
-                          zip_error_strerror(zip_file_get_error(file.get())));
+                          zip_error_strerror(error));
+    }
     text.append(chunk, read);
     if (text.size() > stat.size)
       return corrupt("holds more than the " + llvm::Twine(stat.size) +
@@ -68,6 +75,10 @@ llvm::Expected<std::string> readMember(zip_t *archive,
   if (text.size() != stat.size)
     return corrupt("holds " + llvm::Twine(text.size()) + " bytes, not the " +
                    llvm::Twine(stat.size) + " the archive declares");
+  if ((stat.valid & ZIP_STAT_CRC) &&
+      crc32(0, reinterpret_cast<const Bytef *>(text.data()), text.size()) !=
+          stat.crc)
+    return corrupt("CRC mismatch");
   return text;
 }
 } // namespace
