@@ -14,6 +14,9 @@ packages=(
   # runtime: plan format, flags, CPU kernels, data, safetensors' JSON header
   libflatbuffers-dev flatbuffers-compiler libcli11-dev libdnnl-dev
   nlohmann-json3-dev dataset-fashion-mnist
+  # oneDNN's CMake config asks for OpenCL (its GPU runtime), which is only a
+  # Recommends of libdnnl-dev
+  ocl-icd-opencl-dev
   # test/compare: the one-step comparison with an independent implementation
   python3-torch python3-numpy
 )
