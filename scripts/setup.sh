@@ -17,6 +17,9 @@ packages=(
   # oneDNN's CMake config asks for OpenCL (its GPU runtime), which is only a
   # Recommends of libdnnl-dev
   ocl-icd-opencl-dev
+  # test/fuzz: the libFuzzer targets build with clang; libFuzzer and the
+  # sanitizer runtimes are only a Recommends of clang, so they are named
+  clang libclang-rt-14-dev
   # test/compare: the one-step comparison with an independent implementation
   python3-torch python3-numpy
 )

@@ -653,28 +653,31 @@ mlir::OwningOpRef<mlir::ModuleOp>
 importKerasFile(llvm::StringRef path, mlir::MLIRContext &ctx,
                 const ImportOptions &options) {
   llvm::StringRef name = path == "-" ? "<stdin>" : path;
-  auto fileLoc = [&](llvm::StringRef file) {
-    return mlir::FileLineColLoc::get(&ctx, file, 0, 0);
-  };
   llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
       llvm::MemoryBuffer::getFileOrSTDIN(path, /*IsText=*/false);
   if (!buffer) {
-    mlir::emitError(fileLoc(name))
+    mlir::emitError(mlir::FileLineColLoc::get(&ctx, name, 0, 0))
         << "cannot read the file: " << buffer.getError().message();
     return nullptr;
   }
-  llvm::StringRef bytes = (*buffer)->getBuffer();
-  if (!path.ends_with(".keras") && !looksLikeZip(bytes))
-    return importKerasJson(bytes, name, ctx, options);
+  return importKerasBuffer((*buffer)->getBuffer(), name, ctx, options);
+}
+
+mlir::OwningOpRef<mlir::ModuleOp>
+importKerasBuffer(llvm::StringRef bytes, llvm::StringRef bufferName,
+                  mlir::MLIRContext &ctx, const ImportOptions &options) {
+  if (!bufferName.ends_with(".keras") && !looksLikeZip(bytes))
+    return importKerasJson(bytes, bufferName, ctx, options);
 
   llvm::Expected<std::string> config = readKerasArchiveConfig(bytes);
   if (!config) {
-    mlir::emitError(fileLoc(name)) << llvm::toString(config.takeError());
+    mlir::emitError(mlir::FileLineColLoc::get(&ctx, bufferName, 0, 0))
+        << llvm::toString(config.takeError());
     return nullptr;
   }
   // Positions are in the archive's config.json, named like a path into it.
-  return importKerasJson(*config, (name + "/" + kKerasConfigMember).str(), ctx,
-                         options);
+  return importKerasJson(*config, (bufferName + "/" + kKerasConfigMember).str(),
+                         ctx, options);
 }
 
 } // namespace graph::keras
