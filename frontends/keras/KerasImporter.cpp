@@ -28,6 +28,7 @@
 
 #include <memory>
 #include <optional>
+#include <queue>
 
 namespace json = llvm::json;
 using mlir::failed;
@@ -405,37 +406,69 @@ LogicalResult ModelImporter::buildFunctional(ConfigReader &modelConfig,
       return layerError(entry, "this InputLayer is not in the model's "
                                "input_layers");
 
-  // Calls run in file order as soon as their inputs exist, each layer's
-  // calls in order: a topological order that stays close to the file's.
+  // Calls run in sweeps over the layers in file order, each layer making as
+  // many of its calls, in order, as have their inputs: a topological order
+  // that stays close to the file's. The sweeps are simulated: a layer is
+  // visited only when its next call became ready, so that a long chain
+  // listed backwards costs no sweep over every layer per link.
   std::vector<size_t> done(layers.size(), 0);
   size_t pending = 0;
   for (const LayerEntry &entry : layers)
     pending += entry.nodes.size();
-  while (pending > 0) {
-    bool progress = false;
-    for (auto [index, entry] : llvm::enumerate(layers)) {
-      while (done[index] < entry.nodes.size()) {
-        const std::vector<TensorRef> &node = entry.nodes[done[index]];
-        std::vector<Tensor> inputs;
-        for (const TensorRef &ref : node) {
-          const LayerEntry &source = layers[layerIndex.lookup(ref.layer)];
-          if (static_cast<size_t>(ref.node) >= source.outputs.size())
-            break;
-          inputs.push_back(source.outputs[ref.node]);
-        }
-        if (inputs.size() < node.size())
-          break;
-        Tensor output = call(entry, inputs);
-        if (!output)
-          return failure();
-        entry.outputs.push_back(output);
-        ++done[index];
-        --pending;
-        progress = true;
-      }
+  // The layers waiting for output `node` of a layer, and how many inputs the
+  // next call of each layer still waits for.
+  llvm::DenseMap<std::pair<size_t, size_t>, llvm::SmallVector<size_t, 1>>
+      waiters;
+  std::vector<size_t> missing(layers.size(), 0);
+  // Layers whose next call is ready, visited in this sweep (at an index past
+  // the one being visited) or the next.
+  using IndexQueue =
+      std::priority_queue<size_t, std::vector<size_t>, std::greater<size_t>>;
+  IndexQueue thisSweep, nextSweep;
+  auto waitForNextCall = [&](size_t index) {
+    const LayerEntry &entry = layers[index];
+    if (done[index] == entry.nodes.size())
+      return false;
+    for (const TensorRef &ref : entry.nodes[done[index]]) {
+      size_t source = layerIndex.lookup(ref.layer);
+      size_t node = static_cast<size_t>(ref.node);
+      if (node < layers[source].outputs.size())
+        continue;
+      waiters[{source, node}].push_back(index);
+      ++missing[index];
     }
-    if (!progress)
+    return missing[index] == 0;
+  };
+  for (size_t index = 0; index < layers.size(); ++index)
+    if (waitForNextCall(index))
+      thisSweep.push(index);
+  while (pending > 0) {
+    if (thisSweep.empty())
+      std::swap(thisSweep, nextSweep);
+    if (thisSweep.empty())
       return reportCycle(done);
+    size_t index = thisSweep.top();
+    thisSweep.pop();
+    LayerEntry &entry = layers[index];
+    do {
+      std::vector<Tensor> inputs;
+      for (const TensorRef &ref : entry.nodes[done[index]])
+        inputs.push_back(
+            layers[layerIndex.lookup(ref.layer)].outputs[ref.node]);
+      Tensor output = call(entry, inputs);
+      if (!output)
+        return failure();
+      entry.outputs.push_back(output);
+      ++done[index];
+      --pending;
+      auto woken = waiters.find({index, entry.outputs.size() - 1});
+      if (woken != waiters.end()) {
+        for (size_t waiter : woken->second)
+          if (--missing[waiter] == 0 && waiter != index)
+            (waiter > index ? thisSweep : nextSweep).push(waiter);
+        waiters.erase(woken);
+      }
+    } while (waitForNextCall(index));
   }
 
   for (const TensorRef &ref : outputRefs)

@@ -7,6 +7,9 @@ deliberately broken file needs committing.
       string of DEPTH brackets and escaped quotes, nested 1 deep.
   hostile_keras.py deep-in-model MODEL.json DEPTH
       MODEL with one extra field nested DEPTH deep, to stdout.
+  hostile_keras.py chain N {forward,reverse}
+      A functional model: an input and a chain of N ReLU layers, listed in
+      call order or backwards, to stdout.
   hostile_keras.py keras OUT.keras CONFIG [--declare-size N] [--deflate]
       A .keras archive whose config.json holds the file CONFIG; with
       --declare-size its headers claim N bytes uncompressed (ZIP64 when N
@@ -16,6 +19,7 @@ deliberately broken file needs committing.
       alone: a corrupt archive whose headers still look right.
 """
 
+import json
 import struct
 import sys
 import zlib
@@ -29,6 +33,26 @@ def deep_json(depth, shape):
     if shape == "string":
         return '["' + '\\"[{' * depth + '"]'
     return "[" * depth  # unclosed
+
+
+def chain(length, order):
+    def relu(i):
+        source = "relu_%d" % (i - 1) if i else "input"
+        tensor = {"class_name": "__keras_tensor__",
+                  "config": {"keras_history": [source, 0, 0]}}
+        return {"class_name": "ReLU", "name": "relu_%d" % i,
+                "config": {"name": "relu_%d" % i},
+                "inbound_nodes": [{"args": [tensor], "kwargs": {}}]}
+    layers = [relu(i) for i in range(length)]
+    if order == "reverse":
+        layers.reverse()
+    first = {"class_name": "InputLayer", "name": "input",
+             "config": {"name": "input", "batch_shape": [None, 4]},
+             "inbound_nodes": []}
+    return {"class_name": "Functional",
+            "config": {"name": "chain", "layers": [first] + layers,
+                       "input_layers": [["input", 0, 0]],
+                       "output_layers": [["relu_%d" % (length - 1), 0, 0]]}}
 
 
 def zip_archive(name, data, declared_size, deflate):
@@ -70,6 +94,9 @@ def main(argv):
         at = model.index("{", at) + 1
         field = '"deep": ' + deep_json(depth, "array") + ", "
         sys.stdout.write(model[:at] + field + model[at:])
+    elif command == "chain":
+        json.dump(chain(int(argv[2]), argv[3]), sys.stdout)
+        sys.stdout.write("\n")
     elif command == "keras":
         with open(argv[3], "rb") as f:
             config = f.read()
