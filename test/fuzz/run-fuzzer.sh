@@ -7,11 +7,19 @@
 #   test/fuzz/run-fuzzer.sh {keras-importer|plan-loader} [seconds] [build-dir]
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-name="${1:?usage: run-fuzzer.sh {keras-importer|plan-loader} [seconds] [build-dir]}"
+usage="usage: run-fuzzer.sh {keras-importer|plan-loader} [seconds] [build-dir]"
+name="${1:?$usage}"
 seconds="${2:-600}"
 build="${3:-$root/build}"
 out="$build/fuzz"
 corpus="$out/corpus-$name"
+case "$name" in
+keras-importer | plan-loader) ;;
+*)
+  echo "run-fuzzer.sh: no fuzzer '$name' (keras-importer or plan-loader)" >&2
+  exit 2
+  ;;
+esac
 ninja -C "$build" graph-fuzzers graph-import graphc >/dev/null
 mkdir -p "$corpus" "$out/artifacts-$name"
 
@@ -34,10 +42,6 @@ plan-loader)
   done
   seeds=("$out/seeds-plan-loader")
   flags=(-max_len=262144)
-  ;;
-*)
-  echo "run-fuzzer.sh: no fuzzer '$name' (keras-importer or plan-loader)" >&2
-  exit 2
   ;;
 esac
 
