@@ -620,19 +620,43 @@ std::pair<size_t, std::string> parseErrorPosition(llvm::Error error) {
   return {0, text};
 }
 
+// Limits on a JSON text, checked before llvm::json::parse sees it. Each
+// refuses only hostile or broken files: the largest real configs are some
+// hundred KiB.
+
 /// llvm::json::parse recurses once per level of nesting, and so do the
 /// parsed value's destructor and JsonSourceMap: a file nested 50,000 deep
-/// overflows the stack. A Keras config nests less than 30 deep, so the limit
-/// refuses only hostile or broken files.
+/// overflows the stack. A Keras config nests less than 30 deep.
 constexpr unsigned kMaxJsonNesting = 1000;
 
-/// The offset of the first `[` or `{` nested deeper than `limit` in `text`,
-/// outside string literals. Depth only grows at an opening bracket the
-/// parser would also descend into, so text that passes cannot take the
-/// parser deeper than `limit`.
-std::optional<size_t> findNestingDeeperThan(llvm::StringRef text,
-                                            unsigned limit) {
+/// llvm::json keeps an object in a hash map of at least 64 entries, some
+/// 4 KiB: 8 MB of `{"a":1},` took 4 GiB. A Keras config has about 11
+/// objects a layer; 100,000 are some 9,000 layers.
+constexpr size_t kMaxJsonObjects = 100000;
+
+/// Bounds what a parsed value takes where objects do not: 16 MiB of numbers
+/// parse into some 800 MiB.
+constexpr size_t kMaxJsonBytes = size_t(16) << 20;
+
+/// A limit `text` exceeds: where (no offset: the whole text) and how.
+struct JsonLimitFault {
+  std::optional<size_t> offset;
+  std::string message;
+};
+
+/// The first limit `text` exceeds. Depth only grows at an opening bracket
+/// outside string literals, where the parser would also descend, so text
+/// that passes cannot take the parser deeper than kMaxJsonNesting.
+std::optional<JsonLimitFault> checkJsonLimits(llvm::StringRef text) {
+  if (text.size() > kMaxJsonBytes)
+    return JsonLimitFault{std::nullopt,
+                          ("JSON of " + llvm::Twine(text.size()) +
+                           " bytes; the importer reads at most " +
+                           llvm::Twine(kMaxJsonBytes >> 20) +
+                           " MiB (a Keras model config is some hundred KiB)")
+                              .str()};
   unsigned depth = 0;
+  size_t objects = 0;
   for (size_t i = 0; i < text.size(); ++i) {
     char c = text[i];
     if (c == '"') {
@@ -640,8 +664,16 @@ std::optional<size_t> findNestingDeeperThan(llvm::StringRef text,
         if (text[i] == '\\')
           ++i; // The escaped character, a quote perhaps.
     } else if (c == '[' || c == '{') {
-      if (++depth > limit)
-        return i;
+      if (++depth > kMaxJsonNesting)
+        return JsonLimitFault{
+            i, ("JSON nested deeper than " + llvm::Twine(kMaxJsonNesting) +
+                " levels (a Keras model config nests less than 30 deep)")
+                   .str()};
+      if (c == '{' && ++objects > kMaxJsonObjects)
+        return JsonLimitFault{
+            i, ("more than " + llvm::Twine(kMaxJsonObjects) +
+                " JSON objects (a Keras model config has about 11 a layer)")
+                   .str()};
     } else if ((c == ']' || c == '}') && depth > 0) {
       --depth;
     }
@@ -654,13 +686,13 @@ std::optional<size_t> findNestingDeeperThan(llvm::StringRef text,
 mlir::OwningOpRef<mlir::ModuleOp>
 importKerasJson(llvm::StringRef text, llvm::StringRef bufferName,
                 mlir::MLIRContext &ctx, const ImportOptions &options) {
-  if (std::optional<size_t> offset =
-          findNestingDeeperThan(text, kMaxJsonNesting)) {
-    LineColumn at = lineColumnOf(text, *offset);
+  if (std::optional<JsonLimitFault> fault = checkJsonLimits(text)) {
+    // Line 0 names the whole file.
+    LineColumn at =
+        fault->offset ? lineColumnOf(text, *fault->offset) : LineColumn{0, 0};
     mlir::emitError(
         mlir::FileLineColLoc::get(&ctx, bufferName, at.line, at.column))
-        << "JSON nested deeper than " << kMaxJsonNesting
-        << " levels (a Keras model config nests less than 30 deep)";
+        << fault->message;
     return nullptr;
   }
   llvm::Expected<json::Value> parsed = json::parse(text);
