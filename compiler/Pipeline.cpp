@@ -3,11 +3,52 @@
 #include "compiler/Pipeline.h"
 #include "compiler/Passes.h"
 
+#include "runtime/plan/PlanLoader.h"
+
+#include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/SymbolTable.h"
 
 using namespace mlir;
 using namespace mlir::graphc;
+
+/// Refuses a tensor larger than a plan may hold (the runtime's
+/// kMaxTensorBytes), before the passes do arithmetic on its size: a Dense
+/// layer of 2^62 units made the memory planner's byte counts wrap round.
+static LogicalResult checkTensorSizes(ModuleOp module) {
+  constexpr int64_t limit = ::graph::runtime::kMaxTensorBytes;
+  auto check = [&](Operation *op, Type type) {
+    auto shaped = dyn_cast<ShapedType>(type);
+    if (!shaped || !shaped.hasStaticShape() ||
+        !shaped.getElementType().isIntOrFloat())
+      return success();
+    int64_t bytes = std::max<int64_t>(
+        1, shaped.getElementType().getIntOrFloatBitWidth() / 8);
+    for (int64_t d : shaped.getShape())
+      if (__builtin_mul_overflow(bytes, d, &bytes) || bytes > limit)
+        return op->emitError() << type << " is larger than a plan may hold ("
+                               << (limit >> 30) << " GiB a tensor)",
+               failure();
+    return success();
+  };
+  WalkResult walk = module->walk([&](Operation *op) {
+    for (Type type : op->getResultTypes())
+      if (failed(check(op, type)))
+        return WalkResult::interrupt();
+    for (Region &region : op->getRegions())
+      for (Block &block : region)
+        for (Type type : block.getArgumentTypes())
+          if (failed(check(op, type)))
+            return WalkResult::interrupt();
+    // A variable's type is an attribute.
+    WalkResult attrs = op->getAttrDictionary().walk([&](Type type) {
+      return failed(check(op, type)) ? WalkResult::interrupt()
+                                     : WalkResult::advance();
+    });
+    return attrs;
+  });
+  return failure(walk.wasInterrupted());
+}
 
 static LogicalResult runPasses(ModuleOp module, const PipelineOptions &options,
                                llvm::function_ref<void(OpPassManager &)> add) {
@@ -27,6 +68,8 @@ mlir::graphc::compileTraining(ModuleOp input, const PipelineOptions &options) {
                            "--loss and --optimizer"),
            failure();
   int64_t batch = trainings.front().getGlobalBatchSize();
+  if (failed(checkTensorSizes(input)))
+    return failure();
 
   std::vector<int64_t> counts = options.replicas;
   if (counts.empty()) {

@@ -9,8 +9,8 @@ packages=(
   cmake ninja-build g++ pkg-config clang-format python3 python3-venv
   # compiler side: MLIR/LLVM 22 (lit, FileCheck, mlir-tblgen come with it)
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools
-  # frontends and tests
-  libzip-dev libgtest-dev
+  # frontends and tests (zlib: the CRC-32 of .keras members)
+  libzip-dev zlib1g-dev libgtest-dev
   # runtime: plan format, flags, CPU kernels, data, safetensors' JSON header
   libflatbuffers-dev flatbuffers-compiler libcli11-dev libdnnl-dev
   nlohmann-json3-dev dataset-fashion-mnist
@@ -20,6 +20,9 @@ packages=(
   # multi-worker training: Open MPI launches the workers (mpirun) and
   # carries their cross-process all-reduce
   libopenmpi-dev openmpi-bin
+  # test/fuzz: the libFuzzer targets build with clang; libFuzzer and the
+  # sanitizer runtimes are only a Recommends of clang, so they are named
+  clang libclang-rt-14-dev
   # test/compare: the one-step comparison with an independent implementation
   python3-torch python3-numpy
 )

@@ -24,3 +24,8 @@ llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 tool_dirs = [config.graph_tools_dir, config.llvm_tools_dir]
 tools = ["graph-opt", "graph-import", "graphc", "graphrun"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
+
+# The libFuzzer targets, where the build has them (test/CMakeLists.txt).
+if config.graph_have_fuzzers:
+    config.available_features.add("fuzzers")
+config.substitutions.append(("%fuzz_dir", os.path.join(config.graph_obj_root, "fuzz")))

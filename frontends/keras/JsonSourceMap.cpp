@@ -21,11 +21,20 @@ JsonSourceMap::JsonSourceMap(llvm::StringRef text,
                              const llvm::json::Value &root)
     : text(text) {
   walk(root);
+  lineStarts.push_back(0);
+  for (size_t i = 0; i < text.size(); ++i)
+    if (text[i] == '\n')
+      lineStarts.push_back(i + 1);
 }
 
 LineColumn JsonSourceMap::lineColumnOf(const llvm::json::Value *value) const {
   auto it = offsets.find(value);
-  return keras::lineColumnOf(text, it == offsets.end() ? 0 : it->second);
+  size_t offset = it == offsets.end() ? 0 : std::min(it->second, text.size());
+  // The last line starting at or before `offset`.
+  auto line = std::upper_bound(lineStarts.begin(), lineStarts.end(), offset);
+  size_t index = line - lineStarts.begin() - 1;
+  return {static_cast<unsigned>(index + 1),
+          static_cast<unsigned>(offset - lineStarts[index] + 1)};
 }
 
 void JsonSourceMap::skipWhitespace() {

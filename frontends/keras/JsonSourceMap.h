@@ -14,6 +14,7 @@
 #include "llvm/Support/JSON.h"
 
 #include <string>
+#include <vector>
 
 namespace graph::keras {
 
@@ -46,6 +47,10 @@ private:
   llvm::StringRef text;
   size_t pos = 0;
   llvm::DenseMap<const llvm::json::Value *, size_t> offsets;
+  /// The offset at which each line begins: every layer's location is looked
+  /// up, and counting lines from the start of the text each time made an
+  /// import quadratic in the file's size.
+  std::vector<size_t> lineStarts;
 };
 
 } // namespace graph::keras

@@ -3,6 +3,7 @@
 #include "frontends/keras/KerasArchive.h"
 
 #include <zip.h>
+#include <zlib.h>
 
 #include <memory>
 
@@ -18,6 +19,67 @@ struct ZipFileCloser {
 
 llvm::Error archiveError(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+/// The most we read of one member. A Keras config is some hundred KiB; the
+/// cap keeps a member that declares a terabyte from being allocated.
+constexpr zip_uint64_t kMaxMemberSize = zip_uint64_t(64) << 20;
+
+/// The bytes of `name`, checked against the size and CRC-32 the archive
+/// declares for it. libzip checks the CRC only when a read reaches the end
+/// of the member (one read of the declared size never did); zlib checks it
+/// again, whatever libzip's version does.
+llvm::Expected<std::string> readMember(zip_t *archive,
+                                       llvm::StringLiteral name) {
+  // By index: the member stat describes is the one read.
+  zip_int64_t index = zip_name_locate(archive, name.data(), 0);
+  zip_stat_t stat;
+  zip_stat_init(&stat);
+  if (index < 0 || zip_stat_index(archive, index, 0, &stat) != 0 ||
+      !(stat.valid & ZIP_STAT_SIZE))
+    return archiveError("the archive holds no " + name +
+                        " (is it a Keras 3 .keras file?)");
+  if (stat.size > kMaxMemberSize)
+    return archiveError(name + ": declares " + llvm::Twine(stat.size) +
+                        " bytes uncompressed; the importer reads at most " +
+                        llvm::Twine(kMaxMemberSize >> 20) +
+                        " MiB (a Keras config is far smaller)");
+  std::unique_ptr<zip_file_t, ZipFileCloser> file(
+      zip_fopen_index(archive, index, 0));
+  if (!file)
+    return archiveError(name + ": cannot open it in the archive: " +
+                        zip_error_strerror(zip_get_error(archive)));
+
+  auto corrupt = [&](const llvm::Twine &fault) {
+    return archiveError(name + ": " + fault + " (archive corrupt)");
+  };
+  std::string text;
+  text.reserve(stat.size);
+  char chunk[1 << 16];
+  while (true) {
+    zip_int64_t read = zip_fread(file.get(), chunk, sizeof(chunk));
+    if (read == 0)
+      break;
+    if (read < 0) {
+      zip_error_t *error = zip_file_get_error(file.get());
+      if (zip_error_code_zip(error) == ZIP_ER_CRC)
+        return corrupt("CRC mismatch");
+      return archiveError(name + ": cannot read it from the archive: " +
+                          zip_error_strerror(error));
+    }
+    text.append(chunk, read);
+    if (text.size() > stat.size)
+      return corrupt("holds more than the " + llvm::Twine(stat.size) +
+                     " bytes the archive declares");
+  }
+  if (text.size() != stat.size)
+    return corrupt("holds " + llvm::Twine(text.size()) + " bytes, not the " +
+                   llvm::Twine(stat.size) + " the archive declares");
+  if ((stat.valid & ZIP_STAT_CRC) &&
+      crc32(0, reinterpret_cast<const Bytef *>(text.data()), text.size()) !=
+          stat.crc)
+    return corrupt("CRC mismatch");
+  return text;
 }
 } // namespace
 
@@ -52,26 +114,7 @@ llvm::Expected<std::string> readKerasArchiveConfig(llvm::StringRef bytes) {
     return archiveError("cannot open the zip archive: " + message);
   }
   zip_error_fini(&error);
-
-  zip_stat_t stat;
-  zip_stat_init(&stat);
-  if (zip_stat(archive.get(), kKerasConfigMember.data(), 0, &stat) != 0 ||
-      !(stat.valid & ZIP_STAT_SIZE))
-    return archiveError("the archive holds no " + kKerasConfigMember +
-                        " (is it a Keras 3 .keras file?)");
-  std::unique_ptr<zip_file_t, ZipFileCloser> file(
-      zip_fopen(archive.get(), kKerasConfigMember.data(), 0));
-  if (!file)
-    return archiveError(
-        "cannot open " + kKerasConfigMember +
-        " in the archive: " + zip_error_strerror(zip_get_error(archive.get())));
-  std::string text(stat.size, '\0');
-  zip_int64_t read = zip_fread(file.get(), text.data(), stat.size);
-  if (read < 0 || static_cast<zip_uint64_t>(read) != stat.size)
-    return archiveError("cannot read " + kKerasConfigMember +
-                        " from the archive: " +
-                        zip_error_strerror(zip_file_get_error(file.get())));
-  return text;
+  return readMember(archive.get(), kKerasConfigMember);
 }
 
 } // namespace graph::keras

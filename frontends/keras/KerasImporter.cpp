@@ -27,6 +27,8 @@
 #include "llvm/Support/MemoryBuffer.h"
 
 #include <memory>
+#include <optional>
+#include <queue>
 
 namespace json = llvm::json;
 using mlir::failed;
@@ -404,37 +406,69 @@ LogicalResult ModelImporter::buildFunctional(ConfigReader &modelConfig,
       return layerError(entry, "this InputLayer is not in the model's "
                                "input_layers");
 
-  // Calls run in file order as soon as their inputs exist, each layer's
-  // calls in order: a topological order that stays close to the file's.
+  // Calls run in sweeps over the layers in file order, each layer making as
+  // many of its calls, in order, as have their inputs: a topological order
+  // that stays close to the file's. The sweeps are simulated: a layer is
+  // visited only when its next call became ready, so that a long chain
+  // listed backwards costs no sweep over every layer per link.
   std::vector<size_t> done(layers.size(), 0);
   size_t pending = 0;
   for (const LayerEntry &entry : layers)
     pending += entry.nodes.size();
-  while (pending > 0) {
-    bool progress = false;
-    for (auto [index, entry] : llvm::enumerate(layers)) {
-      while (done[index] < entry.nodes.size()) {
-        const std::vector<TensorRef> &node = entry.nodes[done[index]];
-        std::vector<Tensor> inputs;
-        for (const TensorRef &ref : node) {
-          const LayerEntry &source = layers[layerIndex.lookup(ref.layer)];
-          if (static_cast<size_t>(ref.node) >= source.outputs.size())
-            break;
-          inputs.push_back(source.outputs[ref.node]);
-        }
-        if (inputs.size() < node.size())
-          break;
-        Tensor output = call(entry, inputs);
-        if (!output)
-          return failure();
-        entry.outputs.push_back(output);
-        ++done[index];
-        --pending;
-        progress = true;
-      }
+  // The layers waiting for output `node` of a layer, and how many inputs the
+  // next call of each layer still waits for.
+  llvm::DenseMap<std::pair<size_t, size_t>, llvm::SmallVector<size_t, 1>>
+      waiters;
+  std::vector<size_t> missing(layers.size(), 0);
+  // Layers whose next call is ready, visited in this sweep (at an index past
+  // the one being visited) or the next.
+  using IndexQueue =
+      std::priority_queue<size_t, std::vector<size_t>, std::greater<size_t>>;
+  IndexQueue thisSweep, nextSweep;
+  auto waitForNextCall = [&](size_t index) {
+    const LayerEntry &entry = layers[index];
+    if (done[index] == entry.nodes.size())
+      return false;
+    for (const TensorRef &ref : entry.nodes[done[index]]) {
+      size_t source = layerIndex.lookup(ref.layer);
+      size_t node = static_cast<size_t>(ref.node);
+      if (node < layers[source].outputs.size())
+        continue;
+      waiters[{source, node}].push_back(index);
+      ++missing[index];
     }
-    if (!progress)
+    return missing[index] == 0;
+  };
+  for (size_t index = 0; index < layers.size(); ++index)
+    if (waitForNextCall(index))
+      thisSweep.push(index);
+  while (pending > 0) {
+    if (thisSweep.empty())
+      std::swap(thisSweep, nextSweep);
+    if (thisSweep.empty())
       return reportCycle(done);
+    size_t index = thisSweep.top();
+    thisSweep.pop();
+    LayerEntry &entry = layers[index];
+    do {
+      std::vector<Tensor> inputs;
+      for (const TensorRef &ref : entry.nodes[done[index]])
+        inputs.push_back(
+            layers[layerIndex.lookup(ref.layer)].outputs[ref.node]);
+      Tensor output = call(entry, inputs);
+      if (!output)
+        return failure();
+      entry.outputs.push_back(output);
+      ++done[index];
+      --pending;
+      auto woken = waiters.find({index, entry.outputs.size() - 1});
+      if (woken != waiters.end()) {
+        for (size_t waiter : woken->second)
+          if (--missing[waiter] == 0 && waiter != index)
+            (waiter > index ? thisSweep : nextSweep).push(waiter);
+        waiters.erase(woken);
+      }
+    } while (waitForNextCall(index));
   }
 
   for (const TensorRef &ref : outputRefs)
@@ -590,11 +624,81 @@ std::pair<size_t, std::string> parseErrorPosition(llvm::Error error) {
   return {0, text};
 }
 
+// Limits on a JSON text, checked before llvm::json::parse sees it. Each
+// refuses only hostile or broken files: the largest real configs are some
+// hundred KiB.
+
+/// llvm::json::parse recurses once per level of nesting, and so do the
+/// parsed value's destructor and JsonSourceMap: a file nested 50,000 deep
+/// overflows the stack. A Keras config nests less than 30 deep.
+constexpr unsigned kMaxJsonNesting = 1000;
+
+/// llvm::json keeps an object in a hash map of at least 64 entries, some
+/// 4 KiB: 8 MB of `{"a":1},` took 4 GiB. A Keras config has about 11
+/// objects a layer; 100,000 are some 9,000 layers.
+constexpr size_t kMaxJsonObjects = 100000;
+
+/// Bounds what a parsed value takes where objects do not: 16 MiB of numbers
+/// parse into some 800 MiB.
+constexpr size_t kMaxJsonBytes = size_t(16) << 20;
+
+/// A limit `text` exceeds: where (no offset: the whole text) and how.
+struct JsonLimitFault {
+  std::optional<size_t> offset;
+  std::string message;
+};
+
+/// The first limit `text` exceeds. Depth only grows at an opening bracket
+/// outside string literals, where the parser would also descend, so text
+/// that passes cannot take the parser deeper than kMaxJsonNesting.
+std::optional<JsonLimitFault> checkJsonLimits(llvm::StringRef text) {
+  if (text.size() > kMaxJsonBytes)
+    return JsonLimitFault{std::nullopt,
+                          ("JSON of " + llvm::Twine(text.size()) +
+                           " bytes; the importer reads at most " +
+                           llvm::Twine(kMaxJsonBytes >> 20) +
+                           " MiB (a Keras model config is some hundred KiB)")
+                              .str()};
+  unsigned depth = 0;
+  size_t objects = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (c == '"') {
+      for (++i; i < text.size() && text[i] != '"'; ++i)
+        if (text[i] == '\\')
+          ++i; // The escaped character, a quote perhaps.
+    } else if (c == '[' || c == '{') {
+      if (++depth > kMaxJsonNesting)
+        return JsonLimitFault{
+            i, ("JSON nested deeper than " + llvm::Twine(kMaxJsonNesting) +
+                " levels (a Keras model config nests less than 30 deep)")
+                   .str()};
+      if (c == '{' && ++objects > kMaxJsonObjects)
+        return JsonLimitFault{
+            i, ("more than " + llvm::Twine(kMaxJsonObjects) +
+                " JSON objects (a Keras model config has about 11 a layer)")
+                   .str()};
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return std::nullopt;
+}
+
 } // namespace
 
 mlir::OwningOpRef<mlir::ModuleOp>
 importKerasJson(llvm::StringRef text, llvm::StringRef bufferName,
                 mlir::MLIRContext &ctx, const ImportOptions &options) {
+  if (std::optional<JsonLimitFault> fault = checkJsonLimits(text)) {
+    // Line 0 names the whole file.
+    LineColumn at =
+        fault->offset ? lineColumnOf(text, *fault->offset) : LineColumn{0, 0};
+    mlir::emitError(
+        mlir::FileLineColLoc::get(&ctx, bufferName, at.line, at.column))
+        << fault->message;
+    return nullptr;
+  }
   llvm::Expected<json::Value> parsed = json::parse(text);
   if (!parsed) {
     auto [offset, message] = parseErrorPosition(parsed.takeError());
@@ -618,28 +722,31 @@ mlir::OwningOpRef<mlir::ModuleOp>
 importKerasFile(llvm::StringRef path, mlir::MLIRContext &ctx,
                 const ImportOptions &options) {
   llvm::StringRef name = path == "-" ? "<stdin>" : path;
-  auto fileLoc = [&](llvm::StringRef file) {
-    return mlir::FileLineColLoc::get(&ctx, file, 0, 0);
-  };
   llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
       llvm::MemoryBuffer::getFileOrSTDIN(path, /*IsText=*/false);
   if (!buffer) {
-    mlir::emitError(fileLoc(name))
+    mlir::emitError(mlir::FileLineColLoc::get(&ctx, name, 0, 0))
         << "cannot read the file: " << buffer.getError().message();
     return nullptr;
   }
-  llvm::StringRef bytes = (*buffer)->getBuffer();
-  if (!path.ends_with(".keras") && !looksLikeZip(bytes))
-    return importKerasJson(bytes, name, ctx, options);
+  return importKerasBuffer((*buffer)->getBuffer(), name, ctx, options);
+}
+
+mlir::OwningOpRef<mlir::ModuleOp>
+importKerasBuffer(llvm::StringRef bytes, llvm::StringRef bufferName,
+                  mlir::MLIRContext &ctx, const ImportOptions &options) {
+  if (!bufferName.ends_with(".keras") && !looksLikeZip(bytes))
+    return importKerasJson(bytes, bufferName, ctx, options);
 
   llvm::Expected<std::string> config = readKerasArchiveConfig(bytes);
   if (!config) {
-    mlir::emitError(fileLoc(name)) << llvm::toString(config.takeError());
+    mlir::emitError(mlir::FileLineColLoc::get(&ctx, bufferName, 0, 0))
+        << llvm::toString(config.takeError());
     return nullptr;
   }
   // Positions are in the archive's config.json, named like a path into it.
-  return importKerasJson(*config, (name + "/" + kKerasConfigMember).str(), ctx,
-                         options);
+  return importKerasJson(*config, (bufferName + "/" + kKerasConfigMember).str(),
+                         ctx, options);
 }
 
 } // namespace graph::keras

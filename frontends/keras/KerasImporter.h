@@ -44,6 +44,13 @@ mlir::OwningOpRef<mlir::ModuleOp> importKerasFile(llvm::StringRef path,
                                                   mlir::MLIRContext &ctx,
                                                   const ImportOptions &options);
 
+/// Like importKerasFile, from the bytes of such a file; `bufferName` names
+/// them in diagnostics. They are read as a `.keras` archive if they look
+/// like a zip archive or the name ends in `.keras`, as JSON otherwise.
+mlir::OwningOpRef<mlir::ModuleOp>
+importKerasBuffer(llvm::StringRef bytes, llvm::StringRef bufferName,
+                  mlir::MLIRContext &ctx, const ImportOptions &options);
+
 /// Like importKerasFile, from JSON text; `bufferName` names it in
 /// diagnostics.
 mlir::OwningOpRef<mlir::ModuleOp> importKerasJson(llvm::StringRef json,

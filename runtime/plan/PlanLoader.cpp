@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <string_view>
@@ -70,6 +71,30 @@ bool isCleanUtf8(std::string_view text) {
   return true;
 }
 
+/// Whether `vector`'s elements lie at addresses aligned for them.
+/// FlatBuffers 2.0's verifier checks a vector's 4-byte length only, so a
+/// crafted plan can put int64 elements at addresses a load may not use. (An
+/// empty vector may sit anywhere: FlatBuffers does not align it, and no
+/// element is loaded.)
+template <typename T> bool isAligned(const flatbuffers::Vector<T> *vector) {
+  return !vector || vector->size() == 0 ||
+         reinterpret_cast<uintptr_t>(vector->data()) % alignof(T) == 0;
+}
+
+/// The bytes a tensor of `shape` and `dtype` takes, if its dimensions are
+/// non-negative and it takes at most kMaxTensorBytes.
+std::optional<int64_t> checkedBytes(const flatbuffers::Vector<int64_t> *shape,
+                                    plan::DType dtype) {
+  if (!shape || !isAligned(shape) || dtypeBytes(dtype) == 0)
+    return std::nullopt;
+  int64_t bytes = static_cast<int64_t>(dtypeBytes(dtype));
+  for (int64_t d : *shape)
+    if (d < 0 || __builtin_mul_overflow(bytes, d, &bytes) ||
+        bytes > kMaxTensorBytes)
+      return std::nullopt;
+  return bytes;
+}
+
 /// Collects the first fault found, prefixed with where it is.
 class PlanChecker {
 public:
@@ -92,14 +117,19 @@ public:
                     " has a name that is empty or not printable UTF-8");
       if (!names.insert(name).second)
         return fail("two variables are named '" + std::string(name) + "'");
-      if (!v->shape() || dtypeBytes(v->dtype()) == 0)
+      if (!checkedBytes(v->shape(), v->dtype()))
         return fail("variable '" + v->name()->str() +
-                    "' has no shape or an "
-                    "unknown dtype");
+                    "': " + shapeFault(v->shape(), v->dtype()));
     }
-    for (const plan::Input *in : *plan.inputs())
+    for (const plan::Input *in : *plan.inputs()) {
       if (!in->shape() || in->shape()->size() == 0)
         return fail("input '" + in->name()->str() + "' has no batch shape");
+      if (!checkedBytes(in->shape(), in->dtype()))
+        return fail("input '" + in->name()->str() +
+                    "': " + shapeFault(in->shape(), in->dtype()));
+    }
+    if (!attrsAligned(plan.training()->hyper_parameters()))
+      return fail("training: misaligned attribute values");
     if (plan.programs()->size() == 0)
       return fail("no program");
     for (const plan::Program *p : *plan.programs()) {
@@ -115,6 +145,29 @@ private:
     return Status::error(name + ": invalid plan: " + what);
   }
 
+  /// Why checkedBytes refused `shape`.
+  static std::string shapeFault(const flatbuffers::Vector<int64_t> *shape,
+                                plan::DType dtype) {
+    if (!shape || dtypeBytes(dtype) == 0)
+      return "no shape or an unknown dtype";
+    if (!isAligned(shape))
+      return "misaligned shape";
+    for (int64_t d : *shape)
+      if (d < 0)
+        return "negative dimension";
+    return "more than " + std::to_string(kMaxTensorBytes >> 30) +
+           " GiB in one tensor";
+  }
+
+  static bool attrsAligned(
+      const flatbuffers::Vector<flatbuffers::Offset<plan::Attr>> *attrs) {
+    if (attrs)
+      for (const plan::Attr *attr : *attrs)
+        if (!isAligned(attr->ints()) || !isAligned(attr->floats()))
+          return false;
+    return true;
+  }
+
   Status checkProgram(const plan::Program &p) {
     std::string where = "program '" + p.name()->str() + "': ";
     int replicas = p.replicas();
@@ -125,6 +178,12 @@ private:
     if (!p.arena_bytes() ||
         p.arena_bytes()->size() != static_cast<size_t>(replicas))
       return fail(where + "needs one arena size per device");
+    if (!isAligned(p.arena_bytes()))
+      return fail(where + "misaligned arena sizes");
+    for (int64_t arena : *p.arena_bytes())
+      if (arena < 0 || arena > kMaxTensorBytes)
+        return fail(where + "arena of " + std::to_string(arena) +
+                    " bytes (at most " + std::to_string(kMaxTensorBytes) + ")");
     const auto &buffers = *p.buffers();
     for (size_t i = 0; i < buffers.size(); ++i) {
       const plan::Buffer &b = *buffers[i];
@@ -132,19 +191,17 @@ private:
       if (b.device() < 0 || b.device() >= replicas)
         return fail(at + "device " + std::to_string(b.device()) +
                     " is outside the program's devices");
-      if (!b.shape() || dtypeBytes(b.dtype()) == 0)
-        return fail(at + "no shape or an unknown dtype");
-      for (int64_t d : *b.shape())
-        if (d < 0)
-          return fail(at + "negative dimension");
-      int64_t bytes =
-          elementCount(b.shape()) * static_cast<int64_t>(dtypeBytes(b.dtype()));
+      std::optional<int64_t> checked = checkedBytes(b.shape(), b.dtype());
+      if (!checked)
+        return fail(at + shapeFault(b.shape(), b.dtype()));
+      int64_t bytes = *checked;
       switch (b.kind()) {
       case plan::BufferKind::arena:
+        // Both sides are at most kMaxTensorBytes: no overflow.
         if (b.offset() < 0 ||
-            b.offset() + bytes > p.arena_bytes()->Get(b.device()))
-          return fail(at + "bytes [" + std::to_string(b.offset()) + ", " +
-                      std::to_string(b.offset() + bytes) +
+            b.offset() > p.arena_bytes()->Get(b.device()) - bytes)
+          return fail(at + "bytes [" + std::to_string(b.offset()) + ", +" +
+                      std::to_string(bytes) +
                       ") are outside the arena of device " +
                       std::to_string(b.device()));
         break;
@@ -170,7 +227,7 @@ private:
           return fail(at + "a view must follow its source buffer");
         const plan::Buffer &src = *buffers[b.source()];
         if (src.dtype() != b.dtype() || b.offset() < 0 ||
-            b.offset() + elementCount(b.shape()) > elementCount(src.shape()))
+            b.offset() > elementCount(src.shape()) - elementCount(b.shape()))
           return fail(at + "view outside its source buffer");
         break;
       }
@@ -183,6 +240,8 @@ private:
     for (size_t i = 0; i < ops.size(); ++i) {
       const plan::Op &op = *ops[i];
       std::string at = where + "op " + std::to_string(i) + ": ";
+      if (!attrsAligned(op.config()))
+        return fail(at + "misaligned attribute values");
       for (auto *list : {op.ins(), op.outs()})
         if (list)
           for (int32_t index : *list)

@@ -37,9 +37,15 @@ Status loadPlan(const std::string &path, LoadedPlan &out);
 Status verifyPlan(const uint8_t *data, size_t size, const std::string &name,
                   const plan::Plan *&out);
 
+/// The largest tensor a plan may hold, in bytes: more than any device
+/// holds, and far enough below 2^63 that the runtime's byte arithmetic
+/// (offsets, sums of buffers) cannot overflow once a plan is checked.
+constexpr int64_t kMaxTensorBytes = int64_t(1) << 40;
+
 /// Bytes of one element of `dtype`.
 size_t dtypeBytes(plan::DType dtype);
-/// Elements in a buffer of `shape`.
+/// Elements in a buffer of `shape`; unchecked, for shapes of a checked plan
+/// (every one has at most kMaxTensorBytes).
 int64_t elementCount(const flatbuffers::Vector<int64_t> *shape);
 
 } // namespace graph::runtime

@@ -1,7 +1,8 @@
 //===- PlanLoaderFuzzer.cpp - libFuzzer target for the plan loader --------===//
 //
 // Every input must give a clean Status; the sanitizers catch the rest.
-// Build and run with test/fuzz/run-plan-loader-fuzzer.sh.
+// Built by test/fuzz/CMakeLists.txt (the graph-fuzzers step of the main
+// build), run by test/fuzz/plan-loader.test and test/fuzz/run-fuzzer.sh.
 //
 //===----------------------------------------------------------------------===//
 

@@ -23,6 +23,8 @@
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/WithColor.h"
 
+#include <algorithm>
+
 namespace cl = llvm::cl;
 
 static cl::OptionCategory importCategory("graph-import options");
@@ -76,6 +78,34 @@ static llvm::SourceMgr::DiagKind diagKind(mlir::DiagnosticSeverity severity) {
   llvm_unreachable("unknown severity");
 }
 
+/// A source line longer than this is left out of a diagnostic: it would bury
+/// the message (a one-line `to_json` config, a nesting bomb), and the
+/// position says where to look.
+constexpr size_t kMaxShownLineLength = 500;
+
+/// The length of line `line` of `path`, which is loaded into `sourceMgr`
+/// where the SourceMgr handler will look for it; 0 if it cannot be read.
+static size_t lineLength(llvm::SourceMgr &sourceMgr, llvm::StringRef path,
+                         unsigned line) {
+  unsigned id = 0;
+  for (unsigned i = 1; i <= sourceMgr.getNumBuffers() && !id; ++i)
+    if (sourceMgr.getMemoryBuffer(i)->getBufferIdentifier() == path)
+      id = i;
+  if (!id) {
+    std::string includedPath;
+    id = sourceMgr.AddIncludeFile(path.str(), llvm::SMLoc(), includedPath);
+  }
+  if (!id)
+    return 0;
+  llvm::SMLoc start = sourceMgr.FindLocForLineAndColumn(id, line, 1);
+  if (!start.isValid())
+    return 0;
+  llvm::StringRef rest(start.getPointer(),
+                       sourceMgr.getMemoryBuffer(id)->getBufferEnd() -
+                           start.getPointer());
+  return std::min(rest.find_first_of("\r\n"), rest.size());
+}
+
 int main(int argc, char **argv) {
   llvm::InitLLVM initLLVM(argc, argv);
   mlir::registerAsmPrinterCLOptions();
@@ -90,15 +120,27 @@ int main(int argc, char **argv) {
   // Diagnostics with a position print as file:line:col with the source line.
   llvm::SourceMgr sourceMgr;
   mlir::SourceMgrDiagnosticHandler sourceMgrHandler(sourceMgr, &context);
-  // Those about a whole file (it cannot be read, it is no zip archive) have
-  // line 0: print "file: error: ..." rather than "file:0:0: error: ...".
-  mlir::ScopedDiagnosticHandler wholeFileHandler(
-      &context, [](mlir::Diagnostic &diag) {
+  // Two kinds print in a form of their own. Those about a whole file (it
+  // cannot be read, it is no zip archive) have line 0: print "file: error:
+  // ..." rather than "file:0:0: error: ...". Those on a line too long to show
+  // print "file:line:col: error: ..." alone.
+  mlir::ScopedDiagnosticHandler ownFormHandler(
+      &context, [&](mlir::Diagnostic &diag) {
         auto loc = diag.getLocation()->findInstanceOf<mlir::FileLineColLoc>();
-        if (!loc || loc.getLine() != 0)
+        if (!loc)
           return mlir::failure(); // Left to the SourceMgr handler.
-        llvm::SMDiagnostic(loc.getFilename().getValue(),
-                           diagKind(diag.getSeverity()), diag.str())
+        llvm::StringRef file = loc.getFilename().getValue();
+        if (loc.getLine() == 0) {
+          llvm::SMDiagnostic(file, diagKind(diag.getSeverity()), diag.str())
+              .print(nullptr, llvm::errs());
+          return mlir::success();
+        }
+        if (lineLength(sourceMgr, file, loc.getLine()) <= kMaxShownLineLength)
+          return mlir::failure();
+        std::string position = (file + ":" + llvm::Twine(loc.getLine()) + ":" +
+                                llvm::Twine(loc.getColumn()))
+                                   .str();
+        llvm::SMDiagnostic(position, diagKind(diag.getSeverity()), diag.str())
             .print(nullptr, llvm::errs());
         return mlir::success();
       });

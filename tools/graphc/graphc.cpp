@@ -10,6 +10,7 @@
 #include "compiler/Passes.h"
 #include "compiler/Pipeline.h"
 #include "compiler/PlanEmitter.h"
+#include "compiler/SourceNesting.h"
 #include "runtime/plan/PlanInspector.h"
 #include "runtime/plan/PlanLoader.h"
 
@@ -102,6 +103,8 @@ int main(int argc, char **argv) {
     llvm::errs() << "graphc: " << error << "\n";
     return 1;
   }
+  if (failed(graphc::checkSourceNesting(*file, llvm::errs())))
+    return 1;
   sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
   OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &context);
   if (!module)

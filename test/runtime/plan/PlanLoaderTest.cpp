@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <random>
 
 namespace graph::runtime {
@@ -24,6 +25,8 @@ struct PlanSpec {
   int64_t arenaBytes = 48;
   int32_t allocDevice = 0;
   int64_t allocOffset = 0;
+  std::vector<int64_t> allocShape = {4, 3};
+  std::vector<int64_t> variableShape = {3};
   int32_t variableIndex = 0;
   int32_t viewSource = 2; // the alloc
   int64_t viewOffset = 0;
@@ -39,8 +42,10 @@ std::vector<uint8_t> buildPlan(const PlanSpec &s) {
   fb::FlatBufferBuilder b;
   auto shape3 = b.CreateVector(std::vector<int64_t>{3});
   auto shape43 = b.CreateVector(std::vector<int64_t>{4, 3});
+  auto variableShape = b.CreateVector(s.variableShape);
+  auto allocShape = b.CreateVector(s.allocShape);
   auto variable = plan::CreateVariable(
-      b, b.CreateString(s.variableName), shape3, plan::DType::f32,
+      b, b.CreateString(s.variableName), variableShape, plan::DType::f32,
       plan::CreateInitializer(b, plan::InitKind::zeros));
   auto input = plan::CreateInput(b, b.CreateString("input_layer"), shape43,
                                  plan::DType::f32);
@@ -55,8 +60,8 @@ std::vector<uint8_t> buildPlan(const PlanSpec &s) {
                            plan::DType::f32, 0, -1, 0, 0),
         plan::CreateBuffer(b, plan::BufferKind::variable, 0, shape3,
                            plan::DType::f32, 0, s.variableIndex),
-        plan::CreateBuffer(b, plan::BufferKind::arena, s.allocDevice, shape43,
-                           plan::DType::f32, s.allocOffset),
+        plan::CreateBuffer(b, plan::BufferKind::arena, s.allocDevice,
+                           allocShape, plan::DType::f32, s.allocOffset),
         plan::CreateBuffer(b, plan::BufferKind::view, 0, shape3,
                            plan::DType::f32, s.viewOffset, -1, -1, -1,
                            s.viewSource),
@@ -139,6 +144,21 @@ TEST(PlanLoader, RejectsEachSemanticFault) {
         std::string("\xed\xa0\x80"), std::string("tab\there"), std::string()})
     expectFault({.variableName = name},
                 "has a name that is empty or not printable UTF-8");
+}
+
+// Sizes and offsets near 2^63 used to overflow (undefined behaviour; the
+// sums wrapped round and passed the arena check). Found by the plan loader
+// fuzzer once UBSan stopped at its first report.
+TEST(PlanLoader, RejectsSizesThatWouldOverflow) {
+  constexpr int64_t kHuge = std::numeric_limits<int64_t>::max();
+  expectFault({.allocShape = {int64_t(1) << 62, 4}},
+              "buffer 2: more than 1024 GiB in one tensor");
+  expectFault({.allocShape = {4, -3}}, "buffer 2: negative dimension");
+  expectFault({.variableShape = {-3}},
+              "variable 'dense/bias': negative dimension");
+  expectFault({.allocOffset = kHuge - 8}, "outside the arena of device 0");
+  expectFault({.viewOffset = kHuge}, "view outside its source buffer");
+  expectFault({.arenaBytes = kHuge}, "arena of 9223372036854775807 bytes");
 }
 
 TEST(PlanLoader, RejectsForeignAndEmptyFiles) {

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Runs one libFuzzer target for SECONDS (default 600), longer than the
+# 25-second lit tests (test/fuzz/*.test) that CI runs, keeping its corpus
+# between runs in BUILD/fuzz/corpus-NAME. The targets are built by the main
+# build (the graph-fuzzers step; see test/fuzz/CMakeLists.txt).
+#
+#   test/fuzz/run-fuzzer.sh {keras-importer|plan-loader} [seconds] [build-dir]
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+usage="usage: run-fuzzer.sh {keras-importer|plan-loader} [seconds] [build-dir]"
+name="${1:?$usage}"
+seconds="${2:-600}"
+build="${3:-$root/build}"
+out="$build/fuzz"
+corpus="$out/corpus-$name"
+case "$name" in
+keras-importer | plan-loader) ;;
+*)
+  echo "run-fuzzer.sh: no fuzzer '$name' (keras-importer or plan-loader)" >&2
+  exit 2
+  ;;
+esac
+ninja -C "$build" graph-fuzzers graph-import graphc >/dev/null
+mkdir -p "$corpus" "$out/artifacts-$name"
+
+seeds=()
+flags=()
+case "$name" in
+keras-importer)
+  seeds=("$root/examples" "$root/test/frontends/keras/fixtures")
+  flags=(-dict="$root/test/fuzz/keras-importer.dict")
+  ;;
+plan-loader)
+  mkdir -p "$out/seeds-plan-loader"
+  for spec in fashion_mnist_cnn:8 mgpu_mlp:8 residual_concat:4; do
+    model=${spec%%:*} batch=${spec##*:}
+    "$build/bin/graph-import" "$root/examples/$model.json" --batch-size "$batch" \
+      -o "$out/seeds-plan-loader/$model.mlir"
+    "$build/bin/graphc" "$out/seeds-plan-loader/$model.mlir" --replicas 1,2 \
+      -o "$out/seeds-plan-loader/$model.plan"
+    rm "$out/seeds-plan-loader/$model.mlir"
+  done
+  seeds=("$out/seeds-plan-loader")
+  flags=(-max_len=262144)
+  ;;
+esac
+
+"$out/$name-fuzzer" "$corpus" "${seeds[@]}" "${flags[@]}" \
+  -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
+  -artifact_prefix="$out/artifacts-$name/" -print_final_stats=1 2>&1 | tail -15
