@@ -1,5 +1,6 @@
 # -*- Python -*-
 import os
+import shutil
 
 import lit.formats
 from lit.llvm import llvm_config
@@ -29,3 +30,14 @@ llvm_config.add_tool_substitutions(tools, tool_dirs)
 if config.graph_have_fuzzers:
     config.available_features.add("fuzzers")
 config.substitutions.append(("%fuzz_dir", os.path.join(config.graph_obj_root, "fuzz")))
+
+# Multi-worker tests start real workers with Open MPI's mpirun. It refuses
+# to run as root without these two, and --oversubscribe lets a test start
+# more workers than this machine has cores (graphrun divides a host's cores
+# among its workers itself, hence --bind-to none).
+if config.graph_have_mpi and shutil.which("mpirun"):
+    config.available_features.add("mpi")
+    config.environment["OMPI_ALLOW_RUN_AS_ROOT"] = "1"
+    config.environment["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"
+    config.substitutions.append(
+        ("%mpirun", "mpirun --oversubscribe --bind-to none"))

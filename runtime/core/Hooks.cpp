@@ -90,6 +90,7 @@ Status StepTimerHook::afterStep(const StepContext &ctx) {
   pending_.input = ctx.inputWaitSeconds;
   pending_.hooks = ctx.hooksBeforeSeconds;
   pending_.devices = ctx.result ? splitStep(*ctx.result) : StepSplit();
+  pending_.crossWorker = ctx.result ? ctx.result->crossWorkerSeconds : 0.0;
   pendingBegin_ = ctx.begin;
   pendingEnd_ = ctx.end;
   open_ = true;
@@ -145,6 +146,7 @@ Status StepTimerHook::end(const SessionInfo &info) {
     sum.devices.backward += p.devices.backward;
     sum.devices.allReduce += p.devices.allReduce;
     sum.devices.update += p.devices.update;
+    sum.crossWorker += p.crossWorker;
   }
   double n = static_cast<double>(parts_.size() - from);
   double mean = meanStepSeconds();
@@ -182,16 +184,32 @@ Status StepTimerHook::end(const SessionInfo &info) {
                   sum.wall > 0 ? 100.0 * s / sum.wall : 0.0);
     return std::string(text);
   };
-  std::string split = "step split: " + part("input wait", sum.input) + ", " +
-                      part("forward", sum.devices.forward) + ", " +
-                      part("backward", sum.devices.backward) + ", " +
-                      part("all-reduce", sum.devices.allReduce) + ", " +
-                      part("update", sum.devices.update) + ", " +
-                      part("hooks", sum.hooks) + ", " +
-                      part("other", sum.other);
+  std::string split =
+      "step split: " + part("input wait", sum.input) + ", " +
+      part("forward", sum.devices.forward) + ", " +
+      part("backward", sum.devices.backward) + ", " +
+      part("all-reduce", sum.devices.allReduce) +
+      (sum.crossWorker > 0
+           ? " [" + part("across workers", sum.crossWorker) + "]"
+           : std::string()) +
+      ", " + part("update", sum.devices.update) + ", " +
+      part("hooks", sum.hooks) + ", " + part("other", sum.other);
   std::snprintf(line, sizeof line, " = %.4f sec\n", sum.wall / n);
   out_ << split << line;
   out_.flush();
+  return Status::ok();
+}
+
+Status DataOrderHook::afterStep(const StepContext &ctx) {
+  if (!ctx.batch)
+    return Status::ok();
+  out_ << ctx.step << ":";
+  for (int64_t row = 0; row < ctx.batch->examples(); ++row)
+    out_ << ' ' << ctx.batch->sourceIndices[static_cast<size_t>(row)];
+  out_ << '\n';
+  out_.flush();
+  if (!out_)
+    return Status::error("--data-order: cannot write the file");
   return Status::ok();
 }
 

@@ -63,6 +63,8 @@ public:
   struct Parts {
     double wall = 0, input = 0, hooks = 0, other = 0;
     StepSplit devices;
+    /// Of devices.allReduce: the seconds spent between workers.
+    double crossWorker = 0;
   };
   /// Each finished step's parts (as stepSeconds()).
   const std::vector<Parts> &stepParts() const { return parts_; }
@@ -206,6 +208,19 @@ private:
   int replicas_ = 0;
   std::chrono::steady_clock::time_point origin_, inputReady_;
   std::vector<Event> events_;
+};
+
+/// `graphrun --data-order order.txt`: the source position of every example
+/// each step trains on, one line a step ("17: 5 9 0 3 ..."), flushed as it
+/// goes. What a test compares to know which data a run (or a worker of a
+/// job) saw, and an aid for anyone who wonders.
+class DataOrderHook : public Hook {
+public:
+  explicit DataOrderHook(std::ostream &out) : out_(out) {}
+  Status afterStep(const StepContext &ctx) override;
+
+private:
+  std::ostream &out_;
 };
 
 /// A one-line progress bar redrawn in place with '\r', at most ten times a

@@ -125,6 +125,7 @@ Status Session::train(data::BatchIterator &batches, int64_t maxSteps,
     ctx.globalBatch = info.globalBatch;
     ctx.replicas = info.replicas;
     ctx.result = nullptr;
+    ctx.batch = &batch[current];
     if (options_.workers)
       options_.workers->progress(ctx.step);
     auto hooksBegin = Clock::now();

@@ -58,6 +58,9 @@ struct StepContext {
   double gradNorm = 0;
   /// After the step: per-replica outputs and per-device timestamps.
   const StepResult *result = nullptr;
+  /// The batch this process feeds the step (its rows' source positions in
+  /// Batch::sourceIndices), valid during beforeStep and afterStep.
+  const data::Batch *batch = nullptr;
   /// Host time when the step began (after the previous step's hooks; for
   /// the first step, before its batch was fetched) and when its outputs
   /// were on the host. A step's wall time runs from its begin to the next

@@ -1,4 +1,21 @@
 //===- TrainingJob.cpp - one graphrun job, flags to weights ---------------===//
+//
+// A job in phases, so that a fault every worker finds is reported once and
+// ends the job cleanly, and no worker trains while another has given up:
+//
+//   1. each worker checks what it alone can: devices, plan, data, paths;
+//      the workers agree on the outcome (Workers::agree);
+//   2. the workers compare their views of the job (plan, flags, data) and
+//      refuse to start unless they are the same;
+//   3. sessions; the chief restores a checkpoint or --init-weights and
+//      broadcasts the state; the initial variables must be equal everywhere;
+//   4. training. A failure now is one worker's: it reports it and aborts the
+//      job (Workers::abort), since the others may be waiting for it.
+//
+// With one worker (graphrun started alone) phases 1 to 3 involve no
+// collective and everything is as it always was.
+//
+//===----------------------------------------------------------------------===//
 
 #include "runtime/job/TrainingJob.h"
 
@@ -9,14 +26,17 @@
 #include "runtime/backends/reference/ReferenceKernels.h"
 #include "runtime/checkpoint/Checkpoint.h"
 #include "runtime/checkpoint/Weights.h"
+#include "runtime/collectives/Workers.h"
 #include "runtime/core/Device.h"
 #include "runtime/core/Hooks.h"
 #include "runtime/core/Session.h"
 #include "runtime/data/FashionMnist.h"
 #include "runtime/data/Pipeline.h"
+#include "runtime/data/SplitMix64.h"
 #include "runtime/data/SyntheticDataset.h"
 #include "runtime/plan/PlanLoader.h"
 
+#include <climits>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -24,6 +44,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <system_error>
 #include <unistd.h>
@@ -66,8 +87,8 @@ Status loadData(const JobOptions &o, bool test, const data::ExampleShape &shape,
   return Status::ok();
 }
 
-/// The devices a run uses: --gpus N, --cpus N, or, with neither, every GPU
-/// (one CPU replica when there is none).
+/// The devices a worker uses: --gpus N, --cpus N, or, with neither, every
+/// GPU (one CPU replica when there is none).
 struct Placement {
   Backend backend = Backend::cpu;
   int replicas = 1;
@@ -137,44 +158,118 @@ Status checkOutputFile(const std::string &flag, const std::string &path) {
   return Status::ok();
 }
 
-/// The examples one epoch of the (sharded) training data holds.
+/// The examples a shard of `examples` holds (tf.data's shard).
 int64_t shardSize(int64_t examples, int64_t count, int64_t index) {
   return examples > index ? (examples - index + count - 1) / count : 0;
 }
 
-} // namespace
+/// FNV-1a, for comparing plans and variables across workers.
+uint64_t fnv1a(const void *data, size_t bytes,
+               uint64_t h = 1469598103934665603ULL) {
+  const auto *p = static_cast<const unsigned char *>(data);
+  for (size_t i = 0; i < bytes; ++i)
+    h = (h ^ p[i]) * 1099511628211ULL;
+  return h;
+}
 
-Status runTrainingJob(const JobOptions &o, std::ostream &out,
-                      std::ostream &err) {
-  auto warn = [&](const std::string &message) {
-    out.flush();
-    err << "graphrun: warning: " << message << "\n";
-    err.flush();
-  };
-  reference::registerReferenceKernels();
-  cpu::registerCpuKernels();
-#ifdef GRAPH_HAVE_CUDA
-  cuda::registerCudaBackend();
-#endif
-  if (o.shardCount < 1 || o.shardIndex < 0 || o.shardIndex >= o.shardCount)
-    return Status::error("--shard " + std::to_string(o.shardIndex) + "/" +
-                         std::to_string(o.shardCount) +
+/// Worker rank's own output file (--trace, --data-order): the path itself
+/// on the chief, "t.rank1.json" for "t.json" on worker 1.
+std::string workerPath(const std::string &path, int rank) {
+  if (rank == 0)
+    return path;
+  fs::path p(path);
+  return (p.parent_path() / (p.stem().string() + ".rank" +
+                             std::to_string(rank) + p.extension().string()))
+      .string();
+}
+
+/// An ostream that discards: the non-chief workers' report.
+class NullStream : public std::ostream {
+public:
+  NullStream() : std::ostream(nullptr) {}
+};
+
+class TrainingJob {
+public:
+  TrainingJob(const JobOptions &o, Workers &workers, std::ostream &out,
+              std::ostream &err)
+      : o_(o), workers_(workers), chief_(workers.isChief()),
+        out_(chief_ ? out : null_), err_(err) {}
+
+  /// Phases 1 to 3. A failure every worker agrees on comes back on every
+  /// worker; `reportedBy` says which one prints it.
+  Status setUp(int &reportedBy);
+  /// Phase 4 and the end: train, evaluate, save.
+  Status run();
+
+private:
+  void warn(const std::string &message) {
+    if (!chief_)
+      return;
+    out_.flush();
+    err_ << "graphrun: warning: " << message << "\n";
+    err_.flush();
+  }
+  int workerCount() const { return workers_.size(); }
+  /// The checks of phase 1, on this worker alone.
+  Status checkLocally();
+  /// Phase 2: every worker's view of the job, compared with the chief's.
+  Status compareWorkers();
+  /// Phase 3's state: the chief's checkpoint or --init-weights, sent to
+  /// every worker; the initial variables, checked equal.
+  Status restoreState(int &reportedBy);
+  Status broadcastVariables();
+  std::string dataDescription() const;
+  Status evaluate(int64_t step, bool final);
+
+  const JobOptions &o_;
+  Workers &workers_;
+  bool chief_;
+  NullStream null_;
+  std::ostream &out_;
+  std::ostream &err_;
+
+  Placement placement_;
+  LoadedPlan loaded_;
+  int64_t globalBatch_ = 0, localBatch_ = 0;
+  data::ExampleShape shape_;
+  int32_t classes_ = 10;
+  bool sparseLabels2d_ = false;
+  std::shared_ptr<const data::Dataset> train_, test_;
+  int64_t epochExamples_ = 0; // this worker's shard of an epoch
+  std::unique_ptr<Session> session_;
+  ckpt::RunState runState_;
+  std::optional<ckpt::CheckpointManager> checkpoints_;
+  bool resumed_ = false;
+  // Evaluation, shared by --eval-every and --eval.
+  std::unique_ptr<MetricsFileHook> metrics_;
+  std::ofstream metricsFile_;
+  bool showProgress_ = false;
+  EvalResult lastEval_;
+  int64_t lastEvalStep_ = -1;
+};
+
+Status TrainingJob::checkLocally() {
+  if (o_.shardCount < 1 || o_.shardIndex < 0 || o_.shardIndex >= o_.shardCount)
+    return Status::error("--shard " + std::to_string(o_.shardIndex) + "/" +
+                         std::to_string(o_.shardCount) +
                          ": the index must lie in [0, count)");
-  Placement placement;
-  if (Status s = choosePlacement(o, placement); !s)
+  if (workerCount() > 1 && o_.shardCount > 1)
+    return Status::error("--shard " + std::to_string(o_.shardIndex) + "/" +
+                         std::to_string(o_.shardCount) +
+                         ": a job of several workers shards the data by "
+                         "worker itself; drop --shard");
+  if (Status s = choosePlacement(o_, placement_); !s)
     return s;
-  int replicas = placement.replicas;
-  Backend backend = placement.backend;
+  Backend backend = placement_.backend;
   if (KernelRegistry::global().names(backend).empty())
     return Status::error(std::string("backend ") + backendName(backend) +
                          ": no kernels of that backend are in this build; "
                          "use --backend reference");
 
-  LoadedPlan loaded;
-  if (Status s = loadPlan(o.plan, loaded); !s)
+  if (Status s = loadPlan(o_.plan, loaded_); !s)
     return s;
-  const plan::Plan &p = *loaded.plan;
-
+  const plan::Plan &p = *loaded_.plan;
   // The image input and the labels, as the plan declares them (the
   // evaluation program's sample_weight is the runtime's own).
   const plan::Input *image = nullptr, *labels = nullptr;
@@ -186,299 +281,571 @@ Status runTrainingJob(const JobOptions &o, std::ostream &out,
       image = in;
   }
   if (!image || image->shape()->size() != 4)
-    return Status::error(o.plan + ": graphrun feeds an NHWC image input; the "
-                                  "plan has none");
-  int64_t globalBatch = image->shape()->Get(0);
-  if (o.batchSize > 0 && o.batchSize != globalBatch)
-    return Status::error("--batch-size " + std::to_string(o.batchSize) + ": " +
-                         o.plan + " was compiled for a global batch of " +
-                         std::to_string(globalBatch) +
+    return Status::error(o_.plan + ": graphrun feeds an NHWC image input; "
+                                   "the plan has none");
+  globalBatch_ = image->shape()->Get(0);
+  if (o_.batchSize > 0 && o_.batchSize != globalBatch_)
+    return Status::error("--batch-size " + std::to_string(o_.batchSize) + ": " +
+                         o_.plan + " was compiled for a global batch of " +
+                         std::to_string(globalBatch_) +
                          "; recompile it with graph-import --batch-size " +
-                         std::to_string(o.batchSize) + " and graphc");
-  data::ExampleShape shape{image->shape()->Get(1), image->shape()->Get(2),
-                           image->shape()->Get(3)};
-  int32_t classes = 10;
-  if (labels && labels->shape()->size() == 2)
-    classes = static_cast<int32_t>(labels->shape()->Get(1));
+                         std::to_string(o_.batchSize) + " and graphc");
+  shape_ = {image->shape()->Get(1), image->shape()->Get(2),
+            image->shape()->Get(3)};
+  sparseLabels2d_ = labels && labels->shape()->size() == 2;
+  if (sparseLabels2d_)
+    classes_ = static_cast<int32_t>(labels->shape()->Get(1));
+  // The job's replicas: every worker's, each running its slice of the
+  // program for all of them.
+  int total = placement_.replicas * workerCount();
+  const plan::Program *program = nullptr;
+  if (Status s =
+          findProgram(p, plan::ProgramKind::train, total, o_.plan, program);
+      !s)
+    return workerCount() > 1
+               ? Status::error(std::to_string(workerCount()) + " workers x " +
+                               std::to_string(placement_.replicas) +
+                               " replicas: " + s.message())
+               : s;
+  localBatch_ = globalBatch_ / workerCount();
 
-  // Every output path, before anything trains.
-  for (const auto &[flag, path] :
-       {std::pair{"--save-weights", &o.saveWeights},
-        std::pair{"--metrics", &o.metrics}, std::pair{"--trace", &o.trace}})
-    if (!path->empty())
-      if (Status s = checkOutputFile(flag, *path); !s)
-        return s;
-  if (!o.checkpointDir.empty()) {
-    std::error_code ec;
-    fs::create_directories(o.checkpointDir, ec);
-    if (ec || !fs::is_directory(o.checkpointDir, ec))
-      return Status::error("--checkpoint-dir " + o.checkpointDir +
-                           ": cannot create the directory" +
-                           (ec ? ": " + ec.message() : ""));
+  // Every output path, before anything trains: the chief's outputs, and
+  // each worker's own trace.
+  if (chief_) {
+    for (const auto &[flag, path] :
+         {std::pair{"--save-weights", &o_.saveWeights},
+          std::pair{"--metrics", &o_.metrics}})
+      if (!path->empty())
+        if (Status s = checkOutputFile(flag, *path); !s)
+          return s;
+    if (!o_.checkpointDir.empty()) {
+      std::error_code ec;
+      fs::create_directories(o_.checkpointDir, ec);
+      if (ec || !fs::is_directory(o_.checkpointDir, ec))
+        return Status::error("--checkpoint-dir " + o_.checkpointDir +
+                             ": cannot create the directory" +
+                             (ec ? ": " + ec.message() : ""));
+    }
   }
-
-  SessionOptions so;
-  so.replicas = replicas;
-  so.backend = backend;
-  so.seed = o.seed;
-  so.learningRate = o.learningRate;
-  so.cudaGraph = !o.noCudaGraph;
-  so.timeout = std::chrono::milliseconds(
-      static_cast<int64_t>(o.collectiveTimeoutSeconds * 1000));
-  std::unique_ptr<Session> session;
-  if (Status s = Session::create(loaded, so, session); !s)
-    return s;
+  for (const auto &[flag, path] : {std::pair{"--trace", &o_.trace},
+                                   std::pair{"--data-order", &o_.dataOrder}})
+    if (!path->empty())
+      if (Status s = checkOutputFile(flag, workerPath(*path, workers_.rank()));
+          !s)
+        return s;
 
   // The data: the training set, and the test set now rather than after
   // training when the run evaluates.
   auto checkFits = [&](const data::Dataset &ds) -> Status {
-    if (!(ds.shape == shape))
+    if (!(ds.shape == shape_))
       return Status::error(ds.name + ": examples are " + ds.shape.str() +
-                           ", the plan's input is " + shape.str());
-    if (ds.numClasses != classes && labels && labels->shape()->size() == 2)
+                           ", the plan's input is " + shape_.str());
+    if (ds.numClasses != classes_ && sparseLabels2d_)
       return Status::error(ds.name + ": " + std::to_string(ds.numClasses) +
                            " classes, the plan's labels have " +
-                           std::to_string(classes));
+                           std::to_string(classes_));
     return Status::ok();
   };
-  std::shared_ptr<const data::Dataset> train, test;
-  if (Status s = loadData(o, false, shape, classes, train); !s)
+  if (Status s = loadData(o_, false, shape_, classes_, train_); !s)
     return s;
-  if (Status s = checkFits(*train); !s)
+  if (Status s = checkFits(*train_); !s)
     return s;
-  bool evaluates = o.eval || o.evalEvery > 0;
-  if (evaluates) {
-    if (Status s = loadData(o, true, shape, classes, test); !s)
+  if (o_.eval || o_.evalEvery > 0) {
+    if (Status s = loadData(o_, true, shape_, classes_, test_); !s)
       return Status::error("the test set (--eval): " + s.message());
-    if (Status s = checkFits(*test); !s)
+    if (Status s = checkFits(*test_); !s)
       return Status::error("the test set (--eval): " + s.message());
-    if (test->size() == 0)
-      return Status::error("the test set (--eval): " + test->name +
-                           " holds no example");
+    if (shardSize(test_->size(), workerCount(), workers_.rank()) == 0)
+      return Status::error("the test set (--eval): " + test_->name + " holds " +
+                           std::to_string(test_->size()) +
+                           " examples, none for " +
+                           workers_.name(workers_.rank()));
   }
-  int64_t epochExamples = shardSize(train->size(), o.shardCount, o.shardIndex);
-  if (o.steps != 0 && epochExamples < globalBatch)
-    return Status::error(train->name + ": " + std::to_string(epochExamples) +
-                         " training examples" +
-                         (o.shardCount > 1
-                              ? " in shard " + std::to_string(o.shardIndex) +
-                                    "/" + std::to_string(o.shardCount)
-                              : std::string()) +
-                         ", fewer than one global batch of " +
-                         std::to_string(globalBatch) + ": nothing to train on");
+  // This worker's part of an epoch: its shard of the data.
+  int64_t count = workerCount() > 1 ? workerCount() : o_.shardCount;
+  int64_t index = workerCount() > 1 ? workers_.rank() : o_.shardIndex;
+  epochExamples_ = shardSize(train_->size(), count, index);
+  if (o_.steps != 0 && epochExamples_ < localBatch_) {
+    std::string which =
+        workerCount() > 1
+            ? " for " + workers_.name(workers_.rank()) + " (one shard of " +
+                  std::to_string(workerCount()) + ")"
+        : o_.shardCount > 1 ? " in shard " + std::to_string(o_.shardIndex) +
+                                  "/" + std::to_string(o_.shardCount)
+                            : std::string();
+    return Status::error(
+        train_->name + ": " + std::to_string(epochExamples_) +
+        " training examples" + which + ", fewer than one " +
+        (workerCount() > 1 ? "worker's share of the " : std::string()) +
+        "global batch of " + std::to_string(localBatch_) +
+        ": nothing to train on");
+  }
+  return Status::ok();
+}
 
-  out << "graphrun: " << o.plan << " (model '"
-      << (p.model() ? p.model()->c_str() : "")
-      << "'): " << session->trainProgram().name()->c_str() << " on " << replicas
-      << " " << (backend == Backend::cuda ? "GPU" : "CPU")
-      << " replica(s), backend " << backendName(backend) << ", global batch "
-      << globalBatch << " (" << globalBatch / replicas << " per replica), data "
-      << o.data << " (" << train->size() << " examples"
-      << (o.shardCount > 1 ? ", shard " + std::to_string(o.shardIndex) + "/" +
-                                 std::to_string(o.shardCount) + ": " +
-                                 std::to_string(epochExamples)
-                           : std::string())
-      << ")\n";
-  out.flush();
-
-  // The state a checkpoint records, and a resumed run must match.
-  ckpt::RunState runState;
-  runState.seed = o.seed;
-  runState.globalBatch = globalBatch;
-  runState.epochExamples = epochExamples;
-  runState.data =
-      o.data +
-      (o.shardCount > 1 ? ", shard " + std::to_string(o.shardIndex) + "/" +
-                              std::to_string(o.shardCount)
-                        : std::string()) +
-      (o.noShuffle ? ", file order"
-                   : ", shuffle buffer " + std::to_string(o.shuffleBuffer));
-  std::optional<ckpt::CheckpointManager> checkpoints;
-  bool resumed = false;
-  if (!o.checkpointDir.empty()) {
-    checkpoints.emplace(o.checkpointDir, o.keepCheckpoints);
-    ckpt::LoadedCheckpoint latest;
-    std::vector<std::string> warnings;
-    Status s = checkpoints->findLatest(latest, resumed, warnings);
-    for (const std::string &w : warnings)
-      warn(w);
-    if (!s)
-      return s;
-    if (resumed) {
-      if (Status r = ckpt::CheckpointManager::restore(latest, runState,
-                                                      session->variables());
-          !r)
-        return r;
-      if (Status r = session->setGlobalStep(latest.state.globalStep); !r)
-        return Status::error(latest.path + ": " + r.message());
-      out << "graphrun: resumed from " << latest.path << ": step "
-          << latest.state.globalStep << ", in epoch "
-          << latest.state.epoch() + 1 << " at example "
-          << latest.state.exampleInEpoch() << " of " << epochExamples << "\n";
-      out.flush();
-      if (!o.initWeights.empty())
-        warn("--init-weights " + o.initWeights +
-             ": not applied, the run resumes from its checkpoint");
+Status TrainingJob::compareWorkers() {
+  if (workerCount() < 2)
+    return Status::ok();
+  // Everything that must be the same on every worker, one field a line.
+  std::ostringstream view;
+  view << "plan=" << std::hex
+       << fnv1a(loaded_.bytes.data(), loaded_.bytes.size()) << std::dec << " ("
+       << o_.plan << ")\n"
+       << "replicas per worker=" << placement_.replicas << "\n"
+       << "backend=" << backendName(placement_.backend) << "\n"
+       << "seed=" << o_.seed << "\n"
+       << "steps=" << o_.steps << "\n"
+       << "epochs=" << o_.epochs << "\n"
+       << "learning rate=" << o_.learningRate << "\n"
+       << "shuffle=" << (o_.noShuffle ? -1 : o_.shuffleBuffer) << "\n"
+       << "cache=" << o_.cache << "\n"
+       << "eval=" << o_.eval << "/" << o_.evalEvery << "/" << o_.evalSteps
+       << "\n"
+       << "checkpoint every=" << o_.checkpointEvery << "\n"
+       << "collective timeout=" << o_.collectiveTimeoutSeconds << "\n"
+       << "nan guard=" << o_.nanGuard << "/" << o_.checkNumerics << "\n"
+       << "training data=" << o_.data << ", " << train_->size() << " examples\n"
+       << "test data=" << (test_ ? std::to_string(test_->size()) : "none")
+       << " examples\n";
+  std::vector<std::string> all;
+  if (Status s = workers_.allGather(view.str(), all); !s)
+    return s;
+  auto lines = [](const std::string &text) {
+    std::vector<std::string> out;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);)
+      out.push_back(line);
+    return out;
+  };
+  std::vector<std::string> chief = lines(all[0]);
+  for (int w = 1; w < workerCount(); ++w) {
+    std::vector<std::string> mine = lines(all[w]);
+    for (size_t k = 0; k < std::max(mine.size(), chief.size()); ++k) {
+      std::string a = k < chief.size() ? chief[k] : "",
+                  b = k < mine.size() ? mine[k] : "";
+      if (a != b)
+        return Status::error(
+            "the workers disagree: " + workers_.name(w) + " has " + b + ", " +
+            workers_.name(0) + " has " + a +
+            ": every worker must run the same plan with the same flags and "
+            "the same data");
     }
   }
-  if (!resumed && !o.initWeights.empty())
-    if (Status s = ckpt::loadWeights(o.initWeights, session->variables()); !s)
-      return Status::error("--init-weights: " + s.message());
+  return Status::ok();
+}
 
+std::string TrainingJob::dataDescription() const {
+  std::string shard;
+  if (workerCount() > 1)
+    shard = ", " + std::to_string(workerCount()) + " workers";
+  else if (o_.shardCount > 1)
+    shard = ", shard " + std::to_string(o_.shardIndex) + "/" +
+            std::to_string(o_.shardCount);
+  return o_.data + shard +
+         (o_.noShuffle
+              ? ", file order"
+              : ", shuffle buffer " + std::to_string(o_.shuffleBuffer));
+}
+
+Status TrainingJob::broadcastVariables() {
+  MirroredVariables &vars = session_->variables();
+  std::vector<char> buffer;
+  for (int v = 0; v < vars.count(); ++v) {
+    buffer.resize(static_cast<size_t>(vars.bytes(v)));
+    if (chief_)
+      if (Status s = vars.read(v, buffer.data()); !s)
+        return s;
+    if (Status s = workers_.broadcast(buffer.data(), buffer.size(), 0); !s)
+      return Status::error("sending variable '" + vars.name(v) +
+                           "' from the chief: " + s.message());
+    if (!chief_)
+      if (Status s = vars.write(v, buffer.data()); !s)
+        return s;
+  }
+  return Status::ok();
+}
+
+Status TrainingJob::restoreState(int &reportedBy) {
+  const plan::Plan &p = *loaded_.plan;
+  (void)p;
+  runState_.seed = o_.seed;
+  runState_.globalBatch = globalBatch_;
+  // Each step takes one global batch: the position in an epoch is that of
+  // the job, whose epoch is the whole training set.
+  runState_.epochExamples = workerCount() > 1 ? train_->size() : epochExamples_;
+  runState_.data = dataDescription();
+
+  // The chief alone reads the checkpoint or the weights file: the others
+  // may not even see its directory (another host).
+  Status chiefRead;
+  int64_t step = 0;
+  if (chief_) {
+    if (!o_.checkpointDir.empty()) {
+      checkpoints_.emplace(o_.checkpointDir, o_.keepCheckpoints);
+      ckpt::LoadedCheckpoint latest;
+      std::vector<std::string> warnings;
+      chiefRead = checkpoints_->findLatest(latest, resumed_, warnings);
+      for (const std::string &w : warnings)
+        warn(w);
+      if (chiefRead && resumed_) {
+        chiefRead = ckpt::CheckpointManager::restore(latest, runState_,
+                                                     session_->variables());
+        step = latest.state.globalStep;
+        if (chiefRead)
+          out_ << "graphrun: resumed from " << latest.path << ": step "
+               << latest.state.globalStep << ", in epoch "
+               << latest.state.epoch() + 1 << " at example "
+               << latest.state.exampleInEpoch() << " of "
+               << runState_.epochExamples << "\n";
+        out_.flush();
+        if (chiefRead && !o_.initWeights.empty())
+          warn("--init-weights " + o_.initWeights +
+               ": not applied, the run resumes from its checkpoint");
+      }
+    }
+    if (chiefRead && !resumed_ && !o_.initWeights.empty())
+      if (Status s = ckpt::loadWeights(o_.initWeights, session_->variables());
+          !s)
+        chiefRead = Status::error("--init-weights: " + s.message());
+  }
+  if (Status s = agree(workers_, chiefRead, reportedBy); !s)
+    return s;
+
+  if (workerCount() > 1) {
+    // The chief's state, to every worker: whether it resumed, its step,
+    // and (when it read anything) every variable.
+    int64_t header[2] = {resumed_ ? 1 : 0, step};
+    if (Status s = workers_.broadcast(header, sizeof header, 0); !s) {
+      reportedBy = workers_.rank();
+      return s;
+    }
+    resumed_ = header[0] != 0;
+    step = header[1];
+    if (resumed_ || !o_.initWeights.empty())
+      if (Status s = broadcastVariables(); !s) {
+        reportedBy = workers_.rank();
+        return s;
+      }
+    // Same initial weights on every worker: the name-keyed initializers
+    // give them, the broadcast above too; a different build or data type
+    // would not, and would fail here rather than train apart.
+    MirroredVariables &vars = session_->variables();
+    uint64_t h = 1469598103934665603ULL;
+    std::vector<char> buffer;
+    for (int v = 0; v < vars.count(); ++v) {
+      buffer.resize(static_cast<size_t>(vars.bytes(v)));
+      if (Status s = vars.read(v, buffer.data()); !s)
+        return s;
+      h = fnv1a(buffer.data(), buffer.size(), h);
+    }
+    std::vector<std::string> hashes;
+    if (Status s = workers_.allGather(std::to_string(h), hashes); !s) {
+      reportedBy = workers_.rank();
+      return s;
+    }
+    for (int w = 1; w < workerCount(); ++w)
+      if (hashes[w] != hashes[0]) {
+        reportedBy = 0;
+        return Status::error(
+            "the workers' initial variables differ: " + workers_.name(w) +
+            " has other values than " + workers_.name(0) +
+            " (a different graphrun build?)");
+      }
+  }
+  if (Status s = session_->setGlobalStep(step); !s) {
+    reportedBy = workers_.rank();
+    return s;
+  }
+  return Status::ok();
+}
+
+Status TrainingJob::setUp(int &reportedBy) {
+  reportedBy = workers_.rank();
+  // Phase 1.
+  Status local = checkLocally();
+  if (Status s = agree(workers_, local, reportedBy); !s)
+    return s;
+  // Phase 2: every worker computes the same verdict; the chief reports it.
+  if (Status s = compareWorkers(); !s) {
+    reportedBy = 0;
+    return s;
+  }
+
+  // Phase 3.
+  SessionOptions so;
+  so.replicas = placement_.replicas;
+  so.workers = &workers_;
+  so.backend = placement_.backend;
+  so.seed = o_.seed;
+  so.learningRate = o_.learningRate;
+  so.cudaGraph = !o_.noCudaGraph;
+  so.timeout = std::chrono::milliseconds(
+      static_cast<int64_t>(o_.collectiveTimeoutSeconds * 1000));
+  Status created = Session::create(loaded_, so, session_);
+  if (Status s = agree(workers_, created, reportedBy); !s)
+    return s;
+  const plan::Plan &p = *loaded_.plan;
+  Backend backend = placement_.backend;
+  out_ << "graphrun: " << o_.plan << " (model '"
+       << (p.model() ? p.model()->c_str() : "")
+       << "'): " << session_->trainProgram().name()->c_str() << " on "
+       << (workerCount() > 1 ? std::to_string(workerCount()) + " workers x " +
+                                   std::to_string(placement_.replicas)
+                             : std::to_string(placement_.replicas))
+       << " " << (backend == Backend::cuda ? "GPU" : "CPU")
+       << " replica(s), backend " << backendName(backend) << ", global batch "
+       << globalBatch_ << " (" << globalBatch_ / session_->totalReplicas()
+       << " per replica), data " << o_.data << " (" << train_->size()
+       << " examples";
+  if (workerCount() > 1)
+    out_ << ", each worker its shard of about " << epochExamples_;
+  else if (o_.shardCount > 1)
+    out_ << ", shard " << o_.shardIndex << "/" << o_.shardCount << ": "
+         << epochExamples_;
+  out_ << ")\n";
+  out_.flush();
+  return restoreState(reportedBy);
+}
+
+Status TrainingJob::evaluate(int64_t step, bool final) {
+  if (step != lastEvalStep_) {
+    // Every worker its shard of the test set, the last batch padded and its
+    // padding weighted 0: every test example once, over all workers.
+    data::Pipeline evalPipeline(test_);
+    if (workerCount() > 1)
+      evalPipeline.shard(workerCount(), workers_.rank());
+    evalPipeline
+        .batch(localBatch_, session_->labelFormat(), data::Remainder::pad)
+        .prefetch(o_.prefetch);
+    std::unique_ptr<data::BatchIterator> evalBatches;
+    if (Status s = evalPipeline.open(evalBatches); !s)
+      return s;
+    if (Status s = session_->evaluate(*evalBatches, lastEval_, o_.evalSteps);
+        !s)
+      return s;
+    lastEvalStep_ = step;
+    if (metrics_)
+      metrics_->writeEvaluation(step, lastEval_.names, lastEval_.values);
+  }
+  std::string line =
+      final ? "eval:" : "eval at step " + std::to_string(step) + ":";
+  // Below the progress bar's open line, which the next step redraws.
+  if (showProgress_ && !final)
+    line = "\n" + line;
+  for (size_t i = 0; i < lastEval_.names.size(); ++i) {
+    char buf[128];
+    std::snprintf(buf, sizeof buf, "%s %s = %.6f", i ? "," : "",
+                  lastEval_.names[i].c_str(), lastEval_.values[i]);
+    line += buf;
+  }
+  out_ << line << " (" << lastEval_.examples << " of " << test_->size()
+       << " test examples, " << lastEval_.batches << " batches of "
+       << localBatch_
+       << (workerCount() > 1
+               ? " over " + std::to_string(workerCount()) + " workers"
+               : std::string())
+       << ")\n";
+  out_.flush();
+  return Status::ok();
+}
+
+Status TrainingJob::run() {
+  const plan::Plan &p = *loaded_.plan;
   // --cache-on-device: the training set goes to the devices once and the
   // pipeline hands out only positions; the same shuffle draws them, so the
   // batches are those of a run without the flag.
-  if (o.cacheOnDevice)
-    if (Status s = session->cacheTrainingData(train); !s)
+  if (o_.cacheOnDevice)
+    if (Status s = session_->cacheTrainingData(train_); !s)
       return Status::error("--cache-on-device: " + s.message());
 
   // Steps still to run: a resumed run trains up to the requested total.
-  int64_t stepsPerEpoch = epochExamples / globalBatch;
-  int64_t epochs = std::max<int64_t>(1, o.epochs);
-  if (o.steps < 0 && epochs > INT64_MAX / std::max<int64_t>(1, epochExamples))
-    return Status::error("--epochs " + std::to_string(o.epochs) +
-                         ": too many passes over " +
-                         std::to_string(epochExamples) + " examples");
+  // An epoch is the job's pass over the training set: every worker takes
+  // its shard's share of it each step.
+  int64_t jobEpoch = workerCount() > 1 ? train_->size() : epochExamples_;
+  int64_t stepsPerEpoch = jobEpoch / globalBatch_;
+  int64_t epochs = std::max<int64_t>(1, o_.epochs);
+  if (o_.steps < 0 && epochs > INT64_MAX / std::max<int64_t>(1, jobEpoch))
+    return Status::error("--epochs " + std::to_string(o_.epochs) +
+                         ": too many passes over " + std::to_string(jobEpoch) +
+                         " examples");
   int64_t totalSteps =
-      o.steps >= 0 ? o.steps : epochExamples * epochs / globalBatch;
-  int64_t remaining = std::max<int64_t>(0, totalSteps - session->globalStep());
-  if (resumed && remaining == 0)
-    out << "graphrun: the checkpoint is at step " << session->globalStep()
-        << " of " << totalSteps << ": nothing left to train\n";
+      o_.steps >= 0 ? o_.steps : jobEpoch * epochs / globalBatch_;
+  int64_t remaining = std::max<int64_t>(0, totalSteps - session_->globalStep());
+  if (resumed_ && remaining == 0)
+    out_ << "graphrun: the checkpoint is at step " << session_->globalStep()
+         << " of " << totalSteps << ": nothing left to train\n";
 
-  data::Pipeline pipeline(train);
-  if (o.shardCount > 1)
-    pipeline.shard(o.shardCount, o.shardIndex);
-  if (o.cache)
+  // This worker's pipeline: its shard (before the shuffle, as the
+  // multi-worker tutorial shards), shuffled with a seed of its own.
+  data::Pipeline pipeline(train_);
+  uint64_t shuffleSeed = o_.seed;
+  if (workerCount() > 1) {
+    pipeline.shard(workerCount(), workers_.rank());
+    shuffleSeed =
+        data::mixSeed(o_.seed, static_cast<uint64_t>(workers_.rank()));
+  } else if (o_.shardCount > 1) {
+    pipeline.shard(o_.shardCount, o_.shardIndex);
+  }
+  if (o_.cache)
     pipeline.cache();
-  if (!o.noShuffle)
-    pipeline.shuffle(o.shuffleBuffer, o.seed);
-  pipeline.repeat(o.steps >= 0 ? data::Pipeline::kForever : epochs);
-  if (o.cacheOnDevice)
-    pipeline.batchIndices(globalBatch);
+  if (!o_.noShuffle)
+    pipeline.shuffle(o_.shuffleBuffer, shuffleSeed);
+  // Several workers run the same number of steps whatever their shards'
+  // sizes: no worker may run out of batches before the others.
+  pipeline.repeat(o_.steps >= 0 || workerCount() > 1 ? data::Pipeline::kForever
+                                                     : epochs);
+  if (o_.cacheOnDevice)
+    pipeline.batchIndices(localBatch_);
   else
-    pipeline.batch(globalBatch, session->labelFormat());
-  pipeline.prefetch(o.prefetch);
+    pipeline.batch(localBatch_, session_->labelFormat());
+  pipeline.prefetch(o_.prefetch);
   // A resumed run starts the pipeline where the checkpointed run stopped:
   // the same seed gives the same batches, and the pipeline seeks to the
   // batch without reading the ones before it.
   std::unique_ptr<data::BatchIterator> batches;
-  if (Status s = pipeline.open(batches, session->globalStep()); !s)
-    return Status::error(train->name + ": " + s.message());
+  if (Status s = pipeline.open(batches, session_->globalStep()); !s)
+    return Status::error(train_->name + ": " + s.message());
 
-  std::ofstream metricsFile;
-  std::unique_ptr<MetricsFileHook> metrics;
-  if (!o.metrics.empty()) {
+  if (chief_ && !o_.metrics.empty()) {
     // A resumed run continues the killed run's log.
-    metricsFile.open(o.metrics, resumed ? std::ios::app : std::ios::trunc);
-    if (!metricsFile)
-      return Status::error(o.metrics + ": cannot write the metrics file");
-    metrics = std::make_unique<MetricsFileHook>(o.logEvery, metricsFile);
+    metricsFile_.open(o_.metrics, resumed_ ? std::ios::app : std::ios::trunc);
+    if (!metricsFile_)
+      return Status::error(o_.metrics + ": cannot write the metrics file");
+    metrics_ = std::make_unique<MetricsFileHook>(o_.logEvery, metricsFile_);
   }
-
-  bool showProgress = o.progress && &out == &std::cout && ::isatty(1);
-
-  // One evaluation routine for --eval-every and the final --eval: every
-  // test example once, the last batch padded and its padding weighted 0.
-  EvalResult lastEval;
-  int64_t lastEvalStep = -1;
-  auto evaluate = [&](int64_t step, bool final) -> Status {
-    if (step != lastEvalStep) {
-      data::Pipeline evalPipeline(test);
-      evalPipeline
-          .batch(globalBatch, session->labelFormat(), data::Remainder::pad)
-          .prefetch(o.prefetch);
-      std::unique_ptr<data::BatchIterator> evalBatches;
-      if (Status s = evalPipeline.open(evalBatches); !s)
-        return s;
-      if (Status s = session->evaluate(*evalBatches, lastEval, o.evalSteps); !s)
-        return s;
-      lastEvalStep = step;
-      if (metrics)
-        metrics->writeEvaluation(step, lastEval.names, lastEval.values);
-    }
-    std::string line =
-        final ? "eval:" : "eval at step " + std::to_string(step) + ":";
-    // Below the progress bar's open line, which the next step redraws.
-    if (showProgress && !final)
-      line = "\n" + line;
-    for (size_t i = 0; i < lastEval.names.size(); ++i) {
-      char buf[128];
-      std::snprintf(buf, sizeof buf, "%s %s = %.6f", i ? "," : "",
-                    lastEval.names[i].c_str(), lastEval.values[i]);
-      line += buf;
-    }
-    out << line << " (" << lastEval.examples << " of " << test->size()
-        << " test examples, " << lastEval.batches << " batches of "
-        << globalBatch << ")\n";
-    out.flush();
-    return Status::ok();
-  };
+  showProgress_ = chief_ && o_.progress && &out_ == &std::cout && ::isatty(1);
 
   // Hooks run in this order after each step and at the end. The NaN guard
   // comes first, so that no later hook (a checkpoint above all) sees a step
   // that diverged; the progress bar, which replaces the log lines on a
   // terminal, comes before the step timer, so that it ends its line before
-  // the timer's summary.
+  // the timer's summary. The chief alone logs, times, writes metrics and
+  // checkpoints; every worker evaluates (its shard) and guards.
   std::vector<Hook *> hooks;
   std::unique_ptr<NanGuardHook> nanGuard;
-  if (o.nanGuard) {
+  if (o_.nanGuard) {
     nanGuard = std::make_unique<NanGuardHook>(
-        session->variables(), o.checkNumerics ? NanGuardHook::Mode::everyTensor
-                                              : NanGuardHook::Mode::outputs);
+        session_->variables(), o_.checkNumerics
+                                   ? NanGuardHook::Mode::everyTensor
+                                   : NanGuardHook::Mode::outputs);
     hooks.push_back(nanGuard.get());
   }
   std::unique_ptr<ProgressBarHook> progress;
   std::unique_ptr<LoggerHook> logger;
-  if (showProgress) {
-    progress = std::make_unique<ProgressBarHook>(out, remaining);
-    hooks.push_back(progress.get());
-  } else {
-    logger = std::make_unique<LoggerHook>(o.logEvery, out);
-    hooks.push_back(logger.get());
+  std::unique_ptr<StepTimerHook> timer;
+  if (chief_) {
+    if (showProgress_) {
+      progress = std::make_unique<ProgressBarHook>(out_, remaining);
+      hooks.push_back(progress.get());
+    } else {
+      logger = std::make_unique<LoggerHook>(o_.logEvery, out_);
+      hooks.push_back(logger.get());
+    }
+    timer = std::make_unique<StepTimerHook>(o_.warmup, out_);
+    hooks.push_back(timer.get());
+    if (metrics_)
+      hooks.push_back(metrics_.get());
   }
-  StepTimerHook timer(o.warmup, out);
-  hooks.push_back(&timer);
-  if (metrics)
-    hooks.push_back(metrics.get());
   std::unique_ptr<EvaluationHook> evalHook;
-  if (o.evalEvery > 0) {
+  if (o_.evalEvery > 0) {
     evalHook = std::make_unique<EvaluationHook>(
-        o.evalEvery, [&](int64_t step) { return evaluate(step, false); });
+        o_.evalEvery, [&](int64_t step) { return evaluate(step, false); });
     hooks.push_back(evalHook.get());
   }
   std::unique_ptr<ckpt::CheckpointHook> checkpointHook;
-  if (checkpoints) {
-    int64_t every = o.checkpointEvery >= 0 ? o.checkpointEvery : stepsPerEpoch;
+  if (checkpoints_) {
+    int64_t every =
+        o_.checkpointEvery >= 0 ? o_.checkpointEvery : stepsPerEpoch;
     checkpointHook = std::make_unique<ckpt::CheckpointHook>(
-        *checkpoints, session->variables(), every, runState);
+        *checkpoints_, session_->variables(), every, runState_);
     hooks.push_back(checkpointHook.get());
   }
   std::unique_ptr<TraceHook> trace;
-  if (!o.trace.empty()) {
-    trace = std::make_unique<TraceHook>(o.trace);
+  if (!o_.trace.empty()) {
+    trace = std::make_unique<TraceHook>(workerPath(o_.trace, workers_.rank()));
     hooks.push_back(trace.get());
   }
+  std::ofstream dataOrderFile;
+  std::unique_ptr<DataOrderHook> dataOrder;
+  if (!o_.dataOrder.empty()) {
+    std::string path = workerPath(o_.dataOrder, workers_.rank());
+    dataOrderFile.open(path, resumed_ ? std::ios::app : std::ios::trunc);
+    if (!dataOrderFile)
+      return Status::error("--data-order " + path + ": cannot write it");
+    dataOrder = std::make_unique<DataOrderHook>(dataOrderFile);
+    hooks.push_back(dataOrder.get());
+  }
 
-  if (Status s = session->train(*batches, remaining, hooks); !s)
+  if (Status s = session_->train(*batches, remaining, hooks); !s)
     return s;
   batches.reset();
 
-  if (o.eval)
-    if (Status s = evaluate(session->globalStep(), true); !s)
+  if (o_.eval)
+    if (Status s = evaluate(session_->globalStep(), true); !s)
       return s;
-  if (!o.saveWeights.empty()) {
+  if (chief_ && !o_.saveWeights.empty()) {
     // Nothing run-specific (no step, no time): the same weights give the
     // same file, so runs compare with cmp.
     std::map<std::string, std::string> metadata{
         {"model", p.model() ? p.model()->str() : ""}};
     if (Status s =
-            ckpt::saveWeights(o.saveWeights, session->variables(), metadata);
+            ckpt::saveWeights(o_.saveWeights, session_->variables(), metadata);
         !s)
       return Status::error("--save-weights: " + s.message());
   }
-  out.flush();
+  out_.flush();
   return Status::ok();
+}
+
+} // namespace
+
+Status runTrainingJob(const JobOptions &o, std::ostream &out,
+                      std::ostream &err) {
+  std::unique_ptr<Workers> workers;
+  if (launchedAsWorker()) {
+    if (Status s = joinWorkers(std::chrono::milliseconds(static_cast<int64_t>(
+                                   o.collectiveTimeoutSeconds * 1000)),
+                               workers);
+        !s)
+      return s;
+  } else {
+    workers = singleWorker();
+  }
+  // Workers on one host share its cores rather than each taking them all.
+  int here = 0;
+  for (int w = 0; w < workers->size(); ++w)
+    here += workers->host(w) == workers->host(workers->rank());
+  cpu::shareCoresWith(here);
+  reference::registerReferenceKernels();
+  cpu::registerCpuKernels();
+#ifdef GRAPH_HAVE_CUDA
+  cuda::registerCudaBackend();
+#endif
+  auto named = [&](const Status &s) {
+    return workers->size() > 1 ? Status::error(workers->name(workers->rank()) +
+                                               ": " + s.message())
+                               : s;
+  };
+
+  TrainingJob job(o, *workers, out, err);
+  int reportedBy = 0;
+  if (Status s = job.setUp(reportedBy); !s) {
+    // Every worker knows; one says it. An empty message tells graphrun's
+    // main to exit non-zero without printing.
+    if (reportedBy != workers->rank())
+      return Status::error("");
+    return workers->size() > 1 && reportedBy != 0 ? named(s) : s;
+  }
+  Status s = job.run();
+  if (!s && workers->size() > 1) {
+    // The others may be waiting in a collective for this worker: say why,
+    // then end the job.
+    out.flush();
+    err << "graphrun: error: " << named(s).message() << "\n";
+    err.flush();
+    workers->abort(1);
+  }
+  return s;
 }
 
 } // namespace graph::runtime::job

@@ -69,6 +69,9 @@ struct JobOptions {
   std::string initWeights;
   std::string saveWeights;
   std::string trace;
+  /// Write every step's examples (their source positions) here; with
+  /// several workers each writes its own (".rank<r>" before the extension).
+  std::string dataOrder;
   bool progress = true;
   /// The NaN guard: off, or on the step's outputs (the default), or also on
   /// every variable after every step (--check-numerics).

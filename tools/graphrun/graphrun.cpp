@@ -188,7 +188,13 @@ int main(int argc, char **argv) {
                  "write the model weights to this safetensors file at the "
                  "end");
   app.add_option("--trace", o.trace,
-                 "write a Chrome/Perfetto trace of the steps to this file");
+                 "write a Chrome/Perfetto trace of the steps to this file "
+                 "(each worker of a job its own: .rank<r> before the "
+                 "extension)");
+  app.add_option("--data-order", o.dataOrder,
+                 "write the source position of every example each step "
+                 "trains on to this file, a line a step (each worker its "
+                 "own)");
   bool noProgress = false, noNanGuard = false;
   app.add_flag("--no-progress", noProgress,
                "log lines (--log-every) instead of the progress bar a "
@@ -208,7 +214,9 @@ int main(int argc, char **argv) {
   Status s = graph::runtime::job::runTrainingJob(o, std::cout, std::cerr);
   std::cout.flush();
   if (!s) {
-    std::cerr << "graphrun: error: " << s.message() << "\n";
+    // An empty message: another worker of the job reports the fault.
+    if (!s.message().empty())
+      std::cerr << "graphrun: error: " << s.message() << "\n";
     return 1;
   }
   return 0;

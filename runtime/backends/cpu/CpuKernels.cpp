@@ -5,6 +5,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <mutex>
 
 namespace graph::runtime::cpu {
@@ -17,6 +18,11 @@ int processThreads() {
   return threads;
 }
 } // namespace
+
+void shareCoresWith(int processes) {
+  if (processes > 1 && !std::getenv("OMP_NUM_THREADS"))
+    omp_set_num_threads(std::max(1, omp_get_max_threads() / processes));
+}
 
 int threadsPerReplica(int replicas) {
   return std::max(1, processThreads() / std::max(1, replicas));

@@ -29,6 +29,11 @@ void registerCpuKernels();
 /// least one.
 int threadsPerReplica(int replicas);
 
+/// With `processes` workers of a job on this host, this process takes an
+/// equal share of the cores, unless OMP_NUM_THREADS says otherwise (or a
+/// launcher bound it to fewer). Call before registerCpuKernels().
+void shareCoresWith(int processes);
+
 /// Sets the calling thread's OpenMP team size for a kernel of `ctx`'s
 /// replica. Cheap; every cpu kernel calls it first.
 void useReplicaThreads(const KernelContext &ctx);
