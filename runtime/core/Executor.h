@@ -107,6 +107,9 @@ struct ExecutorOptions {
   /// CUDA: the physical GPUs to spread the logical devices over, round
   /// robin (0: all present). Tests set 1 to put two logical GPUs on one.
   int maxPhysicalDevices = 0;
+  /// CUDA: the first physical GPU this process uses; workers that share a
+  /// host take disjoint ranges (NCCL refuses one GPU in two ranks).
+  int firstPhysicalDevice = 0;
   /// The job's workers (null: this process is the whole job). A program
   /// for N replicas then runs N / W of them here: replicas [rank * N / W,
   /// (rank + 1) * N / W), on this process's devices 0..N / W - 1, and its

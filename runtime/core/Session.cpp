@@ -63,6 +63,7 @@ ExecutorOptions SessionOptions::executorOptions() const {
   eo.learningRate = learningRate;
   eo.cudaGraph = cudaGraph;
   eo.maxPhysicalDevices = maxPhysicalDevices;
+  eo.firstPhysicalDevice = firstPhysicalDevice;
   return eo;
 }
 

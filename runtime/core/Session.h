@@ -115,9 +115,10 @@ struct SessionOptions {
   /// Overrides the plan's learning rate (negative: keep it).
   double learningRate = -1;
   /// CUDA: replay the step as a CUDA graph; the physical GPUs to use (0:
-  /// all). See ExecutorOptions.
+  /// all) and the first of them. See ExecutorOptions.
   bool cudaGraph = true;
   int maxPhysicalDevices = 0;
+  int firstPhysicalDevice = 0;
 
   /// The options of the executors this session creates.
   ExecutorOptions executorOptions() const;

@@ -38,6 +38,7 @@
 
 #include <climits>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -213,6 +214,7 @@ private:
   int workerCount() const { return workers_.size(); }
   /// The checks of phase 1, on this worker alone.
   Status checkLocally();
+  Status chooseGpus();
   /// Phase 2: every worker's view of the job, compared with the chief's.
   Status compareWorkers();
   /// Phase 3's state: the chief's checkpoint or --init-weights, sent to
@@ -230,6 +232,7 @@ private:
   std::ostream &err_;
 
   Placement placement_;
+  int firstGpu_ = 0; // this worker's first GPU on its host
   LoadedPlan loaded_;
   int64_t globalBatch_ = 0, localBatch_ = 0;
   data::ExampleShape shape_;
@@ -249,6 +252,38 @@ private:
   int64_t lastEvalStep_ = -1;
 };
 
+/// Workers that share a host take disjoint GPUs of it, in rank order
+/// (NCCL refuses one GPU in two ranks), unless the launcher already gave
+/// each its own through CUDA_VISIBLE_DEVICES (Slurm's --gpus-per-task, one
+/// MPI Operator pod per worker).
+Status TrainingJob::chooseGpus() {
+  if (placement_.backend != Backend::cuda)
+    return Status::ok();
+  const std::string &host = workers_.host(workers_.rank());
+  int here = 0, before = 0;
+  for (int w = 0; w < workerCount(); ++w)
+    if (workers_.host(w) == host) {
+      ++here;
+      before += w < workers_.rank();
+    }
+  if (here == 1)
+    return Status::ok();
+  int present = physicalDeviceCount(Backend::cuda);
+  if (present >= here * placement_.replicas) {
+    firstGpu_ = before * placement_.replicas;
+    return Status::ok();
+  }
+  if (std::getenv("CUDA_VISIBLE_DEVICES"))
+    return Status::ok();
+  return Status::error(
+      std::to_string(here) + " workers on host " + host + " with --gpus " +
+      std::to_string(placement_.replicas) + " each need " +
+      std::to_string(here * placement_.replicas) + " GPUs; it has " +
+      std::to_string(present) +
+      ": start fewer workers per host, or give each its own GPUs with "
+      "CUDA_VISIBLE_DEVICES");
+}
+
 Status TrainingJob::checkLocally() {
   if (o_.shardCount < 1 || o_.shardIndex < 0 || o_.shardIndex >= o_.shardCount)
     return Status::error("--shard " + std::to_string(o_.shardIndex) + "/" +
@@ -260,6 +295,8 @@ Status TrainingJob::checkLocally() {
                          ": a job of several workers shards the data by "
                          "worker itself; drop --shard");
   if (Status s = choosePlacement(o_, placement_); !s)
+    return s;
+  if (Status s = chooseGpus(); !s)
     return s;
   Backend backend = placement_.backend;
   if (KernelRegistry::global().names(backend).empty())
@@ -579,6 +616,7 @@ Status TrainingJob::setUp(int &reportedBy) {
   so.seed = o_.seed;
   so.learningRate = o_.learningRate;
   so.cudaGraph = !o_.noCudaGraph;
+  so.firstPhysicalDevice = firstGpu_;
   so.timeout = std::chrono::milliseconds(
       static_cast<int64_t>(o_.collectiveTimeoutSeconds * 1000));
   Status created = Session::create(loaded_, so, session_);

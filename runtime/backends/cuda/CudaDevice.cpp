@@ -1075,7 +1075,12 @@ Status CudaDeviceSet::create(int logical, const ExecutorOptions &options,
   if (logical < 1)
     return Status::error("cuda: need at least one logical GPU, asked for " +
                          std::to_string(logical));
-  int physical = present;
+  int first = options.firstPhysicalDevice;
+  if (first < 0 || first >= present)
+    return Status::error("cuda: GPU " + std::to_string(first) +
+                         " asked for, but this process sees " +
+                         std::to_string(present) + " GPU(s)");
+  int physical = present - first;
   if (options.maxPhysicalDevices > 0)
     physical = std::min(physical, options.maxPhysicalDevices);
   physical = std::min(physical, logical);
@@ -1093,7 +1098,7 @@ Status CudaDeviceSet::create(int logical, const ExecutorOptions &options,
   set->physicalGpus_ = physical;
   for (int d = 0; d < logical; ++d) {
     std::unique_ptr<CudaDevice> device;
-    if (Status s = CudaDevice::create(d, d % physical, device); !s)
+    if (Status s = CudaDevice::create(d, first + d % physical, device); !s)
       return Status::error("cuda:" + std::to_string(d) + ": " + s.message());
     set->devices_.push_back(std::move(device));
   }

@@ -106,8 +106,9 @@ private:
 /// The logical GPUs of one run and their collective.
 class CudaDeviceSet final : public DeviceSet {
 public:
-  /// `logical` logical GPUs over the physical ones (at most
-  /// `options.maxPhysicalDevices` when positive), round robin.
+  /// `logical` logical GPUs over the physical ones from
+  /// `options.firstPhysicalDevice` (at most `options.maxPhysicalDevices`
+  /// when positive), round robin.
   static Status create(int logical, const ExecutorOptions &options,
                        std::shared_ptr<DeviceSet> &out);
 
