@@ -1,10 +1,11 @@
 """Injects a fault into one worker of a running multi-worker job.
 
-  fault.py kill|stop RANK CKPT_DIR DEADLINE -- mpirun ... graphrun ...
+  fault.py kill|stop|interrupt RANK CKPT_DIR DEADLINE -- mpirun ... graphrun ...
 
 Starts the job, waits until its chief has written a checkpoint in CKPT_DIR
 (so the fault lands mid-run), then sends worker RANK SIGKILL (kill) or
-SIGSTOP (stop). It then waits for the job to end, at most DEADLINE seconds
+SIGSTOP (stop), or sends mpirun itself SIGINT (interrupt: Ctrl-C in the
+terminal that started the job; RANK is then ignored). It then waits for the job to end, at most DEADLINE seconds
 after the fault, and prints what a user would want to know:
 
   fault: SIGKILL to worker 1 (pid 1234) after ckpt-20.safetensors
@@ -68,7 +69,8 @@ def main():
     mode, rank, ckpt_dir, deadline = sys.argv[1], sys.argv[2], sys.argv[3], \
         float(sys.argv[4])
     if sys.argv[5] != "--":
-        sys.exit("usage: fault.py kill|stop RANK CKPT_DIR DEADLINE -- CMD...")
+        sys.exit("usage: fault.py kill|stop|interrupt RANK CKPT_DIR DEADLINE "
+                 "-- CMD...")
     command = sys.argv[6:]
     log = open(ckpt_dir + ".log", "w+b")
     job = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
@@ -93,9 +95,13 @@ def main():
     if not target:
         job.kill()
         sys.exit(f"no graphrun process of rank {rank} among {workers}")
-    sig = signal.SIGKILL if mode == "kill" else signal.SIGSTOP
-    os.kill(target[0], sig)
-    print(f"fault: {sig.name} to worker {rank} after {done[-1]}")
+    if mode == "interrupt":
+        os.kill(job.pid, signal.SIGINT)
+        print(f"fault: SIGINT to mpirun after {done[-1]}")
+    else:
+        sig = {"kill": signal.SIGKILL, "stop": signal.SIGSTOP}[mode]
+        os.kill(target[0], sig)
+        print(f"fault: {sig.name} to worker {rank} after {done[-1]}")
     try:
         status = job.wait(timeout=deadline)
         print(f"job: exit status {status} within the deadline")
