@@ -4,6 +4,8 @@
 //   step_begin      first op of the program;
 //   forward_begin   right before r's first compute launch;
 //   backward_begin  right before r's first gradient launch (train only);
+//   backward_end    right before r's first wait for a reduction, where
+//                   what the all-reduce did not hide begins (train only);
 //   update_begin    right before r's first optimizer_update (train only);
 //   step_end        last op of the program;
 // and on <comm, r>, when the program has all-reduces (N > 1):
@@ -18,8 +20,8 @@
 // (softmax_cross_entropy, which also yields the logits' gradient) counts as
 // forward, so backward begins with the first op that propagates a gradient
 // back through a layer. A train program whose device has no gradient or no
-// update launch gets those marks at the next phase's mark, so every train
-// program has all five compute marks in order.
+// update launch, or waits for no reduction, gets those marks at the next
+// phase's mark, so every train program has all six compute marks in order.
 //
 // Programs that already have timestamps are left alone (idempotence).
 //
@@ -50,6 +52,7 @@ namespace {
 struct DeviceMarks {
   Operation *forward = nullptr;
   Operation *backward = nullptr;
+  Operation *reduced = nullptr; // the first wait for a reduction
   Operation *update = nullptr;
 };
 
@@ -76,6 +79,16 @@ struct InsertTimestampsPass
         if (!firstReduce)
           firstReduce = reduce;
         lastReduce = reduce;
+        continue;
+      }
+      if (auto wait = dyn_cast<exec::WaitOp>(op)) {
+        auto record = wait.getEvent().getDefiningOp<exec::RecordOp>();
+        int64_t device = wait.getStream().getDevice();
+        if (record && record.getStream().getKind() == exec::StreamKind::comm &&
+            wait.getStream().getKind() == exec::StreamKind::compute &&
+            device >= 0 && device < replicas && marks[device].backward &&
+            !marks[device].reduced)
+          marks[device].reduced = wait;
         continue;
       }
       auto launch = dyn_cast<exec::LaunchOp>(op);
@@ -129,8 +142,10 @@ struct InsertTimestampsPass
         continue;
       // A missing phase starts where the next one does.
       Operation *update = m.update;
-      Operation *backward = m.backward ? m.backward : update;
+      Operation *reduced = m.reduced ? m.reduced : update;
+      Operation *backward = m.backward ? m.backward : reduced;
       mark("backward_begin", compute(r), backward);
+      mark("backward_end", compute(r), reduced);
       mark("update_begin", compute(r), update);
     }
     for (int64_t r = 0; r < replicas; ++r)

@@ -9,13 +9,16 @@
 //
 // Overlap of the all-reduce with backward: each bucket's gradients are
 // written in place into views of the bucket. At replica r's `dist.pack` (right
-// after the bucket's last producer) <compute, r> records an event that
-// <comm, r> waits on; at the `dist.all_reduce` the comm streams reduce and
+// after the bucket's last producer) <compute, r> records an event; at the
+// `dist.all_reduce` <comm, r> waits for it, the comm streams reduce, and they
 // record the event <compute, r> waits on only right before its first op that
 // touches the bucket again (the optimizer update). So the rest of backward
-// runs while the bucket is reduced, on every replica: recording at the
-// all-reduce instead would make replica 0's comm stream wait for all of
-// replica 0's backward, which precedes replica 1's in program order.
+// runs while the bucket is reduced, on every replica. Both placements
+// matter, since replica 0's backward precedes replica 1's in program order:
+// recording at the all-reduce would make the event mark the end of replica
+// 0's whole backward, and waiting at the pack would queue every bucket's
+// wait on <comm, 0> ahead of the first reduction, which then starts only
+// after replica 0's last bucket.
 //
 //===----------------------------------------------------------------------===//
 
@@ -256,8 +259,9 @@ private:
   /// Bucket alloc -> the comm stream's event its reduction ends with, until
   /// the compute stream has waited for it.
   llvm::DenseMap<Value, Value> pendingReductions;
-  /// Buffers the comm stream may reduce (compute has recorded they are done).
-  llvm::DenseSet<Value> handedToComm;
+  /// Buffers the comm stream may reduce: the event compute recorded once it
+  /// was done with them, which the comm stream waits for at the all-reduce.
+  llvm::DenseMap<Value, Value> handedToComm;
   int64_t nextBucket = 0;
 };
 
@@ -393,11 +397,8 @@ void StepLowering::waitForReductions(int64_t device, ValueRange touched) {
 
 void StepLowering::handToComm(Value buffer, int64_t device, Location loc) {
   waitForReductions(device, buffer);
-  Value produced = exec::RecordOp::create(
+  handedToComm[rootBuffer(buffer)] = exec::RecordOp::create(
       builder, loc, stream(exec::StreamKind::compute, device));
-  exec::WaitOp::create(builder, loc, produced,
-                       stream(exec::StreamKind::comm, device));
-  handedToComm.insert(rootBuffer(buffer));
 }
 
 LogicalResult StepLowering::lowerLaunch(Operation *op) {
@@ -452,9 +453,8 @@ LogicalResult StepLowering::lowerPack(dist::PackOp pack) {
     offset += type.getNumElements();
   }
   buffers[pack.getBucket()] = bucket;
-  // The comm stream may reduce the bucket once the compute stream has filled
-  // it: here, not at the all-reduce, which comes after the other replicas'
-  // backward in program order.
+  // The compute stream marks the bucket filled here, not at the all-reduce,
+  // which comes after the other replicas' backward in program order.
   if (llvm::any_of(pack->getUsers(), llvm::IsaPred<dist::AllReduceOp>))
     handToComm(bucket, device, pack.getLoc());
   return success();
@@ -484,10 +484,14 @@ LogicalResult StepLowering::lowerAllReduce(dist::AllReduceOp allReduce) {
   }
   int64_t bucket = allReduce.getBucket().value_or(nextBucket);
   nextBucket = bucket + 1;
-  // Copies are handed over here, buckets at their dist.pack.
+  // Copies are handed over here, buckets at their dist.pack; each comm
+  // stream waits here, right before the reduction, for its replica's part.
   for (int64_t r = 0, e = reduced.size(); r < e; ++r)
     if (!handedToComm.contains(rootBuffer(reduced[r])))
       handToComm(reduced[r], r, loc);
+  for (int64_t r = 0, e = reduced.size(); r < e; ++r)
+    exec::WaitOp::create(builder, loc, handedToComm[rootBuffer(reduced[r])],
+                         stream(exec::StreamKind::comm, r));
   exec::AllReduceOp::create(builder, loc,
                             dist::stringifyReduceKind(allReduce.getKind()),
                             reduced, bucket);

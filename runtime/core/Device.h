@@ -94,9 +94,14 @@ public:
 
 /// A named point of a device's step (`forward_begin`, `allreduce_end`, ...).
 struct Timestamp {
-  std::string_view name; // points into the plan
+  std::string_view name; // points into the plan, or is one of the below
   std::chrono::steady_clock::time_point at;
 };
+
+/// The host path's own points, around each all-reduce call of a device's
+/// thread (which runs its reductions between its backward ops).
+inline constexpr std::string_view kReduceBegin = "reduce_begin";
+inline constexpr std::string_view kReduceEnd = "reduce_end";
 
 /// What one step produced.
 struct StepResult {

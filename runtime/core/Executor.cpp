@@ -2,11 +2,14 @@
 
 #include "runtime/core/Executor.h"
 
+#include "runtime/core/HostSchedule.h"
+
 #include "runtime/collectives/Workers.h"
 #include "runtime/core/Initializers.h"
 #include "runtime/plan/PlanLoader.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <exception>
@@ -663,15 +666,7 @@ Status Executor::prepare(MirroredVariables &variables,
     // own thread; events are a board of step ids.
     collective_ = makeLocalCollective(span_, options.workers, options.timeout);
     eventStep_.assign(static_cast<size_t>(prepared_.numEvents), 0);
-    hostOps_.assign(static_cast<size_t>(replicas_), {});
-    for (const PreparedOp &op : prepared_.ops) {
-      if (op.kind == plan::OpKind::all_reduce) {
-        for (auto &list : hostOps_)
-          list.push_back(&op);
-      } else {
-        hostOps_[op.device].push_back(&op);
-      }
-    }
+    hostOps_ = scheduleHostOps(prepared_.ops, replicas_, prepared_.numEvents);
   }
   return Status::ok();
 }
@@ -760,13 +755,18 @@ void Executor::runDevice(int d) {
                           "' on device " + std::to_string(d) +
                           "): " + s.message());
       break;
-    case plan::OpKind::all_reduce:
+    case plan::OpKind::all_reduce: {
+      // The thread runs it between its backward ops: its span is timed
+      // (kReduceBegin/End), for the step timer and the trace.
+      timeline.push_back({kReduceBegin, std::chrono::steady_clock::now()});
       s = collective_->allReduce(d, op.reduceData[d], op.reduceCount,
                                  op.reduceOp);
+      timeline.push_back({kReduceEnd, std::chrono::steady_clock::now()});
       if (!s)
         s = Status::error("program '" + program_.name()->str() + "', op " +
                           std::to_string(op.index) + ": " + s.message());
       break;
+    }
     case plan::OpKind::copy:
       std::memcpy(op.copyDst, op.copySrc, op.copyBytes);
       break;

@@ -30,6 +30,7 @@ StepSplit splitStep(const StepResult &result) {
     };
     auto fwd = find("forward_begin", false),
          bwd = find("backward_begin", false);
+    auto bwdEnd = find("backward_end", false);
     auto arBegin = find("allreduce_begin", false);
     auto arEnd = find("allreduce_end", true);
     auto upd = find("update_begin", false), stepEnd = find("step_end", true);
@@ -39,11 +40,36 @@ StepSplit splitStep(const StepResult &result) {
     auto forwardEnd = bwd.first ? bwd : stepEnd;
     if (forwardEnd.first)
       total.forward += seconds(fwd.second, forwardEnd.second);
-    auto backwardEnd = arBegin.first ? arBegin : upd;
-    if (bwd.first && backwardEnd.first)
-      total.backward += seconds(bwd.second, backwardEnd.second);
-    if (arBegin.first && arEnd.first)
-      total.allReduce += seconds(arBegin.second, arEnd.second);
+    double reduce = 0;
+    bool hostReduce = false;
+    for (size_t i = 0; i + 1 < timeline.size(); ++i)
+      if (timeline[i].name == kReduceBegin &&
+          timeline[i + 1].name == kReduceEnd) {
+        reduce += seconds(timeline[i].at, timeline[i + 1].at);
+        hostReduce = true;
+      }
+    if (hostReduce) {
+      // A host thread runs its all-reduces between its backward ops: all
+      // of their time is the step's.
+      total.allReduce += reduce;
+      if (bwd.first && upd.first)
+        total.backward +=
+            std::max(0.0, seconds(bwd.second, upd.second) - reduce);
+    } else if (bwdEnd.first) {
+      // A GPU's reductions run on its comm stream beside the backward:
+      // what the step waited for after its backward is theirs.
+      if (bwd.first)
+        total.backward += seconds(bwd.second, bwdEnd.second);
+      if (upd.first)
+        total.allReduce += seconds(bwdEnd.second, upd.second);
+    } else {
+      // A plan from before backward_end: the reductions' own span.
+      auto backwardEnd = arBegin.first ? arBegin : upd;
+      if (bwd.first && backwardEnd.first)
+        total.backward += seconds(bwd.second, backwardEnd.second);
+      if (arBegin.first && arEnd.first)
+        total.allReduce += seconds(arBegin.second, arEnd.second);
+    }
     if (upd.first && stepEnd.first)
       total.update += seconds(upd.second, stepEnd.second);
   }

@@ -17,6 +17,8 @@
 #include <cstring>
 #include <set>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace graph::runtime {
 
@@ -113,10 +115,13 @@ Status TraceHook::afterStep(const StepContext &ctx) {
                      Clock::time_point to) {
       events_.push_back({name, process, thread, ctx.step, from, to});
     };
-    Clock::time_point forward, backward, update, stepEnd, arBegin, arEnd;
+    Clock::time_point forward, backward, backwardEnd, update, stepEnd, arBegin,
+        arEnd;
     if (!findPoint(timeline, "forward_begin", false, forward))
       continue;
     bool hasBackward = findPoint(timeline, "backward_begin", false, backward);
+    bool hasBackwardEnd =
+        findPoint(timeline, "backward_end", false, backwardEnd);
     bool hasUpdate = findPoint(timeline, "update_begin", false, update);
     bool hasEnd = findPoint(timeline, "step_end", true, stepEnd);
     // Timestamp does not carry its stream: the compiler puts allreduce_*
@@ -128,16 +133,39 @@ Status TraceHook::afterStep(const StepContext &ctx) {
       phase("forward", kComputeThread, forward, backward);
     else if (hasEnd)
       phase("forward", kComputeThread, forward, stepEnd);
-    // As splitStep() counts it: backward ends where the all-reduce begins,
-    // so that the trace and StepTimerHook's split agree; the compute
-    // stream's wait for the reduction shows as a gap before the update.
-    if (hasBackward && (hasReduce || hasUpdate)) {
+    // The host path's reductions, each where the thread ran it, between
+    // its backward ops; backward is drawn around them, as splitStep()
+    // counts it.
+    std::vector<std::pair<Clock::time_point, Clock::time_point>> reductions;
+    for (size_t i = 0; i + 1 < timeline.size(); ++i)
+      if (timeline[i].name == kReduceBegin &&
+          timeline[i + 1].name == kReduceEnd) {
+        phase("all-reduce", kCommThread, timeline[i].at, timeline[i + 1].at);
+        reductions.push_back({timeline[i].at, timeline[i + 1].at});
+      }
+    bool hostReduce = !reductions.empty();
+    // Backward ends where the device first waits for a reduction: a GPU's
+    // comm stream works beside it on its own track, and the wait shows as
+    // a gap before the update. (A plan from before backward_end: where the
+    // all-reduce begins.)
+    if (hasBackward && (hasBackwardEnd || hasReduce || hasUpdate)) {
       Clock::time_point end = hasUpdate ? update : arBegin;
-      if (hasReduce && arBegin >= backward && arBegin < end)
+      if (hasBackwardEnd)
+        end = backwardEnd;
+      else if (hasReduce && arBegin >= backward && arBegin < end)
         end = arBegin;
-      phase("backward", kComputeThread, backward, end);
+      Clock::time_point from = backward;
+      for (const auto &[begin, finish] : reductions) {
+        if (begin < from || begin > end)
+          continue;
+        if (begin > from)
+          phase("backward", kComputeThread, from, begin);
+        from = std::min(finish, end);
+      }
+      if (end > from)
+        phase("backward", kComputeThread, from, end);
     }
-    if (hasReduce)
+    if (hasReduce && !hostReduce)
       phase("all-reduce", kCommThread, arBegin, arEnd);
     if (hasUpdate && hasEnd)
       phase("update", kComputeThread, update, stepEnd);

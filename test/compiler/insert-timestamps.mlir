@@ -4,9 +4,9 @@
 
 // Two replicas with one bucket: every device gets its compute marks, and its
 // comm stream brackets the all-reduces. backward_begin goes before the first
-// *_grad kernel (the loss kernel counts as forward), update_begin right before
-// the optimizer (after its wait for the reduction), allreduce_begin after the
-// comm stream's wait for compute.
+// *_grad kernel (the loss kernel counts as forward), backward_end right before
+// the first wait for a reduction, update_begin right before the optimizer
+// (after that wait), allreduce_begin after the comm stream's wait for compute.
 
 // CHECK-LABEL: exec.program @train kind = train replicas = 2 {
 // CHECK-NEXT:    exec.timestamp "step_begin" on <compute, 0>
@@ -39,9 +39,11 @@
 // CHECK-NEXT:    exec.timestamp "allreduce_end" on <comm, 1>
 // CHECK-NEXT:    exec.record on <comm, 0>
 // CHECK-NEXT:    exec.record on <comm, 1>
-// CHECK:         exec.wait %{{.*}} on <compute, 0>
+// CHECK:         exec.timestamp "backward_end" on <compute, 0>
+// CHECK-NEXT:    exec.wait %{{.*}} on <compute, 0>
 // CHECK-NEXT:    exec.timestamp "update_begin" on <compute, 0>
 // CHECK-NEXT:    exec.launch "optimizer_update" on <compute, 0>
+// CHECK-NEXT:    exec.timestamp "backward_end" on <compute, 1>
 // CHECK-NEXT:    exec.wait %{{.*}} on <compute, 1>
 // CHECK-NEXT:    exec.timestamp "update_begin" on <compute, 1>
 // CHECK-NEXT:    exec.launch "optimizer_update" on <compute, 1>
@@ -102,6 +104,7 @@ exec.program @train kind = train replicas = 2 {
 // CHECK-NEXT:    exec.timestamp "backward_begin" on <compute, 0>
 // CHECK-NEXT:    exec.launch "elementwise" on <compute, 0>
 // CHECK-NEXT:    exec.launch "bias_add_grad" on <compute, 0>
+// CHECK-NEXT:    exec.timestamp "backward_end" on <compute, 0>
 // CHECK-NEXT:    exec.timestamp "update_begin" on <compute, 0>
 // CHECK-NEXT:    exec.launch "optimizer_update" on <compute, 0>
 // CHECK-NEXT:    exec.output "loss" replica = 0

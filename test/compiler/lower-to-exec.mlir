@@ -34,9 +34,11 @@
 // CHECK-NEXT:    exec.launch "bias_add_grad" on <compute, 0> ins(%[[DZ0]] : memref<2x2xf32>) outs(%[[DB1]] : memref<2xf32>)
 // CHECK-NEXT:    %[[DK1:.*]] = exec.view %[[BK00]][2] : memref<6xf32> -> memref<2x2xf32>
 // CHECK-NEXT:    exec.launch "dense_grad_kernel" on <compute, 0> ins(%[[H0]], %[[DZ0]] : {{.*}}) outs(%[[DK1]] : memref<2x2xf32>)
-// The comm stream may start on bucket 0 once compute 0 has filled it...
+// Compute 0 marks bucket 0 filled (comm 0 waits for that mark at the
+// all-reduce, not here: a wait here would queue on comm 0 ahead of bucket 0's
+// reduction every later bucket's wait)...
 // CHECK-NEXT:    %[[E00:.*]] = exec.record on <compute, 0>
-// CHECK-NEXT:    exec.wait %[[E00]] on <comm, 0>
+// CHECK-NOT:     on <comm
 // ...while compute 0 goes on with dense's backward, into bucket 1.
 // CHECK-NEXT:    %[[DH0:.*]] = exec.alloc device = 0 : memref<2x2xf32>
 // CHECK-NEXT:    exec.launch "dense_grad_input" on <compute, 0> ins(%[[DZ0]], %[[K1]] : {{.*}}) outs(%[[DH0]] : memref<2x2xf32>)
@@ -47,7 +49,7 @@
 // CHECK-NEXT:    %[[DK0:.*]] = exec.view %[[BK10]][2] : memref<8xf32> -> memref<3x2xf32>
 // CHECK-NEXT:    exec.launch "dense_grad_kernel" on <compute, 0> ins(%[[X0]], {{.*}}) outs(%[[DK0]] : memref<3x2xf32>)
 // CHECK-NEXT:    %[[E10:.*]] = exec.record on <compute, 0>
-// CHECK-NEXT:    exec.wait %[[E10]] on <comm, 0>
+// CHECK-NOT:     on <comm
 // Replica 1.
 // CHECK:         exec.input "input_layer" replica = 1 device = 1 : memref<2x3xf32>
 // CHECK:         %[[K1_1:.*]] = exec.variable @"dense_1/kernel" device = 1
@@ -57,6 +59,8 @@
 // CHECK:         %[[BK01:.*]] = exec.alloc device = 1 : memref<6xf32>
 // CHECK:         exec.launch "dense_grad_kernel" on <compute, 1>
 // CHECK-NEXT:    %[[E01:.*]] = exec.record on <compute, 1>
+// Each comm stream waits for its replica's bucket 0 right before reducing it.
+// CHECK-NEXT:    exec.wait %[[E00]] on <comm, 0>
 // CHECK-NEXT:    exec.wait %[[E01]] on <comm, 1>
 // CHECK-NEXT:    exec.all_reduce "mean" %[[BK00]], %[[BK01]] bucket = 0 : memref<6xf32>, memref<6xf32>
 // CHECK-NEXT:    %[[F00:.*]] = exec.record on <comm, 0>
@@ -74,6 +78,7 @@
 // CHECK:         %[[BK11:.*]] = exec.alloc device = 1 : memref<8xf32>
 // CHECK:         exec.launch "dense_grad_kernel" on <compute, 1>
 // CHECK-NEXT:    %[[E11:.*]] = exec.record on <compute, 1>
+// CHECK-NEXT:    exec.wait %[[E10]] on <comm, 0>
 // CHECK-NEXT:    exec.wait %[[E11]] on <comm, 1>
 // CHECK-NEXT:    exec.all_reduce "mean" %[[BK10]], %[[BK11]] bucket = 1 : memref<8xf32>, memref<8xf32>
 // CHECK-NEXT:    %[[F10:.*]] = exec.record on <comm, 0>
@@ -524,11 +529,11 @@ graph.model @train_step {
 // CHECK-NEXT:    %[[SLOT0:.*]] = exec.view %[[BK0]][0] : memref<2xf32> -> memref<2xf32>
 // CHECK-NEXT:    exec.copy %[[G0]] to %[[SLOT0]] on <compute, 0> : memref<2xf32>
 // CHECK-NEXT:    %[[E0:.*]] = exec.record on <compute, 0>
-// CHECK-NEXT:    exec.wait %[[E0]] on <comm, 0>
 // CHECK:         %[[BK1:.*]] = exec.alloc device = 1 : memref<2xf32>
 // CHECK-NEXT:    %[[SLOT1:.*]] = exec.view %[[BK1]][0] : memref<2xf32> -> memref<2xf32>
 // CHECK-NEXT:    exec.launch "bias_add_grad" on <compute, 1> ins(%{{.*}} : memref<2x2xf32>) outs(%[[SLOT1]] : memref<2xf32>)
 // CHECK-NEXT:    %[[E1:.*]] = exec.record on <compute, 1>
+// CHECK-NEXT:    exec.wait %[[E0]] on <comm, 0>
 // CHECK-NEXT:    exec.wait %[[E1]] on <comm, 1>
 // CHECK-NEXT:    exec.all_reduce "mean" %[[BK0]], %[[BK1]] bucket = 0 : memref<2xf32>, memref<2xf32>
 // CHECK-NEXT:    %[[F0:.*]] = exec.record on <comm, 0>
@@ -588,8 +593,8 @@ graph.model @train_step attributes {dist.replicas = 2 : i64} {
 // CHECK-NEXT:    %[[C1:.*]] = exec.alloc device = 1 : memref<2xf32>
 // CHECK-NEXT:    exec.copy %[[B1]] to %[[C1]] on <compute, 1> : memref<2xf32>
 // CHECK-NEXT:    %[[E0:.*]] = exec.record on <compute, 0>
-// CHECK-NEXT:    exec.wait %[[E0]] on <comm, 0>
 // CHECK-NEXT:    %[[E1:.*]] = exec.record on <compute, 1>
+// CHECK-NEXT:    exec.wait %[[E0]] on <comm, 0>
 // CHECK-NEXT:    exec.wait %[[E1]] on <comm, 1>
 // CHECK-NEXT:    exec.all_reduce "sum" %[[C0]], %[[C1]] bucket = 0 : memref<2xf32>, memref<2xf32>
 // CHECK-NEXT:    %[[F0:.*]] = exec.record on <comm, 0>

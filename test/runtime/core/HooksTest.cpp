@@ -129,6 +129,52 @@ TEST(StepSplit, FromTimestamps) {
   EXPECT_NEAR(s.update, 0.002, 1e-9);
 }
 
+TEST(StepSplit, HostReductionsBetweenBackwardOpsCountWhole) {
+  Clock::time_point t0{};
+  auto at = [&](int ms) { return t0 + std::chrono::milliseconds(ms); };
+  StepResult r;
+  // A host thread: backward 10..50 ms with two all-reduce calls of 4 and
+  // 6 ms inside it; the compute marks come from the plan, the reduce marks
+  // from the executor.
+  r.timestamps.push_back({{"step_begin", at(0)},
+                          {"forward_begin", at(0)},
+                          {"backward_begin", at(10)},
+                          {kReduceBegin, at(20)},
+                          {kReduceEnd, at(24)},
+                          {"allreduce_begin", at(20)},
+                          {kReduceBegin, at(40)},
+                          {kReduceEnd, at(46)},
+                          {"allreduce_end", at(46)},
+                          {"backward_end", at(50)},
+                          {"update_begin", at(50)},
+                          {"step_end", at(52)}});
+  StepSplit s = splitStep(r);
+  EXPECT_NEAR(s.forward, 0.010, 1e-9);
+  EXPECT_NEAR(s.backward, 0.030, 1e-9);
+  EXPECT_NEAR(s.allReduce, 0.010, 1e-9);
+  EXPECT_NEAR(s.update, 0.002, 1e-9);
+}
+
+TEST(StepSplit, AGpuCountsTheReductionsItWaitedForAfterBackward) {
+  Clock::time_point t0{};
+  auto at = [&](int ms) { return t0 + std::chrono::milliseconds(ms); };
+  StepResult r;
+  // The comm stream reduced from 20 to 47 ms beside a backward that ended
+  // at 40: 7 ms were not hidden.
+  r.timestamps.push_back({{"step_begin", at(0)},
+                          {"forward_begin", at(0)},
+                          {"backward_begin", at(10)},
+                          {"allreduce_begin", at(20)},
+                          {"backward_end", at(40)},
+                          {"allreduce_end", at(47)},
+                          {"update_begin", at(47)},
+                          {"step_end", at(50)}});
+  StepSplit s = splitStep(r);
+  EXPECT_NEAR(s.backward, 0.030, 1e-9);
+  EXPECT_NEAR(s.allReduce, 0.007, 1e-9);
+  EXPECT_NEAR(s.update, 0.003, 1e-9);
+}
+
 TEST(LoggerHook, TensorFlowFormat) {
   std::ostringstream out;
   LoggerHook logger(2, out);
@@ -682,6 +728,68 @@ TEST_F(TraceHookTest, OneTrackPerReplicaAndStreamAndAHostTrack) {
     EXPECT_NEAR(d, 20, 0.01);
   for (double d : durations["0/step"])
     EXPECT_GE(d, 500);
+}
+
+TEST_F(TraceHookTest, HostReductionsAreDrawnWhereTheThreadRanThem) {
+  std::string file = path("host.json");
+  {
+    TraceHook hook(file);
+    SessionInfo info;
+    info.program = "train_x1";
+    info.replicas = 1;
+    ASSERT_TRUE(hook.begin(info));
+    StepContext ctx;
+    ctx.step = 1;
+    ctx.replicas = 1;
+    ctx.begin = Clock::now();
+    ASSERT_TRUE(hook.beforeStep(ctx));
+    using std::chrono::microseconds;
+    Clock::time_point t = Clock::now();
+    // Backward 100..500 us with two reductions inside it, 40 and 60 us.
+    StepResult result;
+    result.timestamps.push_back({{"step_begin", t},
+                                 {"forward_begin", t},
+                                 {"backward_begin", t + microseconds(100)},
+                                 {kReduceBegin, t + microseconds(200)},
+                                 {kReduceEnd, t + microseconds(240)},
+                                 {kReduceBegin, t + microseconds(400)},
+                                 {kReduceEnd, t + microseconds(460)},
+                                 {"backward_end", t + microseconds(500)},
+                                 {"update_begin", t + microseconds(500)},
+                                 {"step_end", t + microseconds(520)}});
+    ctx.end = t + microseconds(520);
+    ctx.result = &result;
+    ASSERT_TRUE(hook.afterStep(ctx));
+    info.stepsDone = 1;
+    ASSERT_TRUE(hook.end(info));
+  }
+  Json trace = parseFile(file);
+  std::map<std::pair<int, int>, std::vector<std::pair<std::string, double>>>
+      tracks;
+  for (const Json &e : trace["traceEvents"].array())
+    if (e["ph"].string() == "X")
+      tracks[{static_cast<int>(e["pid"].number()),
+              static_cast<int>(e["tid"].number())}]
+          .push_back({e["name"].string(), e["dur"].number()});
+  // The compute track: backward around the two reductions (100 + 160 + 40
+  // us), which the comm track shows one by one.
+  std::vector<std::pair<std::string, double>> compute = tracks[{1, 0}];
+  ASSERT_EQ(compute.size(), 5u);
+  std::vector<std::string> names;
+  double backward = 0;
+  for (const auto &[name, dur] : compute) {
+    names.push_back(name);
+    if (name == "backward")
+      backward += dur;
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"forward", "backward", "backward",
+                                             "backward", "update"}));
+  EXPECT_NEAR(backward, 300, 0.01);
+  std::vector<std::pair<std::string, double>> comm = tracks[{1, 1}];
+  ASSERT_EQ(comm.size(), 2u);
+  EXPECT_EQ(comm[0].first, "all-reduce");
+  EXPECT_NEAR(comm[0].second, 40, 0.01);
+  EXPECT_NEAR(comm[1].second, 60, 0.01);
 }
 
 TEST_F(TraceHookTest, AFailedRunLeavesAPartialTrace) {
