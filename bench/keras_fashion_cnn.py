@@ -41,11 +41,12 @@ seconds. Everything else (TensorFlow's log lines, a last summary) goes to
 stderr.
 """
 import argparse
-import gzip
 import json
 import os
 import sys
 import time
+
+import fashion_peers
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -63,25 +64,14 @@ args = parser.parse_args()
 
 
 def read_idx(path):
-    opener = gzip.open if path.endswith(".gz") else open
-    with opener(path, "rb") as f:
-        data = f.read()
-    dims = data[3]
-    shape = [int.from_bytes(data[4 + 4 * i:8 + 4 * i], "big")
-             for i in range(dims)]
-    return np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * dims).reshape(shape)
+    data, shape, offset = fashion_peers.read_idx(path)
+    return np.frombuffer(data, dtype=np.uint8, offset=offset).reshape(shape)
 
 
 def load(split):
-    def find(name):
-        for suffix in (".gz", ""):
-            path = os.path.join(args.data_dir, name + suffix)
-            if os.path.exists(path):
-                return path
-        raise SystemExit(f"{args.data_dir}: no {name}[.gz]")
-    prefix = "train" if split == "train" else "t10k"
-    images = read_idx(find(f"{prefix}-images-idx3-ubyte"))
-    labels = read_idx(find(f"{prefix}-labels-idx1-ubyte"))
+    images_path, labels_path = fashion_peers.split_files(args.data_dir, split)
+    images = read_idx(images_path)
+    labels = read_idx(labels_path)
     x = (images.astype(np.float32) / 255.0)[..., None]
     y = np.eye(10, dtype=np.float32)[labels]
     return x, y

@@ -80,12 +80,13 @@ Prints one JSON line on rank 0 (stdout); details go to stderr:
      "allreduce_ms": ..., ...}
 """
 import argparse
-import gzip
 import json
 import os
 import socket
 import sys
 import time
+
+import fashion_peers
 
 FAIR_MALLOC = "4294967296"
 
@@ -128,39 +129,21 @@ def log(rank, msg):
 
 def read_idx(path):
     import numpy as np
-    with gzip.open(path, "rb") if path.endswith(".gz") else open(path, "rb") as f:
-        data = f.read()
-    dims = data[3]
-    shape = [int.from_bytes(data[4 + 4 * i:8 + 4 * i], "big")
-             for i in range(dims)]
-    return np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * dims).reshape(shape)
+    data, shape, offset = fashion_peers.read_idx(path)
+    return np.frombuffer(data, dtype=np.uint8, offset=offset).reshape(shape)
 
 
 def load_fashion_train(data_dir):
     import numpy as np
-
-    def find(name):
-        for suffix in (".gz", ""):
-            path = os.path.join(data_dir, name + suffix)
-            if os.path.exists(path):
-                return path
-        raise SystemExit(f"{data_dir}: no {name}[.gz]")
-    images = read_idx(find("train-images-idx3-ubyte"))
-    labels = read_idx(find("train-labels-idx1-ubyte"))
+    images_path, labels_path = fashion_peers.split_files(data_dir, "train")
+    images = read_idx(images_path)
+    labels = read_idx(labels_path)
     x = (images.astype(np.float32) / np.float32(255.0))[:, :, :, None]  # NHWC
     return x, labels.astype(np.int64)
 
 
 def build_model(torch, nn):
-    model = nn.Sequential(
-        nn.Conv2d(1, 32, 3), nn.ReLU(), nn.MaxPool2d(2, 2),
-        nn.Conv2d(32, 64, 3), nn.ReLU(), nn.MaxPool2d(2, 2),
-        nn.Conv2d(64, 64, 3), nn.ReLU(), nn.Flatten(),
-        nn.Linear(576, 64), nn.ReLU(), nn.Linear(64, 10))
-    for layer in model:
-        if isinstance(layer, (nn.Conv2d, nn.Linear)):
-            nn.init.xavier_uniform_(layer.weight)  # Keras glorot_uniform
-            nn.init.zeros_(layer.bias)
+    model = fashion_peers.torch_seed_cnn(nn)
     return model.to(memory_format=torch.channels_last)
 
 

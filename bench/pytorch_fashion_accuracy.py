@@ -31,14 +31,14 @@ began, the evaluations left out; wall_seconds_so_far includes them.
 images_per_sec is this epoch's training images over its training seconds.
 """
 import argparse
-import gzip
 import json
-import os
 import sys
 import time
 
 import torch
 from torch import nn
+
+import fashion_peers
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--epochs", type=int, default=10)
@@ -54,43 +54,21 @@ torch.manual_seed(args.seed)
 
 
 def read_idx(path):
-    opener = gzip.open if path.endswith(".gz") else open
-    with opener(path, "rb") as f:
-        data = f.read()
-    dims = data[3]
-    shape = [int.from_bytes(data[4 + 4 * i:8 + 4 * i], "big")
-             for i in range(dims)]
-    return torch.frombuffer(bytearray(data), dtype=torch.uint8,
-                            offset=4 + 4 * dims).reshape(shape)
+    data, shape, offset = fashion_peers.read_idx(path)
+    return torch.frombuffer(data, dtype=torch.uint8,
+                            offset=offset).reshape(shape)
 
 
 def load(split):
-    def find(name):
-        for suffix in (".gz", ""):
-            path = os.path.join(args.data_dir, name + suffix)
-            if os.path.exists(path):
-                return path
-        raise SystemExit(f"{args.data_dir}: no {name}[.gz]")
-    prefix = "train" if split == "train" else "t10k"
-    images = read_idx(find(f"{prefix}-images-idx3-ubyte"))
-    labels = read_idx(find(f"{prefix}-labels-idx1-ubyte"))
+    images_path, labels_path = fashion_peers.split_files(args.data_dir, split)
+    images = read_idx(images_path)
+    labels = read_idx(labels_path)
     # NHWC in memory, seen as NCHW: a channels_last tensor.
     x = (images.float() / 255.0).unsqueeze(-1).permute(0, 3, 1, 2)
     return x, labels.long()
 
 
-model = nn.Sequential(
-    nn.Conv2d(1, 32, 3), nn.ReLU(), nn.MaxPool2d(2, 2),
-    nn.Conv2d(32, 64, 3), nn.ReLU(), nn.MaxPool2d(2, 2),
-    nn.Conv2d(64, 64, 3), nn.ReLU(), nn.Flatten(),
-    nn.Linear(576, 64), nn.ReLU(), nn.Linear(64, 10))
-for layer in model:
-    if isinstance(layer, (nn.Conv2d, nn.Linear)):
-        # Keras's glorot_uniform: fans are in/out channels x kernel area,
-        # as PyTorch computes them.
-        nn.init.xavier_uniform_(layer.weight)
-        nn.init.zeros_(layer.bias)
-model = model.to(memory_format=torch.channels_last)
+model = fashion_peers.torch_seed_cnn(nn).to(memory_format=torch.channels_last)
 optimizer = torch.optim.Adam(model.parameters(), lr=0.001, eps=1e-7)
 loss_fn = nn.CrossEntropyLoss()
 

@@ -18,12 +18,12 @@ reached".
 --device cuda runs on the GPU; --compile wraps the model in torch.compile.
 """
 import argparse
-import gzip
-import os
 import time
 
 import torch
 from torch import nn
+
+import fashion_peers
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--steps", type=int, default=20)
@@ -44,11 +44,7 @@ torch.manual_seed(0)
 device = torch.device(args.device)
 if device.type == "cpu":
     torch.set_num_threads(2)  # what bench/cpu-train-vs-pytorch.sh compares
-model = nn.Sequential(
-    nn.Conv2d(1, 32, 3), nn.ReLU(), nn.MaxPool2d(2, 2),
-    nn.Conv2d(32, 64, 3), nn.ReLU(), nn.MaxPool2d(2, 2),
-    nn.Conv2d(64, 64, 3), nn.ReLU(), nn.Flatten(),
-    nn.Linear(576, 64), nn.ReLU(), nn.Linear(64, 10)).to(device)
+model = fashion_peers.torch_seed_cnn(nn).to(device)
 optimizer = torch.optim.Adam(model.parameters(), lr=0.001, eps=1e-7)
 loss_fn = nn.CrossEntropyLoss()
 forward = torch.compile(model) if args.compile else model
@@ -69,26 +65,15 @@ def train_step(images, labels):
 
 
 def read_idx(path):
-    opener = gzip.open if path.endswith(".gz") else open
-    with opener(path, "rb") as f:
-        data = f.read()
-    dims = data[3]
-    shape = [int.from_bytes(data[4 + 4 * i:8 + 4 * i], "big")
-             for i in range(dims)]
-    return torch.frombuffer(bytearray(data), dtype=torch.uint8,
-                            offset=4 + 4 * dims).reshape(shape)
+    data, shape, offset = fashion_peers.read_idx(path)
+    return torch.frombuffer(data, dtype=torch.uint8,
+                            offset=offset).reshape(shape)
 
 
 def load(split):
-    def find(name):
-        for suffix in (".gz", ""):
-            path = os.path.join(args.data_dir, name + suffix)
-            if os.path.exists(path):
-                return path
-        raise SystemExit(f"{args.data_dir}: no {name}[.gz]")
-    prefix = "train" if split == "train" else "t10k"
-    images = read_idx(find(f"{prefix}-images-idx3-ubyte"))
-    labels = read_idx(find(f"{prefix}-labels-idx1-ubyte"))
+    images_path, labels_path = fashion_peers.split_files(args.data_dir, split)
+    images = read_idx(images_path)
+    labels = read_idx(labels_path)
     x = (images.float() / 255.0).unsqueeze(-1)
     return x.to(device), labels.long().to(device)
 
