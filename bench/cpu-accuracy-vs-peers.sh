@@ -36,9 +36,9 @@
 # step 1's line less step 1's own duration (from --metrics). images/s is all
 # the training images over those training seconds.
 #
-# Evaluation: the peers evaluate all 10000 test examples; graphrun says how
-# many it evaluated (builds that take whole batches only: 9984), and the
-# table notes it when that is fewer.
+# Evaluation: all three evaluate all 10000 test examples (graphrun pads its
+# last batch and weighs the padding zero); graphrun says how many it
+# evaluated, and the table notes it should that ever be fewer.
 #
 # Run it on an idle machine. PyTorch's 2 OpenMP threads spin at their
 # barriers, and a busy core costs it far more than the others (seen with a

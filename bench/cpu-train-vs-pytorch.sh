@@ -30,7 +30,7 @@ ours() { # replicas
   echo "== ours: graphrun --backend $backend, $1 replica(s), 2 threads, 3 warm-up + $steps timed steps" >&2
   OMP_NUM_THREADS=2 "$build/bin/graphrun" "$work/m.plan" --data synthetic \
     --steps "$((steps + 3))" --cpus "$1" --backend "$backend" --warmup 3 \
-    --log-every 1000 --no-progress 2>&1 | tee /dev/stderr |
+    --log-every 1000 --no-progress 2>&1 | tee -a /dev/stderr |
     awk '/^images\/sec:/ { print $2 }'
 }
 ours1=$(ours 1)

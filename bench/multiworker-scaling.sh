@@ -81,7 +81,7 @@ run_ddp() { # name, workers
   echo "== $1: pytorch_ddp_fashion.py --workers $2 --threads 1" >&2
   /usr/bin/python3 "$root/bench/pytorch_ddp_fashion.py" --workers "$2" \
     --threads 1 --steps "$steps" --warmup "$warmup" 2>/dev/null |
-    tail -1 | tee /dev/stderr |
+    tail -1 | tee -a /dev/stderr |
     /usr/bin/python3 -c 'import json, sys; print(json.load(sys.stdin)["images_per_sec"])' \
       >>"$work/$1"
 }
