@@ -25,6 +25,9 @@ packages=(
   clang libclang-rt-14-dev
   # test/compare: the one-step comparison with an independent implementation
   python3-torch python3-numpy
+  # image folders: JPEG decoding (TurboJPEG API); Keras weight files (HDF5);
+  # the tests write JPEG folders (PIL) and Keras-layout .h5 files (h5py)
+  libturbojpeg0-dev libhdf5-dev python3-pil python3-h5py
 )
 
 missing=()
