@@ -77,6 +77,12 @@ struct JobOptions {
   /// every variable after every step (--check-numerics).
   bool nanGuard = true;
   bool checkNumerics = false;
+  /// Prediction instead of training (Keras' predict): the data to predict
+  /// on ("fashion_mnist" or "synthetic": their test split), and the .npy
+  /// file the predictions go to (float32 [examples, outputs], in the data's
+  /// order; the examples' sources, a line each, in `predictions` + ".txt").
+  std::string predict;
+  std::string predictions;
 };
 
 /// Runs the job: its report goes to `out` (graphrun's stdout), warnings to

@@ -195,6 +195,18 @@ int main(int argc, char **argv) {
                  "write the source position of every example each step "
                  "trains on to this file, a line a step (each worker its "
                  "own)");
+  auto *predict =
+      app.add_option("--predict", o.predict,
+                     "predict instead of training (Keras' predict): the "
+                     "data, fashion_mnist or synthetic (their test split), "
+                     "in order; the weights from --init-weights or "
+                     "--checkpoint-dir")
+          ->check(CLI::IsMember({"fashion_mnist", "synthetic"}));
+  app.add_option("-o,--predictions", o.predictions,
+                 "with --predict: the .npy file of the predictions (float32 "
+                 "[examples, outputs]); the examples' sources go to the same "
+                 "path plus .txt")
+      ->needs(predict);
   bool noProgress = false, noNanGuard = false;
   app.add_flag("--no-progress", noProgress,
                "log lines (--log-every) instead of the progress bar a "
