@@ -559,10 +559,22 @@ Status TrainingJob::restoreState(int &reportedBy) {
                ": not applied, the run resumes from its checkpoint");
       }
     }
-    if (chiefRead && !resumed_ && !o_.initWeights.empty())
-      if (Status s = ckpt::loadWeights(o_.initWeights, session_->variables());
-          !s)
+    if (chiefRead && !resumed_ && !o_.initWeights.empty()) {
+      ckpt::WeightsReport report;
+      if (Status s = ckpt::loadWeights(o_.initWeights, session_->variables(),
+                                       o_.initWeightsPartial
+                                           ? ckpt::WeightsMatch::partial
+                                           : ckpt::WeightsMatch::exact,
+                                       &report);
+          !s) {
         chiefRead = Status::error("--init-weights: " + s.message());
+      } else {
+        // Which weights came from the file, and (partial) which did not:
+        // a transfer-learning run must not train a head it thinks loaded.
+        out_ << "graphrun: --init-weights " << report.text(o_.initWeights);
+        out_.flush();
+      }
+    }
   }
   if (Status s = agree(workers_, chiefRead, reportedBy); !s)
     return s;

@@ -67,6 +67,10 @@ struct JobOptions {
   int64_t checkpointEvery = -1;
   int keepCheckpoints = 3;
   std::string initWeights;
+  /// --init-weights-partial: load what matches by layer name and shape and
+  /// leave the rest initial (Keras' by_name=True, skip_mismatch=True), for
+  /// a new head on a pretrained base; the report says what was left.
+  bool initWeightsPartial = false;
   std::string saveWeights;
   std::string trace;
   /// Write every step's examples (their source positions) here; with

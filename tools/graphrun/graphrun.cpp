@@ -181,9 +181,17 @@ int main(int argc, char **argv) {
              "only at the end)");
   addInteger(app, "--keep-checkpoints", o.keepCheckpoints, 1, 1 << 20,
              "how many of the newest checkpoints to keep (default 3)");
-  app.add_option("--init-weights", o.initWeights,
-                 "start from the model weights in this safetensors file "
-                 "(Keras names and layouts)");
+  auto *initWeights = app.add_option(
+      "--init-weights", o.initWeights,
+      "start from the model weights in this file: safetensors (Keras names "
+      "and layouts) or Keras' own weights (legacy .h5, .weights.h5, "
+      ".keras), told apart by content; every model weight must be in it");
+  app.add_flag("--init-weights-partial", o.initWeightsPartial,
+               "load only the --init-weights weights that match the model "
+               "by layer name and shape, leave the others at their initial "
+               "values and list them (Keras' by_name=True, "
+               "skip_mismatch=True: a pretrained base under a new head)")
+      ->needs(initWeights);
   app.add_option("--save-weights", o.saveWeights,
                  "write the model weights to this safetensors file at the "
                  "end");
