@@ -34,13 +34,25 @@ static std::string shapeText(const flatbuffers::Vector<int64_t> *shape) {
 
 std::string describePlan(const plan::Plan &p) {
   std::ostringstream os;
-  int64_t trainable = 0, frozen = 0;
+  // As Keras' model.summary(): the model's weights, trainable or not, and
+  // not the optimizer's slots, named "<variable>/<slot>".
+  std::set<std::string> names;
   for (const plan::Variable *v : *p.variables())
-    (v->trainable() ? trainable : frozen) += elementCount(v->shape());
+    names.insert(v->name()->str());
+  int64_t trainable = 0, frozen = 0, slots = 0;
+  for (const plan::Variable *v : *p.variables()) {
+    std::string name = v->name()->str();
+    size_t slash = name.rfind('/');
+    if (slash != std::string::npos && names.count(name.substr(0, slash)))
+      slots += elementCount(v->shape());
+    else
+      (v->trainable() ? trainable : frozen) += elementCount(v->shape());
+  }
   os << "plan: model '" << (p.model() ? p.model()->str() : "") << "', version "
      << p.version() << "\n";
   os << "variables: " << p.variables()->size() << " (" << trainable
-     << " trainable and " << frozen << " non-trainable parameters)\n";
+     << " trainable and " << frozen << " non-trainable parameters, " << slots
+     << " in optimizer slots)\n";
   os << "inputs:";
   for (const plan::Input *in : *p.inputs())
     os << " " << in->name()->str() << "[" << shapeText(in->shape()) << "] "
