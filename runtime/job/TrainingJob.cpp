@@ -75,7 +75,14 @@ Status loadData(const JobOptions &o, bool test, const data::ExampleShape &shape,
       return Status::error(s.message() + " (or train on --data synthetic)");
   } else if (o.data == "synthetic") {
     data::SyntheticDatasetOptions so;
-    so.numExamples = test ? 10000 : 60000;
+    // Fashion-MNIST's split sizes, as long as they fit in kSyntheticBytes:
+    // 60,000 examples of a 224x224x3 input would be 36 GB.
+    constexpr int64_t kSyntheticBytes = int64_t(512) << 20;
+    const int64_t exampleBytes =
+        std::max<int64_t>(1, shape.elements()) * int64_t(sizeof(float));
+    so.numExamples =
+        std::max<int64_t>(1, std::min<int64_t>(test ? 10000 : 60000,
+                                               kSyntheticBytes / exampleBytes));
     so.shape = shape;
     so.numClasses = classes;
     so.seed = o.seed + (test ? 1 : 0);
