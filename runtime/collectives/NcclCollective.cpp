@@ -3,6 +3,7 @@
 #include "runtime/collectives/NcclCollective.h"
 
 #include "runtime/backends/cuda/CudaCheck.h"
+#include "runtime/backends/cuda/GpuHang.h"
 #include "runtime/collectives/LogicalAllReduce.h"
 #include "runtime/collectives/Workers.h"
 
@@ -135,11 +136,15 @@ NcclCollective::~NcclCollective() {
   // Teardown has no one to report to: errors here are ignored on purpose.
   for (Group &g : groups_)
     if (g.comm) {
-      if (aborted_)
+      // ncclCommDestroy waits for the communicator's work; after a hang
+      // only the abort returns.
+      if (aborted_ || gpuHung())
         (void)ncclCommAbort(g.comm);
       else
         (void)ncclCommDestroy(g.comm);
     }
+  if (gpuHung())
+    return; // no CUDA runtime call after a hang (GpuHang.h): leak the events
   for (size_t r = 0; r < arrive_.size(); ++r)
     if (arrive_[r]) {
       (void)cudaSetDevice(ranks_[r].ordinal);

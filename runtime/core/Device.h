@@ -239,6 +239,11 @@ struct DevicePlatform {
   std::function<Status(int logicalDevices, const ExecutorOptions &options,
                        std::shared_ptr<DeviceSet> &out)>
       createDevices;
+  /// Whether a device of this platform was declared lost (a hung GPU): the
+  /// process must then end without tearing anything down (std::_Exit after
+  /// its error is printed), since teardown would wait for the device
+  /// forever. Null: never.
+  std::function<bool()> lost;
 };
 
 /// Registers the platform of `backend` (replacing an earlier one).
@@ -248,6 +253,9 @@ bool hasDevicePlatform(Backend backend);
 /// The physical devices of `backend`: 0 when its platform is not
 /// registered (a build without CUDA) or it has no device.
 int physicalDeviceCount(Backend backend);
+/// Whether any registered platform declared a device lost (DevicePlatform::
+/// lost): a tool prints its error, flushes and calls std::_Exit.
+bool deviceLost();
 /// Creates `logicalDevices` devices of `backend` through its platform; an
 /// error naming the backend when none is registered.
 Status createDeviceSet(Backend backend, int logicalDevices,

@@ -271,6 +271,20 @@ int physicalDeviceCount(Backend backend) {
   return count();
 }
 
+bool deviceLost() {
+  std::vector<std::function<bool()>> checks;
+  {
+    std::lock_guard<std::mutex> lock(platformMutex());
+    for (const auto &[backend, platform] : platforms())
+      if (platform.lost)
+        checks.push_back(platform.lost);
+  }
+  for (const auto &lost : checks)
+    if (lost())
+      return true;
+  return false;
+}
+
 Status createDeviceSet(Backend backend, int logicalDevices,
                        const ExecutorOptions &options,
                        std::shared_ptr<DeviceSet> &out) {

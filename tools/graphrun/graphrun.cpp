@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/core/Device.h"
 #include "runtime/job/TrainingJob.h"
 
 #include <CLI/CLI.hpp>
@@ -18,6 +19,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <limits>
 #include <string>
@@ -237,6 +239,12 @@ int main(int argc, char **argv) {
     // An empty message: another worker of the job reports the fault.
     if (!s.message().empty())
       std::cerr << "graphrun: error: " << s.message() << "\n";
+    // A hung GPU: exit() would run the CUDA runtime's teardown, which waits
+    // for it forever (runtime/backends/cuda/GpuHang.h).
+    if (graph::runtime::deviceLost()) {
+      std::cerr.flush();
+      std::_Exit(1);
+    }
     return 1;
   }
   return 0;

@@ -3,6 +3,7 @@
 #include "runtime/backends/cuda/CudaDevice.h"
 
 #include "runtime/backends/cuda/CudaCheck.h"
+#include "runtime/backends/cuda/GpuHang.h"
 #include "runtime/backends/cuda/InputGather.h"
 #include "runtime/plan/PlanLoader.h"
 
@@ -10,6 +11,7 @@
 #include <array>
 #include <atomic>
 #include <cmath>
+#include <condition_variable>
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -19,15 +21,6 @@
 
 namespace graph::runtime::cuda {
 namespace {
-
-/// Set when the watchdog gave up on a step: some GPU may never finish its
-/// work, so teardown must not wait for it.
-std::atomic<bool> &gpuHungFlag() {
-  static std::atomic<bool> flag{false};
-  return flag;
-}
-bool gpuHung() { return gpuHungFlag().load(std::memory_order_relaxed); }
-void markGpuHung() { gpuHungFlag().store(true, std::memory_order_relaxed); }
 
 std::atomic<int64_t> &allocationCounter() {
   static std::atomic<int64_t> counter{0};
@@ -184,12 +177,25 @@ cudaStream_t CudaDevice::stream(plan::StreamKind kind) const {
   }
 }
 
+namespace {
+/// The error of any device operation after the watchdog declared a GPU hung
+/// (GpuHang.h): it would wait for the hung GPU forever.
+Status hungError(const std::string &device) {
+  return Status::error(device + ": not touched: a GPU of this process is "
+                                "hung (an earlier step timed out)");
+}
+} // namespace
+
 Status CudaDevice::activate() {
+  if (gpuHung())
+    return hungError(name());
   RETURN_IF_CUDA_ERROR(cudaSetDevice(state_.ordinal));
   return Status::ok();
 }
 
 Status CudaDevice::synchronize() {
+  if (gpuHung())
+    return hungError(name());
   RETURN_IF_CUDA_ERROR(cudaSetDevice(state_.ordinal));
   for (cudaStream_t s : {state_.compute, state_.comm, state_.copy})
     if (s)
@@ -201,6 +207,8 @@ Status CudaDevice::allocate(int64_t bytes, DeviceMemory &out) {
   if (bytes < 0)
     return Status::error(name() + ": negative allocation " +
                          std::to_string(bytes));
+  if (gpuHung())
+    return hungError(name());
   RETURN_IF_CUDA_ERROR(cudaSetDevice(state_.ordinal));
   size_t size = std::max<size_t>(static_cast<size_t>(bytes), 1);
   void *p = nullptr;
@@ -279,6 +287,7 @@ private:
   Status captureGraphs(int64_t step);
   Status launchGraphs();
   Status waitForStep(int64_t step);
+  void waiterLoop();
   Status readResults(StepResult &result);
   cudaEvent_t doneEvent(int replica) const {
     return graphsReady_ ? done_[groups_[groupOf_[replica]].members.front()]
@@ -350,9 +359,45 @@ private:
   bool useGraphs_ = false;
   bool graphsReady_ = false;
   int64_t stepsRun_ = 0;
+
+  // The step's completion is waited for on the waiter thread, in
+  // cudaEventSynchronize on the done_ events (cudaEventBlockingSync: the
+  // thread sleeps until the GPU signals, no core spins), while the caller's
+  // thread keeps the watchdog: it wakes every kWatchdogPoll to check NCCL's
+  // asynchronous errors and the deadline. A request is served when every
+  // replica's event completed or one failed.
+  std::thread waiter_;
+  std::mutex waitMutex_;
+  std::condition_variable waitCv_;
+  int64_t waitRequested_ = 0, waitServed_ = 0;
+  bool stopWaiter_ = false;
+  std::vector<char> finished_; // [replica], this request's
+  cudaError_t waitError_ = cudaSuccess;
+  int waitErrorReplica_ = -1;
 };
 
+constexpr std::chrono::milliseconds kWatchdogPoll{10};
+
 CudaRunner::~CudaRunner() {
+  if (waiter_.joinable()) {
+    std::unique_lock<std::mutex> lock(waitMutex_);
+    // A waiter still in cudaEventSynchronize (a step that failed another
+    // way: an NCCL error, a kernel that faulted on another replica) gets
+    // the timeout to finish; one that does not is a hung GPU.
+    if (!gpuHung() && !waitCv_.wait_for(lock, options_.timeout, [&] {
+          return waitServed_ == waitRequested_;
+        }))
+      markGpuHung();
+    stopWaiter_ = true;
+    lock.unlock();
+    waitCv_.notify_all();
+    // A waiter blocked on a hung GPU never returns: it is left behind (the
+    // process is about to end, see GpuHang.h).
+    if (gpuHung())
+      waiter_.detach();
+    else
+      waiter_.join();
+  }
   if (gpuHung())
     return; // see ~CudaDevice
   // Nothing may still use the graphs and events destroyed below.
@@ -406,7 +451,9 @@ Status CudaRunner::prepare() {
     if (Status s = newEvent(ordinal, cudaEventDisableTiming, inputReady_[r]);
         !s)
       return s;
-    if (Status s = newEvent(ordinal, cudaEventDefault, done_[r]); !s)
+    // Timed (timestamps are read against it) and waited for on the host
+    // by a sleeping thread, not a spinning one.
+    if (Status s = newEvent(ordinal, cudaEventBlockingSync, done_[r]); !s)
       return s;
     for (cudaEvent_t &e : join_[r])
       if (Status s = newEvent(ordinal, cudaEventDisableTiming, e); !s)
@@ -511,6 +558,8 @@ Status CudaRunner::prepare() {
   if (Status s = allocatePinned(sizeof(int64_t), stepHost_); !s)
     return Status::error(at + "step staging: " + s.message());
   anchor_.resize(replicas_);
+  finished_.assign(replicas_, 0);
+  waiter_ = std::thread([this] { waiterLoop(); });
 
   useGraphs_ = options_.cudaGraph;
   // NCCL's documentation ("Using NCCL with CUDA Graphs"): graphs of several
@@ -570,7 +619,10 @@ Status CudaRunner::prepareStaging() {
                                            slot.device[r]);
           !s)
         return s;
-      if (Status s = newEvent(ordinal, cudaEventDisableTiming, slot.copied[r]);
+      // upload() waits for it on the host, asleep.
+      if (Status s =
+              newEvent(ordinal, cudaEventBlockingSync | cudaEventDisableTiming,
+                       slot.copied[r]);
           !s)
         return s;
       if (Status s =
@@ -913,56 +965,89 @@ Status CudaRunner::launchGraphs() {
   return Status::ok();
 }
 
+void CudaRunner::waiterLoop() {
+  std::unique_lock<std::mutex> lock(waitMutex_);
+  for (;;) {
+    waitCv_.wait(lock,
+                 [&] { return stopWaiter_ || waitServed_ < waitRequested_; });
+    if (stopWaiter_)
+      return;
+    const int64_t request = waitRequested_;
+    for (int r = 0; r < replicas_; ++r) {
+      cudaEvent_t done = doneEvent(r);
+      int ordinal = devices_[r]->ordinal();
+      lock.unlock();
+      cudaError_t e = cudaSetDevice(ordinal);
+      if (e == cudaSuccess)
+        e = cudaEventSynchronize(done);
+      auto seen = std::chrono::steady_clock::now();
+      lock.lock();
+      if (e != cudaSuccess) {
+        waitError_ = e;
+        waitErrorReplica_ = r;
+        break;
+      }
+      // The anchor is when this thread saw the event complete: a replica
+      // that finished while an earlier one was waited for is anchored late
+      // by that much, which shifts all its timestamps alike (the step split,
+      // differences within a replica, is unaffected).
+      anchor_[r] = seen;
+      finished_[r] = 1;
+    }
+    waitServed_ = request;
+    waitCv_.notify_all();
+  }
+}
+
 Status CudaRunner::waitForStep(int64_t step) {
   using Clock = std::chrono::steady_clock;
+  const std::string at =
+      "program '" + program_.name + "', step " + std::to_string(step) + ": ";
   auto deadline = Clock::now() + options_.timeout;
-  std::vector<char> finished(static_cast<size_t>(replicas_), 0);
-  int remaining = replicas_;
-  while (remaining > 0) {
-    for (int r = 0; r < replicas_; ++r) {
-      if (finished[r])
-        continue;
-      cudaError_t e = cudaEventQuery(doneEvent(r));
-      if (e == cudaSuccess) {
-        finished[r] = 1;
-        anchor_[r] = Clock::now();
-        --remaining;
-      } else if (e != cudaErrorNotReady) {
+  std::unique_lock<std::mutex> lock(waitMutex_);
+  std::fill(finished_.begin(), finished_.end(), 0);
+  waitError_ = cudaSuccess;
+  waitErrorReplica_ = -1;
+  const int64_t request = ++waitRequested_;
+  waitCv_.notify_all();
+  for (;;) {
+    if (waitCv_.wait_for(lock, kWatchdogPoll,
+                         [&] { return waitServed_ >= request; })) {
+      if (waitError_ != cudaSuccess)
         return Status::error(
-            "program '" + program_.name + "', step " + std::to_string(step) +
-            ": " + devices_[r]->name() + " failed: " + resultText(e) +
+            at + devices_[waitErrorReplica_]->name() +
+            " failed: " + resultText(waitError_) +
             " (a kernel faulted; compute-sanitizer and --no-cuda-graph "
             "narrow it down)");
-      }
+      return Status::ok();
     }
-    if (remaining == 0)
-      break;
+    lock.unlock();
     if (collective_)
       if (Status s = collective_->asyncError(); !s) {
         collective_->abort();
-        return Status::error("program '" + program_.name + "', step " +
-                             std::to_string(step) + ": " + s.message());
+        return Status::error(at + s.message());
       }
-    if (Clock::now() > deadline) {
+    lock.lock();
+    if (Clock::now() > deadline && waitServed_ < request) {
       std::string late, done;
       for (int r = 0; r < replicas_; ++r) {
-        std::string &list = finished[r] ? done : late;
+        std::string &list = finished_[r] ? done : late;
         list += (list.empty() ? "" : ", ") + devices_[r]->name();
       }
+      // The hang is declared first: from here on nothing calls into the
+      // CUDA runtime (GpuHang.h); NCCL's abort is made for this moment.
+      markGpuHung();
+      lock.unlock();
       if (collective_)
         collective_->abort();
-      markGpuHung();
       return Status::error(
-          "program '" + program_.name + "', step " + std::to_string(step) +
-          ": replica(s) " + late + " did not finish within " +
+          at + "replica(s) " + late + " did not finish within " +
           std::to_string(options_.timeout.count()) + " ms" +
           (done.empty() ? std::string() : " (finished: " + done + ")") +
           ": a kernel hangs or a GPU stopped (--collective-timeout sets the "
           "limit)");
     }
-    std::this_thread::yield();
   }
-  return Status::ok();
 }
 
 Status CudaRunner::readResults(StepResult &result) {
@@ -1158,6 +1243,7 @@ void registerCudaBackend() {
                                 std::shared_ptr<DeviceSet> &out) {
       return CudaDeviceSet::create(logical, options, out);
     };
+    platform.lost = [] { return gpuHung(); };
     registerDevicePlatform(Backend::cuda, std::move(platform));
   });
 }

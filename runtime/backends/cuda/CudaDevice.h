@@ -32,13 +32,16 @@
 // stream would then keep the overlap).
 //
 // Timestamps are CUDA events recorded in the step (external event nodes in
-// a graph). run() waits for the step's completion event anyway (the outputs
-// go to the host), polling it on the host: that poll is the watchdog (a
-// replica whose step does not finish in the timeout is named, NCCL's
-// asynchronous errors are checked), and the host time at which the event
-// is seen complete anchors the step's timestamps: a timestamp is that time
-// minus cudaEventElapsedTime(timestamp, completion). Reading them costs no
-// extra synchronisation.
+// a graph). run() waits for the step's completion events anyway (the
+// outputs go to the host): a waiter thread sleeps in cudaEventSynchronize
+// on them (cudaEventBlockingSync, so no core spins), while the caller's
+// thread is the watchdog, waking every few milliseconds to check NCCL's
+// asynchronous errors and the deadline (a replica whose step does not
+// finish in the timeout is named, the GPU declared hung, and from then on
+// nothing calls into the CUDA runtime: GpuHang.h). The host time at which
+// the waiter sees an event complete anchors the step's timestamps: a
+// timestamp is that time minus cudaEventElapsedTime(timestamp, completion).
+// Reading them costs no extra synchronisation.
 //
 //===----------------------------------------------------------------------===//
 

@@ -677,3 +677,18 @@ TEST(MirroredVariables, PlacedCopiesMoveOnlyThroughTheDevice) {
   EXPECT_NE(s.message().find("not in host memory"), std::string::npos)
       << s.message();
 }
+
+TEST(DevicePlatform, ALostDeviceIsReportedThroughItsPlatform) {
+  // graphrun ends with std::_Exit when this says so (a hung GPU), so it
+  // must follow the platform's own flag and nothing else.
+  ASSERT_FALSE(deviceLost());
+  bool lost = false;
+  DevicePlatform platform;
+  platform.lost = [&lost] { return lost; };
+  registerDevicePlatform(Backend::reference, platform);
+  EXPECT_FALSE(deviceLost());
+  lost = true;
+  EXPECT_TRUE(deviceLost());
+  registerDevicePlatform(Backend::reference, DevicePlatform{});
+  EXPECT_FALSE(deviceLost());
+}

@@ -139,6 +139,44 @@ TEST(GpuRuntime, WithoutGpuTheDeviceCountIsZeroAndCudaFailsClearly) {
   EXPECT_EQ(w[0], 1.0f);
 }
 
+/// In a child process (a death test): a kernel that spins for days ahead of
+/// the step on replica 0's compute stream, a 1 s watchdog. The step must
+/// fail naming the replica, the hang be declared, and tearing everything
+/// down return (no CUDA call waits for the spinning kernel); then exit 3.
+void hangTheStepAndTearDown() {
+  {
+    TinyRun run;
+    ExecutorOptions o = cudaOptions(false);
+    o.timeout = std::chrono::milliseconds(1000);
+    if (Status s = prepareTiny(run, 1, 4, o); !s) {
+      std::fprintf(stderr, "prepare: %s\n", s.message().c_str());
+      std::_Exit(4);
+    }
+    auto &set = dynamic_cast<cuda::CudaDeviceSet &>(run.executor->devices());
+    float *flag = nullptr;
+    if (cudaMalloc(&flag, sizeof(float)) != cudaSuccess ||
+        gputest::enqueueDelayedWrite(flag, 1.0f, 1LL << 60,
+                                     set.cudaDevice(0).state().compute) !=
+            cudaSuccess)
+      std::_Exit(5);
+    StepResult result;
+    Status s = run.executor->run(
+        testplan::tinyBatch(run.executor->globalBatch(), 1), 1, result);
+    std::fprintf(stderr, "%s\n", s ? "the step finished" : s.message().c_str());
+    if (s || !deviceLost())
+      std::_Exit(6);
+  } // the executor, variables and devices go here
+  std::fflush(stderr);
+  std::_Exit(3);
+}
+
+TEST(GpuRuntimeDeathTest, AHungStepIsNamedAndTeardownDoesNotWaitForIt) {
+  SKIP_WITHOUT_GPU();
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(hangTheStepAndTearDown(), testing::ExitedWithCode(3),
+              "cuda:0 \\(GPU 0\\) did not finish within 1000 ms");
+}
+
 TEST(GpuRuntime, VariablesLiveInDeviceMemory) {
   SKIP_WITHOUT_GPU();
   TinyRun run;

@@ -99,7 +99,9 @@ Status ScopedDevice::enter(int ordinal) {
 }
 
 DeviceBuffer::~DeviceBuffer() {
-  if (!data_)
+  // cudaFree waits for the GPU: after a hang it would never return
+  // (GpuHang.h), so the memory is left to the process's end.
+  if (!data_ || gpuHung())
     return;
   // At process exit the runtime may be gone already; the memory goes with
   // it, so a failure here has nothing left to leak.

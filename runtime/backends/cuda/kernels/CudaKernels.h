@@ -18,6 +18,7 @@
 
 #include "runtime/backends/cuda/CudaCheck.h"
 #include "runtime/backends/cuda/CudaDeviceState.h"
+#include "runtime/backends/cuda/GpuHang.h"
 #include "runtime/backends/cuda/kernels/Launchers.h"
 #include "runtime/core/Kernel.h"
 #include "runtime/core/WindowGeometry.h"
