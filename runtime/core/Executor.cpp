@@ -271,6 +271,18 @@ int physicalDeviceCount(Backend backend) {
   return count();
 }
 
+const char *precisionName(Precision precision) {
+  return precision == Precision::tf32 ? "tf32" : "fp32";
+}
+
+std::optional<Precision> parsePrecision(const std::string &name) {
+  if (name == "fp32")
+    return Precision::fp32;
+  if (name == "tf32")
+    return Precision::tf32;
+  return std::nullopt;
+}
+
 bool deviceLost() {
   std::vector<std::function<bool()>> checks;
   {

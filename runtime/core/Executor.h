@@ -32,6 +32,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -91,6 +92,16 @@ private:
   std::shared_ptr<DeviceSet> placement_;
 };
 
+/// The arithmetic of convolutions and matrix products on a GPU: fp32
+/// throughout, or operands rounded to TF32 on the tensor cores (PyTorch's
+/// default for cuDNN convolutions; about 3e-4 relative). Everything else
+/// (elementwise ops, normalisation statistics, losses, optimizers) is fp32
+/// under either. The host backends always compute in fp32.
+enum class Precision { fp32, tf32 };
+const char *precisionName(Precision precision);
+/// The precision named `name` ("fp32", "tf32").
+std::optional<Precision> parsePrecision(const std::string &name);
+
 struct ExecutorOptions {
   Backend backend = Backend::reference;
   /// The run's seed: kernels mix it into dropout masks.
@@ -110,6 +121,10 @@ struct ExecutorOptions {
   /// CUDA: the first physical GPU this process uses; workers that share a
   /// host take disjoint ranges (NCCL refuses one GPU in two ranks).
   int firstPhysicalDevice = 0;
+  /// CUDA: convolutions' and matrix products' arithmetic (graphrun's
+  /// --precision, default tf32 there; fp32 here, so tests compare with the
+  /// reference at float tolerance unless they ask).
+  Precision precision = Precision::fp32;
   /// The job's workers (null: this process is the whole job). A program
   /// for N replicas then runs N / W of them here: replicas [rank * N / W,
   /// (rank + 1) * N / W), on this process's devices 0..N / W - 1, and its

@@ -64,6 +64,7 @@ ExecutorOptions SessionOptions::executorOptions() const {
   eo.cudaGraph = cudaGraph;
   eo.maxPhysicalDevices = maxPhysicalDevices;
   eo.firstPhysicalDevice = firstPhysicalDevice;
+  eo.precision = precision;
   return eo;
 }
 

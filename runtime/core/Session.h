@@ -119,6 +119,7 @@ struct SessionOptions {
   bool cudaGraph = true;
   int maxPhysicalDevices = 0;
   int firstPhysicalDevice = 0;
+  Precision precision = Precision::fp32;
 
   /// The options of the executors this session creates.
   ExecutorOptions executorOptions() const;

@@ -314,6 +314,9 @@ Status TrainingJob::checkLocally() {
   if (Status s = chooseGpus(); !s)
     return s;
   Backend backend = placement_.backend;
+  if (!o_.precision.empty() && !parsePrecision(o_.precision))
+    return Status::error("--precision " + o_.precision +
+                         ": unknown precision (fp32 or tf32)");
   if (KernelRegistry::global().names(backend).empty())
     return Status::error(std::string("backend ") + backendName(backend) +
                          ": no kernels of that backend are in this build; "
@@ -466,6 +469,7 @@ Status TrainingJob::compareWorkers() {
        << "\n"
        << "checkpoint every=" << o_.checkpointEvery << "\n"
        << "collective timeout=" << o_.collectiveTimeoutSeconds << "\n"
+       << "precision=" << o_.precision << "\n"
        << "nan guard=" << o_.nanGuard << "/" << o_.checkNumerics << "\n"
        << "training data=" << o_.data << ", " << train_->size() << " examples\n"
        << "test data=" << (test_ ? std::to_string(test_->size()) : "none")
@@ -654,6 +658,11 @@ Status TrainingJob::setUp(int &reportedBy) {
   so.seed = o_.seed;
   so.learningRate = o_.learningRate;
   so.cudaGraph = !o_.noCudaGraph;
+  // TF32 convolutions and matrix products by default on a GPU (PyTorch's
+  // cuDNN default); the host backends compute in fp32 regardless.
+  if (placement_.backend == Backend::cuda)
+    so.precision = parsePrecision(o_.precision.empty() ? "tf32" : o_.precision)
+                       .value_or(Precision::tf32);
   so.firstPhysicalDevice = firstGpu_;
   so.timeout = std::chrono::milliseconds(
       static_cast<int64_t>(o_.collectiveTimeoutSeconds * 1000));
@@ -672,16 +681,22 @@ Status TrainingJob::setUp(int &reportedBy) {
                                    std::to_string(placement_.replicas)
                              : std::to_string(placement_.replicas))
        << " " << (backend == Backend::cuda ? "GPU" : "CPU")
-       << " replica(s), backend " << backendName(backend) << ", global batch "
-       << globalBatch_ << " (" << globalBatch_ / session_->totalReplicas()
-       << " per replica), data " << o_.data << " (" << train_->size()
-       << " examples";
+       << " replica(s), backend " << backendName(backend) << ", precision "
+       << (backend == Backend::cuda
+               ? std::string(precisionName(so.precision))
+               : std::string("fp32 (") + backendName(backend) + ")")
+       << ", global batch " << globalBatch_ << " ("
+       << globalBatch_ / session_->totalReplicas() << " per replica), data "
+       << o_.data << " (" << train_->size() << " examples";
   if (workerCount() > 1)
     out_ << ", each worker its shard of about " << epochExamples_;
   else if (o_.shardCount > 1)
     out_ << ", shard " << o_.shardIndex << "/" << o_.shardCount << ": "
          << epochExamples_;
   out_ << ")\n";
+  if (backend != Backend::cuda && o_.precision == "tf32")
+    out_ << "graphrun: note: --precision tf32 has no effect on the "
+         << backendName(backend) << " backend, which computes in fp32\n";
   out_.flush();
   return restoreState(reportedBy);
 }

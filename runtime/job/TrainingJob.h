@@ -61,6 +61,9 @@ struct JobOptions {
   std::string metrics;
   bool noCudaGraph = false;
   bool cacheOnDevice = false;
+  /// fp32 or tf32: the GPU's convolutions and matrix products (empty:
+  /// tf32). The host backends compute in fp32 whatever it says.
+  std::string precision;
   double collectiveTimeoutSeconds = 60;
   std::string checkpointDir;
   /// -1: once per epoch; 0: only at the end.

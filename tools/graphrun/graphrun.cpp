@@ -163,6 +163,11 @@ int main(int argc, char **argv) {
                  "reference, cpu or cuda (default: cuda with --gpus, else "
                  "cpu)")
       ->check(CLI::IsMember({"reference", "cpu", "cuda"}));
+  app.add_option("--precision", o.precision,
+                 "fp32 or tf32: the GPU's convolutions and matrix products "
+                 "(default tf32, PyTorch's cuDNN default; everything else "
+                 "is fp32; the CPU backends are always fp32)")
+      ->check(CLI::IsMember({"fp32", "tf32"}));
   app.add_flag("--no-cuda-graph", o.noCudaGraph,
                "launch the step's kernels one by one instead of replaying "
                "it as a CUDA graph");

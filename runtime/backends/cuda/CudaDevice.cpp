@@ -111,11 +111,12 @@ int64_t cudaAllocations() {
 // CudaDevice
 //===----------------------------------------------------------------------===//
 
-Status CudaDevice::create(int logical, int ordinal,
+Status CudaDevice::create(int logical, int ordinal, bool tf32,
                           std::unique_ptr<CudaDevice> &out) {
   std::unique_ptr<CudaDevice> d(new CudaDevice());
   d->state_.logical = logical;
   d->state_.ordinal = ordinal;
+  d->state_.tf32 = tf32;
   RETURN_IF_CUDA_ERROR(cudaSetDevice(ordinal));
   RETURN_IF_CUDA_ERROR(
       cudaStreamCreateWithFlags(&d->state_.compute, cudaStreamNonBlocking));
@@ -1196,7 +1197,10 @@ Status CudaDeviceSet::create(int logical, const ExecutorOptions &options,
   set->physicalGpus_ = physical;
   for (int d = 0; d < logical; ++d) {
     std::unique_ptr<CudaDevice> device;
-    if (Status s = CudaDevice::create(d, first + d % physical, device); !s)
+    if (Status s =
+            CudaDevice::create(d, first + d % physical,
+                               options.precision == Precision::tf32, device);
+        !s)
       return Status::error("cuda:" + std::to_string(d) + ": " + s.message());
     set->devices_.push_back(std::move(device));
   }

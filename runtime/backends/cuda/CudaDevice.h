@@ -76,8 +76,9 @@ int64_t cudaAllocations();
 
 class CudaDevice final : public Device {
 public:
-  /// Logical device `logical` on physical GPU `ordinal`.
-  static Status create(int logical, int ordinal,
+  /// Logical device `logical` on physical GPU `ordinal`; its convolutions
+  /// and matrix products in TF32 when `tf32` (CudaDeviceState::tf32).
+  static Status create(int logical, int ordinal, bool tf32,
                        std::unique_ptr<CudaDevice> &out);
   ~CudaDevice() override;
   CudaDevice(const CudaDevice &) = delete;

@@ -39,6 +39,11 @@ struct CudaDeviceState {
   /// Kernels on one stream run one at a time, so they share it.
   void *workspace = nullptr;
   size_t workspaceBytes = 0;
+  /// Convolutions (cuDNN's CUDNN_DEFAULT_MATH instead of CUDNN_FMA_MATH)
+  /// and matrix products (CUBLAS_COMPUTE_32F_FAST_TF32 instead of
+  /// CUBLAS_COMPUTE_32F) may round their operands to TF32 on the tensor
+  /// cores: ExecutorOptions::precision. Off, every kernel is exact fp32.
+  bool tf32 = false;
   /// The global step (KernelContext::step) as an int64 in this device's
   /// memory, written by the executor before each step. A replayed CUDA graph
   /// keeps the kernel arguments it was captured with, so a kernel whose

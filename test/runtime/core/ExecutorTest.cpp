@@ -692,3 +692,19 @@ TEST(DevicePlatform, ALostDeviceIsReportedThroughItsPlatform) {
   registerDevicePlatform(Backend::reference, DevicePlatform{});
   EXPECT_FALSE(deviceLost());
 }
+
+TEST(Precision, NamesRoundTripAndTheLibraryDefaultIsFp32) {
+  EXPECT_EQ(parsePrecision("fp32"), Precision::fp32);
+  EXPECT_EQ(parsePrecision("tf32"), Precision::tf32);
+  EXPECT_EQ(parsePrecision("fp16"), std::nullopt);
+  EXPECT_EQ(parsePrecision("TF32"), std::nullopt);
+  for (Precision p : {Precision::fp32, Precision::tf32})
+    EXPECT_EQ(parsePrecision(precisionName(p)), p);
+  // Tests and library users get exact fp32 unless they ask; graphrun asks
+  // for tf32 on a GPU.
+  EXPECT_EQ(ExecutorOptions{}.precision, Precision::fp32);
+  EXPECT_EQ(SessionOptions{}.executorOptions().precision, Precision::fp32);
+  SessionOptions so;
+  so.precision = Precision::tf32;
+  EXPECT_EQ(so.executorOptions().precision, Precision::tf32);
+}

@@ -31,6 +31,7 @@
 #include "ConformanceCases.h"
 
 #include <cctype>
+#include <cmath>
 #include <memory>
 #include <set>
 
@@ -39,11 +40,15 @@ using namespace graph::runtime::testing;
 
 namespace {
 
-double toleranceFor(const std::string &kernel) {
+bool isContraction(const std::string &kernel) {
   static const std::set<std::string> contractions = {
       "conv2d", "fused_conv2d", "conv2d_grad_input", "conv2d_grad_kernel",
       "dense",  "fused_dense",  "dense_grad_input",  "dense_grad_kernel"};
-  return contractions.count(kernel) ? 1e-4 : 1e-5;
+  return contractions.count(kernel) != 0;
+}
+
+double toleranceFor(const std::string &kernel) {
+  return isContraction(kernel) ? 1e-4 : 1e-5;
 }
 
 /// The reference's outputs for `c` (whose max_pool2d_grad y it fills in).
@@ -199,6 +204,53 @@ INSTANTIATE_TEST_SUITE_P(Cases, CudaConformance,
                            return nameOf(conformanceCases()[info.param],
                                          info.param);
                          });
+
+/// graphrun's default precision: with CudaDeviceState::tf32 every
+/// contraction case stays within TF32's rounding of the reference, by
+/// ||gpu - reference|| / ||reference|| (about 3e-4 for TF32; the bar is
+/// 2e-3), eager and captured.
+TEST(CudaConformanceTf32, ContractionsStayWithinTf32Rounding) {
+  REQUIRE_CUDA_DEVICE(device);
+  cuda::registerCudaKernels();
+  struct Restore {
+    cuda::CudaDeviceState &state;
+    ~Restore() { state.tf32 = false; }
+  } restore{device->state()};
+  device->state().tf32 = true;
+  int checked = 0;
+  for (Case c : conformanceCases()) {
+    if (!isContraction(c.kernel))
+      continue;
+    std::vector<Tensor> expected = runReference(c);
+    DeviceCase d;
+    ASSERT_NO_FATAL_FAILURE(prepare(*device, c, d));
+    for (bool captured : {false, true}) {
+      if (captured)
+        ASSERT_NO_FATAL_FAILURE(runCaptured(*device, c, d));
+      else
+        ASSERT_NO_FATAL_FAILURE(runEager(*device, c, d));
+      std::vector<Tensor> actual = d.read(c);
+      ASSERT_EQ(actual.size(), expected.size());
+      for (size_t o = 0; o < expected.size(); ++o) {
+        std::vector<double> a = actual[o].values(), e = expected[o].values();
+        ASSERT_EQ(a.size(), e.size());
+        double diff = 0, norm = 0;
+        for (size_t k = 0; k < e.size(); ++k) {
+          diff += (a[k] - e[k]) * (a[k] - e[k]);
+          norm += e[k] * e[k];
+        }
+        double relative = std::sqrt(diff) / std::max(std::sqrt(norm), 1e-30);
+        EXPECT_LE(relative, 2e-3)
+            << c.kernel << " (" << c.label << ") output " << o
+            << (captured ? ", CUDA graph" : ", eager");
+        EXPECT_TRUE(std::isfinite(relative))
+            << c.kernel << " (" << c.label << ")";
+      }
+    }
+    ++checked;
+  }
+  EXPECT_GT(checked, 0);
+}
 
 /// The seed model's launches (examples/fashion_mnist_cnn.json) at batch 32:
 /// sizes where cuDNN and cuBLASLt pick real algorithms, reductions span

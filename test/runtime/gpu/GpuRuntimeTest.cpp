@@ -217,7 +217,7 @@ TEST(GpuRuntime, ArenaAllocatedOnceAndStepsAllocateNothing) {
 TEST(GpuRuntime, EventsOrderStreams) {
   SKIP_WITHOUT_GPU();
   std::unique_ptr<cuda::CudaDevice> device;
-  ASSERT_OK(cuda::CudaDevice::create(0, 0, device));
+  ASSERT_OK(cuda::CudaDevice::create(0, 0, false, device));
   DeviceMemory memory;
   ASSERT_OK(device->allocate(2 * sizeof(float), memory));
   float *value = static_cast<float *>(memory.data());
@@ -254,7 +254,7 @@ void checkAllReduce(const std::vector<int> &ordinals, int64_t count,
   std::mt19937 random(1234);
   std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
   for (int r = 0; r < ranks; ++r) {
-    ASSERT_OK(cuda::CudaDevice::create(r, ordinals[r], devices[r]));
+    ASSERT_OK(cuda::CudaDevice::create(r, ordinals[r], false, devices[r]));
     ASSERT_OK(devices[r]->allocate(count * 4, memory[r]));
     data[r] = static_cast<float *>(memory[r].data());
     for (float &v : host[r])

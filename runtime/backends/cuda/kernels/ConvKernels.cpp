@@ -1,9 +1,12 @@
 //===- ConvKernels.cpp - conv2d and its gradients through cuDNN -----------===//
 //
 // conv2d, fused_conv2d, conv2d_grad_input and conv2d_grad_kernel on cuDNN's
-// convolution API: NHWC tensors, an OHWI filter (cuDNN's KRSC, format
-// CUDNN_TENSOR_NHWC) and FMA math, so no TF32 rounding and results match
-// the reference within float tolerance.
+// convolution API: NHWC tensors and an OHWI filter (cuDNN's KRSC, format
+// CUDNN_TENSOR_NHWC). The math is the device's precision
+// (CudaDeviceState::tf32): FMA math in fp32, so no TF32 rounding and results
+// match the reference within float tolerance; in tf32 cuDNN's default math,
+// which lets it pick tensor-op algorithms (PyTorch's
+// allow_tf32 for cuDNN does the same).
 //
 // Per step, in the launch site's scratch (the front of the device
 // workspace, or memory of its own when that is too small):
@@ -91,6 +94,7 @@ struct ConvSite {
   FilterDescriptor wDesc;
   ConvolutionDescriptor convDesc;
   int algo = 0;
+  cudnnMathType_t math = CUDNN_FMA_MATH; // the chosen algorithm's
 
   bool padded = false;
   NhwcPadding padding;
@@ -109,10 +113,10 @@ struct ConvSite {
 /// cuDNN's heuristics once.
 using AlgoKey = std::tuple<int, int, int64_t, int64_t, int64_t, int64_t,
                            int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
-                           int64_t, int64_t, int64_t, bool, size_t>;
+                           int64_t, int64_t, int64_t, bool, size_t, bool>;
 
 std::mutex algoCacheMutex;
-std::map<AlgoKey, int> algoCache;
+std::map<AlgoKey, std::pair<int, cudnnMathType_t>> algoCache;
 
 AlgoKey algoKeyOf(const ConvSite &s) {
   return {static_cast<int>(s.pass),
@@ -131,7 +135,8 @@ AlgoKey algoKeyOf(const ConvSite &s) {
           s.g.h.padBefore,
           s.g.w.padBefore,
           s.padded,
-          s.cudnnWorkspaceBytes};
+          s.cudnnWorkspaceBytes,
+          s.state->tf32};
 }
 
 bool isTensorOpMath(cudnnMathType_t math) {
@@ -140,14 +145,15 @@ bool isTensorOpMath(cudnnMathType_t math) {
 }
 
 /// The first of cuDNN's ranked `perf` results that is usable: it succeeded,
-/// runs without tensor-op (TF32) math, is supported by the descriptors
-/// (`workspaceOf` returns false otherwise) and needs at most `limit` bytes;
-/// deterministic algorithms first, then any. `fallbacks` (in order) when
-/// the heuristics offer nothing usable.
+/// runs without tensor-op (TF32) math unless `tf32`, is supported by the
+/// descriptors (`workspaceOf` returns false otherwise) and needs at most
+/// `limit` bytes; deterministic algorithms first, then any. `fallbacks` (in
+/// order, FMA math) when the heuristics offer nothing usable.
 template <typename Perf, typename Algo, typename WorkspaceOf>
 bool pickAlgorithm(const std::vector<Perf> &perf, int returned,
                    std::initializer_list<Algo> fallbacks, size_t limit,
-                   WorkspaceOf workspaceOf, Algo &chosen) {
+                   bool tf32, WorkspaceOf workspaceOf, Algo &chosen,
+                   cudnnMathType_t &math) {
   auto usable = [&](Algo algo) {
     size_t bytes = 0;
     return workspaceOf(algo, bytes) && bytes <= limit;
@@ -155,21 +161,31 @@ bool pickAlgorithm(const std::vector<Perf> &perf, int returned,
   for (bool deterministicOnly : {true, false})
     for (int i = 0; i < returned; ++i) {
       const Perf &p = perf[i];
-      if (p.status != CUDNN_STATUS_SUCCESS || isTensorOpMath(p.mathType))
+      if (p.status != CUDNN_STATUS_SUCCESS ||
+          (!tf32 && isTensorOpMath(p.mathType)))
         continue;
       if (deterministicOnly && p.determinism != CUDNN_DETERMINISTIC)
         continue;
       if (usable(p.algo)) {
         chosen = p.algo;
+        math = p.mathType;
         return true;
       }
     }
   for (Algo algo : fallbacks)
     if (usable(algo)) {
       chosen = algo;
+      math = CUDNN_FMA_MATH;
       return true;
     }
   return false;
+}
+
+/// The descriptor runs the chosen algorithm with the math it was ranked
+/// with (a tensor-op algorithm under CUDNN_DEFAULT_MATH needs its own).
+Status setMath(ConvSite &s) {
+  RETURN_IF_CUDA_ERROR(cudnnSetConvolutionMathType(s.convDesc.get(), s.math));
+  return Status::ok();
 }
 
 Status chooseAlgorithm(const char *kName, ConvSite &s) {
@@ -178,8 +194,9 @@ Status chooseAlgorithm(const char *kName, ConvSite &s) {
     std::lock_guard<std::mutex> lock(algoCacheMutex);
     auto it = algoCache.find(key);
     if (it != algoCache.end()) {
-      s.algo = it->second;
-      return Status::ok();
+      s.algo = it->second.first;
+      s.math = it->second.second;
+      return setMath(s);
     }
   }
   cudnnHandle_t h = s.state->cudnn;
@@ -198,13 +215,13 @@ Status chooseAlgorithm(const char *kName, ConvSite &s) {
         perf, returned,
         {CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM,
          CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM},
-        s.cudnnWorkspaceBytes,
+        s.cudnnWorkspaceBytes, s.state->tf32,
         [&](cudnnConvolutionFwdAlgo_t a, size_t &bytes) {
           return cudnnGetConvolutionForwardWorkspaceSize(
                      h, s.xDesc.get(), s.wDesc.get(), s.convDesc.get(),
                      s.yDesc.get(), a, &bytes) == CUDNN_STATUS_SUCCESS;
         },
-        algo);
+        algo, s.math);
     s.algo = algo;
   } else if (s.pass == Pass::backwardData) {
     RETURN_IF_CUDA_ERROR(
@@ -218,13 +235,13 @@ Status chooseAlgorithm(const char *kName, ConvSite &s) {
     found = pickAlgorithm(
         perf, returned,
         {CUDNN_CONVOLUTION_BWD_DATA_ALGO_1, CUDNN_CONVOLUTION_BWD_DATA_ALGO_0},
-        s.cudnnWorkspaceBytes,
+        s.cudnnWorkspaceBytes, s.state->tf32,
         [&](cudnnConvolutionBwdDataAlgo_t a, size_t &bytes) {
           return cudnnGetConvolutionBackwardDataWorkspaceSize(
                      h, s.wDesc.get(), s.yDesc.get(), s.convDesc.get(),
                      s.xDesc.get(), a, &bytes) == CUDNN_STATUS_SUCCESS;
         },
-        algo);
+        algo, s.math);
     s.algo = algo;
   } else {
     RETURN_IF_CUDA_ERROR(
@@ -239,13 +256,13 @@ Status chooseAlgorithm(const char *kName, ConvSite &s) {
         perf, returned,
         {CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1,
          CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0},
-        s.cudnnWorkspaceBytes,
+        s.cudnnWorkspaceBytes, s.state->tf32,
         [&](cudnnConvolutionBwdFilterAlgo_t a, size_t &bytes) {
           return cudnnGetConvolutionBackwardFilterWorkspaceSize(
                      h, s.xDesc.get(), s.yDesc.get(), s.convDesc.get(),
                      s.wDesc.get(), a, &bytes) == CUDNN_STATUS_SUCCESS;
         },
-        algo);
+        algo, s.math);
     s.algo = algo;
   }
   REQUIRE(found,
@@ -253,9 +270,11 @@ Status chooseAlgorithm(const char *kName, ConvSite &s) {
               shapeText({s.g.n, s.g.h.in, s.g.w.in, s.g.c}) + " and " +
               std::to_string(s.filters) + " filters that needs at most " +
               std::to_string(s.cudnnWorkspaceBytes) + " bytes of workspace");
-  std::lock_guard<std::mutex> lock(algoCacheMutex);
-  algoCache.emplace(key, s.algo);
-  return Status::ok();
+  {
+    std::lock_guard<std::mutex> lock(algoCacheMutex);
+    algoCache.emplace(key, std::make_pair(s.algo, s.math));
+  }
+  return setMath(s);
 }
 
 /// Descriptors, scratch and algorithm of a site whose geometry and buffers
@@ -297,9 +316,11 @@ Status prepare(const char *kName, ConvSite &s) {
       s.padded ? 0 : i(g.w.padBefore), i(g.h.stride), i(g.w.stride),
       i(g.h.dilation), i(g.w.dilation), CUDNN_CROSS_CORRELATION,
       CUDNN_DATA_FLOAT));
-  // FMA math: no TF32, whatever the GPU allows by default.
-  RETURN_IF_CUDA_ERROR(
-      cudnnSetConvolutionMathType(s.convDesc.get(), CUDNN_FMA_MATH));
+  // fp32: FMA math, no TF32 whatever the GPU allows by default; tf32:
+  // cuDNN's default math, under which its heuristics rank tensor-op
+  // algorithms too.
+  RETURN_IF_CUDA_ERROR(cudnnSetConvolutionMathType(
+      s.convDesc.get(), s.state->tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
   // cuDNN's own idea of the output must be the reference's.
   int on = 0, oc = 0, oh = 0, ow = 0;
   RETURN_IF_CUDA_ERROR(cudnnGetConvolution2dForwardOutputDim(

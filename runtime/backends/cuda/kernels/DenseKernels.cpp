@@ -9,8 +9,9 @@
 //   dense_grad_input:  dx^T = k    dy^T   (m = in,  n = rows, k = out)
 //   dense_grad_kernel: dk^T = dy^T x      (m = out, n = in,   k = rows)
 //
-// The compute type is CUBLAS_COMPUTE_32F (no TF32). fused_dense's bias
-// and relu are cuBLASLt epilogues (the bias runs along m, the output
+// The compute type is the device's precision (CudaDeviceState::tf32):
+// CUBLAS_COMPUTE_32F (no TF32) or CUBLAS_COMPUTE_32F_FAST_TF32. fused_dense's
+// bias and relu are cuBLASLt epilogues (the bias runs along m, the output
 // features); sigmoid and tanh, which cuBLASLt has no epilogue for, are one
 // own kernel over y afterwards.
 //
@@ -84,8 +85,9 @@ uint32_t alignmentOf(const void *p) {
   return alignment;
 }
 
-using AlgoKey = std::tuple<int, bool, bool, int64_t, int64_t, int64_t, int,
-                           uint32_t, uint32_t, uint32_t, uint32_t, size_t>;
+using AlgoKey =
+    std::tuple<int, bool, bool, int64_t, int64_t, int64_t, int, uint32_t,
+               uint32_t, uint32_t, uint32_t, size_t, bool>;
 
 std::mutex algoCacheMutex;
 std::map<AlgoKey, cublasLtMatmulAlgo_t> algoCache;
@@ -117,7 +119,9 @@ Status prepareMatmul(const char *kName, const KernelContext &ctx,
           "empty product: m " + std::to_string(g.m) + ", n " +
               std::to_string(g.n) + ", k " + std::to_string(g.k));
   RETURN_IF_CUDA_ERROR(cublasLtMatmulDescCreate(
-      s.desc.receive(), CUBLAS_COMPUTE_32F, CUDA_R_32F));
+      s.desc.receive(),
+      s.state->tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F,
+      CUDA_R_32F));
   cublasOperation_t opA = g.transA ? CUBLAS_OP_T : CUBLAS_OP_N;
   cublasOperation_t opB = g.transB ? CUBLAS_OP_T : CUBLAS_OP_N;
   RETURN_IF_ERROR(
@@ -158,7 +162,8 @@ Status prepareMatmul(const char *kName, const KernelContext &ctx,
               alignB,
               alignD,
               alignBias,
-              workspace};
+              workspace,
+              s.state->tf32};
   {
     std::lock_guard<std::mutex> lock(algoCacheMutex);
     auto it = algoCache.find(key);
