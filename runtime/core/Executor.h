@@ -125,6 +125,10 @@ struct ExecutorOptions {
   /// --precision, default tf32 there; fp32 here, so tests compare with the
   /// reference at float tolerance unless they ask).
   Precision precision = Precision::fp32;
+  /// CUDA: the file of measured cuDNN algorithms, read when the devices are
+  /// made and written after a program's kernels are (graphrun: beside the
+  /// plan). Empty: measured choices last this process only.
+  std::string convAlgoCachePath;
   /// The job's workers (null: this process is the whole job). A program
   /// for N replicas then runs N / W of them here: replicas [rank * N / W,
   /// (rank + 1) * N / W), on this process's devices 0..N / W - 1, and its

@@ -65,6 +65,7 @@ ExecutorOptions SessionOptions::executorOptions() const {
   eo.maxPhysicalDevices = maxPhysicalDevices;
   eo.firstPhysicalDevice = firstPhysicalDevice;
   eo.precision = precision;
+  eo.convAlgoCachePath = convAlgoCachePath;
   return eo;
 }
 

@@ -120,6 +120,7 @@ struct SessionOptions {
   int maxPhysicalDevices = 0;
   int firstPhysicalDevice = 0;
   Precision precision = Precision::fp32;
+  std::string convAlgoCachePath;
 
   /// The options of the executors this session creates.
   ExecutorOptions executorOptions() const;

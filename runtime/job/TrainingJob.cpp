@@ -20,6 +20,7 @@
 #include "runtime/job/TrainingJob.h"
 
 #include "runtime/backends/cpu/CpuKernels.h"
+#include "runtime/backends/cuda/ConvAlgoCache.h"
 #ifdef GRAPH_HAVE_CUDA
 #include "runtime/backends/cuda/CudaDevice.h"
 #endif
@@ -660,9 +661,12 @@ Status TrainingJob::setUp(int &reportedBy) {
   so.cudaGraph = !o_.noCudaGraph;
   // TF32 convolutions and matrix products by default on a GPU (PyTorch's
   // cuDNN default); the host backends compute in fp32 regardless.
-  if (placement_.backend == Backend::cuda)
+  if (placement_.backend == Backend::cuda) {
     so.precision = parsePrecision(o_.precision.empty() ? "tf32" : o_.precision)
                        .value_or(Precision::tf32);
+    // cudnn.benchmark's measurements, kept for the plan's next run.
+    so.convAlgoCachePath = cuda::ConvAlgoCache::pathBeside(o_.plan);
+  }
   so.firstPhysicalDevice = firstGpu_;
   so.timeout = std::chrono::milliseconds(
       static_cast<int64_t>(o_.collectiveTimeoutSeconds * 1000));

@@ -5,6 +5,7 @@
 #include "runtime/backends/cuda/CudaCheck.h"
 #include "runtime/backends/cuda/GpuHang.h"
 #include "runtime/backends/cuda/InputGather.h"
+#include "runtime/collectives/Workers.h"
 #include "runtime/plan/PlanLoader.h"
 
 #include <algorithm>
@@ -1195,6 +1196,16 @@ Status CudaDeviceSet::create(int logical, const ExecutorOptions &options,
   }
   std::shared_ptr<CudaDeviceSet> set(new CudaDeviceSet());
   set->physicalGpus_ = physical;
+  set->convAlgoPath_ = options.convAlgoCachePath;
+  if (!set->convAlgoPath_.empty()) {
+    std::vector<std::string> warnings;
+    set->convAlgos_.load(set->convAlgoPath_, cudnnGetVersion(), warnings);
+    for (const std::string &w : warnings)
+      std::fprintf(stderr, "graphrun: warning: %s\n", w.c_str());
+    // Workers of one job on one host would write the same file: the chief
+    // writes it (the others read what it wrote on the next run).
+    set->writeConvAlgos_ = !options.workers || options.workers->rank() == 0;
+  }
   for (int d = 0; d < logical; ++d) {
     std::unique_ptr<CudaDevice> device;
     if (Status s =
@@ -1202,6 +1213,7 @@ Status CudaDeviceSet::create(int logical, const ExecutorOptions &options,
                                options.precision == Precision::tf32, device);
         !s)
       return Status::error("cuda:" + std::to_string(d) + ": " + s.message());
+    device->setConvAlgoCache(&set->convAlgos_);
     set->devices_.push_back(std::move(device));
   }
   set->collectives_.resize(static_cast<size_t>(logical) + 1);
@@ -1230,6 +1242,15 @@ Status CudaDeviceSet::collective(ReplicaSpan span, Workers *workers,
 Status CudaDeviceSet::createRunner(const PreparedProgram &program,
                                    const ExecutorOptions &options,
                                    std::unique_ptr<ProgramRunner> &out) {
+  // The program's kernels are made: what they measured is kept for the
+  // plan's next run. A file that cannot be written costs only the
+  // measuring next time.
+  if (writeConvAlgos_ && convAlgos_.dirty())
+    if (Status s = convAlgos_.save(convAlgoPath_); !s)
+      std::fprintf(stderr,
+                   "graphrun: warning: cuDNN algorithm cache not written: "
+                   "%s\n",
+                   s.message().c_str());
   auto runner = std::make_unique<CudaRunner>(program, *this, options);
   if (Status s = runner->prepare(); !s)
     return s;

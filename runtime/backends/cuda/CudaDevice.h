@@ -48,6 +48,7 @@
 #ifndef RUNTIME_BACKENDS_CUDA_CUDADEVICE_H
 #define RUNTIME_BACKENDS_CUDA_CUDADEVICE_H
 
+#include "runtime/backends/cuda/ConvAlgoCache.h"
 #include "runtime/backends/cuda/CudaDeviceState.h"
 #include "runtime/collectives/NcclCollective.h"
 #include "runtime/core/Device.h"
@@ -80,6 +81,8 @@ public:
   /// and matrix products in TF32 when `tf32` (CudaDeviceState::tf32).
   static Status create(int logical, int ordinal, bool tf32,
                        std::unique_ptr<CudaDevice> &out);
+  /// The measured-algorithm cache its kernels use (null: none).
+  void setConvAlgoCache(ConvAlgoCache *cache) { state_.convAlgos = cache; }
   ~CudaDevice() override;
   CudaDevice(const CudaDevice &) = delete;
   CudaDevice &operator=(const CudaDevice &) = delete;
@@ -133,6 +136,12 @@ public:
 private:
   CudaDeviceSet() = default;
   int physicalGpus_ = 0;
+  // The plan's measured cuDNN algorithms, which every device's kernels
+  // share (CudaDeviceState::convAlgos); written after each runner's
+  // kernels are made, when they measured something new.
+  ConvAlgoCache convAlgos_;
+  std::string convAlgoPath_;
+  bool writeConvAlgos_ = false;
   std::vector<std::unique_ptr<CudaDevice>> devices_;
   // Declared after the devices, so destroyed before them: NCCL work ends
   // before the streams it runs on.

@@ -23,6 +23,8 @@
 
 namespace graph::runtime::cuda {
 
+class ConvAlgoCache;
+
 struct CudaDeviceState {
   /// The physical GPU (cudaSetDevice) and the logical device (the replica).
   int ordinal = 0;
@@ -44,6 +46,9 @@ struct CudaDeviceState {
   /// CUBLAS_COMPUTE_32F) may round their operands to TF32 on the tensor
   /// cores: ExecutorOptions::precision. Off, every kernel is exact fp32.
   bool tf32 = false;
+  /// The plan's measured cuDNN algorithms (ConvAlgoCache.h), shared by the
+  /// devices of a run; null: measured choices last this process only.
+  ConvAlgoCache *convAlgos = nullptr;
   /// The global step (KernelContext::step) as an int64 in this device's
   /// memory, written by the executor before each step. A replayed CUDA graph
   /// keeps the kernel arguments it was captured with, so a kernel whose

@@ -27,6 +27,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "CudaTestDevice.h"
+#include "runtime/backends/cuda/ConvAlgoCache.h"
 
 #include "ConformanceCases.h"
 
@@ -250,6 +251,57 @@ TEST(CudaConformanceTf32, ContractionsStayWithinTf32Rounding) {
     ++checked;
   }
   EXPECT_GT(checked, 0);
+}
+
+/// With a plan's algorithm file (CudaDeviceState::convAlgos), every
+/// convolution shape is measured once and written to it; a run that reads
+/// the file back measures nothing (the cache stays clean) and computes the
+/// same results.
+TEST(CudaConvAlgoCache, MeasuredChoicesAreKeptAndReadBack) {
+  REQUIRE_CUDA_DEVICE(device);
+  cuda::registerCudaKernels();
+  struct Restore {
+    cuda::CudaDeviceState &state;
+    ~Restore() { state.convAlgos = nullptr; }
+  } restore{device->state()};
+  cuda::ConvAlgoCache measured;
+  device->state().convAlgos = &measured;
+  int convs = 0;
+  for (Case c : conformanceCases()) {
+    if (c.kernel.rfind("conv2d", 0) != 0 && c.kernel != "fused_conv2d")
+      continue;
+    std::vector<Tensor> expected = runReference(c);
+    DeviceCase d;
+    ASSERT_NO_FATAL_FAILURE(prepare(*device, c, d));
+    ASSERT_NO_FATAL_FAILURE(runEager(*device, c, d));
+    expectNear(d.read(c), expected, toleranceFor(c.kernel),
+               c.kernel + " (" + c.label + "), measured");
+    ++convs;
+  }
+  ASSERT_GT(convs, 0);
+  EXPECT_GT(measured.size(), 0u);
+  EXPECT_TRUE(measured.dirty());
+
+  cuda::ConvAlgoCache reread;
+  std::string why;
+  int stale = 0;
+  ASSERT_TRUE(reread.parse(measured.serialize(), cudnnGetVersion(), why, stale))
+      << why;
+  EXPECT_EQ(stale, 0);
+  EXPECT_FALSE(reread.dirty());
+  device->state().convAlgos = &reread;
+  for (Case c : conformanceCases()) {
+    if (c.kernel.rfind("conv2d", 0) != 0 && c.kernel != "fused_conv2d")
+      continue;
+    std::vector<Tensor> expected = runReference(c);
+    DeviceCase d;
+    ASSERT_NO_FATAL_FAILURE(prepare(*device, c, d));
+    ASSERT_NO_FATAL_FAILURE(runEager(*device, c, d));
+    expectNear(d.read(c), expected, toleranceFor(c.kernel),
+               c.kernel + " (" + c.label + "), from the file");
+  }
+  EXPECT_FALSE(reread.dirty()) << "a shape was measured again";
+  EXPECT_EQ(reread.size(), measured.size());
 }
 
 /// The seed model's launches (examples/fashion_mnist_cnn.json) at batch 32:

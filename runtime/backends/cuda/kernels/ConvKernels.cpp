@@ -16,23 +16,29 @@
 //     (it pads symmetrically), a zero-padded copy of the input (forward,
 //     backward filter) or of the input gradient (backward data, cropped
 //     afterwards); the convolution itself then pads nothing.
-// fused_conv2d is cudnnConvolutionForward plus an own bias-and-activation
-// epilogue kernel: cudnnConvolutionBiasActivationForward covers relu and
-// identity only, and which of its algorithms take NHWC float with FMA math
-// cannot be checked without a GPU; the epilogue costs one pass over y.
+// fused_conv2d with a bias and relu or no activation is one
+// cudnnConvolutionBiasActivationForward when cuDNN runs that combination
+// (tried once at instantiation: prepareFusedBiasActivation); otherwise, and
+// for sigmoid and tanh, cudnnConvolutionForward plus an own
+// bias-and-activation epilogue kernel (one more pass over y).
 //
-// The algorithm is chosen once per launch site from cuDNN's heuristics
-// (cudnnGet*_v7, which need no scratch memory and run nothing), preferring
-// deterministic ones, and cached per shape.
+// The algorithm is chosen once per shape at start-up, like PyTorch's
+// cudnn.benchmark: measured by cudnnFind*Algorithm (fastest deterministic
+// algorithm that fits the workspace first) and kept in the plan's
+// algorithm file (CudaDeviceState::convAlgos, ConvAlgoCache.h), so a later
+// run reads it instead of measuring; cuDNN's heuristics (cudnnGet*_v7)
+// when measuring fails.
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/backends/cuda/ConvAlgoCache.h"
 #include "runtime/backends/cuda/kernels/CudaKernels.h"
 
 #include <initializer_list>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <tuple>
 
 namespace graph::runtime::cuda {
@@ -69,6 +75,9 @@ using FilterDescriptor =
 using ConvolutionDescriptor =
     Descriptor<cudnnConvolutionDescriptor_t, cudnnCreateConvolutionDescriptor,
                cudnnDestroyConvolutionDescriptor>;
+using ActivationDescriptor =
+    Descriptor<cudnnActivationDescriptor_t, cudnnCreateActivationDescriptor,
+               cudnnDestroyActivationDescriptor>;
 
 enum class Pass { forward, backwardData, backwardFilter };
 
@@ -88,6 +97,13 @@ struct ConvSite {
   float *out = nullptr;
   Activation activation = Activation::none;
   bool epilogue = false;
+  // fused_conv2d with a bias and relu or no activation: one
+  // cudnnConvolutionBiasActivationForward (its algorithm may differ from
+  // the plain forward's: identity runs only with IMPLICIT_PRECOMP_GEMM).
+  bool fusedBiasAct = false;
+  int fusedAlgo = 0;
+  TensorDescriptor biasDesc;
+  ActivationDescriptor actDesc;
 
   // x (or its padded copy, or dx), y (or dy), the OHWI filter.
   TensorDescriptor xDesc, yDesc;
@@ -148,12 +164,14 @@ bool isTensorOpMath(cudnnMathType_t math) {
 /// runs without tensor-op (TF32) math unless `tf32`, is supported by the
 /// descriptors (`workspaceOf` returns false otherwise) and needs at most
 /// `limit` bytes; deterministic algorithms first, then any. `fallbacks` (in
-/// order, FMA math) when the heuristics offer nothing usable.
+/// order, FMA math) when the results offer nothing usable. Measured results
+/// (cudnnFind*) come fastest first, so this is the fastest deterministic
+/// algorithm that fits; deterministic first keeps a run reproducible.
 template <typename Perf, typename Algo, typename WorkspaceOf>
 bool pickAlgorithm(const std::vector<Perf> &perf, int returned,
                    std::initializer_list<Algo> fallbacks, size_t limit,
                    bool tf32, WorkspaceOf workspaceOf, Algo &chosen,
-                   cudnnMathType_t &math) {
+                   cudnnMathType_t &math, float &milliseconds) {
   auto usable = [&](Algo algo) {
     size_t bytes = 0;
     return workspaceOf(algo, bytes) && bytes <= limit;
@@ -169,6 +187,7 @@ bool pickAlgorithm(const std::vector<Perf> &perf, int returned,
       if (usable(p.algo)) {
         chosen = p.algo;
         math = p.mathType;
+        milliseconds = p.time;
         return true;
       }
     }
@@ -176,6 +195,7 @@ bool pickAlgorithm(const std::vector<Perf> &perf, int returned,
     if (usable(algo)) {
       chosen = algo;
       math = CUDNN_FMA_MATH;
+      milliseconds = 0;
       return true;
     }
   return false;
@@ -188,9 +208,112 @@ Status setMath(ConvSite &s) {
   return Status::ok();
 }
 
+/// The GPU's name, for the algorithm file's key (asked once per GPU).
+std::string deviceNameOf(int ordinal) {
+  static std::mutex mutex;
+  static std::map<int, std::string> names;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = names.find(ordinal);
+  if (it != names.end())
+    return it->second;
+  cudaDeviceProp prop{};
+  std::string name = cudaGetDeviceProperties(&prop, ordinal) == cudaSuccess
+                         ? std::string(prop.name)
+                         : "GPU " + std::to_string(ordinal);
+  names.emplace(ordinal, name);
+  return name;
+}
+
+/// The site's key in the algorithm file (ConvAlgoCache.h).
+ConvAlgoKey fileKeyOf(const ConvSite &s) {
+  ConvAlgoKey k;
+  k.pass = s.pass == Pass::forward        ? "fwd"
+           : s.pass == Pass::backwardData ? "bwd_data"
+                                          : "bwd_filter";
+  const WindowGeometry &g = s.g;
+  k.n = g.n;
+  k.h = s.padded ? s.padding.paddedH() : g.h.in;
+  k.w = s.padded ? s.padding.paddedW() : g.w.in;
+  k.c = g.c;
+  k.filters = s.filters;
+  k.kh = g.h.window;
+  k.kw = g.w.window;
+  k.strideH = g.h.stride;
+  k.strideW = g.w.stride;
+  k.dilationH = g.h.dilation;
+  k.dilationW = g.w.dilation;
+  k.padH = s.padded ? 0 : g.h.padBefore;
+  k.padW = s.padded ? 0 : g.w.padBefore;
+  k.workspaceLimit = s.cudnnWorkspaceBytes;
+  k.device = deviceNameOf(s.state->ordinal);
+  k.cudnnVersion = static_cast<int64_t>(cudnnGetVersion());
+  k.precision = s.state->tf32 ? "tf32" : "fp32";
+  return k;
+}
+
+/// One pass's algorithm: from the plan's algorithm file when it has a
+/// usable entry, else measured (`find`, cudnnFind*Algorithm: each candidate
+/// run once on buffers cuDNN allocates, so the arena is untouched) and
+/// written to the file, else ranked by the heuristics (`heuristics`,
+/// cudnnGet*_v7, which run nothing) when measuring fails.
+template <typename Perf, typename Algo, typename Rank, typename WorkspaceOf>
+Status choosePass(ConvSite &s, Rank find, Rank heuristics,
+                  std::initializer_list<Algo> fallbacks,
+                  WorkspaceOf workspaceOf, bool &found) {
+  const bool tf32 = s.state->tf32;
+  const size_t limit = s.cudnnWorkspaceBytes;
+  ConvAlgoCache *file = s.state->convAlgos;
+  ConvAlgoKey key = fileKeyOf(s);
+  if (file)
+    if (std::optional<ConvAlgoChoice> c = file->find(key)) {
+      // An entry that no longer fits (another limit, a hand edit) is
+      // measured again.
+      auto math = static_cast<cudnnMathType_t>(c->math);
+      size_t bytes = 0;
+      if ((tf32 || !isTensorOpMath(math)) &&
+          workspaceOf(static_cast<Algo>(c->algo), bytes) && bytes <= limit) {
+        s.algo = c->algo;
+        s.math = math;
+        found = true;
+        return Status::ok();
+      }
+    }
+  std::vector<Perf> perf;
+  int returned = 0;
+  Algo algo{};
+  float ms = 0;
+  bool measured = false;
+  if (Status m = find(perf, returned); m) {
+    measured = true;
+    found = pickAlgorithm(perf, returned, fallbacks, limit, tf32, workspaceOf,
+                          algo, s.math, ms);
+  } else {
+    (void)cudaGetLastError(); // measuring is an optimisation
+  }
+  if (!found) {
+    measured = false;
+    RETURN_IF_ERROR(heuristics(perf, returned));
+    found = pickAlgorithm(perf, returned, fallbacks, limit, tf32, workspaceOf,
+                          algo, s.math, ms);
+  }
+  if (!found)
+    return Status::ok();
+  s.algo = algo;
+  if (file && measured) {
+    size_t bytes = 0;
+    (void)workspaceOf(algo, bytes);
+    file->insert(key, {static_cast<int>(algo), static_cast<int>(s.math),
+                       static_cast<uint64_t>(bytes), ms});
+  }
+  return Status::ok();
+}
+
 Status chooseAlgorithm(const char *kName, ConvSite &s) {
   AlgoKey key = algoKeyOf(s);
-  {
+  // With a plan's algorithm file, the file is the cache (read into memory);
+  // without one, choices are kept per process here.
+  const bool perProcess = s.state->convAlgos == nullptr;
+  if (perProcess) {
     std::lock_guard<std::mutex> lock(algoCacheMutex);
     auto it = algoCache.find(key);
     if (it != algoCache.end()) {
@@ -200,77 +323,100 @@ Status chooseAlgorithm(const char *kName, ConvSite &s) {
     }
   }
   cudnnHandle_t h = s.state->cudnn;
-  int count = 0;
   bool found = false;
   if (s.pass == Pass::forward) {
-    RETURN_IF_CUDA_ERROR(
-        cudnnGetConvolutionForwardAlgorithmMaxCount(h, &count));
-    std::vector<cudnnConvolutionFwdAlgoPerf_t> perf(std::max(count, 1));
-    int returned = 0;
-    RETURN_IF_CUDA_ERROR(cudnnGetConvolutionForwardAlgorithm_v7(
-        h, s.xDesc.get(), s.wDesc.get(), s.convDesc.get(), s.yDesc.get(), count,
-        &returned, perf.data()));
-    cudnnConvolutionFwdAlgo_t algo{};
-    found = pickAlgorithm(
-        perf, returned,
+    using Perf = cudnnConvolutionFwdAlgoPerf_t;
+    auto rank = [&](bool measure) {
+      return [&, measure](std::vector<Perf> &perf, int &returned) -> Status {
+        int count = 0;
+        RETURN_IF_CUDA_ERROR(
+            cudnnGetConvolutionForwardAlgorithmMaxCount(h, &count));
+        perf.assign(std::max(count, 1), Perf{});
+        if (measure)
+          RETURN_IF_CUDA_ERROR(cudnnFindConvolutionForwardAlgorithm(
+              h, s.xDesc.get(), s.wDesc.get(), s.convDesc.get(), s.yDesc.get(),
+              count, &returned, perf.data()));
+        else
+          RETURN_IF_CUDA_ERROR(cudnnGetConvolutionForwardAlgorithm_v7(
+              h, s.xDesc.get(), s.wDesc.get(), s.convDesc.get(), s.yDesc.get(),
+              count, &returned, perf.data()));
+        return Status::ok();
+      };
+    };
+    RETURN_IF_ERROR(choosePass<Perf>(
+        s, rank(true), rank(false),
         {CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM,
          CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM},
-        s.cudnnWorkspaceBytes, s.state->tf32,
         [&](cudnnConvolutionFwdAlgo_t a, size_t &bytes) {
           return cudnnGetConvolutionForwardWorkspaceSize(
                      h, s.xDesc.get(), s.wDesc.get(), s.convDesc.get(),
                      s.yDesc.get(), a, &bytes) == CUDNN_STATUS_SUCCESS;
         },
-        algo, s.math);
-    s.algo = algo;
+        found));
   } else if (s.pass == Pass::backwardData) {
-    RETURN_IF_CUDA_ERROR(
-        cudnnGetConvolutionBackwardDataAlgorithmMaxCount(h, &count));
-    std::vector<cudnnConvolutionBwdDataAlgoPerf_t> perf(std::max(count, 1));
-    int returned = 0;
-    RETURN_IF_CUDA_ERROR(cudnnGetConvolutionBackwardDataAlgorithm_v7(
-        h, s.wDesc.get(), s.yDesc.get(), s.convDesc.get(), s.xDesc.get(), count,
-        &returned, perf.data()));
-    cudnnConvolutionBwdDataAlgo_t algo{};
-    found = pickAlgorithm(
-        perf, returned,
+    using Perf = cudnnConvolutionBwdDataAlgoPerf_t;
+    auto rank = [&](bool measure) {
+      return [&, measure](std::vector<Perf> &perf, int &returned) -> Status {
+        int count = 0;
+        RETURN_IF_CUDA_ERROR(
+            cudnnGetConvolutionBackwardDataAlgorithmMaxCount(h, &count));
+        perf.assign(std::max(count, 1), Perf{});
+        if (measure)
+          RETURN_IF_CUDA_ERROR(cudnnFindConvolutionBackwardDataAlgorithm(
+              h, s.wDesc.get(), s.yDesc.get(), s.convDesc.get(), s.xDesc.get(),
+              count, &returned, perf.data()));
+        else
+          RETURN_IF_CUDA_ERROR(cudnnGetConvolutionBackwardDataAlgorithm_v7(
+              h, s.wDesc.get(), s.yDesc.get(), s.convDesc.get(), s.xDesc.get(),
+              count, &returned, perf.data()));
+        return Status::ok();
+      };
+    };
+    RETURN_IF_ERROR(choosePass<Perf>(
+        s, rank(true), rank(false),
         {CUDNN_CONVOLUTION_BWD_DATA_ALGO_1, CUDNN_CONVOLUTION_BWD_DATA_ALGO_0},
-        s.cudnnWorkspaceBytes, s.state->tf32,
         [&](cudnnConvolutionBwdDataAlgo_t a, size_t &bytes) {
           return cudnnGetConvolutionBackwardDataWorkspaceSize(
                      h, s.wDesc.get(), s.yDesc.get(), s.convDesc.get(),
                      s.xDesc.get(), a, &bytes) == CUDNN_STATUS_SUCCESS;
         },
-        algo, s.math);
-    s.algo = algo;
+        found));
   } else {
-    RETURN_IF_CUDA_ERROR(
-        cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(h, &count));
-    std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> perf(std::max(count, 1));
-    int returned = 0;
-    RETURN_IF_CUDA_ERROR(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
-        h, s.xDesc.get(), s.yDesc.get(), s.convDesc.get(), s.wDesc.get(), count,
-        &returned, perf.data()));
-    cudnnConvolutionBwdFilterAlgo_t algo{};
-    found = pickAlgorithm(
-        perf, returned,
+    using Perf = cudnnConvolutionBwdFilterAlgoPerf_t;
+    auto rank = [&](bool measure) {
+      return [&, measure](std::vector<Perf> &perf, int &returned) -> Status {
+        int count = 0;
+        RETURN_IF_CUDA_ERROR(
+            cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(h, &count));
+        perf.assign(std::max(count, 1), Perf{});
+        if (measure)
+          RETURN_IF_CUDA_ERROR(cudnnFindConvolutionBackwardFilterAlgorithm(
+              h, s.xDesc.get(), s.yDesc.get(), s.convDesc.get(), s.wDesc.get(),
+              count, &returned, perf.data()));
+        else
+          RETURN_IF_CUDA_ERROR(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+              h, s.xDesc.get(), s.yDesc.get(), s.convDesc.get(), s.wDesc.get(),
+              count, &returned, perf.data()));
+        return Status::ok();
+      };
+    };
+    RETURN_IF_ERROR(choosePass<Perf>(
+        s, rank(true), rank(false),
         {CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1,
          CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0},
-        s.cudnnWorkspaceBytes, s.state->tf32,
         [&](cudnnConvolutionBwdFilterAlgo_t a, size_t &bytes) {
           return cudnnGetConvolutionBackwardFilterWorkspaceSize(
                      h, s.xDesc.get(), s.yDesc.get(), s.convDesc.get(),
                      s.wDesc.get(), a, &bytes) == CUDNN_STATUS_SUCCESS;
         },
-        algo, s.math);
-    s.algo = algo;
+        found));
   }
   REQUIRE(found,
           "cuDNN offers no algorithm for input " +
               shapeText({s.g.n, s.g.h.in, s.g.w.in, s.g.c}) + " and " +
               std::to_string(s.filters) + " filters that needs at most " +
               std::to_string(s.cudnnWorkspaceBytes) + " bytes of workspace");
-  {
+  if (perProcess) {
     std::lock_guard<std::mutex> lock(algoCacheMutex);
     algoCache.emplace(key, std::make_pair(s.algo, s.math));
   }
@@ -370,6 +516,15 @@ Status runConv(const ConvSite &s) {
           launchPadNhwc(s.x, s.paddedScratch, s.padding, stream));
       x = s.paddedScratch;
     }
+    if (s.fusedBiasAct) {
+      // y = act(conv(x) + 0 * y + bias): z is y, weighted 0.
+      RETURN_IF_CUDA_ERROR(cudnnConvolutionBiasActivationForward(
+          h, &one, s.xDesc.get(), x, s.wDesc.get(), s.filterScratch,
+          s.convDesc.get(), static_cast<cudnnConvolutionFwdAlgo_t>(s.fusedAlgo),
+          s.cudnnWorkspace, s.cudnnWorkspaceBytes, &zero, s.yDesc.get(), s.out,
+          s.biasDesc.get(), s.bias, s.actDesc.get(), s.yDesc.get(), s.out));
+      return Status::ok();
+    }
     RETURN_IF_CUDA_ERROR(cudnnConvolutionForward(
         h, &one, s.xDesc.get(), x, s.wDesc.get(), s.filterScratch,
         s.convDesc.get(), static_cast<cudnnConvolutionFwdAlgo_t>(s.algo),
@@ -409,6 +564,54 @@ Status runConv(const ConvSite &s) {
   }
   }
   return Status::error("conv: unknown pass");
+}
+
+/// Moves a fused_conv2d's bias and activation into cuDNN's fused call when
+/// it offers them (a bias with relu or with no activation), so y is written
+/// once. Whether cuDNN runs the combination (NHWC float, this math, this
+/// algorithm) is known only by trying: one call at instantiation, outside
+/// any step, on the site's own buffers (y is rewritten by every step);
+/// CUDNN_STATUS_NOT_SUPPORTED keeps the epilogue kernel.
+Status prepareFusedBiasActivation(ConvSite &s) {
+  if (!s.bias ||
+      (s.activation != Activation::relu && s.activation != Activation::none))
+    return Status::ok();
+  cudnnHandle_t h = s.state->cudnn;
+  auto algo = static_cast<cudnnConvolutionFwdAlgo_t>(s.algo);
+  if (s.activation == Activation::none) {
+    // cuDNN runs CUDNN_ACTIVATION_IDENTITY with this algorithm only.
+    algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
+    size_t bytes = 0;
+    if (cudnnGetConvolutionForwardWorkspaceSize(
+            h, s.xDesc.get(), s.wDesc.get(), s.convDesc.get(), s.yDesc.get(),
+            algo, &bytes) != CUDNN_STATUS_SUCCESS ||
+        bytes > s.cudnnWorkspaceBytes)
+      return Status::ok();
+  }
+  RETURN_IF_ERROR(s.biasDesc.create());
+  RETURN_IF_ERROR(s.actDesc.create());
+  RETURN_IF_CUDA_ERROR(cudnnSetTensor4dDescriptor(
+      s.biasDesc.get(), CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, 1,
+      static_cast<int>(s.filters), 1, 1));
+  RETURN_IF_CUDA_ERROR(cudnnSetActivationDescriptor(
+      s.actDesc.get(),
+      s.activation == Activation::relu ? CUDNN_ACTIVATION_RELU
+                                       : CUDNN_ACTIVATION_IDENTITY,
+      CUDNN_PROPAGATE_NAN, 0.0));
+  const float one = 1.0f, zero = 0.0f;
+  const float *x = s.padded ? s.paddedScratch : s.x;
+  cudnnStatus_t tried = cudnnConvolutionBiasActivationForward(
+      h, &one, s.xDesc.get(), x, s.wDesc.get(), s.filterScratch,
+      s.convDesc.get(), algo, s.cudnnWorkspace, s.cudnnWorkspaceBytes, &zero,
+      s.yDesc.get(), s.out, s.biasDesc.get(), s.bias, s.actDesc.get(),
+      s.yDesc.get(), s.out);
+  if (tried != CUDNN_STATUS_SUCCESS)
+    return Status::ok(); // not offered for this combination: the epilogue
+  RETURN_IF_CUDA_ERROR(cudaStreamSynchronize(s.state->compute));
+  s.fusedBiasAct = true;
+  s.fusedAlgo = algo;
+  s.epilogue = false;
+  return Status::ok();
 }
 
 KernelFn kernelFnOf(std::shared_ptr<ConvSite> site) {
@@ -454,6 +657,8 @@ Status instantiateForward(const char *kName, bool fused,
   site->out = outs[0].f32();
   RETURN_IF_ERROR(deviceStateOf(kName, ctx, site->state));
   RETURN_IF_ERROR(prepare(kName, *site));
+  if (fused)
+    RETURN_IF_ERROR(prepareFusedBiasActivation(*site));
   out = kernelFnOf(std::move(site));
   return Status::ok();
 }
