@@ -200,6 +200,9 @@ public:
   data::LabelFormat labelFormat() const { return labelFormat_; }
   /// Device `device`'s arena (tests check that it never moves).
   const DeviceMemory &arena(int device) const;
+  /// The program as prepared: ops resolved to kernels and buffers (tests
+  /// walk it as the CUDA runner would, cuda/StepSchedule.h).
+  const PreparedProgram &prepared() const { return prepared_; }
   /// The devices the program runs on (variables and executors share them).
   DeviceSet &devices() const { return *deviceSet_; }
 

@@ -5,6 +5,7 @@
 #include "runtime/backends/cuda/CudaCheck.h"
 #include "runtime/backends/cuda/GpuHang.h"
 #include "runtime/backends/cuda/InputGather.h"
+#include "runtime/backends/cuda/StepSchedule.h"
 #include "runtime/collectives/Workers.h"
 #include "runtime/plan/PlanLoader.h"
 
@@ -284,6 +285,7 @@ private:
   Status newEvent(int ordinal, unsigned flags, cudaEvent_t &out);
   Status prepareStaging();
   Status enqueueInputs(int slot, bool graphs);
+  class Launcher; // the StepLauncher that calls CUDA
   Status enqueueOps(int64_t step, bool capturing);
   Status enqueueEagerEnd();
   Status captureGraphs(int64_t step);
@@ -798,88 +800,131 @@ Status CudaRunner::enqueueInputs(int slot, bool graphs) {
   return Status::ok();
 }
 
-Status CudaRunner::enqueueOps(int64_t step, bool capturing) {
-  std::byte *outputs = static_cast<std::byte *>(outputs_.get());
-  for (size_t i = 0; i < program_.ops.size(); ++i) {
-    const PreparedOp &op = program_.ops[i];
-    CudaDevice *d = op.device >= 0 ? devices_[op.device] : nullptr;
-    cudaStream_t stream = d ? d->stream(op.stream) : nullptr;
-    if (d)
-      RETURN_IF_CUDA_ERROR(cudaSetDevice(d->ordinal()));
-    switch (op.kind) {
-    case plan::OpKind::launch: {
-      KernelContext &ctx = contexts_[op.device];
-      ctx.step = step;
-      Status s;
-      try {
-        s = op.kernel(ctx, op.config, op.ins, op.outs);
-      } catch (const std::exception &e) {
-        s = Status::error(std::string("exception: ") + e.what());
-      }
-      if (s) {
-        cudaError_t e = cudaGetLastError();
-        if (e != cudaSuccess)
-          s = Status::error("the launch failed: " + resultText(e));
-      }
-      if (!s)
-        return Status::error(where(op) + " ('" + op.kernelName + "' on " +
-                             d->name() + "): " + s.message());
-      break;
+/// The step's schedule (StepSchedule.h) issued through CUDA, cuDNN and
+/// NCCL on the runner's devices, streams and events.
+class CudaRunner::Launcher final : public StepLauncher {
+public:
+  Launcher(CudaRunner &runner, int64_t step, bool capturing)
+      : r_(runner), step_(step), capturing_(capturing) {}
+
+  Status kernel(size_t, const PreparedOp &op) override {
+    CudaDevice *d = nullptr;
+    cudaStream_t stream = nullptr;
+    if (Status s = enter(op, d, stream); !s)
+      return s;
+    KernelContext &ctx = r_.contexts_[op.device];
+    ctx.step = step_;
+    Status s;
+    try {
+      s = op.kernel(ctx, op.config, op.ins, op.outs);
+    } catch (const std::exception &e) {
+      s = Status::error(std::string("exception: ") + e.what());
     }
-    case plan::OpKind::all_reduce:
-      // One call per local replica, as on the host; the last enqueues.
-      for (int r = 0; r < replicas_; ++r)
-        if (Status s = collective_->allReduce(r, op.reduceData[r],
-                                              op.reduceCount, op.reduceOp);
-            !s)
-          return Status::error(where(op) + ": " + s.message());
-      break;
-    case plan::OpKind::copy:
-      RETURN_IF_CUDA_ERROR(cudaMemcpyAsync(op.copyDst, op.copySrc, op.copyBytes,
-                                           cudaMemcpyDefault, stream));
-      break;
-    case plan::OpKind::record:
-      RETURN_IF_CUDA_ERROR(cudaEventRecord(planEvents_[op.event], stream));
-      break;
-    case plan::OpKind::wait:
-      RETURN_IF_CUDA_ERROR(
-          cudaStreamWaitEvent(stream, planEvents_[op.event], 0));
-      break;
-    case plan::OpKind::timestamp:
-      // In a capture a plain record is only an edge; an external record
-      // becomes a node that records the event on every replay.
-      if (capturing)
-        RETURN_IF_CUDA_ERROR(cudaEventRecordWithFlags(
-            timestampEvents_[i], stream, cudaEventRecordExternal));
-      else
-        RETURN_IF_CUDA_ERROR(cudaEventRecord(timestampEvents_[i], stream));
-      break;
-    case plan::OpKind::output:
-      RETURN_IF_CUDA_ERROR(
-          cudaMemcpyAsync(outputs + outputOffset_[i], op.ins[0].data,
-                          op.ins[0].elements() * dtypeBytes(op.ins[0].dtype),
-                          cudaMemcpyDeviceToHost, stream));
-      break;
-    default:
-      return Status::error(where(op) + ": unknown op kind");
+    if (s) {
+      cudaError_t e = cudaGetLastError();
+      if (e != cudaSuccess)
+        s = Status::error("the launch failed: " + resultText(e));
     }
+    if (!s)
+      return Status::error(r_.where(op) + " ('" + op.kernelName + "' on " +
+                           d->name() + "): " + s.message());
+    return Status::ok();
   }
-  return Status::ok();
+  Status allReduce(size_t, const PreparedOp &op, int replica) override {
+    if (Status s = r_.collective_->allReduce(replica, op.reduceData[replica],
+                                             op.reduceCount, op.reduceOp);
+        !s)
+      return Status::error(r_.where(op) + ": " + s.message());
+    return Status::ok();
+  }
+  Status copy(size_t, const PreparedOp &op) override {
+    CudaDevice *d = nullptr;
+    cudaStream_t stream = nullptr;
+    if (Status s = enter(op, d, stream); !s)
+      return s;
+    RETURN_IF_CUDA_ERROR(cudaMemcpyAsync(op.copyDst, op.copySrc, op.copyBytes,
+                                         cudaMemcpyDefault, stream));
+    return Status::ok();
+  }
+  Status record(size_t, const PreparedOp &op) override {
+    CudaDevice *d = nullptr;
+    cudaStream_t stream = nullptr;
+    if (Status s = enter(op, d, stream); !s)
+      return s;
+    RETURN_IF_CUDA_ERROR(cudaEventRecord(r_.planEvents_[op.event], stream));
+    return Status::ok();
+  }
+  Status wait(size_t, const PreparedOp &op) override {
+    CudaDevice *d = nullptr;
+    cudaStream_t stream = nullptr;
+    if (Status s = enter(op, d, stream); !s)
+      return s;
+    RETURN_IF_CUDA_ERROR(
+        cudaStreamWaitEvent(stream, r_.planEvents_[op.event], 0));
+    return Status::ok();
+  }
+  Status timestamp(size_t i, const PreparedOp &op) override {
+    CudaDevice *d = nullptr;
+    cudaStream_t stream = nullptr;
+    if (Status s = enter(op, d, stream); !s)
+      return s;
+    // In a capture a plain record is only an edge; an external record
+    // becomes a node that records the event on every replay.
+    if (capturing_)
+      RETURN_IF_CUDA_ERROR(cudaEventRecordWithFlags(
+          r_.timestampEvents_[i], stream, cudaEventRecordExternal));
+    else
+      RETURN_IF_CUDA_ERROR(cudaEventRecord(r_.timestampEvents_[i], stream));
+    return Status::ok();
+  }
+  Status output(size_t i, const PreparedOp &op) override {
+    CudaDevice *d = nullptr;
+    cudaStream_t stream = nullptr;
+    if (Status s = enter(op, d, stream); !s)
+      return s;
+    std::byte *outputs = static_cast<std::byte *>(r_.outputs_.get());
+    RETURN_IF_CUDA_ERROR(
+        cudaMemcpyAsync(outputs + r_.outputOffset_[i], op.ins[0].data,
+                        op.ins[0].elements() * dtypeBytes(op.ins[0].dtype),
+                        cudaMemcpyDeviceToHost, stream));
+    return Status::ok();
+  }
+  Status join(int replica, plan::StreamKind kind) override {
+    CudaDevice &d = *r_.devices_[replica];
+    RETURN_IF_CUDA_ERROR(cudaSetDevice(d.ordinal()));
+    cudaEvent_t join = r_.join_[replica][streamIndex(kind)];
+    RETURN_IF_CUDA_ERROR(cudaEventRecord(join, d.stream(kind)));
+    RETURN_IF_CUDA_ERROR(cudaStreamWaitEvent(d.state().compute, join, 0));
+    return Status::ok();
+  }
+  Status done(int replica) override {
+    CudaDevice &d = *r_.devices_[replica];
+    RETURN_IF_CUDA_ERROR(cudaSetDevice(d.ordinal()));
+    RETURN_IF_CUDA_ERROR(cudaEventRecord(r_.done_[replica], d.state().compute));
+    return Status::ok();
+  }
+
+private:
+  /// The op's device made current, and its stream.
+  Status enter(const PreparedOp &op, CudaDevice *&d, cudaStream_t &stream) {
+    d = r_.devices_[op.device];
+    stream = d->stream(op.stream);
+    RETURN_IF_CUDA_ERROR(cudaSetDevice(d->ordinal()));
+    return Status::ok();
+  }
+  CudaRunner &r_;
+  int64_t step_;
+  bool capturing_;
+};
+
+Status CudaRunner::enqueueOps(int64_t step, bool capturing) {
+  Launcher launcher(*this, step, capturing);
+  return scheduleOps(program_, launcher);
 }
 
 Status CudaRunner::enqueueEagerEnd() {
-  for (int r = 0; r < replicas_; ++r) {
-    const CudaDeviceState &s = devices_[r]->state();
-    RETURN_IF_CUDA_ERROR(cudaSetDevice(s.ordinal));
-    for (plan::StreamKind kind :
-         {plan::StreamKind::comm, plan::StreamKind::copy}) {
-      cudaEvent_t join = join_[r][streamIndex(kind)];
-      RETURN_IF_CUDA_ERROR(cudaEventRecord(join, devices_[r]->stream(kind)));
-      RETURN_IF_CUDA_ERROR(cudaStreamWaitEvent(s.compute, join, 0));
-    }
-    RETURN_IF_CUDA_ERROR(cudaEventRecord(done_[r], s.compute));
-  }
-  return Status::ok();
+  Launcher launcher(*this, /*step=*/0, /*capturing=*/false); // no kernels
+  return scheduleEagerEnd(program_, launcher);
 }
 
 Status CudaRunner::captureGraphs(int64_t step) {
