@@ -499,12 +499,13 @@ TEST(StepSchedule, TheSeedCnnsLaunchesFollowThePlan) {
     ASSERT_TRUE(s) << s.message();
     const PreparedProgram &prepared = executor->prepared();
     std::vector<Launch> launches = record(prepared);
-    if (replicas > 1)
+    if (replicas > 1) {
       EXPECT_GT(std::count_if(launches.begin(), launches.end(),
                               [](const Launch &l) {
                                 return l.kind == Launch::allReduce;
                               }),
                 0);
+    }
     BucketUses uses;
     std::vector<std::string> problems =
         checkSchedule(prepared, launches, &uses);
