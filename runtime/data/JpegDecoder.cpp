@@ -38,7 +38,7 @@ struct FdCloser {
 } // namespace
 
 Status readImageFile(const std::string &path, std::vector<uint8_t> &out) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0)
     return Status::error(path + ": cannot open: " + std::strerror(errno) +
                          "; check that the file exists and is readable");
@@ -49,6 +49,9 @@ Status readImageFile(const std::string &path, std::vector<uint8_t> &out) {
   if (S_ISDIR(st.st_mode))
     return Status::error(path + ": is a directory named like an image; "
                                 "rename it or move it out of the folder");
+  if (!S_ISREG(st.st_mode))
+    return Status::error(path + ": not a regular file (a device, FIFO or "
+                                "socket); remove it");
   if (st.st_size == 0)
     return Status::error(path + ": empty file (0 bytes), not an image; the "
                                 "copy is incomplete: copy it again or "

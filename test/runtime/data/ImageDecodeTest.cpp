@@ -1,12 +1,14 @@
-//===- ImageDecodeTest.cpp - JPEG decoding, TF's resize -------------------===//
+//===- ImageDecodeTest.cpp - JPEG decoding, TF's resize, preprocessing ----===//
 //
 // Each rule against an independent reference: the decoded pixels against
 // PIL's (libjpeg-turbo's) decode of the committed fixtures, byte for byte;
-// the resize against tf.image.resize's formula written out here.
+// the resize against tf.image.resize's formula written out here; the
+// preprocessing against Keras' definitions.
 //
 //===----------------------------------------------------------------------===//
 
 #include "runtime/data/BilinearResize.h"
+#include "runtime/data/ImageFolder.h"
 #include "runtime/data/JpegDecoder.h"
 
 #include "ImageFiles.h"
@@ -240,6 +242,35 @@ TEST(ResizeExamplesTest, SameSizeCopiesThePixels) {
     for (size_t i = 0; i < src.size(); ++i)
       ASSERT_EQ(out[i], static_cast<float>(src[i]));
   }
+}
+
+//===-- preprocessing -----------------------------------------------------===//
+
+TEST(PreprocessTest, UnitRangeDividesBy255) {
+  float px[3] = {0.0f, 51.0f, 255.0f};
+  preprocessImage(px, 1, 3, ImagePreprocessing::unitRange);
+  EXPECT_FLOAT_EQ(px[0], 0.0f);
+  EXPECT_FLOAT_EQ(px[1], 0.2f);
+  EXPECT_FLOAT_EQ(px[2], 1.0f);
+}
+
+TEST(PreprocessTest, CaffeIsBgrMinusTheImageNetMeans) {
+  // keras.applications.vgg16.preprocess_input: x[..., ::-1] - [103.939,
+  // 116.779, 123.68]; two pixels, R, G, B each.
+  float px[6] = {10, 20, 30, 255, 0, 128};
+  preprocessImage(px, 2, 3, ImagePreprocessing::caffe);
+  EXPECT_FLOAT_EQ(px[0], 30 - 103.939f);
+  EXPECT_FLOAT_EQ(px[1], 20 - 116.779f);
+  EXPECT_FLOAT_EQ(px[2], 10 - 123.68f);
+  EXPECT_FLOAT_EQ(px[3], 128 - 103.939f);
+  EXPECT_FLOAT_EQ(px[4], 0 - 116.779f);
+  EXPECT_FLOAT_EQ(px[5], 255 - 123.68f);
+}
+
+TEST(PreprocessTest, RawKeepsThePixels) {
+  float px[3] = {0.0f, 51.0f, 255.0f};
+  preprocessImage(px, 1, 3, ImagePreprocessing::raw);
+  EXPECT_THAT(px, ::testing::ElementsAre(0.0f, 51.0f, 255.0f));
 }
 
 } // namespace
