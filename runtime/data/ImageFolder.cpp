@@ -217,7 +217,7 @@ Status decodeFile(const ImageFolderState &st, int64_t index,
     int64_t minHeight = o.dctScaling ? o.shape.height : 0;
     s = scratch.jpeg.decode(path, scratch.bytes.data(), scratch.bytes.size(),
                             static_cast<int>(o.shape.channels), minWidth,
-                            minHeight, scratch.image);
+                            minHeight, scratch.image, o.fastIdct);
   }
   if (s) {
     out.resize(static_cast<size_t>(o.shape.elements()));

@@ -50,7 +50,8 @@
 // tf.io.decode_jpeg + tf.image.resize: a scaled inverse DCT averages each
 // block where a full decode resized samples it, so the result is a little
 // smoother (bench/image-decode.sh prints the difference). dctScaling =
-// false decodes in full and gives TF's pixels to float rounding.
+// false decodes in full and, with fastIdct (TF's default IDCT), gives TF's
+// pixels to float rounding.
 //
 // Bad files. Listing opens every image and reads its first bytes: an empty
 // file, one that cannot be opened, and one that is not a JPEG (a PNG named
@@ -112,6 +113,10 @@ struct ImageFolderOptions {
   /// Decode at 1/2, 1/4 or 1/8 scale where the target allows (see above);
   /// false: decode in full, for TF's pixels exactly.
   bool dctScaling = true;
+  /// The fast integer inverse DCT, tf.io.decode_jpeg's default, instead of
+  /// the accurate one (PIL's, libjpeg's default): with dctScaling false, the
+  /// pixels of a TF pipeline that decodes with dct_method="".
+  bool fastIdct = false;
   ImagePreprocessing preprocessing = ImagePreprocessing::unitRange;
   /// Leave out or replace bad files, counting them, instead of failing.
   bool skipBadImages = false;

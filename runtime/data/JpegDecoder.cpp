@@ -144,7 +144,8 @@ Status JpegDecoder::fault(const std::string &name, const std::string &during) {
 
 Status JpegDecoder::decode(const std::string &name, const uint8_t *data,
                            size_t size, int channels, int64_t minWidth,
-                           int64_t minHeight, DecodedImage &out) {
+                           int64_t minHeight, DecodedImage &out,
+                           bool fastIdct) {
   if (!handle_)
     return Status::error(name + ": cannot start a TurboJPEG decompressor (" +
                          tjGetErrorStr2(nullptr) +
@@ -184,7 +185,8 @@ Status JpegDecoder::decode(const std::string &name, const uint8_t *data,
   if (tjDecompress2(h, data, static_cast<unsigned long>(size),
                     out.pixels.data(), static_cast<int>(scaledWidth), 0,
                     static_cast<int>(scaledHeight), pixelFormat,
-                    TJFLAG_ACCURATEDCT | TJFLAG_STOPONWARNING) != 0)
+                    (fastIdct ? TJFLAG_FASTDCT : TJFLAG_ACCURATEDCT) |
+                        TJFLAG_STOPONWARNING) != 0)
     return fault(name, "decoding");
   out.width = scaledWidth;
   out.height = scaledHeight;

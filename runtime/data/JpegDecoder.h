@@ -1,11 +1,14 @@
 //===- JpegDecoder.h - JPEG files to 8-bit pixels, by TurboJPEG -*- C++ -*-===//
 //
-// libjpeg-turbo's TurboJPEG API decodes a JPEG to RGB or grayscale, the
-// pixels the same as libjpeg-turbo's own tools, PIL and tf.io.decode_jpeg
-// give (accurate integer IDCT, fancy upsampling: every one's default). It
-// can also decode at 1/2, 1/4 or 1/8 of the size by scaling the inverse DCT,
-// which costs a fraction of a full decode; the pixels then differ from a
-// full decode resized (ImageFolder.h says when we use it).
+// libjpeg-turbo's TurboJPEG API decodes a JPEG to RGB or grayscale with
+// fancy upsampling and, by default, the accurate integer inverse DCT: the
+// pixels libjpeg-turbo's own tools and PIL give. tf.io.decode_jpeg's
+// default (dct_method="") is the fast integer IDCT instead, whose pixels
+// differ by a level or so; fastIdct gives those (bench/image-decode.sh
+// compares both with TF). It can also decode at 1/2, 1/4 or 1/8 of the
+// size by scaling the inverse DCT, which costs a fraction of a full decode;
+// the pixels then differ from a full decode resized (ImageFolder.h says
+// when we use it).
 //
 // Every libjpeg warning is an error here: a truncated file draws one
 // ("Premature end of JPEG file") yet TurboJPEG still returns an image, its
@@ -68,11 +71,13 @@ public:
   /// `channels` 3 (RGB; a grayscale file is replicated) or 1 (grayscale; a
   /// colour file gives its luma, Y of YCbCr). With a positive minWidth and
   /// minHeight, decodes at the DCT scale dctScaleDenominator picks for
-  /// them; with 0, in full. `name` (the file's path) starts every message.
-  /// Fails on data that is not a JPEG, is corrupt, or is truncated.
+  /// them; with 0, in full. fastIdct takes libjpeg's fast integer inverse
+  /// DCT (JDCT_IFAST) for a full-scale decode instead of the accurate one.
+  /// `name` (the file's path) starts every message. Fails on data that is
+  /// not a JPEG, is corrupt, or is truncated.
   Status decode(const std::string &name, const uint8_t *data, size_t size,
                 int channels, int64_t minWidth, int64_t minHeight,
-                DecodedImage &out);
+                DecodedImage &out, bool fastIdct = false);
 
 private:
   /// The error TurboJPEG reports, as a Status; starts a fresh handle.

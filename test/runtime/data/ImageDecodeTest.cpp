@@ -1,9 +1,10 @@
 //===- ImageDecodeTest.cpp - JPEG decoding, TF's resize, preprocessing ----===//
 //
 // Each rule against an independent reference: the decoded pixels against
-// PIL's (libjpeg-turbo's) decode of the committed fixtures, byte for byte;
-// the resize against tf.image.resize's formula written out here; the
-// preprocessing against Keras' definitions.
+// PIL's (libjpeg-turbo's) decode of the committed fixtures byte for byte,
+// and with the fast IDCT against TensorFlow's; the resize against
+// tf.image.resize's formula written out here; the preprocessing against
+// Keras' definitions.
 //
 //===----------------------------------------------------------------------===//
 
@@ -77,6 +78,28 @@ INSTANTIATE_TEST_SUITE_P(
                       std::make_tuple(kRgb420, 1), // colour to luma
                       std::make_tuple(kGray, 3))); // grey replicated
 
+TEST(FastIdctTest, EqualsTfDecodeJpegsDefault) {
+  // NAME.tf.* is tf.io.decode_jpeg(dct_method="") of the fixture
+  // (Inputs/images/generate-tf.py, TensorFlow 2.21).
+  for (auto [f, channels] :
+       {std::make_tuple(kRgb420, 3), std::make_tuple(kPhoto, 3),
+        std::make_tuple(kGray, 1)}) {
+    std::string path = imageFixture(std::string(f.name) + ".jpeg");
+    std::vector<uint8_t> bytes = readBytes(path);
+    JpegDecoder decoder;
+    DecodedImage image;
+    Status s = decoder.decode(path, bytes.data(), bytes.size(), channels, 0, 0,
+                              image, /*fastIdct=*/true);
+    ASSERT_TRUE(s) << s.message();
+    std::vector<uint8_t> tf = readBytes(imageFixture(
+        std::string(f.name) + (channels == 3 ? ".tf.rgb" : ".tf.gray")));
+    EXPECT_TRUE(image.pixels == tf) << f.name;
+    // ... which the accurate IDCT is not.
+    std::vector<uint8_t> accurate = decodeFixture(f, channels).pixels;
+    EXPECT_FALSE(accurate == tf) << f.name;
+  }
+}
+
 TEST(DctScalingTest, ScaledDecodeEqualsLibjpegTurbosScaledDecode) {
   // 128x96 asked to stay at least 64x48, 32x24, 16x12: 1/2, 1/4, 1/8.
   for (int denom : {2, 4, 8}) {
@@ -128,8 +151,7 @@ TEST(JpegDecoderTest, DecodesAgainAfterABadFile) {
   // decoder of a thread that skips a bad file must still decode the next.
   JpegDecoder decoder;
   DecodedImage image;
-  std::vector<uint8_t> bad = {0xFF, 0xD8, 0xFF, 0xC0, 0x00, 0x03};
-  bad.resize(200, 0x42);
+  std::vector<uint8_t> bad = bogusHeaderJpeg();
   std::vector<uint8_t> truncated = readBytes(imageFixture("photo.jpeg"));
   truncated.resize(truncated.size() / 2);
   std::vector<uint8_t> good = readBytes(imageFixture("rgb420.jpeg"));

@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 #include <turbojpeg.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -68,6 +69,15 @@ inline std::vector<uint8_t> flatJpeg(uint8_t level, int width = 16,
                                      int height = 12) {
   std::vector<uint8_t> pixels(static_cast<size_t>(width * height * 3), level);
   return encodeJpeg(pixels, width, height, 3);
+}
+
+/// A JPEG whose start-of-frame segment is 3 bytes long, which no frame
+/// header is: libjpeg fails on it ("Bogus marker length").
+inline std::vector<uint8_t> bogusHeaderJpeg() {
+  std::vector<uint8_t> bytes(200, 0x42);
+  const uint8_t head[] = {0xFF, 0xD8, 0xFF, 0xC0, 0x00, 0x03};
+  std::copy(std::begin(head), std::end(head), bytes.begin());
+  return bytes;
 }
 
 /// A 1x1 PNG: a file named .jpeg that holds another format.

@@ -487,10 +487,7 @@ TEST_F(ImageFolderTest, ACorruptJpegFailsAtTheStepThatReadsIt) {
 
 TEST_F(ImageFolderTest, ACorruptHeaderFailsAtTheStepThatReadsIt) {
   image("a/0.jpeg", 0);
-  // A start-of-frame segment 3 bytes long, which no frame header is.
-  std::vector<uint8_t> bad = {0xFF, 0xD8, 0xFF, 0xC0, 0x00, 0x03};
-  bad.resize(200, 0x42);
-  file("a/1.jpeg", bad);
+  file("a/1.jpeg", bogusHeaderJpeg());
   ImageFolderSource src = open(options());
   Pipeline p(src.examples());
   p.map(src.decoder(), 1, src.shape()).batch(1, LabelFormat::Sparse);
