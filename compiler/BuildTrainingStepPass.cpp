@@ -2,9 +2,11 @@
 //
 // From the model that graph.training names, builds @train_step (the forward
 // pass in training mode, loss, metrics, reverse-mode gradients, one
-// optimizer_update per trained variable) and @eval_step (the forward pass in
-// inference mode, loss, metrics). docs/compiler-ir.md, section 1, is the
-// contract.
+// optimizer_update per trained variable), @eval_step (the forward pass in
+// inference mode, loss, metrics, and the predictions, from which the runtime
+// counts a confusion matrix) and @predict_step (the forward pass in inference
+// mode and its predictions only: Keras' predict). docs/compiler-ir.md,
+// section 1, is the contract.
 //
 // Gradients are computed only for values that both depend on a trainable
 // variable and reach the loss, so nothing is emitted below the first
@@ -250,6 +252,10 @@ private:
   void addSlotVariables();
   void buildTrainStep();
   void buildEvalStep();
+  void buildPredictStep();
+  /// Clones @m's forward pass in inference mode (dropout is the identity)
+  /// into the step being built; returns its predictions.
+  Value cloneInferencePass(IRMapping &mapping);
 
   /// A new step model at the end of the module, its inputs (those of @m,
   /// then "labels") already in it; `mapping` maps @m's inputs.
@@ -298,7 +304,7 @@ LogicalResult TrainingStepBuilder::plan() {
       return input.emitError("input name '")
              << input.getName()
              << "' is taken by an input that the training step adds";
-  for (StringRef name : {"train_step", "eval_step"})
+  for (StringRef name : {"train_step", "eval_step", "predict_step"})
     if (Operation *existing = symbols.lookup(name))
       return existing->emitError("symbol '")
              << name << "' already exists; graph-build-training-step adds it";
@@ -602,6 +608,27 @@ void TrainingStepBuilder::buildEvalStep() {
                       RankedTensorType::get({predictionsType.getDimSize(0)},
                                             predictionsType.getElementType()),
                       "sample_weight");
+  Value predictions = cloneInferencePass(mapping);
+  SmallVector<Value> outputs = lossAndMetrics(predictions, labels, weights);
+  outputs.push_back(predictions);
+  SmallVector<StringRef> names = outputNames();
+  names.push_back("predictions");
+  OutputOp::create(b, training.getLoc(), outputs, b.getStrArrayAttr(names));
+}
+
+void TrainingStepBuilder::buildPredictStep() {
+  b.setInsertionPointToEnd(module.getBody());
+  auto step = ModelOp::create(b, model.getLoc(), "predict_step");
+  b.createBlock(&step.getBody());
+  IRMapping mapping;
+  for (InputOp input : model.getInputOps())
+    b.clone(*input, mapping);
+  Value predictions = cloneInferencePass(mapping);
+  OutputOp::create(b, training.getLoc(), ValueRange{predictions},
+                   b.getStrArrayAttr({"predictions"}));
+}
+
+Value TrainingStepBuilder::cloneInferencePass(IRMapping &mapping) {
   for (Operation &op : model.getBlock().without_terminator()) {
     if (isa<InputOp>(op))
       continue;
@@ -612,10 +639,7 @@ void TrainingStepBuilder::buildEvalStep() {
     }
     b.clone(op, mapping);
   }
-  Value predictions = mapping.lookup(model.getOutputOp().getOutputs()[0]);
-  OutputOp::create(b, training.getLoc(),
-                   lossAndMetrics(predictions, labels, weights),
-                   b.getStrArrayAttr(outputNames()));
+  return mapping.lookup(model.getOutputOp().getOutputs()[0]);
 }
 
 LogicalResult TrainingStepBuilder::run() {
@@ -624,6 +648,7 @@ LogicalResult TrainingStepBuilder::run() {
   addSlotVariables();
   buildTrainStep();
   buildEvalStep();
+  buildPredictStep();
   return success();
 }
 

@@ -634,8 +634,10 @@ struct LowerToExecPass : graphc::impl::LowerToExecBase<LowerToExecPass> {
       StringRef model, program;
       exec::ProgramKind kind;
     };
-    for (Step step : {Step{"train_step", "train", exec::ProgramKind::train},
-                      Step{"eval_step", "eval", exec::ProgramKind::eval}}) {
+    for (Step step :
+         {Step{"train_step", "train", exec::ProgramKind::train},
+          Step{"eval_step", "eval", exec::ProgramKind::eval},
+          Step{"predict_step", "predict", exec::ProgramKind::predict}}) {
       auto model = symbols.lookup<graph::ModelOp>(step.model);
       if (!model)
         continue;

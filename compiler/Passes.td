@@ -13,7 +13,7 @@
 include "mlir/Pass/PassBase.td"
 
 def BuildTrainingStep : Pass<"graph-build-training-step", "::mlir::ModuleOp"> {
-  let summary = "builds the training step and the evaluation step of a model";
+  let summary = "builds the training, evaluation and prediction steps of a model";
   let description = [{
     From `graph.model @m` and `graph.training @m`, adds:
     - `graph.model @train_step`: a `graph.input "labels"` (one-hot
@@ -24,7 +24,10 @@ def BuildTrainingStep : Pass<"graph-build-training-step", "::mlir::ModuleOp"> {
       variable and `graph.assign_variable` for every new value (batch-norm
       statistics included). Outputs: the loss, then each metric in order.
     - `graph.model @eval_step`: the forward pass in inference mode, the loss
-      and the metrics; no gradient, no update.
+      and the metrics, then the predictions (the model's output, from which
+      the runtime counts a confusion matrix); no gradient, no update.
+    - `graph.model @predict_step`: the forward pass in inference mode and
+      its predictions only (no labels): Keras' `predict`.
     - one `graph.variable` per optimizer slot, named `<variable>/<slot>`
       (`conv2d/kernel/m`), zero-initialised, `trainable = false`.
     Frozen variables get no gradient, and nothing is computed that only
@@ -37,7 +40,7 @@ def BuildTrainingStep : Pass<"graph-build-training-step", "::mlir::ModuleOp"> {
 def Fuse : Pass<"graph-fuse", "::mlir::ModuleOp"> {
   let summary = "fuses epilogues, elementwise chains, softmax with cross-entropy, optimizer updates";
   let description = [{
-    In `@train_step` and `@eval_step`: conv2d/dense + bias_add + activation
+    In every step model: conv2d/dense + bias_add + activation
     become `fused_conv2d`/`fused_dense`; softmax feeding categorical
     cross-entropy (with its gradient and softmax_grad) becomes
     `softmax_cross_entropy`; chains of elementwise ops become one
@@ -48,9 +51,9 @@ def Fuse : Pass<"graph-fuse", "::mlir::ModuleOp"> {
 }
 
 def Replicate : Pass<"dist-replicate", "::mlir::ModuleOp"> {
-  let summary = "in-graph replication of the training and evaluation steps";
+  let summary = "in-graph replication of the step models";
   let description = [{
-    Rewrites `@train_step` and `@eval_step` into N copies in one block, each
+    Rewrites `@train_step`, `@eval_step` and `@predict_step` into N copies in one block, each
     op placed with `dist.device = #dist.device<r>`, every input's batch
     dimension split B -> B/N (an error when N does not divide B) and every
     batch-carrying type re-derived. Variables stay symbols: each device
@@ -84,13 +87,14 @@ def LowerToExec : Pass<"graph-lower-to-exec", "::mlir::ModuleOp"> {
   let summary = "lowers the replicated steps to exec programs";
   let description = [{
     `@train_step` -> `exec.program @train kind = train`, `@eval_step` ->
-    `exec.program @eval kind = eval`: one buffer per tensor value
+    `exec.program @eval kind = eval`, `@predict_step` -> `exec.program
+    @predict kind = predict`: one buffer per tensor value
     (`exec.alloc`, `exec.variable`, `exec.input`, views into all-reduce
     buckets), one `exec.launch` per op on its device's compute stream
     (kernel = the graph op's name, config = its attributes), all-reduces on
     the comm streams with events so a bucket's reduction overlaps the
     backward of earlier layers, updates written in place into the
-    variables, `exec.output` for loss and metrics.
+    variables, `exec.output` for loss, metrics and predictions.
   }];
   let dependentDialects = ["::mlir::exec::ExecDialect", "::mlir::memref::MemRefDialect"];
 }

@@ -93,7 +93,7 @@ mlir::graphc::compileTraining(ModuleOp input, const PipelineOptions &options) {
     return failure();
 
   OwningOpRef<ModuleOp> result = cast<ModuleOp>(base->clone());
-  for (StringRef step : {"train_step", "eval_step"})
+  for (StringRef step : {"train_step", "eval_step", "predict_step"})
     if (Operation *model = SymbolTable::lookupSymbolIn(*result, step))
       model->erase();
 

@@ -1,10 +1,10 @@
 //===- ReplicatePass.cpp - dist-replicate ---------------------------------===//
 //
 // In-graph replication, as TensorFlow's MirroredStrategy does it: the step
-// models `@train_step` and `@eval_step` become N copies of themselves in one
-// block, replica by replica, each op placed with `dist.device`. Every input's
-// batch axis is split B -> B/N and every type that carries the batch is
-// re-derived:
+// models `@train_step`, `@eval_step` and `@predict_step` become N copies of
+// themselves in one block, replica by replica, each op placed with
+// `dist.device`. Every input's batch axis is split B -> B/N and every type that
+// carries the batch is re-derived:
 //   - ops with InferTypeOpInterface infer their result types again;
 //   - SameOperandsAndResultType ops, and graph.elementwise, take their
 //     operand's type;
@@ -17,6 +17,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/Passes.h"
+
+#include <utility>
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
@@ -31,7 +33,10 @@ using namespace mlir;
 using namespace mlir::graph;
 
 /// The step models the pass replicates, in the order it visits them.
-static constexpr StringLiteral kStepModels[] = {"train_step", "eval_step"};
+/// The step models, and whether the pass needs them (IR written before the
+/// prediction step existed has none).
+static constexpr std::pair<StringLiteral, bool> kStepModels[] = {
+    {"train_step", true}, {"eval_step", true}, {"predict_step", false}};
 
 /// For ops whose result types are written out rather than inferred: which
 /// results carry the batch on their leading axis. std::nullopt for an op this
@@ -167,9 +172,11 @@ struct ReplicatePass : graphc::impl::ReplicateBase<ReplicatePass> {
       return signalPassFailure();
     }
     SmallVector<ModelOp> steps;
-    for (StringRef name : kStepModels) {
+    for (auto [name, required] : kStepModels) {
       auto model =
           dyn_cast_or_null<ModelOp>(SymbolTable::lookupSymbolIn(module, name));
+      if (!model && !required)
+        continue;
       if (!model) {
         module.emitError("dist-replicate needs graph.model @")
             << name << " (run graph-build-training-step first)";

@@ -43,7 +43,8 @@ def Exec_StreamAttr : AttrDef<Exec_Dialect, "Stream"> {
 }
 
 def Exec_ProgramKind : I32EnumAttr<"ProgramKind", "what a program does", [
-    I32EnumAttrCase<"train", 0>, I32EnumAttrCase<"eval", 1>]> {
+    I32EnumAttrCase<"train", 0>, I32EnumAttrCase<"eval", 1>,
+    I32EnumAttrCase<"predict", 2>]> {
   let genSpecializedAttr = 0;
   let cppNamespace = "::mlir::exec";
 }

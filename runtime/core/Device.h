@@ -111,6 +111,11 @@ struct StepResult {
   std::vector<std::vector<double>> perReplica;
   /// [output]: the mean over replicas (each replica saw an equal share).
   std::vector<double> mean;
+  /// The program's tensor outputs ("predictions"), and [replica][output]
+  /// each replica's values, float32, row-major (a replica's rows of the
+  /// batch, in order).
+  std::vector<std::string> tensorNames;
+  std::vector<std::vector<std::vector<float>>> tensors;
   /// [device]: the timestamps the device reached, in order, as host
   /// steady_clock points. On a GPU they are device events of this step,
   /// converted through the step's completion event (see CudaDevice.h).
@@ -137,7 +142,10 @@ struct PreparedOp {
   std::vector<TensorRef> ins, outs;
   int event = -1;
   std::string_view name;
+  /// output: its index among the scalar outputs, or among the tensor
+  /// outputs (tensorOutput; then output is -1).
   int output = -1;
+  int tensorOutput = -1;
   int replica = -1;
   /// all_reduce: replica r's buffer is reduceData[r].
   std::vector<float *> reduceData;
@@ -177,7 +185,10 @@ struct PreparedProgram {
   std::vector<PreparedInput> inputs;
   /// [device]: the timestamps the device records per step.
   std::vector<size_t> timestamps;
+  /// The program's scalar outputs (loss, metrics), in order; its tensor
+  /// outputs (an evaluation's or a prediction's "predictions") apart.
   std::vector<std::string> outputNames;
+  std::vector<std::string> tensorOutputNames;
 };
 
 /// Runs the steps of one prepared program on a DeviceSet, in three calls so

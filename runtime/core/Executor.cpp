@@ -519,7 +519,7 @@ Status Executor::prepare(MirroredVariables &variables,
   };
 
   // Ops, in program order.
-  std::map<std::string, int> outputIndex;
+  std::map<std::string, int> outputIndex, tensorOutputIndex;
   std::set<std::string> missing;
   const KernelRegistry &registry = KernelRegistry::global();
   const auto &ops = *program_.ops();
@@ -627,11 +627,25 @@ Status Executor::prepare(MirroredVariables &variables,
       break;
     case plan::OpKind::output: {
       std::string name = op.name()->str();
-      auto [it, added] =
-          outputIndex.emplace(name, static_cast<int>(outputIndex.size()));
-      if (added)
-        prepared_.outputNames.push_back(name);
-      p.output = it->second;
+      TensorRef value = tensor(op.ins()->Get(0));
+      // A one-element output is a scalar (loss, a metric); a larger one a
+      // tensor the caller reads whole (predictions).
+      if (value.elements() == 1) {
+        auto [it, added] =
+            outputIndex.emplace(name, static_cast<int>(outputIndex.size()));
+        if (added)
+          prepared_.outputNames.push_back(name);
+        p.output = it->second;
+      } else {
+        if (value.dtype != plan::DType::f32)
+          return Status::error(at + "tensor output '" + name +
+                               "' is not float32");
+        auto [it, added] = tensorOutputIndex.emplace(
+            name, static_cast<int>(tensorOutputIndex.size()));
+        if (added)
+          prepared_.tensorOutputNames.push_back(name);
+        p.tensorOutput = it->second;
+      }
       p.replica = local(op.replica());
       if (p.replica < 0)
         return Status::error(at + "output '" + name + "' of replica " +
@@ -780,7 +794,13 @@ void Executor::runDevice(int d) {
       timeline.push_back({op.name, std::chrono::steady_clock::now()});
       break;
     case plan::OpKind::output:
-      result_->perReplica[op.replica][op.output] = readScalar(op.ins[0]);
+      if (op.tensorOutput >= 0) {
+        const float *values = op.ins[0].f32();
+        result_->tensors[op.replica][op.tensorOutput].assign(
+            values, values + op.ins[0].elements());
+      } else {
+        result_->perReplica[op.replica][op.output] = readScalar(op.ins[0]);
+      }
       break;
     default:
       break;
@@ -937,6 +957,12 @@ Status Executor::launch(int64_t step, StepResult &result) {
                              std::vector<double>(names.size(), 0.0));
     result.mean.assign(names.size(), 0.0);
   }
+  if (result.tensorNames != prepared_.tensorOutputNames) {
+    result.tensorNames = prepared_.tensorOutputNames;
+    result.tensors.assign(
+        static_cast<size_t>(replicas_),
+        std::vector<std::vector<float>>(result.tensorNames.size()));
+  }
   result.timestamps.resize(static_cast<size_t>(replicas_));
   for (int d = 0; d < replicas_; ++d) {
     result.timestamps[d].clear();
@@ -1015,6 +1041,14 @@ Status Executor::runHost(int64_t step) {
   if (failed_)
     return error_;
   return Status::ok();
+}
+
+int64_t Executor::tensorOutputElements(const std::string &name) const {
+  for (const PreparedOp &op : prepared_.ops)
+    if (op.tensorOutput >= 0 &&
+        prepared_.tensorOutputNames[op.tensorOutput] == name)
+      return op.ins[0].elements();
+  return 0;
 }
 
 Status findProgram(const plan::Plan &plan, plan::ProgramKind kind, int replicas,

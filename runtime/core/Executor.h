@@ -168,6 +168,8 @@ public:
   const plan::Program &program() const { return program_; }
   /// The replicas of this process (all of the program's with one worker).
   int replicas() const { return replicas_; }
+  /// The elements of tensor output `name` per replica (0: no such output).
+  int64_t tensorOutputElements(const std::string &name) const;
   /// Which of the job's replicas they are.
   ReplicaSpan span() const { return span_; }
   /// The global batch the program was compiled for.

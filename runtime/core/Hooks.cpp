@@ -304,10 +304,17 @@ Status MetricsFileHook::afterStep(const StepContext &ctx) {
 
 void MetricsFileHook::writeEvaluation(int64_t step,
                                       const std::vector<std::string> &names,
-                                      const std::vector<double> &values) {
+                                      const std::vector<double> &values,
+                                      const std::vector<int64_t> &confusion) {
   out_ << "{\"eval\": true, \"step\": " << step;
   for (size_t i = 0; i < names.size() && i < values.size(); ++i)
     out_ << ", \"" << names[i] << "\": " << jsonNumber(values[i]);
+  if (!confusion.empty()) {
+    out_ << ", \"confusion\": [";
+    for (size_t i = 0; i < confusion.size(); ++i)
+      out_ << (i ? ", " : "") << confusion[i];
+    out_ << "]";
+  }
   out_ << "}\n";
   out_.flush();
 }

@@ -115,9 +115,12 @@ public:
       : every_(every), out_(out) {}
 
   Status afterStep(const StepContext &ctx) override;
-  /// Writes an evaluation's result, taken after `step` training steps.
+  /// Writes an evaluation's result, taken after `step` training steps,
+  /// with its confusion matrix (row-major, true class by predicted) when
+  /// it has one.
   void writeEvaluation(int64_t step, const std::vector<std::string> &names,
-                       const std::vector<double> &values);
+                       const std::vector<double> &values,
+                       const std::vector<int64_t> &confusion = {});
 
 private:
   int64_t every_;

@@ -200,21 +200,84 @@ Session::cacheTrainingData(std::shared_ptr<const data::Dataset> dataset) {
   return train_->cacheDataset(std::move(dataset));
 }
 
+Status Session::programExecutor(plan::ProgramKind kind,
+                                std::unique_ptr<Executor> &out) {
+  if (out)
+    return Status::ok();
+  const plan::Program *program = nullptr;
+  if (Status st =
+          findProgram(*plan_.plan, kind, totalReplicas(), plan_.path, program);
+      !st)
+    return st;
+  ExecutorOptions eo = options_.executorOptions();
+  if (Status st = Executor::create(*plan_.plan, *program, variables_, eo, out);
+      !st)
+    return Status::error(plan_.path + ": " + st.message());
+  return Status::ok();
+}
+
+namespace {
+
+/// Adds `batch`'s examples to a confusion matrix from the replicas'
+/// predictions (replica r holds rows [r * rows, (r + 1) * rows) of the
+/// batch). Padding rows are left out.
+Status countConfusion(const data::Batch &batch, const StepResult &result,
+                      size_t predictions, EvalResult &out) {
+  int64_t replicas = static_cast<int64_t>(result.tensors.size());
+  if (replicas == 0 || batch.size % replicas != 0)
+    return Status::ok();
+  int64_t rows = batch.size / replicas;
+  for (int64_t r = 0; r < replicas; ++r) {
+    const std::vector<float> &values = result.tensors[r][predictions];
+    if (rows == 0 || values.size() % rows != 0)
+      return Status::error(
+          "evaluation: replica " + std::to_string(r) + "'s predictions hold " +
+          std::to_string(values.size()) +
+          " values, not a whole number per row of " + std::to_string(rows));
+    int64_t classes = static_cast<int64_t>(values.size()) / rows;
+    if (out.classes == 0) {
+      out.classes = classes;
+      out.confusion.assign(static_cast<size_t>(classes * classes), 0);
+    }
+    if (classes != out.classes)
+      return Status::error("evaluation: predictions of " +
+                           std::to_string(classes) + " classes after " +
+                           std::to_string(out.classes));
+    for (int64_t i = 0; i < rows; ++i) {
+      int64_t row = r * rows + i;
+      if (row >= batch.examples())
+        break;
+      int64_t label = 0;
+      if (!batch.sparseLabels.empty()) {
+        label = batch.sparseLabels[row];
+      } else {
+        const float *oneHot = batch.oneHotLabels.data() + row * classes;
+        label = std::max_element(oneHot, oneHot + classes) - oneHot;
+      }
+      const float *p = values.data() + i * classes;
+      int64_t predicted = std::max_element(p, p + classes) - p;
+      if (label >= 0 && label < classes)
+        ++out.confusion[label * classes + predicted];
+    }
+  }
+  return Status::ok();
+}
+
+} // namespace
+
 Status Session::evaluate(data::BatchIterator &batches, EvalResult &out,
                          int64_t maxBatches) {
-  if (!eval_) {
-    const plan::Program *program = nullptr;
-    if (Status st = findProgram(*plan_.plan, plan::ProgramKind::eval,
-                                totalReplicas(), plan_.path, program);
-        !st)
-      return st;
-    ExecutorOptions eo = options_.executorOptions();
-    if (Status st =
-            Executor::create(*plan_.plan, *program, variables_, eo, eval_);
-        !st)
-      return Status::error(plan_.path + ": " + st.message());
-  }
+  if (Status st = programExecutor(plan::ProgramKind::eval, eval_); !st)
+    return st;
   out = EvalResult();
+  // Sized before the first batch, so that every worker's matrix has the
+  // same size even when its share of the data is empty.
+  const int64_t rows = eval_->localBatch() / eval_->replicas();
+  if (int64_t n = eval_->tensorOutputElements("predictions");
+      n > 0 && rows > 0 && n % rows == 0) {
+    out.classes = n / rows;
+    out.confusion.assign(static_cast<size_t>(out.classes * out.classes), 0);
+  }
   data::Batch batch;
   StepResult result;
   // Every output of the evaluation step is a weighted mean over its
@@ -238,12 +301,19 @@ Status Session::evaluate(data::BatchIterator &batches, EvalResult &out,
     for (size_t o = 0; o < result.names.size(); ++o)
       for (const std::vector<double> &replica : result.perReplica)
         out.values[o] += replica[o] * rowsPerReplica;
+    for (size_t t = 0; t < result.tensorNames.size(); ++t)
+      if (result.tensorNames[t] == "predictions" && !batch.indicesOnly())
+        if (Status s = countConfusion(batch, result, t, out); !s)
+          return s;
     ++out.batches;
     out.examples += batch.examples();
   }
   // Every worker's sums and examples: the whole test set's means.
   if (options_.workers && options_.workers->size() > 1) {
     std::vector<double> sums = out.values;
+    // The confusion counts travel as doubles: exact up to 2^53.
+    for (int64_t c : out.confusion)
+      sums.push_back(static_cast<double>(c));
     sums.push_back(static_cast<double>(out.examples));
     sums.push_back(static_cast<double>(out.batches));
     if (Status s = options_.workers->allReduceSum(
@@ -254,6 +324,10 @@ Status Session::evaluate(data::BatchIterator &batches, EvalResult &out,
     sums.pop_back();
     out.examples = static_cast<int64_t>(sums.back());
     sums.pop_back();
+    for (size_t i = out.confusion.size(); i-- > 0;) {
+      out.confusion[i] = static_cast<int64_t>(sums.back());
+      sums.pop_back();
+    }
     if (sums.size() != out.values.size())
       return Status::error("evaluation across workers: the workers' "
                            "evaluation programs have different outputs");
@@ -264,6 +338,46 @@ Status Session::evaluate(data::BatchIterator &batches, EvalResult &out,
   for (double &v : out.values)
     v /= static_cast<double>(out.examples);
   return Status::ok();
+}
+
+Status Session::predict(data::BatchIterator &batches,
+                        const PredictionFn &consume) {
+  if (options_.workers && options_.workers->size() > 1)
+    return Status::error("prediction runs in one process: start graphrun "
+                         "--predict without mpirun");
+  if (Status st = programExecutor(plan::ProgramKind::predict, predict_); !st)
+    return st;
+  const int64_t rows = predict_->localBatch() / predict_->replicas();
+  data::Batch batch;
+  StepResult result;
+  std::vector<float> values;
+  for (;;) {
+    bool end = false;
+    if (Status s = batches.next(batch, end); !s)
+      return s;
+    if (end)
+      return Status::ok();
+    if (Status s = predict_->run(batch, globalStep_, result); !s)
+      return s;
+    auto named = std::find(result.tensorNames.begin(), result.tensorNames.end(),
+                           "predictions");
+    if (named == result.tensorNames.end())
+      return Status::error(plan_.path + ": the prediction program has no "
+                                        "'predictions' output");
+    size_t t = static_cast<size_t>(named - result.tensorNames.begin());
+    // Replica after replica, their rows are the batch's rows in order.
+    values.clear();
+    for (const std::vector<std::vector<float>> &replica : result.tensors)
+      values.insert(values.end(), replica[t].begin(), replica[t].end());
+    int64_t width =
+        rows > 0 ? static_cast<int64_t>(result.tensors[0][t].size()) / rows : 0;
+    if (width <= 0)
+      return Status::error(plan_.path + ": the predictions are empty");
+    if (Status s = consume(values.data(), batch.examples(), width,
+                           batch.sourceIndices.data());
+        !s)
+      return s;
+  }
 }
 
 } // namespace graph::runtime

@@ -134,7 +134,20 @@ struct EvalResult {
   std::vector<std::string> names;
   std::vector<double> values;
   double value(const std::string &name) const;
+  /// When the evaluation program outputs its predictions: the confusion
+  /// matrix over the examples, confusion[label * classes + predicted] (the
+  /// predicted class is the arg max, the first on a tie, as Keras'
+  /// accuracy takes it). Empty otherwise.
+  int64_t classes = 0;
+  std::vector<int64_t> confusion;
 };
+
+/// One batch's predictions, handed over in the data's order: `rows`
+/// examples (padding left out) of `width` floats each, and each row's
+/// position in the source dataset.
+using PredictionFn =
+    std::function<Status(const float *values, int64_t rows, int64_t width,
+                         const int64_t *sourceIndices)>;
 
 class Session {
 public:
@@ -156,6 +169,11 @@ public:
   /// the first `maxBatches` (-1: all).
   Status evaluate(data::BatchIterator &batches, EvalResult &out,
                   int64_t maxBatches = -1);
+  /// Runs the prediction program (the forward pass in inference mode, as
+  /// Keras' predict) over every batch of `batches` and hands each batch's
+  /// predictions to `consume`. One worker only: predictions come back in
+  /// the order of this process's data.
+  Status predict(data::BatchIterator &batches, const PredictionFn &consume);
 
   int64_t globalStep() const { return globalStep_; }
   /// Continues the step count of a restored checkpoint: the next step is
@@ -178,12 +196,17 @@ private:
       : plan_(plan), options_(options) {}
   /// Replaces result.mean by the mean over every worker's replicas.
   Status meanOverWorkers(StepResult &result);
+  /// The executor of the plan's `kind` program for the job's replicas,
+  /// made on first use.
+  Status programExecutor(plan::ProgramKind kind,
+                         std::unique_ptr<Executor> &out);
 
   const LoadedPlan &plan_;
   SessionOptions options_;
   MirroredVariables variables_;
   std::unique_ptr<Executor> train_;
   std::unique_ptr<Executor> eval_;
+  std::unique_ptr<Executor> predict_;
   int64_t globalStep_ = 0;
 };
 

@@ -24,7 +24,9 @@
 #include "runtime/backends/cuda/CudaDevice.h"
 #endif
 #include "runtime/backends/reference/ReferenceKernels.h"
+#include "runtime/checkpoint/AtomicFile.h"
 #include "runtime/checkpoint/Checkpoint.h"
+#include "runtime/checkpoint/Npy.h"
 #include "runtime/checkpoint/Weights.h"
 #include "runtime/collectives/Workers.h"
 #include "runtime/core/Device.h"
@@ -215,6 +217,12 @@ private:
   /// The checks of phase 1, on this worker alone.
   Status checkLocally();
   Status chooseGpus();
+  /// The last evaluation's confusion matrix, as a table.
+  void printConfusion();
+  /// --predict's checks, in place of the training data's.
+  Status checkPrediction();
+  /// --predict: the predictions of every example, to the .npy file.
+  Status predict();
   /// Phase 2: every worker's view of the job, compared with the chief's.
   Status compareWorkers();
   /// Phase 3's state: the chief's checkpoint or --init-weights, sent to
@@ -383,6 +391,17 @@ Status TrainingJob::checkLocally() {
                            std::to_string(classes_));
     return Status::ok();
   };
+  if (!o_.predict.empty()) {
+    // The data predicted on stands in for the training data: the job
+    // steps through it once, in order.
+    JobOptions source = o_;
+    source.data = o_.predict;
+    if (Status s = loadData(source, true, shape_, classes_, train_); !s)
+      return Status::error("--predict " + o_.predict + ": " + s.message());
+    if (Status s = checkFits(*train_); !s)
+      return Status::error("--predict " + o_.predict + ": " + s.message());
+    return checkPrediction();
+  }
   if (Status s = loadData(o_, false, shape_, classes_, train_); !s)
     return s;
   if (Status s = checkFits(*train_); !s)
@@ -540,10 +559,22 @@ Status TrainingJob::restoreState(int &reportedBy) {
                ": not applied, the run resumes from its checkpoint");
       }
     }
-    if (chiefRead && !resumed_ && !o_.initWeights.empty())
-      if (Status s = ckpt::loadWeights(o_.initWeights, session_->variables());
-          !s)
+    if (chiefRead && !resumed_ && !o_.initWeights.empty()) {
+      ckpt::WeightsReport report;
+      if (Status s = ckpt::loadWeights(o_.initWeights, session_->variables(),
+                                       o_.initWeightsPartial
+                                           ? ckpt::WeightsMatch::partial
+                                           : ckpt::WeightsMatch::exact,
+                                       &report);
+          !s) {
         chiefRead = Status::error("--init-weights: " + s.message());
+      } else {
+        // Which weights came from the file, and (partial) which did not:
+        // a transfer-learning run must not train a head it thinks loaded.
+        out_ << "graphrun: --init-weights " << report.text(o_.initWeights);
+        out_.flush();
+      }
+    }
   }
   if (Status s = agree(workers_, chiefRead, reportedBy); !s)
     return s;
@@ -625,8 +656,11 @@ Status TrainingJob::setUp(int &reportedBy) {
   const plan::Plan &p = *loaded_.plan;
   Backend backend = placement_.backend;
   out_ << "graphrun: " << o_.plan << " (model '"
-       << (p.model() ? p.model()->c_str() : "")
-       << "'): " << session_->trainProgram().name()->c_str() << " on "
+       << (p.model() ? p.model()->c_str() : "") << "'): "
+       << (o_.predict.empty()
+               ? std::string(session_->trainProgram().name()->c_str())
+               : "predict_x" + std::to_string(session_->totalReplicas()))
+       << " on "
        << (workerCount() > 1 ? std::to_string(workerCount()) + " workers x " +
                                    std::to_string(placement_.replicas)
                              : std::to_string(placement_.replicas))
@@ -663,7 +697,8 @@ Status TrainingJob::evaluate(int64_t step, bool final) {
       return s;
     lastEvalStep_ = step;
     if (metrics_)
-      metrics_->writeEvaluation(step, lastEval_.names, lastEval_.values);
+      metrics_->writeEvaluation(step, lastEval_.names, lastEval_.values,
+                                lastEval_.confusion);
   }
   std::string line =
       final ? "eval:" : "eval at step " + std::to_string(step) + ":";
@@ -683,11 +718,117 @@ Status TrainingJob::evaluate(int64_t step, bool final) {
                ? " over " + std::to_string(workerCount()) + " workers"
                : std::string())
        << ")\n";
+  if (final && lastEval_.classes > 0)
+    printConfusion();
+  out_.flush();
+  return Status::ok();
+}
+
+void TrainingJob::printConfusion() {
+  const int64_t n = lastEval_.classes;
+  // A table wider than a terminal helps nobody; the metrics file has it.
+  constexpr int64_t kMostClassesPrinted = 32;
+  if (n > kMostClassesPrinted) {
+    out_ << "confusion matrix: " << n << " classes, not printed (more than "
+         << kMostClassesPrinted << "); --metrics writes it\n";
+    return;
+  }
+  // Columns as wide as the largest count (and the class numbers).
+  int64_t largest = n;
+  for (int64_t c : lastEval_.confusion)
+    largest = std::max(largest, c);
+  int width = static_cast<int>(std::to_string(largest).size()) + 1;
+  out_ << "confusion matrix (rows: true class, columns: predicted; "
+       << "recall per class):\n";
+  auto cell = [&](const std::string &text) {
+    out_ << std::string(static_cast<size_t>(std::max<int>(
+                            0, width - static_cast<int>(text.size()))),
+                        ' ')
+         << text;
+  };
+  out_ << std::string(static_cast<size_t>(width), ' ');
+  for (int64_t p = 0; p < n; ++p)
+    cell(std::to_string(p));
+  out_ << "\n";
+  for (int64_t t = 0; t < n; ++t) {
+    cell(std::to_string(t));
+    int64_t total = 0;
+    for (int64_t p = 0; p < n; ++p) {
+      int64_t c = lastEval_.confusion[t * n + p];
+      total += c;
+      cell(std::to_string(c));
+    }
+    char recall[32];
+    std::snprintf(recall, sizeof recall, "  %.4f",
+                  total ? static_cast<double>(lastEval_.confusion[t * n + t]) /
+                              static_cast<double>(total)
+                        : 0.0);
+    out_ << recall << "\n";
+  }
+}
+
+Status TrainingJob::checkPrediction() {
+  if (workerCount() > 1)
+    return Status::error("--predict runs in one process: start it without "
+                         "mpirun");
+  if (o_.steps > 0 || o_.epochs > 0 || o_.eval || o_.evalEvery > 0)
+    return Status::error("--predict predicts and does not train or "
+                         "evaluate: drop --steps, --epochs, --eval and "
+                         "--eval-every");
+  if (o_.predictions.empty())
+    return Status::error("--predict " + o_.predict +
+                         ": say where the predictions go with "
+                         "--predictions FILE.npy");
+  for (const std::string &path : {o_.predictions, o_.predictions + ".txt"})
+    if (Status s = checkOutputFile("--predictions", path); !s)
+      return s;
+  if (o_.initWeights.empty() && o_.checkpointDir.empty())
+    warn("--predict with the initial weights: give the trained ones with "
+         "--init-weights or --checkpoint-dir");
+  return Status::ok();
+}
+
+Status TrainingJob::predict() {
+  // In the data's order, every example once: the last batch padded, its
+  // padding dropped from the predictions.
+  data::Pipeline pipeline(train_);
+  pipeline.batch(localBatch_, session_->labelFormat(), data::Remainder::pad)
+      .prefetch(o_.prefetch);
+  std::unique_ptr<data::BatchIterator> batches;
+  if (Status s = pipeline.open(batches); !s)
+    return Status::error(train_->name + ": " + s.message());
+  std::vector<float> values;
+  std::vector<int64_t> sources;
+  int64_t width = 0;
+  Status s =
+      session_->predict(*batches,
+                        [&](const float *rows, int64_t n, int64_t w,
+                            const int64_t *indices) -> Status {
+                          width = w;
+                          values.insert(values.end(), rows, rows + n * w);
+                          sources.insert(sources.end(), indices, indices + n);
+                          return Status::ok();
+                        });
+  if (!s)
+    return s;
+  int64_t examples = static_cast<int64_t>(sources.size());
+  if (Status w = ckpt::writeNpy(o_.predictions, values, {examples, width}); !w)
+    return Status::error("--predictions: " + w.message());
+  std::string list;
+  for (int64_t index : sources)
+    list += train_->name + "#" + std::to_string(index) + "\n";
+  if (Status w = ckpt::writeFileAtomically(o_.predictions + ".txt", list); !w)
+    return Status::error("--predictions: " + w.message());
+  out_ << "graphrun: predictions of " << examples << " examples (" << width
+       << " values each) written to " << o_.predictions << ", their sources to "
+       << o_.predictions << ".txt\n";
   out_.flush();
   return Status::ok();
 }
 
 Status TrainingJob::run() {
+  if (!o_.predict.empty())
+    return predict();
   const plan::Plan &p = *loaded_.plan;
   // --cache-on-device: the training set goes to the devices once and the
   // pipeline hands out only positions; the same shuffle draws them, so the

@@ -67,6 +67,10 @@ struct JobOptions {
   int64_t checkpointEvery = -1;
   int keepCheckpoints = 3;
   std::string initWeights;
+  /// --init-weights-partial: load what matches by layer name and shape and
+  /// leave the rest initial (Keras' by_name=True, skip_mismatch=True), for
+  /// a new head on a pretrained base; the report says what was left.
+  bool initWeightsPartial = false;
   std::string saveWeights;
   std::string trace;
   /// Write every step's examples (their source positions) here; with
@@ -77,6 +81,12 @@ struct JobOptions {
   /// every variable after every step (--check-numerics).
   bool nanGuard = true;
   bool checkNumerics = false;
+  /// Prediction instead of training (Keras' predict): the data to predict
+  /// on ("fashion_mnist" or "synthetic": their test split), and the .npy
+  /// file the predictions go to (float32 [examples, outputs], in the data's
+  /// order; the examples' sources, a line each, in `predictions` + ".txt").
+  std::string predict;
+  std::string predictions;
 };
 
 /// Runs the job: its report goes to `out` (graphrun's stdout), warnings to

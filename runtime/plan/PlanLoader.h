@@ -21,7 +21,7 @@ namespace graph::runtime {
 
 /// The version this build writes and reads. Bump it when plan.fbs changes
 /// meaning.
-constexpr uint32_t kPlanVersion = 2;
+constexpr uint32_t kPlanVersion = 3;
 
 /// A plan file held in memory; `plan` points into `bytes`.
 struct LoadedPlan {

@@ -11,7 +11,11 @@ to the label) and the mean categorical cross-entropy, which for a softmax
 output Keras computes from the logits. Each METRICS file's last evaluation
 (graphrun --eval --metrics) must give the same accuracy (the same count of
 correct examples: graphrun counts the last, partial batch too) and a loss
-within --rtol.
+within --rtol, and, when it has one, the same confusion matrix.
+
+--predictions P.npy (graphrun --predict fashion_mnist -o P.npy) must hold
+the softmax of the same logits for all 10000 test images, in file order,
+within --prediction-atol, and P.npy.txt must name them in order.
 """
 
 import argparse
@@ -58,6 +62,8 @@ def main():
     parser.add_argument("--data-dir",
                         default="/usr/share/datasets/fashion-mnist")
     parser.add_argument("--rtol", type=float, default=1e-5)
+    parser.add_argument("--predictions")
+    parser.add_argument("--prediction-atol", type=float, default=1e-5)
     args = parser.parse_args()
 
     images = read_idx(f"{args.data_dir}/t10k-images-idx3-ubyte.gz")
@@ -72,8 +78,25 @@ def main():
     accuracy = correct / len(labels)
     print("recount: %d of %d correct, accuracy %.6f, loss %.8f" %
           (correct, len(labels), accuracy, loss))
+    confusion = np.zeros((10, 10), np.int64)
+    np.add.at(confusion, (labels.astype(np.int64), predicted), 1)
 
     failed = False
+    if args.predictions:
+        p = np.load(args.predictions)
+        softmax = np.exp(log_softmax)
+        names = open(args.predictions + ".txt").read().splitlines()
+        in_order = names == [f"{args.data_dir}/t10k-images-idx3-ubyte.gz#{i}"
+                             for i in range(len(labels))]
+        shape_ok = p.shape == softmax.shape and p.dtype == np.float32
+        diff = float(np.max(np.abs(p - softmax))) if shape_ok else float("inf")
+        ok = shape_ok and in_order and diff <= args.prediction_atol
+        print("predictions: %s %s, largest difference from the softmax of "
+              "the recount %.2e, sources %s (%s)" %
+              (p.dtype, "x".join(map(str, p.shape)), diff,
+               "in order" if in_order else "OUT OF ORDER",
+               "ok" if ok else "FAIL"))
+        failed |= not ok
     for path in args.metrics:
         evals = [r for r in map(json.loads, open(path)) if r.get("eval")]
         if not evals:
@@ -90,6 +113,12 @@ def main():
                              "ok" if acc_ok else "FAIL", e["loss"],
                              loss_diff, "ok" if loss_ok else "FAIL"))
         failed |= not (acc_ok and loss_ok)
+        if "confusion" in e:
+            same = np.array_equal(np.array(e["confusion"]).reshape(10, 10),
+                                  confusion)
+            print("%s: confusion matrix %s" % (path.rsplit("/", 1)[-1],
+                                               "ok" if same else "FAIL"))
+            failed |= not same
     print("FAILED" if failed else "PASSED")
     return 1 if failed else 0
 

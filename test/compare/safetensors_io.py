@@ -8,7 +8,10 @@ then the tensors' little-endian bytes. Only what graphrun writes is read
 As a tool, it derives a faulty weights file from a good one, for graphrun's
 error tests:
   safetensors_io.py IN OUT --drop NAME | --add NAME | --transpose NAME |
-                           --to-f64 NAME
+                           --to-f64 NAME | --only PREFIX
+
+and --only keeps the tensors whose names begin with PREFIX, to compare part
+of two files with cmp.
 """
 
 import argparse
@@ -62,12 +65,16 @@ def main():
     edit.add_argument("--add", help="add a [1] tensor of this name")
     edit.add_argument("--transpose", help="reverse this tensor's axes")
     edit.add_argument("--to-f64", help="store this tensor as F64")
+    edit.add_argument("--only", help="keep only the tensors named PREFIX...")
     args = parser.parse_args()
     tensors = read(args.input)
     if args.drop:
         del tensors[args.drop]
     elif args.add:
         tensors[args.add] = np.zeros(1, np.float32)
+    elif args.only:
+        tensors = {name: value for name, value in tensors.items()
+                   if name.startswith(args.only)}
     elif args.transpose:
         tensors[args.transpose] = tensors[args.transpose].transpose()
     else:

@@ -103,7 +103,22 @@
 // CHECK-NEXT: %[[Y5:.*]] = graph.softmax
 // CHECK-NEXT: %[[LOSS:.*]] = graph.categorical_crossentropy %[[Y5]], %[[LABELS]] weights %[[W]] : tensor<4x2xf32>, tensor<4x2xf32>, tensor<4xf32> -> tensor<f32>
 // CHECK-NEXT: %[[ACC:.*]] = graph.accuracy %[[Y5]], %[[LABELS]] weights %[[W]] : tensor<4x2xf32>, tensor<4x2xf32>, tensor<4xf32> -> tensor<f32>
-// CHECK-NEXT: graph.output {names = ["loss", "accuracy"]} %[[LOSS]], %[[ACC]] : tensor<f32>, tensor<f32>
+// CHECK-NEXT: graph.output {names = ["loss", "accuracy", "predictions"]} %[[LOSS]], %[[ACC]], %[[Y5]] : tensor<f32>, tensor<f32>, tensor<4x2xf32>
+// CHECK-NEXT: }
+// The prediction step: the inference pass alone, no labels.
+// CHECK-NEXT: graph.model @predict_step {
+// CHECK-NEXT: %[[X:.*]] = graph.input "input_layer" : tensor<4x3xf32>
+// CHECK-NEXT: graph.read_variable @"dense/kernel"
+// CHECK-NEXT: graph.dense %[[X]]
+// CHECK-NEXT: graph.read_variable @"dense/bias"
+// CHECK-NEXT: graph.bias_add
+// CHECK-NEXT: graph.relu
+// CHECK-NEXT: graph.read_variable @"dense_1/kernel"
+// CHECK-NEXT: graph.dense
+// CHECK-NEXT: graph.read_variable @"dense_1/bias"
+// CHECK-NEXT: graph.bias_add
+// CHECK-NEXT: %[[P5:.*]] = graph.softmax
+// CHECK-NEXT: graph.output {names = ["predictions"]} %[[P5]] : tensor<4x2xf32>
 // CHECK-NEXT: }
 // CHECK-NEXT: }
 graph.variable @"dense/kernel" : tensor<3x2xf32> = #graph.init<glorot_uniform>
@@ -184,7 +199,7 @@ graph.training @m loss = categorical_crossentropy optimizer = #graph.sgd<learnin
 // CHECK-NEXT: graph.output {names = ["loss", "grad_norm"]} %[[LOSS]], %[[NORM]] : tensor<f32>, tensor<f32>
 // CHECK: graph.model @eval_step {
 // CHECK: %[[LOSS:.*]] = graph.categorical_crossentropy
-// CHECK-NEXT: graph.output {names = ["loss"]} %[[LOSS]] : tensor<f32>
+// CHECK-NEXT: graph.output {names = ["loss", "predictions"]} %[[LOSS]], %{{.*}} : tensor<f32>, tensor<4x2xf32>
 graph.variable @"plain/kernel" : tensor<3x2xf32> = #graph.init<glorot_uniform>
 graph.model @m {
   %x = graph.input "input_layer" : tensor<4x3xf32>

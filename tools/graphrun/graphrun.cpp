@@ -181,9 +181,17 @@ int main(int argc, char **argv) {
              "only at the end)");
   addInteger(app, "--keep-checkpoints", o.keepCheckpoints, 1, 1 << 20,
              "how many of the newest checkpoints to keep (default 3)");
-  app.add_option("--init-weights", o.initWeights,
-                 "start from the model weights in this safetensors file "
-                 "(Keras names and layouts)");
+  auto *initWeights = app.add_option(
+      "--init-weights", o.initWeights,
+      "start from the model weights in this file: safetensors (Keras names "
+      "and layouts) or Keras' own weights (legacy .h5, .weights.h5, "
+      ".keras), told apart by content; every model weight must be in it");
+  app.add_flag("--init-weights-partial", o.initWeightsPartial,
+               "load only the --init-weights weights that match the model "
+               "by layer name and shape, leave the others at their initial "
+               "values and list them (Keras' by_name=True, "
+               "skip_mismatch=True: a pretrained base under a new head)")
+      ->needs(initWeights);
   app.add_option("--save-weights", o.saveWeights,
                  "write the model weights to this safetensors file at the "
                  "end");
@@ -195,6 +203,18 @@ int main(int argc, char **argv) {
                  "write the source position of every example each step "
                  "trains on to this file, a line a step (each worker its "
                  "own)");
+  auto *predict =
+      app.add_option("--predict", o.predict,
+                     "predict instead of training (Keras' predict): the "
+                     "data, fashion_mnist or synthetic (their test split), "
+                     "in order; the weights from --init-weights or "
+                     "--checkpoint-dir")
+          ->check(CLI::IsMember({"fashion_mnist", "synthetic"}));
+  app.add_option("-o,--predictions", o.predictions,
+                 "with --predict: the .npy file of the predictions (float32 "
+                 "[examples, outputs]); the examples' sources go to the same "
+                 "path plus .txt")
+      ->needs(predict);
   bool noProgress = false, noNanGuard = false;
   app.add_flag("--no-progress", noProgress,
                "log lines (--log-every) instead of the progress bar a "

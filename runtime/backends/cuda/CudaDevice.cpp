@@ -320,8 +320,8 @@ private:
   std::vector<std::pair<cudaEvent_t, int>> ownedEvents_;
   std::vector<cudaEvent_t> planEvents_;      // [plan event]
   std::vector<cudaEvent_t> timestampEvents_; // [op], null for other ops
-  std::vector<int> outputSlot_;              // [op], -1 for other ops
-  PinnedMemory outputs_;                     // 8 bytes per output op
+  std::vector<int64_t> outputOffset_;        // [op], -1 for other ops
+  PinnedMemory outputs_;                     // every output op's bytes
   std::array<StagingSlot, kSlots> slots_;
   std::vector<size_t> payloadOffset_; // [input], in its replica's
   std::vector<size_t> replicaOffset_; // [replica], in a host slot
@@ -439,8 +439,8 @@ Status CudaRunner::prepare() {
   planEvents_.assign(static_cast<size_t>(program_.numEvents), nullptr);
   std::vector<int> eventOrdinal(planEvents_.size(), -1);
   timestampEvents_.assign(program_.ops.size(), nullptr);
-  outputSlot_.assign(program_.ops.size(), -1);
-  int outputs = 0;
+  outputOffset_.assign(program_.ops.size(), -1);
+  int64_t outputBytes = 0;
   bool hasAllReduce = false;
   for (size_t i = 0; i < program_.ops.size(); ++i) {
     const PreparedOp &op = program_.ops[i];
@@ -471,10 +471,14 @@ Status CudaRunner::prepare() {
         return s;
       break;
     case plan::OpKind::output:
-      if (dtypeBytes(op.ins[0].dtype) > 8)
+      // Scalars (loss, metrics) and tensors (predictions) side by side,
+      // each 8-byte aligned.
+      if (op.tensorOutput < 0 && dtypeBytes(op.ins[0].dtype) > 8)
         return Status::error(where(op) + ": output '" + std::string(op.name) +
                              "' is wider than 8 bytes");
-      outputSlot_[i] = outputs++;
+      outputOffset_[i] = outputBytes;
+      outputBytes +=
+          (op.ins[0].elements() * dtypeBytes(op.ins[0].dtype) + 7) / 8 * 8;
       break;
     case plan::OpKind::all_reduce:
       hasAllReduce = true;
@@ -489,7 +493,7 @@ Status CudaRunner::prepare() {
         !s)
       return Status::error(at + s.message());
 
-  if (Status s = allocatePinned(static_cast<size_t>(outputs) * 8, outputs_); !s)
+  if (Status s = allocatePinned(static_cast<size_t>(outputBytes), outputs_); !s)
     return Status::error(at + "output staging: " + s.message());
   // Staging and the gather write replica r's inputs from replica r's
   // streams: an input on another device would be written unordered with
@@ -797,9 +801,10 @@ Status CudaRunner::enqueueOps(int64_t step, bool capturing) {
         RETURN_IF_CUDA_ERROR(cudaEventRecord(timestampEvents_[i], stream));
       break;
     case plan::OpKind::output:
-      RETURN_IF_CUDA_ERROR(cudaMemcpyAsync(
-          outputs + 8 * outputSlot_[i], op.ins[0].data,
-          dtypeBytes(op.ins[0].dtype), cudaMemcpyDeviceToHost, stream));
+      RETURN_IF_CUDA_ERROR(
+          cudaMemcpyAsync(outputs + outputOffset_[i], op.ins[0].data,
+                          op.ins[0].elements() * dtypeBytes(op.ins[0].dtype),
+                          cudaMemcpyDeviceToHost, stream));
       break;
     default:
       return Status::error(where(op) + ": unknown op kind");
@@ -964,9 +969,17 @@ Status CudaRunner::readResults(StepResult &result) {
   const std::byte *outputs = static_cast<const std::byte *>(outputs_.get());
   for (size_t i = 0; i < program_.ops.size(); ++i) {
     const PreparedOp &op = program_.ops[i];
-    if (op.kind == plan::OpKind::output)
+    if (op.kind != plan::OpKind::output)
+      continue;
+    if (op.tensorOutput >= 0) {
+      const auto *values =
+          reinterpret_cast<const float *>(outputs + outputOffset_[i]);
+      result.tensors[op.replica][op.tensorOutput].assign(
+          values, values + op.ins[0].elements());
+    } else {
       result.perReplica[op.replica][op.output] =
-          readScalar(outputs + 8 * outputSlot_[i], op.ins[0].dtype);
+          readScalar(outputs + outputOffset_[i], op.ins[0].dtype);
+    }
   }
   // Timestamps: the anchor (the host time the completion event was seen)
   // minus the device time from the timestamp to completion.

@@ -21,6 +21,7 @@ namespace {
 namespace fs = std::filesystem;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::Pair;
 
 /// A dense layer trained by Adam: two weights and their m and v slots.
 std::vector<uint8_t> densePlan() {
@@ -135,6 +136,42 @@ TEST_F(CheckpointTest, WeightsRoundTripWithoutSlots) {
   EXPECT_EQ(values(other, "dense/bias"), values(vars_, "dense/bias"));
   // --init-weights sets weights, never slots.
   EXPECT_EQ(values(other, "dense/kernel/m"), std::vector<float>(6, 0.0f));
+}
+
+TEST_F(CheckpointTest, PartialInitWeightsReportsWhatItSkipped) {
+  fs::create_directories(dir_);
+  SafetensorsWriter w;
+  std::vector<float> bias = {1, 2};
+  ASSERT_TRUE(w.add("dense/bias", DType::F32, {2},
+                    std::string(reinterpret_cast<const char *>(bias.data()),
+                                sizeof(float) * bias.size())));
+  // PyTorch's [out, in], not Keras' [in, out]: skipped, not an error.
+  ASSERT_TRUE(w.add("dense/kernel", DType::F32, {2, 3}, std::string(24, '\0')));
+  ASSERT_TRUE(w.add("dense/bias/m", DType::F32, {2}, std::string(8, '\0')));
+  ASSERT_TRUE(w.add("head/bias", DType::F32, {2}, std::string(8, '\0')));
+  ASSERT_TRUE(w.write(path("w.safetensors")));
+  std::vector<float> kernel = values(vars_, "dense/kernel");
+  std::vector<float> slot = values(vars_, "dense/bias/m");
+
+  WeightsReport report;
+  Status s =
+      loadWeights(path("w.safetensors"), vars_, WeightsMatch::partial, &report);
+  ASSERT_TRUE(s) << s.message();
+  EXPECT_EQ(report.format, "safetensors");
+  EXPECT_THAT(report.loaded, ElementsAre("dense/bias"));
+  EXPECT_THAT(values(vars_, "dense/bias"), ElementsAre(1, 2));
+  EXPECT_EQ(values(vars_, "dense/kernel"), kernel);
+  EXPECT_EQ(values(vars_, "dense/bias/m"), slot);
+  const char *shape = "the file's tensor has shape [2, 3], the variable [3, 2]";
+  EXPECT_THAT(report.leftInitial, ElementsAre(Pair("dense/kernel", shape)));
+  EXPECT_THAT(
+      report.skipped,
+      ElementsAre(Pair("dense/bias/m", "an optimizer slot, not a model weight"),
+                  Pair("head/bias", "not a variable of the model"),
+                  Pair("dense/kernel", shape)));
+  // The exact load of the same file is the error it always was.
+  EXPECT_THAT(loadWeights(path("w.safetensors"), vars_).message(),
+              HasSubstr("tensor 'dense/bias/m' is not a model weight"));
 }
 
 /// Writes a weights file of the given tensors and returns loadWeights' error.

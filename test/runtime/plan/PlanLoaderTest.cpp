@@ -140,7 +140,9 @@ TEST(PlanLoader, RejectsEachSemanticFault) {
   expectFault({.withProgram = false}, "no program");
   // A name graphrun would write into a checkpoint's JSON header.
   for (std::string name :
-       {std::string("dense/\xff"), std::string("a\xc0\xafb"),
+       {std::string("dense/\xff"),
+        std::string("a\xc0\xaf"
+                    "b"),
         std::string("\xed\xa0\x80"), std::string("tab\there"), std::string()})
     expectFault({.variableName = name},
                 "has a name that is empty or not printable UTF-8");
