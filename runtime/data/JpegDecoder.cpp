@@ -151,7 +151,7 @@ Status JpegDecoder::decode(const std::string &name, const uint8_t *data,
                          tjGetErrorStr2(nullptr) +
                          "); the host is likely "
                          "out of memory");
-  if (channels != 1 && channels != 3)
+  if (channels != 0 && channels != 1 && channels != 3)
     return Status::error(name + ": " + std::to_string(channels) +
                          " channels asked of a JPEG; decode to 1 (grayscale) "
                          "or 3 (RGB)");
@@ -163,6 +163,8 @@ Status JpegDecoder::decode(const std::string &name, const uint8_t *data,
   if (tjDecompressHeader3(h, data, static_cast<unsigned long>(size), &width,
                           &height, &subsampling, &colorspace) != 0)
     return fault(name, "reading the header");
+  if (channels == 0)
+    channels = colorspace == TJCS_GRAY ? 1 : 3;
   int scaleDenominator =
       minWidth > 0 && minHeight > 0
           ? dctScaleDenominator(width, height, minWidth, minHeight)

@@ -69,7 +69,10 @@ public:
 
   /// Decodes `size` bytes of JPEG into `out` (reusing its storage) with
   /// `channels` 3 (RGB; a grayscale file is replicated) or 1 (grayscale; a
-  /// colour file gives its luma, Y of YCbCr). With a positive minWidth and
+  /// colour file gives its luma, Y of YCbCr), or 0: the file's own, 1 for a
+  /// grayscale file and 3 for any other (out.channels says which), for a
+  /// caller that replicates grey itself after the work it would otherwise
+  /// do three times (ImageFolder's resize). With a positive minWidth and
   /// minHeight, decodes at the DCT scale dctScaleDenominator picks for
   /// them; with 0, in full. fastIdct takes libjpeg's fast integer inverse
   /// DCT (JDCT_IFAST) for a full-scale decode instead of the accurate one.

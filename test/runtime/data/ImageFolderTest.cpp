@@ -762,6 +762,31 @@ TEST_F(ImageFolderTest, TheDecoderResizesToTheShapeAsTfDoes) {
   EXPECT_EQ(e.image, expected);
 }
 
+TEST_F(ImageFolderTest, AGreyFileForAnRgbInputIsItsGreyResizedAndCopied) {
+  // The decoder resizes a grayscale file as one channel and copies it to
+  // three: the same floats as libjpeg's grey-to-RGB decode resized on three
+  // channels, down (with caffe's preprocessing, whose channels differ) and
+  // up.
+  file("a/x.jpeg", readBytes(imageFixture("gray.jpeg")));
+  std::vector<uint8_t> rgb = readBytes(imageFixture("gray.rgb")); // 23x31x3
+  for (auto [shape, mode] :
+       {std::pair{ExampleShape{11, 15, 3}, ImagePreprocessing::caffe},
+        std::pair{ExampleShape{40, 50, 3}, ImagePreprocessing::unitRange}}) {
+    ImageFolderOptions o = options();
+    o.shape = shape;
+    o.preprocessing = mode;
+    o.dctScaling = false;
+    Example e;
+    e.index = 0;
+    ASSERT_TRUE(open(o).decoder()(e));
+    std::vector<float> expected(static_cast<size_t>(shape.elements()));
+    resizeBilinear(rgb.data(), 23, 31, 3, expected.data(), shape.height,
+                   shape.width, ResizeConvention::halfPixel);
+    preprocessImage(expected.data(), shape.height * shape.width, 3, mode);
+    EXPECT_EQ(e.image, expected) << shape.str();
+  }
+}
+
 TEST_F(ImageFolderTest, AnExampleOfAnotherSourceIsRefused) {
   image("a/x.jpeg", 0);
   ImageFolderSource src = open(options());
