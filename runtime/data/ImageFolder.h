@@ -41,7 +41,9 @@
 //
 // Decoding. libjpeg-turbo's TurboJPEG decodes to RGB or grayscale as
 // shape.channels asks; then a bilinear resize to shape's height and width
-// with TF's conventions (BilinearResize.h), then the preprocessing. When the
+// with TF's conventions (BilinearResize.h), then the preprocessing. A
+// grayscale file for an RGB input is resized as one channel and then
+// copied to three (the same floats, a third of the resize). When the
 // file is at least twice the target in both dimensions, it is decoded at
 // 1/2, 1/4 or 1/8 scale by libjpeg's DCT scaling first (the smallest scale
 // still at least the target): a 512x496 OCT scan for a 224x224 input is
