@@ -14,6 +14,9 @@ config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.graph_obj_root, "test")
 config.substitutions.append(("%src_root", config.graph_src_root))
 config.substitutions.append(("%examples", os.path.join(config.graph_src_root, "examples")))
+# Fashion-MNIST as JPEG class folders (scripts/fashion-mnist-jpeg.py), made
+# once per build tree and shared by the tests that train on images.
+config.substitutions.append(("%fashion_jpeg", os.path.join(config.graph_obj_root, "fashion-mnist-jpeg")))
 config.substitutions.append(("%fixtures", os.path.join(config.graph_src_root, "test", "frontends", "keras", "fixtures")))
 
 llvm_config.with_system_environment(["HOME", "TMPDIR"])

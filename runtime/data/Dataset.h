@@ -5,6 +5,11 @@
 // [0, 1] (NHWC, as Keras' channels_last), and one int32 class label each.
 // Holding decoded examples means an in-memory source is cached already.
 //
+// A source too large to hold decoded (a folder of 84,000 JPEGs) is an
+// ExampleList instead: a label per example and nothing else, whose pixels a
+// map of the pipeline produces from the example's index, on the pipeline's
+// threads, as the examples are needed (ImageFolder.h).
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef RUNTIME_DATA_DATASET_H
@@ -58,6 +63,24 @@ struct Dataset {
   /// Checks that the parts agree: a positive shape, as many images as
   /// labels, labels in [0, numClasses). A source that builds a Dataset by
   /// hand should call it; the pipeline does.
+  Status validate() const;
+};
+
+/// Examples that are, until a map fills their pixels, a label each: the
+/// source of a pipeline whose decoding is one of its stages. An example's
+/// index (Example::index) names it to that map; its image is empty. A whole
+/// list costs 4 bytes an example, so shuffling it, even with a buffer of
+/// the whole data set, holds no pixels.
+struct ExampleList {
+  /// Where it came from, for messages: "/data/OCT2017/train".
+  std::string name;
+  /// Labels lie in [0, numClasses).
+  int32_t numClasses = 0;
+  std::vector<int32_t> labels;
+
+  int64_t size() const { return static_cast<int64_t>(labels.size()); }
+
+  /// Checks what Dataset::validate checks of the labels.
   Status validate() const;
 };
 

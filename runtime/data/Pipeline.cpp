@@ -120,6 +120,49 @@ private:
   std::shared_ptr<const Dataset> dataset_;
 };
 
+/// The examples of an ExampleList: a label and an index, no pixels.
+class ExampleListIterator final : public ExampleIterator {
+public:
+  ExampleListIterator(std::shared_ptr<const ExampleList> list, int64_t start)
+      : list_(std::move(list)), pos_(start) {}
+
+  Status next(Example &out, bool &end) override {
+    end = pos_ >= list_->size();
+    if (end)
+      return Status::ok();
+    out.image.clear();
+    out.label = list_->labels[pos_];
+    out.index = pos_++;
+    return Status::ok();
+  }
+
+  Status skip(bool &end) override {
+    end = pos_ >= list_->size();
+    if (!end)
+      ++pos_;
+    return Status::ok();
+  }
+
+private:
+  std::shared_ptr<const ExampleList> list_;
+  int64_t pos_;
+};
+
+class ExampleListStage final : public ExampleStage {
+public:
+  explicit ExampleListStage(std::shared_ptr<const ExampleList> list)
+      : list_(std::move(list)) {}
+  Status open(uint64_t, int64_t start,
+              std::unique_ptr<ExampleIterator> &out) const override {
+    out = std::make_unique<ExampleListIterator>(list_, start);
+    return Status::ok();
+  }
+  int64_t cardinality() const override { return list_->size(); }
+
+private:
+  std::shared_ptr<const ExampleList> list_;
+};
+
 //===-- shard -------------------------------------------------------------===//
 
 /// Over an upstream opened at this worker's first example: takes one, then
@@ -823,6 +866,25 @@ Pipeline::Pipeline(std::shared_ptr<const Dataset> source) {
   stage_ = std::make_shared<DatasetStage>(std::move(source));
 }
 
+Pipeline::Pipeline(std::shared_ptr<const ExampleList> source) {
+  if (!source) {
+    name_ = "input pipeline";
+    fail("Pipeline", "no example list; list the examples first");
+    return;
+  }
+  name_ = source->name;
+  if (Status s = source->validate(); !s) {
+    error_ = s;
+    return;
+  }
+  numClasses_ = source->numClasses;
+  needsPixels_ = true;
+  stage_ = std::make_shared<ExampleListStage>(std::move(source));
+}
+
+Pipeline::Pipeline(std::nullptr_t)
+    : Pipeline(std::shared_ptr<const Dataset>()) {}
+
 void Pipeline::fail(const std::string &call, const std::string &fault) {
   if (error_)
     error_ = Status::error(name_ + ": input pipeline: " + call + ": " + fault);
@@ -888,6 +950,12 @@ Pipeline &Pipeline::repeat(int64_t epochs) {
 }
 
 Pipeline &Pipeline::map(MapFn fn, int threads) {
+  if (error_ && needsPixels_) {
+    fail("map(fn, " + std::to_string(threads) + ")",
+         "the examples hold no pixels yet (the source is an example list); "
+         "give map() the shape its function produces");
+    return *this;
+  }
   return map(std::move(fn), threads, shape_);
 }
 
@@ -906,6 +974,7 @@ Pipeline &Pipeline::map(MapFn fn, int threads, ExampleShape outputShape) {
     stage_ = std::make_shared<MapStage>(stage_, std::move(fn), threads);
     shape_ = outputShape;
     mapped_ = true;
+    needsPixels_ = false;
   }
   return *this;
 }
@@ -917,6 +986,10 @@ Pipeline &Pipeline::batch(int64_t globalBatchSize, LabelFormat labels,
     return *this;
   if (batchSize_ > 0)
     fail(call, "a second batch(); batch once, by the global batch size");
+  else if (needsPixels_)
+    fail(call, "the examples hold no pixels yet (the source is an example "
+               "list); map() its decoder, with the decoded shape, before "
+               "batch()");
   else if (globalBatchSize <= 0)
     fail(call, "the batch size must be positive");
   else {
@@ -932,6 +1005,12 @@ Pipeline &Pipeline::batchIndices(int64_t globalBatchSize) {
     fail("batchIndices(" + std::to_string(globalBatchSize) + ")",
          "follows map(): a mapped example is not the source's, so its "
          "index cannot stand for it; use batch()");
+    return *this;
+  }
+  if (needsPixels_) {
+    fail("batchIndices(" + std::to_string(globalBatchSize) + ")",
+         "the source is an example list, which holds no rows to gather; "
+         "map() its decoder and use batch()");
     return *this;
   }
   batch(globalBatchSize, LabelFormat::Sparse);

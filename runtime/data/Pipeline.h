@@ -18,6 +18,17 @@
 //     if (end) break;
 //   }
 //
+// The source is a Dataset (pixels in memory) or an ExampleList (a label per
+// example; a map makes the pixels from the example's index, as an image
+// folder's decoder does), so that a data set too large to hold decoded is
+// decoded in the pipeline, ahead of the step, on the map's threads:
+//
+//   Pipeline p(folder.examples());        // std::shared_ptr<const ExampleList>
+//   p.shard(n, i).shuffle(100000, seed)   // shuffles labels, not pixels
+//    .repeat(epochs)
+//    .map(folder.decoder(), 2, folder.shape())
+//    .batch(32, LabelFormat::OneHot).prefetch(2);
+//
 // The per-example stages (shard, cache, shuffle, repeat, map) compose in any
 // order; batch comes after them and prefetch last. An argument out of range
 // is remembered and returned by open(), so a chain of calls needs one check.
@@ -42,7 +53,10 @@
 //   it first, so that the workers partition the data before they shuffle.
 // - cache keeps what reaches it during the first complete pass and replays it
 //   afterwards; it pays for itself after an expensive map (decoding,
-//   resizing). A source Dataset is in memory already.
+//   resizing). A source Dataset is in memory already; over an ExampleList,
+//   put it after the decoding map (before it, it would keep labels only).
+// - over an ExampleList, batch() needs a map with an output shape before it:
+//   the examples have no pixels until one makes them.
 // - map runs a per-example function on `threads` threads with the order
 //   preserved; with one thread it runs on the thread that pulls (the
 //   prefetch thread when prefetching).
@@ -62,6 +76,7 @@
 #include "runtime/data/Batch.h"
 #include "runtime/data/Dataset.h"
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -104,6 +119,12 @@ public:
   static constexpr int64_t kInfinite = -1;
 
   explicit Pipeline(std::shared_ptr<const Dataset> source);
+  /// Over examples without pixels yet: a map with an output shape must make
+  /// them before batch().
+  explicit Pipeline(std::shared_ptr<const ExampleList> source);
+  /// No source: open() reports it. Keeps Pipeline(nullptr), which the two
+  /// constructors above would make ambiguous, meaning what it always did.
+  explicit Pipeline(std::nullptr_t);
 
   /// Keeps the examples at positions index, index + numWorkers, ...
   Pipeline &shard(int64_t numWorkers, int64_t index);
@@ -160,6 +181,9 @@ private:
   Remainder remainder_ = Remainder::drop;
   bool indicesOnly_ = false;
   bool mapped_ = false;
+  /// The examples hold no pixels: the source is an ExampleList and no map
+  /// with an output shape has come yet.
+  bool needsPixels_ = false;
   int64_t prefetch_ = 0;
   bool prefetchSet_ = false;
 };

@@ -34,23 +34,28 @@
 #include "runtime/core/Hooks.h"
 #include "runtime/core/Session.h"
 #include "runtime/data/FashionMnist.h"
+#include "runtime/data/ImageFolder.h"
 #include "runtime/data/Pipeline.h"
 #include "runtime/data/SplitMix64.h"
 #include "runtime/data/SyntheticDataset.h"
 #include "runtime/plan/PlanLoader.h"
 
+#include <algorithm>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <string>
 #include <system_error>
+#include <thread>
 #include <unistd.h>
 
 namespace graph::runtime::job {
@@ -60,12 +65,127 @@ namespace fs = std::filesystem;
 
 namespace {
 
-/// A source for the training or the test split, as --data and --data-dir
-/// say.
-Status loadData(const JobOptions &o, bool test, const data::ExampleShape &shape,
-                int32_t classes, std::shared_ptr<const data::Dataset> &out) {
+constexpr const char *kImagesPrefix = "images:";
+
+bool isImageFolder(const std::string &spec) {
+  return spec.starts_with(kImagesPrefix);
+}
+
+/// Training, test or prediction data: examples in memory (the IDX files,
+/// synthetic data), or an image folder listed up front and decoded in the
+/// pipeline, ahead of the step, on `decodeThreads` threads.
+struct DataSource {
+  std::string spec; // as the flag gave it: fashion_mnist, images:DIR, ...
+  std::shared_ptr<const data::Dataset> memory;
+  std::optional<data::ImageFolderSource> images;
+  int decodeThreads = 1;
+
+  const std::string &name() const {
+    return images ? images->root() : memory->name;
+  }
+  int64_t size() const { return images ? images->size() : memory->size(); }
+  int32_t numClasses() const {
+    return images ? static_cast<int32_t>(images->classNames().size())
+                  : memory->numClasses;
+  }
+  data::ExampleShape shape() const {
+    return images ? images->shape() : memory->shape;
+  }
+  /// A pipeline over the examples: pixels for data in memory, labels only
+  /// for a folder (decode() adds the stage that makes the pixels).
+  data::Pipeline pipeline() const {
+    return images ? data::Pipeline(images->examples()) : data::Pipeline(memory);
+  }
+  /// Adds the decoding map of a folder; nothing for data in memory. A bad
+  /// file's error says how to skip it.
+  void decode(data::Pipeline &p) const {
+    if (!images)
+      return;
+    data::MapFn decoder = images->decoder();
+    bool skipping = images->options().skipBadImages;
+    p.map(
+        [decoder, skipping](data::Example &e) -> Status {
+          Status s = decoder(e);
+          if (!s && !skipping)
+            return Status::error(s.message() +
+                                 " (or pass --skip-bad-images to skip and "
+                                 "count the files that cannot be decoded)");
+          return s;
+        },
+        decodeThreads, images->shape());
+  }
+  /// Where example `index` came from, for --predict's list: the image's
+  /// path, or the data set's name and the position in it.
+  std::string source(int64_t index) const {
+    if (images)
+      return images->files()[static_cast<size_t>(index)].path;
+    return memory->name + "#" + std::to_string(index);
+  }
+};
+
+/// An image folder of `spec` (images:DIR), decoded to the model's input
+/// `shape` as the flags say, its classes `classNames` (empty: the
+/// sub-folders, sorted).
+Status openImages(const JobOptions &o, const std::string &spec,
+                  const data::ExampleShape &shape,
+                  const std::vector<std::string> &classNames, DataSource &out) {
+  data::ImageFolderOptions io;
+  io.path = spec.substr(std::string(kImagesPrefix).size());
+  if (io.path.empty())
+    return Status::error(spec + ": name the folder, images:DIR or "
+                                "images:DIR/**/*.jpeg");
+  io.classNames = classNames;
+  io.shape = shape;
+  if (o.preprocess == "unit")
+    io.preprocessing = data::ImagePreprocessing::unitRange;
+  else if (o.preprocess == "caffe")
+    io.preprocessing = data::ImagePreprocessing::caffe;
+  else if (o.preprocess == "raw")
+    io.preprocessing = data::ImagePreprocessing::raw;
+  else
+    return Status::error("--preprocess " + o.preprocess +
+                         ": unknown (unit, caffe or raw)");
+  if (o.resize == "half-pixel")
+    io.resize = data::ResizeConvention::halfPixel;
+  else if (o.resize == "legacy")
+    io.resize = data::ResizeConvention::legacy;
+  else
+    return Status::error("--resize " + o.resize +
+                         ": unknown (half-pixel or legacy)");
+  io.skipBadImages = o.skipBadImages;
+  io.dctScaling = !o.tfDecode;
+  io.fastIdct = o.tfDecode;
+  if (shape.channels != 1 && shape.channels != 3)
+    return Status::error(
+        spec + ": the plan's input is " + shape.str() + ", " +
+        std::to_string(shape.channels) +
+        " channels; a JPEG decodes to 1 (grayscale) or 3 (RGB): give the "
+        "model a 1- or 3-channel input");
+  data::ImageFolderSource folder;
+  if (Status s = data::openImageFolder(io, folder); !s) {
+    std::string m = s.message();
+    if (m.ends_with("skip bad images"))
+      m += " (--skip-bad-images)";
+    return Status::error(m);
+  }
+  out.spec = spec;
+  out.images = std::move(folder);
+  unsigned cores = std::thread::hardware_concurrency();
+  out.decodeThreads = o.decodeThreads > 0
+                          ? o.decodeThreads
+                          : static_cast<int>(std::max(1u, cores));
+  return Status::ok();
+}
+
+/// The data `spec` names (--data, --eval-data or --predict): the training or
+/// the test split of the IDX files or of synthetic data, or an image folder.
+Status loadData(const JobOptions &o, const std::string &spec, bool test,
+                const data::ExampleShape &shape, int32_t classes,
+                const std::vector<std::string> &classNames, DataSource &out) {
+  if (isImageFolder(spec))
+    return openImages(o, spec, shape, classNames, out);
   auto ds = std::make_shared<data::Dataset>();
-  if (o.data == "fashion_mnist") {
+  if (spec == "fashion_mnist") {
     std::string dir =
         o.dataDir.empty() ? data::kFashionMnistDefaultDir : o.dataDir;
     if (Status s = data::loadFashionMnist(dir,
@@ -74,7 +194,7 @@ Status loadData(const JobOptions &o, bool test, const data::ExampleShape &shape,
                                           *ds);
         !s)
       return Status::error(s.message() + " (or train on --data synthetic)");
-  } else if (o.data == "synthetic") {
+  } else if (spec == "synthetic") {
     data::SyntheticDatasetOptions so;
     // Fashion-MNIST's split sizes, as long as they fit in kSyntheticBytes:
     // 60,000 examples of a 224x224x3 input would be 36 GB.
@@ -91,11 +211,44 @@ Status loadData(const JobOptions &o, bool test, const data::ExampleShape &shape,
       return s;
     ds->name = test ? "synthetic test" : "synthetic train";
   } else {
-    return Status::error("--data " + o.data +
-                         ": unknown data set (fashion_mnist or synthetic)");
+    return Status::error(spec + ": unknown data (fashion_mnist, synthetic or "
+                                "images:DIR)");
   }
-  out = std::move(ds);
+  out.spec = spec;
+  out.memory = std::move(ds);
   return Status::ok();
+}
+
+/// The memory this process may still take, in bytes: the host's available
+/// memory, or less where a cgroup limit (a container's) leaves less.
+int64_t availableMemory() {
+  int64_t available = -1;
+  std::ifstream meminfo("/proc/meminfo");
+  for (std::string key; meminfo >> key;) {
+    int64_t kib = 0;
+    meminfo >> kib;
+    if (key == "MemAvailable:") {
+      available = kib * 1024;
+      break;
+    }
+    meminfo.ignore(std::numeric_limits<std::streamsize>::max(), '\n');
+  }
+  std::ifstream maxFile("/sys/fs/cgroup/memory.max"),
+      currentFile("/sys/fs/cgroup/memory.current");
+  std::string max;
+  int64_t current = 0;
+  if (maxFile >> max && max != "max" && currentFile >> current) {
+    int64_t left = std::max<int64_t>(0, std::stoll(max) - current);
+    available = available < 0 ? left : std::min(available, left);
+  }
+  return available;
+}
+
+std::string mebibytes(int64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f MiB",
+                static_cast<double>(bytes) / (1 << 20));
+  return buf;
 }
 
 /// The devices a worker uses: --gpus N, --cpus N, or, with neither, every
@@ -239,6 +392,11 @@ private:
   Status broadcastVariables();
   std::string dataDescription() const;
   Status evaluate(int64_t step, bool final);
+  /// --cache over an image folder: whether this worker's decoded shard fits
+  /// in the memory available, saying so either way.
+  bool cacheFits();
+  /// --skip-bad-images: the files skipped, at the end.
+  void reportSkipped();
 
   const JobOptions &o_;
   Workers &workers_;
@@ -254,8 +412,9 @@ private:
   data::ExampleShape shape_;
   int32_t classes_ = 10;
   bool sparseLabels2d_ = false;
-  std::shared_ptr<const data::Dataset> train_, test_;
+  std::optional<DataSource> train_, test_;
   int64_t epochExamples_ = 0; // this worker's shard of an epoch
+  int64_t shuffleBuffer_ = 5000;
   std::unique_ptr<Session> session_;
   ckpt::RunState runState_;
   std::optional<ckpt::CheckpointManager> checkpoints_;
@@ -392,39 +551,90 @@ Status TrainingJob::checkLocally() {
 
   // The data: the training set, and the test set now rather than after
   // training when the run evaluates.
-  auto checkFits = [&](const data::Dataset &ds) -> Status {
-    if (!(ds.shape == shape_))
-      return Status::error(ds.name + ": examples are " + ds.shape.str() +
+  // Prediction reads no label: its data's classes are not checked.
+  auto checkFits = [&](const DataSource &ds, bool labelled = true) -> Status {
+    if (!(ds.shape() == shape_))
+      return Status::error(ds.name() + ": examples are " + ds.shape().str() +
                            ", the plan's input is " + shape_.str());
-    if (ds.numClasses != classes_ && sparseLabels2d_)
-      return Status::error(ds.name + ": " + std::to_string(ds.numClasses) +
+    if (labelled && ds.numClasses() != classes_ && sparseLabels2d_)
+      return Status::error(ds.name() + ": " + std::to_string(ds.numClasses()) +
                            " classes, the plan's labels have " +
                            std::to_string(classes_));
     return Status::ok();
   };
+  // An image folder's classes and counts, once, before anything runs.
+  auto describe = [&](const char *role, const DataSource &ds) {
+    if (ds.images)
+      out_ << "graphrun: " << role << ": " << ds.images->summary() << "\n";
+  };
+  if (o_.cacheOnDevice && isImageFolder(o_.data))
+    return Status::error("--cache-on-device keeps the training set, decoded, "
+                         "in device memory; " +
+                         o_.data +
+                         " is decoded in the pipeline: use --cache to keep "
+                         "the decoded images in host memory");
   if (!o_.predict.empty()) {
     // The data predicted on stands in for the training data: the job
     // steps through it once, in order.
-    JobOptions source = o_;
-    source.data = o_.predict;
-    if (Status s = loadData(source, true, shape_, classes_, train_); !s)
+    train_.emplace();
+    if (Status s = loadData(o_, o_.predict, true, shape_, classes_, o_.labels,
+                            *train_);
+        !s)
       return Status::error("--predict " + o_.predict + ": " + s.message());
-    if (Status s = checkFits(*train_); !s)
+    if (Status s = checkFits(*train_, false); !s)
       return Status::error("--predict " + o_.predict + ": " + s.message());
+    describe("--predict", *train_);
     return checkPrediction();
   }
-  if (Status s = loadData(o_, false, shape_, classes_, train_); !s)
-    return s;
+  train_.emplace();
+  if (Status s =
+          loadData(o_, o_.data, false, shape_, classes_, o_.labels, *train_);
+      !s)
+    return isImageFolder(o_.data) ? Status::error("--data: " + s.message()) : s;
   if (Status s = checkFits(*train_); !s)
     return s;
-  if (o_.eval || o_.evalEvery > 0) {
-    if (Status s = loadData(o_, true, shape_, classes_, test_); !s)
-      return Status::error("the test set (--eval): " + s.message());
+  describe("training data", *train_);
+  // A folder is listed class by class: only a buffer of all of it mixes the
+  // classes, and it costs 4 bytes an example (labels, not pixels) unless
+  // --cache puts the pixels before it.
+  shuffleBuffer_ = o_.shuffleBuffer > 0 ? o_.shuffleBuffer
+                   : train_->images     ? std::max<int64_t>(1, train_->size())
+                                        : 5000;
+  bool evaluates = o_.eval || o_.evalEvery > 0;
+  if (!o_.evalData.empty() && !evaluates)
+    return Status::error("--eval-data " + o_.evalData +
+                         ": evaluated only with --eval or --eval-every; add "
+                         "one, or drop --eval-data");
+  if (evaluates) {
+    std::string spec = o_.evalData.empty() ? o_.data : o_.evalData;
+    if (o_.evalData.empty() && isImageFolder(o_.data))
+      return Status::error("--eval with --data " + o_.data +
+                           ": an image folder has no test split of its own; "
+                           "name the folder to evaluate on with --eval-data "
+                           "images:DIR");
+    // The test folder's labels are the training folder's: the same names
+    // in the same order, whatever else the test folder holds.
+    std::vector<std::string> names = o_.labels;
+    if (train_->images && isImageFolder(spec))
+      names = train_->images->classNames();
+    test_.emplace();
+    if (Status s = loadData(o_, spec, true, shape_, classes_, names, *test_);
+        !s)
+      return Status::error(
+          "the test set (--eval" +
+          (o_.evalData.empty() ? std::string() : "-data " + o_.evalData) +
+          "): " + s.message());
     if (Status s = checkFits(*test_); !s)
       return Status::error("the test set (--eval): " + s.message());
+    if (test_->numClasses() != train_->numClasses())
+      return Status::error("the test set (--eval): " + test_->name() + " has " +
+                           std::to_string(test_->numClasses()) +
+                           " classes, the training data " +
+                           std::to_string(train_->numClasses()));
+    describe("test data", *test_);
     if (shardSize(test_->size(), workerCount(), workers_.rank()) == 0)
-      return Status::error("the test set (--eval): " + test_->name + " holds " +
-                           std::to_string(test_->size()) +
+      return Status::error("the test set (--eval): " + test_->name() +
+                           " holds " + std::to_string(test_->size()) +
                            " examples, none for " +
                            workers_.name(workers_.rank()));
   }
@@ -441,7 +651,7 @@ Status TrainingJob::checkLocally() {
                                   "/" + std::to_string(o_.shardCount)
                             : std::string();
     return Status::error(
-        train_->name + ": " + std::to_string(epochExamples_) +
+        train_->name() + ": " + std::to_string(epochExamples_) +
         " training examples" + which + ", fewer than one " +
         (workerCount() > 1 ? "worker's share of the " : std::string()) +
         "global batch of " + std::to_string(localBatch_) +
@@ -464,7 +674,7 @@ Status TrainingJob::compareWorkers() {
        << "steps=" << o_.steps << "\n"
        << "epochs=" << o_.epochs << "\n"
        << "learning rate=" << o_.learningRate << "\n"
-       << "shuffle=" << (o_.noShuffle ? -1 : o_.shuffleBuffer) << "\n"
+       << "shuffle=" << (o_.noShuffle ? -1 : shuffleBuffer_) << "\n"
        << "cache=" << o_.cache << "\n"
        << "eval=" << o_.eval << "/" << o_.evalEvery << "/" << o_.evalSteps
        << "\n"
@@ -473,6 +683,8 @@ Status TrainingJob::compareWorkers() {
        << "precision=" << o_.precision << "\n"
        << "nan guard=" << o_.nanGuard << "/" << o_.checkNumerics << "\n"
        << "training data=" << o_.data << ", " << train_->size() << " examples\n"
+       << "images=" << o_.preprocess << "/" << o_.resize << "/"
+       << o_.skipBadImages << "/" << o_.tfDecode << "\n"
        << "test data=" << (test_ ? std::to_string(test_->size()) : "none")
        << " examples\n";
   std::vector<std::string> all;
@@ -510,9 +722,8 @@ std::string TrainingJob::dataDescription() const {
     shard = ", shard " + std::to_string(o_.shardIndex) + "/" +
             std::to_string(o_.shardCount);
   return o_.data + shard +
-         (o_.noShuffle
-              ? ", file order"
-              : ", shuffle buffer " + std::to_string(o_.shuffleBuffer));
+         (o_.noShuffle ? ", file order"
+                       : ", shuffle buffer " + std::to_string(shuffleBuffer_));
 }
 
 Status TrainingJob::broadcastVariables() {
@@ -709,9 +920,10 @@ Status TrainingJob::evaluate(int64_t step, bool final) {
   if (step != lastEvalStep_) {
     // Every worker its shard of the test set, the last batch padded and its
     // padding weighted 0: every test example once, over all workers.
-    data::Pipeline evalPipeline(test_);
+    data::Pipeline evalPipeline = test_->pipeline();
     if (workerCount() > 1)
       evalPipeline.shard(workerCount(), workers_.rank());
+    test_->decode(evalPipeline);
     evalPipeline
         .batch(localBatch_, session_->labelFormat(), data::Remainder::pad)
         .prefetch(o_.prefetch);
@@ -759,11 +971,22 @@ void TrainingJob::printConfusion() {
          << kMostClassesPrinted << "); --metrics writes it\n";
     return;
   }
-  // Columns as wide as the largest count (and the class numbers).
+  // An image folder's classes by name, others by number; columns as wide
+  // as the largest count and the longest name.
+  std::vector<std::string> names;
+  if (test_ && test_->images &&
+      static_cast<int64_t>(test_->images->classNames().size()) == n)
+    names = test_->images->classNames();
+  else
+    for (int64_t c = 0; c < n; ++c)
+      names.push_back(std::to_string(c));
   int64_t largest = n;
   for (int64_t c : lastEval_.confusion)
     largest = std::max(largest, c);
-  int width = static_cast<int>(std::to_string(largest).size()) + 1;
+  size_t widest = std::to_string(largest).size();
+  for (const std::string &name : names)
+    widest = std::max(widest, name.size());
+  int width = static_cast<int>(widest) + 1;
   out_ << "confusion matrix (rows: true class, columns: predicted; "
        << "recall per class):\n";
   auto cell = [&](const std::string &text) {
@@ -774,10 +997,10 @@ void TrainingJob::printConfusion() {
   };
   out_ << std::string(static_cast<size_t>(width), ' ');
   for (int64_t p = 0; p < n; ++p)
-    cell(std::to_string(p));
+    cell(names[p]);
   out_ << "\n";
   for (int64_t t = 0; t < n; ++t) {
-    cell(std::to_string(t));
+    cell(names[t]);
     int64_t total = 0;
     for (int64_t p = 0; p < n; ++p) {
       int64_t c = lastEval_.confusion[t * n + p];
@@ -817,12 +1040,13 @@ Status TrainingJob::checkPrediction() {
 Status TrainingJob::predict() {
   // In the data's order, every example once: the last batch padded, its
   // padding dropped from the predictions.
-  data::Pipeline pipeline(train_);
+  data::Pipeline pipeline = train_->pipeline();
+  train_->decode(pipeline);
   pipeline.batch(localBatch_, session_->labelFormat(), data::Remainder::pad)
       .prefetch(o_.prefetch);
   std::unique_ptr<data::BatchIterator> batches;
   if (Status s = pipeline.open(batches); !s)
-    return Status::error(train_->name + ": " + s.message());
+    return Status::error(train_->name() + ": " + s.message());
   std::vector<float> values;
   std::vector<int64_t> sources;
   int64_t width = 0;
@@ -837,19 +1061,84 @@ Status TrainingJob::predict() {
                         });
   if (!s)
     return s;
+  if (train_->images && o_.skipBadImages) {
+    // A file the decoder found bad was replaced by another of its class, so
+    // its row predicts that other image: drop it, as listing dropped the
+    // bad files it found.
+    std::set<std::string> bad;
+    for (const data::SkippedImage &skipped : train_->images->skippedImages())
+      bad.insert(skipped.path);
+    size_t kept = 0;
+    for (size_t r = 0; r < sources.size(); ++r) {
+      if (bad.count(train_->source(sources[r])))
+        continue;
+      std::copy_n(values.begin() + static_cast<int64_t>(r) * width, width,
+                  values.begin() + static_cast<int64_t>(kept) * width);
+      sources[kept++] = sources[r];
+    }
+    sources.resize(kept);
+    values.resize(kept * static_cast<size_t>(width));
+  }
   int64_t examples = static_cast<int64_t>(sources.size());
   if (Status w = ckpt::writeNpy(o_.predictions, values, {examples, width}); !w)
     return Status::error("--predictions: " + w.message());
   std::string list;
   for (int64_t index : sources)
-    list += train_->name + "#" + std::to_string(index) + "\n";
+    list += train_->source(index) + "\n";
   if (Status w = ckpt::writeFileAtomically(o_.predictions + ".txt", list); !w)
     return Status::error("--predictions: " + w.message());
   out_ << "graphrun: predictions of " << examples << " examples (" << width
        << " values each) written to " << o_.predictions << ", their sources to "
        << o_.predictions << ".txt\n";
+  reportSkipped();
   out_.flush();
   return Status::ok();
+}
+
+bool TrainingJob::cacheFits() {
+  // The cache, and the shuffle buffer after it, which holds copies.
+  int64_t bytes = train_->images->decodedBytes(epochExamples_);
+  if (!o_.noShuffle)
+    bytes +=
+        train_->images->decodedBytes(std::min(shuffleBuffer_, epochExamples_));
+  int64_t available = availableMemory();
+  // A margin for the model, the batches and the rest of the host.
+  bool fits = available < 0 || bytes <= available / 10 * 8;
+  if (fits) {
+    out_ << "graphrun: --cache: the decoded images"
+         << (o_.noShuffle ? "" : " and the shuffle buffer's copies") << " take "
+         << mebibytes(bytes)
+         << (available >= 0 ? " of the " + mebibytes(available) + " available"
+                            : std::string())
+         << "; each is decoded once, in the first epoch\n";
+    out_.flush();
+  } else {
+    warn("--cache: the " + std::to_string(epochExamples_) +
+         " decoded images of " + train_->name() +
+         (o_.noShuffle ? "" : " and the shuffle buffer's copies") +
+         " would take " + mebibytes(bytes) + ", more than 80% of the " +
+         mebibytes(available) +
+         " of memory available: not cached, every epoch decodes them again "
+         "(drop --cache, or shard the data over more workers)");
+  }
+  return fits;
+}
+
+void TrainingJob::reportSkipped() {
+  if (!o_.skipBadImages)
+    return;
+  for (const std::optional<DataSource> *ds : {&train_, &test_}) {
+    if (!*ds || !(*ds)->images)
+      continue;
+    std::vector<data::SkippedImage> skipped = (*ds)->images->skippedImages();
+    out_ << "graphrun: --skip-bad-images: " << skipped.size()
+         << (skipped.size() == 1 ? " bad image" : " bad images")
+         << " skipped in " << (*ds)->name() << (skipped.empty() ? "" : ":")
+         << "\n";
+    for (const data::SkippedImage &bad : skipped)
+      out_ << "  " << bad.reason << "\n";
+  }
+  out_.flush();
 }
 
 Status TrainingJob::run() {
@@ -860,7 +1149,7 @@ Status TrainingJob::run() {
   // pipeline hands out only positions; the same shuffle draws them, so the
   // batches are those of a run without the flag.
   if (o_.cacheOnDevice)
-    if (Status s = session_->cacheTrainingData(train_); !s)
+    if (Status s = session_->cacheTrainingData(train_->memory); !s)
       return Status::error("--cache-on-device: " + s.message());
 
   // Steps still to run: a resumed run trains up to the requested total.
@@ -882,7 +1171,7 @@ Status TrainingJob::run() {
 
   // This worker's pipeline: its shard (before the shuffle, as the
   // multi-worker tutorial shards), shuffled with a seed of its own.
-  data::Pipeline pipeline(train_);
+  data::Pipeline pipeline = train_->pipeline();
   uint64_t shuffleSeed = o_.seed;
   if (workerCount() > 1) {
     pipeline.shard(workerCount(), workers_.rank());
@@ -891,14 +1180,22 @@ Status TrainingJob::run() {
   } else if (o_.shardCount > 1) {
     pipeline.shard(o_.shardCount, o_.shardIndex);
   }
-  if (o_.cache)
+  // An image folder is decoded after the shuffle and the repeat, which move
+  // labels only; with --cache, before them, so that the cache holds pixels
+  // and each image is decoded once.
+  bool cache = o_.cache && (!train_->images || cacheFits());
+  if (cache) {
+    train_->decode(pipeline);
     pipeline.cache();
+  }
   if (!o_.noShuffle)
-    pipeline.shuffle(o_.shuffleBuffer, shuffleSeed);
+    pipeline.shuffle(shuffleBuffer_, shuffleSeed);
   // Several workers run the same number of steps whatever their shards'
   // sizes: no worker may run out of batches before the others.
   pipeline.repeat(o_.steps >= 0 || workerCount() > 1 ? data::Pipeline::kForever
                                                      : epochs);
+  if (!cache)
+    train_->decode(pipeline);
   if (o_.cacheOnDevice)
     pipeline.batchIndices(localBatch_);
   else
@@ -909,7 +1206,7 @@ Status TrainingJob::run() {
   // batch without reading the ones before it.
   std::unique_ptr<data::BatchIterator> batches;
   if (Status s = pipeline.open(batches, session_->globalStep()); !s)
-    return Status::error(train_->name + ": " + s.message());
+    return Status::error(train_->name() + ": " + s.message());
 
   if (chief_ && !o_.metrics.empty()) {
     // A resumed run continues the killed run's log.
@@ -998,6 +1295,7 @@ Status TrainingJob::run() {
         !s)
       return Status::error("--save-weights: " + s.message());
   }
+  reportSkipped();
   out_.flush();
   return Status::ok();
 }

@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <ostream>
 #include <string>
+#include <vector>
 
 namespace graph::runtime::job {
 
@@ -32,9 +33,34 @@ struct JobOptions {
   int gpus = 0;
   /// reference, cpu or cuda; empty: cuda with GPUs, else cpu.
   std::string backend;
-  /// fashion_mnist or synthetic.
+  /// fashion_mnist, synthetic, or images:DIR: a folder with one sub-folder
+  /// of JPEGs per class, or a glob under one (images:DIR/**/*.jpeg),
+  /// decoded in the input pipeline (runtime/data/ImageFolder.h).
   std::string data = "fashion_mnist";
   std::string dataDir;
+  /// What --eval and --eval-every evaluate on: empty, the test split of
+  /// `data` (fashion_mnist, synthetic); or images:DIR. Image training data
+  /// need it (a folder has no test split of its own).
+  std::string evalData;
+  /// Image folders' class names in label order; empty: the sub-folders'
+  /// names, sorted. Every sub-folder must then be one of them.
+  std::vector<std::string> labels;
+  /// Image folders: what the pixels become after the resize: unit ([0, 1]),
+  /// caffe (keras.applications.vgg16.preprocess_input) or raw ([0, 255]).
+  std::string preprocess = "unit";
+  /// Image folders: the bilinear resize's convention, half-pixel (TF 2's
+  /// tf.image.resize) or legacy (TF 1's resize_bilinear).
+  std::string resize = "half-pixel";
+  /// Image folders: leave out (or replace by the next good file of its
+  /// class) a file that cannot be decoded, count it and list it at the end,
+  /// instead of failing.
+  bool skipBadImages = false;
+  /// Image folders: decode as tf.io.decode_jpeg does (in full, its fast
+  /// IDCT) instead of at 1/2, 1/4 or 1/8 scale where the input allows:
+  /// with the resize, TF's pixels to float rounding.
+  bool tfDecode = false;
+  /// Image folders: threads that decode ahead of the step (0: one a core).
+  int decodeThreads = 0;
   /// Training length: `steps` global steps in all (a resumed run's
   /// included), or `epochs` passes; -1: unset (one epoch).
   int64_t steps = -1;
@@ -42,7 +68,9 @@ struct JobOptions {
   /// Must equal the plan's global batch when set (> 0).
   int64_t batchSize = -1;
   uint64_t seed = 0;
-  int64_t shuffleBuffer = 5000;
+  /// Examples in the shuffle buffer; -1: 5000, or a whole image folder (a
+  /// folder is listed class by class).
+  int64_t shuffleBuffer = -1;
   bool noShuffle = false;
   /// Keep the decoded training examples in memory after the first epoch.
   bool cache = false;
@@ -85,9 +113,11 @@ struct JobOptions {
   bool nanGuard = true;
   bool checkNumerics = false;
   /// Prediction instead of training (Keras' predict): the data to predict
-  /// on ("fashion_mnist" or "synthetic": their test split), and the .npy
+  /// on ("fashion_mnist" or "synthetic": their test split; images:DIR, in
+  /// the folder's listing order), and the .npy
   /// file the predictions go to (float32 [examples, outputs], in the data's
-  /// order; the examples' sources, a line each, in `predictions` + ".txt").
+  /// order; the examples' sources, a line each, in `predictions` + ".txt":
+  /// an image's path, else "name#index").
   std::string predict;
   std::string predictions;
 };

@@ -1,6 +1,8 @@
 //===- graphrun.cpp - train a model from a plan ---------------------------===//
 //
 // graphrun plan --cpus 2 --data fashion_mnist --epochs 1 --eval
+// graphrun plan --data images:OCT2017/train --eval-data images:OCT2017/test
+//               --preprocess caffe --epochs 10 --eval
 // graphrun plan --epochs 10 --checkpoint-dir ckpt   (killed? the same command
 //                                                    resumes where it was)
 //
@@ -101,6 +103,19 @@ CLI::Option *addShard(CLI::App &app, JobOptions &o) {
       ->type_name("INDEX/COUNT");
 }
 
+/// --data, --eval-data, --predict: a data set's name, or images:DIR.
+const CLI::Validator dataSpec(
+    [](std::string &text) -> std::string {
+      if (text == "fashion_mnist" || text == "synthetic")
+        return "";
+      if (text.starts_with("images:") && text.size() > 7)
+        return "";
+      return "'" + text +
+             "' is not fashion_mnist, synthetic or images:DIR (a folder "
+             "with one sub-folder of JPEGs per class)";
+    },
+    "DATA");
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -116,9 +131,39 @@ int main(int argc, char **argv) {
              "replicas on GPUs (more than the GPUs present: logical GPUs "
              "sharing them); default: every GPU, else one CPU replica")
       ->excludes(cpus);
-  app.add_option("--data", o.data, "fashion_mnist or synthetic")
-      ->check(CLI::IsMember({"fashion_mnist", "synthetic"}))
+  app.add_option("--data", o.data,
+                 "fashion_mnist, synthetic, or images:DIR (one sub-folder of "
+                 "JPEGs per class; or images:DIR/**/*.jpeg)")
+      ->check(dataSpec)
       ->capture_default_str();
+  app.add_option("--eval-data", o.evalData,
+                 "what --eval and --eval-every evaluate on (default: the "
+                 "test split of --data; needed for images:DIR)")
+      ->check(dataSpec);
+  app.add_option("--labels", o.labels,
+                 "image folders: the class names in label order, "
+                 "comma-separated (default: the sub-folders, sorted); every "
+                 "sub-folder must be one of them")
+      ->delimiter(',');
+  app.add_option("--preprocess", o.preprocess,
+                 "image folders: unit ([0, 1], default), caffe "
+                 "(keras.applications.vgg16.preprocess_input) or raw "
+                 "([0, 255])")
+      ->check(CLI::IsMember({"unit", "caffe", "raw"}));
+  app.add_option("--resize", o.resize,
+                 "image folders: half-pixel (TF 2's tf.image.resize, "
+                 "default) or legacy (TF 1's resize_bilinear)")
+      ->check(CLI::IsMember({"half-pixel", "legacy"}));
+  app.add_flag("--skip-bad-images", o.skipBadImages,
+               "image folders: skip the files that cannot be decoded, count "
+               "them and list them at the end, instead of stopping");
+  app.add_flag("--tf-decode", o.tfDecode,
+               "image folders: decode as tf.io.decode_jpeg does (in full, "
+               "its fast IDCT), not at 1/2, 1/4 or 1/8 scale where the "
+               "input allows: TF's pixels, slower for large files");
+  addInteger(app, "--decode-threads", o.decodeThreads, 1, 1024,
+             "image folders: threads that decode ahead of the step "
+             "(default: one a core)");
   app.add_option("--data-dir", o.dataDir,
                  "the directory of the Fashion-MNIST IDX files (default "
                  "/usr/share/datasets/fashion-mnist)");
@@ -136,8 +181,10 @@ int main(int argc, char **argv) {
              std::numeric_limits<uint64_t>::max(),
              "seeds the initial weights, the shuffle, synthetic data and "
              "dropout (default 0)");
-  addInteger(app, "--shuffle-buffer", o.shuffleBuffer, int64_t{1},
-             int64_t{1} << 40, "examples in the shuffle buffer (default 5000)");
+  addInteger(
+      app, "--shuffle-buffer", o.shuffleBuffer, int64_t{1}, int64_t{1} << 40,
+      "examples in the shuffle buffer (default 5000; an image folder: all of "
+      "it)");
   app.add_flag("--no-shuffle", o.noShuffle, "train in dataset order");
   app.add_flag("--cache", o.cache,
                "keep the training examples in memory after the first epoch "
@@ -213,14 +260,14 @@ int main(int argc, char **argv) {
   auto *predict =
       app.add_option("--predict", o.predict,
                      "predict instead of training (Keras' predict): the "
-                     "data, fashion_mnist or synthetic (their test split), "
-                     "in order; the weights from --init-weights or "
-                     "--checkpoint-dir")
-          ->check(CLI::IsMember({"fashion_mnist", "synthetic"}));
+                     "data, fashion_mnist or synthetic (their test split) or "
+                     "images:DIR, in order; the weights from --init-weights "
+                     "or --checkpoint-dir")
+          ->check(dataSpec);
   app.add_option("-o,--predictions", o.predictions,
                  "with --predict: the .npy file of the predictions (float32 "
-                 "[examples, outputs]); the examples' sources go to the same "
-                 "path plus .txt")
+                 "[examples, outputs]); the examples' sources (an image's "
+                 "path) go to the same path plus .txt")
       ->needs(predict);
   bool noProgress = false, noNanGuard = false;
   app.add_flag("--no-progress", noProgress,

@@ -607,6 +607,76 @@ TEST(PipelineTest, InvalidDatasetIsReported) {
   EXPECT_THAT(firstError(none).message(), HasSubstr("no dataset"));
 }
 
+//===-- a source without pixels -------------------------------------------===//
+
+/// n examples without pixels, example i of label i mod numClasses.
+std::shared_ptr<ExampleList> makeList(int64_t n, int32_t numClasses = 3) {
+  auto list = std::make_shared<ExampleList>();
+  list->name = "test-list";
+  list->numClasses = numClasses;
+  for (int64_t i = 0; i < n; ++i)
+    list->labels.push_back(static_cast<int32_t>(i % numClasses));
+  return list;
+}
+
+TEST(PipelineTest, AnExampleListHandsTheMapIndicesAndLabels) {
+  Pipeline p(makeList(30));
+  p.shuffle(30, 4)
+      .repeat(2)
+      .map(
+          [](Example &e) {
+            if (!e.image.empty())
+              return Status::error("an example list's example has pixels");
+            e.image.assign(2, static_cast<float>(e.index));
+            return Status::ok();
+          },
+          3, ExampleShape{1, 2, 1})
+      .batch(6, LabelFormat::Sparse)
+      .prefetch(2);
+  EXPECT_EQ(p.cardinality(), 10);
+  std::vector<Batch> batches = collect(p);
+  ASSERT_EQ(batches.size(), 10u);
+  std::vector<int64_t> order = rowIndices(batches);
+  EXPECT_EQ(sorted(std::vector<int64_t>(order.begin(), order.begin() + 30)),
+            iota(30));
+  for (const Batch &b : batches)
+    for (int64_t r = 0; r < b.size; ++r) {
+      EXPECT_EQ(b.images[2 * r], static_cast<float>(b.sourceIndices[r]));
+      EXPECT_EQ(b.sparseLabels[r], b.sourceIndices[r] % 3);
+    }
+}
+
+TEST(PipelineTest, AnExampleListNeedsAMapWithAShapeBeforeBatch) {
+  auto identity = [](Example &) { return Status::ok(); };
+  struct Case {
+    std::function<void(Pipeline &)> build;
+    std::string message;
+  };
+  std::vector<Case> cases = {
+      {[](Pipeline &p) { p.shuffle(4, 0).batch(2, LabelFormat::Sparse); },
+       "batch(2): the examples hold no pixels yet"},
+      {[&](Pipeline &p) { p.map(identity, 2).batch(2, LabelFormat::Sparse); },
+       "map(fn, 2): the examples hold no pixels yet"},
+      {[](Pipeline &p) { p.batchIndices(2); },
+       "batchIndices(2): the source is an example list"},
+  };
+  for (const Case &c : cases) {
+    Pipeline p(makeList(8));
+    c.build(p);
+    Status s = firstError(p);
+    ASSERT_FALSE(s) << c.message;
+    EXPECT_THAT(s.message(), HasSubstr("test-list: input pipeline: "));
+    EXPECT_THAT(s.message(), HasSubstr(c.message));
+  }
+  auto bad = makeList(4);
+  bad->labels[1] = 5;
+  Pipeline invalid(bad);
+  EXPECT_THAT(firstError(invalid).message(),
+              HasSubstr("test-list: label 5 of example 1 is outside [0, 3)"));
+  Pipeline none{std::shared_ptr<const ExampleList>()};
+  EXPECT_THAT(firstError(none).message(), HasSubstr("no example list"));
+}
+
 //===----------------------------------------------------------------------===//
 // Padding the last batch (evaluation)
 //===----------------------------------------------------------------------===//

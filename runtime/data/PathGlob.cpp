@@ -1,0 +1,109 @@
+//===- PathGlob.cpp - a directory, or a glob under one --------------------===//
+
+#include "runtime/data/PathGlob.h"
+
+#include <cstddef>
+
+namespace graph::runtime::data {
+namespace {
+
+bool hasWildcard(const std::string &component) {
+  return component.find_first_of("*?") != std::string::npos;
+}
+
+std::vector<std::string> splitComponents(const std::string &path) {
+  std::vector<std::string> parts;
+  size_t begin = 0;
+  while (begin <= path.size()) {
+    size_t slash = path.find('/', begin);
+    if (slash == std::string::npos)
+      slash = path.size();
+    if (slash > begin)
+      parts.push_back(path.substr(begin, slash - begin));
+    begin = slash + 1;
+  }
+  return parts;
+}
+
+/// Whether relative[r...] matches pattern[p...]; `**` tries every number of
+/// folders it could stand for (never the file name: the last component
+/// always meets a pattern component of its own).
+bool matchesFrom(const std::vector<std::string> &pattern, size_t p,
+                 const std::vector<std::string> &relative, size_t r) {
+  for (; p < pattern.size(); ++p, ++r) {
+    if (pattern[p] == "**") {
+      // Folders only, so never the last component, and never a hidden one.
+      for (size_t skip = r;; ++skip) {
+        if (matchesFrom(pattern, p + 1, relative, skip))
+          return true;
+        if (skip + 1 >= relative.size() || relative[skip].starts_with('.'))
+          return false;
+      }
+    }
+    if (r >= relative.size() || !matchesComponent(pattern[p], relative[r]))
+      return false;
+  }
+  return r == relative.size();
+}
+
+} // namespace
+
+bool matchesComponent(const std::string &pattern, const std::string &name) {
+  // A leading dot is matched only by a leading dot, as in a shell.
+  if (name.starts_with('.') && !pattern.starts_with('.'))
+    return false;
+  // The classic two-pointer wildcard match: on a mismatch, let the last `*`
+  // swallow one more character.
+  size_t p = 0, n = 0, star = std::string::npos, starN = 0;
+  while (n < name.size()) {
+    if (p < pattern.size() && (pattern[p] == '?' || pattern[p] == name[n])) {
+      ++p;
+      ++n;
+    } else if (p < pattern.size() && pattern[p] == '*') {
+      star = p++;
+      starN = n;
+    } else if (star != std::string::npos) {
+      p = star + 1;
+      n = ++starN;
+    } else {
+      return false;
+    }
+  }
+  while (p < pattern.size() && pattern[p] == '*')
+    ++p;
+  return p == pattern.size();
+}
+
+bool PathGlob::matches(const std::vector<std::string> &relative) const {
+  return matchesFrom(pattern, 0, relative, 0);
+}
+
+Status parsePathGlob(const std::string &path, PathGlob &out) {
+  if (path.empty())
+    return Status::error("an image folder path is empty; name a directory "
+                         "(one sub-folder per class) or a glob such as "
+                         "DIR/**/*.jpeg");
+  std::vector<std::string> parts = splitComponents(path);
+  size_t first = 0;
+  while (first < parts.size() && !hasWildcard(parts[first]))
+    ++first;
+  PathGlob glob;
+  for (size_t i = 0; i < first; ++i)
+    glob.root += (i > 0 || path.starts_with('/') ? "/" : "") + parts[i];
+  if (glob.root.empty())
+    glob.root = path.starts_with('/') ? "/" : ".";
+  glob.pattern.assign(parts.begin() + first, parts.end());
+  for (const std::string &c : glob.pattern)
+    if (c != "**" && c.find("**") != std::string::npos)
+      return Status::error(path + ": '**' inside '" + c +
+                           "': '**' stands for any number of folders, so it "
+                           "must be a whole component (DIR/**/*.jpeg)");
+  if (!glob.pattern.empty() && glob.pattern.back() == "**")
+    return Status::error(path + ": the glob ends in '**', which names "
+                                "folders; end it with the files' pattern "
+                                "(DIR/**/*.jpeg)");
+  out = std::move(glob);
+  return Status::ok();
+}
+
+} // namespace graph::runtime::data
