@@ -198,7 +198,7 @@ Status loadData(const JobOptions &o, const std::string &spec, bool test,
     data::SyntheticDatasetOptions so;
     // Fashion-MNIST's split sizes, as long as they fit in kSyntheticBytes:
     // 60,000 examples of a 224x224x3 input would be 36 GB.
-    constexpr int64_t kSyntheticBytes = int64_t(512) << 20;
+    constexpr int64_t kSyntheticBytes = int64_t(1) << 30;
     const int64_t exampleBytes =
         std::max<int64_t>(1, shape.elements()) * int64_t(sizeof(float));
     so.numExamples =
@@ -902,7 +902,8 @@ Status TrainingJob::setUp(int &reportedBy) {
                : std::string("fp32 (") + backendName(backend) + ")")
        << ", global batch " << globalBatch_ << " ("
        << globalBatch_ / session_->totalReplicas() << " per replica), data "
-       << o_.data << " (" << train_->size() << " examples";
+       << (o_.predict.empty() ? o_.data : o_.predict) << " (" << train_->size()
+       << " examples";
   if (workerCount() > 1)
     out_ << ", each worker its shard of about " << epochExamples_;
   else if (o_.shardCount > 1)
