@@ -11,6 +11,7 @@
 
 #include "dialects/graph/GraphDialect.h"
 #include "frontends/keras/KerasImporter.h"
+#include "tools/ToolOptions.h"
 
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/Diagnostics.h"
@@ -110,6 +111,7 @@ int main(int argc, char **argv) {
   llvm::InitLLVM initLLVM(argc, argv);
   mlir::registerAsmPrinterCLOptions();
   mlir::registerMLIRContextCLOptions();
+  graph::tools::showOnlyToolOptions(importCategory);
   cl::ParseCommandLineOptions(argc, argv,
                               "Keras model to graph dialect importer\n");
 

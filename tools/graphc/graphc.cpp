@@ -13,6 +13,7 @@
 #include "compiler/SourceNesting.h"
 #include "runtime/plan/PlanInspector.h"
 #include "runtime/plan/PlanLoader.h"
+#include "tools/ToolOptions.h"
 
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/MLIRContext.h"
@@ -32,24 +33,32 @@
 using namespace mlir;
 namespace cl = llvm::cl;
 
+static cl::OptionCategory graphcCategory("graphc options");
+
 static cl::opt<std::string> inputPath(cl::Positional, cl::desc("<model.mlir>"),
-                                      cl::init("-"));
+                                      cl::init("-"), cl::cat(graphcCategory));
 static cl::opt<std::string> outputPath("o", cl::desc("plan file to write"),
-                                       cl::value_desc("file"));
+                                       cl::value_desc("file"),
+                                       cl::cat(graphcCategory));
 static cl::list<int64_t>
     replicas("replicas", cl::CommaSeparated,
              cl::desc("replica counts to compile (default: 1,2,4,8 where "
-                      "they divide the global batch)"));
+                      "they divide the global batch)"),
+             cl::cat(graphcCategory));
 static cl::opt<int64_t>
     bucketBytes("bucket-bytes", cl::init(4 << 20),
-                cl::desc("largest all-reduce bucket in bytes (0: one bucket)"));
-static cl::opt<bool> noFuse("no-fuse", cl::desc("skip graph-fuse"));
+                cl::desc("largest all-reduce bucket in bytes (0: one bucket)"),
+                cl::cat(graphcCategory));
+static cl::opt<bool> noFuse("no-fuse", cl::desc("skip graph-fuse"),
+                            cl::cat(graphcCategory));
 static cl::opt<std::string>
     emit("emit", cl::init("plan"),
-         cl::desc("what to write: plan (default) or mlir (the lowered IR)"));
+         cl::desc("what to write: plan (default) or mlir (the lowered IR)"),
+         cl::cat(graphcCategory));
 static cl::opt<std::string> inspect("inspect",
                                     cl::desc("print a summary of a plan file"),
-                                    cl::value_desc("plan"));
+                                    cl::value_desc("plan"),
+                                    cl::cat(graphcCategory));
 
 static int inspectPlan(const std::string &path) {
   ::graph::runtime::LoadedPlan loaded;
@@ -68,6 +77,11 @@ int main(int argc, char **argv) {
   registerMLIRContextCLOptions();
   registerPassManagerCLOptions();
   registerDefaultTimingManagerCLOptions();
+  // The MLIR options this tool's usage names stay in --help; the rest are
+  // listed by --help-hidden.
+  ::graph::tools::showOnlyToolOptions(
+      graphcCategory,
+      {"mlir-timing", "mlir-print-ir-after-all", "mlir-print-ir-before-all"});
   // MLIR registers IR printing as --mlir-print-ir-*; accept the short
   // spelling too.
   std::vector<std::string> args(argv, argv + argc);
