@@ -1,7 +1,8 @@
 //===- graphc.cpp - compile a model to a training plan --------------------===//
 //
 //   graphc model.mlir -o model.plan [--replicas 1,2] [--bucket-bytes N]
-//                     [--no-fuse] [--emit=mlir] [--mlir-timing]
+//                     [--max-arena-bytes N] [--no-fuse] [--emit=mlir]
+//                     [--mlir-timing]
 //                     [--print-ir-after-all]
 //   graphc --inspect model.plan
 //
@@ -49,6 +50,11 @@ static cl::opt<int64_t>
     bucketBytes("bucket-bytes", cl::init(4 << 20),
                 cl::desc("largest all-reduce bucket in bytes (0: one bucket)"),
                 cl::cat(graphcCategory));
+static cl::opt<int64_t> maxArenaBytes(
+    "max-arena-bytes", cl::init(graphc::kDefaultMaxArenaBytes),
+    cl::desc("refuse a plan whose arena on one device needs more bytes "
+             "(default 68719476736, 64 GiB)"),
+    cl::value_desc("n"), cl::cat(graphcCategory));
 static cl::opt<bool> noFuse("no-fuse", cl::desc("skip graph-fuse"),
                             cl::cat(graphcCategory));
 static cl::opt<std::string>
@@ -134,6 +140,7 @@ int main(int argc, char **argv) {
   options.replicas.assign(replicas.begin(), replicas.end());
   options.bucketBytes = bucketBytes;
   options.fuse = !noFuse;
+  options.maxArenaBytes = maxArenaBytes;
   options.configure = [&](PassManager &pm) {
     // Pipelines run one after another: close the previous one's scope.
     if (!scopes.empty())
@@ -143,6 +150,11 @@ int main(int argc, char **argv) {
     pm.enableTiming(scopes.back());
     return applyPassManagerCLOptions(pm);
   };
+  if (maxArenaBytes <= 0) {
+    llvm::errs() << "graphc: --max-arena-bytes must be positive, got "
+                 << maxArenaBytes << "\n";
+    return 1;
+  }
   for (int64_t n : options.replicas)
     if (n < 1) {
       llvm::errs() << "graphc: --replicas needs counts >= 1, got " << n << "\n";
