@@ -109,6 +109,16 @@ ModelBuilder::ModelBuilder(MLIRContext *context, llvm::StringRef modelName,
 
 ModelBuilder::~ModelBuilder() = default;
 
+void ModelBuilder::setBatchSize(int64_t size) {
+  assert(model.getInputOps().empty() && "the batch changes after an Input");
+  batchSize = size;
+  if (batchSize <= 0) {
+    mlir::emitError(baseLoc)
+        << "batch size must be positive, got " << batchSize;
+    failed = true;
+  }
+}
+
 std::string ModelBuilder::uniqueName(llvm::StringRef requested,
                                      llvm::StringRef base) {
   if (!requested.empty()) {

@@ -205,6 +205,10 @@ public:
                int64_t batchSize, std::optional<mlir::Location> loc = {});
   ~ModelBuilder();
 
+  /// Changes the global batch, before the first Input: the importer learns
+  /// it from the model's inputs after it has created the layers.
+  void setBatchSize(int64_t size);
+
   /// A model input of `shape` (without the batch dimension).
   Tensor Input(llvm::ArrayRef<int64_t> shape, LayerOptions options = {});
 

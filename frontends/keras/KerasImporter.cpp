@@ -95,6 +95,7 @@ private:
   LogicalResult buildFunctional(ConfigReader &modelConfig,
                                 std::vector<Tensor> &outputs);
   LogicalResult reportCycle(const std::vector<size_t> &done);
+  LogicalResult applyFixedBatch(llvm::ArrayRef<FixedBatch> fixed);
   LogicalResult buildSequential(ConfigReader &modelConfig,
                                 const json::Value &layersValue,
                                 std::vector<Tensor> &outputs);
@@ -388,6 +389,14 @@ LogicalResult ModelImporter::buildFunctional(ConfigReader &modelConfig,
   if (failed(readLayerRefs(modelConfig, "input_layers", inputRefs)) ||
       failed(readLayerRefs(modelConfig, "output_layers", outputRefs)))
     return failure();
+  std::vector<FixedBatch> fixed;
+  for (const TensorRef &ref : inputRefs) {
+    const LayerEntry &entry = layers[layerIndex.lookup(ref.layer)];
+    if (entry.fixedBatch)
+      fixed.push_back(*entry.fixedBatch);
+  }
+  if (failed(applyFixedBatch(fixed)))
+    return failure();
   for (const TensorRef &ref : inputRefs) {
     LayerEntry &entry = layers[layerIndex.lookup(ref.layer)];
     if (!entry.inputShape)
@@ -476,6 +485,32 @@ LogicalResult ModelImporter::buildFunctional(ConfigReader &modelConfig,
   return success();
 }
 
+/// The global batch: --batch-size when given, else the batch the model's
+/// inputs fix, else Keras fit's default. A fixed batch that --batch-size
+/// contradicts, or two inputs fixing different batches, is an error: a
+/// replaced batch would silently train on another shape than the model's.
+LogicalResult ModelImporter::applyFixedBatch(llvm::ArrayRef<FixedBatch> fixed) {
+  for (const FixedBatch &batch : fixed) {
+    auto error = [&](const llvm::Twine &message) {
+      batch.sink(doc.locate(batch.at), batch.field + ": " + message);
+      return failure();
+    };
+    if (options.batchSize && *options.batchSize != batch.size)
+      return error("the model fixes the batch size at " +
+                   llvm::Twine(batch.size) + ", and --batch-size asks for " +
+                   llvm::Twine(*options.batchSize) +
+                   ": leave --batch-size out, or make the batch dimension "
+                   "null");
+    if (batch.size != fixed.front().size)
+      return error("the model fixes the batch size at " +
+                   llvm::Twine(batch.size) + " here and at " +
+                   llvm::Twine(fixed.front().size) + " in another input");
+  }
+  if (!fixed.empty() && !options.batchSize)
+    model->setBatchSize(fixed.front().size);
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Sequential models
 //===----------------------------------------------------------------------===//
@@ -488,22 +523,28 @@ LogicalResult ModelImporter::buildSequential(ConfigReader &modelConfig,
   Tensor x;
   size_t first = 0;
   if (layers[0].inputShape) {
+    if (layers[0].fixedBatch && failed(applyFixedBatch(*layers[0].fixedBatch)))
+      return failure();
     x = model->Input(*layers[0].inputShape,
                      {.name = layers[0].name, .loc = layers[0].loc});
     first = 1;
   } else {
     std::optional<std::vector<int64_t>> shape;
+    std::optional<FixedBatch> batch;
     if (modelConfig.getSet("build_input_shape")) {
-      if (failed(readBatchShape(modelConfig, "build_input_shape", shape)))
+      if (failed(
+              readBatchShape(modelConfig, "build_input_shape", shape, batch)))
         return failure();
     } else {
       const LayerEntry &entry = layers[0];
       const json::Value *config = entry.value->getAsObject()->get("config");
       ConfigReader reader(doc, *config, *config->getAsObject(), "",
                           layerSink(entry));
-      if (failed(readInputShape(reader, shape)))
+      if (failed(readInputShape(reader, shape, batch)))
         return failure();
     }
+    if (batch && failed(applyFixedBatch(*batch)))
+      return failure();
     if (!shape)
       return fileError(&layersValue,
                        "Sequential model: missing input shape: expected an "

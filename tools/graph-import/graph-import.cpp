@@ -60,9 +60,11 @@ static cl::opt<double>
                  cl::desc("Learning rate (overrides compile_config)"),
                  cl::value_desc("rate"), cl::cat(importCategory));
 
-static cl::opt<int64_t> batchSize("batch-size",
-                                  cl::desc("Global batch size (default 32)"),
-                                  cl::value_desc("n"), cl::cat(importCategory));
+static cl::opt<int64_t> batchSize(
+    "batch-size",
+    cl::desc("Global batch size (default: the batch the model fixes in its "
+             "batch_shape, else 32; must agree with a fixed one)"),
+    cl::value_desc("n"), cl::cat(importCategory));
 
 static llvm::SourceMgr::DiagKind diagKind(mlir::DiagnosticSeverity severity) {
   switch (severity) {
