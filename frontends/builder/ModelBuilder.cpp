@@ -664,7 +664,8 @@ OwningOpRef<ModuleOp> ModelBuilder::finish(llvm::ArrayRef<Tensor> outputs,
       return nullptr;
     SmallVector<llvm::StringRef> metrics(training->metrics.begin(),
                                          training->metrics.end());
-    TrainingOp::create(builder, baseLoc, model.getSymName(), training->loss,
+    TrainingOp::create(builder, training->loc.value_or(baseLoc),
+                       model.getSymName(), training->loss,
                        training->from_logits, optimizer,
                        builder.getStrArrayAttr(metrics), batchSize);
   }

@@ -178,6 +178,10 @@ struct Training {
   bool from_logits = false;
   Optimizer optimizer = Adam{};
   std::vector<std::string> metrics = {"accuracy"};
+  /// Where diagnostics about the training (a loss that does not fit the
+  /// output) point: the importer passes the output layer. The model's
+  /// location if unset.
+  std::optional<mlir::Location> loc;
 };
 
 /// A layer object. Calling it on tensors adds its ops; its variables are

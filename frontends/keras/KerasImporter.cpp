@@ -104,6 +104,9 @@ private:
   mlir::MLIRContext &ctx;
   const ImportOptions &options;
   std::unique_ptr<ModelBuilder> model;
+  /// The layer the loss takes its input from: errors about the loss and the
+  /// model's output point there.
+  std::optional<mlir::Location> outputLoc;
   std::vector<LayerEntry> layers;
   llvm::StringMap<size_t> layerIndex;
   ModelTraits traits;
@@ -216,14 +219,14 @@ LogicalResult ModelImporter::readNodes(LayerEntry &entry,
       return success();
     const json::Object *object = kwargs->getAsObject();
     if (!object)
-      return reader.error("inbound_nodes", "expected call keyword arguments, "
-                                           "got " +
-                                               describe(*kwargs));
+      return reader.errorAt(kwargs, "inbound_nodes",
+                            "expected call keyword arguments, got " +
+                                describe(*kwargs));
     for (const auto &[key, value] : *object)
       if (!isIgnoredCallArgument(key, value))
-        return reader.error("inbound_nodes", "unsupported call argument '" +
-                                                 key.str() +
-                                                 "' = " + describe(value));
+        return reader.errorAt(&value, "inbound_nodes",
+                              "unsupported call argument '" + key.str() +
+                                  "' = " + describe(value));
     return success();
   };
   for (const json::Value &node : *nodes) {
@@ -232,10 +235,10 @@ LogicalResult ModelImporter::readNodes(LayerEntry &entry,
       // Keras 3: {"args": [x] or [[x, y]], "kwargs": {...}}.
       const json::Array *args = call->getArray("args");
       if (!args || args->size() != 1)
-        return reader.error("inbound_nodes",
-                            "expected one positional argument (a tensor or a "
-                            "list of tensors), got " +
-                                describe(node));
+        return reader.errorAt(&node, "inbound_nodes",
+                              "expected one positional argument (a tensor or "
+                              "a list of tensors), got " +
+                                  describe(node));
       const json::Value &arg = (*args)[0];
       auto addTensor = [&](const json::Value &value) {
         TensorRef ref;
@@ -266,11 +269,11 @@ LogicalResult ModelImporter::readNodes(LayerEntry &entry,
         inputs.push_back(std::move(ref));
       }
     } else {
-      return reader.error("inbound_nodes",
-                          "expected a node, got " + describe(node));
+      return reader.errorAt(&node, "inbound_nodes",
+                            "expected a node, got " + describe(node));
     }
     if (inputs.empty())
-      return reader.error("inbound_nodes", "a call without inputs");
+      return reader.errorAt(&node, "inbound_nodes", "a call without inputs");
     entry.nodes.push_back(std::move(inputs));
   }
   return success();
@@ -482,6 +485,7 @@ LogicalResult ModelImporter::buildFunctional(ConfigReader &modelConfig,
 
   for (const TensorRef &ref : outputRefs)
     outputs.push_back(layers[layerIndex.lookup(ref.layer)].outputs[ref.node]);
+  outputLoc = layers[layerIndex.lookup(outputRefs.front().layer)].loc;
   return success();
 }
 
@@ -545,13 +549,17 @@ LogicalResult ModelImporter::buildSequential(ConfigReader &modelConfig,
     }
     if (batch && failed(applyFixedBatch(*batch)))
       return failure();
+    // The input is the model's, made from that field: errors about it (its
+    // size) point there.
+    const json::Value *field = modelConfig.getSet("build_input_shape");
     if (!shape)
       return fileError(&layersValue,
                        "Sequential model: missing input shape: expected an "
                        "InputLayer first, a 'build_input_shape' in the "
                        "model config, or a 'batch_shape' or "
                        "'batch_input_shape' on the first layer");
-    x = model->Input(*shape);
+    x = model->Input(*shape,
+                     {.loc = field ? doc.locate(field) : layers[0].loc});
   }
   if (model->hasFailed())
     return failure();
@@ -565,6 +573,7 @@ LogicalResult ModelImporter::buildSequential(ConfigReader &modelConfig,
       return failure();
   }
   outputs.push_back(x);
+  outputLoc = layers.back().loc;
   return success();
 }
 
@@ -646,6 +655,8 @@ mlir::OwningOpRef<mlir::ModuleOp> ModelImporter::import() {
                                  "one output");
     return nullptr;
   }
+  if (training)
+    training->loc = outputLoc;
   return model->finish(outputs, training);
 }
 
