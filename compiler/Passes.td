@@ -115,10 +115,14 @@ def PlanMemory : Pass<"exec-plan-memory", "::mlir::ModuleOp"> {
     Liveness over the program order (a buffer lives from its first write
     to its last use, across streams conservatively), best-fit placement
     with `alignment`-byte offsets; sets each alloc's `offset` and the
-    program's `arena_bytes`.
+    program's `arena_bytes`. Sizes and offsets are computed with overflow
+    checks, and an arena over `max-arena-bytes` (64 GiB by default) is an
+    error naming its largest buffer.
   }];
   let options = [
-    Option<"alignment", "alignment", "int64_t", "256", "offset alignment in bytes">
+    Option<"alignment", "alignment", "int64_t", "256", "offset alignment in bytes">,
+    Option<"maxArenaBytes", "max-arena-bytes", "int64_t", "int64_t(64) << 30",
+           "refuse a program whose arena on one device needs more bytes">
   ];
   let dependentDialects = ["::mlir::exec::ExecDialect"];
 }

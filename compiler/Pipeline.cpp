@@ -105,7 +105,9 @@ mlir::graphc::compileTraining(ModuleOp input, const PipelineOptions &options) {
               InsertAllReduceOptions{options.bucketBytes}));
           pm.addPass(createLowerToExec());
           pm.addPass(createInsertTimestamps());
-          pm.addPass(createPlanMemory());
+          PlanMemoryOptions planOptions;
+          planOptions.maxArenaBytes = options.maxArenaBytes;
+          pm.addPass(createPlanMemory(planOptions));
         })))
       return failure();
     for (exec::ProgramOp program :

@@ -12,12 +12,19 @@
 
 namespace mlir::graphc {
 
+/// 64 GiB: more than any accelerator here holds (an H200 has 141 GB), and
+/// far below the runtime's own limit (1 TiB).
+inline constexpr int64_t kDefaultMaxArenaBytes = int64_t(64) << 30;
+
 struct PipelineOptions {
   /// Replica counts to compile a program for. Empty: the default set
   /// (1, 2, 4, 8), keeping those that divide the global batch.
   std::vector<int64_t> replicas;
   int64_t bucketBytes = 4 << 20;
   bool fuse = true;
+  /// The most bytes one device's arena may take: a bigger plan is refused at
+  /// compile time, naming its largest buffer.
+  int64_t maxArenaBytes = kDefaultMaxArenaBytes;
   /// Applied to every pass manager the pipeline creates (timing, IR
   /// printing): the tool passes MLIR's command-line options through it.
   std::function<LogicalResult(PassManager &)> configure;

@@ -18,14 +18,22 @@
 // exec.variable and exec.input are not in the arena. The result depends only
 // on the program, so running the pass again changes nothing.
 //
+// Every size, rounding and offset is computed with overflow checks: a batch
+// of 2^63 - 1 made the arena's offsets wrap negative. An arena over
+// `max-arena-bytes` is refused here, naming its largest buffer, rather than
+// by the runtime when it cannot allocate it.
+//
 //===----------------------------------------------------------------------===//
 
 #include "compiler/Passes.h"
 
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/Support/CheckedArithmetic.h"
+#include "llvm/Support/Format.h"
 
 #include <map>
+#include <optional>
 
 namespace mlir::graphc {
 #define GEN_PASS_DEF_PLANMEMORY
@@ -42,13 +50,17 @@ struct Lifetime {
   int64_t end;
 };
 
-/// Best-fit placement in one growing arena.
+/// Best-fit placement in one growing arena. Sizes and offsets that would not
+/// fit in int64_t make allocate() return nothing.
 class Arena {
 public:
   explicit Arena(int64_t alignment) : alignment(alignment) {}
 
-  int64_t allocate(int64_t bytes) {
-    int64_t size = roundUp(bytes);
+  std::optional<int64_t> allocate(int64_t bytes) {
+    std::optional<int64_t> rounded = roundUp(bytes);
+    if (!rounded)
+      return std::nullopt;
+    int64_t size = *rounded;
     if (size == 0)
       return 0;
     auto best = free.end();
@@ -65,19 +77,21 @@ public:
     }
     // Grow: extend a free block that ends at the top, else start at the top.
     int64_t offset = top;
-    if (!free.empty()) {
-      auto last = std::prev(free.end());
-      if (last->first + last->second == top) {
-        offset = last->first;
-        free.erase(last);
-      }
-    }
-    top = offset + size;
+    auto last = free.empty() ? free.end() : std::prev(free.end());
+    if (last != free.end() && last->first + last->second == top)
+      offset = last->first;
+    std::optional<int64_t> end = llvm::checkedAdd(offset, size);
+    if (!end)
+      return std::nullopt;
+    if (offset != top)
+      free.erase(last);
+    top = *end;
     return offset;
   }
 
+  /// Frees what allocate(bytes) returned at `offset`: both fitted then.
   void release(int64_t offset, int64_t bytes) {
-    int64_t size = roundUp(bytes);
+    int64_t size = *roundUp(bytes);
     if (size == 0)
       return;
     auto next = free.lower_bound(offset);
@@ -98,8 +112,11 @@ public:
   int64_t size() const { return top; }
 
 private:
-  int64_t roundUp(int64_t bytes) const {
-    return (bytes + alignment - 1) / alignment * alignment;
+  std::optional<int64_t> roundUp(int64_t bytes) const {
+    std::optional<int64_t> padded = llvm::checkedAdd(bytes, alignment - 1);
+    if (!padded)
+      return std::nullopt;
+    return *padded / alignment * alignment;
   }
 
   int64_t alignment;
@@ -108,8 +125,42 @@ private:
 };
 } // namespace
 
-static int64_t byteSize(MemRefType type) {
-  return (type.getNumElements() * type.getElementTypeBitWidth() + 7) / 8;
+/// The bytes of a buffer of `type`; nothing if they do not fit in int64_t
+/// (MemRefType::getNumElements would wrap).
+static std::optional<int64_t> byteSize(MemRefType type) {
+  std::optional<int64_t> elements = 1;
+  for (int64_t d : type.getShape())
+    if (!(elements = llvm::checkedMul(*elements, d)))
+      return std::nullopt;
+  int64_t bits = type.getElementTypeBitWidth();
+  if (bits % 8 == 0)
+    return llvm::checkedMul(*elements, bits / 8);
+  // Sub-byte elements are packed, the last byte rounded up.
+  std::optional<int64_t> total = llvm::checkedMul(*elements, bits);
+  if (!total)
+    return std::nullopt;
+  return *total / 8 + (*total % 8 != 0);
+}
+
+/// `bytes` in binary units with three significant digits: "6.6 PiB".
+static std::string formatBytes(int64_t bytes) {
+  static const char *const units[] = {"bytes", "KiB", "MiB", "GiB",
+                                      "TiB",   "PiB", "EiB"};
+  double value = static_cast<double>(bytes);
+  int unit = 0;
+  while (value >= 1024 && unit < 6) {
+    value /= 1024;
+    ++unit;
+  }
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  if (unit == 0)
+    os << bytes << " bytes";
+  else if (value >= 100 || value == static_cast<int64_t>(value))
+    os << llvm::format("%.0f %s", value, units[unit]);
+  else
+    os << llvm::format(value >= 10 ? "%.1f %s" : "%.2f %s", value, units[unit]);
+  return text;
 }
 
 static exec::AllocOp rootAlloc(Value buffer) {
@@ -142,8 +193,15 @@ struct PlanMemoryPass : graphc::impl::PlanMemoryBase<PlanMemoryPass> {
           << alignment;
       return signalPassFailure();
     }
+    if (maxArenaBytes <= 0) {
+      getOperation().emitError("exec-plan-memory: max-arena-bytes must be "
+                               "positive, got ")
+          << maxArenaBytes;
+      return signalPassFailure();
+    }
     for (auto program : getOperation().getOps<exec::ProgramOp>())
-      plan(program);
+      if (failed(plan(program)))
+        return signalPassFailure();
   }
 
   /// The position from which the compute stream of `device` is ordered after
@@ -171,7 +229,21 @@ struct PlanMemoryPass : graphc::impl::PlanMemoryBase<PlanMemoryPass> {
     return join;
   }
 
-  void plan(exec::ProgramOp program) {
+  /// ", written by kernel 'NAME'" for the first launch (in program order,
+  /// `positions`) that uses `alloc`.
+  static std::string
+  describeWriter(exec::AllocOp alloc,
+                 const llvm::DenseMap<Operation *, int64_t> &positions) {
+    exec::LaunchOp first;
+    for (Operation *user : alloc->getUsers())
+      if (auto launch = dyn_cast<exec::LaunchOp>(user))
+        if (!first || positions.lookup(launch) < positions.lookup(first))
+          first = launch;
+    return first ? (", written by kernel '" + first.getKernel() + "'").str()
+                 : "";
+  }
+
+  LogicalResult plan(exec::ProgramOp program) {
     SmallVector<Operation *> ops;
     llvm::DenseMap<Operation *, int64_t> positions;
     for (Operation &op : program.getBody().front()) {
@@ -218,6 +290,8 @@ struct PlanMemoryPass : graphc::impl::PlanMemoryBase<PlanMemoryPass> {
       Arena arena(alignment);
       // Live allocs, by the position after which their space is free.
       std::multimap<int64_t, std::pair<int64_t, int64_t>> live;
+      exec::AllocOp largest;
+      int64_t largestBytes = -1;
       for (Lifetime &lifetime : lifetimes) {
         if (static_cast<int64_t>(lifetime.alloc.getDevice()) != device)
           continue;
@@ -226,14 +300,44 @@ struct PlanMemoryPass : graphc::impl::PlanMemoryBase<PlanMemoryPass> {
                         live.begin()->second.second);
           live.erase(live.begin());
         }
-        int64_t bytes = byteSize(lifetime.alloc.getBuffer().getType());
-        int64_t offset = arena.allocate(bytes);
-        lifetime.alloc.setOffset(static_cast<uint64_t>(offset));
-        live.insert({lifetime.end, {offset, bytes}});
+        MemRefType type = lifetime.alloc.getBuffer().getType();
+        std::optional<int64_t> bytes = byteSize(type);
+        std::optional<int64_t> offset =
+            bytes ? arena.allocate(*bytes) : std::nullopt;
+        if (!offset) {
+          // At the location, not the op: MLIR would print the op, and with
+          // it the whole program.
+          mlir::emitError(lifetime.alloc.getLoc())
+              << "exec-plan-memory: " << type << " does not fit in the "
+              << "arena of device " << device << " of @" << program.getSymName()
+              << ": its size or offset overflows 64 bits";
+          return failure();
+        }
+        if (*bytes > largestBytes) {
+          largest = lifetime.alloc;
+          largestBytes = *bytes;
+        }
+        lifetime.alloc.setOffset(static_cast<uint64_t>(*offset));
+        live.insert({lifetime.end, {*offset, *bytes}});
       }
       arenaBytes[device] = arena.size();
+      if (arena.size() > maxArenaBytes) {
+        InFlightDiagnostic diag =
+            mlir::emitError(program.getLoc())
+            << "exec-plan-memory: the arena of device " << device << " of @"
+            << program.getSymName() << " (replicas = " << replicas << ") needs "
+            << formatBytes(arena.size()) << " (" << arena.size()
+            << " bytes), over the limit of " << formatBytes(maxArenaBytes)
+            << " (graphc --max-arena-bytes)";
+        diag.attachNote(largest.getLoc())
+            << "its largest buffer: " << formatBytes(largestBytes) << ", "
+            << largest.getBuffer().getType()
+            << describeWriter(largest, positions);
+        return failure();
+      }
     }
     program.setArenaBytes(ArrayRef<int64_t>(arenaBytes));
+    return success();
   }
 };
 } // namespace

@@ -13,6 +13,7 @@
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringSet.h"
+#include "llvm/Support/CheckedArithmetic.h"
 
 using namespace mlir;
 using namespace mlir::graph;
@@ -20,12 +21,14 @@ using namespace mlir::graph;
 int64_t mlir::graph::windowOutputSize(int64_t input, int64_t window,
                                       int64_t stride, int64_t dilation,
                                       Padding padding) {
+  // Written so that no step can overflow for positive arguments: a window
+  // whose extent does not fit in int64_t does not fit the input either.
   if (padding == Padding::same)
-    return (input + stride - 1) / stride;
-  int64_t extent = (window - 1) * dilation + 1;
-  if (input < extent)
+    return input / stride + (input % stride != 0);
+  std::optional<int64_t> span = llvm::checkedMul(window - 1, dilation);
+  if (!span || *span >= input)
     return 0;
-  return (input - extent) / stride + 1;
+  return (input - 1 - *span) / stride + 1;
 }
 
 /// `value`'s type as a ranked tensor of rank `rank` (any rank when negative),
@@ -379,10 +382,12 @@ LogicalResult FlattenOp::inferReturnTypes(MLIRContext *,
     return failure();
   if (input->getRank() < 1)
     return emitOptionalError(loc, "expects input with a batch dimension");
-  int64_t features = 1;
+  std::optional<int64_t> features = 1;
   for (int64_t d : input->getShape().drop_front())
-    features *= d;
-  results.push_back(RankedTensorType::get({input->getDimSize(0), features},
+    if (!(features = llvm::checkedMul(*features, d)))
+      return emitOptionalError(loc, "cannot flatten ", *input,
+                               ": its element count overflows 64 bits");
+  results.push_back(RankedTensorType::get({input->getDimSize(0), *features},
                                           input->getElementType()));
   return success();
 }

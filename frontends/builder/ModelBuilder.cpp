@@ -5,6 +5,7 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Verifier.h"
 #include "llvm/ADT/StringSwitch.h"
+#include "llvm/Support/CheckedArithmetic.h"
 
 using namespace mlir;
 using namespace mlir::graph;
@@ -50,6 +51,35 @@ llvm::StringRef stringifyActivation(Activation activation) {
   llvm_unreachable("unknown activation");
 }
 
+/// Whether a float32 tensor of `shape` has a byte size that fits in int64_t.
+/// Every tensor the builder makes is checked, so that later products of its
+/// dimensions (element counts, byte sizes, offsets) cannot wrap: a batch of
+/// 2^63 - 1 reached graphc's memory planner as negative offsets.
+static bool sizeFits(llvm::ArrayRef<int64_t> shape) {
+  std::optional<int64_t> bytes = 4;
+  for (int64_t d : shape)
+    if (!(bytes = llvm::checkedMul(*bytes, d)))
+      return false;
+  return true;
+}
+
+/// "[8, 28, 28, 1]".
+static std::string shapeText(llvm::ArrayRef<int64_t> shape) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << "[";
+  llvm::interleaveComma(shape, os);
+  os << "]";
+  return text;
+}
+
+static std::string tooLarge(llvm::StringRef what,
+                            llvm::ArrayRef<int64_t> shape) {
+  return (what + " of shape " + shapeText(shape) +
+          " is too large: its size in bytes does not fit in 64 bits")
+      .str();
+}
+
 /// What a layer object knows once constructed: its Keras identity, and the
 /// variables it created on its first call.
 struct ModelBuilder::LayerContext {
@@ -78,6 +108,16 @@ ModelBuilder::ModelBuilder(MLIRContext *context, llvm::StringRef modelName,
 }
 
 ModelBuilder::~ModelBuilder() = default;
+
+void ModelBuilder::setBatchSize(int64_t size) {
+  assert(model.getInputOps().empty() && "the batch changes after an Input");
+  batchSize = size;
+  if (batchSize <= 0) {
+    mlir::emitError(baseLoc)
+        << "batch size must be positive, got " << batchSize;
+    failed = true;
+  }
+}
 
 std::string ModelBuilder::uniqueName(llvm::StringRef requested,
                                      llvm::StringRef base) {
@@ -131,6 +171,10 @@ public:
   Value variable(llvm::StringRef weight, llvm::ArrayRef<int64_t> shape,
                  const Initializer &init, bool trainable) {
     MLIRContext *ctx = builder.getContext();
+    if (!sizeFits(shape)) {
+      error(tooLarge(weight, shape));
+      return {};
+    }
     auto type = RankedTensorType::get(shape, Float32Type::get(ctx));
     VariableOp &var = layer.variables[weight.str()];
     if (!var) {
@@ -186,6 +230,12 @@ public:
     if (failed(inferred)) {
       op->erase();
       error(message);
+      return {};
+    }
+    if (auto tensor = dyn_cast<RankedTensorType>(types.front());
+        tensor && !sizeFits(tensor.getShape())) {
+      op->erase();
+      error(tooLarge("output", tensor.getShape()));
       return {};
     }
     op->getResult(0).setType(types.front());
@@ -296,6 +346,12 @@ Tensor ModelBuilder::Input(llvm::ArrayRef<int64_t> shape,
   }
   SmallVector<int64_t> full{batchSize};
   full.append(shape.begin(), shape.end());
+  if (!sizeFits(full)) {
+    emitLayerError(loc, name, "InputLayer",
+                   tooLarge("input", full) + " (batch size " +
+                       llvm::Twine(batchSize) + ")");
+    return Tensor();
+  }
   auto type = RankedTensorType::get(full, builder.getF32Type());
   return Tensor(InputOp::create(builder, loc, type, name).getOutput());
 }
@@ -414,6 +470,8 @@ Layer ModelBuilder::Reshape(ReshapeOptions o) {
       "Reshape", "reshape", o, 1, 1,
       [this, o](LayerContext &layer, llvm::ArrayRef<Tensor> in) -> Tensor {
         LAYER_EMITTER(layer);
+        // The input's size was checked when it was made: its element count
+        // cannot overflow. The target's is checked below.
         int64_t elements = 1;
         for (int64_t d : in[0].shape().drop_front())
           elements *= d;
@@ -430,7 +488,13 @@ Layer ModelBuilder::Reshape(ReshapeOptions o) {
                               "be -1), got " +
                               llvm::Twine(d)),
                    Tensor();
-          known *= d;
+          std::optional<int64_t> product = llvm::checkedMul(known, d);
+          if (!product)
+            return emit.error("target_shape " + shapeText(o.target_shape) +
+                              ": the product of its entries overflows 64 "
+                              "bits"),
+                   Tensor();
+          known = *product;
           shape.push_back(d);
         }
         if (unknownAt > 0) {
@@ -448,6 +512,7 @@ Layer ModelBuilder::Reshape(ReshapeOptions o) {
                             " elements per sample, the input has " +
                             llvm::Twine(elements)),
                  Tensor();
+        // known == elements: the output has the input's size.
         auto type = RankedTensorType::get(shape, builder.getF32Type());
         return Tensor(
             ReshapeOp::create(builder, layer.loc, type, in[0].getValue()));
@@ -599,7 +664,8 @@ OwningOpRef<ModuleOp> ModelBuilder::finish(llvm::ArrayRef<Tensor> outputs,
       return nullptr;
     SmallVector<llvm::StringRef> metrics(training->metrics.begin(),
                                          training->metrics.end());
-    TrainingOp::create(builder, baseLoc, model.getSymName(), training->loss,
+    TrainingOp::create(builder, training->loc.value_or(baseLoc),
+                       model.getSymName(), training->loss,
                        training->from_logits, optimizer,
                        builder.getStrArrayAttr(metrics), batchSize);
   }

@@ -178,6 +178,10 @@ struct Training {
   bool from_logits = false;
   Optimizer optimizer = Adam{};
   std::vector<std::string> metrics = {"accuracy"};
+  /// Where diagnostics about the training (a loss that does not fit the
+  /// output) point: the importer passes the output layer. The model's
+  /// location if unset.
+  std::optional<mlir::Location> loc;
 };
 
 /// A layer object. Calling it on tensors adds its ops; its variables are
@@ -204,6 +208,10 @@ public:
   ModelBuilder(mlir::MLIRContext *context, llvm::StringRef modelName,
                int64_t batchSize, std::optional<mlir::Location> loc = {});
   ~ModelBuilder();
+
+  /// Changes the global batch, before the first Input: the importer learns
+  /// it from the model's inputs after it has created the layers.
+  void setBatchSize(int64_t size);
 
   /// A model input of `shape` (without the batch dimension).
   Tensor Input(llvm::ArrayRef<int64_t> shape, LayerOptions options = {});

@@ -148,11 +148,12 @@ public:
   /// set: a setting the importer does not know must not be dropped.
   mlir::LogicalResult checkNoOtherFields();
 
-private:
+  /// "field 'PATH.KEY'", as messages name field `key`.
   std::string fieldName(llvm::StringRef key) const {
     return "field '" + path + key.str() + "'";
   }
 
+private:
   const ConfigDocument &doc;
   const llvm::json::Value &value;
   const llvm::json::Object &object;

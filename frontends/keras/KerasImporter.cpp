@@ -95,6 +95,7 @@ private:
   LogicalResult buildFunctional(ConfigReader &modelConfig,
                                 std::vector<Tensor> &outputs);
   LogicalResult reportCycle(const std::vector<size_t> &done);
+  LogicalResult applyFixedBatch(llvm::ArrayRef<FixedBatch> fixed);
   LogicalResult buildSequential(ConfigReader &modelConfig,
                                 const json::Value &layersValue,
                                 std::vector<Tensor> &outputs);
@@ -103,6 +104,9 @@ private:
   mlir::MLIRContext &ctx;
   const ImportOptions &options;
   std::unique_ptr<ModelBuilder> model;
+  /// The layer the loss takes its input from: errors about the loss and the
+  /// model's output point there.
+  std::optional<mlir::Location> outputLoc;
   std::vector<LayerEntry> layers;
   llvm::StringMap<size_t> layerIndex;
   ModelTraits traits;
@@ -215,14 +219,14 @@ LogicalResult ModelImporter::readNodes(LayerEntry &entry,
       return success();
     const json::Object *object = kwargs->getAsObject();
     if (!object)
-      return reader.error("inbound_nodes", "expected call keyword arguments, "
-                                           "got " +
-                                               describe(*kwargs));
+      return reader.errorAt(kwargs, "inbound_nodes",
+                            "expected call keyword arguments, got " +
+                                describe(*kwargs));
     for (const auto &[key, value] : *object)
       if (!isIgnoredCallArgument(key, value))
-        return reader.error("inbound_nodes", "unsupported call argument '" +
-                                                 key.str() +
-                                                 "' = " + describe(value));
+        return reader.errorAt(&value, "inbound_nodes",
+                              "unsupported call argument '" + key.str() +
+                                  "' = " + describe(value));
     return success();
   };
   for (const json::Value &node : *nodes) {
@@ -231,10 +235,10 @@ LogicalResult ModelImporter::readNodes(LayerEntry &entry,
       // Keras 3: {"args": [x] or [[x, y]], "kwargs": {...}}.
       const json::Array *args = call->getArray("args");
       if (!args || args->size() != 1)
-        return reader.error("inbound_nodes",
-                            "expected one positional argument (a tensor or a "
-                            "list of tensors), got " +
-                                describe(node));
+        return reader.errorAt(&node, "inbound_nodes",
+                              "expected one positional argument (a tensor or "
+                              "a list of tensors), got " +
+                                  describe(node));
       const json::Value &arg = (*args)[0];
       auto addTensor = [&](const json::Value &value) {
         TensorRef ref;
@@ -265,11 +269,11 @@ LogicalResult ModelImporter::readNodes(LayerEntry &entry,
         inputs.push_back(std::move(ref));
       }
     } else {
-      return reader.error("inbound_nodes",
-                          "expected a node, got " + describe(node));
+      return reader.errorAt(&node, "inbound_nodes",
+                            "expected a node, got " + describe(node));
     }
     if (inputs.empty())
-      return reader.error("inbound_nodes", "a call without inputs");
+      return reader.errorAt(&node, "inbound_nodes", "a call without inputs");
     entry.nodes.push_back(std::move(inputs));
   }
   return success();
@@ -388,6 +392,14 @@ LogicalResult ModelImporter::buildFunctional(ConfigReader &modelConfig,
   if (failed(readLayerRefs(modelConfig, "input_layers", inputRefs)) ||
       failed(readLayerRefs(modelConfig, "output_layers", outputRefs)))
     return failure();
+  std::vector<FixedBatch> fixed;
+  for (const TensorRef &ref : inputRefs) {
+    const LayerEntry &entry = layers[layerIndex.lookup(ref.layer)];
+    if (entry.fixedBatch)
+      fixed.push_back(*entry.fixedBatch);
+  }
+  if (failed(applyFixedBatch(fixed)))
+    return failure();
   for (const TensorRef &ref : inputRefs) {
     LayerEntry &entry = layers[layerIndex.lookup(ref.layer)];
     if (!entry.inputShape)
@@ -473,6 +485,33 @@ LogicalResult ModelImporter::buildFunctional(ConfigReader &modelConfig,
 
   for (const TensorRef &ref : outputRefs)
     outputs.push_back(layers[layerIndex.lookup(ref.layer)].outputs[ref.node]);
+  outputLoc = layers[layerIndex.lookup(outputRefs.front().layer)].loc;
+  return success();
+}
+
+/// The global batch: --batch-size when given, else the batch the model's
+/// inputs fix, else Keras fit's default. A fixed batch that --batch-size
+/// contradicts, or two inputs fixing different batches, is an error: a
+/// replaced batch would silently train on another shape than the model's.
+LogicalResult ModelImporter::applyFixedBatch(llvm::ArrayRef<FixedBatch> fixed) {
+  for (const FixedBatch &batch : fixed) {
+    auto error = [&](const llvm::Twine &message) {
+      batch.sink(doc.locate(batch.at), batch.field + ": " + message);
+      return failure();
+    };
+    if (options.batchSize && *options.batchSize != batch.size)
+      return error("the model fixes the batch size at " +
+                   llvm::Twine(batch.size) + ", and --batch-size asks for " +
+                   llvm::Twine(*options.batchSize) +
+                   ": leave --batch-size out, or make the batch dimension "
+                   "null");
+    if (batch.size != fixed.front().size)
+      return error("the model fixes the batch size at " +
+                   llvm::Twine(batch.size) + " here and at " +
+                   llvm::Twine(fixed.front().size) + " in another input");
+  }
+  if (!fixed.empty() && !options.batchSize)
+    model->setBatchSize(fixed.front().size);
   return success();
 }
 
@@ -488,29 +527,39 @@ LogicalResult ModelImporter::buildSequential(ConfigReader &modelConfig,
   Tensor x;
   size_t first = 0;
   if (layers[0].inputShape) {
+    if (layers[0].fixedBatch && failed(applyFixedBatch(*layers[0].fixedBatch)))
+      return failure();
     x = model->Input(*layers[0].inputShape,
                      {.name = layers[0].name, .loc = layers[0].loc});
     first = 1;
   } else {
     std::optional<std::vector<int64_t>> shape;
+    std::optional<FixedBatch> batch;
     if (modelConfig.getSet("build_input_shape")) {
-      if (failed(readBatchShape(modelConfig, "build_input_shape", shape)))
+      if (failed(
+              readBatchShape(modelConfig, "build_input_shape", shape, batch)))
         return failure();
     } else {
       const LayerEntry &entry = layers[0];
       const json::Value *config = entry.value->getAsObject()->get("config");
       ConfigReader reader(doc, *config, *config->getAsObject(), "",
                           layerSink(entry));
-      if (failed(readInputShape(reader, shape)))
+      if (failed(readInputShape(reader, shape, batch)))
         return failure();
     }
+    if (batch && failed(applyFixedBatch(*batch)))
+      return failure();
+    // The input is the model's, made from that field: errors about it (its
+    // size) point there.
+    const json::Value *field = modelConfig.getSet("build_input_shape");
     if (!shape)
       return fileError(&layersValue,
                        "Sequential model: missing input shape: expected an "
                        "InputLayer first, a 'build_input_shape' in the "
                        "model config, or a 'batch_shape' or "
                        "'batch_input_shape' on the first layer");
-    x = model->Input(*shape);
+    x = model->Input(*shape,
+                     {.loc = field ? doc.locate(field) : layers[0].loc});
   }
   if (model->hasFailed())
     return failure();
@@ -524,6 +573,7 @@ LogicalResult ModelImporter::buildSequential(ConfigReader &modelConfig,
       return failure();
   }
   outputs.push_back(x);
+  outputLoc = layers.back().loc;
   return success();
 }
 
@@ -605,6 +655,8 @@ mlir::OwningOpRef<mlir::ModuleOp> ModelImporter::import() {
                                  "one output");
     return nullptr;
   }
+  if (training)
+    training->loc = outputLoc;
   return model->finish(outputs, training);
 }
 
@@ -634,9 +686,11 @@ std::pair<size_t, std::string> parseErrorPosition(llvm::Error error) {
 constexpr unsigned kMaxJsonNesting = 1000;
 
 /// llvm::json keeps an object in a hash map of at least 64 entries, some
-/// 4 KiB: 8 MB of `{"a":1},` took 4 GiB. A Keras config has about 11
-/// objects a layer; 100,000 are some 9,000 layers.
-constexpr size_t kMaxJsonObjects = 100000;
+/// 4 KiB: 8 MB of `{"a":1},` took 4 GiB; 250,000 objects take about 1 GiB.
+/// A Keras-written config has about 11 objects a layer (some 22,000
+/// layers); a minimal one 2, the layer and its config, so that a chain of
+/// 100,000 such layers (bench/import-scale.sh) fits.
+constexpr size_t kMaxJsonObjects = 250000;
 
 /// Bounds what a parsed value takes where objects do not: 16 MiB of numbers
 /// parse into some 800 MiB.

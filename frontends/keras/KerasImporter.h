@@ -33,7 +33,9 @@ struct ImportOptions {
   /// "sgd", "adam" or "rmsprop".
   std::optional<std::string> optimizer;
   std::optional<double> learningRate;
-  /// The global batch; 32 (Keras fit's default) when absent.
+  /// The global batch. When absent: the batch the model fixes (a number,
+  /// not null, as dimension 0 of its inputs' batch_shape), else 32 (Keras
+  /// fit's default). Given, it must agree with a batch the model fixes.
   std::optional<int64_t> batchSize;
 };
 

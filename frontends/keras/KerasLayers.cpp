@@ -228,7 +228,8 @@ LogicalResult readCommon(const LayerEntry &entry, ConfigReader &config,
 } // namespace
 
 LogicalResult readBatchShape(ConfigReader &config, llvm::StringRef key,
-                             std::optional<std::vector<int64_t>> &shape) {
+                             std::optional<std::vector<int64_t>> &shape,
+                             std::optional<FixedBatch> &batch) {
   const json::Value *field = config.getSet(key);
   if (!field)
     return success();
@@ -236,9 +237,19 @@ LogicalResult readBatchShape(ConfigReader &config, llvm::StringRef key,
   if (!dims || dims->empty())
     return config.error(key, "expected a list [batch, dims...], got " +
                                  describe(*field));
+  // The batch dimension is usually null: the global batch size comes from
+  // the options. A number fixes it (the importer checks it against them).
+  const json::Value &first = (*dims)[0];
+  if (first.kind() != json::Value::Null) {
+    std::optional<int64_t> size = first.getAsInteger();
+    if (!size || *size <= 0)
+      return config.errorAt(&first, key,
+                            "batch dimension is " + describe(first) +
+                                ": expected null or a positive batch size");
+    batch =
+        FixedBatch{*size, config.fieldName(key), &first, config.errorSink()};
+  }
   std::vector<int64_t> result;
-  // The batch dimension (usually null) is ignored: the global batch size
-  // comes from the options.
   for (size_t i = 1; i < dims->size(); ++i) {
     std::optional<int64_t> dim = (*dims)[i].getAsInteger();
     if (!dim || *dim <= 0)
@@ -253,9 +264,10 @@ LogicalResult readBatchShape(ConfigReader &config, llvm::StringRef key,
 }
 
 LogicalResult readInputShape(ConfigReader &config,
-                             std::optional<std::vector<int64_t>> &shape) {
+                             std::optional<std::vector<int64_t>> &shape,
+                             std::optional<FixedBatch> &batch) {
   for (llvm::StringRef key : {"batch_shape", "batch_input_shape"})
-    if (failed(readBatchShape(config, key, shape)) || shape)
+    if (failed(readBatchShape(config, key, shape, batch)) || shape)
       return failure(!shape);
   return success();
 }
@@ -289,7 +301,8 @@ LogicalResult createLayer(builder::ModelBuilder &model, LayerEntry &entry,
   if (cls == "InputLayer") {
     c.ignore("name");
     c.ignore("trainable");
-    if (failed(readDtype(c)) || failed(readInputShape(c, entry.inputShape)) ||
+    if (failed(readDtype(c)) ||
+        failed(readInputShape(c, entry.inputShape, entry.fixedBatch)) ||
         failed(c.expectBool("sparse", false)) ||
         failed(c.expectBool("ragged", false)) ||
         failed(c.expectBool("optional", false)))

@@ -29,14 +29,28 @@ struct TensorRef {
   const llvm::json::Value *at = nullptr;
 };
 
+/// A batch size the model fixes: a number, not null, as dimension 0 of a
+/// batch shape (`batch_shape: [8, 28, 28, 1]`).
+struct FixedBatch {
+  int64_t size = 0;
+  /// The field that says so ("field 'batch_shape'"), and where its number
+  /// is written.
+  std::string field;
+  const llvm::json::Value *at = nullptr;
+  /// Reports errors about it, naming its layer or the model.
+  ErrorSink sink;
+};
+
 /// One entry of the model's `layers`.
 struct LayerEntry {
   const llvm::json::Value *value = nullptr;
   std::string name;
   std::string className;
   mlir::Location loc;
-  /// For an InputLayer: its shape without the batch dimension.
+  /// For an InputLayer: its shape without the batch dimension, and the
+  /// batch size it fixes, if it does.
   std::optional<std::vector<int64_t>> inputShape;
+  std::optional<FixedBatch> fixedBatch;
   /// For other layers: the builder's layer object, called once per node.
   std::optional<builder::Layer> layer;
   /// Checks the inputs of a call before the builder sees them, for config
@@ -65,14 +79,17 @@ mlir::LogicalResult createLayer(builder::ModelBuilder &model, LayerEntry &entry,
                                 const ModelTraits &traits);
 
 /// An input shape from the batch shape in field `key` ([batch, dims...]);
-/// `shape` stays empty if the field is unset.
+/// `shape` stays empty if the field is unset. `batch` is set if the batch
+/// dimension is a number rather than null.
 mlir::LogicalResult readBatchShape(ConfigReader &config, llvm::StringRef key,
-                                   std::optional<std::vector<int64_t>> &shape);
+                                   std::optional<std::vector<int64_t>> &shape,
+                                   std::optional<FixedBatch> &batch);
 
 /// The input shape a layer config carries: Keras 3's `batch_shape` or
 /// tf.keras' `batch_input_shape`.
 mlir::LogicalResult readInputShape(ConfigReader &config,
-                                   std::optional<std::vector<int64_t>> &shape);
+                                   std::optional<std::vector<int64_t>> &shape,
+                                   std::optional<FixedBatch> &batch);
 
 } // namespace graph::keras
 

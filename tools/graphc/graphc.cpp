@@ -1,7 +1,8 @@
 //===- graphc.cpp - compile a model to a training plan --------------------===//
 //
 //   graphc model.mlir -o model.plan [--replicas 1,2] [--bucket-bytes N]
-//                     [--no-fuse] [--emit=mlir] [--mlir-timing]
+//                     [--max-arena-bytes N] [--no-fuse] [--emit=mlir]
+//                     [--mlir-timing]
 //                     [--print-ir-after-all]
 //   graphc --inspect model.plan
 //
@@ -13,6 +14,7 @@
 #include "compiler/SourceNesting.h"
 #include "runtime/plan/PlanInspector.h"
 #include "runtime/plan/PlanLoader.h"
+#include "tools/ToolOptions.h"
 
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/MLIRContext.h"
@@ -32,24 +34,37 @@
 using namespace mlir;
 namespace cl = llvm::cl;
 
+static cl::OptionCategory graphcCategory("graphc options");
+
 static cl::opt<std::string> inputPath(cl::Positional, cl::desc("<model.mlir>"),
-                                      cl::init("-"));
+                                      cl::init("-"), cl::cat(graphcCategory));
 static cl::opt<std::string> outputPath("o", cl::desc("plan file to write"),
-                                       cl::value_desc("file"));
+                                       cl::value_desc("file"),
+                                       cl::cat(graphcCategory));
 static cl::list<int64_t>
     replicas("replicas", cl::CommaSeparated,
              cl::desc("replica counts to compile (default: 1,2,4,8 where "
-                      "they divide the global batch)"));
+                      "they divide the global batch)"),
+             cl::cat(graphcCategory));
 static cl::opt<int64_t>
     bucketBytes("bucket-bytes", cl::init(4 << 20),
-                cl::desc("largest all-reduce bucket in bytes (0: one bucket)"));
-static cl::opt<bool> noFuse("no-fuse", cl::desc("skip graph-fuse"));
+                cl::desc("largest all-reduce bucket in bytes (0: one bucket)"),
+                cl::cat(graphcCategory));
+static cl::opt<int64_t> maxArenaBytes(
+    "max-arena-bytes", cl::init(graphc::kDefaultMaxArenaBytes),
+    cl::desc("refuse a plan whose arena on one device needs more bytes "
+             "(default 68719476736, 64 GiB)"),
+    cl::value_desc("n"), cl::cat(graphcCategory));
+static cl::opt<bool> noFuse("no-fuse", cl::desc("skip graph-fuse"),
+                            cl::cat(graphcCategory));
 static cl::opt<std::string>
     emit("emit", cl::init("plan"),
-         cl::desc("what to write: plan (default) or mlir (the lowered IR)"));
+         cl::desc("what to write: plan (default) or mlir (the lowered IR)"),
+         cl::cat(graphcCategory));
 static cl::opt<std::string> inspect("inspect",
                                     cl::desc("print a summary of a plan file"),
-                                    cl::value_desc("plan"));
+                                    cl::value_desc("plan"),
+                                    cl::cat(graphcCategory));
 
 static int inspectPlan(const std::string &path) {
   ::graph::runtime::LoadedPlan loaded;
@@ -68,6 +83,11 @@ int main(int argc, char **argv) {
   registerMLIRContextCLOptions();
   registerPassManagerCLOptions();
   registerDefaultTimingManagerCLOptions();
+  // The MLIR options this tool's usage names stay in --help; the rest are
+  // listed by --help-hidden.
+  ::graph::tools::showOnlyToolOptions(
+      graphcCategory,
+      {"mlir-timing", "mlir-print-ir-after-all", "mlir-print-ir-before-all"});
   // MLIR registers IR printing as --mlir-print-ir-*; accept the short
   // spelling too.
   std::vector<std::string> args(argv, argv + argc);
@@ -120,6 +140,7 @@ int main(int argc, char **argv) {
   options.replicas.assign(replicas.begin(), replicas.end());
   options.bucketBytes = bucketBytes;
   options.fuse = !noFuse;
+  options.maxArenaBytes = maxArenaBytes;
   options.configure = [&](PassManager &pm) {
     // Pipelines run one after another: close the previous one's scope.
     if (!scopes.empty())
@@ -129,6 +150,11 @@ int main(int argc, char **argv) {
     pm.enableTiming(scopes.back());
     return applyPassManagerCLOptions(pm);
   };
+  if (maxArenaBytes <= 0) {
+    llvm::errs() << "graphc: --max-arena-bytes must be positive, got "
+                 << maxArenaBytes << "\n";
+    return 1;
+  }
   for (int64_t n : options.replicas)
     if (n < 1) {
       llvm::errs() << "graphc: --replicas needs counts >= 1, got " << n << "\n";
