@@ -17,6 +17,8 @@ Outputs (paths relative to the repository root):
     examples/multiworker_cnn.json
     examples/vgg16_oct.json
     examples/residual_concat.json
+    test/frontends/keras/fixtures/nested_{vgg16,sequential,functional}.json
+    test/frontends/keras/Inputs/nested_shared.json
     test/frontends/keras/fixtures/fashion_mnist_cnn.keras
     test/frontends/keras/fixtures/residual_concat.keras
   tf2:
@@ -53,6 +55,8 @@ def parse_args():
                    help="default: <repo-root>/examples")
     p.add_argument("--fixtures-dir", type=Path, default=None,
                    help="default: <repo-root>/test/frontends/keras/fixtures")
+    p.add_argument("--only", nargs="*", default=None,
+                   help="generate only these models (by name)")
     args = p.parse_args()
     root = args.repo_root.resolve()
     if args.examples_dir is None:
@@ -158,6 +162,83 @@ def vgg16_oct(keras, flavor):
     return model
 
 
+def nested_vgg16(keras, flavor):
+    # Transfer learning: a frozen VGG16 base used as the first layer of a
+    # Sequential (the base is a Functional model nested as a layer).
+    base = keras.applications.VGG16(include_top=False, weights=None,
+                                    input_shape=(32, 32, 3))
+    base.trainable = False
+    model = keras.Sequential([
+        base,
+        keras.layers.Flatten(),
+        keras.layers.Dense(4, activation="softmax"),
+    ])
+    model.compile(optimizer=keras.optimizers.Adam(),
+                  loss="categorical_crossentropy", metrics=["accuracy"])
+    return model
+
+
+def nested_sequential(keras, flavor):
+    # A Sequential called inside a Functional model.
+    L = keras.layers
+    inner = keras.Sequential([keras.Input(shape=(8,)),
+                              L.Dense(16, activation="relu"),
+                              L.Dense(8)], name="mlp")
+    inputs = keras.Input(shape=(8,))
+    x = inner(inputs)
+    outputs = L.Dense(3, activation="softmax")(x)
+    model = keras.Model(inputs, outputs)
+    model.compile(optimizer="sgd", loss="categorical_crossentropy",
+                  metrics=["accuracy"])
+    return model
+
+
+def nested_functional(keras, flavor):
+    # Functional in Functional in Functional: the innermost model is frozen,
+    # which freezes its BatchNormalization too.
+    L = keras.layers
+    block_in = keras.Input(shape=(16, 16, 3))
+    y = L.Conv2D(8, 3, padding="same", name="block_conv")(block_in)
+    y = L.BatchNormalization(name="block_bn")(y)
+    y = L.Activation("relu", name="block_relu")(y)
+    block = keras.Model(block_in, y, name="block")
+    block.trainable = False
+    backbone_in = keras.Input(shape=(16, 16, 3))
+    z = block(backbone_in)
+    z = L.Conv2D(4, 1, name="head_conv")(z)
+    z = L.GlobalAveragePooling2D(name="pool")(z)
+    backbone = keras.Model(backbone_in, z, name="backbone")
+    inputs = keras.Input(shape=(16, 16, 3))
+    outputs = L.Dense(5, activation="softmax", name="classifier")(
+        backbone(inputs))
+    model = keras.Model(inputs, outputs, name="outer")
+    model.compile(optimizer="adam", loss="categorical_crossentropy",
+                  metrics=["accuracy"])
+    return model
+
+
+def nested_shared(keras, flavor):
+    # One nested model called on two inputs (shared weights): refused.
+    L = keras.layers
+    inner = keras.Sequential([keras.Input(shape=(4,)), L.Dense(4)],
+                             name="shared")
+    a = keras.Input(shape=(4,))
+    b = keras.Input(shape=(4,))
+    outputs = L.Add()([inner(a), inner(b)])
+    return keras.Model([a, b], outputs)
+
+
+def summary_counts(model):
+    """The parameter counts model.summary() prints."""
+    import numpy as np
+
+    def count(weights):
+        return int(sum(int(np.prod(w.shape)) for w in weights))
+    return {"trainable": count(model.trainable_weights),
+            "non_trainable": count(model.non_trainable_weights),
+            "output_shape": list(model.output_shape)}
+
+
 def residual_concat(keras, flavor):
     L = keras.layers
     inputs = keras.Input(shape=(32, 32, 3))
@@ -205,11 +286,29 @@ def run_keras3(args):
         ("residual_concat", residual_concat, True),
     ]
     for name, build, archive in builders:
+        if args.only and name not in args.only:
+            continue
         fresh()
         model = build(keras, "keras3")
         write_json(ex / f"{name}.json", model.to_json())
         if archive:
             save_archive(model, fx / f"{name}.keras")
+
+    # Models used as layers; the counts and output shapes Keras computes are
+    # what test/frontends/keras/nested_*.test check against.
+    nested = [
+        ("nested_vgg16", nested_vgg16, fx),
+        ("nested_sequential", nested_sequential, fx),
+        ("nested_functional", nested_functional, fx),
+        ("nested_shared", nested_shared, fx.parent / "Inputs"),
+    ]
+    for name, build, out in nested:
+        if args.only and name not in args.only:
+            continue
+        fresh()
+        model = build(keras, "keras3")
+        write_json(out / f"{name}.json", model.to_json())
+        print(f"  {name}: {summary_counts(model)}")
 
 
 def run_tf2(args):
