@@ -11,6 +11,12 @@
 // connect them, its inputs and outputs. KerasLayers reads each layer's
 // config, KerasTraining the compile_config.
 //
+// A layer entry whose class is a model ('Functional', 'Model',
+// 'Sequential') is a nested model: its config holds layers of its own, read
+// by a ModelImporter of its own that adds its ops to the same ModelBuilder
+// when the entry is called. Its layers keep their Keras names, so that their
+// variables are named as Keras names them (`block1_conv1/kernel`).
+//
 //===----------------------------------------------------------------------===//
 
 #include "frontends/keras/KerasImporter.h"
@@ -22,7 +28,9 @@
 #include "frontends/keras/KerasTraining.h"
 
 #include "mlir/IR/Diagnostics.h"
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 
@@ -45,11 +53,28 @@ using builder::Tensor;
 /// Keras fit's default batch size.
 constexpr int64_t kDefaultBatchSize = 32;
 
+/// Whether a layer entry of class `className` is a model used as a layer.
+bool isModelClass(llvm::StringRef className) {
+  return className == "Functional" || className == "Model" ||
+         className == "Sequential";
+}
+
+/// Reads one model, the root or a nested one: its layers and their calls.
 class ModelImporter {
 public:
+  /// The root model.
   ModelImporter(const ConfigDocument &doc, mlir::MLIRContext &ctx,
                 const ImportOptions &options)
-      : doc(doc), ctx(ctx), options(options) {}
+      : doc(doc), ctx(ctx), options(options),
+        layerOwners(std::make_shared<llvm::StringMap<std::string>>()) {}
+
+  /// A model nested in `parent`, at its layer `entry`.
+  ModelImporter(const ModelImporter &parent, const LayerEntry &entry,
+                const ModelTraits &traits)
+      : doc(parent.doc), ctx(parent.ctx), options(parent.options),
+        model(parent.model), traits(traits), layerOwners(parent.layerOwners),
+        modelName(entry.name), depth(parent.depth + 1), callerLoc(entry.loc),
+        callerClass(entry.className) {}
 
   mlir::OwningOpRef<mlir::ModuleOp> import();
 
@@ -83,6 +108,17 @@ private:
 
   LogicalResult readLayer(const json::Value &value, size_t index,
                           bool functional);
+  LogicalResult readLayerList(ConfigReader &modelConfig, bool functional,
+                              const json::Value *&layersValue);
+  LogicalResult claimLayerName(const LayerEntry &entry);
+  LogicalResult readNestedModel(LayerEntry &entry, ConfigReader &config);
+  LogicalResult checkFunctional(ConfigReader &modelConfig);
+  Tensor callNested(llvm::ArrayRef<Tensor> inputs);
+  LogicalResult nestedError(const llvm::Twine &message) {
+    model->emitLayerError(callerLoc, modelName, callerClass, message);
+    return failure();
+  }
+  LogicalResult runCalls();
   LogicalResult readNodes(LayerEntry &entry, ConfigReader &reader);
   LogicalResult readTensorRef(ConfigReader &reader, const json::Value &value,
                               TensorRef &out);
@@ -103,13 +139,26 @@ private:
   const ConfigDocument &doc;
   mlir::MLIRContext &ctx;
   const ImportOptions &options;
-  std::unique_ptr<ModelBuilder> model;
+  /// Shared by the root model and the models nested in it.
+  std::shared_ptr<ModelBuilder> model;
   /// The layer the loss takes its input from: errors about the loss and the
   /// model's output point there.
   std::optional<mlir::Location> outputLoc;
   std::vector<LayerEntry> layers;
   llvm::StringMap<size_t> layerIndex;
   ModelTraits traits;
+  /// Functional models: input_layers and output_layers.
+  std::vector<TensorRef> inputRefs, outputRefs;
+  /// The model that holds each layer that names variables or an input, over
+  /// the root and every nested model: the names must be unique across them.
+  std::shared_ptr<llvm::StringMap<std::string>> layerOwners;
+  /// Nested models: the model's layer name (empty for the root), how many
+  /// models enclose it, and its entry's location and class in the parent.
+  std::string modelName;
+  unsigned depth = 0;
+  std::optional<mlir::Location> callerLoc;
+  std::string callerClass;
+  bool functional = false;
 };
 
 //===----------------------------------------------------------------------===//
@@ -147,18 +196,142 @@ LogicalResult ModelImporter::readLayer(const json::Value &value, size_t index,
     entry.name = where;
   if (!layerIndex.try_emplace(entry.name, layers.size()).second)
     return fileError(&value, "duplicate layer name '" + entry.name + "'");
+  if (failed(claimLayerName(entry)))
+    return failure();
 
   // Fields of the entry, beside its config, are named as they are; fields of
   // the config are named without the `config.` prefix, as Keras names the
   // layer's arguments.
   ConfigReader reader(doc, value, *object, "", layerSink(entry));
   ConfigReader configReader(doc, *configValue, *config, "", layerSink(entry));
-  if (failed(createLayer(*model, entry, configReader, traits)))
+  if (isModelClass(className)
+          ? failed(readNestedModel(entry, configReader))
+          : failed(createLayer(*model, entry, configReader, traits)))
     return failure();
   if (functional && failed(readNodes(entry, reader)))
     return failure();
   layers.push_back(std::move(entry));
   return success();
+}
+
+/// Variables are named by their layer alone, as Keras names them, so a
+/// layer of a nested model may not take the name of a layer elsewhere.
+/// Inputs of nested models name nothing: their calls' inputs replace them.
+LogicalResult ModelImporter::claimLayerName(const LayerEntry &entry) {
+  if (isModelClass(entry.className) ||
+      (depth > 0 && entry.className == "InputLayer"))
+    return success();
+  auto [it, inserted] = layerOwners->try_emplace(entry.name, modelName);
+  if (inserted)
+    return success();
+  auto modelText = [](llvm::StringRef name) {
+    return name.empty() ? std::string("the outer model")
+                        : "nested model '" + name.str() + "'";
+  };
+  return fileError(entry.value,
+                   "layer name '" + entry.name + "' is used in " +
+                       modelText(it->second) + " and in " +
+                       modelText(modelName) +
+                       ": variables are named by their layer ('" + entry.name +
+                       "/kernel'), so layer names must be unique across "
+                       "nested models; rename one of them");
+}
+
+//===----------------------------------------------------------------------===//
+// Nested models
+//===----------------------------------------------------------------------===//
+
+LogicalResult ModelImporter::readNestedModel(LayerEntry &entry,
+                                             ConfigReader &config) {
+  // The nested model's trainable=False freezes every layer in it, at any
+  // depth, as base.trainable = False does in Keras.
+  ModelTraits nestedTraits = traits;
+  bool trainable = true;
+  if (failed(config.readBool("trainable", trainable)))
+    return failure();
+  nestedTraits.trainable = traits.trainable && trainable;
+  auto nested = std::make_shared<ModelImporter>(*this, entry, nestedTraits);
+  nested->functional = entry.className != "Sequential";
+  const json::Value *layersValue = nullptr;
+  if (failed(nested->readLayerList(config, nested->functional, layersValue)))
+    return failure();
+  if (nested->functional && failed(nested->checkFunctional(config)))
+    return failure();
+  // Its input is its call's; its batch is the outer model's.
+  config.ignore("build_input_shape");
+  entry.layer = builder::Layer([nested](llvm::ArrayRef<Tensor> inputs) {
+    return nested->callNested(inputs);
+  });
+  return success();
+}
+
+/// Adds the nested model's ops on `inputs`, one tensor per model input.
+/// Each call adds them anew, on the same variables: a nested model called
+/// twice shares its weights, as in Keras.
+Tensor ModelImporter::callNested(llvm::ArrayRef<Tensor> inputs) {
+  // The inputs of this call stand for the model's InputLayers: their shapes
+  // must agree, but for the batch.
+  auto checkInput = [&](const LayerEntry &input, Tensor given) {
+    llvm::ArrayRef<int64_t> shape = given.shape().drop_front();
+    if (!input.inputShape || shape == llvm::ArrayRef(*input.inputShape))
+      return success();
+    auto text = [](llvm::ArrayRef<int64_t> dims) {
+      std::string out;
+      llvm::raw_string_ostream os(out);
+      llvm::interleaveComma(dims, os);
+      return out;
+    };
+    return nestedError("input '" + input.name +
+                       "' of the nested model has "
+                       "shape (" +
+                       text(*input.inputShape) +
+                       ") without the batch, and the call gives (" +
+                       text(shape) + ")");
+  };
+  for (LayerEntry &entry : layers)
+    entry.outputs.clear();
+  if (!functional) {
+    if (inputs.size() != 1) {
+      (void)nestedError("a Sequential model takes one input, got " +
+                        llvm::Twine(inputs.size()));
+      return Tensor();
+    }
+    Tensor x = inputs[0];
+    size_t first = 0;
+    if (layers[0].inputShape) {
+      if (failed(checkInput(layers[0], x)))
+        return Tensor();
+      first = 1;
+    }
+    for (size_t i = first; i < layers.size(); ++i) {
+      LayerEntry &entry = layers[i];
+      if (entry.inputShape) {
+        (void)layerError(entry, "an InputLayer may only come first in a "
+                                "Sequential model");
+        return Tensor();
+      }
+      x = call(entry, {x});
+      if (!x)
+        return Tensor();
+    }
+    return x;
+  }
+  if (inputs.size() != inputRefs.size()) {
+    (void)nestedError("the nested model takes " +
+                      llvm::Twine(inputRefs.size()) + " input(s), got " +
+                      llvm::Twine(inputs.size()));
+    return Tensor();
+  }
+  for (auto [ref, given] : llvm::zip_equal(inputRefs, inputs)) {
+    LayerEntry &entry = layers[layerIndex.lookup(ref.layer)];
+    if (failed(checkInput(entry, given)))
+      return Tensor();
+    entry.outputs.push_back(given);
+  }
+  if (failed(runCalls()))
+    return Tensor();
+  const TensorRef &out = outputRefs.front();
+  return layers[layerIndex.lookup(out.layer)].outputs[out.node];
 }
 
 //===----------------------------------------------------------------------===//
@@ -375,8 +548,9 @@ LogicalResult ModelImporter::reportCycle(const std::vector<size_t> &done) {
       .error("inbound_nodes", "the layers form a cycle: " + cycle);
 }
 
-LogicalResult ModelImporter::buildFunctional(ConfigReader &modelConfig,
-                                             std::vector<Tensor> &outputs) {
+/// Checks the calls, input_layers and output_layers of a Functional model
+/// before any is made.
+LogicalResult ModelImporter::checkFunctional(ConfigReader &modelConfig) {
   for (LayerEntry &entry : layers) {
     ConfigReader reader = entryReader(entry);
     if (entry.inputShape && !entry.nodes.empty())
@@ -388,9 +562,34 @@ LogicalResult ModelImporter::buildFunctional(ConfigReader &modelConfig,
   }
 
   // Inputs in the order input_layers lists them: the order data is fed in.
-  std::vector<TensorRef> inputRefs, outputRefs;
   if (failed(readLayerRefs(modelConfig, "input_layers", inputRefs)) ||
       failed(readLayerRefs(modelConfig, "output_layers", outputRefs)))
+    return failure();
+  llvm::StringSet<> listed;
+  for (const TensorRef &ref : inputRefs) {
+    if (!layers[layerIndex.lookup(ref.layer)].inputShape)
+      return modelConfig.error("input_layers", "layer '" + ref.layer +
+                                                   "' is not an InputLayer");
+    if (!listed.insert(ref.layer).second)
+      return modelConfig.error("input_layers",
+                               "layer '" + ref.layer + "' is listed twice");
+  }
+  for (LayerEntry &entry : layers)
+    if (entry.inputShape && !listed.contains(entry.name))
+      return layerError(entry, "this InputLayer is not in the model's "
+                               "input_layers");
+  // A layer call has one output.
+  if (depth > 0 && outputRefs.size() != 1)
+    return modelConfig.error("output_layers",
+                             "a nested model with " +
+                                 llvm::Twine(outputRefs.size()) +
+                                 " outputs is not supported (only one)");
+  return success();
+}
+
+LogicalResult ModelImporter::buildFunctional(ConfigReader &modelConfig,
+                                             std::vector<Tensor> &outputs) {
+  if (failed(checkFunctional(modelConfig)))
     return failure();
   std::vector<FixedBatch> fixed;
   for (const TensorRef &ref : inputRefs) {
@@ -402,22 +601,21 @@ LogicalResult ModelImporter::buildFunctional(ConfigReader &modelConfig,
     return failure();
   for (const TensorRef &ref : inputRefs) {
     LayerEntry &entry = layers[layerIndex.lookup(ref.layer)];
-    if (!entry.inputShape)
-      return modelConfig.error("input_layers", "layer '" + ref.layer +
-                                                   "' is not an InputLayer");
-    if (!entry.outputs.empty())
-      return modelConfig.error("input_layers",
-                               "layer '" + ref.layer + "' is listed twice");
     entry.outputs.push_back(model->Input(
         *entry.inputShape, {.name = entry.name, .loc = entry.loc}));
     if (model->hasFailed())
       return failure();
   }
-  for (LayerEntry &entry : layers)
-    if (entry.inputShape && entry.outputs.empty())
-      return layerError(entry, "this InputLayer is not in the model's "
-                               "input_layers");
+  if (failed(runCalls()))
+    return failure();
+  for (const TensorRef &ref : outputRefs)
+    outputs.push_back(layers[layerIndex.lookup(ref.layer)].outputs[ref.node]);
+  outputLoc = layers[layerIndex.lookup(outputRefs.front().layer)].loc;
+  return success();
+}
 
+/// Makes every call of every layer, once the InputLayers have their tensor.
+LogicalResult ModelImporter::runCalls() {
   // Calls run in sweeps over the layers in file order, each layer making as
   // many of its calls, in order, as have their inputs: a topological order
   // that stays close to the file's. The sweeps are simulated: a layer is
@@ -482,10 +680,6 @@ LogicalResult ModelImporter::buildFunctional(ConfigReader &modelConfig,
       }
     } while (waitForNextCall(index));
   }
-
-  for (const TensorRef &ref : outputRefs)
-    outputs.push_back(layers[layerIndex.lookup(ref.layer)].outputs[ref.node]);
-  outputLoc = layers[layerIndex.lookup(outputRefs.front().layer)].loc;
   return success();
 }
 
@@ -518,6 +712,25 @@ LogicalResult ModelImporter::applyFixedBatch(llvm::ArrayRef<FixedBatch> fixed) {
 //===----------------------------------------------------------------------===//
 // Sequential models
 //===----------------------------------------------------------------------===//
+
+/// Reads the model's `layers`, each a layer or a nested model.
+LogicalResult ModelImporter::readLayerList(ConfigReader &modelConfig,
+                                           bool functional,
+                                           const json::Value *&layersValue) {
+  layersValue = modelConfig.getSet("layers");
+  if (!layersValue)
+    return modelConfig.missing("layers");
+  const json::Array *layerList = layersValue->getAsArray();
+  if (!layerList)
+    return modelConfig.error("layers",
+                             "expected a list, got " + describe(*layersValue));
+  if (layerList->empty())
+    return modelConfig.error("layers", "the model has no layers");
+  for (auto [index, value] : llvm::enumerate(*layerList))
+    if (failed(readLayer(value, index, functional)))
+      return failure();
+  return success();
+}
 
 LogicalResult ModelImporter::buildSequential(ConfigReader &modelConfig,
                                              const json::Value &layersValue,
@@ -600,7 +813,7 @@ mlir::OwningOpRef<mlir::ModuleOp> ModelImporter::import() {
   if (failed(rootReader.readString("class_name", className)))
     return nullptr;
   bool functional = className == "Functional" || className == "Model";
-  if (!functional && className != "Sequential") {
+  if (!isModelClass(className)) {
     (void)rootReader.unsupportedValue(
         "class_name", "expected a model: 'Functional', 'Model' or "
                       "'Sequential'");
@@ -617,19 +830,8 @@ mlir::OwningOpRef<mlir::ModuleOp> ModelImporter::import() {
   if (const json::Value *version = rootObject->get("keras_version"))
     if (std::optional<llvm::StringRef> text = version->getAsString())
       traits.tfKeras2 = text->starts_with("2.");
-  const json::Value *layersValue = modelConfig->getSet("layers");
-  if (!layersValue) {
+  if (!modelConfig->getSet("layers")) {
     (void)modelConfig->missing("layers");
-    return nullptr;
-  }
-  const json::Array *layerList = layersValue->getAsArray();
-  if (!layerList) {
-    (void)modelConfig->error("layers",
-                             "expected a list, got " + describe(*layersValue));
-    return nullptr;
-  }
-  if (layerList->empty()) {
-    (void)modelConfig->error("layers", "the model has no layers");
     return nullptr;
   }
 
@@ -637,12 +839,13 @@ mlir::OwningOpRef<mlir::ModuleOp> ModelImporter::import() {
   if (failed(readTraining(rootReader, options, training)))
     return nullptr;
 
-  model = std::make_unique<ModelBuilder>(
+  model = std::make_shared<ModelBuilder>(
       &ctx, name, options.batchSize.value_or(kDefaultBatchSize),
       doc.locate(&root));
-  for (auto [index, value] : llvm::enumerate(*layerList))
-    if (failed(readLayer(value, index, functional)))
-      return nullptr;
+  this->functional = functional;
+  const json::Value *layersValue = nullptr;
+  if (failed(readLayerList(*modelConfig, functional, layersValue)))
+    return nullptr;
   std::vector<Tensor> outputs;
   if (functional ? failed(buildFunctional(*modelConfig, outputs))
                  : failed(buildSequential(*modelConfig, *layersValue, outputs)))
