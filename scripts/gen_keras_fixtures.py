@@ -218,7 +218,7 @@ def nested_functional(keras, flavor):
 
 
 def nested_shared(keras, flavor):
-    # One nested model called on two inputs (shared weights): refused.
+    # One nested model called on two inputs: the calls share its weights.
     L = keras.layers
     inner = keras.Sequential([keras.Input(shape=(4,)), L.Dense(4)],
                              name="shared")
