@@ -15,6 +15,11 @@
 // as early in backward as it can: the order of the updates, and of the
 // all-reduce buckets built later, follows it.
 //
+// A frozen batch_norm (gamma and beta not trainable: Keras'
+// BatchNormalization with trainable = False) stays in inference mode in
+// @train_step; layers below it still train, through
+// batch_norm_inference_grad, dx = dy * gamma / sqrt(moving_variance + eps).
+//
 //===----------------------------------------------------------------------===//
 
 #include "compiler/Passes.h"
@@ -52,7 +57,8 @@ static SmallVector<unsigned> batchNormGradientOperands(BatchNormLike op) {
 }
 
 /// The operands of a forward op that receive a gradient, or nullopt when the
-/// op has no gradient rule. batch_norm is taken in training mode.
+/// op has no gradient rule. batch_norm is taken in training mode, or, when
+/// frozen, in inference mode, where gamma and beta (frozen) get none.
 static std::optional<SmallVector<unsigned>> gradientOperands(Operation *op) {
   using Result = std::optional<SmallVector<unsigned>>;
   return llvm::TypeSwitch<Operation *, Result>(op)
@@ -169,6 +175,16 @@ emitOperandGradients(OpBuilder &b, Operation *op, Value dy,
             give(i, SliceOp::create(b, loc, input.getType(), dy, axis, offset));
           offset += cast<RankedTensorType>(input.getType()).getDimSize(axis);
         }
+      })
+      .Case([&](BatchNormOp op) {
+        // A frozen batch_norm, in inference mode in @train_step too: its
+        // moving statistics, gamma and beta are constants, so only the
+        // input has a gradient (gamma and beta are frozen variables, which
+        // no gradient is wanted for).
+        if (wanted(0))
+          give(0, BatchNormInferenceGradOp::create(
+                      b, loc, dy, op.getMovingVariance(), op.getGamma(),
+                      op.getEpsilonAttr()));
       })
       .Case([&](BatchNormTrainOp op) {
         SmallVector<unsigned> operands = batchNormGradientOperands(op);
@@ -347,14 +363,9 @@ LogicalResult TrainingStepBuilder::plan() {
 
   for (Operation &op : body) {
     if (auto bn = dyn_cast<BatchNormOp>(op)) {
-      if (isFrozenBatchNorm(bn, symbols)) {
-        if (planned.needsGrad.contains(bn.getOutput()))
-          return bn.emitError(
-              "cannot backpropagate through a frozen batch_norm: with gamma "
-              "and beta not trainable it runs in inference mode, as Keras "
-              "runs a BatchNormalization layer with trainable = False, and "
-              "inference-mode batch norm has no gradient op");
-      } else {
+      // A frozen one stays in inference mode; gradients pass through it
+      // by batch_norm_inference_grad (see emitOperandGradients).
+      if (!isFrozenBatchNorm(bn, symbols)) {
         for (auto [name, stat] : {std::pair{"moving_mean", bn.getMovingMean()},
                                   {"moving_variance", bn.getMovingVariance()}})
           if (!stat.getDefiningOp<ReadVariableOp>())

@@ -32,7 +32,10 @@ def BuildTrainingStep : Pass<"graph-build-training-step", "::mlir::ModuleOp"> {
       (`conv2d/kernel/m`), zero-initialised, `trainable = false`.
     Frozen variables get no gradient, and nothing is computed that only
     feeds frozen variables (no input gradient below the first trainable
-    layer).
+    layer). A frozen `batch_norm` (gamma and beta not trainable: Keras'
+    `BatchNormalization` with `trainable = False`) stays in inference mode
+    in `@train_step`; a trainable layer below it gets its gradient through
+    `graph.batch_norm_inference_grad` (`dy * gamma / sqrt(var + eps)`).
   }];
   let dependentDialects = ["::mlir::graph::GraphDialect"];
 }

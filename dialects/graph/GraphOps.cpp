@@ -773,6 +773,32 @@ LogicalResult BatchNormGradOp::verify() {
                         input.getRank() ? input.getShape().back() : 0);
 }
 
+LogicalResult BatchNormInferenceGradOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &results) {
+  auto dy = rankedOperand(loc, adaptor.getOutputGrad(), "output_grad", -1);
+  if (failed(dy))
+    return failure();
+  if (dy->getRank() < 1)
+    return emitOptionalError(loc, "expects output_grad of rank >= 1");
+  int64_t channels = dy->getShape().back();
+  for (auto [v, name] : {std::pair{adaptor.getMovingVariance(),
+                                   StringRef("moving_variance")},
+                         {adaptor.getGamma(), StringRef("gamma")}}) {
+    if (!v)
+      continue;
+    auto type = rankedOperand(loc, v, name, 1);
+    if (failed(type))
+      return failure();
+    if (type->getDimSize(0) != channels)
+      return emitOptionalError(loc, name, " has ", type->getDimSize(0),
+                               " values, output_grad has ", channels,
+                               " channels");
+  }
+  results.push_back(*dy);
+  return success();
+}
+
 template <typename LossGradOp>
 static LogicalResult verifyLossGrad(LossGradOp op, bool sparse) {
   SmallVector<Type> scalar;

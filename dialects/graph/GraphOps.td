@@ -547,6 +547,27 @@ def Graph_BatchNormGradOp : Graph_Op<"batch_norm_grad", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Graph_BatchNormInferenceGradOp
+    : Graph_Op<"batch_norm_inference_grad", [Pure, InferTypeOpAdaptor]> {
+  let summary = "input gradient of inference-mode batch_norm";
+  let description = [{
+    `dx = dy * gamma / sqrt(moving_variance + epsilon)` per channel of the
+    last axis (gamma 1 when absent): batch_norm with its moving statistics,
+    gamma and beta held constant, as Keras runs a BatchNormalization layer
+    with trainable = False while the layers below it train. Nothing flows
+    to the statistics, gamma or beta: they are frozen.
+  }];
+  let arguments = (ins Graph_FloatTensor:$output_grad,
+                       Graph_FloatTensor:$moving_variance,
+                       Optional<Graph_FloatTensor>:$gamma,
+                       DefaultValuedAttr<F64Attr, "1.0e-3">:$epsilon);
+  let results = (outs Graph_FloatTensor:$input_grad);
+  let assemblyFormat = [{
+    $output_grad `,` $moving_variance (`gamma` $gamma^)? attr-dict
+    `:` functional-type(operands, results)
+  }];
+}
+
 class Graph_LossGradOp<string mnemonic, string what>
     : Graph_Op<mnemonic, [Pure]> {
   let summary = what;

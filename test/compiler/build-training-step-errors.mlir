@@ -125,28 +125,6 @@ graph.training @m loss = categorical_crossentropy optimizer = #graph.sgd<learnin
 
 // -----
 
-// A frozen batch norm (Keras: trainable = False) between two trainable
-// layers: its inference-mode gradient has no op.
-graph.variable @"dense/kernel" : tensor<3x2xf32> = #graph.init<glorot_uniform>
-graph.variable @"bn/gamma" : tensor<2xf32> = #graph.init<ones> {trainable = false}
-graph.variable @"bn/moving_mean" : tensor<2xf32> = #graph.init<zeros> {trainable = false}
-graph.variable @"bn/moving_variance" : tensor<2xf32> = #graph.init<ones> {trainable = false}
-graph.model @m {
-  %x = graph.input "input_layer" : tensor<4x3xf32>
-  %k = graph.read_variable @"dense/kernel" : tensor<3x2xf32>
-  %0 = graph.dense %x, %k : (tensor<4x3xf32>, tensor<3x2xf32>) -> tensor<4x2xf32>
-  %g = graph.read_variable @"bn/gamma" : tensor<2xf32>
-  %mm = graph.read_variable @"bn/moving_mean" : tensor<2xf32>
-  %mv = graph.read_variable @"bn/moving_variance" : tensor<2xf32>
-  // expected-error@+1 {{cannot backpropagate through a frozen batch_norm: with gamma and beta not trainable it runs in inference mode, as Keras runs a BatchNormalization layer with trainable = False, and inference-mode batch norm has no gradient op}}
-  %1 = graph.batch_norm %0, %mm, %mv gamma %g : (tensor<4x2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>) -> tensor<4x2xf32>
-  %2 = graph.softmax %1 : tensor<4x2xf32>
-  graph.output %2 : tensor<4x2xf32>
-}
-graph.training @m loss = categorical_crossentropy optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.0, nesterov = false> metrics = [] global_batch_size = 4
-
-// -----
-
 // Training-mode batch norm writes its moving statistics back: they must be
 // variables, not computed values.
 graph.variable @"dense/kernel" : tensor<3x2xf32> = #graph.init<glorot_uniform>

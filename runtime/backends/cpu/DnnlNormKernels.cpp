@@ -2,7 +2,8 @@
 //
 // batch_norm (moving statistics), batch_norm_train (batch statistics, plus
 // the moving-statistics update and 1/sqrt(var + epsilon) in own loops over
-// the channels) and batch_norm_grad. A [..., C] tensor is oneDNN's 2-D
+// the channels), batch_norm_grad and batch_norm_inference_grad (an own
+// loop: a per-channel scale). A [..., C] tensor is oneDNN's 2-D
 // [rows, C] (format nc), which is what NHWC is to a channel-last op.
 //
 // Optional gamma and beta follow the reference: the launch's `has_gamma`
@@ -360,12 +361,56 @@ Status makeBatchNormGrad(const KernelContext &ctx, const KernelConfig &,
   return Status::ok();
 }
 
+/// ins: dy, moving_variance, [gamma]; outs: dx. Inference-mode batch_norm's
+/// input gradient, dx = dy * gamma / sqrt(moving_variance + epsilon): a
+/// per-channel scale, so an own loop rather than a oneDNN primitive.
+Status makeBatchNormInferenceGrad(const KernelContext &,
+                                  const KernelConfig &cfg, const Tensors &ins,
+                                  const Tensors &outs, KernelFn &out) {
+  static constexpr const char *kName = "batch_norm_inference_grad";
+  if (Status s = vec::checkF32Operands(kName, ins, outs, 2, 3, 1); !s)
+    return s;
+  NormShape shape;
+  if (Status s = normShape(kName, ins[0], {&outs[0]}, refs(ins, 1, 3), shape);
+      !s)
+    return s;
+  double epsilon = cfg.getFloat("epsilon", 1e-3);
+  int64_t rows = shape.rows, channels = shape.channels;
+  out = [=](const KernelContext &ctx, const KernelConfig &, const Tensors &ins,
+            const Tensors &outs) {
+    useReplicaThreads(ctx);
+    // The statistics are variables: the scale is computed every step, in
+    // double like the reference, then rounded once.
+    std::vector<float> scale(channels);
+    const float *var = ins[1].f32();
+    const float *gamma = ins.size() == 3 ? ins[2].f32() : nullptr;
+    for (int64_t c = 0; c < channels; ++c)
+      scale[c] = static_cast<float>((gamma ? double(gamma[c]) : 1.0) /
+                                    std::sqrt(double(var[c]) + epsilon));
+    const float *dy = ins[0].f32(), *s = scale.data();
+    float *dx = outs[0].f32();
+#pragma omp parallel for schedule(static) if (rows * channels >=              \
+                                                  vec::kParallelElements)
+    for (int64_t r = 0; r < rows; ++r) {
+      const float *dyr = dy + r * channels;
+      float *dxr = dx + r * channels;
+#pragma omp simd
+      for (int64_t c = 0; c < channels; ++c)
+        dxr[c] = dyr[c] * s[c];
+    }
+    return Status::ok();
+  };
+  return Status::ok();
+}
+
 } // namespace
 
 void registerDnnlNormKernels(KernelRegistry &registry) {
   registry.addFactory("batch_norm", Backend::cpu, makeBatchNorm);
   registry.addFactory("batch_norm_train", Backend::cpu, makeBatchNormTrain);
   registry.addFactory("batch_norm_grad", Backend::cpu, makeBatchNormGrad);
+  registry.addFactory("batch_norm_inference_grad", Backend::cpu,
+                      makeBatchNormInferenceGrad);
 }
 
 } // namespace graph::runtime::cpu

@@ -1022,6 +1022,30 @@ Status batchNormGrad(const KernelContext &, const KernelConfig &,
   return Status::ok();
 }
 
+/// ins: dy, moving_variance, [gamma]; outs: dx. The input gradient of
+/// inference-mode batch_norm (a frozen Keras BatchNormalization), whose
+/// statistics are constants: dx = dy * gamma / sqrt(moving_variance + eps).
+Status batchNormInferenceGrad(const KernelContext &, const KernelConfig &cfg,
+                              const Tensors &ins, const Tensors &outs) {
+  static constexpr const char *kName = "batch_norm_inference_grad";
+  CHECK_ARITY(2, 3, 1);
+  REQUIRE(!ins[0].shape.empty(), "needs a ranked input");
+  int64_t c = ins[0].shape.back();
+  REQUIRE(outs[0].elements() == ins[0].elements(), "dy and dx differ in size");
+  for (size_t i = 1; i < ins.size(); ++i)
+    REQUIRE(ins[i].elements() == c, "statistics must match the last axis");
+  double eps = cfg.getFloat("epsilon", 1e-3);
+  Vec dy = load(ins[0]), var = load(ins[1]);
+  Vec gamma = ins.size() == 3 ? load(ins[2]) : Vec(c, 1.0);
+  Vec scale(c);
+  for (int64_t ch = 0; ch < c; ++ch)
+    scale[ch] = gamma[ch] / std::sqrt(var[ch] + eps);
+  for (size_t i = 0; i < dy.size(); ++i)
+    dy[i] *= scale[i % c];
+  store(outs[0], dy);
+  return Status::ok();
+}
+
 //===----------------------------------------------------------------------===//
 // Losses and metrics
 //
@@ -1482,6 +1506,7 @@ const Entry kKernels[] = {
     {"batch_norm", batchNorm},
     {"batch_norm_train", batchNormTrain},
     {"batch_norm_grad", batchNormGrad},
+    {"batch_norm_inference_grad", batchNormInferenceGrad},
     {"categorical_crossentropy", categoricalCrossentropy},
     {"sparse_categorical_crossentropy", sparseCategoricalCrossentropy},
     {"categorical_crossentropy_grad", categoricalCrossentropyGrad},

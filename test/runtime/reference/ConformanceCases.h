@@ -196,6 +196,8 @@ inline std::vector<Case> allCases() {
       {rnd({4, 2, 3}, 34), bx, rnd({3}, 30), rnd({3}, 35, 0.5, 2),
        rnd({3}, 32)},
       {{4, 2, 3}, {3}, {3}});
+  add("batch_norm_inference_grad", "gamma", bn,
+      {rnd({4, 2, 3}, 34), rnd({3}, 35, 0.5, 2), rnd({3}, 32)}, {{4, 2, 3}});
   Tensor probs = rnd({4, 3}, 36, 0.05, 1);
   Tensor oneHot = Tensor::f32({4, 3}, {0, 1, 0, 1, 0, 0, 0, 0, 1, 0, 1, 0});
   Tensor indices = Tensor::i32({4}, {1, 0, 2, 1});
@@ -411,6 +413,8 @@ inline std::vector<Case> allCases() {
   add("batch_norm_grad", "NHWC, no gamma", {},
       {rnd({2, 3, 4, 16}, 88), nx, rnd({16}, 85), rnd({16}, 89, 0.5, 2)},
       {{2, 3, 4, 16}, {16}, {16}});
+  add("batch_norm_inference_grad", "NHWC, no gamma", bn,
+      {rnd({2, 3, 4, 16}, 88), rnd({16}, 89, 0.5, 2)}, {{2, 3, 4, 16}});
   // Beta alone (Keras center without scale), as the compiler marks it, and
   // tf.keras 2's unbiased moving variance.
   KernelConfig shiftOnly = bn;

@@ -156,6 +156,36 @@ TEST_P(Conformance, RefusesMismatchedOperandsNamingTheKernel) {
   }
 }
 
+/// Inference-mode batch_norm's input gradient (a frozen Keras
+/// BatchNormalization) against its formula, dx = dy * gamma / sqrt(var +
+/// eps) per channel of the last axis, written out here rather than taken
+/// from the reference.
+TEST_P(Conformance, BatchNormInferenceGradMatchesItsFormula) {
+  Backend backend = GetParam();
+  const double eps = 1e-3;
+  KernelConfig cfg;
+  cfg.set("epsilon", eps);
+  for (bool withGamma : {true, false}) {
+    Tensor dy = rnd({3, 2, 5, 7}, 11, -2, 2);
+    Tensor var = rnd({7}, 12, 0.01, 3), gamma = rnd({7}, 13, -2, 2);
+    Tensor dx = Tensor::f32({3, 2, 5, 7});
+    std::vector<Tensor *> ins = {&dy, &var};
+    if (withGamma)
+      ins.push_back(&gamma);
+    Status s = launch("batch_norm_inference_grad", cfg, ins, {&dx}, {},
+                      backend);
+    ASSERT_TRUE(s.isOk()) << s.message();
+    std::vector<double> d = dy.values(), v = var.values(), g = gamma.values(),
+                        got = dx.values();
+    for (size_t i = 0; i < d.size(); ++i) {
+      size_t ch = i % 7;
+      double want = d[i] * (withGamma ? g[ch] : 1.0) / std::sqrt(v[ch] + eps);
+      EXPECT_NEAR(got[i], want, 1e-6 * std::max(1.0, std::abs(want)))
+          << (withGamma ? "gamma" : "no gamma") << " element " << i;
+    }
+  }
+}
+
 std::string backendLabel(const ::testing::TestParamInfo<Backend> &info) {
   return backendName(info.param);
 }

@@ -665,6 +665,7 @@ const std::vector<std::string> kLaunchable = {
     "avg_pool2d_grad",
     "batch_norm",
     "batch_norm_grad",
+    "batch_norm_inference_grad",
     "batch_norm_train",
     "bias_add",
     "bias_add_grad",

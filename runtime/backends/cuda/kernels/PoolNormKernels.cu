@@ -493,6 +493,23 @@ batchNormGradKernel(const float *__restrict__ dy, const float *__restrict__ x,
   }
 }
 
+/// Inference-mode batch_norm's input gradient, the statistics constant:
+/// dx = dy * gamma / sqrt(var + eps).
+__global__ void batchNormInferenceGradKernel(const float *__restrict__ dy,
+                                             const float *__restrict__ variance,
+                                             const float *gamma,
+                                             float *__restrict__ dx,
+                                             int64_t elements, int64_t c,
+                                             double epsilon) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < elements;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    int64_t ch = i % c;
+    double g = gamma ? gamma[ch] : 1.0f;
+    dx[i] = static_cast<float>(double(dy[i]) * g /
+                               sqrt(double(variance[ch]) + epsilon));
+  }
+}
+
 /// Checks [..., C] `x` against per-channel operands; returns C.
 Status channelsOf(const char *kName, const Tensors &ins, size_t first,
                   int64_t &c) {
@@ -645,6 +662,35 @@ Status batchNormGrad(const KernelContext &ctx, const KernelConfig &,
   return Status::ok();
 }
 
+/// ins: dy, moving_variance [, gamma]; outs: dx.
+Status batchNormInferenceGrad(const KernelContext &ctx, const KernelConfig &cfg,
+                              const Tensors &ins, const Tensors &outs,
+                              KernelFn &out) {
+  static constexpr const char *kName = "batch_norm_inference_grad";
+  RETURN_IF_ERROR(checkOperands(kName, ins, outs, 2, 3, 1));
+  int64_t c = 0;
+  RETURN_IF_ERROR(channelsOf(kName, ins, 1, c));
+  REQUIRE(outs[0].elements() == ins[0].elements(),
+          "input_grad " + shapeText(outs[0].shape) + " differs in size from " +
+              "output_grad " + shapeText(ins[0].shape));
+  CudaDeviceState *state = nullptr;
+  RETURN_IF_ERROR(deviceStateOf(kName, ctx, state));
+  const float *dy = ins[0].f32(), *variance = ins[1].f32();
+  const float *gamma = ins.size() == 3 ? ins[2].f32() : nullptr;
+  float *dx = outs[0].f32();
+  int64_t elements = ins[0].elements();
+  double epsilon = cfg.getFloat("epsilon", 1e-3);
+  out = [=](const KernelContext &, const KernelConfig &, const Tensors &,
+            const Tensors &) {
+    batchNormInferenceGradKernel<<<blocksFor(elements), kThreads, 0,
+                                   state->compute>>>(dy, variance, gamma, dx,
+                                                     elements, c, epsilon);
+    RETURN_IF_LAUNCH_FAILED("batchNormInferenceGradKernel");
+    return Status::ok();
+  };
+  return Status::ok();
+}
+
 } // namespace
 
 void registerPoolNormKernels() {
@@ -658,6 +704,8 @@ void registerPoolNormKernels() {
   r.addFactory("batch_norm", Backend::cuda, batchNorm);
   r.addFactory("batch_norm_train", Backend::cuda, batchNormTrain);
   r.addFactory("batch_norm_grad", Backend::cuda, batchNormGrad);
+  r.addFactory("batch_norm_inference_grad", Backend::cuda,
+               batchNormInferenceGrad);
 }
 
 } // namespace graph::runtime::cuda
