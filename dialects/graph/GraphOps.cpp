@@ -782,9 +782,9 @@ LogicalResult BatchNormInferenceGradOp::inferReturnTypes(
   if (dy->getRank() < 1)
     return emitOptionalError(loc, "expects output_grad of rank >= 1");
   int64_t channels = dy->getShape().back();
-  for (auto [v, name] : {std::pair{adaptor.getMovingVariance(),
-                                   StringRef("moving_variance")},
-                         {adaptor.getGamma(), StringRef("gamma")}}) {
+  for (auto [v, name] :
+       {std::pair{adaptor.getMovingVariance(), StringRef("moving_variance")},
+        {adaptor.getGamma(), StringRef("gamma")}}) {
     if (!v)
       continue;
     auto type = rankedOperand(loc, v, name, 1);

@@ -389,8 +389,8 @@ Status makeBatchNormInferenceGrad(const KernelContext &,
                                     std::sqrt(double(var[c]) + epsilon));
     const float *dy = ins[0].f32(), *s = scale.data();
     float *dx = outs[0].f32();
-#pragma omp parallel for schedule(static) if (rows * channels >=              \
-                                                  vec::kParallelElements)
+    bool parallel = rows * channels >= vec::kParallelElements;
+#pragma omp parallel for schedule(static) if (parallel)
     for (int64_t r = 0; r < rows; ++r) {
       const float *dyr = dy + r * channels;
       float *dxr = dx + r * channels;

@@ -172,8 +172,8 @@ TEST_P(Conformance, BatchNormInferenceGradMatchesItsFormula) {
     std::vector<Tensor *> ins = {&dy, &var};
     if (withGamma)
       ins.push_back(&gamma);
-    Status s = launch("batch_norm_inference_grad", cfg, ins, {&dx}, {},
-                      backend);
+    Status s =
+        launch("batch_norm_inference_grad", cfg, ins, {&dx}, {}, backend);
     ASSERT_TRUE(s.isOk()) << s.message();
     std::vector<double> d = dy.values(), v = var.values(), g = gamma.values(),
                         got = dx.values();
