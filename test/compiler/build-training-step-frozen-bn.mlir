@@ -25,10 +25,10 @@
 // CHECK-NEXT: %[[DK0:.*]] = graph.conv2d_grad_kernel %[[X]], %[[DC]]
 // CHECK-NOT: graph.conv2d_grad_input
 // CHECK-NOT: graph.batch_norm_grad
-// CHECK: graph.optimizer_update #graph.sgd<{{.*}}>(%{{.*}}, %{{.*}}) : (tensor<48x3xf32>
+// CHECK: graph.optimizer_update #graph.sgd<{{.*}}> params(%{{.*}} : tensor<48x3xf32>)
 // CHECK-NEXT: graph.assign_variable @"dense/kernel"
-// CHECK-NEXT: %[[NEW:.*]] = graph.optimizer_update #graph.sgd<{{.*}}>(%[[K0]], %[[DK0]])
-// CHECK-NEXT: graph.assign_variable @"conv2d/kernel" %[[NEW]]
+// CHECK-NEXT: %[[NEW:.*]] = graph.optimizer_update #graph.sgd<{{.*}}> params(%[[K0]] : tensor<3x3x2x3xf32>) grads(%[[DK0]] : tensor<3x3x2x3xf32>)
+// CHECK-NEXT: graph.assign_variable @"conv2d/kernel", %[[NEW]]
 // CHECK-NOT: graph.assign_variable
 // CHECK: graph.output
 // CHECK-LABEL: graph.model @eval_step
