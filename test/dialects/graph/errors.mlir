@@ -1025,6 +1025,29 @@ graph.model @m {
 // -----
 
 graph.model @m {
+  %dy = graph.input "dy" : tensor<2x4xf32>
+  %t = graph.input "t" : tensor<8xf32>
+  // expected-error@+2 {{moving_variance has 8 values, output_grad has 4 channels}}
+  // expected-error@+1 {{'graph.batch_norm_inference_grad' op failed to infer returned types}}
+  %dx = graph.batch_norm_inference_grad %dy, %t : (tensor<2x4xf32>, tensor<8xf32>) -> tensor<2x4xf32>
+  graph.output %dx : tensor<2x4xf32>
+}
+
+// -----
+
+graph.model @m {
+  %dy = graph.input "dy" : tensor<2x4xf32>
+  %s = graph.input "s" : tensor<4xf32>
+  %t = graph.input "t" : tensor<8xf32>
+  // expected-error@+2 {{gamma has 8 values, output_grad has 4 channels}}
+  // expected-error@+1 {{'graph.batch_norm_inference_grad' op failed to infer returned types}}
+  %dx = graph.batch_norm_inference_grad %dy, %s gamma %t : (tensor<2x4xf32>, tensor<4xf32>, tensor<8xf32>) -> tensor<2x4xf32>
+  graph.output %dx : tensor<2x4xf32>
+}
+
+// -----
+
+graph.model @m {
   %x = graph.input "x" : tensor<2x4xf32>
   %s = graph.input "s" : tensor<4xf32>
   // expected-error@+2 {{epsilon must be > 0, got 0}}

@@ -525,6 +525,24 @@ graph.model @batch_norm {
 
 // -----
 
+// batch_norm_inference_grad with and without gamma; epsilon prints unless it
+// is the default 1e-3.
+// CHECK-LABEL: graph.model @batch_norm_inference_grad {
+// CHECK-NEXT: %[[DY:.*]] = graph.input "dy" : tensor<8x5x5x16xf32>
+// CHECK-NEXT: %[[VAR:.*]] = graph.input "var" : tensor<16xf32>
+// CHECK-NEXT: %[[GAMMA:.*]] = graph.input "gamma" : tensor<16xf32>
+// CHECK-NEXT: %[[SCALED:.*]] = graph.batch_norm_inference_grad %[[DY]], %[[VAR]] gamma %[[GAMMA]] : (tensor<8x5x5x16xf32>, tensor<16xf32>, tensor<16xf32>) -> tensor<8x5x5x16xf32>
+// CHECK-NEXT: %[[BARE:.*]] = graph.batch_norm_inference_grad %[[SCALED]], %[[VAR]] {epsilon = 1.000000e-05 : f64} : (tensor<8x5x5x16xf32>, tensor<16xf32>) -> tensor<8x5x5x16xf32>
+// CHECK-NEXT: graph.output %[[BARE]] : tensor<8x5x5x16xf32>
+graph.model @batch_norm_inference_grad {
+  %dy = graph.input "dy" : tensor<8x5x5x16xf32>
+  %var = graph.input "var" : tensor<16xf32>
+  %gamma = graph.input "gamma" : tensor<16xf32>
+  %scaled = graph.batch_norm_inference_grad %dy, %var gamma %gamma : (tensor<8x5x5x16xf32>, tensor<16xf32>, tensor<16xf32>) -> tensor<8x5x5x16xf32>
+  %bare = graph.batch_norm_inference_grad %scaled, %var {epsilon = 1.0e-05 : f64} : (tensor<8x5x5x16xf32>, tensor<16xf32>) -> tensor<8x5x5x16xf32>
+  graph.output %bare : tensor<8x5x5x16xf32>
+}
+
 // categorical_crossentropy on probabilities and on logits.
 // CHECK-LABEL: graph.model @categorical_crossentropy {
 // CHECK-NEXT: %[[P:.*]] = graph.input "p" : tensor<8x10xf32>
