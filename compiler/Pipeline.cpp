@@ -62,10 +62,21 @@ static LogicalResult runPasses(ModuleOp module, const PipelineOptions &options,
 FailureOr<OwningOpRef<ModuleOp>>
 mlir::graphc::compileTraining(ModuleOp input, const PipelineOptions &options) {
   auto trainings = llvm::to_vector(input.getOps<graph::TrainingOp>());
+  // At the module's location, not on the module op: an op's diagnostic
+  // prints the op, and this one is the whole model.
+  if (trainings.empty())
+    return mlir::emitError(input.getLoc(),
+                           "graphc needs one graph.training op (the loss, "
+                           "optimizer and batch), and the module has none: "
+                           "Keras' to_json() does not record compile(), so "
+                           "import the model with --loss (and --optimizer)"),
+           failure();
   if (trainings.size() != 1)
-    return input.emitError("graphc needs one graph.training op (the loss, "
-                           "optimizer and batch): import the model with "
-                           "--loss and --optimizer"),
+    return mlir::emitError(trainings[1].getLoc(),
+                           "graphc needs one graph.training op, and this is "
+                           "the second")
+                   .attachNote(trainings[0].getLoc())
+               << "the first",
            failure();
   int64_t batch = trainings.front().getGlobalBatchSize();
   if (failed(checkTensorSizes(input)))

@@ -296,7 +296,15 @@ LogicalResult readTraining(ConfigReader &root, const ImportOptions &options,
                        "training options were given but the model has no "
                        "loss: it has no compile_config loss and no loss "
                        "option");
-    return success(); // The forward model alone.
+    // The forward model alone (graph-opt takes it); graphc will need a
+    // loss, and the user should hear why now.
+    llvm::errs() << "graph-import: note: the model has no loss (no "
+                    "compile_config loss, no --loss): the module holds the "
+                    "forward model only, and graphc needs a loss; Keras' "
+                    "to_json() does not record compile(), so pass --loss "
+                    "categorical_crossentropy or "
+                    "sparse_categorical_crossentropy (and --optimizer)\n";
+    return success();
   }
   training.loss = *loss;
   training.from_logits = options.fromLogits.value_or(fromLogits);
