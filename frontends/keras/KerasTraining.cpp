@@ -283,6 +283,9 @@ LogicalResult readTraining(ConfigReader &root, const ImportOptions &options,
     }
     // Execution settings (run_eagerly, jit_compile, steps_per_execution,
     // auto_scale_loss) do not change what is trained.
+    // compile() without an optimizer means RMSprop (Keras' default).
+    if (!optimizer)
+      optimizer = builder::RMSprop{};
   }
   // Without a compile_config the builder's metrics (accuracy) stay.
 
@@ -318,9 +321,9 @@ LogicalResult readTraining(ConfigReader &root, const ImportOptions &options,
     if (!optimizer || optimizer->index() != requested.index())
       optimizer = requested;
   }
-  // A model that was never compiled gets Adam with Keras' defaults (what the
-  // builder defaults to), not compile()'s RMSprop default: there is no
-  // compile() call to imitate.
+  // A model that was never compiled (no compile_config) gets Adam with
+  // Keras' defaults (what the builder defaults to), not compile()'s RMSprop
+  // default: there is no compile() call to imitate.
   training.optimizer = optimizer.value_or(builder::Adam{});
   if (options.learningRate)
     std::visit(
