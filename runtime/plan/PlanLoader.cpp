@@ -2,6 +2,7 @@
 
 #include "runtime/plan/PlanLoader.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -301,7 +302,17 @@ Status verifyPlan(const uint8_t *data, size_t size, const std::string &name,
   if (size < 8 || !plan::PlanBufferHasIdentifier(data))
     return Status::error(name + ": not a plan file (no 'GPLN' identifier): "
                                 "write one with graphc");
-  flatbuffers::Verifier verifier(data, size);
+  if (size >= FLATBUFFERS_MAX_BUFFER_SIZE)
+    return Status::error(name + ": " + std::to_string(size) +
+                         " bytes, more than a FlatBuffers plan can hold");
+  // The default limit of 1,000,000 tables rejects the plans of models with
+  // some 10,000 layers. A table takes at least 4 bytes, so size / 4 bounds
+  // what a well-formed buffer holds, and the verifier's time stays linear
+  // in the size.
+  flatbuffers::Verifier::Options options;
+  options.max_tables = static_cast<flatbuffers::uoffset_t>(
+      std::max<size_t>(options.max_tables, size / 4));
+  flatbuffers::Verifier verifier(data, size, options);
   if (!plan::VerifyPlanBuffer(verifier))
     return Status::error(name + ": corrupted plan: the FlatBuffers verifier "
                                 "rejects it; recompile it with graphc");

@@ -36,6 +36,8 @@ struct PlanSpec {
   int32_t numEvents = 1;
   bool withProgram = true;
   std::string variableName = "dense/bias";
+  /// More copies of the launch, as a model with many layers has.
+  int32_t extraLaunches = 0;
 };
 
 std::vector<uint8_t> buildPlan(const PlanSpec &s) {
@@ -76,10 +78,13 @@ std::vector<uint8_t> buildPlan(const PlanSpec &s) {
       ops.push_back(plan::CreateOp(b, plan::OpKind::wait,
                                    plan::StreamKind::copy, 0, 0, 0, 0, 0, 0));
     };
-    ops.push_back(plan::CreateOp(
-        b, plan::OpKind::launch, plan::StreamKind::compute, 0,
-        b.CreateString(s.kernel), b.CreateVector(std::vector<int32_t>{0, 1}),
-        b.CreateVector(std::vector<int32_t>{s.launchOut})));
+    auto kernel = b.CreateString(s.kernel);
+    auto launchIn = b.CreateVector(std::vector<int32_t>{0, 1});
+    auto launchOut = b.CreateVector(std::vector<int32_t>{s.launchOut});
+    for (int32_t i = 0; i <= s.extraLaunches; ++i)
+      ops.push_back(plan::CreateOp(b, plan::OpKind::launch,
+                                   plan::StreamKind::compute, 0, kernel,
+                                   launchIn, launchOut));
     if (s.waitBeforeRecord) {
       wait();
       record();
@@ -121,6 +126,13 @@ void expectFault(const PlanSpec &spec, const std::string &fragment) {
 
 TEST(PlanLoader, AcceptsAValidPlan) {
   Status s = check(buildPlan({}));
+  EXPECT_TRUE(s.isOk()) << s.message();
+}
+
+// FlatBuffers' verifier stops at 1,000,000 tables by default, which the
+// plan of a model with some 10,000 layers and four programs exceeds.
+TEST(PlanLoader, AcceptsAPlanOfMoreThanAMillionTables) {
+  Status s = check(buildPlan({.extraLaunches = 1100000}));
   EXPECT_TRUE(s.isOk()) << s.message();
 }
 
