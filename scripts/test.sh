@@ -13,10 +13,12 @@ passed=0 failed=0 skipped=0
 echo "== lit"
 lit_log="$build/lit.log"
 /usr/lib/llvm-22/bin/lit -sv "$build/test" 2>&1 | tee "$lit_log"
-count() { grep -E "^ +$1( Tests)?: +[0-9]+" "$lit_log" | grep -oE '[0-9]+' | head -1; }
+# lit pads the names to one width when it prints several ("Passed     :").
+count() { grep -E "^ +$1( Tests)? *: +[0-9]+" "$lit_log" | grep -oE ': +[0-9]+' | grep -oE '[0-9]+' | head -1; }
 lp=$(count Passed); lf=$(count Failed); lu=$(count Unsupported)
+lbad=$(( $(count 'Timed Out' || true) + $(count Unresolved || true) + $(count 'Unexpectedly Passed' || true) + 0 ))
 passed=$((passed + ${lp:-0}))
-failed=$((failed + ${lf:-0}))
+failed=$((failed + ${lf:-0} + lbad))
 skipped=$((skipped + ${lu:-0}))
 [[ -n "$lp$lf" ]] || { echo "lit ran no test"; failed=$((failed + 1)); }
 
