@@ -225,11 +225,16 @@ LogicalResult readMetrics(ConfigReader &compile,
         "CategoricalAccuracy",
         "SparseCategoricalAccuracy"};
     bool accuracy = name && llvm::is_contained(accuracyNames, *name);
-    if (!accuracy)
-      return compile.error(
-          "metrics", "unsupported metric " +
-                         (name ? "'" + name->str() + "'" : describe(metric)) +
-                         " (only accuracy is supported)");
+    if (!accuracy) {
+      // Built by appending: GCC 12 warns (-Wrestrict, a false positive) on
+      // "'" + std::string&&.
+      std::string what = "unsupported metric ";
+      if (name)
+        what.append("'").append(name->str()).append("'");
+      else
+        what.append(describe(metric));
+      return compile.error("metrics", what + " (only accuracy is supported)");
+    }
     if (!llvm::is_contained(out, "accuracy"))
       out.push_back("accuracy");
   }
