@@ -452,6 +452,22 @@ LogicalResult ConcatenateOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
+/// A batch norm's per-channel operand `v` (absent: nothing to check) has
+/// one value per channel of `of`, which has `channels`.
+static LogicalResult expectChannels(std::optional<Location> loc, Value v,
+                                    StringRef name, int64_t channels,
+                                    StringRef of) {
+  if (!v)
+    return success();
+  auto type = rankedOperand(loc, v, name, 1);
+  if (failed(type))
+    return failure();
+  if (type->getDimSize(0) != channels)
+    return emitOptionalError(loc, name, " has ", type->getDimSize(0),
+                             " values, ", of, " has ", channels, " channels");
+  return success();
+}
+
 LogicalResult BatchNormOp::inferReturnTypes(MLIRContext *,
                                             std::optional<Location> loc,
                                             Adaptor adaptor,
@@ -463,22 +479,14 @@ LogicalResult BatchNormOp::inferReturnTypes(MLIRContext *,
     return emitOptionalError(loc, "expects input of rank >= 2, got rank ",
                              input->getRank());
   int64_t channels = input->getShape().back();
-  auto expectChannels = [&](Value v, StringRef name) -> LogicalResult {
-    if (!v)
-      return success();
-    auto type = rankedOperand(loc, v, name, 1);
-    if (failed(type))
-      return failure();
-    if (type->getDimSize(0) != channels)
-      return emitOptionalError(loc, name, " has ", type->getDimSize(0),
-                               " values, the input has ", channels,
-                               " channels");
-    return success();
-  };
-  if (failed(expectChannels(adaptor.getMovingMean(), "moving_mean")) ||
-      failed(expectChannels(adaptor.getMovingVariance(), "moving_variance")) ||
-      failed(expectChannels(adaptor.getGamma(), "gamma")) ||
-      failed(expectChannels(adaptor.getBeta(), "beta")))
+  if (failed(expectChannels(loc, adaptor.getMovingMean(), "moving_mean",
+                            channels, "the input")) ||
+      failed(expectChannels(loc, adaptor.getMovingVariance(), "moving_variance",
+                            channels, "the input")) ||
+      failed(expectChannels(loc, adaptor.getGamma(), "gamma", channels,
+                            "the input")) ||
+      failed(expectChannels(loc, adaptor.getBeta(), "beta", channels,
+                            "the input")))
     return failure();
   double epsilon = adaptor.getEpsilon().convertToDouble();
   double momentum = adaptor.getMomentum().convertToDouble();
@@ -782,19 +790,11 @@ LogicalResult BatchNormInferenceGradOp::inferReturnTypes(
   if (dy->getRank() < 1)
     return emitOptionalError(loc, "expects output_grad of rank >= 1");
   int64_t channels = dy->getShape().back();
-  for (auto [v, name] :
-       {std::pair{adaptor.getMovingVariance(), StringRef("moving_variance")},
-        {adaptor.getGamma(), StringRef("gamma")}}) {
-    if (!v)
-      continue;
-    auto type = rankedOperand(loc, v, name, 1);
-    if (failed(type))
-      return failure();
-    if (type->getDimSize(0) != channels)
-      return emitOptionalError(loc, name, " has ", type->getDimSize(0),
-                               " values, output_grad has ", channels,
-                               " channels");
-  }
+  if (failed(expectChannels(loc, adaptor.getMovingVariance(), "moving_variance",
+                            channels, "output_grad")) ||
+      failed(expectChannels(loc, adaptor.getGamma(), "gamma", channels,
+                            "output_grad")))
+    return failure();
   results.push_back(*dy);
   return success();
 }

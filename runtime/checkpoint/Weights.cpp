@@ -4,6 +4,7 @@
 
 #include "runtime/checkpoint/KerasWeights.h"
 #include "runtime/core/Kernel.h"
+#include "runtime/plan/PlanLoader.h"
 
 #include <algorithm>
 #include <cctype>
@@ -15,10 +16,9 @@
 namespace graph::runtime::checkpoint {
 
 bool isOptimizerSlot(const MirroredVariables &variables, int v) {
-  const std::string &name = variables.name(v);
-  size_t slash = name.rfind('/');
-  return slash != std::string::npos &&
-         variables.find(name.substr(0, slash)) >= 0;
+  return isOptimizerSlotName(variables.name(v), [&](std::string_view prefix) {
+    return variables.find(std::string(prefix)) >= 0;
+  });
 }
 
 std::vector<int> modelWeights(const MirroredVariables &variables) {

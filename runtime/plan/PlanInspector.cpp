@@ -35,15 +35,16 @@ static std::string shapeText(const flatbuffers::Vector<int64_t> *shape) {
 std::string describePlan(const plan::Plan &p) {
   std::ostringstream os;
   // As Keras' model.summary(): the model's weights, trainable or not, and
-  // not the optimizer's slots, named "<variable>/<slot>".
+  // not the optimizer's slots.
   std::set<std::string> names;
   for (const plan::Variable *v : *p.variables())
     names.insert(v->name()->str());
   int64_t trainable = 0, frozen = 0, slots = 0;
   for (const plan::Variable *v : *p.variables()) {
-    std::string name = v->name()->str();
-    size_t slash = name.rfind('/');
-    if (slash != std::string::npos && names.count(name.substr(0, slash)))
+    if (isOptimizerSlotName(v->name()->string_view(),
+                            [&](std::string_view prefix) {
+                              return names.count(std::string(prefix)) > 0;
+                            }))
       slots += elementCount(v->shape());
     else
       (v->trainable() ? trainable : frozen) += elementCount(v->shape());

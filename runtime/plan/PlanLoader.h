@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace graph::runtime {
@@ -36,6 +37,16 @@ Status loadPlan(const std::string &path, LoadedPlan &out);
 /// Verifies and checks a plan in memory; `name` is used in messages.
 Status verifyPlan(const uint8_t *data, size_t size, const std::string &name,
                   const plan::Plan *&out);
+
+/// Whether `name` is an optimizer slot's: slots are named
+/// "<variable>/<slot>" (conv2d/kernel/m), so a name whose part before its
+/// last '/' names a variable (`isVariable(prefix)`) is one. Weights files
+/// and parameter counts leave slots out.
+template <typename IsVariable>
+bool isOptimizerSlotName(std::string_view name, IsVariable &&isVariable) {
+  size_t slash = name.rfind('/');
+  return slash != std::string_view::npos && isVariable(name.substr(0, slash));
+}
 
 /// The largest tensor a plan may hold, in bytes: more than any device
 /// holds, and far enough below 2^63 that the runtime's byte arithmetic

@@ -264,20 +264,28 @@ TEST(CudaConvAlgoCache, MeasuredChoicesAreKeptAndReadBack) {
     cuda::CudaDeviceState &state;
     ~Restore() { state.convAlgos = nullptr; }
   } restore{device->state()};
+  // Every convolution case against the reference; returns how many ran.
+  auto runConvolutions = [&](const std::string &how) {
+    int convs = 0;
+    for (Case c : conformanceCases()) {
+      if (c.kernel.rfind("conv2d", 0) != 0 && c.kernel != "fused_conv2d")
+        continue;
+      std::vector<Tensor> expected = runReference(c);
+      DeviceCase d;
+      EXPECT_NO_FATAL_FAILURE(prepare(*device, c, d));
+      EXPECT_NO_FATAL_FAILURE(runEager(*device, c, d));
+      if (::testing::Test::HasFatalFailure())
+        return convs;
+      expectNear(d.read(c), expected, toleranceFor(c.kernel),
+                 c.kernel + " (" + c.label + "), " + how);
+      ++convs;
+    }
+    return convs;
+  };
   cuda::ConvAlgoCache measured;
   device->state().convAlgos = &measured;
-  int convs = 0;
-  for (Case c : conformanceCases()) {
-    if (c.kernel.rfind("conv2d", 0) != 0 && c.kernel != "fused_conv2d")
-      continue;
-    std::vector<Tensor> expected = runReference(c);
-    DeviceCase d;
-    ASSERT_NO_FATAL_FAILURE(prepare(*device, c, d));
-    ASSERT_NO_FATAL_FAILURE(runEager(*device, c, d));
-    expectNear(d.read(c), expected, toleranceFor(c.kernel),
-               c.kernel + " (" + c.label + "), measured");
-    ++convs;
-  }
+  int convs = runConvolutions("measured");
+  ASSERT_FALSE(HasFatalFailure());
   ASSERT_GT(convs, 0);
   EXPECT_GT(measured.size(), 0u);
   EXPECT_TRUE(measured.dirty());
@@ -290,16 +298,8 @@ TEST(CudaConvAlgoCache, MeasuredChoicesAreKeptAndReadBack) {
   EXPECT_EQ(stale, 0);
   EXPECT_FALSE(reread.dirty());
   device->state().convAlgos = &reread;
-  for (Case c : conformanceCases()) {
-    if (c.kernel.rfind("conv2d", 0) != 0 && c.kernel != "fused_conv2d")
-      continue;
-    std::vector<Tensor> expected = runReference(c);
-    DeviceCase d;
-    ASSERT_NO_FATAL_FAILURE(prepare(*device, c, d));
-    ASSERT_NO_FATAL_FAILURE(runEager(*device, c, d));
-    expectNear(d.read(c), expected, toleranceFor(c.kernel),
-               c.kernel + " (" + c.label + "), from the file");
-  }
+  runConvolutions("from the file");
+  ASSERT_FALSE(HasFatalFailure());
   EXPECT_FALSE(reread.dirty()) << "a shape was measured again";
   EXPECT_EQ(reread.size(), measured.size());
 }
