@@ -145,7 +145,8 @@ emitOperandGradients(OpBuilder &b, Operation *op, Value dy,
         give(0, MaxPool2DGradOp::create(
                     b, loc, op.getInput().getType(), op.getInput(),
                     op.getOutput(), dy, op.getPoolSizeAttr(),
-                    op.getStridesAttr(), op.getPaddingAttr()));
+                    op.getStridesAttr(), op.getPaddingAttr(),
+                    /*relu_grad=*/UnitAttr()));
       })
       .Case([&](AvgPool2DOp op) {
         give(0, AvgPool2DGradOp::create(

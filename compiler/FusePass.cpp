@@ -1,12 +1,14 @@
 //===- FusePass.cpp - graph-fuse ------------------------------------------===//
 //
 // Rewrites every graph.model (the train and eval steps, and plain models)
-// into the fused ops the kernels implement, in four independent stages:
+// into the fused ops the kernels implement, in five independent stages:
 //   1. softmax + cross-entropy (+ its gradient and softmax_grad) ->
 //      softmax_cross_entropy;
 //   2. conv2d/dense + bias_add + relu/sigmoid/tanh -> fused_conv2d/fused_dense;
-//   3. chains of elementwise ops -> graph.elementwise;
-//   4. optimizer_updates with the same optimizer -> one multi-tensor update.
+//   3. max_pool2d_grad + the relu_grad of the pooled relu ->
+//      max_pool2d_grad {relu_grad};
+//   4. chains of elementwise ops -> graph.elementwise;
+//   5. optimizer_updates with the same optimizer -> one multi-tensor update.
 // Each stage only matches the unfused ops and leaves nothing it could match
 // again, so the pass is idempotent; every stage walks the block in order, so
 // it is deterministic.
@@ -262,7 +264,30 @@ static void fuseEpilogue(Operation *producer) {
 }
 
 //===----------------------------------------------------------------------===//
-// 3. elementwise chains
+// 3. relu gradients into max-pool gradients
+//===----------------------------------------------------------------------===//
+
+/// relu -> max_pool2d in the forward step makes max_pool2d_grad(x = the
+/// relu's output) -> relu_grad(saved = x) in the backward one. The pool's
+/// gradient kernel already reads x for every window, so it can zero the
+/// positions where x <= 0 in the same pass, and the relu's gradient, a
+/// second pass over the layer's largest tensor, goes away. Only when the
+/// pool's gradient has no other user: anything else reading it wants the
+/// gradient before the relu's.
+static void fuseReluGradIntoPoolGrad(ReluGradOp reluGrad) {
+  auto poolGrad = reluGrad.getOutputGrad().getDefiningOp<MaxPool2DGradOp>();
+  if (!poolGrad || poolGrad.getReluGrad() ||
+      poolGrad.getInput() != reluGrad.getSaved() ||
+      !poolGrad.getInputGrad().hasOneUse())
+    return;
+  poolGrad.setReluGrad(true);
+  poolGrad->setLoc(fusedLocation({poolGrad, reluGrad}));
+  reluGrad.getInputGrad().replaceAllUsesWith(poolGrad.getInputGrad());
+  reluGrad->erase();
+}
+
+//===----------------------------------------------------------------------===//
+// 4. elementwise chains
 //===----------------------------------------------------------------------===//
 
 /// Ops computed one element at a time from same-shaped operands, which a
@@ -339,7 +364,7 @@ static void fuseElementwiseGroup(ArrayRef<Operation *> group) {
 }
 
 //===----------------------------------------------------------------------===//
-// 4. optimizer updates
+// 5. optimizer updates
 //===----------------------------------------------------------------------===//
 
 /// Merges `updates` (same optimizer, in block order) into one multi-tensor
@@ -408,6 +433,9 @@ static void fuseModel(ModelOp model) {
       producers.push_back(&op);
   for (Operation *producer : producers)
     fuseEpilogue(producer);
+
+  for (ReluGradOp reluGrad : llvm::to_vector(block.getOps<ReluGradOp>()))
+    fuseReluGradIntoPoolGrad(reluGrad);
 
   // From the end, so that each group is rooted at its last op and grows
   // backwards as far as it can: groups are maximal and disjoint.

@@ -405,9 +405,16 @@ def Graph_Conv2DGradKernelOp : Graph_Op<"conv2d_grad_kernel", [Pure]> {
 
 def Graph_MaxPool2DGradOp : Graph_Op<"max_pool2d_grad", [Pure]> {
   let summary = "routes each output gradient to its window's first maximum";
+  let description = [{
+    With `relu_grad` (set by graph-fuse), `input` is a relu's output and the
+    op also applies that relu's gradient: the input gradient is zero where
+    `input <= 0`, as a following `relu_grad(dx, input)` would make it. One
+    pass over the pooled layer's activations instead of two.
+  }];
   let arguments = (ins Graph_FloatTensor:$input, Graph_FloatTensor:$output,
                        Graph_FloatTensor:$output_grad, Graph_Pair:$pool_size,
-                       Graph_Pair:$strides, Graph_PaddingAttr:$padding);
+                       Graph_Pair:$strides, Graph_PaddingAttr:$padding,
+                       UnitAttr:$relu_grad);
   let results = (outs Graph_FloatTensor:$input_grad);
   let assemblyFormat = [{
     $input `,` $output `,` $output_grad `pool_size` `=` $pool_size

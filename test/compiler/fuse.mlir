@@ -606,3 +606,46 @@ graph.model @update_used_early {
   graph.assign_variable @c, %pc : tensor<2xf32>
   graph.output %pc : tensor<2xf32>
 }
+
+// -----
+
+// max_pool2d_grad whose gradient feeds only the relu_grad of the pooled
+// relu: one max_pool2d_grad {relu_grad}, the relu_grad gone.
+
+// CHECK-LABEL: graph.model @pool_grad_relu_grad
+// CHECK-NEXT:    %[[X:.+]] = graph.input "x"
+// CHECK-NEXT:    %[[Y:.+]] = graph.input "y"
+// CHECK-NEXT:    %[[DY:.+]] = graph.input "dy"
+// CHECK-NEXT:    %[[DX:.+]] = graph.max_pool2d_grad %[[X]], %[[Y]], %[[DY]] pool_size = [2, 2] strides = [2, 2] padding = valid {relu_grad} : (tensor<2x4x4x8xf32>, tensor<2x2x2x8xf32>, tensor<2x2x2x8xf32>) -> tensor<2x4x4x8xf32>
+// CHECK-NEXT:    graph.output %[[DX]]
+graph.model @pool_grad_relu_grad {
+  %x = graph.input "x" : tensor<2x4x4x8xf32>
+  %y = graph.input "y" : tensor<2x2x2x8xf32>
+  %dy = graph.input "dy" : tensor<2x2x2x8xf32>
+  %0 = graph.max_pool2d_grad %x, %y, %dy pool_size = [2, 2] strides = [2, 2] padding = valid : (tensor<2x4x4x8xf32>, tensor<2x2x2x8xf32>, tensor<2x2x2x8xf32>) -> tensor<2x4x4x8xf32>
+  %1 = graph.relu_grad %0, %x : tensor<2x4x4x8xf32>
+  graph.output %1 : tensor<2x4x4x8xf32>
+}
+
+// -----
+
+// Not fused: the relu_grad masks with another tensor than the pool's input,
+// or the pool's gradient has a second user that wants it before the relu.
+
+// CHECK-LABEL: graph.model @pool_grad_relu_grad_not_fused
+// CHECK:         %[[DX:.+]] = graph.max_pool2d_grad {{.*}} padding = valid : (
+// CHECK-NEXT:    %[[R:.+]] = graph.relu_grad %[[DX]], %{{.+}} : tensor<2x4x4x8xf32>
+// CHECK-NEXT:    %[[DX2:.+]] = graph.max_pool2d_grad {{.*}} padding = valid : (
+// CHECK-NEXT:    %[[R2:.+]] = graph.relu_grad %[[DX2]], %{{.+}} : tensor<2x4x4x8xf32>
+// CHECK-NEXT:    graph.output %[[R]], %[[DX2]], %[[R2]]
+graph.model @pool_grad_relu_grad_not_fused {
+  %x = graph.input "x" : tensor<2x4x4x8xf32>
+  %z = graph.input "z" : tensor<2x4x4x8xf32>
+  %y = graph.input "y" : tensor<2x2x2x8xf32>
+  %dy = graph.input "dy" : tensor<2x2x2x8xf32>
+  %0 = graph.max_pool2d_grad %x, %y, %dy pool_size = [2, 2] strides = [2, 2] padding = valid : (tensor<2x4x4x8xf32>, tensor<2x2x2x8xf32>, tensor<2x2x2x8xf32>) -> tensor<2x4x4x8xf32>
+  %1 = graph.relu_grad %0, %z : tensor<2x4x4x8xf32>
+  %2 = graph.max_pool2d_grad %x, %y, %dy pool_size = [2, 2] strides = [2, 2] padding = valid : (tensor<2x4x4x8xf32>, tensor<2x2x2x8xf32>, tensor<2x2x2x8xf32>) -> tensor<2x4x4x8xf32>
+  %3 = graph.relu_grad %2, %x : tensor<2x4x4x8xf32>
+  graph.output %1, %2, %3 : tensor<2x4x4x8xf32>, tensor<2x4x4x8xf32>, tensor<2x4x4x8xf32>
+}

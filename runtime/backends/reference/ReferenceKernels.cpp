@@ -362,6 +362,7 @@ Status maxPool2d(const KernelContext &, const KernelConfig &cfg,
 
 /// ins: x, y, dy. Each dy goes to the first maximum of x in its window
 /// (row-major window order); y is not needed for that and only checked.
+/// With config relu_grad, dx is then zeroed where x <= 0.
 Status maxPool2dGrad(const KernelContext &, const KernelConfig &cfg,
                      const Tensors &ins, const Tensors &outs) {
   static constexpr const char *kName = "max_pool2d_grad";
@@ -386,6 +387,10 @@ Status maxPool2dGrad(const KernelContext &, const KernelConfig &cfg,
           if (at >= 0)
             dx[at] += dy[nhwc(n, oh, ow, c, g.h.out, g.w.out, g.c)];
         }
+  // Fused with the gradient of the relu that produced x (graph-fuse).
+  if (cfg.getInt("relu_grad", 0))
+    for (size_t i = 0; i < dx.size(); ++i)
+      dx[i] = x[i] > 0 ? dx[i] : 0.0;
   store(outs[0], dx);
   return Status::ok();
 }

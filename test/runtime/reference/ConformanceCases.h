@@ -359,6 +359,10 @@ inline std::vector<Case> allCases() {
        pool("valid", {2, 2}, {2, 2}),
        {3, 7, 5, 16},
        {3, 3, 2, 16}},
+      {"2x2 s2 same, odd input (partial windows)",
+       pool("same", {2, 2}, {2, 2}),
+       {2, 5, 7, 8},
+       {2, 3, 4, 8}},
       {"3x3 s3 same, padding before",
        pool("same", {3, 3}, {3, 3}),
        {2, 7, 7, 5},
@@ -370,6 +374,14 @@ inline std::vector<Case> allCases() {
     add("max_pool2d_grad", g.label, g.cfg,
         {distinct(g.x, 74), Tensor::f32(g.y), rnd(g.y, 76)}, {g.x});
     add("max_pool2d_grad", g.label + ", ties", g.cfg,
+        {ties(g.x, 75), Tensor::f32(g.y), rnd(g.y, 76)}, {g.x});
+    // Fused with the gradient of the relu that produced x (graph-fuse):
+    // half of x is negative, so the relu's zeros show.
+    KernelConfig relu = g.cfg;
+    relu.set("relu_grad", int64_t{1});
+    add("max_pool2d_grad", g.label + ", relu_grad", relu,
+        {distinct(g.x, 74), Tensor::f32(g.y), rnd(g.y, 76)}, {g.x});
+    add("max_pool2d_grad", g.label + ", ties, relu_grad", relu,
         {ties(g.x, 75), Tensor::f32(g.y), rnd(g.y, 76)}, {g.x});
     add("avg_pool2d", g.label, g.cfg, {rnd(g.x, 77)}, {g.y});
     add("avg_pool2d_grad", g.label, g.cfg, {rnd(g.y, 76)}, {g.x});

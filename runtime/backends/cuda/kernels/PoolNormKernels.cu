@@ -102,9 +102,12 @@ __global__ void maxPoolKernel(const float *__restrict__ x,
   }
 }
 
+/// With `reluGrad`, also the gradient of the relu that produced x: zero
+/// where x <= 0 (graph-fuse's max_pool2d_grad {relu_grad}).
 __global__ void maxPoolGradKernel(const float *__restrict__ x,
                                   const float *__restrict__ dy,
-                                  float *__restrict__ dx, Pool p) {
+                                  float *__restrict__ dx, Pool p,
+                                  bool reluGrad) {
   int64_t total = p.n * p.inH * p.inW * p.c;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
        i += int64_t(gridDim.x) * blockDim.x) {
@@ -120,7 +123,7 @@ __global__ void maxPoolGradKernel(const float *__restrict__ x,
       for (int64_t ox = ox0; ox <= ox1; ++ox)
         if (firstMaximum(x, p, b, oy, ox, ch) == i)
           sum += dy[p.outAt(b, oy, ox, ch)];
-    dx[i] = sum;
+    dx[i] = reluGrad && !(x[i] > 0.0f) ? 0.0f : sum;
   }
 }
 
@@ -232,10 +235,11 @@ Status maxPoolGrad(const KernelContext &ctx, const KernelConfig &cfg,
   const float *x = ins[0].f32(), *dy = ins[2].f32();
   float *dx = outs[0].f32();
   int64_t total = outs[0].elements();
+  bool reluGrad = cfg.getInt("relu_grad", 0) != 0;
   out = [=](const KernelContext &, const KernelConfig &, const Tensors &,
             const Tensors &) {
-    maxPoolGradKernel<<<blocksFor(total), kThreads, 0, state->compute>>>(x, dy,
-                                                                         dx, p);
+    maxPoolGradKernel<<<blocksFor(total), kThreads, 0, state->compute>>>(
+        x, dy, dx, p, reluGrad);
     RETURN_IF_LAUNCH_FAILED("maxPoolGradKernel");
     return Status::ok();
   };
