@@ -22,9 +22,9 @@ dnnl::stream &dnnlStream() {
   return stream;
 }
 
-ReplicaThreadsScope::ReplicaThreadsScope(const KernelContext &ctx)
+ReplicaThreadsScope::ReplicaThreadsScope(const KernelContext &ctx, int threads)
     : saved_(omp_get_max_threads()) {
-  omp_set_num_threads(threadsPerReplica(ctx.replicas));
+  omp_set_num_threads(threads > 0 ? threads : threadsPerReplica(ctx.replicas));
 }
 
 ReplicaThreadsScope::~ReplicaThreadsScope() { omp_set_num_threads(saved_); }
@@ -41,8 +41,18 @@ memory bind(const memory::desc &desc, void *data) {
 
 void DnnlLaunch::addReorder(std::vector<Step> &to, const memory &from,
                             const memory &dst) {
+  int threads =
+      static_cast<int64_t>(dst.get_desc().get_size()) < kSerialReorderBytes ? 1
+                                                                            : 0;
+  int saved = omp_get_max_threads();
+  if (threads > 0)
+    omp_set_num_threads(threads);
   dnnl::reorder::primitive_desc pd(from, dst, userScratchpad());
-  Step step{dnnl::reorder(pd), {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, dst}}, {}};
+  omp_set_num_threads(saved);
+  Step step{dnnl::reorder(pd),
+            {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, dst}},
+            {},
+            threads};
   step.args.emplace(DNNL_ARG_SCRATCHPAD,
                     memory(pd.scratchpad_desc(), dnnlEngine()));
   to.push_back(std::move(step));
@@ -66,9 +76,9 @@ memory DnnlLaunch::output(const memory::desc &want, const memory &user) {
 
 void DnnlLaunch::add(const dnnl::primitive &primitive,
                      const dnnl::primitive_desc_base &pd,
-                     std::unordered_map<int, memory> args) {
+                     std::unordered_map<int, memory> args, int threads) {
   args.emplace(DNNL_ARG_SCRATCHPAD, memory(pd.scratchpad_desc(), dnnlEngine()));
-  steps_.push_back({primitive, std::move(args), {}});
+  steps_.push_back({primitive, std::move(args), {}, threads});
 }
 
 void DnnlLaunch::addLoop(std::function<void()> loop) {
@@ -79,10 +89,14 @@ Status DnnlLaunch::operator()(const KernelContext &ctx, const KernelConfig &,
                               const std::vector<TensorRef> &,
                               const std::vector<TensorRef> &) const {
   useReplicaThreads(ctx);
+  const int replicaThreads = omp_get_max_threads();
   dnnl::stream &stream = dnnlStream();
   try {
     for (const std::vector<Step> *list : {&before_, &steps_, &after_})
       for (const Step &step : *list) {
+        // The CPU stream runs a primitive inside execute(), on the calling
+        // thread's OpenMP team size.
+        omp_set_num_threads(step.threads > 0 ? step.threads : replicaThreads);
         if (step.loop) {
           stream.wait();
           step.loop();
@@ -90,6 +104,7 @@ Status DnnlLaunch::operator()(const KernelContext &ctx, const KernelConfig &,
           step.primitive.execute(stream, step.args);
         }
       }
+    omp_set_num_threads(replicaThreads);
     stream.wait();
   } catch (const dnnl::error &e) {
     return Status::error(std::string(kernel_) + ": oneDNN failed: " + e.what());

@@ -43,7 +43,9 @@ dnnl::stream &dnnlStream();
 /// thread that will run it.
 class ReplicaThreadsScope {
 public:
-  explicit ReplicaThreadsScope(const KernelContext &ctx);
+  /// `threads` > 0 asks for that many instead of the replica's share (a
+  /// launch too small to be worth a parallel region: see kSerialMacs).
+  explicit ReplicaThreadsScope(const KernelContext &ctx, int threads = 0);
   ~ReplicaThreadsScope();
   ReplicaThreadsScope(const ReplicaThreadsScope &) = delete;
   ReplicaThreadsScope &operator=(const ReplicaThreadsScope &) = delete;
@@ -51,6 +53,15 @@ public:
 private:
   int saved_;
 };
+
+/// Launches smaller than these run on one thread. Each OpenMP parallel
+/// region ends in a barrier: a few microseconds on an idle machine, but with
+/// another busy process on the cores it waits until a descheduled thread
+/// runs again (milliseconds), so a step of many small parallel regions falls
+/// apart under contention. A weight reorder under 1 MiB or a matrix product
+/// under 2^21 multiply-adds takes tens of microseconds on one thread.
+constexpr int64_t kSerialReorderBytes = int64_t(1) << 20;
+constexpr int64_t kSerialMacs = int64_t(1) << 21;
 
 /// An attribute asking for a user-provided scratchpad (see the file
 /// comment).
@@ -74,10 +85,12 @@ public:
   /// The memory a primitive writes `user` through: `user` itself, or
   /// scratch that a reorder copies into `user` at the end of every run.
   dnnl::memory output(const dnnl::memory::desc &want, const dnnl::memory &user);
-  /// Appends `primitive` of `pd` with `args`, plus its scratchpad.
+  /// Appends `primitive` of `pd` with `args`, plus its scratchpad. It runs
+  /// on `threads` threads when > 0 (create it under a ReplicaThreadsScope
+  /// of as many), else on the replica's share.
   void add(const dnnl::primitive &primitive,
            const dnnl::primitive_desc_base &pd,
-           std::unordered_map<int, dnnl::memory> args);
+           std::unordered_map<int, dnnl::memory> args, int threads = 0);
   /// An own step between the primitives (a loop oneDNN has no primitive
   /// for), run in order with them.
   void addLoop(std::function<void()> loop);
@@ -91,6 +104,7 @@ private:
     dnnl::primitive primitive;
     std::unordered_map<int, dnnl::memory> args;
     std::function<void()> loop; // set instead of primitive for own steps
+    int threads = 0;            // > 0: runs on this many, not the replica's
   };
   void addReorder(std::vector<Step> &to, const dnnl::memory &from,
                   const dnnl::memory &dst);

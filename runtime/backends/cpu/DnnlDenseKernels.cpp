@@ -39,7 +39,10 @@ Status makeMatmul(const char *kName, const KernelContext &ctx,
                   const memory::desc &dst, void *dstData,
                   const dnnl::post_ops &ops, const TensorRef *bias,
                   KernelFn &out) {
-  ReplicaThreadsScope threads(ctx);
+  // A small product (the classifier's) runs on one thread: see kSerialMacs.
+  int64_t macs = src.dims()[0] * src.dims()[1] * weights.dims()[1];
+  int serial = macs < kSerialMacs ? 1 : 0;
+  ReplicaThreadsScope threads(ctx, serial);
   try {
     dnnl::primitive_attr attr = userScratchpad();
     attr.set_post_ops(ops);
@@ -57,7 +60,7 @@ Status makeMatmul(const char *kName, const KernelContext &ctx,
     if (bias)
       args.emplace(DNNL_ARG_BIAS, bind(biasDesc, bias->data));
     DnnlLaunch launch(kName);
-    launch.add(dnnl::matmul(pd), pd, std::move(args));
+    launch.add(dnnl::matmul(pd), pd, std::move(args), serial);
     out = std::move(launch);
   } catch (const dnnl::error &e) {
     return fail(kName, std::string("oneDNN refused the matmul: ") + e.what());
