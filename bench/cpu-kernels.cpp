@@ -1,175 +1,398 @@
-//===- cpu-kernels.cpp - the cpu backend's kernels on the seed model ------===//
+//===- cpu-kernels.cpp - a plan's training step, kernel by kernel ---------===//
 //
-// Times every oneDNN-backed launch, and the gradient norm, of one training
-// step of the seed Fashion-MNIST CNN (examples/fashion_mnist_cnn.json) at
-// its real shapes, instantiated through the kernel registry exactly as the
-// executor does, and prints milliseconds per launch and their sum: the part
-// of a step these kernels account for.
+// Times every launch of a plan's training step on the cpu backend, one
+// replica's share (device 0), each instantiated through the kernel registry
+// exactly as the executor does, and prints milliseconds per launch and their
+// sum: where a step's time goes.
 //
-//   cpu-kernels [--batch 256] [--replicas 1] [--reps 20]
+// With --floor it also prints the step's compute floor: every convolution
+// and dense launch of the step (forward, backward data, backward weights)
+// as one bare oneDNN primitive at the step's shapes, every memory in the
+// layout the primitive picks (format `any`: blocked activations and
+// weights, no reorder timed), back to back. A primitive is timed both ways
+// the cpu backend can run a step on this machine's threads -- the whole
+// batch on all threads, and half the batch on half the threads (one of two
+// replicas) -- and the faster counts. The sum is what a step of these
+// layers cannot go below without a faster convolution; bench scripts divide
+// it by the measured step time (the efficiency).
 //
-// --replicas N runs the per-replica batch (batch / N) on the thread share a
-// replica gets (threadsPerReplica), one replica at a time.
+//   cpu-kernels PLAN [--replicas 1] [--reps 20] [--floor]
+//
+// Buffers are filled with uniform [0, 1) values (integers with 0), so the
+// timings do not depend on the data, as for these kernels they should not.
 //
 //===----------------------------------------------------------------------===//
 
 #include "runtime/backends/cpu/CpuKernels.h"
+#include "runtime/backends/cpu/DnnlContext.h"
+#include "runtime/core/WindowGeometry.h"
+#include "runtime/plan/PlanLoader.h"
 
 #include <CLI/CLI.hpp>
+#include <omp.h>
+#include <oneapi/dnnl/dnnl.hpp>
 
 #include <chrono>
 #include <cstdio>
+#include <functional>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
 
 using namespace graph::runtime;
+using dnnl::memory;
 
 namespace {
 
-struct Launch {
-  std::string name, what;
-  KernelConfig cfg;
-  std::vector<std::vector<int64_t>> ins, outs;
-};
+using Shape = std::vector<int64_t>;
+using Clock = std::chrono::steady_clock;
 
-KernelConfig conv(const std::string &activation = "") {
-  KernelConfig cfg;
-  cfg.set("padding", std::string("valid"))
-      .set("strides", std::vector<int64_t>{1, 1})
-      .set("dilations", std::vector<int64_t>{1, 1});
-  if (!activation.empty())
-    cfg.set("activation", activation);
-  return cfg;
-}
-
-KernelConfig pool() {
-  KernelConfig cfg;
-  cfg.set("padding", std::string("valid"))
-      .set("strides", std::vector<int64_t>{2, 2})
-      .set("pool_size", std::vector<int64_t>{2, 2});
-  return cfg;
-}
-
-KernelConfig activation(const std::string &name) {
-  KernelConfig cfg;
-  cfg.set("activation", name);
-  return cfg;
-}
-
-/// The seed model's launches that the oneDNN half runs, batch `b`.
-std::vector<Launch> seedStep(int64_t b) {
-  using S = std::vector<int64_t>;
-  S x0{b, 28, 28, 1}, y1{b, 26, 26, 32}, p1{b, 13, 13, 32}, y2{b, 11, 11, 64},
-      p2{b, 5, 5, 64}, y3{b, 3, 3, 64}, f{b, 576}, d1{b, 64}, d2{b, 10};
-  S k1{3, 3, 1, 32}, k2{3, 3, 32, 64}, k3{3, 3, 64, 64}, w1{576, 64},
-      w2{64, 10};
-  return {
-      {"fused_conv2d", "conv 1", conv("relu"), {x0, k1, {32}}, {y1}},
-      {"max_pool2d", "pool 1", pool(), {y1}, {p1}},
-      {"fused_conv2d", "conv 2", conv("relu"), {p1, k2, {64}}, {y2}},
-      {"max_pool2d", "pool 2", pool(), {y2}, {p2}},
-      {"fused_conv2d", "conv 3", conv("relu"), {p2, k3, {64}}, {y3}},
-      {"fused_dense", "dense 1", activation("relu"), {f, w1, {64}}, {d1}},
-      {"fused_dense", "dense 2", activation("none"), {d1, w2, {10}}, {d2}},
-      {"dense_grad_kernel", "dense 2", {}, {d1, d2}, {w2}},
-      {"dense_grad_input", "dense 2", {}, {d2, w2}, {d1}},
-      {"dense_grad_kernel", "dense 1", {}, {f, d1}, {w1}},
-      {"dense_grad_input", "dense 1", {}, {d1, w1}, {f}},
-      {"conv2d_grad_kernel", "conv 3", conv(), {p2, y3}, {k3}},
-      {"conv2d_grad_input", "conv 3", conv(), {y3, k3}, {p2}},
-      {"max_pool2d_grad", "pool 2", pool(), {y2, p2, p2}, {y2}},
-      {"conv2d_grad_kernel", "conv 2", conv(), {p1, y2}, {k2}},
-      {"conv2d_grad_input", "conv 2", conv(), {y2, k2}, {p1}},
-      {"max_pool2d_grad", "pool 1", pool(), {y1, p1, p1}, {y1}},
-      {"conv2d_grad_kernel", "conv 1", conv(), {x0, y1}, {k1}},
-      // The NaN guard's part of the step: the norm of every gradient.
-      {"global_norm",
-       "grads",
-       {},
-       {k1, {32}, k2, {64}, k3, {64}, w1, {64}, w2, {10}},
-       {{}}},
-  };
-}
-
-int64_t elements(const std::vector<int64_t> &shape) {
+int64_t elements(const Shape &shape) {
   int64_t n = 1;
   for (int64_t d : shape)
     n *= d;
   return n;
 }
 
+/// Milliseconds per call of `fn` over `reps` calls, after 3 warm-up calls
+/// (first touch, JIT, caches).
+template <typename Fn> double timeIt(int reps, Fn &&fn) {
+  for (int i = 0; i < 3; ++i)
+    fn();
+  auto start = Clock::now();
+  for (int i = 0; i < reps; ++i)
+    fn();
+  return std::chrono::duration<double, std::milli>(Clock::now() - start)
+             .count() /
+         reps;
+}
+
+void fillUniform(float *data, int64_t n, std::mt19937 &gen) {
+  std::uniform_real_distribution<float> dist(0, 1);
+  for (int64_t i = 0; i < n; ++i)
+    data[i] = dist(gen);
+}
+
+//===----------------------------------------------------------------------===//
+// The floor: bare oneDNN primitives in the layouts they pick
+//===----------------------------------------------------------------------===//
+
+constexpr auto kF32 = memory::data_type::f32;
+constexpr auto kAny = memory::format_tag::any;
+
+/// A primitive with every memory allocated in its primitive descriptor's
+/// layout.
+struct BarePrimitive {
+  dnnl::primitive primitive;
+  std::unordered_map<int, memory> args;
+};
+
+memory filled(const memory::desc &desc, std::mt19937 &gen) {
+  memory m(desc, cpu::dnnlEngine());
+  fillUniform(static_cast<float *>(m.get_data_handle()),
+              static_cast<int64_t>(desc.get_size() / sizeof(float)), gen);
+  return m;
+}
+
+template <typename Primitive, typename PrimitiveDesc>
+BarePrimitive bare(const PrimitiveDesc &pd, std::vector<int> argKinds,
+                   std::mt19937 &gen) {
+  BarePrimitive b{Primitive(pd), {}};
+  for (int arg : argKinds)
+    b.args.emplace(arg,
+                   filled(pd.query_md(dnnl::query::exec_arg_md, arg), gen));
+  b.args.emplace(DNNL_ARG_SCRATCHPAD,
+                 memory(pd.scratchpad_desc(), cpu::dnnlEngine()));
+  return b;
+}
+
+memory::desc anyDesc(const memory::dims &dims) { return {dims, kF32, kAny}; }
+
+/// The convolution of a conv launch at batch `n`, or an error.
+Status convPrimitive(const std::string &kernel, const KernelConfig &cfg,
+                     const std::vector<Shape> &ins,
+                     const std::vector<Shape> &outs, int64_t n,
+                     std::mt19937 &gen, BarePrimitive &out) {
+  // NHWC input, HWIO kernel, NHWC output of the forward convolution.
+  Shape input, hwio;
+  if (kernel == "conv2d_grad_input")
+    input = outs[0], hwio = ins[1];
+  else if (kernel == "conv2d_grad_kernel")
+    input = ins[0], hwio = outs[0];
+  else
+    input = ins[0], hwio = ins[1];
+  input[0] = n;
+  WindowGeometry g;
+  if (Status s =
+          resolveWindow(kernel.c_str(), cfg, input, hwio[0], hwio[1], true, g);
+      !s)
+    return s;
+  memory::desc src = anyDesc({n, g.c, g.h.in, g.w.in});
+  memory::desc weights = anyDesc({hwio[3], g.c, g.h.window, g.w.window});
+  memory::desc dst = anyDesc({n, hwio[3], g.h.out, g.w.out});
+  memory::dims strides = cpu::dnnlStrides(g), dilations = cpu::dnnlDilations(g),
+               padL = cpu::dnnlPadBefore(g), padR = cpu::dnnlPadAfter(g);
+  bool fused = kernel == "fused_conv2d";
+  memory::desc bias({hwio[3]}, kF32, memory::format_tag::x);
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  dnnl::post_ops ops;
+  if (fused)
+    if (Status s = cpu::appendEpilogue(kernel.c_str(), cfg, ops); !s)
+      return s;
+  attr.set_post_ops(ops);
+  auto forward = [&](const dnnl::primitive_attr &a) {
+    return fused ? dnnl::convolution_forward::primitive_desc(
+                       {dnnl::prop_kind::forward_training,
+                        dnnl::algorithm::convolution_direct, src, weights, bias,
+                        dst, strides, dilations, padL, padR},
+                       a, cpu::dnnlEngine())
+                 : dnnl::convolution_forward::primitive_desc(
+                       {dnnl::prop_kind::forward_training,
+                        dnnl::algorithm::convolution_direct, src, weights, dst,
+                        strides, dilations, padL, padR},
+                       a, cpu::dnnlEngine());
+  };
+  dnnl::convolution_forward::primitive_desc hint = forward(attr);
+  if (kernel == "conv2d" || fused) {
+    std::vector<int> args = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST};
+    if (fused)
+      args.push_back(DNNL_ARG_BIAS);
+    out = bare<dnnl::convolution_forward>(hint, args, gen);
+  } else if (kernel == "conv2d_grad_input") {
+    dnnl::convolution_backward_data::primitive_desc pd(
+        {dnnl::algorithm::convolution_direct, src, weights, dst, strides,
+         dilations, padL, padR},
+        attr, cpu::dnnlEngine(), hint);
+    out = bare<dnnl::convolution_backward_data>(
+        pd, {DNNL_ARG_DIFF_DST, DNNL_ARG_WEIGHTS, DNNL_ARG_DIFF_SRC}, gen);
+  } else {
+    dnnl::convolution_backward_weights::primitive_desc pd(
+        {dnnl::algorithm::convolution_direct, src, weights, dst, strides,
+         dilations, padL, padR},
+        attr, cpu::dnnlEngine(), hint);
+    out = bare<dnnl::convolution_backward_weights>(
+        pd, {DNNL_ARG_SRC, DNNL_ARG_DIFF_DST, DNNL_ARG_DIFF_WEIGHTS}, gen);
+  }
+  return Status::ok();
+}
+
+/// The matmul of a dense launch with `rows` rows (the batch times the
+/// leading axes).
+Status densePrimitive(const std::string &kernel, const KernelConfig &cfg,
+                      const std::vector<Shape> &ins,
+                      const std::vector<Shape> &outs, double batchScale,
+                      std::mt19937 &gen, BarePrimitive &out) {
+  // [rows, k] input, [k, units] kernel of the forward dense.
+  const Shape &x = kernel == "dense_grad_input" ? outs[0] : ins[0];
+  const Shape &w = kernel == "dense_grad_kernel" ? outs[0] : ins[1];
+  int64_t k = w[0], units = w[1];
+  int64_t rows = static_cast<int64_t>(elements(x) / k * batchScale);
+  memory::dims a, b, c;
+  if (kernel == "dense" || kernel == "fused_dense")
+    a = {rows, k}, b = {k, units}, c = {rows, units};
+  else if (kernel == "dense_grad_input")
+    a = {rows, units}, b = {units, k}, c = {rows, k};
+  else
+    a = {k, rows}, b = {rows, units}, c = {k, units};
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  dnnl::post_ops ops;
+  bool fused = kernel == "fused_dense";
+  if (fused)
+    if (Status s = cpu::appendEpilogue(kernel.c_str(), cfg, ops); !s)
+      return s;
+  attr.set_post_ops(ops);
+  memory::desc bias({1, c[1]}, kF32, memory::format_tag::ab);
+  dnnl::matmul::primitive_desc pd(
+      fused ? dnnl::matmul::desc(anyDesc(a), anyDesc(b), bias, anyDesc(c))
+            : dnnl::matmul::desc(anyDesc(a), anyDesc(b), anyDesc(c)),
+      attr, cpu::dnnlEngine());
+  std::vector<int> args = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST};
+  if (fused)
+    args.push_back(DNNL_ARG_BIAS);
+  out = bare<dnnl::matmul>(pd, args, gen);
+  return Status::ok();
+}
+
+bool isConv(const std::string &k) {
+  return k == "conv2d" || k == "fused_conv2d" || k == "conv2d_grad_input" ||
+         k == "conv2d_grad_kernel";
+}
+bool isDense(const std::string &k) {
+  return k == "dense" || k == "fused_dense" || k == "dense_grad_input" ||
+         k == "dense_grad_kernel";
+}
+
+/// Milliseconds of the bare primitive of a conv or dense launch on
+/// `threads` threads with its batch scaled by `batchScale`.
+Status timeFloor(const std::string &kernel, const KernelConfig &cfg,
+                 const std::vector<Shape> &ins, const std::vector<Shape> &outs,
+                 double batchScale, int threads, int reps, double &ms) {
+  std::mt19937 gen(1);
+  int saved = omp_get_max_threads();
+  omp_set_num_threads(threads);
+  BarePrimitive p;
+  Status s = Status::ok();
+  try {
+    if (isConv(kernel)) {
+      const Shape &input = kernel == "conv2d_grad_input" ? outs[0] : ins[0];
+      s = convPrimitive(kernel, cfg, ins, outs,
+                        static_cast<int64_t>(input[0] * batchScale), gen, p);
+    } else {
+      s = densePrimitive(kernel, cfg, ins, outs, batchScale, gen, p);
+    }
+    if (s) {
+      dnnl::stream stream(cpu::dnnlEngine());
+      ms = timeIt(reps, [&] {
+        p.primitive.execute(stream, p.args);
+        stream.wait();
+      });
+    }
+  } catch (const dnnl::error &e) {
+    s = Status::error(kernel + ": oneDNN: " + e.what());
+  }
+  omp_set_num_threads(saved);
+  return s;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
-  CLI::App app{"Times the cpu backend's oneDNN kernels on the seed model"};
-  int64_t batch = 256;
+  CLI::App app{"Times a plan's training step on the cpu backend, kernel by "
+               "kernel, and (--floor) its conv/dense compute floor"};
+  std::string planPath;
   int replicas = 1, reps = 20;
-  app.add_option("--batch", batch, "global batch");
-  app.add_option("--replicas", replicas, "replicas sharing the threads")
+  bool floor = false;
+  app.add_option("plan", planPath, "plan file (graphc's output)")->required();
+  app.add_option("--replicas", replicas,
+                 "the training program for this many replicas")
       ->check(CLI::PositiveNumber);
   app.add_option("--reps", reps, "timed runs per launch")
       ->check(CLI::PositiveNumber);
+  app.add_flag("--floor", floor,
+               "also time each conv/dense launch as a bare oneDNN primitive "
+               "in its best layout");
   CLI11_PARSE(app, argc, argv);
-  if (batch % replicas != 0) {
+
+  LoadedPlan loaded;
+  if (Status s = loadPlan(planPath, loaded); !s) {
+    std::fprintf(stderr, "cpu-kernels: %s\n", s.message().c_str());
+    return 1;
+  }
+  const graph::plan::Program *program = nullptr;
+  for (const graph::plan::Program *p : *loaded.plan->programs())
+    if (p->kind() == graph::plan::ProgramKind::train &&
+        p->replicas() == replicas)
+      program = p;
+  if (!program) {
     std::fprintf(stderr,
-                 "cpu-kernels: --batch %lld is not divisible by "
-                 "--replicas %d\n",
-                 static_cast<long long>(batch), replicas);
+                 "cpu-kernels: %s has no training program for %d replicas "
+                 "(graphc --replicas)\n",
+                 planPath.c_str(), replicas);
     return 1;
   }
 
   cpu::registerCpuKernels();
   KernelContext ctx;
   ctx.replicas = replicas;
-  int64_t b = batch / replicas;
-  std::printf("batch %lld per replica, %d thread(s)\n",
-              static_cast<long long>(b), cpu::threadsPerReplica(replicas));
-  std::printf("%-20s %-8s %10s\n", "kernel", "layer", "ms");
+  int threads = cpu::threadsPerReplica(replicas);
+  int allThreads = cpu::threadsPerReplica(1);
+  std::printf("plan %s, %d replica(s), device 0: %d thread(s)\n",
+              planPath.c_str(), replicas, threads);
+  std::printf("%-4s %-24s %-28s %9s%s\n", "op", "kernel", "output", "ms",
+              floor ? "   floor ms" : "");
   std::mt19937 gen(1);
-  std::uniform_real_distribution<float> dist(-1, 1);
-  double total = 0;
-  for (Launch &l : seedStep(b)) {
+  double total = 0, floorTotal = 0;
+  std::map<std::string, double> byKernel;
+  const auto &buffers = *program->buffers();
+  for (uint32_t i = 0; i < program->ops()->size(); ++i) {
+    const graph::plan::Op *op = program->ops()->Get(i);
+    if (op->kind() != graph::plan::OpKind::launch || op->device() != 0)
+      continue;
+    std::string name = op->kernel()->str();
+    KernelConfig cfg = KernelConfig::fromPlan(op->config());
     std::vector<std::vector<float>> storage;
     std::vector<TensorRef> ins, outs;
-    auto make = [&](const std::vector<int64_t> &shape,
-                    std::vector<TensorRef> &to) {
-      storage.emplace_back(elements(shape));
-      for (float &v : storage.back())
-        v = dist(gen);
-      to.push_back({nullptr, shape, graph::plan::DType::f32});
+    std::vector<Shape> inShapes, outShapes;
+    auto make = [&](int32_t index, std::vector<TensorRef> &to,
+                    std::vector<Shape> &shapes) {
+      const graph::plan::Buffer *b = buffers[index];
+      Shape shape(b->shape()->begin(), b->shape()->end());
+      int64_t bytes = elements(shape) * dtypeBytes(b->dtype());
+      storage.emplace_back((bytes + 3) / 4 + 1);
+      if (b->dtype() == graph::plan::DType::f32)
+        fillUniform(storage.back().data(), elements(shape), gen);
+      else
+        std::fill(storage.back().begin(), storage.back().end(), 0.0f);
+      to.push_back({storage.back().data(), shape, b->dtype()});
+      shapes.push_back(shape);
     };
-    storage.reserve(l.ins.size() + l.outs.size());
-    for (const auto &s : l.ins)
-      make(s, ins);
-    for (const auto &s : l.outs)
-      make(s, outs);
-    for (size_t i = 0; i < ins.size(); ++i)
-      ins[i].data = storage[i].data();
-    for (size_t i = 0; i < outs.size(); ++i)
-      outs[i].data = storage[ins.size() + i].data();
+    size_t count = (op->ins() ? op->ins()->size() : 0) +
+                   (op->outs() ? op->outs()->size() : 0);
+    storage.reserve(count); // TensorRefs point into it
+    if (op->ins())
+      for (int32_t b : *op->ins())
+        make(b, ins, inShapes);
+    if (op->outs())
+      for (int32_t b : *op->outs())
+        make(b, outs, outShapes);
     KernelFn fn;
-    if (Status s = KernelRegistry::global().instantiate(
-            l.name, Backend::cpu, ctx, l.cfg, ins, outs, fn);
+    if (Status s = KernelRegistry::global().instantiate(name, Backend::cpu, ctx,
+                                                        cfg, ins, outs, fn);
         !s) {
-      std::fprintf(stderr, "cpu-kernels: %s\n", s.message().c_str());
+      std::fprintf(stderr, "cpu-kernels: op %u: %s\n", i, s.message().c_str());
       return 1;
     }
-    for (int i = 0; i < 3; ++i) // warm-up: first-touch, jit, caches
-      (void)fn(ctx, l.cfg, ins, outs);
-    auto start = std::chrono::steady_clock::now();
-    for (int i = 0; i < reps; ++i)
-      if (Status s = fn(ctx, l.cfg, ins, outs); !s) {
-        std::fprintf(stderr, "cpu-kernels: %s\n", s.message().c_str());
+    Status failed = Status::ok();
+    double ms = timeIt(reps, [&] {
+      if (Status s = fn(ctx, cfg, ins, outs); !s)
+        failed = s;
+    });
+    if (!failed) {
+      std::fprintf(stderr, "cpu-kernels: op %u: %s\n", i,
+                   failed.message().c_str());
+      return 1;
+    }
+    total += ms;
+    byKernel[name] += ms;
+    std::string output = outShapes.empty() ? "" : shapeText(outShapes[0]);
+    std::printf("%-4u %-24s %-28s %9.3f", i, name.c_str(), output.c_str(), ms);
+    if (floor && (isConv(name) || isDense(name))) {
+      // The step's shapes are device 0's share of the batch: the whole
+      // batch is `replicas` times that.
+      double whole = 0, half = 0;
+      if (Status s = timeFloor(name, cfg, inShapes, outShapes, replicas,
+                               allThreads, reps, whole);
+          !s) {
+        std::fprintf(stderr, "\ncpu-kernels: op %u: %s\n", i,
+                     s.message().c_str());
         return 1;
       }
-    double ms = std::chrono::duration<double, std::milli>(
-                    std::chrono::steady_clock::now() - start)
-                    .count() /
-                reps;
-    total += ms;
-    std::printf("%-20s %-8s %10.3f\n", l.name.c_str(), l.what.c_str(), ms);
+      double best = whole;
+      if (allThreads > 1) {
+        if (Status s = timeFloor(name, cfg, inShapes, outShapes, replicas / 2.0,
+                                 allThreads / 2, reps, half);
+            !s) {
+          std::fprintf(stderr, "\ncpu-kernels: op %u: %s\n", i,
+                       s.message().c_str());
+          return 1;
+        }
+        best = std::min(whole, half);
+      }
+      floorTotal += best;
+      std::printf(" %10.3f", best);
+    }
+    std::printf("\n");
   }
-  std::printf("%-29s %10.3f\n", "total", total);
+  std::printf("\nby kernel (ms per step on device 0):\n");
+  for (const auto &[name, ms] : byKernel)
+    std::printf("  %-26s %9.3f\n", name.c_str(), ms);
+  std::printf("total %.3f ms\n", total);
+  if (floor)
+    std::printf("floor %.3f ms (conv/dense primitives, best layout, the "
+                "faster of %d thread(s) x whole batch and %d x half)\n",
+                floorTotal, allThreads, std::max(1, allThreads / 2));
   return 0;
 }

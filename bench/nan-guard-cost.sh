@@ -35,4 +35,5 @@ run "default guard, again"
 run "--no-nan-guard, again" --no-nan-guard
 echo
 echo "the gradient norm as a kernel (one replica's share of the threads):"
-"$build/bin/cpu-kernels" --batch 256 --replicas 2 --reps 50 | grep -E "^(batch|global_norm|total)"
+"$build/bin/cpu-kernels" "$work/m.plan" --replicas 2 --reps 50 |
+  grep -E "^(plan|[0-9]+ +global_norm|total)"

@@ -15,7 +15,9 @@ prints, last, the wall seconds from start (torch.compile's compilation
 included) to the first evaluation at or above --target-accuracy, or "not
 reached".
 
---device cuda runs on the GPU; --compile wraps the model in torch.compile.
+--device cuda runs on the GPU; --compile wraps the model in torch.compile;
+--channels-last keeps the model's weights and the input in PyTorch's
+channels_last memory format (NHWC, oneDNN's layout on CPU).
 """
 import argparse
 import time
@@ -32,6 +34,8 @@ parser.add_argument("--batch", type=int, default=256)
 parser.add_argument("--device", default="cpu", help="cpu or cuda")
 parser.add_argument("--compile", action="store_true",
                     help="train the torch.compile'd model")
+parser.add_argument("--channels-last", action="store_true",
+                    help="weights and input in channels_last memory format")
 parser.add_argument("--data-dir", default=None,
                     help="Fashion-MNIST IDX files: time to --target-accuracy")
 parser.add_argument("--target-accuracy", type=float, default=0.90)
@@ -45,6 +49,9 @@ device = torch.device(args.device)
 if device.type == "cpu":
     torch.set_num_threads(2)  # what bench/cpu-train-vs-pytorch.sh compares
 model = fashion_peers.torch_seed_cnn(nn).to(device)
+memory_format = (torch.channels_last if args.channels_last
+                 else torch.contiguous_format)
+model = model.to(memory_format=memory_format)
 optimizer = torch.optim.Adam(model.parameters(), lr=0.001, eps=1e-7)
 loss_fn = nn.CrossEntropyLoss()
 forward = torch.compile(model) if args.compile else model
@@ -56,7 +63,7 @@ def sync():
 
 
 def train_step(images, labels):
-    x = images.permute(0, 3, 1, 2).contiguous()
+    x = images.permute(0, 3, 1, 2).contiguous(memory_format=memory_format)
     optimizer.zero_grad(set_to_none=True)
     loss = loss_fn(forward(x), labels)
     loss.backward()
