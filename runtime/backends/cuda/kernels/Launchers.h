@@ -41,7 +41,8 @@ struct NhwcPadding {
   int64_t paddedElements() const { return n * paddedH() * paddedW() * c; }
 };
 
-/// Writes all of `padded`: `x` inside, zeros around. cuDNN pads
+/// Writes all of `padded`: `x` inside, zeros around (negative amounts crop
+/// `x`: graph.pad uses it both ways). cuDNN pads
 /// symmetrically only; TensorFlow's `same` padding of an odd total puts the
 /// extra row and column after.
 cudaError_t launchPadNhwc(const float *x, float *padded,
