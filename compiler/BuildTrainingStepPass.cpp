@@ -69,7 +69,7 @@ static std::optional<SmallVector<unsigned>> gradientOperands(Operation *op) {
       .Case<ReluOp, SigmoidOp, TanhOp, EluOp, LeakyReluOp, GeluOp, SoftmaxOp,
             DropoutOp, MaxPool2DOp, AvgPool2DOp, GlobalAvgPool2DOp, FlattenOp,
             ReshapeOp, PadOp, ClippedReluOp, SiluOp, HardSigmoidOp, HardSiluOp,
-            ScaleShiftOp, AvgPool2DGradOp>(
+            ScaleShiftOp, AvgPool2DGradOp, TransposeOp>(
           [](Operation *) { return SmallVector<unsigned>{0}; })
       .Case<AddOp, ConcatenateOp, MultiplyOp, MaximumOp>([](Operation *op) {
         return llvm::to_vector(llvm::seq<unsigned>(0, op->getNumOperands()));
@@ -204,6 +204,14 @@ emitOperandGradients(OpBuilder &b, Operation *op, Value dy,
         give(0, AvgPool2DOp::create(b, loc, op.getOutputGrad().getType(), dy,
                                     op.getPoolSizeAttr(), op.getStridesAttr(),
                                     op.getPaddingAttr()));
+      })
+      .Case([&](TransposeOp op) {
+        ArrayRef<int64_t> perm = op.getPermutation();
+        SmallVector<int64_t> inverse(perm.size());
+        for (auto [d, axis] : llvm::enumerate(perm))
+          inverse[axis] = static_cast<int64_t>(d);
+        give(0,
+             TransposeOp::create(b, loc, op.getInput().getType(), dy, inverse));
       })
       .Case([&](PadOp op) {
         // Cropping what was padded and padding what was cropped.

@@ -22,6 +22,7 @@ Outputs (paths relative to the repository root):
     test/frontends/keras/Inputs/pad_crop.json
     test/frontends/keras/Inputs/activations_merges.json
     test/frontends/keras/Inputs/pool_upsample.json
+    test/frontends/keras/Inputs/permute.json
     test/frontends/keras/fixtures/fashion_mnist_cnn.keras
     test/frontends/keras/fixtures/residual_concat.keras
   tf2:
@@ -291,6 +292,21 @@ def pool_upsample(keras, flavor):
     return keras.Model(inputs, outputs)
 
 
+def permute(keras, flavor):
+    # Permute of an image (H and W swapped, then channels first) and of a
+    # sequence.
+    L = keras.layers
+    inputs = keras.Input(shape=(4, 5, 3))
+    x = L.Conv2D(2, 1)(inputs)
+    x = L.Permute((2, 1, 3))(x)
+    x = L.Permute((3, 1, 2))(x)
+    x = L.Reshape((10, 4))(x)
+    x = L.Permute((2, 1))(x)
+    x = L.Flatten()(x)
+    outputs = L.Dense(3, activation="softmax")(x)
+    return keras.Model(inputs, outputs)
+
+
 def layer_shapes(model):
     """Each layer's output shape, as Keras computes it."""
     return {layer.name: list(layer.output.shape) for layer in model.layers}
@@ -384,6 +400,7 @@ def run_keras3(args):
         ("pad_crop", pad_crop),
         ("activations_merges", activations_merges),
         ("pool_upsample", pool_upsample),
+        ("permute", permute),
     ]
     for name, build in layers:
         if args.only and name not in args.only:

@@ -336,6 +336,37 @@ LogicalResult PadOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
+LogicalResult TransposeOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &results) {
+  auto input = rankedOperand(loc, adaptor.getInput(), "input", -1);
+  if (failed(input))
+    return failure();
+  ArrayRef<int64_t> perm = adaptor.getPermutation();
+  int64_t rank = input->getRank();
+  if (static_cast<int64_t>(perm.size()) != rank)
+    return emitOptionalError(loc, "expects a permutation of ", rank,
+                             " axes, got ", perm.size());
+  SmallVector<bool> seen(rank, false);
+  SmallVector<int64_t> shape;
+  for (int64_t axis : perm) {
+    if (axis < 0 || axis >= rank || seen[axis]) {
+      std::string text;
+      for (int64_t a : perm)
+        text += (text.empty() ? "" : ", ") + std::to_string(a);
+      return emitOptionalError(loc, "[", text, "] is not a permutation of 0..",
+                               rank - 1);
+    }
+    seen[axis] = true;
+    shape.push_back(input->getDimSize(axis));
+  }
+  if (rank >= 1 && perm[0] != 0)
+    return emitOptionalError(loc, "may not move the batch axis");
+  results.push_back(RankedTensorType::get(shape, input->getElementType()));
+  return success();
+}
+
 LogicalResult DenseOp::inferReturnTypes(MLIRContext *,
                                         std::optional<Location> loc,
                                         Adaptor adaptor,

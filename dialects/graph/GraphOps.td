@@ -229,6 +229,25 @@ def Graph_PadOp : Graph_Op<"pad", [Pure, InferTypeOpAdaptor]> {
   }];
 }
 
+def Graph_TransposeOp : Graph_Op<"transpose", [Pure, InferTypeOpAdaptor]> {
+  let summary = "permutes the axes: output axis d is input axis permutation[d]";
+  let description = [{
+    Keras Permute (whose `dims` leave the batch axis first). The gradient is
+    the transpose by the inverse permutation.
+    ```mlir
+    %y = graph.transpose %x permutation = [0, 2, 1, 3]
+        : tensor<8x4x5x3xf32> -> tensor<8x5x4x3xf32>
+    ```
+  }];
+  let arguments = (ins Graph_FloatTensor:$input,
+                       DenseI64ArrayAttr:$permutation);
+  let results = (outs Graph_FloatTensor:$output);
+  let assemblyFormat = [{
+    $input `permutation` `=` $permutation attr-dict
+    `:` type($input) `->` type($output)
+  }];
+}
+
 def Graph_DenseOp : Graph_Op<"dense", [Pure, InferTypeOpAdaptor]> {
   let summary = "matrix product over the last axis: x[..., K] * kernel[K, N]";
   let description = [{

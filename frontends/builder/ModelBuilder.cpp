@@ -528,6 +528,33 @@ Layer ModelBuilder::UpSampling2D(UpSampling2DOptions o) {
       });
 }
 
+Layer ModelBuilder::Permute(PermuteOptions o) {
+  return makeLayer(
+      "Permute", "permute", o, 1, 1,
+      [this, o](LayerContext &layer, llvm::ArrayRef<Tensor> in) -> Tensor {
+        LAYER_EMITTER(layer);
+        int64_t rank = static_cast<int64_t>(in[0].shape().size());
+        SmallVector<int64_t> permutation{0};
+        SmallVector<bool> seen(rank, false);
+        bool valid = static_cast<int64_t>(o.dims.size()) == rank - 1;
+        for (int64_t d : o.dims) {
+          valid = valid && d >= 1 && d < rank && !seen[d];
+          if (!valid)
+            break;
+          seen[d] = true;
+          permutation.push_back(d);
+        }
+        if (!valid)
+          return emit.error("dims " + shapeText(o.dims) +
+                            " is not a permutation of 1.." +
+                            llvm::Twine(rank - 1) + " for an input of rank " +
+                            llvm::Twine(rank)),
+                 Tensor();
+        return Tensor(emit.inferred<TransposeOp>(
+            in[0].getValue(), ArrayRef<int64_t>(permutation)));
+      });
+}
+
 Layer ModelBuilder::ZeroPadding2D(Padding2DOptions o) {
   return makeLayer(
       "ZeroPadding2D", "zero_padding2d", o, 1, 1,

@@ -126,6 +126,11 @@ struct GlobalPool2DOptions : LayerOptions {
   bool keepdims = false;
 };
 
+struct PermuteOptions : LayerOptions {
+  /// Keras' dims: a permutation of 1..rank-1 (the batch axis stays first).
+  std::vector<int64_t> dims;
+};
+
 struct UpSampling2DOptions : LayerOptions {
   std::array<int64_t, 2> size = {2, 2};
 };
@@ -252,6 +257,8 @@ public:
   /// size[0] x size[1] times, which is size[0] * size[1] times the adjoint
   /// of average pooling (avg_pool2d_grad) with that window and stride.
   Layer UpSampling2D(UpSampling2DOptions options);
+  /// Permutes the axes after the batch (graph.transpose).
+  Layer Permute(PermuteOptions options);
   /// Zeros around H and W of an NHWC input (graph.pad).
   Layer ZeroPadding2D(Padding2DOptions options);
   /// Drops rows and columns at the borders of H and W (graph.pad with

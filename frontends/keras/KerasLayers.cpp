@@ -72,7 +72,7 @@ constexpr llvm::StringLiteral kSupportedActivations =
 constexpr llvm::StringLiteral kSupportedLayers =
     "InputLayer, Conv2D, Dense, MaxPooling2D, AveragePooling2D, "
     "GlobalAveragePooling2D, GlobalMaxPooling2D, UpSampling2D, "
-    "ZeroPadding2D, Cropping2D, Flatten, Reshape, "
+    "ZeroPadding2D, Cropping2D, Permute, Flatten, Reshape, "
     "Activation, ReLU, Softmax, "
     "ELU, LeakyReLU, Dropout, BatchNormalization, Add, Concatenate, "
     "Multiply, Subtract, Average, Maximum, Rescaling";
@@ -470,6 +470,16 @@ LogicalResult createLayer(builder::ModelBuilder &model, LayerEntry &entry,
         failed(c.checkNoOtherFields()))
       return failure();
     entry.layer = model.UpSampling2D(o);
+    return success();
+  }
+
+  if (cls == "Permute") {
+    builder::PermuteOptions o;
+    if (failed(readCommon(entry, c, modelTrainable, o)) ||
+        failed(c.readInts("dims", o.dims, true)) ||
+        failed(c.checkNoOtherFields()))
+      return failure();
+    entry.layer = model.Permute(o);
     return success();
   }
 

@@ -5,10 +5,11 @@ Regenerate (TensorFlow 2.21, Keras 3.15.1; the test itself needs neither):
   KERAS_BACKEND=tensorflow /work/venvs/keras-tf/bin/python \
       test/compare/keras_new_layers_one_step.py test/compare/Inputs/new_layers
 
-A tiny model through the layers of issue 14: Conv2D, Rescaling, ZeroPadding2D,
+A tiny model through the layers of issue 14: Conv2D, Rescaling,
+UpSampling2D, ZeroPadding2D,
 ReLU(max_value=6), hard_swish, a second Conv2D, Multiply, Subtract, swish,
 Average, hard_sigmoid, ReLU(max_value, negative_slope, threshold), Maximum,
-Cropping2D, then Flatten and Dense(3, softmax); sparse categorical
+Cropping2D, Permute, then Flatten and Dense(3, softmax); sparse categorical
 cross-entropy, SGD(0.1). The Rescaling spreads the first convolution's
 output over [-10, 10] or so, so that the ReLU caps, hard_swish's and
 hard_sigmoid's ends and the thresholds are all crossed. Writes to DIR:
@@ -42,6 +43,7 @@ def main():
     inputs = keras.Input((6, 6, 2), name="input_layer")
     x = L.Conv2D(3, 3, padding="same", name="conv2d")(inputs)
     x = L.Rescaling(10.0, offset=1.0, name="rescaling")(x)
+    x = L.UpSampling2D((2, 1), name="up_sampling2d")(x)
     x = L.ZeroPadding2D(((1, 0), (0, 2)), name="zero_padding2d")(x)
     a = L.ReLU(max_value=6.0, name="re_lu")(x)
     b = L.Activation("hard_swish", name="hard_swish")(x)
@@ -55,6 +57,7 @@ def main():
                name="re_lu_1")(c)
     mx = L.Maximum(name="maximum")([avg, hs, r])
     y = L.Cropping2D(((1, 1), (1, 0)), name="cropping2d")(mx)
+    y = L.Permute((2, 1, 3), name="permute")(y)
     y = L.Flatten(name="flatten")(y)
     outputs = L.Dense(3, activation="softmax", name="dense")(y)
     model = keras.Model(inputs, outputs)

@@ -211,6 +211,61 @@ Status padFactory(const KernelContext &, const KernelConfig &cfg,
   return Status::ok();
 }
 
+/// Output axis d is input axis permutation[d]: a gather per output row.
+Status transposeFactory(const KernelContext &, const KernelConfig &cfg,
+                        const Tensors &ins, const Tensors &outs,
+                        KernelFn &out) {
+  static constexpr const char *kName = "transpose";
+  if (Status s = checkF32Operands(kName, ins, outs, 1, 1, 1); !s)
+    return s;
+  const std::vector<int64_t> &in = ins[0].shape, &res = outs[0].shape;
+  std::vector<int64_t> perm = cfg.getInts("permutation");
+  size_t rank = in.size();
+  if (rank == 0 || res.size() != rank || perm.size() != rank)
+    return kernelError(kName, "permutation, input " + shapeText(in) +
+                                  " and output " + shapeText(res) +
+                                  " need one entry per axis");
+  std::vector<bool> seen(rank, false);
+  for (size_t d = 0; d < rank; ++d) {
+    if (perm[d] < 0 || perm[d] >= static_cast<int64_t>(rank) || seen[perm[d]])
+      return kernelError(kName, "permutation is not one of 0.." +
+                                    std::to_string(rank - 1));
+    seen[perm[d]] = true;
+    if (res[d] != in[perm[d]])
+      return kernelError(kName, "output " + shapeText(res) +
+                                    " is not the permuted input " +
+                                    shapeText(in));
+  }
+  std::vector<int64_t> stride(rank, 1), from(rank); // input strides
+  for (size_t d = rank; d-- > 1;)
+    stride[d - 1] = stride[d] * in[d];
+  for (size_t d = 0; d < rank; ++d)
+    from[d] = stride[perm[d]]; // input stride of output axis d
+  int64_t width = res[rank - 1],
+          rows = outs[0].elements() / std::max<int64_t>(width, 1);
+  out = [res, from, rows, width](const KernelContext &ctx, const KernelConfig &,
+                                 const Tensors &ins, const Tensors &outs) {
+    useReplicaThreads(ctx);
+    const float *x = ins[0].f32();
+    float *y = outs[0].f32();
+    size_t outer = res.size() - 1;
+    int64_t step = from[outer];
+#pragma omp parallel for schedule(static) if (rows * width >= kParallelElements)
+    for (int64_t r = 0; r < rows; ++r) {
+      int64_t source = 0, rest = r;
+      for (size_t d = outer; d-- > 0;) {
+        source += (rest % res[d]) * from[d];
+        rest /= res[d];
+      }
+      float *to = y + r * width;
+      for (int64_t w = 0; w < width; ++w)
+        to[w] = x[source + w * step];
+    }
+    return Status::ok();
+  };
+  return Status::ok();
+}
+
 } // namespace
 
 void registerVectorShapeKernels(KernelRegistry &registry) {
@@ -219,6 +274,7 @@ void registerVectorShapeKernels(KernelRegistry &registry) {
   registry.addFactory("concatenate", Backend::cpu, concatenateFactory);
   registry.addFactory("slice", Backend::cpu, sliceFactory);
   registry.addFactory("pad", Backend::cpu, padFactory);
+  registry.addFactory("transpose", Backend::cpu, transposeFactory);
 }
 
 } // namespace graph::runtime::cpu

@@ -962,6 +962,43 @@ Status slice(const KernelContext &, const KernelConfig &cfg, const Tensors &ins,
   return Status::ok();
 }
 
+/// Output axis d is input axis permutation[d].
+Status transpose(const KernelContext &, const KernelConfig &cfg,
+                 const Tensors &ins, const Tensors &outs) {
+  static constexpr const char *kName = "transpose";
+  CHECK_ARITY(1, 1, 1);
+  const std::vector<int64_t> &in = ins[0].shape, &out = outs[0].shape;
+  std::vector<int64_t> perm = cfg.getInts("permutation");
+  size_t rank = in.size();
+  REQUIRE(out.size() == rank && perm.size() == rank, "ranks differ");
+  std::vector<bool> seen(rank, false);
+  for (size_t d = 0; d < rank; ++d) {
+    REQUIRE(perm[d] >= 0 && perm[d] < static_cast<int64_t>(rank) &&
+                !seen[perm[d]],
+            "not a permutation");
+    seen[perm[d]] = true;
+    REQUIRE(out[d] == in[perm[d]], "output shape is not the permuted input");
+  }
+  std::vector<int64_t> stride(rank, 1); // of the input
+  for (size_t d = rank; d-- > 1;)
+    stride[d - 1] = stride[d] * in[d];
+  Vec x = load(ins[0]), y(outs[0].elements());
+  std::vector<int64_t> index(rank, 0); // output coordinates
+  for (size_t i = 0; i < y.size(); ++i) {
+    int64_t source = 0;
+    for (size_t d = 0; d < rank; ++d)
+      source += index[d] * stride[perm[d]];
+    y[i] = x[source];
+    for (size_t d = rank; d-- > 0;) {
+      if (++index[d] < out[d])
+        break;
+      index[d] = 0;
+    }
+  }
+  store(outs[0], y);
+  return Status::ok();
+}
+
 /// Zero-pads (positive `low`/`high` amounts) or crops (negative) each axis:
 /// output[i] = input[i - low] where that is inside the input, else 0.
 Status pad(const KernelContext &, const KernelConfig &cfg, const Tensors &ins,
@@ -1646,6 +1683,7 @@ const Entry kKernels[] = {
     {"concatenate", concatenate},
     {"slice", slice},
     {"pad", pad},
+    {"transpose", transpose},
     {"batch_norm", batchNorm},
     {"batch_norm_train", batchNormTrain},
     {"batch_norm_grad", batchNormGrad},

@@ -181,6 +181,18 @@ inline std::vector<Case> allCases() {
         return c;
       }(),
       {rnd({2, 5}, 28)}, {{2, 2}});
+  // transpose: Keras Permute((2, 1, 3)), and a rank-3 one.
+  auto permutation = [](std::vector<int64_t> p) {
+    KernelConfig c;
+    c.set("permutation", p);
+    return c;
+  };
+  add("transpose", "swap H and W", permutation({0, 2, 1, 3}),
+      {rnd({2, 3, 4, 5}, 69)}, {{2, 4, 3, 5}});
+  add("transpose", "rotate", permutation({0, 3, 1, 2}), {rnd({2, 3, 4, 5}, 69)},
+      {{2, 5, 3, 4}});
+  add("transpose", "rank 3", permutation({0, 2, 1}), {rnd({2, 3, 4}, 69)},
+      {{2, 4, 3}});
   // Keras' ReLU settings, relu6, and the MobileNet activations, with inputs
   // on both sides of every kink (-3, 0, the threshold, the cap).
   auto relu = [](std::vector<std::pair<std::string, double>> settings) {

@@ -1,4 +1,4 @@
-//===- ShapeKernels.cpp - flatten, reshape, concatenate, slice, pad -------===//
+//===- ShapeKernels.cpp - flatten, reshape, concatenate, slice, pad, ... -===//
 //
 // Copies only, so no kernels of their own: flatten and reshape are one
 // device-to-device copy (none when the plan gives both the same buffer),
@@ -196,6 +196,46 @@ Status pad(const KernelContext &ctx, const KernelConfig &cfg,
   return Status::ok();
 }
 
+/// Output axis d is input axis permutation[d] (LayoutKernels.cu).
+Status transpose(const KernelContext &ctx, const KernelConfig &cfg,
+                 const Tensors &ins, const Tensors &outs, KernelFn &out) {
+  static constexpr const char *kName = "transpose";
+  RETURN_IF_ERROR(checkOperands(kName, ins, outs, 1, 1, 1));
+  const std::vector<int64_t> &in = ins[0].shape, &res = outs[0].shape;
+  std::vector<int64_t> perm = cfg.getInts("permutation");
+  size_t rank = in.size();
+  REQUIRE(rank >= 1 && rank <= size_t(PermuteGeometry::kMaxRank) &&
+              res.size() == rank && perm.size() == rank,
+          "expects input " + shapeText(in) + ", output " + shapeText(res) +
+              " and permutation of one rank in 1.." +
+              std::to_string(PermuteGeometry::kMaxRank));
+  std::vector<int64_t> stride(rank, 1);
+  for (size_t d = rank; d-- > 1;)
+    stride[d - 1] = stride[d] * in[d];
+  std::vector<bool> seen(rank, false);
+  PermuteGeometry g;
+  g.rank = static_cast<int>(rank);
+  for (size_t d = 0; d < rank; ++d) {
+    REQUIRE(perm[d] >= 0 && perm[d] < int64_t(rank) && !seen[perm[d]],
+            "permutation is not one of 0.." + std::to_string(rank - 1));
+    seen[perm[d]] = true;
+    REQUIRE(res[d] == in[perm[d]], "output " + shapeText(res) +
+                                       " is not the permuted input " +
+                                       shapeText(in));
+    g.outDims[d] = res[d];
+    g.from[d] = stride[perm[d]];
+  }
+  CudaDeviceState *state = nullptr;
+  RETURN_IF_ERROR(deviceStateOf(kName, ctx, state));
+  out = [state, g](const KernelContext &, const KernelConfig &,
+                   const Tensors &ins, const Tensors &outs) {
+    RETURN_IF_CUDA_ERROR(
+        launchPermute(ins[0].f32(), outs[0].f32(), g, state->compute));
+    return Status::ok();
+  };
+  return Status::ok();
+}
+
 } // namespace
 
 void registerShapeKernels() {
@@ -205,6 +245,7 @@ void registerShapeKernels() {
   r.addFactory("concatenate", Backend::cuda, concatenate);
   r.addFactory("slice", Backend::cuda, slice);
   r.addFactory("pad", Backend::cuda, pad);
+  r.addFactory("transpose", Backend::cuda, transpose);
 }
 
 } // namespace graph::runtime::cuda

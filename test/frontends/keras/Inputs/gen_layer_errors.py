@@ -63,6 +63,10 @@ def main():
     layer(m, "Rescaling")["scale"] = [0.5, 0.25]
     write("rescaling_vector.json", m)
 
+    m = one_layer((5, 6, 2), L.Permute((2, 1, 3)))
+    layer(m, "Permute")["dims"] = [1, 1, 3]
+    write("permute_dims.json", m)
+
     m = one_layer((5, 6, 2), L.UpSampling2D(interpolation="bilinear"))
     write("upsampling_bilinear.json", m)
 
