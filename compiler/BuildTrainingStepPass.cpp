@@ -28,6 +28,7 @@
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/Sequence.h"
 #include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/SmallVectorExtras.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 namespace mlir::graphc {
@@ -67,8 +68,10 @@ static std::optional<SmallVector<unsigned>> gradientOperands(Operation *op) {
       })
       .Case<ReluOp, SigmoidOp, TanhOp, EluOp, LeakyReluOp, GeluOp, SoftmaxOp,
             DropoutOp, MaxPool2DOp, AvgPool2DOp, GlobalAvgPool2DOp, FlattenOp,
-            ReshapeOp>([](Operation *) { return SmallVector<unsigned>{0}; })
-      .Case<AddOp, ConcatenateOp>([](Operation *op) {
+            ReshapeOp, PadOp, ClippedReluOp, SiluOp, HardSigmoidOp, HardSiluOp,
+            ScaleShiftOp, AvgPool2DGradOp, TransposeOp>(
+          [](Operation *) { return SmallVector<unsigned>{0}; })
+      .Case<AddOp, ConcatenateOp, MultiplyOp, MaximumOp>([](Operation *op) {
         return llvm::to_vector(llvm::seq<unsigned>(0, op->getNumOperands()));
       })
       .Case<BatchNormOp, BatchNormTrainOp>(
@@ -159,6 +162,65 @@ emitOperandGradients(OpBuilder &b, Operation *op, Value dy,
       })
       .Case<FlattenOp, ReshapeOp>([&](Operation *op) {
         give(0, ReshapeOp::create(b, loc, op->getOperand(0).getType(), dy));
+      })
+      .Case([&](ClippedReluOp op) {
+        give(0, ClippedReluGradOp::create(
+                    b, loc, dyType, dy, op.getInput(), op.getMaxValueAttr(),
+                    op.getNegativeSlopeAttr(), op.getThresholdAttr()));
+      })
+      .Case([&](SiluOp op) {
+        give(0, SiluGradOp::create(b, loc, dyType, dy, op.getInput()));
+      })
+      .Case([&](HardSigmoidOp op) {
+        give(0, HardSigmoidGradOp::create(b, loc, dyType, dy, op.getInput()));
+      })
+      .Case([&](HardSiluOp op) {
+        give(0, HardSiluGradOp::create(b, loc, dyType, dy, op.getInput()));
+      })
+      .Case([&](ScaleShiftOp op) {
+        give(0, ScaleShiftOp::create(b, loc, dyType, dy, op.getScaleAttr(),
+                                     b.getF64FloatAttr(0.0)));
+      })
+      .Case([&](MultiplyOp op) {
+        // The product rule: dy times the other factors.
+        for (unsigned i : llvm::seq<unsigned>(0, op->getNumOperands())) {
+          if (!wanted(i))
+            continue;
+          SmallVector<Value> factors{dy};
+          for (unsigned j : llvm::seq<unsigned>(0, op->getNumOperands()))
+            if (j != i)
+              factors.push_back(op->getOperand(j));
+          give(i, MultiplyOp::create(b, loc, dyType, factors));
+        }
+      })
+      .Case([&](MaximumOp op) {
+        for (unsigned i : llvm::seq<unsigned>(0, op->getNumOperands()))
+          if (wanted(i))
+            give(i, MaximumGradOp::create(b, loc, dyType, dy, op.getInputs(),
+                                          b.getI64IntegerAttr(i)));
+      })
+      .Case([&](AvgPool2DGradOp op) {
+        // In the forward model (UpSampling2D): a linear map whose adjoint
+        // is the average pooling it is the gradient of.
+        give(0, AvgPool2DOp::create(b, loc, op.getOutputGrad().getType(), dy,
+                                    op.getPoolSizeAttr(), op.getStridesAttr(),
+                                    op.getPaddingAttr()));
+      })
+      .Case([&](TransposeOp op) {
+        ArrayRef<int64_t> perm = op.getPermutation();
+        SmallVector<int64_t> inverse(perm.size());
+        for (auto [d, axis] : llvm::enumerate(perm))
+          inverse[axis] = static_cast<int64_t>(d);
+        give(0,
+             TransposeOp::create(b, loc, op.getInput().getType(), dy, inverse));
+      })
+      .Case([&](PadOp op) {
+        // Cropping what was padded and padding what was cropped.
+        auto negate = [](ArrayRef<int64_t> v) {
+          return llvm::map_to_vector(v, [](int64_t a) { return -a; });
+        };
+        give(0, PadOp::create(b, loc, op.getInput().getType(), dy,
+                              negate(op.getLow()), negate(op.getHigh())));
       })
       .Case([&](AddOp op) {
         for (unsigned i : llvm::seq<unsigned>(0, op->getNumOperands()))

@@ -19,6 +19,10 @@ Outputs (paths relative to the repository root):
     examples/residual_concat.json
     test/frontends/keras/fixtures/nested_{vgg16,sequential,functional}.json
     test/frontends/keras/Inputs/nested_shared.json
+    test/frontends/keras/Inputs/pad_crop.json
+    test/frontends/keras/Inputs/activations_merges.json
+    test/frontends/keras/Inputs/pool_upsample.json
+    test/frontends/keras/Inputs/permute.json
     test/frontends/keras/fixtures/fashion_mnist_cnn.keras
     test/frontends/keras/fixtures/residual_concat.keras
   tf2:
@@ -228,6 +232,86 @@ def nested_shared(keras, flavor):
     return keras.Model([a, b], outputs)
 
 
+def pad_crop(keras, flavor):
+    # ZeroPadding2D and Cropping2D in each config form: int, pair, pair of
+    # pairs, and ZeroPadding2D's default; after a convolution, so that they
+    # are differentiated.
+    L = keras.layers
+    inputs = keras.Input(shape=(7, 9, 3))
+    x = L.Conv2D(3, 1)(inputs)
+    x = L.ZeroPadding2D()(x)
+    x = L.ZeroPadding2D(2)(x)
+    x = L.ZeroPadding2D((1, 2))(x)
+    x = L.ZeroPadding2D(((1, 0), (2, 3)))(x)
+    x = L.Cropping2D(1)(x)
+    x = L.Cropping2D((2, 1))(x)
+    x = L.Cropping2D(((2, 1), (0, 3)))(x)
+    x = L.Conv2D(2, 3)(x)
+    x = L.Flatten()(x)
+    outputs = L.Dense(3, activation="softmax")(x)
+    return keras.Model(inputs, outputs)
+
+
+def activations_merges(keras, flavor):
+    # The ReLU layer's settings, the MobileNet activations, Rescaling and
+    # the merge layers besides Add and Concatenate.
+    L = keras.layers
+    inputs = keras.Input(shape=(6,))
+    x = L.Rescaling(1.0 / 255, offset=-0.5)(inputs)
+    x = L.Dense(8)(x)
+    a = L.ReLU(max_value=6.0)(x)
+    b = L.ReLU(max_value=3.0, negative_slope=0.1, threshold=0.5)(x)
+    c = L.ReLU(negative_slope=0.2)(x)
+    d = L.Activation("relu6")(x)
+    e = L.Activation("swish")(x)
+    f = L.Activation("silu")(x)
+    g = L.Activation("hard_sigmoid")(x)
+    h = L.Activation("hard_silu")(x)
+    i = L.Activation("hard_swish")(x)
+    m = L.Multiply()([a, b, c])
+    s = L.Subtract()([d, e])
+    v = L.Average()([f, g, h])
+    y = L.Maximum()([m, s, v, i])
+    outputs = L.Dense(3, activation="softmax")(y)
+    return keras.Model(inputs, outputs)
+
+
+def pool_upsample(keras, flavor):
+    # GlobalMaxPooling2D with and without keepdims, UpSampling2D by an int
+    # and by a pair.
+    L = keras.layers
+    inputs = keras.Input(shape=(6, 5, 3))
+    x = L.Conv2D(4, 1)(inputs)
+    u = L.UpSampling2D()(x)
+    u2 = L.UpSampling2D((2, 3))(u)
+    g1 = L.GlobalMaxPooling2D(keepdims=True)(u2)
+    f = L.Flatten()(g1)
+    g2 = L.GlobalMaxPooling2D()(u)
+    y = L.Add()([f, g2])
+    outputs = L.Dense(3, activation="softmax")(y)
+    return keras.Model(inputs, outputs)
+
+
+def permute(keras, flavor):
+    # Permute of an image (H and W swapped, then channels first) and of a
+    # sequence.
+    L = keras.layers
+    inputs = keras.Input(shape=(4, 5, 3))
+    x = L.Conv2D(2, 1)(inputs)
+    x = L.Permute((2, 1, 3))(x)
+    x = L.Permute((3, 1, 2))(x)
+    x = L.Reshape((10, 4))(x)
+    x = L.Permute((2, 1))(x)
+    x = L.Flatten()(x)
+    outputs = L.Dense(3, activation="softmax")(x)
+    return keras.Model(inputs, outputs)
+
+
+def layer_shapes(model):
+    """Each layer's output shape, as Keras computes it."""
+    return {layer.name: list(layer.output.shape) for layer in model.layers}
+
+
 def summary_counts(model):
     """The parameter counts model.summary() prints."""
     import numpy as np
@@ -309,6 +393,22 @@ def run_keras3(args):
         model = build(keras, "keras3")
         write_json(out / f"{name}.json", model.to_json())
         print(f"  {name}: {summary_counts(model)}")
+
+    # New layers: the output shapes Keras computes are what the
+    # test/frontends/keras/<name>.test checks against.
+    layers = [
+        ("pad_crop", pad_crop),
+        ("activations_merges", activations_merges),
+        ("pool_upsample", pool_upsample),
+        ("permute", permute),
+    ]
+    for name, build in layers:
+        if args.only and name not in args.only:
+            continue
+        fresh()
+        model = build(keras, "keras3")
+        write_json(fx.parent / "Inputs" / f"{name}.json", model.to_json())
+        print(f"  {name}: {layer_shapes(model)}")
 
 
 def run_tf2(args):

@@ -305,6 +305,68 @@ GlobalAvgPool2DOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
   return success();
 }
 
+LogicalResult PadOp::inferReturnTypes(MLIRContext *,
+                                      std::optional<Location> loc,
+                                      Adaptor adaptor,
+                                      SmallVectorImpl<Type> &results) {
+  auto input = rankedOperand(loc, adaptor.getInput(), "input", -1);
+  if (failed(input))
+    return failure();
+  ArrayRef<int64_t> low = adaptor.getLow(), high = adaptor.getHigh();
+  int64_t rank = input->getRank();
+  if (static_cast<int64_t>(low.size()) != rank ||
+      static_cast<int64_t>(high.size()) != rank)
+    return emitOptionalError(loc,
+                             "expects one low and one high amount per axis (",
+                             rank, "), got ", low.size(), " and ", high.size());
+  if (rank >= 1 && (low[0] != 0 || high[0] != 0))
+    return emitOptionalError(loc, "may not pad or crop the batch axis");
+  SmallVector<int64_t> shape;
+  for (int64_t d = 0; d < rank; ++d) {
+    int64_t size = input->getDimSize(d);
+    // Amounts are bounded by the sizes, which fit in 63 bits, when valid.
+    if (low[d] < -size || high[d] < -size || low[d] > (int64_t(1) << 40) ||
+        high[d] > (int64_t(1) << 40) || size + low[d] + high[d] < 1)
+      return emitOptionalError(loc, "amounts [", low[d], ", ", high[d],
+                               "] leave nothing of axis ", d, " of size ",
+                               size);
+    shape.push_back(size + low[d] + high[d]);
+  }
+  results.push_back(RankedTensorType::get(shape, input->getElementType()));
+  return success();
+}
+
+LogicalResult TransposeOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &results) {
+  auto input = rankedOperand(loc, adaptor.getInput(), "input", -1);
+  if (failed(input))
+    return failure();
+  ArrayRef<int64_t> perm = adaptor.getPermutation();
+  int64_t rank = input->getRank();
+  if (static_cast<int64_t>(perm.size()) != rank)
+    return emitOptionalError(loc, "expects a permutation of ", rank,
+                             " axes, got ", perm.size());
+  SmallVector<bool> seen(rank, false);
+  SmallVector<int64_t> shape;
+  for (int64_t axis : perm) {
+    if (axis < 0 || axis >= rank || seen[axis]) {
+      std::string text;
+      for (int64_t a : perm)
+        text += (text.empty() ? "" : ", ") + std::to_string(a);
+      return emitOptionalError(loc, "[", text, "] is not a permutation of 0..",
+                               rank - 1);
+    }
+    seen[axis] = true;
+    shape.push_back(input->getDimSize(axis));
+  }
+  if (rank >= 1 && perm[0] != 0)
+    return emitOptionalError(loc, "may not move the batch axis");
+  results.push_back(RankedTensorType::get(shape, input->getElementType()));
+  return success();
+}
+
 LogicalResult DenseOp::inferReturnTypes(MLIRContext *,
                                         std::optional<Location> loc,
                                         Adaptor adaptor,
@@ -404,6 +466,29 @@ LogicalResult ReshapeOp::verify() {
            << out.getNumElements() << " (" << out << ")";
   if (in.getElementType() != out.getElementType())
     return emitOpError("must keep the element type");
+  return success();
+}
+
+LogicalResult MultiplyOp::verify() {
+  if (getInputs().size() < 2)
+    return emitOpError("expects at least 2 inputs, got ") << getInputs().size();
+  return success();
+}
+
+LogicalResult MaximumOp::verify() {
+  if (getInputs().size() < 2)
+    return emitOpError("expects at least 2 inputs, got ") << getInputs().size();
+  return success();
+}
+
+LogicalResult MaximumGradOp::verify() {
+  int64_t n = static_cast<int64_t>(getInputs().size());
+  int64_t index = getIndexAttr().getInt();
+  if (n < 2)
+    return emitOpError("expects at least 2 inputs, got ") << n;
+  if (index < 0 || index >= n)
+    return emitOpError("index ")
+           << index << " is out of range for " << n << " inputs";
   return success();
 }
 

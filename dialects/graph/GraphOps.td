@@ -207,6 +207,47 @@ def Graph_GlobalAvgPool2DOp
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($output)";
 }
 
+def Graph_PadOp : Graph_Op<"pad", [Pure, InferTypeOpAdaptor]> {
+  let summary = "zero-pads (positive amounts) or crops (negative) each axis";
+  let description = [{
+    Axis `d` of the output has `low[d] + input[d] + high[d]` entries: a
+    positive amount adds zeros before (`low`) or after (`high`) the input, a
+    negative one drops that many entries. Keras ZeroPadding2D and Cropping2D
+    are `pad`s of H and W; the gradient of `pad(low, high)` is
+    `pad(-low, -high)`. The batch axis is neither padded nor cropped.
+    ```mlir
+    %y = graph.pad %x low = [0, 1, 2, 0] high = [0, 1, -1, 0]
+        : tensor<8x5x5x3xf32> -> tensor<8x7x6x3xf32>
+    ```
+  }];
+  let arguments = (ins Graph_FloatTensor:$input, DenseI64ArrayAttr:$low,
+                       DenseI64ArrayAttr:$high);
+  let results = (outs Graph_FloatTensor:$output);
+  let assemblyFormat = [{
+    $input `low` `=` $low `high` `=` $high attr-dict
+    `:` type($input) `->` type($output)
+  }];
+}
+
+def Graph_TransposeOp : Graph_Op<"transpose", [Pure, InferTypeOpAdaptor]> {
+  let summary = "permutes the axes: output axis d is input axis permutation[d]";
+  let description = [{
+    Keras Permute (whose `dims` leave the batch axis first). The gradient is
+    the transpose by the inverse permutation.
+    ```mlir
+    %y = graph.transpose %x permutation = [0, 2, 1, 3]
+        : tensor<8x4x5x3xf32> -> tensor<8x5x4x3xf32>
+    ```
+  }];
+  let arguments = (ins Graph_FloatTensor:$input,
+                       DenseI64ArrayAttr:$permutation);
+  let results = (outs Graph_FloatTensor:$output);
+  let assemblyFormat = [{
+    $input `permutation` `=` $permutation attr-dict
+    `:` type($input) `->` type($output)
+  }];
+}
+
 def Graph_DenseOp : Graph_Op<"dense", [Pure, InferTypeOpAdaptor]> {
   let summary = "matrix product over the last axis: x[..., K] * kernel[K, N]";
   let description = [{
@@ -243,6 +284,22 @@ def Graph_LeakyReluOp : Graph_UnaryOp<"leaky_relu", "x if x > 0 else alpha * x",
 def Graph_GeluOp : Graph_UnaryOp<"gelu",
     "x * Phi(x), exact (erf) or with the tanh approximation",
     (ins UnitAttr:$approximate)>;
+def Graph_ClippedReluOp : Graph_UnaryOp<"clipped_relu",
+    "min(x, max_value) if x > threshold else negative_slope * (x - threshold)",
+    (ins OptionalAttr<F64Attr>:$max_value,
+         DefaultValuedAttr<F64Attr, "0.0">:$negative_slope,
+         DefaultValuedAttr<F64Attr, "0.0">:$threshold)> {
+  let description = [{
+    Keras' ReLU layer with its `max_value`, `negative_slope` and `threshold`
+    (all >= 0), and the `relu6` activation (`max_value = 6`). Without
+    `max_value` there is no cap.
+  }];
+}
+def Graph_SiluOp : Graph_UnaryOp<"silu", "x * sigmoid(x) (Keras silu, swish)">;
+def Graph_HardSigmoidOp : Graph_UnaryOp<"hard_sigmoid",
+    "relu6(x + 3) / 6 (Keras 3's hard_sigmoid)">;
+def Graph_HardSiluOp : Graph_UnaryOp<"hard_silu",
+    "x * relu6(x + 3) / 6 (Keras hard_silu, hard_swish)">;
 def Graph_SoftmaxOp : Graph_UnaryOp<"softmax", "softmax along `axis`",
     (ins DefaultValuedAttr<I64Attr, "-1">:$axis)> {
   let hasVerifier = 1;
@@ -275,6 +332,31 @@ def Graph_AddOp : Graph_Op<"add", [Pure, Commutative, SameOperandsAndResultType]
   let results = (outs Graph_FloatTensor:$output);
   let assemblyFormat = "$inputs attr-dict `:` type($output)";
   let hasVerifier = 1;
+}
+
+def Graph_MultiplyOp : Graph_Op<"multiply", [Pure, Commutative,
+    SameOperandsAndResultType]> {
+  let summary = "elementwise product of two or more tensors (Keras Multiply)";
+  let arguments = (ins Variadic<Graph_FloatTensor>:$inputs);
+  let results = (outs Graph_FloatTensor:$output);
+  let assemblyFormat = "$inputs attr-dict `:` type($output)";
+  let hasVerifier = 1;
+}
+
+def Graph_MaximumOp : Graph_Op<"maximum", [Pure, Commutative,
+    SameOperandsAndResultType]> {
+  let summary = "elementwise maximum of two or more tensors (Keras Maximum)";
+  let arguments = (ins Variadic<Graph_FloatTensor>:$inputs);
+  let results = (outs Graph_FloatTensor:$output);
+  let assemblyFormat = "$inputs attr-dict `:` type($output)";
+  let hasVerifier = 1;
+}
+
+def Graph_ScaleShiftOp : Graph_UnaryOp<"scale_shift", "x * scale + offset",
+    (ins F64Attr:$scale, DefaultValuedAttr<F64Attr, "0.0">:$offset)> {
+  let description = [{
+    Keras Rescaling; also the negation in Subtract and the 1/n of Average.
+  }];
 }
 
 def Graph_ConcatenateOp : Graph_Op<"concatenate", [Pure, InferTypeOpAdaptor]> {
@@ -487,6 +569,18 @@ def Graph_LeakyReluGradOp : Graph_ActivationGradOp<"leaky_relu_grad",
     (ins DefaultValuedAttr<F64Attr, "0.2">:$alpha)>;
 def Graph_GeluGradOp : Graph_ActivationGradOp<"gelu_grad",
     "dy * d(gelu)/dx", "input x", (ins UnitAttr:$approximate)>;
+def Graph_ClippedReluGradOp : Graph_ActivationGradOp<"clipped_relu_grad",
+    "dy * (x < max_value) if x > threshold else dy * negative_slope",
+    "input x",
+    (ins OptionalAttr<F64Attr>:$max_value,
+         DefaultValuedAttr<F64Attr, "0.0">:$negative_slope,
+         DefaultValuedAttr<F64Attr, "0.0">:$threshold)>;
+def Graph_SiluGradOp : Graph_ActivationGradOp<"silu_grad",
+    "dy * s * (1 + x * (1 - s)), s = sigmoid(x)", "input x">;
+def Graph_HardSigmoidGradOp : Graph_ActivationGradOp<"hard_sigmoid_grad",
+    "dy / 6 if -3 < x < 3 else 0", "input x">;
+def Graph_HardSiluGradOp : Graph_ActivationGradOp<"hard_silu_grad",
+    "dy * (relu6(x + 3) + x * (-3 < x < 3)) / 6", "input x">;
 def Graph_SoftmaxGradOp : Graph_ActivationGradOp<"softmax_grad",
     "y * (dy - sum(dy * y, axis))", "output y",
     (ins DefaultValuedAttr<I64Attr, "-1">:$axis)>;
@@ -495,6 +589,23 @@ def Graph_DropoutGradOp : Graph_UnaryOp<"dropout_grad",
     "applies the forward dropout's mask (regenerated from seed and step) and "
     "scale to the gradient",
     (ins F64Attr:$rate, I64Attr:$seed)>;
+
+def Graph_MaximumGradOp : Graph_Op<"maximum_grad", [Pure,
+    SameOperandsAndResultType]> {
+  let summary = "dy where inputs[index] is the first of the largest inputs";
+  let description = [{
+    The gradient of `graph.maximum` for its input `index`. As TensorFlow's
+    pairwise maximum (`maximum(maximum(x0, x1), x2)`, whose gradient goes to
+    the first operand on ties), a tie goes to the earliest input.
+  }];
+  let arguments = (ins Graph_FloatTensor:$output_grad,
+                       Variadic<Graph_FloatTensor>:$inputs, I64Attr:$index);
+  let results = (outs Graph_FloatTensor:$input_grad);
+  let assemblyFormat = [{
+    $output_grad `,` $inputs `index` `=` $index attr-dict `:` type($input_grad)
+  }];
+  let hasVerifier = 1;
+}
 
 def Graph_SliceOp : Graph_Op<"slice", [Pure]> {
   let summary = "the part of a tensor at `offset` along `axis` (gradient of concatenate)";

@@ -26,6 +26,10 @@ std::optional<Activation> parseActivation(llvm::StringRef name) {
       .Case("elu", Activation::elu)
       .Case("leaky_relu", Activation::leaky_relu)
       .Case("gelu", Activation::gelu)
+      .Case("relu6", Activation::relu6)
+      .Cases({"silu", "swish"}, Activation::silu)
+      .Case("hard_sigmoid", Activation::hard_sigmoid)
+      .Cases({"hard_silu", "hard_swish"}, Activation::hard_silu)
       .Default(std::nullopt);
 }
 
@@ -47,6 +51,14 @@ llvm::StringRef stringifyActivation(Activation activation) {
     return "leaky_relu";
   case Activation::gelu:
     return "gelu";
+  case Activation::relu6:
+    return "relu6";
+  case Activation::silu:
+    return "silu";
+  case Activation::hard_sigmoid:
+    return "hard_sigmoid";
+  case Activation::hard_silu:
+    return "hard_silu";
   }
   llvm_unreachable("unknown activation");
 }
@@ -265,6 +277,16 @@ public:
                                  builder.getF64FloatAttr(alpha.value_or(0.2)));
     case Activation::gelu:
       return GeluOp::create(builder, loc, type, x, approximate);
+    case Activation::relu6:
+      return ClippedReluOp::create(
+          builder, loc, type, x, builder.getF64FloatAttr(6.0),
+          builder.getF64FloatAttr(0.0), builder.getF64FloatAttr(0.0));
+    case Activation::silu:
+      return SiluOp::create(builder, loc, type, x);
+    case Activation::hard_sigmoid:
+      return HardSigmoidOp::create(builder, loc, type, x);
+    case Activation::hard_silu:
+      return HardSiluOp::create(builder, loc, type, x);
     case Activation::softmax: {
       int64_t rank = cast<RankedTensorType>(type).getRank();
       if (axis < -rank || axis >= rank) {
@@ -457,6 +479,127 @@ Layer ModelBuilder::GlobalAveragePooling2D(LayerOptions o) {
                    });
 }
 
+Layer ModelBuilder::GlobalMaxPooling2D(GlobalPool2DOptions o) {
+  return makeLayer(
+      "GlobalMaxPooling2D", "global_max_pooling2d", o, 1, 1,
+      [this, o](LayerContext &layer, llvm::ArrayRef<Tensor> in) -> Tensor {
+        LAYER_EMITTER(layer);
+        if (!expectRank(in[0], 4, "NHWC", emit.error))
+          return Tensor();
+        std::array<int64_t, 2> window = {in[0].shape()[1], in[0].shape()[2]};
+        Value y = emit.inferred<MaxPool2DOp>(in[0].getValue(), window, window,
+                                             Padding::valid);
+        if (!y || o.keepdims)
+          return Tensor(y);
+        auto type = RankedTensorType::get({in[0].shape()[0], in[0].shape()[3]},
+                                          builder.getF32Type());
+        return Tensor(ReshapeOp::create(builder, layer.loc, type, y));
+      });
+}
+
+Layer ModelBuilder::UpSampling2D(UpSampling2DOptions o) {
+  return makeLayer(
+      "UpSampling2D", "up_sampling2d", o, 1, 1,
+      [this, o](LayerContext &layer, llvm::ArrayRef<Tensor> in) -> Tensor {
+        LAYER_EMITTER(layer);
+        if (!expectRank(in[0], 4, "NHWC", emit.error))
+          return Tensor();
+        if (o.size[0] <= 0 || o.size[1] <= 0 || o.size[0] > (1 << 16) ||
+            o.size[1] > (1 << 16))
+          return emit.error("size must be in [1, 65536], got (" +
+                            llvm::Twine(o.size[0]) + ", " +
+                            llvm::Twine(o.size[1]) + ")"),
+                 Tensor();
+        llvm::ArrayRef<int64_t> s = in[0].shape();
+        SmallVector<int64_t> shape{s[0], s[1] * o.size[0], s[2] * o.size[1],
+                                   s[3]};
+        if (!sizeFits(shape))
+          return emit.error(tooLarge("output", shape)), Tensor();
+        auto type = RankedTensorType::get(shape, builder.getF32Type());
+        // avg_pool2d_grad spreads each value over its window divided by the
+        // window's size; the scale undoes the division.
+        Value spread =
+            AvgPool2DGradOp::create(builder, layer.loc, type, in[0].getValue(),
+                                    o.size, o.size, Padding::valid);
+        return Tensor(ScaleShiftOp::create(
+            builder, layer.loc, type, spread,
+            builder.getF64FloatAttr(static_cast<double>(o.size[0] * o.size[1])),
+            builder.getF64FloatAttr(0.0)));
+      });
+}
+
+Layer ModelBuilder::Permute(PermuteOptions o) {
+  return makeLayer(
+      "Permute", "permute", o, 1, 1,
+      [this, o](LayerContext &layer, llvm::ArrayRef<Tensor> in) -> Tensor {
+        LAYER_EMITTER(layer);
+        int64_t rank = static_cast<int64_t>(in[0].shape().size());
+        SmallVector<int64_t> permutation{0};
+        SmallVector<bool> seen(rank, false);
+        bool valid = static_cast<int64_t>(o.dims.size()) == rank - 1;
+        for (int64_t d : o.dims) {
+          valid = valid && d >= 1 && d < rank && !seen[d];
+          if (!valid)
+            break;
+          seen[d] = true;
+          permutation.push_back(d);
+        }
+        if (!valid)
+          return emit.error("dims " + shapeText(o.dims) +
+                            " is not a permutation of 1.." +
+                            llvm::Twine(rank - 1) + " for an input of rank " +
+                            llvm::Twine(rank)),
+                 Tensor();
+        return Tensor(emit.inferred<TransposeOp>(
+            in[0].getValue(), ArrayRef<int64_t>(permutation)));
+      });
+}
+
+Layer ModelBuilder::ZeroPadding2D(Padding2DOptions o) {
+  return makeLayer(
+      "ZeroPadding2D", "zero_padding2d", o, 1, 1,
+      [this, o](LayerContext &layer, llvm::ArrayRef<Tensor> in) -> Tensor {
+        LAYER_EMITTER(layer);
+        if (!expectRank(in[0], 4, "NHWC", emit.error))
+          return Tensor();
+        if (o.top < 0 || o.bottom < 0 || o.left < 0 || o.right < 0)
+          return emit.error("padding must not be negative, got ((" +
+                            llvm::Twine(o.top) + ", " + llvm::Twine(o.bottom) +
+                            "), (" + llvm::Twine(o.left) + ", " +
+                            llvm::Twine(o.right) + "))"),
+                 Tensor();
+        return Tensor(emit.inferred<PadOp>(
+            in[0].getValue(), ArrayRef<int64_t>{0, o.top, o.left, 0},
+            ArrayRef<int64_t>{0, o.bottom, o.right, 0}));
+      });
+}
+
+Layer ModelBuilder::Cropping2D(Padding2DOptions o) {
+  return makeLayer(
+      "Cropping2D", "cropping2d", o, 1, 1,
+      [this, o](LayerContext &layer, llvm::ArrayRef<Tensor> in) -> Tensor {
+        LAYER_EMITTER(layer);
+        if (!expectRank(in[0], 4, "NHWC", emit.error))
+          return Tensor();
+        std::string amounts = "((" + std::to_string(o.top) + ", " +
+                              std::to_string(o.bottom) + "), (" +
+                              std::to_string(o.left) + ", " +
+                              std::to_string(o.right) + "))";
+        if (o.top < 0 || o.bottom < 0 || o.left < 0 || o.right < 0)
+          return emit.error("cropping must not be negative, got " + amounts),
+                 Tensor();
+        // Keras refuses a cropping that leaves no rows or columns.
+        int64_t h = in[0].shape()[1], w = in[0].shape()[2];
+        if (o.top + o.bottom >= h || o.left + o.right >= w)
+          return emit.error("cropping " + amounts + " leaves nothing of the " +
+                            llvm::Twine(h) + "x" + llvm::Twine(w) + " input"),
+                 Tensor();
+        return Tensor(emit.inferred<PadOp>(
+            in[0].getValue(), ArrayRef<int64_t>{0, -o.top, -o.left, 0},
+            ArrayRef<int64_t>{0, -o.bottom, -o.right, 0}));
+      });
+}
+
 Layer ModelBuilder::Flatten(LayerOptions o) {
   return makeLayer("Flatten", "flatten", o, 1, 1,
                    [this](LayerContext &layer, llvm::ArrayRef<Tensor> in) {
@@ -526,13 +669,37 @@ Layer ModelBuilder::Activation(ActivationOptions o, llvm::StringRef className) {
                          .Case("Softmax", "softmax")
                          .Case("ELU", "elu")
                          .Default("activation");
-  return makeLayer(className, base, o, 1, 1,
-                   [this, o](LayerContext &layer, llvm::ArrayRef<Tensor> in) {
-                     LAYER_EMITTER(layer);
-                     return Tensor(emit.activation(in[0].getValue(),
-                                                   o.activation, o.alpha,
-                                                   o.approximate, o.axis));
-                   });
+  return makeLayer(
+      className, base, o, 1, 1,
+      [this, o](LayerContext &layer, llvm::ArrayRef<Tensor> in) {
+        LAYER_EMITTER(layer);
+        Value x = in[0].getValue();
+        // A ReLU layer with a cap or a threshold; with only a
+        // slope it is a leaky_relu, as in Keras.
+        if (o.activation == Activation::relu &&
+            (o.max_value || o.threshold != 0.0)) {
+          if (!(o.max_value.value_or(0.0) >= 0.0 && o.threshold >= 0.0 &&
+                o.negative_slope >= 0.0))
+            return emit.error("max_value, negative_slope and threshold "
+                              "must not be negative"),
+                   Tensor();
+          return Tensor(ClippedReluOp::create(
+              builder, layer.loc, x.getType(), x,
+              o.max_value ? builder.getF64FloatAttr(*o.max_value) : FloatAttr(),
+              builder.getF64FloatAttr(o.negative_slope),
+              builder.getF64FloatAttr(o.threshold)));
+        }
+        if (o.activation == Activation::relu && o.negative_slope != 0.0) {
+          if (!(o.negative_slope > 0.0))
+            return emit.error("negative_slope must not be "
+                              "negative"),
+                   Tensor();
+          return Tensor(
+              emit.activation(x, Activation::leaky_relu, o.negative_slope));
+        }
+        return Tensor(
+            emit.activation(x, o.activation, o.alpha, o.approximate, o.axis));
+      });
 }
 
 Layer ModelBuilder::Dropout(DropoutOptions o) {
@@ -585,25 +752,114 @@ Layer ModelBuilder::BatchNormalization(BatchNormalizationOptions o) {
       });
 }
 
+/// The inputs of a merge layer, which must all have one shape (Keras would
+/// broadcast; that is not supported).
+static std::optional<SmallVector<Value>>
+sameShapeInputs(llvm::ArrayRef<Tensor> in,
+                const std::function<void(const llvm::Twine &)> &error) {
+  SmallVector<Value> values;
+  for (Tensor t : in) {
+    if (t.getValue().getType() != in[0].getValue().getType()) {
+      std::string text;
+      llvm::raw_string_ostream os(text);
+      os << "inputs must have one shape, got " << in[0].getValue().getType()
+         << " and " << t.getValue().getType();
+      error(text);
+      return std::nullopt;
+    }
+    values.push_back(t.getValue());
+  }
+  return values;
+}
+
 Layer ModelBuilder::Add(LayerOptions o) {
   return makeLayer(
       "Add", "add", o, 2, SIZE_MAX,
       [this](LayerContext &layer, llvm::ArrayRef<Tensor> in) -> Tensor {
         LAYER_EMITTER(layer);
-        SmallVector<Value> values;
-        for (Tensor t : in) {
-          if (t.getValue().getType() != in[0].getValue().getType()) {
-            std::string text;
-            llvm::raw_string_ostream os(text);
-            os << "inputs must have one shape, got "
-               << in[0].getValue().getType() << " and "
-               << t.getValue().getType();
-            return emit.error(text), Tensor();
-          }
-          values.push_back(t.getValue());
-        }
+        std::optional<SmallVector<Value>> values =
+            sameShapeInputs(in, emit.error);
+        if (!values)
+          return Tensor();
         return Tensor(AddOp::create(builder, layer.loc,
-                                    values.front().getType(), values));
+                                    values->front().getType(), *values));
+      });
+}
+
+Layer ModelBuilder::Multiply(LayerOptions o) {
+  return makeLayer(
+      "Multiply", "multiply", o, 2, SIZE_MAX,
+      [this](LayerContext &layer, llvm::ArrayRef<Tensor> in) -> Tensor {
+        LAYER_EMITTER(layer);
+        std::optional<SmallVector<Value>> values =
+            sameShapeInputs(in, emit.error);
+        if (!values)
+          return Tensor();
+        return Tensor(MultiplyOp::create(builder, layer.loc,
+                                         values->front().getType(), *values));
+      });
+}
+
+Layer ModelBuilder::Maximum(LayerOptions o) {
+  return makeLayer(
+      "Maximum", "maximum", o, 2, SIZE_MAX,
+      [this](LayerContext &layer, llvm::ArrayRef<Tensor> in) -> Tensor {
+        LAYER_EMITTER(layer);
+        std::optional<SmallVector<Value>> values =
+            sameShapeInputs(in, emit.error);
+        if (!values)
+          return Tensor();
+        return Tensor(MaximumOp::create(builder, layer.loc,
+                                        values->front().getType(), *values));
+      });
+}
+
+Layer ModelBuilder::Subtract(LayerOptions o) {
+  return makeLayer(
+      "Subtract", "subtract", o, 2, 2,
+      [this](LayerContext &layer, llvm::ArrayRef<Tensor> in) -> Tensor {
+        LAYER_EMITTER(layer);
+        std::optional<SmallVector<Value>> values =
+            sameShapeInputs(in, emit.error);
+        if (!values)
+          return Tensor();
+        // a - b = a + (-1 * b): the gradient of b is -dy.
+        Type type = values->front().getType();
+        Value negated = ScaleShiftOp::create(
+            builder, layer.loc, type, (*values)[1],
+            builder.getF64FloatAttr(-1.0), builder.getF64FloatAttr(0.0));
+        return Tensor(AddOp::create(builder, layer.loc, type,
+                                    ValueRange{(*values)[0], negated}));
+      });
+}
+
+Layer ModelBuilder::Average(LayerOptions o) {
+  return makeLayer(
+      "Average", "average", o, 2, SIZE_MAX,
+      [this](LayerContext &layer, llvm::ArrayRef<Tensor> in) -> Tensor {
+        LAYER_EMITTER(layer);
+        std::optional<SmallVector<Value>> values =
+            sameShapeInputs(in, emit.error);
+        if (!values)
+          return Tensor();
+        Type type = values->front().getType();
+        Value sum = AddOp::create(builder, layer.loc, type, *values);
+        return Tensor(ScaleShiftOp::create(
+            builder, layer.loc, type, sum,
+            builder.getF64FloatAttr(1.0 / static_cast<double>(values->size())),
+            builder.getF64FloatAttr(0.0)));
+      });
+}
+
+Layer ModelBuilder::Rescaling(RescalingOptions o) {
+  return makeLayer(
+      "Rescaling", "rescaling", o, 1, 1,
+      [this, o](LayerContext &layer, llvm::ArrayRef<Tensor> in) -> Tensor {
+        LAYER_EMITTER(layer);
+        Value x = in[0].getValue();
+        return Tensor(ScaleShiftOp::create(builder, layer.loc, x.getType(), x,
+                                           builder.getF64FloatAttr(o.scale),
+                                           builder.getF64FloatAttr(o.offset)));
       });
 }
 

@@ -65,7 +65,11 @@ enum class Activation {
   softmax,
   elu,
   leaky_relu,
-  gelu
+  gelu,
+  relu6,
+  silu,         // also "swish"
+  hard_sigmoid, // Keras 3's: relu6(x + 3) / 6
+  hard_silu     // also "hard_swish"
 };
 /// The activation named as Keras names it ("relu", "softmax", ...).
 std::optional<Activation> parseActivation(llvm::StringRef name);
@@ -118,6 +122,24 @@ struct Pool2DOptions : LayerOptions {
   Padding padding = Padding::valid;
 };
 
+struct GlobalPool2DOptions : LayerOptions {
+  bool keepdims = false;
+};
+
+struct PermuteOptions : LayerOptions {
+  /// Keras' dims: a permutation of 1..rank-1 (the batch axis stays first).
+  std::vector<int64_t> dims;
+};
+
+struct UpSampling2DOptions : LayerOptions {
+  std::array<int64_t, 2> size = {2, 2};
+};
+
+/// ZeroPadding2D's padding and Cropping2D's cropping of H and W.
+struct Padding2DOptions : LayerOptions {
+  int64_t top = 0, bottom = 0, left = 0, right = 0;
+};
+
 struct ActivationOptions : LayerOptions {
   Activation activation = Activation::linear;
   /// elu's and leaky_relu's alpha (Keras 3 calls the latter negative_slope).
@@ -126,6 +148,9 @@ struct ActivationOptions : LayerOptions {
   bool approximate = false;
   /// softmax's axis.
   int64_t axis = -1;
+  /// The ReLU layer's settings (Keras' defaults: no cap, 0, 0).
+  std::optional<double> max_value;
+  double negative_slope = 0.0, threshold = 0.0;
 };
 
 struct ReshapeOptions : LayerOptions {
@@ -152,6 +177,10 @@ struct BatchNormalizationOptions : LayerOptions {
   /// Keras 3, and tf.keras 2 on other ranks, with the biased one. The
   /// importer sets this for models tf.keras 2 wrote.
   bool tf2_fused = false;
+};
+
+struct RescalingOptions : LayerOptions {
+  double scale = 1.0, offset = 0.0;
 };
 
 struct ConcatenateOptions : LayerOptions {
@@ -221,6 +250,20 @@ public:
   Layer MaxPooling2D(Pool2DOptions options = {});
   Layer AveragePooling2D(Pool2DOptions options = {});
   Layer GlobalAveragePooling2D(LayerOptions options = {});
+  /// The maximum over H and W: a max_pool2d whose window is the whole
+  /// image (and a reshape to [N, C] without keepdims).
+  Layer GlobalMaxPooling2D(GlobalPool2DOptions options = {});
+  /// Nearest-neighbour upsampling by an integer size: each pixel repeated
+  /// size[0] x size[1] times, which is size[0] * size[1] times the adjoint
+  /// of average pooling (avg_pool2d_grad) with that window and stride.
+  Layer UpSampling2D(UpSampling2DOptions options);
+  /// Permutes the axes after the batch (graph.transpose).
+  Layer Permute(PermuteOptions options);
+  /// Zeros around H and W of an NHWC input (graph.pad).
+  Layer ZeroPadding2D(Padding2DOptions options);
+  /// Drops rows and columns at the borders of H and W (graph.pad with
+  /// negative amounts).
+  Layer Cropping2D(Padding2DOptions options);
   Layer Flatten(LayerOptions options = {});
   Layer Reshape(ReshapeOptions options);
   /// Keras' Activation layer and the standalone ReLU, Softmax, ELU,
@@ -231,6 +274,14 @@ public:
   Layer BatchNormalization(BatchNormalizationOptions options = {});
   Layer Add(LayerOptions options = {});
   Layer Concatenate(ConcatenateOptions options = {});
+  /// Keras' merge layers: Multiply (2+ inputs), Subtract (2), Average (2+),
+  /// Maximum (2+).
+  Layer Multiply(LayerOptions options = {});
+  Layer Subtract(LayerOptions options = {});
+  Layer Average(LayerOptions options = {});
+  Layer Maximum(LayerOptions options = {});
+  /// x * scale + offset.
+  Layer Rescaling(RescalingOptions options);
 
   /// Reports an error at `loc` about layer `name` of class `className`, and
   /// marks the model failed. The importer uses it for config errors.

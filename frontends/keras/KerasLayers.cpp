@@ -66,17 +66,21 @@ std::optional<InitKind> varianceScalingKind(double scale, llvm::StringRef mode,
 }
 
 constexpr llvm::StringLiteral kSupportedActivations =
-    "linear, relu, sigmoid, tanh, softmax, elu, leaky_relu, gelu";
+    "linear, relu, sigmoid, tanh, softmax, elu, leaky_relu, gelu, relu6, "
+    "silu, swish, hard_sigmoid, hard_silu, hard_swish";
 
 constexpr llvm::StringLiteral kSupportedLayers =
     "InputLayer, Conv2D, Dense, MaxPooling2D, AveragePooling2D, "
-    "GlobalAveragePooling2D, Flatten, Reshape, Activation, ReLU, Softmax, "
-    "ELU, LeakyReLU, Dropout, BatchNormalization, Add, Concatenate";
+    "GlobalAveragePooling2D, GlobalMaxPooling2D, UpSampling2D, "
+    "ZeroPadding2D, Cropping2D, Permute, Flatten, Reshape, "
+    "Activation, ReLU, Softmax, "
+    "ELU, LeakyReLU, Dropout, BatchNormalization, Add, Concatenate, "
+    "Multiply, Subtract, Average, Maximum, Rescaling";
 
 /// Reads the activation in field `key` (a name, or Keras 3's object form
 /// whose config is the name).
 LogicalResult readActivation(ConfigReader &r, llvm::StringRef key,
-                             builder::Activation &out) {
+                             builder::Activation &out, bool tfKeras2) {
   const json::Value *field = r.getSet(key);
   if (!field)
     return success();
@@ -92,6 +96,11 @@ LogicalResult readActivation(ConfigReader &r, llvm::StringRef key,
   if (!activation)
     return r.error(key, "unsupported activation '" + *name +
                             "' (supported: " + kSupportedActivations + ")");
+  // tf.keras 2's hard_sigmoid is another function (0.2 * x + 0.5, clipped).
+  if (tfKeras2 && *activation == builder::Activation::hard_sigmoid)
+    return r.error(key, "tf.keras 2's hard_sigmoid (clip(0.2 * x + 0.5, 0, "
+                        "1)) is not supported, only Keras 3's (relu6(x + 3) "
+                        "/ 6)");
   out = *activation;
   return success();
 }
@@ -109,6 +118,54 @@ LogicalResult readPadding(ConfigReader &r, Padding &out) {
     out = Padding::same;
   else
     return r.unsupportedValue("padding", "expected 'valid' or 'same'");
+  return success();
+}
+
+/// ZeroPadding2D's `padding` and Cropping2D's `cropping`: an int (all four
+/// sides), a pair (symmetric height, width) or a pair of pairs ((top,
+/// bottom), (left, right)).
+LogicalResult readAmounts2D(ConfigReader &r, llvm::StringRef key,
+                            builder::Padding2DOptions &out) {
+  const json::Value *field = r.getSet(key);
+  if (!field)
+    return success();
+  auto bad = [&] {
+    return r.error(key, "expected an int, a pair (height, width) or a pair "
+                        "of pairs ((top, bottom), (left, right)), got " +
+                            describe(*field));
+  };
+  if (std::optional<int64_t> all = field->getAsInteger()) {
+    out.top = out.bottom = out.left = out.right = *all;
+    return success();
+  }
+  const json::Array *pair = field->getAsArray();
+  if (!pair || pair->size() != 2)
+    return bad();
+  int64_t amounts[2][2];
+  for (size_t axis = 0; axis < 2; ++axis) {
+    const json::Value &e = (*pair)[axis];
+    if (std::optional<int64_t> both = e.getAsInteger()) {
+      amounts[axis][0] = amounts[axis][1] = *both;
+      continue;
+    }
+    const json::Array *sides = e.getAsArray();
+    if (!sides || sides->size() != 2)
+      return bad();
+    for (size_t side = 0; side < 2; ++side) {
+      std::optional<int64_t> v = (*sides)[side].getAsInteger();
+      if (!v)
+        return bad();
+      amounts[axis][side] = *v;
+    }
+  }
+  for (auto &axis : amounts)
+    for (int64_t v : axis)
+      if (v < 0 || v > (int64_t(1) << 31))
+        return r.unsupportedValue(key, "amounts must be in [0, 2^31]");
+  out.top = amounts[0][0];
+  out.bottom = amounts[0][1];
+  out.left = amounts[1][0];
+  out.right = amounts[1][1];
   return success();
 }
 
@@ -325,7 +382,8 @@ LogicalResult createLayer(builder::ModelBuilder &model, LayerEntry &entry,
         failed(c.readPair("dilation_rate", o.dilation_rate)) ||
         failed(c.expectNumber("groups", 1,
                               "grouped convolutions are not supported")) ||
-        failed(readActivation(c, "activation", o.activation)) ||
+        failed(
+            readActivation(c, "activation", o.activation, traits.tfKeras2)) ||
         failed(c.readBool("use_bias", o.use_bias)) ||
         failed(
             readInitializer(c, "kernel_initializer", o.kernel_initializer)) ||
@@ -350,7 +408,8 @@ LogicalResult createLayer(builder::ModelBuilder &model, LayerEntry &entry,
     builder::DenseOptions o;
     if (failed(readCommon(entry, c, modelTrainable, o)) ||
         failed(c.readInt("units", o.units, true)) ||
-        failed(readActivation(c, "activation", o.activation)) ||
+        failed(
+            readActivation(c, "activation", o.activation, traits.tfKeras2)) ||
         failed(c.readBool("use_bias", o.use_bias)) ||
         failed(
             readInitializer(c, "kernel_initializer", o.kernel_initializer)) ||
@@ -393,6 +452,51 @@ LogicalResult createLayer(builder::ModelBuilder &model, LayerEntry &entry,
     return success();
   }
 
+  if (cls == "GlobalMaxPooling2D" || cls == "GlobalMaxPool2D") {
+    builder::GlobalPool2DOptions o;
+    if (failed(readCommon(entry, c, modelTrainable, o)) ||
+        failed(channelsLast()) || failed(c.readBool("keepdims", o.keepdims)) ||
+        failed(c.checkNoOtherFields()))
+      return failure();
+    entry.layer = model.GlobalMaxPooling2D(o);
+    return success();
+  }
+
+  if (cls == "UpSampling2D") {
+    builder::UpSampling2DOptions o;
+    if (failed(readCommon(entry, c, modelTrainable, o)) ||
+        failed(channelsLast()) || failed(c.readPair("size", o.size)) ||
+        failed(c.expectString("interpolation", "nearest")) ||
+        failed(c.checkNoOtherFields()))
+      return failure();
+    entry.layer = model.UpSampling2D(o);
+    return success();
+  }
+
+  if (cls == "Permute") {
+    builder::PermuteOptions o;
+    if (failed(readCommon(entry, c, modelTrainable, o)) ||
+        failed(c.readInts("dims", o.dims, true)) ||
+        failed(c.checkNoOtherFields()))
+      return failure();
+    entry.layer = model.Permute(o);
+    return success();
+  }
+
+  if (cls == "ZeroPadding2D" || cls == "Cropping2D") {
+    builder::Padding2DOptions o;
+    bool pad = cls == "ZeroPadding2D";
+    if (failed(readCommon(entry, c, modelTrainable, o)) ||
+        failed(channelsLast()) ||
+        failed(readAmounts2D(c, pad ? "padding" : "cropping", o)) ||
+        failed(c.checkNoOtherFields()))
+      return failure();
+    if (pad && !c.getSet("padding"))
+      o.top = o.bottom = o.left = o.right = 1; // Keras' default (1, 1)
+    entry.layer = pad ? model.ZeroPadding2D(o) : model.Cropping2D(o);
+    return success();
+  }
+
   if (cls == "Flatten") {
     builder::LayerOptions o;
     if (failed(readCommon(entry, c, modelTrainable, o)) ||
@@ -420,17 +524,27 @@ LogicalResult createLayer(builder::ModelBuilder &model, LayerEntry &entry,
     if (cls == "Activation") {
       if (!c.getSet("activation"))
         return c.missing("activation");
-      if (failed(readActivation(c, "activation", o.activation)))
+      if (failed(
+              readActivation(c, "activation", o.activation, traits.tfKeras2)))
         return failure();
     } else if (cls == "ReLU") {
       o.activation = builder::Activation::relu;
-      if (failed(
-              c.expectUnset("max_value", "a capped ReLU is not supported")) ||
-          failed(c.expectNumber("negative_slope", 0.0,
-                                "use LeakyReLU for a negative slope")) ||
-          failed(c.expectNumber("threshold", 0.0,
-                                "a thresholded ReLU is not supported")))
+      if (c.getSet("max_value")) {
+        double cap = 0.0;
+        if (failed(c.readDouble("max_value", cap)))
+          return failure();
+        o.max_value = cap;
+      }
+      if (failed(c.readDouble("negative_slope", o.negative_slope)) ||
+          failed(c.readDouble("threshold", o.threshold)))
         return failure();
+      // Keras' ReLU refuses negative settings.
+      for (auto [key, value] : {std::pair<llvm::StringRef, double>{
+                                    "max_value", o.max_value.value_or(0.0)},
+                                {"negative_slope", o.negative_slope},
+                                {"threshold", o.threshold}})
+        if (!(value >= 0.0))
+          return c.unsupportedValue(key, "expected a number >= 0");
     } else if (cls == "Softmax") {
       o.activation = builder::Activation::softmax;
       if (failed(c.readInt("axis", o.axis)))
@@ -538,6 +652,38 @@ LogicalResult createLayer(builder::ModelBuilder &model, LayerEntry &entry,
         failed(c.checkNoOtherFields()))
       return failure();
     entry.layer = model.Add(o);
+    return success();
+  }
+
+  if (cls == "Multiply" || cls == "Subtract" || cls == "Average" ||
+      cls == "Maximum") {
+    builder::LayerOptions o;
+    if (failed(readCommon(entry, c, modelTrainable, o)) ||
+        failed(c.checkNoOtherFields()))
+      return failure();
+    entry.layer = cls == "Multiply"   ? model.Multiply(o)
+                  : cls == "Subtract" ? model.Subtract(o)
+                  : cls == "Average"  ? model.Average(o)
+                                      : model.Maximum(o);
+    return success();
+  }
+
+  if (cls == "Rescaling") {
+    builder::RescalingOptions o;
+    if (failed(readCommon(entry, c, modelTrainable, o)))
+      return failure();
+    for (auto [key, value] :
+         {std::pair<llvm::StringRef, double *>{"scale", &o.scale},
+          {"offset", &o.offset}}) {
+      const json::Value *field = c.getSet(key);
+      if (field && !field->getAsNumber())
+        return c.unsupportedValue(key, "only a scalar is supported");
+      if (failed(c.readDouble(key, *value, key == "scale")))
+        return failure();
+    }
+    if (failed(c.checkNoOtherFields()))
+      return failure();
+    entry.layer = model.Rescaling(o);
     return success();
   }
 

@@ -229,13 +229,17 @@ TEST_F(BuilderTest, DuplicateLayerNameIsAnError) {
 }
 
 TEST_F(BuilderTest, ActivationNamesRoundTrip) {
-  for (llvm::StringRef name : {"linear", "relu", "sigmoid", "tanh", "softmax",
-                               "elu", "leaky_relu", "gelu"}) {
+  for (llvm::StringRef name :
+       {"linear", "relu", "sigmoid", "tanh", "softmax", "elu", "leaky_relu",
+        "gelu", "relu6", "silu", "hard_sigmoid", "hard_silu"}) {
     std::optional<Activation> a = parseActivation(name);
     ASSERT_TRUE(a) << name.str();
     EXPECT_EQ(stringifyActivation(*a), name);
   }
-  EXPECT_FALSE(parseActivation("swish"));
+  // Keras' aliases.
+  EXPECT_EQ(parseActivation("swish"), Activation::silu);
+  EXPECT_EQ(parseActivation("hard_swish"), Activation::hard_silu);
+  EXPECT_FALSE(parseActivation("selu"));
 }
 
 } // namespace

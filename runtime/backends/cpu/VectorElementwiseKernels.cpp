@@ -16,10 +16,13 @@
 #include "runtime/backends/reference/ReferenceKernels.h"
 #include "runtime/core/DropoutMask.h"
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <memory>
+#include <string>
 
 namespace graph::runtime::cpu {
 
@@ -501,6 +504,132 @@ KernelFactory dropoutFactory(const char *kName) {
   };
 }
 
+/// Elementwise kernels outside the fusable programs: per element, every
+/// input is read before the output is written, so an output may alias an
+/// input. `f(x, k)` is output element k given the launch's inputs x.
+template <typename F> KernelFn elementKernel(F f) {
+  return [f](const KernelContext &ctx, const KernelConfig &, const Tensors &ins,
+             const Tensors &outs) {
+    useReplicaThreads(ctx);
+    int64_t n = outs[0].elements();
+    std::vector<const float *> x(ins.size());
+    for (size_t k = 0; k < ins.size(); ++k)
+      x[k] = ins[k].f32();
+    float *y = outs[0].f32();
+    const float *const *xs = x.data();
+    size_t arity = x.size();
+#pragma omp parallel for simd schedule(static) if (n >= kParallelElements)
+    for (int64_t i = 0; i < n; ++i)
+      y[i] = f(xs, arity, i);
+    return Status::ok();
+  };
+}
+
+inline float relu6(float x) { return std::min(std::max(x, 0.0f), 6.0f); }
+
+/// clipped_relu, silu, hard_sigmoid, hard_silu, scale_shift and their
+/// gradients (from the forward input), multiply, maximum and maximum_grad.
+KernelFactory extraElementwiseFactory(const char *name) {
+  return [name](const KernelContext &, const KernelConfig &cfg,
+                const Tensors &ins, const Tensors &outs,
+                KernelFn &out) -> Status {
+    std::string op = name;
+    bool nary = op == "multiply" || op == "maximum";
+    size_t minIns = op == "maximum_grad"    ? 3
+                    : nary                  ? 1
+                    : op.ends_with("_grad") ? 2
+                                            : 1;
+    size_t maxIns = nary || op == "maximum_grad" ? size_t{1} << 20 : minIns;
+    if (Status s = checkF32Operands(name, ins, outs, minIns, maxIns, 1); !s)
+      return s;
+    if (Status s = checkSameSize(name, ins, outs); !s)
+      return s;
+    float threshold = static_cast<float>(cfg.getFloat("threshold", 0.0));
+    float slope = static_cast<float>(cfg.getFloat("negative_slope", 0.0));
+    float cap = cfg.has("max_value")
+                    ? static_cast<float>(cfg.getFloat("max_value"))
+                    : std::numeric_limits<float>::infinity();
+    float scale = static_cast<float>(cfg.getFloat("scale", 1.0));
+    float offset = static_cast<float>(cfg.getFloat("offset", 0.0));
+    using X = const float *const *;
+    if (op == "clipped_relu")
+      out = elementKernel([=](X x, size_t, int64_t i) {
+        float v = x[0][i];
+        return v > threshold ? std::min(v, cap) : slope * (v - threshold);
+      });
+    else if (op == "clipped_relu_grad")
+      out = elementKernel([=](X x, size_t, int64_t i) {
+        float dy = x[0][i], v = x[1][i];
+        return v > threshold ? (v < cap ? dy : 0.0f) : slope * dy;
+      });
+    else if (op == "silu")
+      out = elementKernel([](X x, size_t, int64_t i) {
+        float v = x[0][i];
+        return v / (1.0f + std::exp(-v));
+      });
+    else if (op == "silu_grad")
+      out = elementKernel([](X x, size_t, int64_t i) {
+        float dy = x[0][i], v = x[1][i];
+        float sig = 1.0f / (1.0f + std::exp(-v));
+        return dy * sig * (1.0f + v * (1.0f - sig));
+      });
+    else if (op == "hard_sigmoid")
+      out = elementKernel(
+          [](X x, size_t, int64_t i) { return relu6(x[0][i] + 3.0f) / 6.0f; });
+    else if (op == "hard_sigmoid_grad")
+      out = elementKernel([](X x, size_t, int64_t i) {
+        float v = x[1][i];
+        return v > -3.0f && v < 3.0f ? x[0][i] / 6.0f : 0.0f;
+      });
+    else if (op == "hard_silu")
+      out = elementKernel([](X x, size_t, int64_t i) {
+        float v = x[0][i];
+        return v * relu6(v + 3.0f) / 6.0f;
+      });
+    else if (op == "hard_silu_grad")
+      out = elementKernel([](X x, size_t, int64_t i) {
+        float dy = x[0][i], v = x[1][i];
+        float inner = v > -3.0f && v < 3.0f ? v : 0.0f;
+        return dy * (relu6(v + 3.0f) + inner) / 6.0f;
+      });
+    else if (op == "scale_shift")
+      out = elementKernel(
+          [=](X x, size_t, int64_t i) { return x[0][i] * scale + offset; });
+    else if (op == "multiply")
+      out = elementKernel([](X x, size_t n, int64_t i) {
+        float p = x[0][i];
+        for (size_t k = 1; k < n; ++k)
+          p *= x[k][i];
+        return p;
+      });
+    else if (op == "maximum")
+      out = elementKernel([](X x, size_t n, int64_t i) {
+        float m = x[0][i];
+        for (size_t k = 1; k < n; ++k)
+          m = std::max(m, x[k][i]);
+        return m;
+      });
+    else if (op == "maximum_grad") {
+      int64_t index = cfg.getInt("index", -1);
+      if (index < 0 || index >= static_cast<int64_t>(ins.size()) - 1)
+        return kernelError(
+            name, "index " + std::to_string(index) + " is out of range for " +
+                      std::to_string(ins.size() - 1) + " inputs");
+      // x = [dy, x0, ..., xn-1]: dy where x[index] is the first largest.
+      size_t at = static_cast<size_t>(index) + 1;
+      out = elementKernel([at](X x, size_t n, int64_t i) {
+        size_t first = 1;
+        for (size_t k = 2; k < n; ++k)
+          if (x[k][i] > x[first][i])
+            first = k;
+        return first == at ? x[0][i] : 0.0f;
+      });
+    } else
+      return kernelError(name, "unknown kernel");
+    return Status::ok();
+  };
+}
+
 } // namespace
 
 void registerVectorElementwiseKernels(KernelRegistry &registry) {
@@ -508,6 +637,11 @@ void registerVectorElementwiseKernels(KernelRegistry &registry) {
                            "gelu", "relu_grad", "sigmoid_grad", "tanh_grad",
                            "elu_grad", "leaky_relu_grad", "gelu_grad", "add"})
     registry.addFactory(name, Backend::cpu, singleOpFactory(name));
+  for (const char *name :
+       {"clipped_relu", "clipped_relu_grad", "silu", "silu_grad",
+        "hard_sigmoid", "hard_sigmoid_grad", "hard_silu", "hard_silu_grad",
+        "scale_shift", "multiply", "maximum", "maximum_grad"})
+    registry.addFactory(name, Backend::cpu, extraElementwiseFactory(name));
   registry.addFactory("elementwise", Backend::cpu, elementwiseFactory);
   registry.addFactory("bias_add", Backend::cpu, biasAddFactory);
   registry.addFactory("bias_add_grad", Backend::cpu, biasAddGradFactory);

@@ -1,4 +1,4 @@
-//===- VectorShapeKernels.cpp - flatten, reshape, concatenate, slice ------===//
+//===- VectorShapeKernels.cpp - flatten, reshape, concatenate, slice, pad -===//
 //
 // Copies. flatten and reshape keep the row-major order, so they are one
 // copy (none when the plan gives input and output the same buffer);
@@ -10,6 +10,7 @@
 #include "runtime/backends/cpu/CpuKernels.h"
 #include "runtime/backends/cpu/VectorKernels.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace graph::runtime::cpu {
@@ -146,6 +147,125 @@ Status sliceFactory(const KernelContext &, const KernelConfig &cfg,
   return Status::ok();
 }
 
+/// Zero-pads (positive amounts) or crops (negative) each axis. Each output
+/// row (all axes but the last) is either zeros or a run of the input row
+/// between zeros.
+Status padFactory(const KernelContext &, const KernelConfig &cfg,
+                  const Tensors &ins, const Tensors &outs, KernelFn &out) {
+  static constexpr const char *kName = "pad";
+  if (Status s = checkF32Operands(kName, ins, outs, 1, 1, 1); !s)
+    return s;
+  const std::vector<int64_t> &in = ins[0].shape, &res = outs[0].shape;
+  std::vector<int64_t> low = cfg.getInts("low"), high = cfg.getInts("high");
+  size_t rank = in.size();
+  if (rank == 0 || res.size() != rank || low.size() != rank ||
+      high.size() != rank)
+    return kernelError(kName, "low, high, input " + shapeText(in) +
+                                  " and output " + shapeText(res) +
+                                  " need one entry per axis");
+  for (size_t d = 0; d < rank; ++d)
+    if (in[d] + low[d] + high[d] != res[d])
+      return kernelError(
+          kName, "output " + shapeText(res) + " is not the padded input " +
+                     shapeText(in) + " on axis " + std::to_string(d));
+  int64_t rows = 1;
+  for (size_t d = 0; d + 1 < rank; ++d)
+    rows *= res[d];
+  // Along the last axis: output [begin, end) comes from input begin - low.
+  int64_t width = res[rank - 1], inWidth = in[rank - 1];
+  int64_t begin = std::clamp<int64_t>(low[rank - 1], 0, width);
+  int64_t end = std::clamp<int64_t>(low[rank - 1] + inWidth, begin, width);
+  out = [in, res, low, rows, width, inWidth, begin,
+         end](const KernelContext &ctx, const KernelConfig &,
+              const Tensors &ins, const Tensors &outs) {
+    useReplicaThreads(ctx);
+    const float *x = ins[0].f32();
+    float *y = outs[0].f32();
+    size_t outer = in.size() - 1;
+#pragma omp parallel for schedule(static) if (rows * width >= kParallelElements)
+    for (int64_t r = 0; r < rows; ++r) {
+      float *to = y + r * width;
+      // The input row of output row r, or -1 when it is padding.
+      int64_t source = 0, rest = r, scale = 1;
+      for (size_t d = outer; d-- > 0;) {
+        int64_t at = rest % res[d] - low[d];
+        rest /= res[d];
+        if (at < 0 || at >= in[d]) {
+          source = -1;
+          break;
+        }
+        source += at * scale;
+        scale *= in[d];
+      }
+      if (source < 0 || begin == end) {
+        std::fill(to, to + width, 0.0f);
+        continue;
+      }
+      std::fill(to, to + begin, 0.0f);
+      std::memcpy(to + begin, x + source * inWidth + (begin - low[outer]),
+                  static_cast<size_t>(end - begin) * sizeof(float));
+      std::fill(to + end, to + width, 0.0f);
+    }
+    return Status::ok();
+  };
+  return Status::ok();
+}
+
+/// Output axis d is input axis permutation[d]: a gather per output row.
+Status transposeFactory(const KernelContext &, const KernelConfig &cfg,
+                        const Tensors &ins, const Tensors &outs,
+                        KernelFn &out) {
+  static constexpr const char *kName = "transpose";
+  if (Status s = checkF32Operands(kName, ins, outs, 1, 1, 1); !s)
+    return s;
+  const std::vector<int64_t> &in = ins[0].shape, &res = outs[0].shape;
+  std::vector<int64_t> perm = cfg.getInts("permutation");
+  size_t rank = in.size();
+  if (rank == 0 || res.size() != rank || perm.size() != rank)
+    return kernelError(kName, "permutation, input " + shapeText(in) +
+                                  " and output " + shapeText(res) +
+                                  " need one entry per axis");
+  std::vector<bool> seen(rank, false);
+  for (size_t d = 0; d < rank; ++d) {
+    if (perm[d] < 0 || perm[d] >= static_cast<int64_t>(rank) || seen[perm[d]])
+      return kernelError(kName, "permutation is not one of 0.." +
+                                    std::to_string(rank - 1));
+    seen[perm[d]] = true;
+    if (res[d] != in[perm[d]])
+      return kernelError(kName, "output " + shapeText(res) +
+                                    " is not the permuted input " +
+                                    shapeText(in));
+  }
+  std::vector<int64_t> stride(rank, 1), from(rank); // input strides
+  for (size_t d = rank; d-- > 1;)
+    stride[d - 1] = stride[d] * in[d];
+  for (size_t d = 0; d < rank; ++d)
+    from[d] = stride[perm[d]]; // input stride of output axis d
+  int64_t width = res[rank - 1],
+          rows = outs[0].elements() / std::max<int64_t>(width, 1);
+  out = [res, from, rows, width](const KernelContext &ctx, const KernelConfig &,
+                                 const Tensors &ins, const Tensors &outs) {
+    useReplicaThreads(ctx);
+    const float *x = ins[0].f32();
+    float *y = outs[0].f32();
+    size_t outer = res.size() - 1;
+    int64_t step = from[outer];
+#pragma omp parallel for schedule(static) if (rows * width >= kParallelElements)
+    for (int64_t r = 0; r < rows; ++r) {
+      int64_t source = 0, rest = r;
+      for (size_t d = outer; d-- > 0;) {
+        source += (rest % res[d]) * from[d];
+        rest /= res[d];
+      }
+      float *to = y + r * width;
+      for (int64_t w = 0; w < width; ++w)
+        to[w] = x[source + w * step];
+    }
+    return Status::ok();
+  };
+  return Status::ok();
+}
+
 } // namespace
 
 void registerVectorShapeKernels(KernelRegistry &registry) {
@@ -153,6 +273,8 @@ void registerVectorShapeKernels(KernelRegistry &registry) {
   registry.addFactory("reshape", Backend::cpu, copyFactory("reshape"));
   registry.addFactory("concatenate", Backend::cpu, concatenateFactory);
   registry.addFactory("slice", Backend::cpu, sliceFactory);
+  registry.addFactory("pad", Backend::cpu, padFactory);
+  registry.addFactory("transpose", Backend::cpu, transposeFactory);
 }
 
 } // namespace graph::runtime::cpu

@@ -672,6 +672,36 @@ BINARY_KERNEL(leakyReluGrad, "leaky_relu_grad",
 BINARY_KERNEL(geluGrad, "gelu_grad",
               (dy * geluDerivative(s, truthy(cfg, "approximate"))))
 
+/// Keras' ReLU layer: min(x, max_value) above the threshold,
+/// negative_slope * (x - threshold) below; no cap without max_value.
+double clippedRelu(const KernelConfig &cfg, double x) {
+  double threshold = cfg.getFloat("threshold", 0.0);
+  if (x > threshold)
+    return cfg.has("max_value") ? std::min(x, cfg.getFloat("max_value")) : x;
+  return cfg.getFloat("negative_slope", 0.0) * (x - threshold);
+}
+double clippedReluDerivative(const KernelConfig &cfg, double x) {
+  if (x > cfg.getFloat("threshold", 0.0))
+    return !cfg.has("max_value") || x < cfg.getFloat("max_value") ? 1.0 : 0.0;
+  return cfg.getFloat("negative_slope", 0.0);
+}
+double relu6(double x) { return std::min(std::max(x, 0.0), 6.0); }
+
+UNARY_KERNEL(clippedReluKernel, "clipped_relu", clippedRelu(cfg, x))
+UNARY_KERNEL(silu, "silu", x *sigmoid(x))
+UNARY_KERNEL(hardSigmoid, "hard_sigmoid", relu6(x + 3.0) / 6.0)
+UNARY_KERNEL(hardSilu, "hard_silu", x *relu6(x + 3.0) / 6.0)
+UNARY_KERNEL(scaleShift, "scale_shift",
+             x *cfg.getFloat("scale", 1.0) + cfg.getFloat("offset", 0.0))
+BINARY_KERNEL(clippedReluGrad, "clipped_relu_grad",
+              dy *clippedReluDerivative(cfg, s))
+BINARY_KERNEL(siluGrad, "silu_grad",
+              dy *sigmoid(s) * (1.0 + s * (1.0 - sigmoid(s))))
+BINARY_KERNEL(hardSigmoidGrad, "hard_sigmoid_grad",
+              s > -3.0 && s < 3.0 ? dy / 6.0 : 0.0)
+BINARY_KERNEL(hardSiluGrad, "hard_silu_grad",
+              dy *(relu6(s + 3.0) + (s > -3.0 && s < 3.0 ? s : 0.0)) / 6.0)
+
 /// outer x axis x inner decomposition of `shape` around `axis` (negative
 /// counts from the end); false when out of range.
 bool splitAxis(const std::vector<int64_t> &shape, int64_t axis, int64_t &outer,
@@ -823,6 +853,67 @@ Status add(const KernelContext &, const KernelConfig &, const Tensors &ins,
   return Status::ok();
 }
 
+/// The elementwise product of the inputs (Keras Multiply).
+Status multiply(const KernelContext &, const KernelConfig &, const Tensors &ins,
+                const Tensors &outs) {
+  static constexpr const char *kName = "multiply";
+  CHECK_ARITY(1, 1 << 20, 1);
+  for (const TensorRef &t : ins)
+    REQUIRE(t.elements() == outs[0].elements(), "operands differ in size");
+  Vec product(outs[0].elements(), 1.0);
+  for (const TensorRef &t : ins) {
+    Vec v = load(t);
+    for (size_t i = 0; i < product.size(); ++i)
+      product[i] *= v[i];
+  }
+  store(outs[0], product);
+  return Status::ok();
+}
+
+/// The elementwise maximum of the inputs (Keras Maximum).
+Status maximum(const KernelContext &, const KernelConfig &, const Tensors &ins,
+               const Tensors &outs) {
+  static constexpr const char *kName = "maximum";
+  CHECK_ARITY(1, 1 << 20, 1);
+  for (const TensorRef &t : ins)
+    REQUIRE(t.elements() == outs[0].elements(), "operands differ in size");
+  Vec y = load(ins[0]);
+  for (size_t k = 1; k < ins.size(); ++k) {
+    Vec v = load(ins[k]);
+    for (size_t i = 0; i < y.size(); ++i)
+      y[i] = std::max(y[i], v[i]);
+  }
+  store(outs[0], y);
+  return Status::ok();
+}
+
+/// ins = [dy, x0, ..., xn-1]: dy where x[index] is the first of the
+/// largest x (TensorFlow's pairwise maximum gives ties to the first).
+Status maximumGrad(const KernelContext &, const KernelConfig &cfg,
+                   const Tensors &ins, const Tensors &outs) {
+  static constexpr const char *kName = "maximum_grad";
+  CHECK_ARITY(3, 1 << 20, 1);
+  for (const TensorRef &t : ins)
+    REQUIRE(t.elements() == outs[0].elements(), "operands differ in size");
+  int64_t n = static_cast<int64_t>(ins.size()) - 1;
+  int64_t index = cfg.getInt("index", -1);
+  REQUIRE(index >= 0 && index < n, "index out of range");
+  Vec dy = load(ins[0]);
+  std::vector<Vec> x;
+  for (int64_t k = 0; k < n; ++k)
+    x.push_back(load(ins[k + 1]));
+  for (size_t i = 0; i < dy.size(); ++i) {
+    int64_t first = 0;
+    for (int64_t k = 1; k < n; ++k)
+      if (x[k][i] > x[first][i])
+        first = k;
+    if (first != index)
+      dy[i] = 0.0;
+  }
+  store(outs[0], dy);
+  return Status::ok();
+}
+
 Status concatenate(const KernelContext &, const KernelConfig &cfg,
                    const Tensors &ins, const Tensors &outs) {
   static constexpr const char *kName = "concatenate";
@@ -872,6 +963,82 @@ Status slice(const KernelContext &, const KernelConfig &cfg, const Tensors &ins,
     for (int64_t a = 0; a < d; ++a)
       for (int64_t i = 0; i < inner; ++i)
         y[(o * d + a) * inner + i] = x[(o * size + offset + a) * inner + i];
+  store(outs[0], y);
+  return Status::ok();
+}
+
+/// Output axis d is input axis permutation[d].
+Status transpose(const KernelContext &, const KernelConfig &cfg,
+                 const Tensors &ins, const Tensors &outs) {
+  static constexpr const char *kName = "transpose";
+  CHECK_ARITY(1, 1, 1);
+  const std::vector<int64_t> &in = ins[0].shape, &out = outs[0].shape;
+  std::vector<int64_t> perm = cfg.getInts("permutation");
+  size_t rank = in.size();
+  REQUIRE(out.size() == rank && perm.size() == rank, "ranks differ");
+  std::vector<bool> seen(rank, false);
+  for (size_t d = 0; d < rank; ++d) {
+    REQUIRE(perm[d] >= 0 && perm[d] < static_cast<int64_t>(rank) &&
+                !seen[perm[d]],
+            "not a permutation");
+    seen[perm[d]] = true;
+    REQUIRE(out[d] == in[perm[d]], "output shape is not the permuted input");
+  }
+  std::vector<int64_t> stride(rank, 1); // of the input
+  for (size_t d = rank; d-- > 1;)
+    stride[d - 1] = stride[d] * in[d];
+  Vec x = load(ins[0]), y(outs[0].elements());
+  std::vector<int64_t> index(rank, 0); // output coordinates
+  for (size_t i = 0; i < y.size(); ++i) {
+    int64_t source = 0;
+    for (size_t d = 0; d < rank; ++d)
+      source += index[d] * stride[perm[d]];
+    y[i] = x[source];
+    for (size_t d = rank; d-- > 0;) {
+      if (++index[d] < out[d])
+        break;
+      index[d] = 0;
+    }
+  }
+  store(outs[0], y);
+  return Status::ok();
+}
+
+/// Zero-pads (positive `low`/`high` amounts) or crops (negative) each axis:
+/// output[i] = input[i - low] where that is inside the input, else 0.
+Status pad(const KernelContext &, const KernelConfig &cfg, const Tensors &ins,
+           const Tensors &outs) {
+  static constexpr const char *kName = "pad";
+  CHECK_ARITY(1, 1, 1);
+  const std::vector<int64_t> &in = ins[0].shape, &out = outs[0].shape;
+  std::vector<int64_t> low = cfg.getInts("low"), high = cfg.getInts("high");
+  size_t rank = in.size();
+  REQUIRE(out.size() == rank && low.size() == rank && high.size() == rank,
+          "low, high, input and output ranks differ");
+  for (size_t d = 0; d < rank; ++d)
+    REQUIRE(in[d] + low[d] + high[d] == out[d],
+            "axis " + std::to_string(d) + ": " + std::to_string(low[d]) +
+                " + " + std::to_string(in[d]) + " + " +
+                std::to_string(high[d]) + " != " + std::to_string(out[d]));
+  Vec x = load(ins[0]), y(outs[0].elements(), 0.0);
+  std::vector<int64_t> index(rank, 0);
+  for (int64_t i = 0; i < static_cast<int64_t>(y.size()); ++i) {
+    // index: the output coordinates of element i (row-major).
+    int64_t source = 0;
+    bool inside = true;
+    for (size_t d = 0; d < rank; ++d) {
+      int64_t at = index[d] - low[d];
+      inside = inside && at >= 0 && at < in[d];
+      source = source * in[d] + at;
+    }
+    if (inside)
+      y[i] = x[source];
+    for (size_t d = rank; d-- > 0;) {
+      if (++index[d] < out[d])
+        break;
+      index[d] = 0;
+    }
+  }
   store(outs[0], y);
   return Status::ok();
 }
@@ -1499,6 +1666,15 @@ const Entry kKernels[] = {
     {"elu_grad", eluGrad},
     {"leaky_relu_grad", leakyReluGrad},
     {"gelu_grad", geluGrad},
+    {"clipped_relu", clippedReluKernel},
+    {"silu", silu},
+    {"hard_sigmoid", hardSigmoid},
+    {"hard_silu", hardSilu},
+    {"scale_shift", scaleShift},
+    {"clipped_relu_grad", clippedReluGrad},
+    {"silu_grad", siluGrad},
+    {"hard_sigmoid_grad", hardSigmoidGrad},
+    {"hard_silu_grad", hardSiluGrad},
     {"softmax", softmax},
     {"softmax_grad", softmaxGrad},
     {"dropout", dropout},
@@ -1506,8 +1682,13 @@ const Entry kKernels[] = {
     {"flatten", flatten},
     {"reshape", reshape},
     {"add", add},
+    {"multiply", multiply},
+    {"maximum", maximum},
+    {"maximum_grad", maximumGrad},
     {"concatenate", concatenate},
     {"slice", slice},
+    {"pad", pad},
+    {"transpose", transpose},
     {"batch_norm", batchNorm},
     {"batch_norm_train", batchNormTrain},
     {"batch_norm_grad", batchNormGrad},

@@ -181,6 +181,72 @@ inline std::vector<Case> allCases() {
         return c;
       }(),
       {rnd({2, 5}, 28)}, {{2, 2}});
+  // transpose: Keras Permute((2, 1, 3)), and a rank-3 one.
+  auto permutation = [](std::vector<int64_t> p) {
+    KernelConfig c;
+    c.set("permutation", p);
+    return c;
+  };
+  add("transpose", "swap H and W", permutation({0, 2, 1, 3}),
+      {rnd({2, 3, 4, 5}, 69)}, {{2, 4, 3, 5}});
+  add("transpose", "rotate", permutation({0, 3, 1, 2}), {rnd({2, 3, 4, 5}, 69)},
+      {{2, 5, 3, 4}});
+  add("transpose", "rank 3", permutation({0, 2, 1}), {rnd({2, 3, 4}, 69)},
+      {{2, 4, 3}});
+  // Keras' ReLU settings, relu6, and the MobileNet activations, with inputs
+  // on both sides of every kink (-3, 0, the threshold, the cap).
+  auto relu = [](std::vector<std::pair<std::string, double>> settings) {
+    KernelConfig c;
+    for (auto &[k, v] : settings)
+      c.set(k, v);
+    return c;
+  };
+  const std::pair<std::string, KernelConfig> relus[] = {
+      {"relu6", relu({{"max_value", 6.0}})},
+      {"cap, slope, threshold",
+       relu({{"max_value", 2.5}, {"negative_slope", 0.1}, {"threshold", 0.5}})},
+      {"threshold", relu({{"threshold", 1.0}})},
+  };
+  for (const auto &[label, cfg] : relus) {
+    add("clipped_relu", label, cfg, {rnd({4, 6}, 60, -8, 8)}, {{4, 6}});
+    add("clipped_relu_grad", label, cfg,
+        {rnd({4, 6}, 61), rnd({4, 6}, 60, -8, 8)}, {{4, 6}});
+  }
+  for (std::string op : {"silu", "hard_sigmoid", "hard_silu"}) {
+    add(op, "", {}, {rnd({4, 6}, 62, -5, 5)}, {{4, 6}});
+    add(op + "_grad", "", {}, {rnd({4, 6}, 63), rnd({4, 6}, 62, -5, 5)},
+        {{4, 6}});
+  }
+  add("scale_shift", "", relu({{"scale", 1.0 / 255}, {"offset", -0.5}}),
+      {rnd({4, 6}, 64, 0, 255)}, {{4, 6}});
+  add("multiply", "2 inputs", {}, {rnd({3, 5}, 65), rnd({3, 5}, 66)}, {{3, 5}});
+  add("multiply", "3 inputs", {},
+      {rnd({3, 5}, 65), rnd({3, 5}, 66), rnd({3, 5}, 67)}, {{3, 5}});
+  add("maximum", "3 inputs", {},
+      {rnd({3, 5}, 65), rnd({3, 5}, 66), rnd({3, 5}, 67)}, {{3, 5}});
+  // Ties: x1 equals x0 in places; the gradient goes to the first.
+  Tensor m0 = rnd({3, 5}, 65), m1 = rnd({3, 5}, 66);
+  for (int i = 0; i < 15; i += 3)
+    m1.f[i] = m0.f[i];
+  for (int64_t index : {0, 1, 2}) {
+    KernelConfig c;
+    c.set("index", index);
+    add("maximum_grad", "index " + std::to_string(index), c,
+        {rnd({3, 5}, 68), m0, m1, rnd({3, 5}, 67)}, {{3, 5}});
+  }
+  // pad: ZeroPadding2D (positive), Cropping2D (negative), and both mixed,
+  // which is also each one's gradient.
+  auto padCfg = [](std::vector<int64_t> low, std::vector<int64_t> high) {
+    KernelConfig c;
+    c.set("low", low).set("high", high);
+    return c;
+  };
+  add("pad", "zero padding", padCfg({0, 1, 2, 0}, {0, 2, 1, 0}),
+      {rnd({2, 3, 4, 3}, 28)}, {{2, 6, 7, 3}});
+  add("pad", "cropping", padCfg({0, -1, 0, 0}, {0, -2, -3, 0}),
+      {rnd({2, 5, 6, 3}, 28)}, {{2, 2, 3, 3}});
+  add("pad", "mixed", padCfg({0, 2, -1, 0}, {0, -1, 3, 0}),
+      {rnd({2, 4, 5, 3}, 28)}, {{2, 5, 7, 3}});
   KernelConfig bn;
   bn.set("epsilon", 1e-3).set("momentum", 0.9);
   Tensor bx = rnd({4, 2, 3}, 29, -2, 2);

@@ -276,6 +276,104 @@ TEST(FiniteDifference, Activations) {
   }
 }
 
+TEST(FiniteDifference, KerasReluAndMobileNetActivations) {
+  // Away from the kinks: 0, the threshold 0.5, the caps 6 and 2.5, and
+  // hard_sigmoid's -3 and 3.
+  std::vector<double> x = uniform(24, -8, 8, 73);
+  for (double &v : x)
+    for (double kink : {0.0, 0.5, 2.5, 6.0, -3.0, 3.0})
+      if (std::abs(v - kink) < 0.05)
+        v = kink + 0.2;
+  KernelConfig relu6, full, threshold, none;
+  relu6.set("max_value", 6.0);
+  full.set("max_value", 2.5).set("negative_slope", 0.1).set("threshold", 0.5);
+  threshold.set("threshold", 0.5);
+  for (const auto &[op, cfg] :
+       {std::pair{std::string("clipped_relu"), relu6},
+        std::pair{std::string("clipped_relu"), full},
+        std::pair{std::string("clipped_relu"), threshold},
+        std::pair{std::string("silu"), none},
+        std::pair{std::string("hard_sigmoid"), none},
+        std::pair{std::string("hard_silu"), none}}) {
+    Forward f;
+    f.kernel = op;
+    f.cfg = cfg;
+    f.ins = {Tensor::f64({4, 6}, x)};
+    f.outShapes = {{4, 6}};
+    std::vector<double> w = f.weights(74);
+    expectGradient(
+        analytic(op + "_grad", cfg, {dyOf(f, w), f.ins[0]}, {{4, 6}}),
+        f.numeric(0, w), op + "_grad");
+  }
+  // scale_shift is its own gradient, without the offset.
+  Forward f;
+  f.kernel = "scale_shift";
+  f.cfg.set("scale", -0.75).set("offset", 2.0);
+  f.ins = {Tensor::f64({4, 6}, x)};
+  f.outShapes = {{4, 6}};
+  std::vector<double> w = f.weights(75);
+  KernelConfig scale;
+  scale.set("scale", -0.75);
+  expectGradient(analytic("scale_shift", scale, {dyOf(f, w)}, {{4, 6}}),
+                 f.numeric(0, w), "scale_shift");
+}
+
+TEST(FiniteDifference, MultiplyAndMaximum) {
+  std::vector<Tensor> ins = {Tensor::f64({3, 4}, uniform(12, -1, 1, 76)),
+                             Tensor::f64({3, 4}, uniform(12, -1, 1, 77)),
+                             Tensor::f64({3, 4}, uniform(12, -1, 1, 78))};
+  Forward m;
+  m.kernel = "multiply";
+  m.ins = ins;
+  m.outShapes = {{3, 4}};
+  std::vector<double> w = m.weights(79);
+  for (size_t i = 0; i < 3; ++i) {
+    std::vector<Tensor> operands = {dyOf(m, w)};
+    for (size_t j = 0; j < 3; ++j)
+      if (j != i)
+        operands.push_back(ins[j]);
+    expectGradient(analytic("multiply", {}, operands, {{3, 4}}),
+                   m.numeric(i, w), "multiply input " + std::to_string(i));
+  }
+  Forward x;
+  x.kernel = "maximum";
+  x.ins = ins;
+  x.outShapes = {{3, 4}};
+  w = x.weights(80);
+  for (int64_t i = 0; i < 3; ++i) {
+    KernelConfig c;
+    c.set("index", i);
+    expectGradient(analytic("maximum_grad", c,
+                            {dyOf(x, w), ins[0], ins[1], ins[2]}, {{3, 4}}),
+                   x.numeric(i, w), "maximum_grad " + std::to_string(i));
+  }
+}
+
+TEST(FiniteDifference, PadAndTranspose) {
+  Forward p;
+  p.kernel = "pad";
+  p.cfg.set("low", std::vector<int64_t>{0, 2, -1, 0})
+      .set("high", std::vector<int64_t>{0, -1, 1, 0});
+  p.ins = {Tensor::f64({2, 4, 3, 2}, uniform(48, -1, 1, 84))};
+  p.outShapes = {{2, 5, 3, 2}};
+  std::vector<double> w = p.weights(85);
+  KernelConfig back;
+  back.set("low", std::vector<int64_t>{0, -2, 1, 0})
+      .set("high", std::vector<int64_t>{0, 1, -1, 0});
+  expectGradient(analytic("pad", back, {dyOf(p, w)}, {{2, 4, 3, 2}}),
+                 p.numeric(0, w), "pad");
+  Forward t;
+  t.kernel = "transpose";
+  t.cfg.set("permutation", std::vector<int64_t>{0, 3, 1, 2});
+  t.ins = {Tensor::f64({2, 4, 3, 2}, uniform(48, -1, 1, 86))};
+  t.outShapes = {{2, 2, 4, 3}};
+  w = t.weights(87);
+  KernelConfig inverse;
+  inverse.set("permutation", std::vector<int64_t>{0, 2, 3, 1});
+  expectGradient(analytic("transpose", inverse, {dyOf(t, w)}, {{2, 4, 3, 2}}),
+                 t.numeric(0, w), "transpose");
+}
+
 TEST(FiniteDifference, Softmax) {
   for (int64_t axis : {-1, 1, 0}) {
     Forward f;

@@ -8,7 +8,9 @@
 // stored; the reference computes in double, so results agree within a few
 // float ulps.
 //
-// Also here: bias_add, bias_add_grad (a column reduction), the conv and
+// Also here: the elementwise ops outside the programs (clipped_relu, silu,
+// hard_sigmoid, hard_silu and gradients, scale_shift, multiply, maximum,
+// maximum_grad), bias_add, bias_add_grad (a column reduction), the conv and
 // dense epilogue (bias and activation in place) and dropout, whose mask is
 // runtime/core/DropoutMask.h's, shared with the other backends.
 //
@@ -21,6 +23,7 @@
 #include "runtime/core/DropoutMask.h"
 
 #include <memory>
+#include <string>
 
 namespace graph::runtime::cuda {
 
@@ -504,6 +507,160 @@ KernelFactory dropoutFactory(const char *name) {
   };
 }
 
+//===----------------------------------------------------------------------===//
+// Elementwise ops outside the fusable programs: clipped_relu, silu,
+// hard_sigmoid, hard_silu and their gradients (from the forward input),
+// scale_shift, and the merges multiply, maximum and maximum_grad. Per
+// element every input is read before the output is written, so an output
+// may alias an input.
+//===----------------------------------------------------------------------===//
+
+enum class ExtraOp : int32_t {
+  clippedRelu,
+  clippedReluGrad,
+  silu,
+  siluGrad,
+  hardSigmoid,
+  hardSigmoidGrad,
+  hardSilu,
+  hardSiluGrad,
+  scaleShift,
+  multiply,
+  maximum,
+  maximumGrad,
+};
+
+constexpr int kMaxExtraInputs = 16;
+
+struct ExtraArgs {
+  ExtraOp op = ExtraOp::multiply;
+  const float *in[kMaxExtraInputs] = {};
+  int inputs = 0;
+  float *out = nullptr;
+  int64_t elements = 0;
+  float threshold = 0, slope = 0, cap = 0, scale = 1, offset = 0;
+  bool capped = false;
+  int index = 0; // maximum_grad: which x (in[index + 1]) gets dy
+};
+
+__device__ inline float deviceRelu6(float x) {
+  return fminf(fmaxf(x, 0.0f), 6.0f);
+}
+
+__global__ void extraKernel(ExtraArgs a) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+       i < a.elements; i += int64_t(gridDim.x) * blockDim.x) {
+    float x = a.in[0][i], r = 0.0f;
+    switch (a.op) {
+    case ExtraOp::clippedRelu:
+      r = x > a.threshold ? (a.capped ? fminf(x, a.cap) : x)
+                          : a.slope * (x - a.threshold);
+      break;
+    case ExtraOp::clippedReluGrad: {
+      float v = a.in[1][i];
+      r = v > a.threshold ? (!a.capped || v < a.cap ? x : 0.0f) : a.slope * x;
+      break;
+    }
+    case ExtraOp::silu:
+      r = x / (1.0f + expf(-x));
+      break;
+    case ExtraOp::siluGrad: {
+      float v = a.in[1][i];
+      float sig = 1.0f / (1.0f + expf(-v));
+      r = x * sig * (1.0f + v * (1.0f - sig));
+      break;
+    }
+    case ExtraOp::hardSigmoid:
+      r = deviceRelu6(x + 3.0f) / 6.0f;
+      break;
+    case ExtraOp::hardSigmoidGrad: {
+      float v = a.in[1][i];
+      r = v > -3.0f && v < 3.0f ? x / 6.0f : 0.0f;
+      break;
+    }
+    case ExtraOp::hardSilu:
+      r = x * deviceRelu6(x + 3.0f) / 6.0f;
+      break;
+    case ExtraOp::hardSiluGrad: {
+      float v = a.in[1][i];
+      r = x * (deviceRelu6(v + 3.0f) + (v > -3.0f && v < 3.0f ? v : 0.0f)) /
+          6.0f;
+      break;
+    }
+    case ExtraOp::scaleShift:
+      r = x * a.scale + a.offset;
+      break;
+    case ExtraOp::multiply:
+      r = x;
+      for (int k = 1; k < a.inputs; ++k)
+        r *= a.in[k][i];
+      break;
+    case ExtraOp::maximum:
+      r = x;
+      for (int k = 1; k < a.inputs; ++k)
+        r = fmaxf(r, a.in[k][i]);
+      break;
+    case ExtraOp::maximumGrad: {
+      // in = [dy, x0, ...]: dy where x[index] is the first largest.
+      int first = 1;
+      for (int k = 2; k < a.inputs; ++k)
+        if (a.in[k][i] > a.in[first][i])
+          first = k;
+      r = first == a.index + 1 ? x : 0.0f;
+      break;
+    }
+    }
+    a.out[i] = r;
+  }
+}
+
+KernelFactory extraFactory(const char *name, ExtraOp op, int minInputs,
+                           int maxInputs) {
+  return [name, op, minInputs,
+          maxInputs](const KernelContext &ctx, const KernelConfig &cfg,
+                     const Tensors &ins, const Tensors &outs, KernelFn &out) {
+    const char *kName = name;
+    RETURN_IF_ERROR(checkOperands(kName, ins, outs, size_t(minInputs),
+                                  size_t(maxInputs), 1));
+    for (const TensorRef &t : ins)
+      REQUIRE(t.elements() == outs[0].elements(),
+              "input " + shapeText(t.shape) + " differs in size from output " +
+                  shapeText(outs[0].shape));
+    ExtraArgs a;
+    a.op = op;
+    a.inputs = static_cast<int>(ins.size());
+    a.elements = outs[0].elements();
+    a.threshold = static_cast<float>(cfg.getFloat("threshold", 0.0));
+    a.slope = static_cast<float>(cfg.getFloat("negative_slope", 0.0));
+    a.capped = cfg.has("max_value");
+    a.cap = static_cast<float>(cfg.getFloat("max_value", 0.0));
+    a.scale = static_cast<float>(cfg.getFloat("scale", 1.0));
+    a.offset = static_cast<float>(cfg.getFloat("offset", 0.0));
+    int64_t index = cfg.getInt("index", 0);
+    if (op == ExtraOp::maximumGrad)
+      REQUIRE(index >= 0 && index < a.inputs - 1,
+              "index " + std::to_string(index) + " is out of range for " +
+                  std::to_string(a.inputs - 1) + " inputs");
+    a.index = static_cast<int>(index);
+    CudaDeviceState *state = nullptr;
+    RETURN_IF_ERROR(deviceStateOf(kName, ctx, state));
+    out = [state, a](const KernelContext &, const KernelConfig &,
+                     const Tensors &ins, const Tensors &outs) {
+      if (a.elements == 0)
+        return Status::ok();
+      ExtraArgs args = a;
+      for (int k = 0; k < args.inputs; ++k)
+        args.in[k] = ins[k].f32();
+      args.out = outs[0].f32();
+      extraKernel<<<blocksFor(args.elements), kThreads, 0, state->compute>>>(
+          args);
+      RETURN_IF_LAUNCH_FAILED("extraKernel");
+      return Status::ok();
+    };
+    return Status::ok();
+  };
+}
+
 } // namespace
 
 cudaError_t launchBiasActivation(float *y, const float *bias, int64_t elements,
@@ -542,6 +699,28 @@ void registerElementwiseKernels() {
   for (const Entry &a : kActivations)
     r.addFactory(a.name, Backend::cuda,
                  activationFactory(a.name, a.op, a.inputs, a.alpha));
+  struct ExtraEntry {
+    const char *name;
+    ExtraOp op;
+    int minInputs, maxInputs;
+  };
+  static const ExtraEntry kExtra[] = {
+      {"clipped_relu", ExtraOp::clippedRelu, 1, 1},
+      {"clipped_relu_grad", ExtraOp::clippedReluGrad, 2, 2},
+      {"silu", ExtraOp::silu, 1, 1},
+      {"silu_grad", ExtraOp::siluGrad, 2, 2},
+      {"hard_sigmoid", ExtraOp::hardSigmoid, 1, 1},
+      {"hard_sigmoid_grad", ExtraOp::hardSigmoidGrad, 2, 2},
+      {"hard_silu", ExtraOp::hardSilu, 1, 1},
+      {"hard_silu_grad", ExtraOp::hardSiluGrad, 2, 2},
+      {"scale_shift", ExtraOp::scaleShift, 1, 1},
+      {"multiply", ExtraOp::multiply, 1, kMaxExtraInputs},
+      {"maximum", ExtraOp::maximum, 1, kMaxExtraInputs},
+      {"maximum_grad", ExtraOp::maximumGrad, 3, kMaxExtraInputs},
+  };
+  for (const ExtraEntry &e : kExtra)
+    r.addFactory(e.name, Backend::cuda,
+                 extraFactory(e.name, e.op, e.minInputs, e.maxInputs));
   r.addFactory("add", Backend::cuda, add);
   r.addFactory("elementwise", Backend::cuda, elementwise);
   r.addFactory("bias_add", Backend::cuda, biasAdd);

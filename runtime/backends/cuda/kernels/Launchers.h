@@ -41,7 +41,8 @@ struct NhwcPadding {
   int64_t paddedElements() const { return n * paddedH() * paddedW() * c; }
 };
 
-/// Writes all of `padded`: `x` inside, zeros around. cuDNN pads
+/// Writes all of `padded`: `x` inside, zeros around (negative amounts crop
+/// `x`: graph.pad uses it both ways). cuDNN pads
 /// symmetrically only; TensorFlow's `same` padding of an odd total puts the
 /// extra row and column after.
 cudaError_t launchPadNhwc(const float *x, float *padded,
@@ -50,6 +51,25 @@ cudaError_t launchPadNhwc(const float *x, float *padded,
 /// x = the inside of `padded` (the gradient of launchPadNhwc).
 cudaError_t launchCropNhwc(const float *padded, float *x,
                            const NhwcPadding &geometry, cudaStream_t stream);
+
+/// A transpose of up to kMaxPermuteRank axes: output axis d has outDims[d]
+/// entries and steps through the input by from[d] elements.
+struct PermuteGeometry {
+  static constexpr int kMaxRank = 8;
+  int rank = 0;
+  int64_t outDims[kMaxRank] = {};
+  int64_t from[kMaxRank] = {};
+  int64_t elements() const {
+    int64_t n = 1;
+    for (int d = 0; d < rank; ++d)
+      n *= outDims[d];
+    return n;
+  }
+};
+
+/// y = x with its axes permuted (graph.transpose).
+cudaError_t launchPermute(const float *x, float *y,
+                          const PermuteGeometry &geometry, cudaStream_t stream);
 
 } // namespace graph::runtime::cuda
 

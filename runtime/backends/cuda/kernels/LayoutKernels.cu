@@ -1,9 +1,11 @@
-//===- LayoutKernels.cu - transposes and padding around cuDNN -------------===//
+//===- LayoutKernels.cu - transposes and padding
+//---------------------------===//
 //
 // The plan keeps Keras' layouts (HWIO conv kernels) and TensorFlow's
 // padding (an odd `same` total puts the extra row after); cuDNN wants OHWI
 // filters next to NHWC tensors and pads symmetrically. These kernels bridge
-// the two in the convolution's scratch space.
+// the two in the convolution's scratch space. graph.pad and
+// graph.transpose use the padding and the permute kernels too.
 //
 //===----------------------------------------------------------------------===//
 
@@ -75,7 +77,32 @@ __global__ void cropKernel(const float *__restrict__ padded,
   }
 }
 
+__global__ void permuteKernel(const float *__restrict__ x,
+                              float *__restrict__ y, PermuteGeometry g,
+                              int64_t total) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    int64_t source = 0, rest = i;
+    for (int d = g.rank - 1; d >= 0; --d) {
+      source += (rest % g.outDims[d]) * g.from[d];
+      rest /= g.outDims[d];
+    }
+    y[i] = x[source];
+  }
+}
+
 } // namespace
+
+cudaError_t launchPermute(const float *x, float *y,
+                          const PermuteGeometry &geometry,
+                          cudaStream_t stream) {
+  int64_t total = geometry.elements();
+  if (total <= 0)
+    return cudaSuccess;
+  permuteKernel<<<blocksFor(total), kThreads, 0, stream>>>(x, y, geometry,
+                                                           total);
+  return cudaGetLastError();
+}
 
 cudaError_t launchTranspose(const float *src, float *dst, int64_t rows,
                             int64_t cols, cudaStream_t stream) {

@@ -1,4 +1,4 @@
-//===- ShapeKernels.cpp - flatten, reshape, concatenate, slice ------------===//
+//===- ShapeKernels.cpp - flatten, reshape, concatenate, slice, pad, ... -===//
 //
 // Copies only, so no kernels of their own: flatten and reshape are one
 // device-to-device copy (none when the plan gives both the same buffer),
@@ -157,6 +157,85 @@ Status slice(const KernelContext &ctx, const KernelConfig &cfg,
   return Status::ok();
 }
 
+/// Zero-pads (positive amounts) or crops (negative) H and W of an NHWC
+/// tensor: LayoutKernels.cu's padding kernel, whose geometry may be
+/// negative, does both.
+Status pad(const KernelContext &ctx, const KernelConfig &cfg,
+           const Tensors &ins, const Tensors &outs, KernelFn &out) {
+  static constexpr const char *kName = "pad";
+  RETURN_IF_ERROR(checkOperands(kName, ins, outs, 1, 1, 1));
+  const std::vector<int64_t> &in = ins[0].shape, &res = outs[0].shape;
+  std::vector<int64_t> low = cfg.getInts("low"), high = cfg.getInts("high");
+  REQUIRE(in.size() == 4 && res.size() == 4 && low.size() == 4 &&
+              high.size() == 4,
+          "expects NHWC input " + shapeText(in) + " and output " +
+              shapeText(res) + " with 4 low and 4 high amounts");
+  REQUIRE(low[0] == 0 && high[0] == 0 && low[3] == 0 && high[3] == 0,
+          "pads or crops H and W only");
+  for (size_t d = 0; d < 4; ++d)
+    REQUIRE(in[d] + low[d] + high[d] == res[d],
+            "output " + shapeText(res) + " is not the padded input " +
+                shapeText(in) + " on axis " + std::to_string(d));
+  NhwcPadding g;
+  g.n = in[0];
+  g.h = in[1];
+  g.w = in[2];
+  g.c = in[3];
+  g.top = low[1];
+  g.bottom = high[1];
+  g.left = low[2];
+  g.right = high[2];
+  CudaDeviceState *state = nullptr;
+  RETURN_IF_ERROR(deviceStateOf(kName, ctx, state));
+  out = [state, g](const KernelContext &, const KernelConfig &,
+                   const Tensors &ins, const Tensors &outs) {
+    RETURN_IF_CUDA_ERROR(
+        launchPadNhwc(ins[0].f32(), outs[0].f32(), g, state->compute));
+    return Status::ok();
+  };
+  return Status::ok();
+}
+
+/// Output axis d is input axis permutation[d] (LayoutKernels.cu).
+Status transpose(const KernelContext &ctx, const KernelConfig &cfg,
+                 const Tensors &ins, const Tensors &outs, KernelFn &out) {
+  static constexpr const char *kName = "transpose";
+  RETURN_IF_ERROR(checkOperands(kName, ins, outs, 1, 1, 1));
+  const std::vector<int64_t> &in = ins[0].shape, &res = outs[0].shape;
+  std::vector<int64_t> perm = cfg.getInts("permutation");
+  size_t rank = in.size();
+  REQUIRE(rank >= 1 && rank <= size_t(PermuteGeometry::kMaxRank) &&
+              res.size() == rank && perm.size() == rank,
+          "expects input " + shapeText(in) + ", output " + shapeText(res) +
+              " and permutation of one rank in 1.." +
+              std::to_string(PermuteGeometry::kMaxRank));
+  std::vector<int64_t> stride(rank, 1);
+  for (size_t d = rank; d-- > 1;)
+    stride[d - 1] = stride[d] * in[d];
+  std::vector<bool> seen(rank, false);
+  PermuteGeometry g;
+  g.rank = static_cast<int>(rank);
+  for (size_t d = 0; d < rank; ++d) {
+    REQUIRE(perm[d] >= 0 && perm[d] < int64_t(rank) && !seen[perm[d]],
+            "permutation is not one of 0.." + std::to_string(rank - 1));
+    seen[perm[d]] = true;
+    REQUIRE(res[d] == in[perm[d]], "output " + shapeText(res) +
+                                       " is not the permuted input " +
+                                       shapeText(in));
+    g.outDims[d] = res[d];
+    g.from[d] = stride[perm[d]];
+  }
+  CudaDeviceState *state = nullptr;
+  RETURN_IF_ERROR(deviceStateOf(kName, ctx, state));
+  out = [state, g](const KernelContext &, const KernelConfig &,
+                   const Tensors &ins, const Tensors &outs) {
+    RETURN_IF_CUDA_ERROR(
+        launchPermute(ins[0].f32(), outs[0].f32(), g, state->compute));
+    return Status::ok();
+  };
+  return Status::ok();
+}
+
 } // namespace
 
 void registerShapeKernels() {
@@ -165,6 +244,8 @@ void registerShapeKernels() {
   r.addFactory("reshape", Backend::cuda, copyFactory("reshape"));
   r.addFactory("concatenate", Backend::cuda, concatenate);
   r.addFactory("slice", Backend::cuda, slice);
+  r.addFactory("pad", Backend::cuda, pad);
+  r.addFactory("transpose", Backend::cuda, transpose);
 }
 
 } // namespace graph::runtime::cuda
