@@ -359,6 +359,8 @@ LogicalResult createLayer(builder::ModelBuilder &model, LayerEntry &entry,
         failed(readPadding(c, o.padding)) || failed(channelsLast()) ||
         failed(c.readInt("depth_multiplier", o.depth_multiplier)) ||
         failed(c.readPair("dilation_rate", o.dilation_rate)) ||
+        // tf.keras 2 writes its Conv base class's groups (always 1).
+        failed(c.expectNumber("groups", 1)) ||
         failed(readActivation(c, "activation", o.activation)) ||
         failed(c.readBool("use_bias", o.use_bias)) ||
         failed(readInitializer(c, "depthwise_initializer",
@@ -381,6 +383,8 @@ LogicalResult createLayer(builder::ModelBuilder &model, LayerEntry &entry,
         failed(readPadding(c, o.padding)) || failed(channelsLast()) ||
         failed(c.readInt("depth_multiplier", o.depth_multiplier)) ||
         failed(c.readPair("dilation_rate", o.dilation_rate)) ||
+        // tf.keras 2 writes its Conv base class's groups (always 1).
+        failed(c.expectNumber("groups", 1)) ||
         failed(readActivation(c, "activation", o.activation)) ||
         failed(c.readBool("use_bias", o.use_bias)) ||
         failed(readInitializer(c, "depthwise_initializer",
