@@ -96,12 +96,12 @@ emitOperandGradients(OpBuilder &b, Operation *op, Value dy,
           give(1, Conv2DGradKernelOp::create(
                       b, loc, op.getKernel().getType(), op.getInput(), dy,
                       op.getStridesAttr(), op.getPaddingAttr(),
-                      op.getDilationsAttr()));
+                      op.getDilationsAttr(), op.getGroupsAttr()));
         if (wanted(0))
-          give(0, Conv2DGradInputOp::create(b, loc, op.getInput().getType(), dy,
-                                            op.getKernel(), op.getStridesAttr(),
-                                            op.getPaddingAttr(),
-                                            op.getDilationsAttr()));
+          give(0, Conv2DGradInputOp::create(
+                      b, loc, op.getInput().getType(), dy, op.getKernel(),
+                      op.getStridesAttr(), op.getPaddingAttr(),
+                      op.getDilationsAttr(), op.getGroupsAttr()));
       })
       .Case([&](DenseOp op) {
         if (wanted(1))

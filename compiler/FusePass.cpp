@@ -248,10 +248,10 @@ static void fuseEpilogue(Operation *producer) {
       EpilogueActivationAttr::get(builder.getContext(), activation);
   Value fused;
   if (auto conv = dyn_cast<Conv2DOp>(producer))
-    fused = FusedConv2DOp::create(builder, loc, value.getType(),
-                                  conv.getInput(), conv.getKernel(), bias,
-                                  conv.getStridesAttr(), conv.getPaddingAttr(),
-                                  conv.getDilationsAttr(), activationAttr);
+    fused = FusedConv2DOp::create(
+        builder, loc, value.getType(), conv.getInput(), conv.getKernel(), bias,
+        conv.getStridesAttr(), conv.getPaddingAttr(), conv.getDilationsAttr(),
+        activationAttr, conv.getGroupsAttr());
   else {
     auto dense = cast<DenseOp>(producer);
     fused =

@@ -102,6 +102,15 @@ static Attribute configValue(Attribute attr) {
   return attr;
 }
 
+/// Whether `op` is a convolution (or its gradient) with groups = 1.
+static bool isUngroupedConvolution(Operation *op) {
+  return llvm::TypeSwitch<Operation *, bool>(op)
+      .Case<graph::Conv2DOp, graph::Conv2DGradInputOp,
+            graph::Conv2DGradKernelOp, graph::FusedConv2DOp>(
+          [](auto conv) { return conv.getGroups() == 1; })
+      .Default([](Operation *) { return false; });
+}
+
 /// The op's attributes without the ones that only describe the IR (operand
 /// segments, placement).
 static SmallVector<NamedAttribute> kernelAttributes(Operation *op) {
@@ -110,6 +119,10 @@ static SmallVector<NamedAttribute> kernelAttributes(Operation *op) {
     StringRef name = attr.getName().getValue();
     if (name == dist::DistDialect::kDeviceAttrName ||
         name == "operandSegmentSizes" || name == "resultSegmentSizes")
+      continue;
+    // A convolution's groups only when grouped (the kernels default to 1),
+    // so the plans of ungrouped models stay as they were.
+    if (name == "groups" && isUngroupedConvolution(op))
       continue;
     attrs.emplace_back(attr.getName(), configValue(attr.getValue()));
   }

@@ -196,22 +196,23 @@ LogicalResult TrainingOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
 static FailureOr<RankedTensorType>
 inferConv2D(std::optional<Location> loc, Value inputValue, Value kernelValue,
             ArrayRef<int64_t> strides, Padding padding,
-            ArrayRef<int64_t> dilations, StringRef inputName = "input",
-            StringRef kernelName = "kernel") {
+            ArrayRef<int64_t> dilations, int64_t groups,
+            StringRef inputName = "input", StringRef kernelName = "kernel") {
   auto input = rankedOperand(loc, inputValue, inputName, 4, "NHWC");
   if (failed(input))
     return failure();
   auto kernel = rankedOperand(loc, kernelValue, kernelName, 4, "HWIO");
   if (failed(kernel))
     return failure();
-  return inferConv2DType(loc, *input, *kernel, strides, padding, dilations);
+  return inferConv2DType(loc, *input, *kernel, strides, padding, dilations,
+                         groups);
 }
 
 FailureOr<RankedTensorType>
 mlir::graph::inferConv2DType(std::optional<Location> loc,
                              RankedTensorType input, RankedTensorType kernel,
                              ArrayRef<int64_t> strides, Padding padding,
-                             ArrayRef<int64_t> dilations) {
+                             ArrayRef<int64_t> dilations, int64_t groups) {
   if (failed(verifyPositivePair(loc, "strides", strides)) ||
       failed(verifyPositivePair(loc, "dilations", dilations)))
     return failure();
@@ -226,12 +227,28 @@ mlir::graph::inferConv2DType(std::optional<Location> loc,
   if (llvm::any_of(kernel.getShape(), [](int64_t d) { return d < 1; }))
     return emitOptionalError(loc, "kernel dimensions must be >= 1, got ",
                              kernel);
-  if (kernel.getDimSize(2) != input.getDimSize(3))
-    return emitOptionalError(
-        loc, "kernel input channels (", kernel.getDimSize(2),
-        ") must match input channels (", input.getDimSize(3), ")");
+  int64_t channels = input.getDimSize(3);
+  if (groups < 1)
+    return emitOptionalError(loc, "groups must be >= 1, got ", groups);
+  if (groups == 1 && kernel.getDimSize(2) != channels)
+    return emitOptionalError(loc, "kernel input channels (",
+                             kernel.getDimSize(2),
+                             ") must match input channels (", channels, ")");
+  // Grouped: [kh, kw, C / groups, F]; depthwise (groups = C > 1) also
+  // [kh, kw, C, multiplier], Keras' DepthwiseConv2D kernel.
+  bool depthwiseForm =
+      groups > 1 && groups == channels && kernel.getDimSize(2) == channels;
+  if (groups > 1 && !depthwiseForm && kernel.getDimSize(2) * groups != channels)
+    return emitOptionalError(loc, "kernel input channels (",
+                             kernel.getDimSize(2), ") times groups (", groups,
+                             ") must match input channels (", channels, ")");
+  int64_t filters =
+      depthwiseForm ? channels * kernel.getDimSize(3) : kernel.getDimSize(3);
+  if (filters % groups != 0)
+    return emitOptionalError(loc, "kernel filters (", filters,
+                             ") must be a multiple of groups (", groups, ")");
   auto shape = slideWindow(loc, input, kernel.getShape().take_front(2), strides,
-                           dilations, padding, kernel.getDimSize(3), "kernel");
+                           dilations, padding, filters, "kernel");
   if (failed(shape))
     return failure();
   return RankedTensorType::get(*shape, input.getElementType());
@@ -243,7 +260,7 @@ LogicalResult Conv2DOp::inferReturnTypes(MLIRContext *,
                                          SmallVectorImpl<Type> &results) {
   auto type = inferConv2D(loc, adaptor.getInput(), adaptor.getKernel(),
                           adaptor.getStrides(), adaptor.getPadding(),
-                          adaptor.getDilations());
+                          adaptor.getDilations(), adaptor.getGroups());
   if (failed(type))
     return failure();
   results.push_back(*type);
@@ -698,9 +715,9 @@ static LogicalResult expectType(Operation *op, Type actual, Type expected,
 }
 
 LogicalResult Conv2DGradInputOp::verify() {
-  auto forward =
-      inferConv2D(getLoc(), getInputGrad(), getKernel(), getStrides(),
-                  getPadding(), getDilations(), "input_grad", "kernel");
+  auto forward = inferConv2D(getLoc(), getInputGrad(), getKernel(),
+                             getStrides(), getPadding(), getDilations(),
+                             getGroups(), "input_grad", "kernel");
   if (failed(forward))
     return failure();
   return expectType(*this, getOutputGrad().getType(), *forward,
@@ -708,9 +725,9 @@ LogicalResult Conv2DGradInputOp::verify() {
 }
 
 LogicalResult Conv2DGradKernelOp::verify() {
-  auto forward =
-      inferConv2D(getLoc(), getInput(), getKernelGrad(), getStrides(),
-                  getPadding(), getDilations(), "input", "kernel_grad");
+  auto forward = inferConv2D(getLoc(), getInput(), getKernelGrad(),
+                             getStrides(), getPadding(), getDilations(),
+                             getGroups(), "input", "kernel_grad");
   if (failed(forward))
     return failure();
   return expectType(*this, getOutputGrad().getType(), *forward,
@@ -989,7 +1006,7 @@ static LogicalResult verifyFusedBias(Operation *op, Value bias,
 
 LogicalResult FusedConv2DOp::verify() {
   auto forward = inferConv2D(getLoc(), getInput(), getKernel(), getStrides(),
-                             getPadding(), getDilations());
+                             getPadding(), getDilations(), getGroups());
   if (failed(forward) ||
       failed(expectType(*this, getOutput().getType(), *forward, "output")))
     return failure();

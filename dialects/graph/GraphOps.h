@@ -23,12 +23,14 @@ class OutputOp;
 int64_t windowOutputSize(int64_t input, int64_t window, int64_t stride,
                          int64_t dilation, Padding padding);
 
-/// The result type of a conv2d of `input` (NHWC) by `kernel` (HWIO), or
-/// failure with a diagnostic at `loc` when given.
+/// The result type of a conv2d of `input` (NHWC) by `kernel` (HWIO, input
+/// channels per group when `groups` > 1), or failure with a diagnostic at
+/// `loc` when given.
 FailureOr<RankedTensorType>
 inferConv2DType(std::optional<Location> loc, RankedTensorType input,
                 RankedTensorType kernel, ArrayRef<int64_t> strides,
-                Padding padding, ArrayRef<int64_t> dilations);
+                Padding padding, ArrayRef<int64_t> dilations,
+                int64_t groups = 1);
 /// The result type of a 2-D pooling window over `input` (NHWC).
 FailureOr<RankedTensorType> inferPool2DType(std::optional<Location> loc,
                                             RankedTensorType input,

@@ -169,14 +169,27 @@ def Graph_Conv2DOp : Graph_Op<"conv2d", [Pure, InferTypeOpAdaptor]> {
         : (tensor<8x28x28x1xf32>, tensor<3x3x1x32xf32>) -> tensor<8x26x26x32xf32>
     ```
     No bias and no activation: those are `graph.bias_add` and an activation op.
+
+    `groups` (Keras Conv2D's `groups`, TensorFlow's feature_group_count)
+    splits the C input channels and the F filters into that many groups;
+    group g's filters see only its C / groups channels. The kernel is then
+    [kh, kw, C / groups, F] and filter f belongs to group f / (F / groups),
+    Keras' Conv2D layout. A depthwise convolution is groups = C; it also
+    takes Keras' DepthwiseConv2D kernel [kh, kw, C, m] as it is, which is
+    the same memory as [kh, kw, 1, C * m] (output channel c * m + j), so
+    the variable keeps Keras' shape and no reshape sits between it and the
+    convolution (nor its gradient). The gradient ops take the same kernel
+    forms.
   }];
   let arguments = (ins Graph_FloatTensor:$input, Graph_FloatTensor:$kernel,
                        Graph_Pair:$strides, Graph_PaddingAttr:$padding,
-                       Graph_Pair:$dilations);
+                       Graph_Pair:$dilations,
+                       DefaultValuedAttr<I64Attr, "1">:$groups);
   let results = (outs Graph_FloatTensor:$output);
   let assemblyFormat = [{
     $input `,` $kernel `strides` `=` $strides `padding` `=` `` $padding
-    `dilations` `=` $dilations attr-dict `:` functional-type(operands, results)
+    `dilations` `=` $dilations (`groups` `=` $groups^)? attr-dict
+    `:` functional-type(operands, results)
   }];
 }
 
@@ -463,11 +476,13 @@ def Graph_Conv2DGradInputOp : Graph_Op<"conv2d_grad_input", [Pure]> {
   }];
   let arguments = (ins Graph_FloatTensor:$output_grad, Graph_FloatTensor:$kernel,
                        Graph_Pair:$strides, Graph_PaddingAttr:$padding,
-                       Graph_Pair:$dilations);
+                       Graph_Pair:$dilations,
+                       DefaultValuedAttr<I64Attr, "1">:$groups);
   let results = (outs Graph_FloatTensor:$input_grad);
   let assemblyFormat = [{
     $output_grad `,` $kernel `strides` `=` $strides `padding` `=` `` $padding
-    `dilations` `=` $dilations attr-dict `:` functional-type(operands, results)
+    `dilations` `=` $dilations (`groups` `=` $groups^)? attr-dict
+    `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }
@@ -476,11 +491,13 @@ def Graph_Conv2DGradKernelOp : Graph_Op<"conv2d_grad_kernel", [Pure]> {
   let summary = "gradient of conv2d with respect to its kernel";
   let arguments = (ins Graph_FloatTensor:$input, Graph_FloatTensor:$output_grad,
                        Graph_Pair:$strides, Graph_PaddingAttr:$padding,
-                       Graph_Pair:$dilations);
+                       Graph_Pair:$dilations,
+                       DefaultValuedAttr<I64Attr, "1">:$groups);
   let results = (outs Graph_FloatTensor:$kernel_grad);
   let assemblyFormat = [{
     $input `,` $output_grad `strides` `=` $strides `padding` `=` `` $padding
-    `dilations` `=` $dilations attr-dict `:` functional-type(operands, results)
+    `dilations` `=` $dilations (`groups` `=` $groups^)? attr-dict
+    `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }
@@ -797,12 +814,14 @@ def Graph_FusedConv2DOp : Graph_Op<"fused_conv2d", [Pure]> {
                        Optional<Graph_FloatTensor>:$bias,
                        Graph_Pair:$strides, Graph_PaddingAttr:$padding,
                        Graph_Pair:$dilations,
-                       Graph_EpilogueActivationAttr:$activation);
+                       Graph_EpilogueActivationAttr:$activation,
+                       DefaultValuedAttr<I64Attr, "1">:$groups);
   let results = (outs Graph_FloatTensor:$output);
   let assemblyFormat = [{
     $input `,` $kernel (`bias` $bias^)? `strides` `=` $strides
     `padding` `=` `` $padding `dilations` `=` $dilations
-    `activation` `=` `` $activation attr-dict `:` functional-type(operands, results)
+    (`groups` `=` $groups^)? `activation` `=` `` $activation attr-dict
+    `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }

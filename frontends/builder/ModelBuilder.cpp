@@ -402,13 +402,113 @@ Layer ModelBuilder::Conv2D(Conv2DOptions o) {
         if (!expectRank(in[0], 4, "NHWC", emit.error))
           return Tensor();
         int64_t channels = in[0].shape()[3];
-        Value kernel = emit.variable(
-            "kernel", {o.kernel_size[0], o.kernel_size[1], channels, o.filters},
-            o.kernel_initializer, layer.trainable);
+        if (o.groups < 1)
+          return emit.error("groups must be positive, got " +
+                            llvm::Twine(o.groups)),
+                 Tensor();
+        if (channels % o.groups != 0 || o.filters % o.groups != 0)
+          return emit.error("groups (" + llvm::Twine(o.groups) +
+                            ") must divide the input channels (" +
+                            llvm::Twine(channels) + ") and filters (" +
+                            llvm::Twine(o.filters) + ")"),
+                 Tensor();
+        Value kernel = emit.variable("kernel",
+                                     {o.kernel_size[0], o.kernel_size[1],
+                                      channels / o.groups, o.filters},
+                                     o.kernel_initializer, layer.trainable);
         if (!kernel)
           return Tensor();
         Value y = emit.inferred<Conv2DOp>(in[0].getValue(), kernel, o.strides,
-                                          o.padding, o.dilation_rate);
+                                          o.padding, o.dilation_rate, o.groups);
+        if (y && o.use_bias) {
+          Value bias = emit.variable("bias", {o.filters}, o.bias_initializer,
+                                     layer.trainable);
+          y = bias ? emit.inferred<BiasAddOp>(y, bias) : Value();
+        }
+        return Tensor(y ? emit.activation(y, o.activation) : Value());
+      });
+}
+
+/// A depthwise conv2d of `x` by a new variable `weight` in Keras' layout
+/// [kh, kw, C, multiplier], which graph.conv2d with groups = C takes as it
+/// is; a null Value after an error.
+static Value depthwise(LayerEmitter &emit, bool trainable, Value x,
+                       llvm::StringRef weight,
+                       std::array<int64_t, 2> kernelSize,
+                       std::array<int64_t, 2> strides, Padding padding,
+                       std::array<int64_t, 2> dilations, int64_t multiplier,
+                       const Initializer &init) {
+  int64_t channels = cast<RankedTensorType>(x.getType()).getDimSize(3);
+  Value kernel = emit.variable(
+      weight, {kernelSize[0], kernelSize[1], channels, multiplier}, init,
+      trainable);
+  if (!kernel)
+    return {};
+  return emit.inferred<Conv2DOp>(x, kernel, strides, padding, dilations,
+                                 channels);
+}
+
+Layer ModelBuilder::DepthwiseConv2D(DepthwiseConv2DOptions o) {
+  return makeLayer(
+      "DepthwiseConv2D", "depthwise_conv2d", o, 1, 1,
+      [this, o](LayerContext &layer, llvm::ArrayRef<Tensor> in) -> Tensor {
+        LAYER_EMITTER(layer);
+        if (o.depth_multiplier <= 0)
+          return emit.error("depth_multiplier must be positive, got " +
+                            llvm::Twine(o.depth_multiplier)),
+                 Tensor();
+        if (o.kernel_size[0] <= 0 || o.kernel_size[1] <= 0)
+          return emit.error("kernel_size must be positive"), Tensor();
+        if (!expectRank(in[0], 4, "NHWC", emit.error))
+          return Tensor();
+        int64_t channels = in[0].shape()[3];
+        Value y =
+            depthwise(emit, layer.trainable, in[0].getValue(), "kernel",
+                      o.kernel_size, o.strides, o.padding, o.dilation_rate,
+                      o.depth_multiplier, o.depthwise_initializer);
+        if (y && o.use_bias) {
+          Value bias = emit.variable("bias", {channels * o.depth_multiplier},
+                                     o.bias_initializer, layer.trainable);
+          y = bias ? emit.inferred<BiasAddOp>(y, bias) : Value();
+        }
+        return Tensor(y ? emit.activation(y, o.activation) : Value());
+      });
+}
+
+Layer ModelBuilder::SeparableConv2D(SeparableConv2DOptions o) {
+  return makeLayer(
+      "SeparableConv2D", "separable_conv2d", o, 1, 1,
+      [this, o](LayerContext &layer, llvm::ArrayRef<Tensor> in) -> Tensor {
+        LAYER_EMITTER(layer);
+        if (o.filters <= 0)
+          return emit.error("filters must be positive, got " +
+                            llvm::Twine(o.filters)),
+                 Tensor();
+        if (o.depth_multiplier <= 0)
+          return emit.error("depth_multiplier must be positive, got " +
+                            llvm::Twine(o.depth_multiplier)),
+                 Tensor();
+        if (o.kernel_size[0] <= 0 || o.kernel_size[1] <= 0)
+          return emit.error("kernel_size must be positive"), Tensor();
+        if (!expectRank(in[0], 4, "NHWC", emit.error))
+          return Tensor();
+        int64_t channels = in[0].shape()[3];
+        // Keras' variable order: depthwise_kernel, pointwise_kernel, bias.
+        Value y = depthwise(emit, layer.trainable, in[0].getValue(),
+                            "depthwise_kernel", o.kernel_size, o.strides,
+                            o.padding, o.dilation_rate, o.depth_multiplier,
+                            o.depthwise_initializer);
+        if (!y)
+          return Tensor();
+        Value pointwise =
+            emit.variable("pointwise_kernel",
+                          {1, 1, channels * o.depth_multiplier, o.filters},
+                          o.pointwise_initializer, layer.trainable);
+        if (!pointwise)
+          return Tensor();
+        y = emit.inferred<Conv2DOp>(y, pointwise, std::array<int64_t, 2>{1, 1},
+                                    Padding::valid,
+                                    std::array<int64_t, 2>{1, 1}, int64_t{1});
         if (y && o.use_bias) {
           Value bias = emit.variable("bias", {o.filters}, o.bias_initializer,
                                      layer.trainable);

@@ -101,9 +101,44 @@ struct Conv2DOptions : LayerOptions {
   std::array<int64_t, 2> strides = {1, 1};
   Padding padding = Padding::valid;
   std::array<int64_t, 2> dilation_rate = {1, 1};
+  /// Keras' `groups`: channels and filters split into this many groups;
+  /// the kernel is [kh, kw, C / groups, filters].
+  int64_t groups = 1;
   Activation activation = Activation::linear;
   bool use_bias = true;
   Initializer kernel_initializer = Initializer::of(InitKind::glorot_uniform);
+  Initializer bias_initializer = Initializer::of(InitKind::zeros);
+};
+
+/// Keras DepthwiseConv2D: each input channel convolved with its own
+/// depth_multiplier filters; kernel [kh, kw, C, depth_multiplier], output
+/// channel c * depth_multiplier + j.
+struct DepthwiseConv2DOptions : LayerOptions {
+  std::array<int64_t, 2> kernel_size = {0, 0};
+  std::array<int64_t, 2> strides = {1, 1};
+  Padding padding = Padding::valid;
+  int64_t depth_multiplier = 1;
+  std::array<int64_t, 2> dilation_rate = {1, 1};
+  Activation activation = Activation::linear;
+  bool use_bias = true;
+  Initializer depthwise_initializer = Initializer::of(InitKind::glorot_uniform);
+  Initializer bias_initializer = Initializer::of(InitKind::zeros);
+};
+
+/// Keras SeparableConv2D: a depthwise convolution (no bias) and a 1x1
+/// convolution to `filters`, then bias and activation; variables
+/// depthwise_kernel, pointwise_kernel, bias.
+struct SeparableConv2DOptions : LayerOptions {
+  int64_t filters = 0;
+  std::array<int64_t, 2> kernel_size = {0, 0};
+  std::array<int64_t, 2> strides = {1, 1};
+  Padding padding = Padding::valid;
+  int64_t depth_multiplier = 1;
+  std::array<int64_t, 2> dilation_rate = {1, 1};
+  Activation activation = Activation::linear;
+  bool use_bias = true;
+  Initializer depthwise_initializer = Initializer::of(InitKind::glorot_uniform);
+  Initializer pointwise_initializer = Initializer::of(InitKind::glorot_uniform);
   Initializer bias_initializer = Initializer::of(InitKind::zeros);
 };
 
@@ -246,6 +281,8 @@ public:
   Tensor Input(llvm::ArrayRef<int64_t> shape, LayerOptions options = {});
 
   Layer Conv2D(Conv2DOptions options);
+  Layer DepthwiseConv2D(DepthwiseConv2DOptions options);
+  Layer SeparableConv2D(SeparableConv2DOptions options);
   Layer Dense(DenseOptions options);
   Layer MaxPooling2D(Pool2DOptions options = {});
   Layer AveragePooling2D(Pool2DOptions options = {});

@@ -70,7 +70,8 @@ constexpr llvm::StringLiteral kSupportedActivations =
     "silu, swish, hard_sigmoid, hard_silu, hard_swish";
 
 constexpr llvm::StringLiteral kSupportedLayers =
-    "InputLayer, Conv2D, Dense, MaxPooling2D, AveragePooling2D, "
+    "InputLayer, Conv2D, DepthwiseConv2D, SeparableConv2D, Dense, "
+    "MaxPooling2D, AveragePooling2D, "
     "GlobalAveragePooling2D, GlobalMaxPooling2D, UpSampling2D, "
     "ZeroPadding2D, Cropping2D, Permute, Flatten, Reshape, "
     "Activation, ReLU, Softmax, "
@@ -354,6 +355,18 @@ LogicalResult createLayer(builder::ModelBuilder &model, LayerEntry &entry,
   auto channelsLast = [&] {
     return c.expectString("data_format", "channels_last");
   };
+  auto stridesWithDilation = [&](std::array<int64_t, 2> strides,
+                                 std::array<int64_t, 2> dilations) {
+    if (dilations == std::array<int64_t, 2>{1, 1} ||
+        strides == std::array<int64_t, 2>{1, 1})
+      return success();
+    return c.error("dilation_rate",
+                   "dilation_rate [" + llvm::Twine(dilations[0]) + ", " +
+                       llvm::Twine(dilations[1]) + "] together with strides [" +
+                       llvm::Twine(strides[0]) + ", " +
+                       llvm::Twine(strides[1]) +
+                       "] is not supported (nor is it by Keras)");
+  };
 
   if (cls == "InputLayer") {
     c.ignore("name");
@@ -380,8 +393,7 @@ LogicalResult createLayer(builder::ModelBuilder &model, LayerEntry &entry,
         failed(c.readPair("strides", o.strides)) ||
         failed(readPadding(c, o.padding)) || failed(channelsLast()) ||
         failed(c.readPair("dilation_rate", o.dilation_rate)) ||
-        failed(c.expectNumber("groups", 1,
-                              "grouped convolutions are not supported")) ||
+        failed(c.readInt("groups", o.groups)) ||
         failed(
             readActivation(c, "activation", o.activation, traits.tfKeras2)) ||
         failed(c.readBool("use_bias", o.use_bias)) ||
@@ -390,17 +402,62 @@ LogicalResult createLayer(builder::ModelBuilder &model, LayerEntry &entry,
         failed(readInitializer(c, "bias_initializer", o.bias_initializer)) ||
         failed(regularizersAndConstraints({"kernel", "bias"})))
       return failure();
-    if (o.dilation_rate != std::array<int64_t, 2>{1, 1} &&
-        o.strides != std::array<int64_t, 2>{1, 1})
-      return c.error(
-          "dilation_rate",
-          "dilation_rate [" + llvm::Twine(o.dilation_rate[0]) + ", " +
-              llvm::Twine(o.dilation_rate[1]) + "] together with strides [" +
-              llvm::Twine(o.strides[0]) + ", " + llvm::Twine(o.strides[1]) +
-              "] is not supported (nor is it by Keras)");
-    if (failed(c.checkNoOtherFields()))
+    if (failed(stridesWithDilation(o.strides, o.dilation_rate)) ||
+        failed(c.checkNoOtherFields()))
       return failure();
     entry.layer = model.Conv2D(o);
+    return success();
+  }
+
+  if (cls == "DepthwiseConv2D") {
+    builder::DepthwiseConv2DOptions o;
+    if (failed(readCommon(entry, c, modelTrainable, o)) ||
+        failed(c.readPair("kernel_size", o.kernel_size, true)) ||
+        failed(c.readPair("strides", o.strides)) ||
+        failed(readPadding(c, o.padding)) || failed(channelsLast()) ||
+        failed(c.readInt("depth_multiplier", o.depth_multiplier)) ||
+        failed(c.readPair("dilation_rate", o.dilation_rate)) ||
+        // tf.keras 2 writes its Conv base class's groups (always 1).
+        failed(c.expectNumber("groups", 1)) ||
+        failed(readActivation(c, "activation", o.activation,
+                              traits.tfKeras2)) ||
+        failed(c.readBool("use_bias", o.use_bias)) ||
+        failed(readInitializer(c, "depthwise_initializer",
+                               o.depthwise_initializer)) ||
+        failed(readInitializer(c, "bias_initializer", o.bias_initializer)) ||
+        failed(regularizersAndConstraints({"depthwise", "bias"})) ||
+        failed(stridesWithDilation(o.strides, o.dilation_rate)) ||
+        failed(c.checkNoOtherFields()))
+      return failure();
+    entry.layer = model.DepthwiseConv2D(o);
+    return success();
+  }
+
+  if (cls == "SeparableConv2D" || cls == "SeparableConvolution2D") {
+    builder::SeparableConv2DOptions o;
+    if (failed(readCommon(entry, c, modelTrainable, o)) ||
+        failed(c.readInt("filters", o.filters, true)) ||
+        failed(c.readPair("kernel_size", o.kernel_size, true)) ||
+        failed(c.readPair("strides", o.strides)) ||
+        failed(readPadding(c, o.padding)) || failed(channelsLast()) ||
+        failed(c.readInt("depth_multiplier", o.depth_multiplier)) ||
+        failed(c.readPair("dilation_rate", o.dilation_rate)) ||
+        // tf.keras 2 writes its Conv base class's groups (always 1).
+        failed(c.expectNumber("groups", 1)) ||
+        failed(readActivation(c, "activation", o.activation,
+                              traits.tfKeras2)) ||
+        failed(c.readBool("use_bias", o.use_bias)) ||
+        failed(readInitializer(c, "depthwise_initializer",
+                               o.depthwise_initializer)) ||
+        failed(readInitializer(c, "pointwise_initializer",
+                               o.pointwise_initializer)) ||
+        failed(readInitializer(c, "bias_initializer", o.bias_initializer)) ||
+        failed(
+            regularizersAndConstraints({"depthwise", "pointwise", "bias"})) ||
+        failed(stridesWithDilation(o.strides, o.dilation_rate)) ||
+        failed(c.checkNoOtherFields()))
+      return failure();
+    entry.layer = model.SeparableConv2D(o);
     return success();
   }
 

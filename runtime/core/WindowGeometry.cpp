@@ -56,4 +56,37 @@ Status resolveWindow(const char *kernel, const KernelConfig &config,
   return Status::ok();
 }
 
+Status resolveConvChannels(const char *kernel, const KernelConfig &config,
+                           int64_t inputChannels,
+                           const std::vector<int64_t> &kernelShape,
+                           ConvChannels &channels) {
+  std::string name(kernel);
+  if (kernelShape.size() != 4)
+    return Status::error(name + ": needs an HWIO kernel, got " +
+                         shapeText(kernelShape));
+  int64_t groups = config.getInt("groups", 1);
+  if (groups < 1)
+    return Status::error(name + ": groups must be >= 1, got " +
+                         std::to_string(groups));
+  bool depthwiseForm =
+      groups > 1 && groups == inputChannels && kernelShape[2] == inputChannels;
+  if (!depthwiseForm && kernelShape[2] * groups != inputChannels)
+    return Status::error(
+        name + ": kernel " + shapeText(kernelShape) + " takes " +
+        std::to_string(kernelShape[2]) + " input channels" +
+        (groups > 1 ? " per group (" + std::to_string(groups) + " groups)"
+                    : std::string()) +
+        ", the input has " + std::to_string(inputChannels));
+  channels.groups = groups;
+  channels.channelsPerGroup = inputChannels / groups;
+  channels.filters =
+      depthwiseForm ? inputChannels * kernelShape[3] : kernelShape[3];
+  if (channels.filters < 1 || channels.filters % groups != 0)
+    return Status::error(name + ": kernel " + shapeText(kernelShape) + " has " +
+                         std::to_string(channels.filters) +
+                         " filters, not a positive multiple of " +
+                         std::to_string(groups) + " groups");
+  return Status::ok();
+}
+
 } // namespace graph::runtime

@@ -44,6 +44,24 @@ Status resolveWindow(const char *kernel, const KernelConfig &config,
                      const std::vector<int64_t> &input, int64_t kh, int64_t kw,
                      bool dilated, WindowGeometry &g);
 
+/// A convolution kernel's channels: `groups` (the config's, 1 unless set)
+/// groups of `channelsPerGroup` input channels and `filters` / groups
+/// filters each. The kernel is HWIO [kh, kw, C / groups, F], filter f in
+/// group f / (F / groups); with groups = C > 1 also Keras' depthwise
+/// [kh, kw, C, m], the same memory as [kh, kw, 1, C * m].
+struct ConvChannels {
+  int64_t groups = 1, channelsPerGroup = 0, filters = 0;
+
+  int64_t filtersPerGroup() const { return filters / groups; }
+};
+
+/// Resolves `kernel`'s channels against `inputChannels` and the config's
+/// `groups`; an error naming the kernel when they do not match.
+Status resolveConvChannels(const char *kernel, const KernelConfig &config,
+                           int64_t inputChannels,
+                           const std::vector<int64_t> &kernelShape,
+                           ConvChannels &channels);
+
 } // namespace graph::runtime
 
 #endif // RUNTIME_CORE_WINDOWGEOMETRY_H

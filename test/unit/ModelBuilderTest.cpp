@@ -152,6 +152,63 @@ TEST_F(BuilderTest, ConcatenateAndGlobalPoolingInferShapes) {
   EXPECT_EQ(g.shape().vec(), (std::vector<int64_t>{2, 7}));
 }
 
+TEST_F(BuilderTest, DepthwiseSeparableAndGroupedConvolutions) {
+  ModelBuilder model(&context, "m", 2);
+  Tensor x = model.Input({9, 9, 4});
+  Tensor d = model.DepthwiseConv2D({.kernel_size = {3, 3},
+                                    .strides = {2, 2},
+                                    .padding = mlir::graph::Padding::same,
+                                    .depth_multiplier = 2})(x);
+  ASSERT_TRUE(d) << (errors.empty() ? "" : errors.front());
+  EXPECT_EQ(d.shape().vec(), (std::vector<int64_t>{2, 5, 5, 8}));
+  Tensor s = model.SeparableConv2D(
+      {.filters = 6, .kernel_size = {2, 2}, .depth_multiplier = 3})(d);
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s.shape().vec(), (std::vector<int64_t>{2, 4, 4, 6}));
+  Tensor g =
+      model.Conv2D({.filters = 4, .kernel_size = {1, 1}, .groups = 2})(s);
+  ASSERT_TRUE(g);
+  EXPECT_EQ(g.shape().vec(), (std::vector<int64_t>{2, 4, 4, 4}));
+  auto module = model.finish({g});
+  ASSERT_TRUE(module);
+  std::string ir = print(*module);
+  // Keras' variables, names, shapes and order.
+  for (const char *var :
+       {"@\"depthwise_conv2d/kernel\" : tensor<3x3x4x2xf32>",
+        "@\"depthwise_conv2d/bias\" : tensor<8xf32>",
+        "@\"separable_conv2d/depthwise_kernel\" : tensor<2x2x8x3xf32>",
+        "@\"separable_conv2d/pointwise_kernel\" : tensor<1x1x24x6xf32>",
+        "@\"separable_conv2d/bias\" : tensor<6xf32>",
+        "@\"conv2d/kernel\" : tensor<1x1x3x4xf32>"})
+    EXPECT_NE(ir.find(var), std::string::npos) << var << "\n" << ir;
+  EXPECT_LT(ir.find("separable_conv2d/depthwise_kernel"),
+            ir.find("separable_conv2d/pointwise_kernel"));
+  EXPECT_NE(ir.find("groups = 4 : (tensor<2x9x9x4xf32>, "
+                    "tensor<3x3x4x2xf32>) -> tensor<2x5x5x8xf32>"),
+            std::string::npos)
+      << ir;
+  EXPECT_NE(ir.find("groups = 8 : (tensor<2x5x5x8xf32>, "
+                    "tensor<2x2x8x3xf32>) -> tensor<2x4x4x24xf32>"),
+            std::string::npos);
+  EXPECT_NE(ir.find("groups = 2 : (tensor<2x4x4x6xf32>, "
+                    "tensor<1x1x3x4xf32>) -> tensor<2x4x4x4xf32>"),
+            std::string::npos);
+}
+
+TEST_F(BuilderTest, GroupsMustDivideChannelsAndFilters) {
+  ModelBuilder model(&context, "m", 1);
+  Tensor x = model.Input({5, 5, 4});
+  EXPECT_FALSE(
+      model.Conv2D({.filters = 6, .kernel_size = {3, 3}, .groups = 4})(x));
+  EXPECT_FALSE(
+      model.DepthwiseConv2D({.kernel_size = {3, 3}, .depth_multiplier = 0})(x));
+  ASSERT_EQ(errors.size(), 2u);
+  EXPECT_EQ(errors[0], "layer 'conv2d' (Conv2D): groups (4) must divide the "
+                       "input channels (4) and filters (6)");
+  EXPECT_EQ(errors[1], "layer 'depthwise_conv2d' (DepthwiseConv2D): "
+                       "depth_multiplier must be positive, got 0");
+}
+
 TEST_F(BuilderTest, KernelThatDoesNotFitNamesTheLayer) {
   ModelBuilder model(&context, "m", 1);
   Tensor x = model.Input({2, 2, 1});

@@ -16,6 +16,11 @@
 // plain HWIO weights push oneDNN onto its gemm convolution (conv 2 forward
 // 25.9 ms).
 //
+// Grouped convolutions (`groups` > 1, depthwise included) take oneDNN's
+// 5-D grouped weights [G, F / G, C / G, kh, kw]; HWIO with filter f in
+// group f / (F / G) is its hwigo layout, and so is Keras' depthwise kernel
+// [kh, kw, C, m] (the same memory as [kh, kw, 1, C * m]).
+//
 //===----------------------------------------------------------------------===//
 
 #include "runtime/backends/cpu/CpuKernels.h"
@@ -34,15 +39,22 @@ constexpr auto kF32 = memory::data_type::f32;
 /// `output` shapes; an error naming `kName` when they do not match.
 struct ConvShape {
   WindowGeometry g;
+  ConvChannels channels;
   int64_t filters = 0;
 
+  bool grouped() const { return channels.groups > 1; }
   memory::desc src() const { return nhwcDesc(g.n, g.h.in, g.w.in, g.c); }
   memory::desc dst() const { return nhwcDesc(g.n, g.h.out, g.w.out, filters); }
   memory::dims weightDims() const {
+    if (grouped())
+      return {channels.groups, channels.filtersPerGroup(),
+              channels.channelsPerGroup, g.h.window, g.w.window};
     return {filters, g.c, g.h.window, g.w.window};
   }
   memory::desc weightsAny() const { return {weightDims(), kF32, Tag::any}; }
-  memory::desc weightsHwio() const { return {weightDims(), kF32, Tag::hwio}; }
+  memory::desc weightsHwio() const {
+    return {weightDims(), kF32, grouped() ? Tag::hwigo : Tag::hwio};
+  }
 };
 
 Status convShape(const char *kName, const KernelConfig &cfg,
@@ -57,12 +69,10 @@ Status convShape(const char *kName, const KernelConfig &cfg,
           resolveWindow(kName, cfg, input, kernel[0], kernel[1], true, s.g);
       !st)
     return st;
-  if (kernel[2] != s.g.c)
-    return Status::error(name + ": kernel " + shapeText(kernel) + " takes " +
-                         std::to_string(kernel[2]) +
-                         " input channels, the input " + shapeText(input) +
-                         " has " + std::to_string(s.g.c));
-  s.filters = kernel[3];
+  if (Status st = resolveConvChannels(kName, cfg, s.g.c, kernel, s.channels);
+      !st)
+    return st;
+  s.filters = s.channels.filters;
   std::vector<int64_t> expected = {s.g.n, s.g.h.out, s.g.w.out, s.filters};
   if (output != expected)
     return Status::error(name + ": output (gradient) is " + shapeText(output) +

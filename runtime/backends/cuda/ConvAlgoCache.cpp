@@ -61,7 +61,7 @@ std::optional<ConvAlgoKey> parseKey(const std::string &text) {
                     *filters = get("filters"), *window = get("kernel"),
                     *stride = get("stride"), *dilation = get("dilation"),
                     *pad = get("pad"), *ws = get("workspace"),
-                    *cudnn = get("cudnn");
+                    *cudnn = get("cudnn"), *groups = get("groups");
   if (!pass || !device || !precision || !n || !h || !w || !c || !filters ||
       !window || !stride || !dilation || !pad || !ws || !cudnn)
     return std::nullopt;
@@ -74,7 +74,8 @@ std::optional<ConvAlgoKey> parseKey(const std::string &text) {
       !parsePair(*stride, k.strideH, k.strideW) ||
       !parsePair(*dilation, k.dilationH, k.dilationW) ||
       !parsePair(*pad, k.padH, k.padW) || !parseInt(*ws, workspace) ||
-      workspace < 0 || !parseInt(*cudnn, k.cudnnVersion))
+      workspace < 0 || !parseInt(*cudnn, k.cudnnVersion) ||
+      (groups && !parseInt(*groups, k.groups)))
     return std::nullopt;
   k.workspaceLimit = static_cast<uint64_t>(workspace);
   if (k.text() != text)
@@ -87,11 +88,16 @@ std::optional<ConvAlgoKey> parseKey(const std::string &text) {
 std::string ConvAlgoKey::text() const {
   std::ostringstream out;
   out << "pass=" << pass << ";n=" << n << ";h=" << h << ";w=" << w << ";c=" << c
-      << ";filters=" << filters << ";kernel=" << kh << "x" << kw
-      << ";stride=" << strideH << "x" << strideW << ";dilation=" << dilationH
-      << "x" << dilationW << ";pad=" << padH << "x" << padW
-      << ";workspace=" << workspaceLimit << ";device=" << cleanDevice(device)
-      << ";cudnn=" << cudnnVersion << ";precision=" << precision;
+      << ";filters=" << filters;
+  // Written only when grouped, so the files of ungrouped models stay as
+  // they were.
+  if (groups != 1)
+    out << ";groups=" << groups;
+  out << ";kernel=" << kh << "x" << kw << ";stride=" << strideH << "x"
+      << strideW << ";dilation=" << dilationH << "x" << dilationW
+      << ";pad=" << padH << "x" << padW << ";workspace=" << workspaceLimit
+      << ";device=" << cleanDevice(device) << ";cudnn=" << cudnnVersion
+      << ";precision=" << precision;
   return out.str();
 }
 

@@ -45,6 +45,8 @@ struct ConvAlgoKey {
   std::string pass;
   /// The (possibly pre-padded) NHWC input, the filters and the window.
   int64_t n = 0, h = 0, w = 0, c = 0, filters = 0, kh = 0, kw = 0;
+  /// Convolution groups (written only when > 1).
+  int64_t groups = 1;
   int64_t strideH = 1, strideW = 1, dilationH = 1, dilationW = 1;
   int64_t padH = 0, padW = 0;
   /// The workspace the choice had to fit in.

@@ -156,18 +156,26 @@ Status applyActivation(const char *kName, const std::string &activation,
 // Convolution
 //===----------------------------------------------------------------------===//
 
+#define RESOLVE_CHANNELS(channels, kernelShape, cc)                            \
+  do {                                                                         \
+    Status s_ = resolveConvChannels(kName, cfg, channels, kernelShape, cc);    \
+    if (!s_)                                                                   \
+      return s_;                                                               \
+  } while (false)
+
 /// y[n, oh, ow, f] = sum_{kh, kw, c} x[n, oh*sh - pt + kh*dh,
-/// ow*sw - pl + kw*dw, c] * k[kh, kw, c, f], out-of-range taps read zero.
+/// ow*sw - pl + kw*dw, group(f) * cg + c] * k[kh, kw, c, f], out-of-range
+/// taps read zero; cg = C / groups input channels per group, group(f) =
+/// f / (F / groups).
 Status convForward(const char *kName, const KernelConfig &cfg,
                    const Tensors &ins, const Tensors &outs, bool fused) {
   const TensorRef &x = ins[0], &k = ins[1];
   REQUIRE(k.shape.size() == 4, "needs an HWIO kernel");
   WindowGeometry g;
   RESOLVE_WINDOW(x.shape, k.shape[0], k.shape[1], true, g);
-  REQUIRE(k.shape[2] == g.c, "kernel input channels " +
-                                 std::to_string(k.shape[2]) + " != input's " +
-                                 std::to_string(g.c));
-  int64_t f = k.shape[3];
+  ConvChannels cc;
+  RESOLVE_CHANNELS(g.c, k.shape, cc);
+  int64_t f = cc.filters, cg = cc.channelsPerGroup, fg = cc.filtersPerGroup();
   std::vector<int64_t> expected = {g.n, g.h.out, g.w.out, f};
   REQUIRE(outs[0].shape == expected, "output is " + shapeText(outs[0].shape) +
                                          ", expected " + shapeText(expected));
@@ -190,9 +198,10 @@ Status convForward(const char *kName, const KernelConfig &cfg,
               int64_t iw = ow * g.w.stride - g.w.padBefore + kw * g.w.dilation;
               if (iw < 0 || iw >= g.w.in)
                 continue;
-              for (int64_t c = 0; c < g.c; ++c)
-                sum += xv[nhwc(n, ih, iw, c, g.h.in, g.w.in, g.c)] *
-                       kv[((kh * g.w.window + kw) * g.c + c) * f + o];
+              for (int64_t c = 0; c < cg; ++c)
+                sum +=
+                    xv[nhwc(n, ih, iw, o / fg * cg + c, g.h.in, g.w.in, g.c)] *
+                    kv[((kh * g.w.window + kw) * cg + c) * f + o];
             }
           }
           y[nhwc(n, oh, ow, o, g.h.out, g.w.out, f)] = sum;
@@ -229,9 +238,11 @@ Status conv2dGradInput(const KernelContext &, const KernelConfig &cfg,
   REQUIRE(k.shape.size() == 4, "needs an HWIO kernel");
   WindowGeometry g;
   RESOLVE_WINDOW(outs[0].shape, k.shape[0], k.shape[1], true, g);
-  int64_t f = k.shape[3];
+  ConvChannels cc;
+  RESOLVE_CHANNELS(g.c, k.shape, cc);
+  int64_t f = cc.filters, cg = cc.channelsPerGroup, fg = cc.filtersPerGroup();
   std::vector<int64_t> expected = {g.n, g.h.out, g.w.out, f};
-  REQUIRE(dy.shape == expected && k.shape[2] == g.c,
+  REQUIRE(dy.shape == expected,
           "output_grad " + shapeText(dy.shape) + " does not match");
   Vec dyv = load(dy), kv = load(k), dx(outs[0].elements(), 0.0);
   for (int64_t n = 0; n < g.n; ++n)
@@ -247,9 +258,9 @@ Status conv2dGradInput(const KernelContext &, const KernelConfig &cfg,
               int64_t iw = ow * g.w.stride - g.w.padBefore + kw * g.w.dilation;
               if (iw < 0 || iw >= g.w.in)
                 continue;
-              for (int64_t c = 0; c < g.c; ++c)
-                dx[nhwc(n, ih, iw, c, g.h.in, g.w.in, g.c)] +=
-                    d * kv[((kh * g.w.window + kw) * g.c + c) * f + o];
+              for (int64_t c = 0; c < cg; ++c)
+                dx[nhwc(n, ih, iw, o / fg * cg + c, g.h.in, g.w.in, g.c)] +=
+                    d * kv[((kh * g.w.window + kw) * cg + c) * f + o];
             }
           }
         }
@@ -267,14 +278,16 @@ Status conv2dGradKernel(const KernelContext &, const KernelConfig &cfg,
   REQUIRE(ks.size() == 4, "needs an HWIO kernel_grad");
   WindowGeometry g;
   RESOLVE_WINDOW(x.shape, ks[0], ks[1], true, g);
-  int64_t f = ks[3];
+  ConvChannels cc;
+  RESOLVE_CHANNELS(g.c, ks, cc);
+  int64_t f = cc.filters, cg = cc.channelsPerGroup, fg = cc.filtersPerGroup();
   std::vector<int64_t> expected = {g.n, g.h.out, g.w.out, f};
-  REQUIRE(dy.shape == expected && ks[2] == g.c,
+  REQUIRE(dy.shape == expected,
           "output_grad " + shapeText(dy.shape) + " does not match");
   Vec xv = load(x), dyv = load(dy), dk(outs[0].elements(), 0.0);
   for (int64_t kh = 0; kh < g.h.window; ++kh)
     for (int64_t kw = 0; kw < g.w.window; ++kw)
-      for (int64_t c = 0; c < g.c; ++c)
+      for (int64_t c = 0; c < cg; ++c)
         for (int64_t o = 0; o < f; ++o) {
           double sum = 0.0;
           for (int64_t n = 0; n < g.n; ++n)
@@ -287,11 +300,12 @@ Status conv2dGradKernel(const KernelContext &, const KernelConfig &cfg,
                     ow * g.w.stride - g.w.padBefore + kw * g.w.dilation;
                 if (iw < 0 || iw >= g.w.in)
                   continue;
-                sum += xv[nhwc(n, ih, iw, c, g.h.in, g.w.in, g.c)] *
-                       dyv[nhwc(n, oh, ow, o, g.h.out, g.w.out, f)];
+                sum +=
+                    xv[nhwc(n, ih, iw, o / fg * cg + c, g.h.in, g.w.in, g.c)] *
+                    dyv[nhwc(n, oh, ow, o, g.h.out, g.w.out, f)];
               }
             }
-          dk[((kh * g.w.window + kw) * g.c + c) * f + o] = sum;
+          dk[((kh * g.w.window + kw) * cg + c) * f + o] = sum;
         }
   store(outs[0], dk);
   return Status::ok();

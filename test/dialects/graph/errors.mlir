@@ -1214,3 +1214,47 @@ graph.model @m {
   %y = graph.conv2d %x, %k strides = [1, 1] padding = valid dilations = [1, 1] : (tensor<2x8x8x1xf32>, tensor<1x0x1x4xf32>) -> tensor<2x8x9x4xf32>
   graph.output %y : tensor<2x8x9x4xf32>
 }
+
+// -----
+
+graph.model @m {
+  %x = graph.input "x" : tensor<2x8x8x4xf32>
+  %k = graph.input "k" : tensor<3x3x3x4xf32>
+  // expected-error@+2 {{kernel input channels (3) times groups (2) must match input channels (4)}}
+  // expected-error@+1 {{'graph.conv2d' op failed to infer returned types}}
+  %y = graph.conv2d %x, %k strides = [1, 1] padding = valid dilations = [1, 1] groups = 2 : (tensor<2x8x8x4xf32>, tensor<3x3x3x4xf32>) -> tensor<2x6x6x4xf32>
+  graph.output %y : tensor<2x6x6x4xf32>
+}
+
+// -----
+
+graph.model @m {
+  %x = graph.input "x" : tensor<2x8x8x4xf32>
+  %k = graph.input "k" : tensor<3x3x2x5xf32>
+  // expected-error@+2 {{kernel filters (5) must be a multiple of groups (2)}}
+  // expected-error@+1 {{'graph.conv2d' op failed to infer returned types}}
+  %y = graph.conv2d %x, %k strides = [1, 1] padding = valid dilations = [1, 1] groups = 2 : (tensor<2x8x8x4xf32>, tensor<3x3x2x5xf32>) -> tensor<2x6x6x5xf32>
+  graph.output %y : tensor<2x6x6x5xf32>
+}
+
+// -----
+
+graph.model @m {
+  %x = graph.input "x" : tensor<2x8x8x4xf32>
+  %k = graph.input "k" : tensor<3x3x4x4xf32>
+  // expected-error@+2 {{groups must be >= 1, got 0}}
+  // expected-error@+1 {{'graph.conv2d' op failed to infer returned types}}
+  %y = graph.conv2d %x, %k strides = [1, 1] padding = valid dilations = [1, 1] groups = 0 : (tensor<2x8x8x4xf32>, tensor<3x3x4x4xf32>) -> tensor<2x6x6x4xf32>
+  graph.output %y : tensor<2x6x6x4xf32>
+}
+
+// -----
+
+// Keras' depthwise form [kh, kw, C, m] only with groups = C.
+graph.model @m {
+  %x = graph.input "x" : tensor<2x8x8x4xf32>
+  %dy = graph.input "dy" : tensor<2x6x6x8xf32>
+  // expected-error@+1 {{kernel input channels (4) times groups (2) must match input channels (4)}}
+  %dk = graph.conv2d_grad_kernel %x, %dy strides = [1, 1] padding = valid dilations = [1, 1] groups = 2 : (tensor<2x8x8x4xf32>, tensor<2x6x6x8xf32>) -> tensor<3x3x4x2xf32>
+  graph.output %dy : tensor<2x6x6x8xf32>
+}

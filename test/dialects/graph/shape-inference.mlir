@@ -190,3 +190,32 @@ graph.model @fashion_mnist_cnn {
   %d = graph.dense %f, %k3 : (tensor<256x1600xf32>, tensor<1600x10xf32>) -> tensor<256x10xf32>
   graph.output %d : tensor<256x10xf32>
 }
+
+// -----
+
+// Grouped: kernel [kh, kw, C / groups, F]; depthwise (groups = C) also
+// takes Keras' [kh, kw, C, m] for F = C * m; groups = 1 prints nothing.
+// CHECK-LABEL: graph.model @conv_groups
+// CHECK: graph.conv2d {{.*}} dilations = [1, 1] groups = 2 : (tensor<2x7x9x4xf32>, tensor<3x3x2x6xf32>) -> tensor<2x5x7x6xf32>
+// CHECK: graph.conv2d {{.*}} strides = [2, 2] padding = same dilations = [1, 1] groups = 4 : (tensor<2x7x9x4xf32>, tensor<3x3x4x2xf32>) -> tensor<2x4x5x8xf32>
+// CHECK: graph.conv2d {{.*}} groups = 4 : (tensor<2x7x9x4xf32>, tensor<3x3x1x8xf32>) -> tensor<2x4x5x8xf32>
+// CHECK: graph.conv2d {{.*}} dilations = [1, 1] : (tensor<2x7x9x4xf32>, tensor<1x1x4x3xf32>)
+// CHECK: graph.conv2d_grad_input {{.*}} groups = 4 : (tensor<2x4x5x8xf32>, tensor<3x3x4x2xf32>) -> tensor<2x7x9x4xf32>
+// CHECK: graph.conv2d_grad_kernel {{.*}} groups = 4 : (tensor<2x7x9x4xf32>, tensor<2x4x5x8xf32>) -> tensor<3x3x4x2xf32>
+// CHECK: graph.fused_conv2d {{.*}} dilations = [1, 1] groups = 4 activation = relu : (tensor<2x7x9x4xf32>, tensor<3x3x4x2xf32>, tensor<8xf32>) -> tensor<2x4x5x8xf32>
+graph.model @conv_groups {
+  %x = graph.input "x" : tensor<2x7x9x4xf32>
+  %k = graph.input "k" : tensor<3x3x2x6xf32>
+  %dk = graph.input "dk" : tensor<3x3x4x2xf32>
+  %gk = graph.input "gk" : tensor<3x3x1x8xf32>
+  %pk = graph.input "pk" : tensor<1x1x4x3xf32>
+  %b = graph.input "b" : tensor<8xf32>
+  %y = graph.conv2d %x, %k strides = [1, 1] padding = valid dilations = [1, 1] groups = 2 : (tensor<2x7x9x4xf32>, tensor<3x3x2x6xf32>) -> tensor<2x5x7x6xf32>
+  %d = graph.conv2d %x, %dk strides = [2, 2] padding = same dilations = [1, 1] groups = 4 : (tensor<2x7x9x4xf32>, tensor<3x3x4x2xf32>) -> tensor<2x4x5x8xf32>
+  %g = graph.conv2d %x, %gk strides = [2, 2] padding = same dilations = [1, 1] groups = 4 : (tensor<2x7x9x4xf32>, tensor<3x3x1x8xf32>) -> tensor<2x4x5x8xf32>
+  %p = graph.conv2d %x, %pk strides = [1, 1] padding = valid dilations = [1, 1] groups = 1 : (tensor<2x7x9x4xf32>, tensor<1x1x4x3xf32>) -> tensor<2x7x9x3xf32>
+  %dx = graph.conv2d_grad_input %d, %dk strides = [2, 2] padding = same dilations = [1, 1] groups = 4 : (tensor<2x4x5x8xf32>, tensor<3x3x4x2xf32>) -> tensor<2x7x9x4xf32>
+  %dw = graph.conv2d_grad_kernel %x, %d strides = [2, 2] padding = same dilations = [1, 1] groups = 4 : (tensor<2x7x9x4xf32>, tensor<2x4x5x8xf32>) -> tensor<3x3x4x2xf32>
+  %f = graph.fused_conv2d %x, %dk bias %b strides = [2, 2] padding = same dilations = [1, 1] groups = 4 activation = relu : (tensor<2x7x9x4xf32>, tensor<3x3x4x2xf32>, tensor<8xf32>) -> tensor<2x4x5x8xf32>
+  graph.output %y : tensor<2x5x7x6xf32>
+}

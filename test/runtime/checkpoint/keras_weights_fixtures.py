@@ -145,7 +145,9 @@ def keras3(f, layers, model=MODEL, names=True, dtype=None):
     for layer in [name for name, _, _ in model if name in layers]:
         snake = {"InputLayer": "input_layer", "Conv2D": "conv2d",
                  "BatchNormalization": "batch_normalization",
-                 "MaxPooling2D": "max_pooling2d", "Flatten": "flatten", "Dense": "dense"}[classes[layer]]
+                 "MaxPooling2D": "max_pooling2d", "Flatten": "flatten", "Dense": "dense",
+                 "DepthwiseConv2D": "depthwise_conv2d",
+                 "SeparableConv2D": "separable_conv2d"}[classes[layer]]
         if snake in used:
             used[snake] += 1
             group = "%s_%d" % (snake, used[snake])
@@ -316,8 +318,9 @@ def from_safetensors(path, out):
     sys.path.insert(0, os.path.join(
         os.path.dirname(os.path.abspath(__file__)), "..", "..", "compare"))
     import safetensors_io
-    order = {"kernel": 0, "bias": 2, "gamma": 3, "beta": 4,
-             "moving_mean": 5, "moving_variance": 6}
+    order = {"kernel": 0, "depthwise_kernel": 0, "pointwise_kernel": 1,
+             "bias": 2, "gamma": 3, "beta": 4, "moving_mean": 5,
+             "moving_variance": 6}
     layers = {}
     for name, value in safetensors_io.read(path).items():
         layer, weight = name.rsplit("/", 1)
@@ -326,7 +329,11 @@ def from_safetensors(path, out):
     for layer, weights in layers.items():
         weights.sort(key=lambda w: order[w[0]])
         kinds = dict(weights)
+        # DepthwiseConv2D's kernel looks like Conv2D's: Keras' default
+        # layer name tells them apart.
         cls = ("BatchNormalization" if "moving_mean" in kinds
+               else "SeparableConv2D" if "pointwise_kernel" in kinds
+               else "DepthwiseConv2D" if layer.startswith("depthwise_conv2d")
                else "Conv2D" if kinds["kernel"].ndim == 4 else "Dense")
         model.append((layer, cls, [(w, v.shape) for w, v in weights]))
     os.makedirs(out, exist_ok=True)

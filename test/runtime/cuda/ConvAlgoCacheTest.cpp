@@ -80,6 +80,7 @@ TEST(ConvAlgoKey, EveryFieldTheChoiceDependsOnChangesTheKey) {
       [](ConvAlgoKey &k) { k.w = 27; },
       [](ConvAlgoKey &k) { k.c = 3; },
       [](ConvAlgoKey &k) { k.filters = 64; },
+      [](ConvAlgoKey &k) { k.groups = 32; },
       [](ConvAlgoKey &k) { k.kh = 5; },
       [](ConvAlgoKey &k) { k.kw = 5; },
       [](ConvAlgoKey &k) { k.strideH = 2; },
@@ -99,6 +100,28 @@ TEST(ConvAlgoKey, EveryFieldTheChoiceDependsOnChangesTheKey) {
     change(k);
     EXPECT_TRUE(seen.insert(k.text()).second) << k.text();
   }
+}
+
+TEST(ConvAlgoKey, GroupsAreWrittenOnlyWhenGroupedAndReadBack) {
+  ConvAlgoKey k = seedConv();
+  k.c = 32;
+  k.groups = 32;
+  std::string text = k.text();
+  EXPECT_NE(text.find(";filters=32;groups=32;kernel=3x3;"), std::string::npos)
+      << text;
+  ConvAlgoCache cache;
+  cache.insert(k, {2, 0, 0, 0.5f});
+  cache.insert(seedConv(), {1, 0, 0, 0.5f});
+  ConvAlgoCache reread;
+  std::string why;
+  int stale = 0;
+  ASSERT_TRUE(reread.parse(cache.serialize(), kCudnn, why, stale)) << why;
+  ASSERT_TRUE(reread.find(k).has_value());
+  EXPECT_EQ(reread.find(k)->algo, 2);
+  EXPECT_EQ(reread.find(seedConv())->algo, 1);
+  ConvAlgoKey ungrouped = k;
+  ungrouped.groups = 1;
+  EXPECT_FALSE(reread.find(ungrouped).has_value());
 }
 
 TEST(ConvAlgoKey, TheDeviceNameCannotBreakTheFormat) {

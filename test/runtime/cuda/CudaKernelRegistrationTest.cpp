@@ -81,7 +81,16 @@ TEST(CudaKernelRegistration, FactoriesRejectBadOperandsWithoutADevice) {
        valid,
        {operand({2, 6, 5, 3}), operand({3, 3, 2, 4})},
        {operand({2, 4, 3, 4})},
-       "conv2d: kernel input channels 2 != input's 3"},
+       "conv2d: kernel [3, 3, 2, 4] takes 2 input channels, the input has "
+       "3"},
+      {"conv2d_grad_input",
+       config({{"padding", std::string("valid")},
+               {"strides", std::vector<int64_t>{1, 1}},
+               {"groups", int64_t{2}}}),
+       {operand({2, 4, 3, 4}), operand({3, 3, 3, 4})},
+       {operand({2, 6, 5, 4})},
+       "conv2d_grad_input: kernel [3, 3, 3, 4] takes 3 input channels per "
+       "group (2 groups), the input has 4"},
       {"conv2d_grad_kernel",
        valid,
        {operand({2, 6, 5, 3}), operand({2, 4, 4, 4})},

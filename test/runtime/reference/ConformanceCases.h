@@ -95,6 +95,37 @@ inline std::vector<Case> allCases() {
     add("conv2d_grad_kernel", label, cfg, {rnd(x4, 1), rnd({2, oh, ow, 4}, 4)},
         {{3, 3, 3, 4}});
   }
+  // Grouped and depthwise convolutions: input, kernel (HWIO per group, or
+  // Keras' depthwise [kh, kw, C, multiplier]), groups, filters.
+  for (auto [padding, s, d] :
+       {std::tuple{"valid", 1, 1}, std::tuple{"same", 2, 1},
+        std::tuple{"same", 1, 2}})
+    for (auto [label0, xs, ks, groups, f] :
+         {std::tuple{"groups 2", std::vector<int64_t>{2, 6, 5, 4},
+                     std::vector<int64_t>{3, 3, 2, 6}, 2, 6},
+          std::tuple{"depthwise m2", x4, std::vector<int64_t>{3, 3, 3, 2}, 3,
+                     6},
+          std::tuple{"depthwise m1", x4, std::vector<int64_t>{3, 3, 3, 1}, 3,
+                     3},
+          std::tuple{"depthwise m2 grouped layout", x4,
+                     std::vector<int64_t>{3, 3, 1, 6}, 3, 6}}) {
+      KernelConfig cfg = window(padding, {s, s}, {d, d});
+      cfg.set("groups", int64_t{groups});
+      bool same = std::string(padding) == "same";
+      int64_t eff = 2 * d + 1;
+      int64_t oh = same ? (6 + s - 1) / s : (6 - eff) / s + 1;
+      int64_t ow = same ? (5 + s - 1) / s : (5 - eff) / s + 1;
+      std::string label = std::string(label0) + " " + padding + " s" +
+                          std::to_string(s) + " d" + std::to_string(d);
+      std::vector<int64_t> ys = {2, oh, ow, f};
+      add("conv2d", label, cfg, {rnd(xs, 21), rnd(ks, 22)}, {ys});
+      KernelConfig fused = cfg;
+      fused.set("activation", std::string("relu"));
+      add("fused_conv2d", label, fused,
+          {rnd(xs, 21), rnd(ks, 22), rnd({f}, 23)}, {ys});
+      add("conv2d_grad_input", label, cfg, {rnd(ys, 24), rnd(ks, 22)}, {xs});
+      add("conv2d_grad_kernel", label, cfg, {rnd(xs, 21), rnd(ys, 24)}, {ks});
+    }
   KernelConfig tanhAct;
   tanhAct.set("activation", std::string("tanh"));
   add("fused_conv2d", "no bias, tanh",

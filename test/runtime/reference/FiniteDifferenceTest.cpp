@@ -146,6 +146,45 @@ TEST(FiniteDifference, Conv2DInputAndKernel) {
   }
 }
 
+TEST(FiniteDifference, GroupedAndDepthwiseConv2DInputAndKernel) {
+  struct C {
+    std::string padding;
+    int64_t stride, dilation, groups;
+    std::vector<int64_t> xs, ks;
+    int64_t filters;
+  };
+  for (C c : {C{"valid", 1, 1, 2, {2, 5, 6, 4}, {3, 2, 2, 4}, 4},
+              C{"same", 2, 1, 3, {2, 5, 6, 3}, {3, 3, 3, 2}, 6},
+              C{"same", 1, 2, 3, {2, 5, 6, 3}, {2, 3, 3, 1}, 3},
+              C{"same", 2, 1, 3, {2, 5, 6, 3}, {3, 2, 1, 6}, 6}}) {
+    std::string what = c.padding + " s" + std::to_string(c.stride) + " d" +
+                       std::to_string(c.dilation) + " groups " +
+                       std::to_string(c.groups) + " kernel " +
+                       std::to_string(c.ks[2]) + "x" + std::to_string(c.ks[3]);
+    Forward f;
+    f.kernel = "conv2d";
+    f.cfg = convConfig(c.padding, c.stride, c.dilation);
+    f.cfg.set("groups", c.groups);
+    auto elements = [](const std::vector<int64_t> &shape) {
+      return std::accumulate(shape.begin(), shape.end(), int64_t{1},
+                             std::multiplies<int64_t>());
+    };
+    f.ins = {Tensor::f64(c.xs, uniform(elements(c.xs), -1, 1, 41)),
+             Tensor::f64(c.ks, uniform(elements(c.ks), -1, 1, 42))};
+    bool same = c.padding == "same";
+    f.outShapes = {{2, outSize(5, c.ks[0], c.stride, c.dilation, same),
+                    outSize(6, c.ks[1], c.stride, c.dilation, same),
+                    c.filters}};
+    std::vector<double> w = f.weights(43);
+    Tensor dy = dyOf(f, w);
+    expectGradient(analytic("conv2d_grad_input", f.cfg, {dy, f.ins[1]}, {c.xs}),
+                   f.numeric(0, w), "conv2d_grad_input " + what);
+    expectGradient(
+        analytic("conv2d_grad_kernel", f.cfg, {f.ins[0], dy}, {c.ks}),
+        f.numeric(1, w), "conv2d_grad_kernel " + what);
+  }
+}
+
 TEST(FiniteDifference, DenseInputAndKernel) {
   for (std::vector<int64_t> xs :
        {std::vector<int64_t>{3, 4}, std::vector<int64_t>{2, 3, 4}}) {

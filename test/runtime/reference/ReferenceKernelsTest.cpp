@@ -105,6 +105,49 @@ TEST(ReferenceKernels, Conv2DMatchesPaddedFormula) {
   }
 }
 
+/// A grouped convolution is the ungrouped one with a block-diagonal kernel:
+/// filter o sees only its group's channels. Checks Keras' depthwise kernel
+/// [kh, kw, C, m] (output channel c * m + j) and the grouped HWIO form.
+TEST(ReferenceKernels, GroupedConv2DIsBlockDiagonalConv2D) {
+  struct C {
+    std::string label;
+    int64_t channels, groups;
+    std::vector<int64_t> ks;
+    int64_t filters;
+  };
+  for (C c : {C{"groups 2", 4, 2, {3, 2, 2, 6}, 6},
+              C{"depthwise m2", 3, 3, {3, 2, 3, 2}, 6},
+              C{"depthwise m1", 3, 3, {2, 2, 3, 1}, 3},
+              C{"depthwise grouped layout", 3, 3, {3, 2, 1, 6}, 6}})
+    for (std::string padding : {"valid", "same"}) {
+      int64_t kh = c.ks[0], kw = c.ks[1], cg = c.channels / c.groups,
+              fg = c.filters / c.groups;
+      Tensor x = Tensor::f64({2, 6, 5, c.channels},
+                             uniform(2 * 6 * 5 * c.channels, -1, 1, 51));
+      Tensor k = Tensor::f64(
+          c.ks, uniform(c.ks[0] * c.ks[1] * c.ks[2] * c.ks[3], -1, 1, 52));
+      std::vector<double> full(kh * kw * c.channels * c.filters, 0.0);
+      for (int64_t a = 0; a < kh * kw; ++a)
+        for (int64_t ch = 0; ch < c.channels; ++ch)
+          for (int64_t o = 0; o < c.filters; ++o)
+            if (ch / cg == o / fg)
+              full[(a * c.channels + ch) * c.filters + o] =
+                  k.get((a * cg + ch % cg) * c.filters + o);
+      Tensor dense = Tensor::f64({kh, kw, c.channels, c.filters}, full);
+      int64_t oh = padding == "same" ? 3 : 6 - kh + 1;
+      int64_t ow = padding == "same" ? 3 : 5 - kw + 1;
+      KernelConfig grouped = convConfig(padding, padding == "same" ? 2 : 1, 1);
+      KernelConfig plain = grouped;
+      grouped.set("groups", c.groups);
+      Tensor y = Tensor::f64({2, oh, ow, c.filters}),
+             expected = Tensor::f64({2, oh, ow, c.filters});
+      RUN_OK("conv2d", grouped, {&x, &k}, {&y});
+      RUN_OK("conv2d", plain, {&x, &dense}, {&expected});
+      expectAllNear(y.values(), expected.values(), 1e-12,
+                    c.label + " " + padding);
+    }
+}
+
 TEST(ReferenceKernels, FusedConv2DIsConvBiasActivation) {
   Tensor x = Tensor::f32({1, 4, 4, 2}, uniform(32, -1, 1, 3));
   Tensor k = Tensor::f32({3, 3, 2, 3}, uniform(54, -1, 1, 4));

@@ -12,6 +12,12 @@
 // workspace, or memory of its own when that is too small):
 //   - the HWIO kernel transposed to OHWI (forward, backward data), or the
 //     OHWI filter gradient transposed back to HWIO (backward filter);
+//     grouped convolutions (`groups` > 1, depthwise included) are one cuDNN
+//     convolution with cudnnSetConvolutionGroupCount: their HWIO kernel is
+//     [kh, kw, C / groups, F] with filter f in group f / (F / groups) (or
+//     Keras' depthwise [kh, kw, C, m], the same memory as [kh, kw, 1, C * m]),
+//     so the same transpose gives cuDNN's grouped KRSC filter [F, kh, kw,
+//     C / groups];
 //   - for a `same` padding with an odd total, which cuDNN cannot express
 //     (it pads symmetrically), a zero-padded copy of the input (forward,
 //     backward filter) or of the input gradient (backward data, cropped
@@ -88,6 +94,9 @@ struct ConvSite {
   CudaDeviceState *state = nullptr;
   WindowGeometry g;
   int64_t filters = 0;
+  // Grouped convolution: `groups` groups of C / groups input channels.
+  int64_t groups = 1;
+  int64_t channelsPerGroup = 0;
   // The launch's buffers. forward: x, kernel -> y (plus bias);
   // backwardData: dy, kernel -> dx; backwardFilter: x, dy -> kernel grad.
   const float *x = nullptr;
@@ -120,16 +129,19 @@ struct ConvSite {
   void *cudnnWorkspace = nullptr;
   size_t cudnnWorkspaceBytes = 0;
 
-  int64_t filterRows() const { return g.h.window * g.w.window * g.c; }
+  int64_t filterRows() const {
+    return g.h.window * g.w.window * channelsPerGroup;
+  }
   int64_t yElements() const { return g.n * g.h.out * g.w.out * filters; }
 };
 
 /// The chosen algorithm and its workspace, per convolution shape and
 /// device: launch sites of one shape (replicas, repeated layers) ask
 /// cuDNN's heuristics once.
-using AlgoKey = std::tuple<int, int, int64_t, int64_t, int64_t, int64_t,
-                           int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
-                           int64_t, int64_t, int64_t, bool, size_t, bool>;
+using AlgoKey =
+    std::tuple<int, int, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
+               int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
+               bool, size_t, bool, int64_t>;
 
 std::mutex algoCacheMutex;
 std::map<AlgoKey, std::pair<int, cudnnMathType_t>> algoCache;
@@ -152,7 +164,8 @@ AlgoKey algoKeyOf(const ConvSite &s) {
           s.g.w.padBefore,
           s.padded,
           s.cudnnWorkspaceBytes,
-          s.state->tf32};
+          s.state->tf32,
+          s.groups};
 }
 
 bool isTensorOpMath(cudnnMathType_t math) {
@@ -236,6 +249,7 @@ ConvAlgoKey fileKeyOf(const ConvSite &s) {
   k.w = s.padded ? s.padding.paddedW() : g.w.in;
   k.c = g.c;
   k.filters = s.filters;
+  k.groups = s.groups;
   k.kh = g.h.window;
   k.kw = g.w.window;
   k.strideH = g.h.stride;
@@ -455,13 +469,16 @@ Status prepare(const char *kName, ConvSite &s) {
       s.yDesc.get(), CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, i(g.n), i(s.filters),
       i(g.h.out), i(g.w.out)));
   RETURN_IF_CUDA_ERROR(cudnnSetFilter4dDescriptor(
-      s.wDesc.get(), CUDNN_DATA_FLOAT, CUDNN_TENSOR_NHWC, i(s.filters), i(g.c),
-      i(g.h.window), i(g.w.window)));
+      s.wDesc.get(), CUDNN_DATA_FLOAT, CUDNN_TENSOR_NHWC, i(s.filters),
+      i(s.channelsPerGroup), i(g.h.window), i(g.w.window)));
   RETURN_IF_CUDA_ERROR(cudnnSetConvolution2dDescriptor(
       s.convDesc.get(), s.padded ? 0 : i(g.h.padBefore),
       s.padded ? 0 : i(g.w.padBefore), i(g.h.stride), i(g.w.stride),
       i(g.h.dilation), i(g.w.dilation), CUDNN_CROSS_CORRELATION,
       CUDNN_DATA_FLOAT));
+  if (s.groups > 1)
+    RETURN_IF_CUDA_ERROR(
+        cudnnSetConvolutionGroupCount(s.convDesc.get(), i(s.groups)));
   // fp32: FMA math, no TF32 whatever the GPU allows by default; tf32:
   // cuDNN's default math, under which its heuristics rank tensor-op
   // algorithms too.
@@ -614,6 +631,18 @@ Status prepareFusedBiasActivation(ConvSite &s) {
   return Status::ok();
 }
 
+/// The site's filters and groups from the HWIO kernel `kernelShape` and
+/// the config's `groups` (runtime/core/WindowGeometry.h).
+Status setChannels(const char *kName, const KernelConfig &cfg,
+                   const std::vector<int64_t> &kernelShape, ConvSite &site) {
+  ConvChannels cc;
+  RETURN_IF_ERROR(resolveConvChannels(kName, cfg, site.g.c, kernelShape, cc));
+  site.filters = cc.filters;
+  site.groups = cc.groups;
+  site.channelsPerGroup = cc.channelsPerGroup;
+  return Status::ok();
+}
+
 KernelFn kernelFnOf(std::shared_ptr<ConvSite> site) {
   return [site](const KernelContext &, const KernelConfig &, const Tensors &,
                 const Tensors &) { return runConv(*site); };
@@ -633,11 +662,7 @@ Status instantiateForward(const char *kName, bool fused,
   WindowGeometry &g = site->g;
   RETURN_IF_ERROR(resolveNonEmptyWindow(kName, cfg, x.shape, k.shape[0],
                                         k.shape[1], true, g));
-  REQUIRE(k.shape[2] == g.c, "kernel input channels " +
-                                 std::to_string(k.shape[2]) + " != input's " +
-                                 std::to_string(g.c));
-  site->filters = k.shape[3];
-  REQUIRE(site->filters > 0, "kernel " + shapeText(k.shape) + " is empty");
+  RETURN_IF_ERROR(setChannels(kName, cfg, k.shape, *site));
   std::vector<int64_t> expected = {g.n, g.h.out, g.w.out, site->filters};
   REQUIRE(outs[0].shape == expected, "output is " + shapeText(outs[0].shape) +
                                          ", expected " + shapeText(expected));
@@ -686,12 +711,12 @@ Status conv2dGradInput(const KernelContext &ctx, const KernelConfig &cfg,
   WindowGeometry &g = site->g;
   RETURN_IF_ERROR(resolveNonEmptyWindow(kName, cfg, outs[0].shape, k.shape[0],
                                         k.shape[1], true, g));
-  site->filters = k.shape[3];
+  RETURN_IF_ERROR(setChannels(kName, cfg, k.shape, *site));
   std::vector<int64_t> expected = {g.n, g.h.out, g.w.out, site->filters};
-  REQUIRE(dy.shape == expected && k.shape[2] == g.c && site->filters > 0,
-          "output_grad " + shapeText(dy.shape) + " and kernel " +
-              shapeText(k.shape) + " do not match input_grad " +
-              shapeText(outs[0].shape));
+  REQUIRE(dy.shape == expected, "output_grad " + shapeText(dy.shape) +
+                                    " and kernel " + shapeText(k.shape) +
+                                    " do not match input_grad " +
+                                    shapeText(outs[0].shape));
   site->dy = dy.f32();
   site->kernel = k.f32();
   site->out = outs[0].f32();
@@ -715,12 +740,12 @@ Status conv2dGradKernel(const KernelContext &ctx, const KernelConfig &cfg,
   WindowGeometry &g = site->g;
   RETURN_IF_ERROR(
       resolveNonEmptyWindow(kName, cfg, x.shape, ks[0], ks[1], true, g));
-  site->filters = ks[3];
+  RETURN_IF_ERROR(setChannels(kName, cfg, ks, *site));
   std::vector<int64_t> expected = {g.n, g.h.out, g.w.out, site->filters};
-  REQUIRE(dy.shape == expected && ks[2] == g.c && site->filters > 0,
-          "output_grad " + shapeText(dy.shape) + " and input " +
-              shapeText(x.shape) + " do not match kernel_grad " +
-              shapeText(ks));
+  REQUIRE(dy.shape == expected, "output_grad " + shapeText(dy.shape) +
+                                    " and input " + shapeText(x.shape) +
+                                    " do not match kernel_grad " +
+                                    shapeText(ks));
   site->x = x.f32();
   site->dy = dy.f32();
   site->out = outs[0].f32();
