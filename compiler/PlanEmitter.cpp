@@ -175,6 +175,17 @@ private:
       attrs.push_back(plan::CreateAttr(fbb, fbb.CreateString(name.str()),
                                        plan::AttrKind::float_, 0, value));
     };
+    // Clipping and weight decay, whichever optimizer: 0 is off, and only
+    // what is on is written, so plans without them read as before.
+    mlir::graph::OptimizerOptions options =
+        mlir::graph::getOptimizerOptions(optimizer);
+    for (auto [name, value] :
+         {std::pair<StringRef, double>{"clipnorm", options.clipnorm},
+          {"global_clipnorm", options.globalClipnorm},
+          {"clipvalue", options.clipvalue},
+          {"weight_decay", options.weightDecay}})
+      if (value != 0)
+        add(name, value);
     if (auto sgd = dyn_cast<mlir::graph::SGDAttr>(optimizer)) {
       add("learning_rate", sgd.getLearningRate().convertToDouble());
       add("momentum", sgd.getMomentum().convertToDouble());

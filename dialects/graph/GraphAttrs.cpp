@@ -208,12 +208,61 @@ verifyUnitInterval(function_ref<InFlightDiagnostic()> emitError,
   return success();
 }
 
+/// Clipping and weight decay: each off (0) or a finite positive number, and
+/// at most one kind of clipping, as Keras allows.
+static LogicalResult verifyCommon(function_ref<InFlightDiagnostic()> emitError,
+                                  StringRef optimizer, llvm::APFloat clipnormF,
+                                  llvm::APFloat globalClipnormF,
+                                  llvm::APFloat clipvalueF,
+                                  llvm::APFloat weightDecayF) {
+  std::pair<StringRef, double> options[] = {
+      {"clipnorm", clipnormF.convertToDouble()},
+      {"global_clipnorm", globalClipnormF.convertToDouble()},
+      {"clipvalue", clipvalueF.convertToDouble()},
+      {"weight_decay", weightDecayF.convertToDouble()}};
+  for (auto [name, value] : options)
+    if (!(value >= 0) || !std::isfinite(value))
+      return emitError() << optimizer << " needs a finite " << name
+                         << " >= 0 (0: off), got " << formatF64(value);
+  int clips = (options[0].second > 0) + (options[1].second > 0) +
+              (options[2].second > 0);
+  if (clips > 1)
+    return emitError() << optimizer
+                       << " takes at most one of clipnorm, global_clipnorm "
+                          "and clipvalue";
+  return success();
+}
+
+OptimizerOptions mlir::graph::getOptimizerOptions(Attribute optimizer) {
+  OptimizerOptions o;
+  auto fill = [&](auto attr) {
+    o.learningRate = attr.getLearningRate().convertToDouble();
+    o.clipnorm = attr.getClipnorm().convertToDouble();
+    o.globalClipnorm = attr.getGlobalClipnorm().convertToDouble();
+    o.clipvalue = attr.getClipvalue().convertToDouble();
+    o.weightDecay = attr.getWeightDecay().convertToDouble();
+  };
+  if (auto sgd = dyn_cast<SGDAttr>(optimizer))
+    fill(sgd);
+  else if (auto adam = dyn_cast<AdamAttr>(optimizer))
+    fill(adam);
+  else
+    fill(cast<RMSpropAttr>(optimizer));
+  return o;
+}
+
 LogicalResult SGDAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                               llvm::APFloat learningRateF,
-                              llvm::APFloat momentumF, bool nesterov) {
+                              llvm::APFloat momentumF, bool nesterov,
+                              llvm::APFloat clipnorm,
+                              llvm::APFloat globalClipnorm,
+                              llvm::APFloat clipvalue,
+                              llvm::APFloat weightDecay) {
   double learningRate = learningRateF.convertToDouble();
   double momentum = momentumF.convertToDouble();
   if (failed(verifyLearningRate(emitError, "sgd", learningRate)) ||
+      failed(verifyCommon(emitError, "sgd", clipnorm, globalClipnorm, clipvalue,
+                          weightDecay)) ||
       failed(verifyUnitInterval(emitError, "sgd", "momentum", momentum)))
     return failure();
   if (nesterov && momentum == 0)
@@ -221,14 +270,18 @@ LogicalResult SGDAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   return success();
 }
 
-LogicalResult AdamAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                               llvm::APFloat learningRateF,
-                               llvm::APFloat beta1F, llvm::APFloat beta2F,
-                               llvm::APFloat epsilonF, bool) {
+LogicalResult
+AdamAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                 llvm::APFloat learningRateF, llvm::APFloat beta1F,
+                 llvm::APFloat beta2F, llvm::APFloat epsilonF, bool,
+                 llvm::APFloat clipnorm, llvm::APFloat globalClipnorm,
+                 llvm::APFloat clipvalue, llvm::APFloat weightDecay) {
   double learningRate = learningRateF.convertToDouble();
   double beta1 = beta1F.convertToDouble(), beta2 = beta2F.convertToDouble();
   double epsilon = epsilonF.convertToDouble();
   if (failed(verifyLearningRate(emitError, "adam", learningRate)) ||
+      failed(verifyCommon(emitError, "adam", clipnorm, globalClipnorm,
+                          clipvalue, weightDecay)) ||
       failed(verifyUnitInterval(emitError, "adam", "beta_1", beta1)) ||
       failed(verifyUnitInterval(emitError, "adam", "beta_2", beta2)))
     return failure();
@@ -238,14 +291,18 @@ LogicalResult AdamAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   return success();
 }
 
-LogicalResult RMSpropAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                                  llvm::APFloat learningRateF,
-                                  llvm::APFloat rhoF, llvm::APFloat momentumF,
-                                  llvm::APFloat epsilonF, bool) {
+LogicalResult
+RMSpropAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                    llvm::APFloat learningRateF, llvm::APFloat rhoF,
+                    llvm::APFloat momentumF, llvm::APFloat epsilonF, bool,
+                    llvm::APFloat clipnorm, llvm::APFloat globalClipnorm,
+                    llvm::APFloat clipvalue, llvm::APFloat weightDecay) {
   double learningRate = learningRateF.convertToDouble();
   double rho = rhoF.convertToDouble(), momentum = momentumF.convertToDouble();
   double epsilon = epsilonF.convertToDouble();
   if (failed(verifyLearningRate(emitError, "rmsprop", learningRate)) ||
+      failed(verifyCommon(emitError, "rmsprop", clipnorm, globalClipnorm,
+                          clipvalue, weightDecay)) ||
       failed(verifyUnitInterval(emitError, "rmsprop", "rho", rho)) ||
       failed(verifyUnitInterval(emitError, "rmsprop", "momentum", momentum)))
     return failure();

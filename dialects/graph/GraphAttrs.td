@@ -62,6 +62,24 @@ class Graph_F64Param<string desc = "">
   let printer = "::mlir::graph::printF64($_printer, $_self)";
 }
 
+// An optional double, 0 when absent and not printed when 0: the options
+// every Keras optimizer takes (gradient clipping, weight decay), off unless
+// set, so that IR without them reads as before.
+class Graph_OptF64Param<string desc = ""> : Graph_F64Param<desc> {
+  let defaultValue = "::llvm::APFloat(0.0)";
+}
+
+// The options every Keras 3 optimizer takes (base_optimizer.py), in the
+// order Keras applies them: the gradients are clipped (per variable by
+// `clipnorm`, together by `global_clipnorm`, or elementwise by `clipvalue`:
+// at most one of them), then `weight_decay` shrinks each variable by
+// `var * weight_decay * learning_rate`, then the update runs.
+defvar Graph_OptimizerCommonParams = (ins
+    Graph_OptF64Param<>:$clipnorm,
+    Graph_OptF64Param<>:$global_clipnorm,
+    Graph_OptF64Param<>:$clipvalue,
+    Graph_OptF64Param<>:$weight_decay);
+
 class Graph_BoolParam<string desc = ""> : AttrOrTypeParameter<"bool", desc> {
   let parser = "::mlir::graph::parseBool($_parser)";
   let printer = "$_printer << ($_self ? \"true\" : \"false\")";
@@ -109,37 +127,37 @@ def Graph_InitializerAttr : Graph_Attr<"Initializer", "init"> {
 
 def Graph_SGDAttr : Graph_Attr<"SGD", "sgd"> {
   let summary = "stochastic gradient descent with optional (Nesterov) momentum";
-  let parameters = (ins
+  let parameters = !con((ins
     Graph_F64Param<>:$learning_rate,
     Graph_F64Param<>:$momentum,
     Graph_BoolParam<>:$nesterov
-  );
+  ), Graph_OptimizerCommonParams);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
 }
 
 def Graph_AdamAttr : Graph_Attr<"Adam", "adam"> {
   let summary = "Adam with bias correction, epsilon added as Keras adds it";
-  let parameters = (ins
+  let parameters = !con((ins
     Graph_F64Param<>:$learning_rate,
     Graph_F64Param<>:$beta_1,
     Graph_F64Param<>:$beta_2,
     Graph_F64Param<>:$epsilon,
     Graph_BoolParam<>:$amsgrad
-  );
+  ), Graph_OptimizerCommonParams);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
 }
 
 def Graph_RMSpropAttr : Graph_Attr<"RMSprop", "rmsprop"> {
   let summary = "RMSprop with optional momentum and centering";
-  let parameters = (ins
+  let parameters = !con((ins
     Graph_F64Param<>:$learning_rate,
     Graph_F64Param<>:$rho,
     Graph_F64Param<>:$momentum,
     Graph_F64Param<>:$epsilon,
     Graph_BoolParam<>:$centered
-  );
+  ), Graph_OptimizerCommonParams);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
 }

@@ -645,19 +645,25 @@ OwningOpRef<ModuleOp> ModelBuilder::finish(llvm::ArrayRef<Tensor> outputs,
         [&](auto &&opt) -> Attribute {
           using T = std::decay_t<decltype(opt)>;
           if constexpr (std::is_same_v<T, SGD>)
-            return SGDAttr::getChecked([&] { return mlir::emitError(baseLoc); },
-                                       context, APFloat(opt.learning_rate),
-                                       APFloat(opt.momentum), opt.nesterov);
+            return SGDAttr::getChecked(
+                [&] { return mlir::emitError(baseLoc); }, context,
+                APFloat(opt.learning_rate), APFloat(opt.momentum), opt.nesterov,
+                APFloat(opt.clipnorm), APFloat(opt.global_clipnorm),
+                APFloat(opt.clipvalue), APFloat(opt.weight_decay));
           else if constexpr (std::is_same_v<T, Adam>)
             return AdamAttr::getChecked(
                 [&] { return mlir::emitError(baseLoc); }, context,
                 APFloat(opt.learning_rate), APFloat(opt.beta_1),
-                APFloat(opt.beta_2), APFloat(opt.epsilon), opt.amsgrad);
+                APFloat(opt.beta_2), APFloat(opt.epsilon), opt.amsgrad,
+                APFloat(opt.clipnorm), APFloat(opt.global_clipnorm),
+                APFloat(opt.clipvalue), APFloat(opt.weight_decay));
           else
             return RMSpropAttr::getChecked(
                 [&] { return mlir::emitError(baseLoc); }, context,
                 APFloat(opt.learning_rate), APFloat(opt.rho),
-                APFloat(opt.momentum), APFloat(opt.epsilon), opt.centered);
+                APFloat(opt.momentum), APFloat(opt.epsilon), opt.centered,
+                APFloat(opt.clipnorm), APFloat(opt.global_clipnorm),
+                APFloat(opt.clipvalue), APFloat(opt.weight_decay));
         },
         training->optimizer);
     if (!optimizer)

@@ -158,17 +158,22 @@ struct ConcatenateOptions : LayerOptions {
   int64_t axis = -1;
 };
 
+// Each optimizer also takes Keras' clipping (at most one of clipnorm,
+// global_clipnorm, clipvalue) and decoupled weight_decay; 0 is off.
 struct SGD {
   double learning_rate = 0.01, momentum = 0.0;
   bool nesterov = false;
+  double clipnorm = 0, global_clipnorm = 0, clipvalue = 0, weight_decay = 0;
 };
 struct Adam {
   double learning_rate = 0.001, beta_1 = 0.9, beta_2 = 0.999, epsilon = 1e-7;
   bool amsgrad = false;
+  double clipnorm = 0, global_clipnorm = 0, clipvalue = 0, weight_decay = 0;
 };
 struct RMSprop {
   double learning_rate = 0.001, rho = 0.9, momentum = 0.0, epsilon = 1e-7;
   bool centered = false;
+  double clipnorm = 0, global_clipnorm = 0, clipvalue = 0, weight_decay = 0;
 };
 using Optimizer = std::variant<SGD, Adam, RMSprop>;
 

@@ -115,11 +115,19 @@ LogicalResult readOptimizer(ConfigReader &compile,
       return builder::SGD{};
     if (name == "Adam" || name == "adam")
       return builder::Adam{};
+    // Adam with decoupled weight decay: Keras' AdamW is Adam whose
+    // weight_decay defaults to 0.004 (Adam's to None).
+    if (name == "AdamW" || name == "adamw") {
+      builder::Adam adamw;
+      adamw.weight_decay = 0.004;
+      return adamw;
+    }
     if (name == "RMSprop" || name == "rmsprop")
       return builder::RMSprop{};
     return std::nullopt;
   };
-  constexpr llvm::StringLiteral expected = "expected SGD, Adam or RMSprop";
+  constexpr llvm::StringLiteral expected =
+      "expected SGD, Adam, AdamW or RMSprop";
   if (std::optional<llvm::StringRef> name = field->getAsString()) {
     out = kindOf(*name);
     if (!out)
@@ -180,18 +188,52 @@ LogicalResult readOptimizer(ConfigReader &compile,
       *out);
   if (failed(read))
     return failure();
+  // Gradient clipping and decoupled weight decay, which every Keras
+  // optimizer takes: null (or 0, which Keras treats as unset) is off.
+  // AdamW requires a weight decay; Keras writes it even when it is the
+  // default.
+  bool adamw = className == "AdamW" || className == "adamw";
+  auto readOption = [&](llvm::StringRef key, double &value) {
+    const json::Value *field = c.getSet(key);
+    if (!field)
+      return success();
+    std::optional<double> number = field->getAsNumber();
+    if (!number || !std::isfinite(*number) || *number < 0)
+      return c.unsupportedValue(key, "expected a number >= 0 or null");
+    value = roundToFloat32(*number);
+    return success();
+  };
+  LogicalResult options = std::visit(
+      [&](auto &opt) -> LogicalResult {
+        if (adamw && !c.getSet("weight_decay") && c.get("weight_decay"))
+          return c.error("weight_decay", "AdamW needs a weight decay (a "
+                                         "number >= 0), got null");
+        if (failed(readOption("clipnorm", opt.clipnorm)) ||
+            failed(readOption("global_clipnorm", opt.global_clipnorm)) ||
+            failed(readOption("clipvalue", opt.clipvalue)) ||
+            failed(readOption("weight_decay", opt.weight_decay)))
+          return failure();
+        int clips = (opt.clipnorm > 0) + (opt.global_clipnorm > 0) +
+                    (opt.clipvalue > 0);
+        if (clips > 1)
+          return c.error(opt.clipnorm > 0 ? "clipnorm" : "global_clipnorm",
+                         "only one of clipnorm, global_clipnorm and "
+                         "clipvalue can be set (as in Keras)");
+        return success();
+      },
+      *out);
+  if (failed(options))
+    return failure();
   // The moving average of weights only matters when use_ema is on.
   for (llvm::StringRef ignored : {"name", "jit_compile", "is_legacy_optimizer",
                                   "ema_momentum", "ema_overwrite_frequency"})
     c.ignore(ignored);
-  if (failed(c.expectUnset("weight_decay", "weight decay is not supported")) ||
-      failed(c.expectUnset("clipnorm", "gradient clipping is not supported")) ||
-      failed(c.expectUnset("global_clipnorm",
-                           "gradient clipping is not supported")) ||
-      failed(
-          c.expectUnset("clipvalue", "gradient clipping is not supported")) ||
-      failed(c.expectBool("use_ema", false)) ||
-      failed(c.expectUnset("loss_scale_factor",
+  if (const json::Value *ema = c.getSet("use_ema");
+      ema && ema->getAsBoolean() != std::optional<bool>(false))
+    return c.error("use_ema", "the exponential moving average of the "
+                              "weights (use_ema) is not supported; expected "
+                              "false");
+  if (failed(c.expectUnset("loss_scale_factor",
                            "loss scaling is not supported")) ||
       failed(c.expectUnset("gradient_accumulation_steps",
                            "gradient accumulation is not supported")) ||

@@ -31,6 +31,8 @@ struct UpdateTensor {
   float *newParam = nullptr;
   const float *slot[kMaxSlots] = {};
   float *newSlot[kMaxSlots] = {};
+  // The clipping norm (a scalar in device memory) when clipping by norm.
+  const float *norm = nullptr;
   int64_t size = 0;
 };
 
@@ -49,11 +51,27 @@ struct Hyper {
   bool nesterov = false, amsgrad = false;
   // RMSprop's optional slots (-1: absent).
   int32_t momentumSlot = -1, meanGradSlot = -1;
+  // Keras' options before the update (0: off); at most one clipping.
+  double clipnorm = 0, globalClipnorm = 0, clipvalue = 0, weightDecay = 0;
 };
 
+/// The factor Keras scales a gradient by when clipping it by `norm`.
+__device__ double clipScale(const Hyper &h, double norm) {
+  if (h.clipnorm > 0)
+    return h.clipnorm / fmax(norm, h.clipnorm) + (norm - norm);
+  return h.globalClipnorm * fmin(1.0 / norm, 1.0 / h.globalClipnorm) +
+         (norm - norm);
+}
+
 __device__ void updateElement(const UpdateTensor &t, int64_t i, const Hyper &h,
-                              double adamAlpha) {
+                              double adamAlpha, double clip) {
   double w = t.param[i], g = t.grad[i];
+  if (t.norm)
+    g *= clip;
+  else if (h.clipvalue > 0)
+    g = g < -h.clipvalue ? -h.clipvalue : (g > h.clipvalue ? h.clipvalue : g);
+  if (h.weightDecay > 0)
+    w -= w * h.weightDecay * h.learningRate;
   double s[kMaxSlots] = {};
   for (int k = 0; k < h.slots; ++k)
     s[k] = t.slot[k][i];
@@ -119,8 +137,9 @@ __global__ void updateKernel(const UpdateTensor *__restrict__ tensors,
   for (int64_t c = blockIdx.x; c < numChunks; c += gridDim.x) {
     Chunk chunk = chunks[c];
     const UpdateTensor &t = tensors[chunk.tensor];
+    double clip = t.norm ? clipScale(h, *t.norm) : 1.0;
     for (int64_t i = chunk.begin + threadIdx.x; i < chunk.end; i += blockDim.x)
-      updateElement(t, i, h, adamAlpha);
+      updateElement(t, i, h, adamAlpha, clip);
   }
 }
 
@@ -167,12 +186,18 @@ Status optimizerUpdate(const KernelContext &ctx, const KernelConfig &cfg,
   } else {
     REQUIRE(false, "unknown optimizer '" + kind + "'");
   }
+  h.clipnorm = cfg.getFloat("clipnorm", 0.0);
+  h.globalClipnorm = cfg.getFloat("global_clipnorm", 0.0);
+  h.clipvalue = cfg.getFloat("clipvalue", 0.0);
+  h.weightDecay = cfg.getFloat("weight_decay", 0.0);
+  bool byNorm = h.clipnorm > 0 || h.globalClipnorm > 0;
   size_t k = static_cast<size_t>(h.slots);
-  REQUIRE(!ins.empty() && ins.size() % (2 + k) == 0,
+  size_t perVariable = 2 + k + (byNorm ? 1 : 0);
+  REQUIRE(!ins.empty() && ins.size() % perVariable == 0,
           std::to_string(ins.size()) +
-              " inputs do not split into params, grads and " +
-              std::to_string(k) + " slot(s) per variable");
-  size_t n = ins.size() / (2 + k);
+              " inputs do not split into params, grads, " + std::to_string(k) +
+              " slot(s)" + (byNorm ? " and a norm" : "") + " per variable");
+  size_t n = ins.size() / perVariable;
   RETURN_IF_ERROR(
       checkOperands(kName, ins, outs, ins.size(), ins.size(), n * (1 + k)));
 
@@ -197,6 +222,13 @@ Status optimizerUpdate(const KernelContext &ctx, const KernelConfig &cfg,
                   " differs in size");
       t.slot[s] = slot.f32();
       t.newSlot[s] = newSlot.f32();
+    }
+    if (byNorm) {
+      const TensorRef &norm = ins[(2 + k) * n + v];
+      REQUIRE(norm.elements() == 1, "variable " + std::to_string(v) +
+                                        ": the norm " + shapeText(norm.shape) +
+                                        " is not a scalar");
+      t.norm = norm.f32();
     }
     for (int64_t begin = 0; begin < size; begin += kChunkElements)
       chunks.push_back({static_cast<int64_t>(v), begin,
