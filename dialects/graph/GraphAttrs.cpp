@@ -214,7 +214,8 @@ static LogicalResult verifyCommon(function_ref<InFlightDiagnostic()> emitError,
                                   StringRef optimizer, llvm::APFloat clipnormF,
                                   llvm::APFloat globalClipnormF,
                                   llvm::APFloat clipvalueF,
-                                  llvm::APFloat weightDecayF) {
+                                  llvm::APFloat weightDecayF,
+                                  Attribute schedule) {
   std::pair<StringRef, double> options[] = {
       {"clipnorm", clipnormF.convertToDouble()},
       {"global_clipnorm", globalClipnormF.convertToDouble()},
@@ -230,7 +231,64 @@ static LogicalResult verifyCommon(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << optimizer
                        << " takes at most one of clipnorm, global_clipnorm "
                           "and clipvalue";
-  return success();
+  if (!schedule)
+    return success();
+  auto positive = [&](StringRef name, double v) -> LogicalResult {
+    if (!(v > 0) || !std::isfinite(v))
+      return emitError() << optimizer << "'s schedule needs a finite " << name
+                         << " > 0, got " << formatF64(v);
+    return success();
+  };
+  auto nonNegative = [&](StringRef name, double v) -> LogicalResult {
+    if (!(v >= 0) || !std::isfinite(v))
+      return emitError() << optimizer << "'s schedule needs a finite " << name
+                         << " >= 0, got " << formatF64(v);
+    return success();
+  };
+  if (auto e = dyn_cast<ExponentialDecayAttr>(schedule))
+    return failure(
+        failed(positive("decay_steps", e.getDecaySteps().convertToDouble())) ||
+        failed(nonNegative("decay_rate", e.getDecayRate().convertToDouble())));
+  if (auto i = dyn_cast<InverseTimeDecayAttr>(schedule))
+    return failure(
+        failed(positive("decay_steps", i.getDecaySteps().convertToDouble())) ||
+        failed(nonNegative("decay_rate", i.getDecayRate().convertToDouble())));
+  if (auto p = dyn_cast<PolynomialDecayAttr>(schedule))
+    return failure(
+        failed(positive("decay_steps", p.getDecaySteps().convertToDouble())) ||
+        failed(nonNegative("end_learning_rate",
+                           p.getEndLearningRate().convertToDouble())) ||
+        failed(positive("power", p.getPower().convertToDouble())));
+  if (auto c = dyn_cast<CosineDecayAttr>(schedule))
+    return failure(
+        failed(positive("decay_steps", c.getDecaySteps().convertToDouble())) ||
+        failed(nonNegative("alpha", c.getAlpha().convertToDouble())) ||
+        failed(nonNegative("warmup_target",
+                           c.getWarmupTarget().convertToDouble())) ||
+        failed(
+            nonNegative("warmup_steps", c.getWarmupSteps().convertToDouble())));
+  if (auto pc = dyn_cast<PiecewiseConstantDecayAttr>(schedule)) {
+    ArrayRef<double> boundaries = pc.getBoundaries().asArrayRef();
+    ArrayRef<double> values = pc.getValues().asArrayRef();
+    if (boundaries.empty() || boundaries.size() > kMaxScheduleBoundaries ||
+        values.size() != boundaries.size() + 1)
+      return emitError() << optimizer
+                         << "'s piecewise_constant_decay needs 1 to "
+                         << kMaxScheduleBoundaries
+                         << " boundaries and one value more, got "
+                         << boundaries.size() << " and " << values.size();
+    for (size_t i = 0; i < boundaries.size(); ++i)
+      if (!std::isfinite(boundaries[i]) ||
+          (i > 0 && !(boundaries[i] > boundaries[i - 1])))
+        return emitError() << optimizer
+                           << "'s piecewise_constant_decay needs finite, "
+                              "increasing boundaries";
+    for (double v : values)
+      if (failed(nonNegative("value", v)))
+        return failure();
+    return success();
+  }
+  return emitError() << optimizer << " has an unknown schedule " << schedule;
 }
 
 OptimizerOptions mlir::graph::getOptimizerOptions(Attribute optimizer) {
@@ -241,6 +299,7 @@ OptimizerOptions mlir::graph::getOptimizerOptions(Attribute optimizer) {
     o.globalClipnorm = attr.getGlobalClipnorm().convertToDouble();
     o.clipvalue = attr.getClipvalue().convertToDouble();
     o.weightDecay = attr.getWeightDecay().convertToDouble();
+    o.schedule = attr.getSchedule();
   };
   if (auto sgd = dyn_cast<SGDAttr>(optimizer))
     fill(sgd);
@@ -257,12 +316,12 @@ LogicalResult SGDAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                               llvm::APFloat clipnorm,
                               llvm::APFloat globalClipnorm,
                               llvm::APFloat clipvalue,
-                              llvm::APFloat weightDecay) {
+                              llvm::APFloat weightDecay, Attribute schedule) {
   double learningRate = learningRateF.convertToDouble();
   double momentum = momentumF.convertToDouble();
   if (failed(verifyLearningRate(emitError, "sgd", learningRate)) ||
       failed(verifyCommon(emitError, "sgd", clipnorm, globalClipnorm, clipvalue,
-                          weightDecay)) ||
+                          weightDecay, schedule)) ||
       failed(verifyUnitInterval(emitError, "sgd", "momentum", momentum)))
     return failure();
   if (nesterov && momentum == 0)
@@ -270,18 +329,17 @@ LogicalResult SGDAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   return success();
 }
 
-LogicalResult
-AdamAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                 llvm::APFloat learningRateF, llvm::APFloat beta1F,
-                 llvm::APFloat beta2F, llvm::APFloat epsilonF, bool,
-                 llvm::APFloat clipnorm, llvm::APFloat globalClipnorm,
-                 llvm::APFloat clipvalue, llvm::APFloat weightDecay) {
+LogicalResult AdamAttr::verify(
+    function_ref<InFlightDiagnostic()> emitError, llvm::APFloat learningRateF,
+    llvm::APFloat beta1F, llvm::APFloat beta2F, llvm::APFloat epsilonF, bool,
+    llvm::APFloat clipnorm, llvm::APFloat globalClipnorm,
+    llvm::APFloat clipvalue, llvm::APFloat weightDecay, Attribute schedule) {
   double learningRate = learningRateF.convertToDouble();
   double beta1 = beta1F.convertToDouble(), beta2 = beta2F.convertToDouble();
   double epsilon = epsilonF.convertToDouble();
   if (failed(verifyLearningRate(emitError, "adam", learningRate)) ||
       failed(verifyCommon(emitError, "adam", clipnorm, globalClipnorm,
-                          clipvalue, weightDecay)) ||
+                          clipvalue, weightDecay, schedule)) ||
       failed(verifyUnitInterval(emitError, "adam", "beta_1", beta1)) ||
       failed(verifyUnitInterval(emitError, "adam", "beta_2", beta2)))
     return failure();
@@ -291,18 +349,17 @@ AdamAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   return success();
 }
 
-LogicalResult
-RMSpropAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                    llvm::APFloat learningRateF, llvm::APFloat rhoF,
-                    llvm::APFloat momentumF, llvm::APFloat epsilonF, bool,
-                    llvm::APFloat clipnorm, llvm::APFloat globalClipnorm,
-                    llvm::APFloat clipvalue, llvm::APFloat weightDecay) {
+LogicalResult RMSpropAttr::verify(
+    function_ref<InFlightDiagnostic()> emitError, llvm::APFloat learningRateF,
+    llvm::APFloat rhoF, llvm::APFloat momentumF, llvm::APFloat epsilonF, bool,
+    llvm::APFloat clipnorm, llvm::APFloat globalClipnorm,
+    llvm::APFloat clipvalue, llvm::APFloat weightDecay, Attribute schedule) {
   double learningRate = learningRateF.convertToDouble();
   double rho = rhoF.convertToDouble(), momentum = momentumF.convertToDouble();
   double epsilon = epsilonF.convertToDouble();
   if (failed(verifyLearningRate(emitError, "rmsprop", learningRate)) ||
       failed(verifyCommon(emitError, "rmsprop", clipnorm, globalClipnorm,
-                          clipvalue, weightDecay)) ||
+                          clipvalue, weightDecay, schedule)) ||
       failed(verifyUnitInterval(emitError, "rmsprop", "rho", rho)) ||
       failed(verifyUnitInterval(emitError, "rmsprop", "momentum", momentum)))
     return failure();

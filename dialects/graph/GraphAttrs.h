@@ -29,7 +29,13 @@ namespace mlir::graph {
 struct OptimizerOptions {
   double learningRate = 0;
   double clipnorm = 0, globalClipnorm = 0, clipvalue = 0, weightDecay = 0;
+  /// A learning-rate schedule attribute (#graph.exponential_decay, ...), or
+  /// null for a constant rate.
+  Attribute schedule;
 };
+/// PiecewiseConstantDecay's boundaries at most (the runtime's
+/// LearningRateSchedule::kMaxBoundaries).
+constexpr size_t kMaxScheduleBoundaries = 16;
 /// The options of `optimizer`, which must be one of the optimizer
 /// attributes.
 OptimizerOptions getOptimizerOptions(Attribute optimizer);

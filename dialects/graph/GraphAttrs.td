@@ -74,11 +74,16 @@ class Graph_OptF64Param<string desc = ""> : Graph_F64Param<desc> {
 // `clipnorm`, together by `global_clipnorm`, or elementwise by `clipvalue`:
 // at most one of them), then `weight_decay` shrinks each variable by
 // `var * weight_decay * learning_rate`, then the update runs.
+// `schedule`, when set, makes the learning rate a function of the step
+// counter (Keras' `iterations`, 0 on the first update) that the update
+// kernel evaluates every step; `learning_rate` is then the schedule's
+// initial_learning_rate.
 defvar Graph_OptimizerCommonParams = (ins
     Graph_OptF64Param<>:$clipnorm,
     Graph_OptF64Param<>:$global_clipnorm,
     Graph_OptF64Param<>:$clipvalue,
-    Graph_OptF64Param<>:$weight_decay);
+    Graph_OptF64Param<>:$weight_decay,
+    OptionalParameter<"::mlir::Attribute">:$schedule);
 
 class Graph_BoolParam<string desc = ""> : AttrOrTypeParameter<"bool", desc> {
   let parser = "::mlir::graph::parseBool($_parser)";
@@ -160,6 +165,60 @@ def Graph_RMSpropAttr : Graph_Attr<"RMSprop", "rmsprop"> {
   ), Graph_OptimizerCommonParams);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Learning-rate schedules (keras.optimizers.schedules), the `schedule` of an
+// optimizer: the initial rate is the optimizer's learning_rate.
+//===----------------------------------------------------------------------===//
+
+def Graph_ExponentialDecayAttr
+    : Graph_Attr<"ExponentialDecay", "exponential_decay"> {
+  let summary = "lr * decay_rate ^ (step / decay_steps), floored if staircase";
+  let parameters = (ins Graph_F64Param<>:$decay_steps,
+                        Graph_F64Param<>:$decay_rate,
+                        Graph_BoolParam<>:$staircase);
+  let assemblyFormat = "`<` struct(params) `>`";
+}
+
+def Graph_InverseTimeDecayAttr
+    : Graph_Attr<"InverseTimeDecay", "inverse_time_decay"> {
+  let summary = "lr / (1 + decay_rate * step / decay_steps)";
+  let parameters = (ins Graph_F64Param<>:$decay_steps,
+                        Graph_F64Param<>:$decay_rate,
+                        Graph_BoolParam<>:$staircase);
+  let assemblyFormat = "`<` struct(params) `>`";
+}
+
+def Graph_PolynomialDecayAttr
+    : Graph_Attr<"PolynomialDecay", "polynomial_decay"> {
+  let summary = "(lr - end) * (1 - step / decay_steps) ^ power + end";
+  let parameters = (ins Graph_F64Param<>:$decay_steps,
+                        Graph_F64Param<>:$end_learning_rate,
+                        Graph_F64Param<>:$power,
+                        Graph_BoolParam<>:$cycle);
+  let assemblyFormat = "`<` struct(params) `>`";
+}
+
+def Graph_CosineDecayAttr : Graph_Attr<"CosineDecay", "cosine_decay"> {
+  let summary = "cosine decay to alpha * lr, after an optional linear warm-up";
+  let description = [{
+    With `warmup_steps` > 0 the rate first rises linearly from the
+    optimizer's learning_rate to `warmup_target`, then decays from it.
+  }];
+  let parameters = (ins Graph_F64Param<>:$decay_steps,
+                        Graph_OptF64Param<>:$alpha,
+                        Graph_OptF64Param<>:$warmup_target,
+                        Graph_OptF64Param<>:$warmup_steps);
+  let assemblyFormat = "`<` struct(params) `>`";
+}
+
+def Graph_PiecewiseConstantDecayAttr
+    : Graph_Attr<"PiecewiseConstantDecay", "piecewise_constant_decay"> {
+  let summary = "values[i] while boundaries[i-1] < step <= boundaries[i]";
+  let parameters = (ins "::mlir::DenseF64ArrayAttr":$boundaries,
+                        "::mlir::DenseF64ArrayAttr":$values);
+  let assemblyFormat = "`<` struct(params) `>`";
 }
 
 #endif // GRAPH_ATTRS_TD

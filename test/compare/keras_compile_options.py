@@ -9,9 +9,9 @@ One tiny model (Conv2D(3, 3) -> Flatten -> Dense(3, softmax), sparse
 categorical cross-entropy) trained for 3 model.fit steps on one fixed batch
 of 8 (the same batch every step, shuffle off) under each optimizer of
 CASES, each with the gradient clipping and weight decay that Keras applies
-before the update (keras/src/optimizers/base_optimizer.py, apply). The
-clipping thresholds are below the gradients' norms and values, so that
-every step clips. Writes to DIR:
+before the update (keras/src/optimizers/base_optimizer.py, apply), or a
+learning-rate schedule. The clipping thresholds are below the gradients'
+norms and values, so that every step clips. Writes to DIR:
 
   train-images-idx3-ubyte    the batch: 8 images 6x6x2, uint8 (graphrun
   train-labels-idx1-ubyte    reads them / 255, as the script feeds Keras),
@@ -36,6 +36,7 @@ STEPS = 3
 
 def cases(keras):
     o = keras.optimizers
+    s = keras.optimizers.schedules
     return {
         # Per-variable clipping, on SGD with Nesterov momentum (SGD is
         # where the gradient's scale shows: Adam and RMSprop divide most of
@@ -52,6 +53,28 @@ def cases(keras):
         "rmsprop_clipvalue": o.RMSprop(learning_rate=0.01, momentum=0.5,
                                        centered=True, clipvalue=0.002,
                                        weight_decay=0.02),
+        # Learning-rate schedules, evaluated at Keras' iterations (0, 1, 2
+        # over the 3 steps), each chosen to change the rate every step.
+        # AdamW with global clipping under CosineDecay with a linear
+        # warm-up (2 steps from 0.001 to 0.01, then the cosine decay).
+        "adamw_cosine_warmup": o.AdamW(
+            learning_rate=s.CosineDecay(0.001, decay_steps=4, alpha=0.1,
+                                        warmup_target=0.01, warmup_steps=2),
+            global_clipnorm=0.5),
+        "sgd_exponential_staircase": o.SGD(
+            learning_rate=s.ExponentialDecay(0.1, decay_steps=1,
+                                             decay_rate=0.5, staircase=True),
+            momentum=0.9, weight_decay=0.01),
+        "sgd_piecewise_constant": o.SGD(
+            learning_rate=s.PiecewiseConstantDecay([0, 1],
+                                                   [0.1, 0.05, 0.01])),
+        "rmsprop_inverse_time": o.RMSprop(
+            learning_rate=s.InverseTimeDecay(0.01, decay_steps=1,
+                                             decay_rate=0.5)),
+        "sgd_polynomial": o.SGD(
+            learning_rate=s.PolynomialDecay(0.1, decay_steps=2,
+                                            end_learning_rate=0.01,
+                                            power=2.0)),
     }
 
 

@@ -16,6 +16,7 @@
 
 #include "runtime/backends/cpu/CpuKernels.h"
 #include "runtime/backends/cpu/VectorKernels.h"
+#include "runtime/core/LearningRateSchedule.h"
 
 #include <cmath>
 #include <memory>
@@ -52,6 +53,8 @@ struct Hyper {
   double clipnorm = 0, globalClipnorm = 0;
   float clipvalue = 0, weightDecayTimesLr = 0;
   bool byNorm() const { return clipnorm > 0 || globalClipnorm > 0; }
+  double weightDecay = 0;
+  LearningRateSchedule schedule; // kind constant: learningRate throughout
 };
 
 /// One variable's buffers for a step.
@@ -178,6 +181,14 @@ public:
   Status operator()(const KernelContext &ctx, const KernelConfig &,
                     const Tensors &ins, const Tensors &outs) {
     useReplicaThreads(ctx);
+    // This step's learning rate (a schedule's value at Keras' iterations,
+    // the step before this update) in a per-step copy of the parameters.
+    Hyper h = this->h;
+    if (h.schedule.kind != LearningRateSchedule::constant) {
+      h.learningRate = learningRateAt(h.schedule, ctx.step - 1);
+      h.lr = static_cast<float>(h.learningRate);
+      h.weightDecayTimesLr = static_cast<float>(h.weightDecay * h.learningRate);
+    }
     size_t n = vars.size();
     for (size_t v = 0; v < n; ++v) {
       Variable &var = vars[v];
@@ -303,12 +314,16 @@ Status optimizerUpdateFactory(const KernelContext &, const KernelConfig &cfg,
   h.clipnorm = cfg.getFloat("clipnorm", 0.0);
   h.globalClipnorm = cfg.getFloat("global_clipnorm", 0.0);
   h.clipvalue = static_cast<float>(cfg.getFloat("clipvalue", 0.0));
-  h.weightDecayTimesLr =
-      static_cast<float>(cfg.getFloat("weight_decay", 0.0) * h.learningRate);
+  h.weightDecay = cfg.getFloat("weight_decay", 0.0);
+  h.weightDecayTimesLr = static_cast<float>(h.weightDecay * h.learningRate);
+  std::string scheduleError;
+  if (!scheduleFromConfig(cfg, h.schedule, scheduleError))
+    return kernelError(kName, scheduleError);
   size_t perVariable = 2 + h.slots + (h.byNorm() ? 1 : 0);
   if (ins.empty() || ins.size() % perVariable != 0)
     return kernelError(kName, std::to_string(ins.size()) +
-                                  " inputs do not split into params, grads, " +
+                                  " inputs do not split into params, grads" +
+                                  (h.byNorm() ? ", " : " and ") +
                                   std::to_string(h.slots) + " slot(s)" +
                                   (h.byNorm() ? " and a norm" : "") +
                                   " per variable for " + kind);

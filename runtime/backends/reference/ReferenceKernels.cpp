@@ -14,6 +14,7 @@
 #include "runtime/backends/reference/ReferenceKernels.h"
 
 #include "runtime/core/DropoutMask.h"
+#include "runtime/core/LearningRateSchedule.h"
 #include "runtime/core/WindowGeometry.h"
 
 #include <algorithm>
@@ -1334,13 +1335,20 @@ Status globalNorm(const KernelContext &, const KernelConfig &,
 //                      the global norm (the same input for every variable)
 //   clipvalue c:       g = clip(g, -c, c)
 //   weight_decay wd:   w = w - w * wd * lr
+// lr is the schedule's value at the step before this one (Keras'
+// iterations), when the optimizer has a schedule (LearningRateSchedule.h).
 //===----------------------------------------------------------------------===//
 
 Status optimizerUpdate(const KernelContext &ctx, const KernelConfig &cfg,
                        const Tensors &ins, const Tensors &outs) {
   static constexpr const char *kName = "optimizer_update";
   std::string kind = cfg.getString("optimizer");
-  double lr = cfg.getFloat("learning_rate", 0.01);
+  // The learning rate of this step: a schedule's value at Keras'
+  // iterations (the step before this update), or the constant rate.
+  LearningRateSchedule schedule;
+  std::string scheduleError;
+  REQUIRE(scheduleFromConfig(cfg, schedule, scheduleError), scheduleError);
+  double lr = learningRateAt(schedule, ctx.step - 1);
   double momentum = cfg.getFloat("momentum", 0.0);
   int64_t k = 0;
   bool amsgrad = false, centered = false;
@@ -1364,10 +1372,9 @@ Status optimizerUpdate(const KernelContext &ctx, const KernelConfig &cfg,
   int64_t perVariable = 2 + k + (byNorm ? 1 : 0);
   REQUIRE(!ins.empty() && ins.size() % perVariable == 0,
           std::to_string(ins.size()) +
-              " inputs do not split into params, "
-              "grads, " +
-              std::to_string(k) + " slot(s)" + (byNorm ? " and a norm" : "") +
-              " per variable");
+              " inputs do not split into params, grads" +
+              (byNorm ? ", " : " and ") + std::to_string(k) + " slot(s)" +
+              (byNorm ? " and a norm" : "") + " per variable");
   size_t n = ins.size() / perVariable;
   CHECK_ARITY(ins.size(), ins.size(), n * (1 + k));
   for (size_t v = 0; byNorm && v < n; ++v)

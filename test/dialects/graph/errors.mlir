@@ -145,6 +145,22 @@ graph.training @m loss = categorical_crossentropy optimizer = #graph.rmsprop<lea
 
 // -----
 
+// Learning-rate schedules.
+// expected-error@+1 {{sgd's schedule needs a finite decay_steps > 0, got 0}}
+graph.training @m loss = categorical_crossentropy optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.0, nesterov = false, schedule = #graph.cosine_decay<decay_steps = 0.0>> metrics = [] global_batch_size = 2
+
+// -----
+
+// expected-error@+1 {{sgd's piecewise_constant_decay needs 1 to 16 boundaries and one value more, got 2 and 2}}
+graph.training @m loss = categorical_crossentropy optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.0, nesterov = false, schedule = #graph.piecewise_constant_decay<boundaries = [1.0, 2.0], values = [0.1, 0.01]>> metrics = [] global_batch_size = 2
+
+// -----
+
+// expected-error@+1 {{adam has an unknown schedule #graph.init<zeros>}}
+graph.training @m loss = categorical_crossentropy optimizer = #graph.adam<learning_rate = 0.001, beta_1 = 0.9, beta_2 = 0.999, epsilon = 1.0e-07, amsgrad = false, schedule = #graph.init<zeros>> metrics = [] global_batch_size = 2
+
+// -----
+
 // Clipping by norm needs one norm per variable.
 func.func @clip_without_norms(%w: tensor<3xf32>, %g: tensor<3xf32>) {
   // expected-error@+1 {{clips by norm and needs one norm per variable (1), got 0}}

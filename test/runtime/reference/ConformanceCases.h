@@ -299,6 +299,29 @@ inline std::vector<Case> allCases() {
                           {"clipvalue", 0.3},
                           {"weight_decay", 0.02}}),
           1);
+  // Learning-rate schedules, evaluated at the step before this one (2):
+  // cosine decay after a linear warm-up, and a staircase exponential decay
+  // with weight decay (which uses the scheduled rate too).
+  optCase("adam cosine_decay warm-up",
+          opt("adam", {{"learning_rate", 0.001},
+                       {"beta_1", 0.9},
+                       {"beta_2", 0.999},
+                       {"epsilon", 1e-7},
+                       {"lr_schedule", 5},
+                       {"lr_decay_steps", 4},
+                       {"lr_alpha", 0.1},
+                       {"lr_warmup_target", 0.01},
+                       {"lr_warmup_steps", 1}}),
+          2);
+  optCase("sgd exponential_decay staircase weight_decay",
+          opt("sgd", {{"learning_rate", 0.1},
+                      {"momentum", 0.9},
+                      {"weight_decay", 0.01},
+                      {"lr_schedule", 1},
+                      {"lr_decay_steps", 1},
+                      {"lr_decay_rate", 0.5},
+                      {"lr_staircase", 1}}),
+          1);
   // Geometry the seed-style cases above leave out: batch 1, non-square
   // windows and strides, valid padding whose last window leaves input
   // unread, and channel counts that take the blocked (8-channel) paths of

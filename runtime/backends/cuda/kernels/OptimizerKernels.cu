@@ -14,6 +14,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/backends/cuda/kernels/CudaKernels.h"
+#include "runtime/core/LearningRateSchedule.h"
 
 #include <memory>
 
@@ -53,6 +54,8 @@ struct Hyper {
   int32_t momentumSlot = -1, meanGradSlot = -1;
   // Keras' options before the update (0: off); at most one clipping.
   double clipnorm = 0, globalClipnorm = 0, clipvalue = 0, weightDecay = 0;
+  // learningRate's schedule (kind constant: learningRate throughout).
+  LearningRateSchedule schedule;
 };
 
 /// The factor Keras scales a gradient by when clipping it by `norm`.
@@ -63,25 +66,26 @@ __device__ double clipScale(const Hyper &h, double norm) {
          (norm - norm);
 }
 
+/// `lr`: this step's learning rate (h.learningRate or its schedule's value).
 __device__ void updateElement(const UpdateTensor &t, int64_t i, const Hyper &h,
-                              double adamAlpha, double clip) {
+                              double lr, double adamAlpha, double clip) {
   double w = t.param[i], g = t.grad[i];
   if (t.norm)
     g *= clip;
   else if (h.clipvalue > 0)
     g = g < -h.clipvalue ? -h.clipvalue : (g > h.clipvalue ? h.clipvalue : g);
   if (h.weightDecay > 0)
-    w -= w * h.weightDecay * h.learningRate;
+    w -= w * h.weightDecay * lr;
   double s[kMaxSlots] = {};
   for (int k = 0; k < h.slots; ++k)
     s[k] = t.slot[k][i];
   switch (h.kind) {
   case Kind::sgd:
     if (h.slots == 0) {
-      w -= h.learningRate * g;
+      w -= lr * g;
     } else {
-      s[0] = h.momentum * s[0] - h.learningRate * g;
-      w += h.nesterov ? h.momentum * s[0] - h.learningRate * g : s[0];
+      s[0] = h.momentum * s[0] - lr * g;
+      w += h.nesterov ? h.momentum * s[0] - lr * g : s[0];
     }
     break;
   case Kind::adam: {
@@ -103,7 +107,7 @@ __device__ void updateElement(const UpdateTensor &t, int64_t i, const Hyper &h,
       mg = h.rho * mg + (1.0 - h.rho) * g;
       denom = s[0] - mg * mg + h.epsilon;
     }
-    double increment = h.learningRate * g / sqrt(denom);
+    double increment = lr * g / sqrt(denom);
     if (h.momentumSlot >= 0) {
       double &mom = s[h.momentumSlot];
       mom = h.momentum * mom + increment;
@@ -125,12 +129,16 @@ __global__ void updateKernel(const UpdateTensor *__restrict__ tensors,
                              const int64_t *deviceStep) {
   // Adam's bias correction, once per block, from the step in device memory
   // (a replayed CUDA graph keeps its kernel arguments).
-  __shared__ double adamAlpha;
+  // The learning rate too: a schedule's value at Keras' iterations, the
+  // step before this update.
+  __shared__ double adamAlpha, lr;
   if (threadIdx.x == 0) {
     double t = static_cast<double>(*deviceStep);
+    lr = h.schedule.kind == LearningRateSchedule::constant
+             ? h.learningRate
+             : learningRateAt(h.schedule, *deviceStep - 1);
     adamAlpha = h.kind == Kind::adam
-                    ? h.learningRate * sqrt(1.0 - pow(h.beta2, t)) /
-                          (1.0 - pow(h.beta1, t))
+                    ? lr * sqrt(1.0 - pow(h.beta2, t)) / (1.0 - pow(h.beta1, t))
                     : 0.0;
   }
   __syncthreads();
@@ -139,7 +147,7 @@ __global__ void updateKernel(const UpdateTensor *__restrict__ tensors,
     const UpdateTensor &t = tensors[chunk.tensor];
     double clip = t.norm ? clipScale(h, *t.norm) : 1.0;
     for (int64_t i = chunk.begin + threadIdx.x; i < chunk.end; i += blockDim.x)
-      updateElement(t, i, h, adamAlpha, clip);
+      updateElement(t, i, h, lr, adamAlpha, clip);
   }
 }
 
@@ -190,13 +198,16 @@ Status optimizerUpdate(const KernelContext &ctx, const KernelConfig &cfg,
   h.globalClipnorm = cfg.getFloat("global_clipnorm", 0.0);
   h.clipvalue = cfg.getFloat("clipvalue", 0.0);
   h.weightDecay = cfg.getFloat("weight_decay", 0.0);
+  std::string scheduleError;
+  REQUIRE(scheduleFromConfig(cfg, h.schedule, scheduleError), scheduleError);
   bool byNorm = h.clipnorm > 0 || h.globalClipnorm > 0;
   size_t k = static_cast<size_t>(h.slots);
   size_t perVariable = 2 + k + (byNorm ? 1 : 0);
   REQUIRE(!ins.empty() && ins.size() % perVariable == 0,
           std::to_string(ins.size()) +
-              " inputs do not split into params, grads, " + std::to_string(k) +
-              " slot(s)" + (byNorm ? " and a norm" : "") + " per variable");
+              " inputs do not split into params, grads" +
+              (byNorm ? ", " : " and ") + std::to_string(k) + " slot(s)" +
+              (byNorm ? " and a norm" : "") + " per variable");
   size_t n = ins.size() / perVariable;
   RETURN_IF_ERROR(
       checkOperands(kName, ins, outs, ins.size(), ins.size(), n * (1 + k)));
