@@ -629,6 +629,18 @@ void TrainingStepBuilder::buildTrainStep() {
   // Updates, in the order backward completed the gradients.
   Attribute optimizer = training.getOptimizer();
   SmallVector<Value> applied;
+  for (auto [var, grad] : completed)
+    applied.push_back(grad);
+  // The norm of the gradients the optimizer applies: one scalar that is
+  // finite exactly when every gradient is, which the runtime's NaN guard
+  // reads instead of every tensor (dist-insert-all-reduce rewires it to the
+  // reduced gradients, as it does the updates, so that clipping by it
+  // follows the all-reduce, as in MirroredStrategy).
+  // Made before the updates only when they clip by it.
+  OptimizerOptions options = getOptimizerOptions(optimizer);
+  Value gradNorm;
+  if (options.globalClipnorm > 0)
+    gradNorm = GlobalNormOp::create(b, loc, applied);
   SmallVector<StringRef> slotNames = OptimizerUpdateOp::slotNames(optimizer);
   for (auto [var, grad] : completed) {
     Location varLoc = var.getLoc();
@@ -640,9 +652,16 @@ void TrainingStepBuilder::buildTrainStep() {
           FlatSymbolRefAttr::get(b.getStringAttr(slotName(var, slot)))));
     SmallVector<Type> slotTypes(slots.size(), type);
     Value param = mapping.lookup(planned.firstRead.lookup(var));
-    auto update = OptimizerUpdateOp::create(
-        b, varLoc, TypeRange{type}, slotTypes, optimizer, param, grad, slots);
-    applied.push_back(grad);
+    // Clipping by norm takes each variable's norm (clipnorm) or all of
+    // theirs (global_clipnorm), computed in the step.
+    SmallVector<Value> norms;
+    if (options.clipnorm > 0)
+      norms.push_back(GlobalNormOp::create(b, varLoc, ValueRange{grad}));
+    else if (options.globalClipnorm > 0)
+      norms.push_back(gradNorm);
+    auto update =
+        OptimizerUpdateOp::create(b, varLoc, TypeRange{type}, slotTypes,
+                                  optimizer, param, grad, slots, norms);
     AssignVariableOp::create(b, varLoc, var.getSymName(),
                              update.getNewParams()[0]);
     for (auto [slot, value] : llvm::zip(slotNames, update.getNewSlots()))
@@ -658,11 +677,9 @@ void TrainingStepBuilder::buildTrainStep() {
     AssignVariableOp::create(b, bn.getLoc(), variance.getVariableAttr(),
                              train.getNewMovingVariance());
   }
-  // The norm of the gradients the optimizer applies: one scalar that is
-  // finite exactly when every gradient is, which the runtime's NaN guard
-  // reads instead of every tensor (dist-insert-all-reduce rewires it to the
-  // reduced gradients, as it does the updates).
-  outputs.push_back(GlobalNormOp::create(b, loc, applied));
+  if (!gradNorm)
+    gradNorm = GlobalNormOp::create(b, loc, applied);
+  outputs.push_back(gradNorm);
   SmallVector<StringRef> names = outputNames();
   names.push_back("grad_norm");
   OutputOp::create(b, training.getLoc(), outputs, b.getStrArrayAttr(names));

@@ -386,13 +386,14 @@ static void fuseOptimizerUpdates(ArrayRef<OptimizerUpdateOp> updates) {
              [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
   moved.erase(llvm::unique(moved), moved.end());
 
-  SmallVector<Value> params, grads, slots;
+  SmallVector<Value> params, grads, slots, norms;
   SmallVector<Type> newParams, newSlots;
   SmallVector<Operation *> ops;
   for (OptimizerUpdateOp update : updates) {
     llvm::append_range(params, update.getParams());
     llvm::append_range(grads, update.getGrads());
     llvm::append_range(slots, update.getSlots());
+    llvm::append_range(norms, update.getNorms());
     llvm::append_range(newParams, update.getNewParams().getTypes());
     llvm::append_range(newSlots, update.getNewSlots().getTypes());
     ops.push_back(update);
@@ -400,7 +401,7 @@ static void fuseOptimizerUpdates(ArrayRef<OptimizerUpdateOp> updates) {
   OpBuilder builder(last);
   auto fused = OptimizerUpdateOp::create(builder, fusedLocation(ops), newParams,
                                          newSlots, last.getOptimizer(), params,
-                                         grads, slots);
+                                         grads, slots, norms);
   size_t param = 0, slot = 0;
   for (OptimizerUpdateOp update : updates) {
     for (Value result : update.getNewParams())

@@ -175,6 +175,57 @@ private:
       attrs.push_back(plan::CreateAttr(fbb, fbb.CreateString(name.str()),
                                        plan::AttrKind::float_, 0, value));
     };
+    // Clipping and weight decay, whichever optimizer: 0 is off, and only
+    // what is on is written, so plans without them read as before.
+    mlir::graph::OptimizerOptions options =
+        mlir::graph::getOptimizerOptions(optimizer);
+    for (auto [name, value] :
+         {std::pair<StringRef, double>{"clipnorm", options.clipnorm},
+          {"global_clipnorm", options.globalClipnorm},
+          {"clipvalue", options.clipvalue},
+          {"weight_decay", options.weightDecay}})
+      if (value != 0)
+        add(name, value);
+    // A learning-rate schedule: its kind (runtime LearningRateSchedule::Kind)
+    // and parameters, evaluated by the update kernel every step.
+    if (Attribute schedule = options.schedule) {
+      auto addList = [&](StringRef name, ArrayRef<double> values) {
+        attrs.push_back(plan::CreateAttr(
+            fbb, fbb.CreateString(name.str()), plan::AttrKind::floats, 0, 0, 0,
+            0, fbb.CreateVector(values.data(), values.size())));
+      };
+      if (auto e = dyn_cast<mlir::graph::ExponentialDecayAttr>(schedule)) {
+        add("lr_schedule", 1);
+        add("lr_decay_steps", e.getDecaySteps().convertToDouble());
+        add("lr_decay_rate", e.getDecayRate().convertToDouble());
+        add("lr_staircase", e.getStaircase());
+      } else if (auto i =
+                     dyn_cast<mlir::graph::InverseTimeDecayAttr>(schedule)) {
+        add("lr_schedule", 2);
+        add("lr_decay_steps", i.getDecaySteps().convertToDouble());
+        add("lr_decay_rate", i.getDecayRate().convertToDouble());
+        add("lr_staircase", i.getStaircase());
+      } else if (auto pc = dyn_cast<mlir::graph::PiecewiseConstantDecayAttr>(
+                     schedule)) {
+        add("lr_schedule", 3);
+        addList("lr_boundaries", pc.getBoundaries().asArrayRef());
+        addList("lr_values", pc.getValues().asArrayRef());
+      } else if (auto p =
+                     dyn_cast<mlir::graph::PolynomialDecayAttr>(schedule)) {
+        add("lr_schedule", 4);
+        add("lr_decay_steps", p.getDecaySteps().convertToDouble());
+        add("lr_end_learning_rate", p.getEndLearningRate().convertToDouble());
+        add("lr_power", p.getPower().convertToDouble());
+        add("lr_cycle", p.getCycle());
+      } else {
+        auto c = cast<mlir::graph::CosineDecayAttr>(schedule);
+        add("lr_schedule", 5);
+        add("lr_decay_steps", c.getDecaySteps().convertToDouble());
+        add("lr_alpha", c.getAlpha().convertToDouble());
+        add("lr_warmup_target", c.getWarmupTarget().convertToDouble());
+        add("lr_warmup_steps", c.getWarmupSteps().convertToDouble());
+      }
+    }
     if (auto sgd = dyn_cast<mlir::graph::SGDAttr>(optimizer)) {
       add("learning_rate", sgd.getLearningRate().convertToDouble());
       add("momentum", sgd.getMomentum().convertToDouble());

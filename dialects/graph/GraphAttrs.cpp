@@ -208,12 +208,120 @@ verifyUnitInterval(function_ref<InFlightDiagnostic()> emitError,
   return success();
 }
 
+/// Clipping and weight decay: each off (0) or a finite positive number, and
+/// at most one kind of clipping, as Keras allows.
+static LogicalResult verifyCommon(function_ref<InFlightDiagnostic()> emitError,
+                                  StringRef optimizer, llvm::APFloat clipnormF,
+                                  llvm::APFloat globalClipnormF,
+                                  llvm::APFloat clipvalueF,
+                                  llvm::APFloat weightDecayF,
+                                  Attribute schedule) {
+  std::pair<StringRef, double> options[] = {
+      {"clipnorm", clipnormF.convertToDouble()},
+      {"global_clipnorm", globalClipnormF.convertToDouble()},
+      {"clipvalue", clipvalueF.convertToDouble()},
+      {"weight_decay", weightDecayF.convertToDouble()}};
+  for (auto [name, value] : options)
+    if (!(value >= 0) || !std::isfinite(value))
+      return emitError() << optimizer << " needs a finite " << name
+                         << " >= 0 (0: off), got " << formatF64(value);
+  int clips = (options[0].second > 0) + (options[1].second > 0) +
+              (options[2].second > 0);
+  if (clips > 1)
+    return emitError() << optimizer
+                       << " takes at most one of clipnorm, global_clipnorm "
+                          "and clipvalue";
+  if (!schedule)
+    return success();
+  auto positive = [&](StringRef name, double v) -> LogicalResult {
+    if (!(v > 0) || !std::isfinite(v))
+      return emitError() << optimizer << "'s schedule needs a finite " << name
+                         << " > 0, got " << formatF64(v);
+    return success();
+  };
+  auto nonNegative = [&](StringRef name, double v) -> LogicalResult {
+    if (!(v >= 0) || !std::isfinite(v))
+      return emitError() << optimizer << "'s schedule needs a finite " << name
+                         << " >= 0, got " << formatF64(v);
+    return success();
+  };
+  if (auto e = dyn_cast<ExponentialDecayAttr>(schedule))
+    return failure(
+        failed(positive("decay_steps", e.getDecaySteps().convertToDouble())) ||
+        failed(nonNegative("decay_rate", e.getDecayRate().convertToDouble())));
+  if (auto i = dyn_cast<InverseTimeDecayAttr>(schedule))
+    return failure(
+        failed(positive("decay_steps", i.getDecaySteps().convertToDouble())) ||
+        failed(nonNegative("decay_rate", i.getDecayRate().convertToDouble())));
+  if (auto p = dyn_cast<PolynomialDecayAttr>(schedule))
+    return failure(
+        failed(positive("decay_steps", p.getDecaySteps().convertToDouble())) ||
+        failed(nonNegative("end_learning_rate",
+                           p.getEndLearningRate().convertToDouble())) ||
+        failed(positive("power", p.getPower().convertToDouble())));
+  if (auto c = dyn_cast<CosineDecayAttr>(schedule))
+    return failure(
+        failed(positive("decay_steps", c.getDecaySteps().convertToDouble())) ||
+        failed(nonNegative("alpha", c.getAlpha().convertToDouble())) ||
+        failed(nonNegative("warmup_target",
+                           c.getWarmupTarget().convertToDouble())) ||
+        failed(
+            nonNegative("warmup_steps", c.getWarmupSteps().convertToDouble())));
+  if (auto pc = dyn_cast<PiecewiseConstantDecayAttr>(schedule)) {
+    ArrayRef<double> boundaries = pc.getBoundaries().asArrayRef();
+    ArrayRef<double> values = pc.getValues().asArrayRef();
+    if (boundaries.empty() || boundaries.size() > kMaxScheduleBoundaries ||
+        values.size() != boundaries.size() + 1)
+      return emitError() << optimizer
+                         << "'s piecewise_constant_decay needs 1 to "
+                         << kMaxScheduleBoundaries
+                         << " boundaries and one value more, got "
+                         << boundaries.size() << " and " << values.size();
+    for (size_t i = 0; i < boundaries.size(); ++i)
+      if (!std::isfinite(boundaries[i]) ||
+          (i > 0 && !(boundaries[i] > boundaries[i - 1])))
+        return emitError() << optimizer
+                           << "'s piecewise_constant_decay needs finite, "
+                              "increasing boundaries";
+    for (double v : values)
+      if (failed(nonNegative("value", v)))
+        return failure();
+    return success();
+  }
+  return emitError() << optimizer << " has an unknown schedule " << schedule;
+}
+
+OptimizerOptions mlir::graph::getOptimizerOptions(Attribute optimizer) {
+  OptimizerOptions o;
+  auto fill = [&](auto attr) {
+    o.learningRate = attr.getLearningRate().convertToDouble();
+    o.clipnorm = attr.getClipnorm().convertToDouble();
+    o.globalClipnorm = attr.getGlobalClipnorm().convertToDouble();
+    o.clipvalue = attr.getClipvalue().convertToDouble();
+    o.weightDecay = attr.getWeightDecay().convertToDouble();
+    o.schedule = attr.getSchedule();
+  };
+  if (auto sgd = dyn_cast<SGDAttr>(optimizer))
+    fill(sgd);
+  else if (auto adam = dyn_cast<AdamAttr>(optimizer))
+    fill(adam);
+  else
+    fill(cast<RMSpropAttr>(optimizer));
+  return o;
+}
+
 LogicalResult SGDAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                               llvm::APFloat learningRateF,
-                              llvm::APFloat momentumF, bool nesterov) {
+                              llvm::APFloat momentumF, bool nesterov,
+                              llvm::APFloat clipnorm,
+                              llvm::APFloat globalClipnorm,
+                              llvm::APFloat clipvalue,
+                              llvm::APFloat weightDecay, Attribute schedule) {
   double learningRate = learningRateF.convertToDouble();
   double momentum = momentumF.convertToDouble();
   if (failed(verifyLearningRate(emitError, "sgd", learningRate)) ||
+      failed(verifyCommon(emitError, "sgd", clipnorm, globalClipnorm, clipvalue,
+                          weightDecay, schedule)) ||
       failed(verifyUnitInterval(emitError, "sgd", "momentum", momentum)))
     return failure();
   if (nesterov && momentum == 0)
@@ -221,14 +329,17 @@ LogicalResult SGDAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   return success();
 }
 
-LogicalResult AdamAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                               llvm::APFloat learningRateF,
-                               llvm::APFloat beta1F, llvm::APFloat beta2F,
-                               llvm::APFloat epsilonF, bool) {
+LogicalResult AdamAttr::verify(
+    function_ref<InFlightDiagnostic()> emitError, llvm::APFloat learningRateF,
+    llvm::APFloat beta1F, llvm::APFloat beta2F, llvm::APFloat epsilonF, bool,
+    llvm::APFloat clipnorm, llvm::APFloat globalClipnorm,
+    llvm::APFloat clipvalue, llvm::APFloat weightDecay, Attribute schedule) {
   double learningRate = learningRateF.convertToDouble();
   double beta1 = beta1F.convertToDouble(), beta2 = beta2F.convertToDouble();
   double epsilon = epsilonF.convertToDouble();
   if (failed(verifyLearningRate(emitError, "adam", learningRate)) ||
+      failed(verifyCommon(emitError, "adam", clipnorm, globalClipnorm,
+                          clipvalue, weightDecay, schedule)) ||
       failed(verifyUnitInterval(emitError, "adam", "beta_1", beta1)) ||
       failed(verifyUnitInterval(emitError, "adam", "beta_2", beta2)))
     return failure();
@@ -238,14 +349,17 @@ LogicalResult AdamAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   return success();
 }
 
-LogicalResult RMSpropAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                                  llvm::APFloat learningRateF,
-                                  llvm::APFloat rhoF, llvm::APFloat momentumF,
-                                  llvm::APFloat epsilonF, bool) {
+LogicalResult RMSpropAttr::verify(
+    function_ref<InFlightDiagnostic()> emitError, llvm::APFloat learningRateF,
+    llvm::APFloat rhoF, llvm::APFloat momentumF, llvm::APFloat epsilonF, bool,
+    llvm::APFloat clipnorm, llvm::APFloat globalClipnorm,
+    llvm::APFloat clipvalue, llvm::APFloat weightDecay, Attribute schedule) {
   double learningRate = learningRateF.convertToDouble();
   double rho = rhoF.convertToDouble(), momentum = momentumF.convertToDouble();
   double epsilon = epsilonF.convertToDouble();
   if (failed(verifyLearningRate(emitError, "rmsprop", learningRate)) ||
+      failed(verifyCommon(emitError, "rmsprop", clipnorm, globalClipnorm,
+                          clipvalue, weightDecay, schedule)) ||
       failed(verifyUnitInterval(emitError, "rmsprop", "rho", rho)) ||
       failed(verifyUnitInterval(emitError, "rmsprop", "momentum", momentum)))
     return failure();

@@ -23,4 +23,22 @@ FailureOr<bool> parseBool(AsmParser &parser);
 #define GET_ATTRDEF_CLASSES
 #include "dialects/graph/GraphAttrs.h.inc"
 
+namespace mlir::graph {
+/// The options every optimizer attribute (#graph.sgd, #graph.adam,
+/// #graph.rmsprop) carries besides its own hyper-parameters; 0 is off.
+struct OptimizerOptions {
+  double learningRate = 0;
+  double clipnorm = 0, globalClipnorm = 0, clipvalue = 0, weightDecay = 0;
+  /// A learning-rate schedule attribute (#graph.exponential_decay, ...), or
+  /// null for a constant rate.
+  Attribute schedule;
+};
+/// PiecewiseConstantDecay's boundaries at most (the runtime's
+/// LearningRateSchedule::kMaxBoundaries).
+constexpr size_t kMaxScheduleBoundaries = 16;
+/// The options of `optimizer`, which must be one of the optimizer
+/// attributes.
+OptimizerOptions getOptimizerOptions(Attribute optimizer);
+} // namespace mlir::graph
+
 #endif // DIALECTS_GRAPH_GRAPHATTRS_H

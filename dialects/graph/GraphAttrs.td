@@ -62,6 +62,29 @@ class Graph_F64Param<string desc = "">
   let printer = "::mlir::graph::printF64($_printer, $_self)";
 }
 
+// An optional double, 0 when absent and not printed when 0: the options
+// every Keras optimizer takes (gradient clipping, weight decay), off unless
+// set, so that IR without them reads as before.
+class Graph_OptF64Param<string desc = ""> : Graph_F64Param<desc> {
+  let defaultValue = "::llvm::APFloat(0.0)";
+}
+
+// The options every Keras 3 optimizer takes (base_optimizer.py), in the
+// order Keras applies them: the gradients are clipped (per variable by
+// `clipnorm`, together by `global_clipnorm`, or elementwise by `clipvalue`:
+// at most one of them), then `weight_decay` shrinks each variable by
+// `var * weight_decay * learning_rate`, then the update runs.
+// `schedule`, when set, makes the learning rate a function of the step
+// counter (Keras' `iterations`, 0 on the first update) that the update
+// kernel evaluates every step; `learning_rate` is then the schedule's
+// initial_learning_rate.
+defvar Graph_OptimizerCommonParams = (ins
+    Graph_OptF64Param<>:$clipnorm,
+    Graph_OptF64Param<>:$global_clipnorm,
+    Graph_OptF64Param<>:$clipvalue,
+    Graph_OptF64Param<>:$weight_decay,
+    OptionalParameter<"::mlir::Attribute">:$schedule);
+
 class Graph_BoolParam<string desc = ""> : AttrOrTypeParameter<"bool", desc> {
   let parser = "::mlir::graph::parseBool($_parser)";
   let printer = "$_printer << ($_self ? \"true\" : \"false\")";
@@ -109,39 +132,93 @@ def Graph_InitializerAttr : Graph_Attr<"Initializer", "init"> {
 
 def Graph_SGDAttr : Graph_Attr<"SGD", "sgd"> {
   let summary = "stochastic gradient descent with optional (Nesterov) momentum";
-  let parameters = (ins
+  let parameters = !con((ins
     Graph_F64Param<>:$learning_rate,
     Graph_F64Param<>:$momentum,
     Graph_BoolParam<>:$nesterov
-  );
+  ), Graph_OptimizerCommonParams);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
 }
 
 def Graph_AdamAttr : Graph_Attr<"Adam", "adam"> {
   let summary = "Adam with bias correction, epsilon added as Keras adds it";
-  let parameters = (ins
+  let parameters = !con((ins
     Graph_F64Param<>:$learning_rate,
     Graph_F64Param<>:$beta_1,
     Graph_F64Param<>:$beta_2,
     Graph_F64Param<>:$epsilon,
     Graph_BoolParam<>:$amsgrad
-  );
+  ), Graph_OptimizerCommonParams);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
 }
 
 def Graph_RMSpropAttr : Graph_Attr<"RMSprop", "rmsprop"> {
   let summary = "RMSprop with optional momentum and centering";
-  let parameters = (ins
+  let parameters = !con((ins
     Graph_F64Param<>:$learning_rate,
     Graph_F64Param<>:$rho,
     Graph_F64Param<>:$momentum,
     Graph_F64Param<>:$epsilon,
     Graph_BoolParam<>:$centered
-  );
+  ), Graph_OptimizerCommonParams);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Learning-rate schedules (keras.optimizers.schedules), the `schedule` of an
+// optimizer: the initial rate is the optimizer's learning_rate.
+//===----------------------------------------------------------------------===//
+
+def Graph_ExponentialDecayAttr
+    : Graph_Attr<"ExponentialDecay", "exponential_decay"> {
+  let summary = "lr * decay_rate ^ (step / decay_steps), floored if staircase";
+  let parameters = (ins Graph_F64Param<>:$decay_steps,
+                        Graph_F64Param<>:$decay_rate,
+                        Graph_BoolParam<>:$staircase);
+  let assemblyFormat = "`<` struct(params) `>`";
+}
+
+def Graph_InverseTimeDecayAttr
+    : Graph_Attr<"InverseTimeDecay", "inverse_time_decay"> {
+  let summary = "lr / (1 + decay_rate * step / decay_steps)";
+  let parameters = (ins Graph_F64Param<>:$decay_steps,
+                        Graph_F64Param<>:$decay_rate,
+                        Graph_BoolParam<>:$staircase);
+  let assemblyFormat = "`<` struct(params) `>`";
+}
+
+def Graph_PolynomialDecayAttr
+    : Graph_Attr<"PolynomialDecay", "polynomial_decay"> {
+  let summary = "(lr - end) * (1 - step / decay_steps) ^ power + end";
+  let parameters = (ins Graph_F64Param<>:$decay_steps,
+                        Graph_F64Param<>:$end_learning_rate,
+                        Graph_F64Param<>:$power,
+                        Graph_BoolParam<>:$cycle);
+  let assemblyFormat = "`<` struct(params) `>`";
+}
+
+def Graph_CosineDecayAttr : Graph_Attr<"CosineDecay", "cosine_decay"> {
+  let summary = "cosine decay to alpha * lr, after an optional linear warm-up";
+  let description = [{
+    With `warmup_steps` > 0 the rate first rises linearly from the
+    optimizer's learning_rate to `warmup_target`, then decays from it.
+  }];
+  let parameters = (ins Graph_F64Param<>:$decay_steps,
+                        Graph_OptF64Param<>:$alpha,
+                        Graph_OptF64Param<>:$warmup_target,
+                        Graph_OptF64Param<>:$warmup_steps);
+  let assemblyFormat = "`<` struct(params) `>`";
+}
+
+def Graph_PiecewiseConstantDecayAttr
+    : Graph_Attr<"PiecewiseConstantDecay", "piecewise_constant_decay"> {
+  let summary = "values[i] while boundaries[i-1] < step <= boundaries[i]";
+  let parameters = (ins "::mlir::DenseF64ArrayAttr":$boundaries,
+                        "::mlir::DenseF64ArrayAttr":$values);
+  let assemblyFormat = "`<` struct(params) `>`";
 }
 
 #endif // GRAPH_ATTRS_TD

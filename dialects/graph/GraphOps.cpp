@@ -971,6 +971,13 @@ LogicalResult OptimizerUpdateOp::verify() {
                << i << ": slot '" << slotNames(getOptimizer())[j]
                << "' must have the variable's type " << param;
   }
+  OptimizerOptions options = getOptimizerOptions(getOptimizer());
+  bool clipsByNorm = options.clipnorm > 0 || options.globalClipnorm > 0;
+  if (clipsByNorm && getNorms().size() != n)
+    return emitOpError("clips by norm and needs one norm per variable (")
+           << n << "), got " << getNorms().size();
+  if (!clipsByNorm && !getNorms().empty())
+    return emitOpError("takes norms only with clipnorm or global_clipnorm");
   return success();
 }
 

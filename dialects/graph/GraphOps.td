@@ -742,6 +742,15 @@ def Graph_OptimizerUpdateOp : Graph_Op<"optimizer_update", [Pure,
     (1 on the first update), not an operand: a whole-step CUDA graph replays
     the same arguments every step.
 
+    With `clipnorm` or `global_clipnorm` set on the optimizer, `norms` has
+    one scalar per variable: the L2 norm of that variable's gradient
+    (clipnorm) or the global norm of all gradients (global_clipnorm), both
+    `graph.global_norm`s of the all-reduced gradients; the update first
+    scales the gradient as Keras does (`g * c / max(norm, c)`, or
+    `g * (c * min(1/norm, 1/c) + (norm - norm))` for the global norm). With
+    `clipvalue` the gradient is clipped to `[-c, c]`, and with
+    `weight_decay` the variable first becomes `var - var * wd * lr`.
+
     ```mlir
     %p, %m, %v = graph.optimizer_update #graph.adam<...>
         params(%w : tensor<3xf32>) grads(%g : tensor<3xf32>)
@@ -752,13 +761,15 @@ def Graph_OptimizerUpdateOp : Graph_Op<"optimizer_update", [Pure,
   let arguments = (ins AnyAttrOf<[Graph_SGDAttr, Graph_AdamAttr, Graph_RMSpropAttr]>:$optimizer,
                        Variadic<Graph_FloatTensor>:$params,
                        Variadic<Graph_FloatTensor>:$grads,
-                       Variadic<Graph_FloatTensor>:$slots);
+                       Variadic<Graph_FloatTensor>:$slots,
+                       Variadic<Graph_Scalar>:$norms);
   let results = (outs Variadic<Graph_FloatTensor>:$new_params,
                       Variadic<Graph_FloatTensor>:$new_slots);
   let assemblyFormat = [{
     $optimizer `params` `(` $params `:` type($params) `)`
     `grads` `(` $grads `:` type($grads) `)`
-    `slots` `(` ($slots^ `:` type($slots))? `)` attr-dict
+    `slots` `(` ($slots^ `:` type($slots))? `)`
+    (`norms` `(` $norms^ `:` type($norms) `)`)? attr-dict
     `->` `(` type($new_params) `)` (`,` `(` type($new_slots)^ `)`)?
   }];
   let hasVerifier = 1;

@@ -997,23 +997,57 @@ OwningOpRef<ModuleOp> ModelBuilder::finish(llvm::ArrayRef<Tensor> outputs,
   if (training) {
     builder.setInsertionPointToEnd(module->getBody());
     using llvm::APFloat;
+    auto scheduleAttr = [&](const std::optional<Schedule> &s) -> Attribute {
+      if (!s)
+        return {};
+      switch (s->kind) {
+      case Schedule::Kind::exponential_decay:
+        return ExponentialDecayAttr::get(context, APFloat(s->decay_steps),
+                                         APFloat(s->decay_rate), s->staircase);
+      case Schedule::Kind::inverse_time_decay:
+        return InverseTimeDecayAttr::get(context, APFloat(s->decay_steps),
+                                         APFloat(s->decay_rate), s->staircase);
+      case Schedule::Kind::polynomial_decay:
+        return PolynomialDecayAttr::get(context, APFloat(s->decay_steps),
+                                        APFloat(s->end_learning_rate),
+                                        APFloat(s->power), s->cycle);
+      case Schedule::Kind::cosine_decay:
+        return CosineDecayAttr::get(
+            context, APFloat(s->decay_steps), APFloat(s->alpha),
+            APFloat(s->warmup_target), APFloat(s->warmup_steps));
+      case Schedule::Kind::piecewise_constant_decay:
+        return PiecewiseConstantDecayAttr::get(
+            context, mlir::DenseF64ArrayAttr::get(context, s->boundaries),
+            mlir::DenseF64ArrayAttr::get(context, s->values));
+      }
+      return {};
+    };
     Attribute optimizer = std::visit(
         [&](auto &&opt) -> Attribute {
           using T = std::decay_t<decltype(opt)>;
           if constexpr (std::is_same_v<T, SGD>)
-            return SGDAttr::getChecked([&] { return mlir::emitError(baseLoc); },
-                                       context, APFloat(opt.learning_rate),
-                                       APFloat(opt.momentum), opt.nesterov);
+            return SGDAttr::getChecked(
+                [&] { return mlir::emitError(baseLoc); }, context,
+                APFloat(opt.learning_rate), APFloat(opt.momentum), opt.nesterov,
+                APFloat(opt.clipnorm), APFloat(opt.global_clipnorm),
+                APFloat(opt.clipvalue), APFloat(opt.weight_decay),
+                scheduleAttr(opt.schedule));
           else if constexpr (std::is_same_v<T, Adam>)
             return AdamAttr::getChecked(
                 [&] { return mlir::emitError(baseLoc); }, context,
                 APFloat(opt.learning_rate), APFloat(opt.beta_1),
-                APFloat(opt.beta_2), APFloat(opt.epsilon), opt.amsgrad);
+                APFloat(opt.beta_2), APFloat(opt.epsilon), opt.amsgrad,
+                APFloat(opt.clipnorm), APFloat(opt.global_clipnorm),
+                APFloat(opt.clipvalue), APFloat(opt.weight_decay),
+                scheduleAttr(opt.schedule));
           else
             return RMSpropAttr::getChecked(
                 [&] { return mlir::emitError(baseLoc); }, context,
                 APFloat(opt.learning_rate), APFloat(opt.rho),
-                APFloat(opt.momentum), APFloat(opt.epsilon), opt.centered);
+                APFloat(opt.momentum), APFloat(opt.epsilon), opt.centered,
+                APFloat(opt.clipnorm), APFloat(opt.global_clipnorm),
+                APFloat(opt.clipvalue), APFloat(opt.weight_decay),
+                scheduleAttr(opt.schedule));
         },
         training->optimizer);
     if (!optimizer)

@@ -222,17 +222,46 @@ struct ConcatenateOptions : LayerOptions {
   int64_t axis = -1;
 };
 
+/// A Keras learning-rate schedule (keras.optimizers.schedules): the
+/// optimizer's learning_rate is its initial_learning_rate. Each kind reads
+/// its own fields.
+struct Schedule {
+  enum class Kind {
+    exponential_decay,
+    inverse_time_decay,
+    polynomial_decay,
+    cosine_decay,
+    piecewise_constant_decay
+  };
+  Kind kind = Kind::exponential_decay;
+  double decay_steps = 1, decay_rate = 0;
+  bool staircase = false;
+  double end_learning_rate = 0.0001, power = 1.0;
+  bool cycle = false;
+  double alpha = 0, warmup_target = 0, warmup_steps = 0;
+  std::vector<double> boundaries, values;
+};
+
+// Each optimizer also takes Keras' clipping (at most one of clipnorm,
+// global_clipnorm, clipvalue), decoupled weight_decay (0 is off) and a
+// learning-rate schedule.
 struct SGD {
   double learning_rate = 0.01, momentum = 0.0;
   bool nesterov = false;
+  double clipnorm = 0, global_clipnorm = 0, clipvalue = 0, weight_decay = 0;
+  std::optional<Schedule> schedule;
 };
 struct Adam {
   double learning_rate = 0.001, beta_1 = 0.9, beta_2 = 0.999, epsilon = 1e-7;
   bool amsgrad = false;
+  double clipnorm = 0, global_clipnorm = 0, clipvalue = 0, weight_decay = 0;
+  std::optional<Schedule> schedule;
 };
 struct RMSprop {
   double learning_rate = 0.001, rho = 0.9, momentum = 0.0, epsilon = 1e-7;
   bool centered = false;
+  double clipnorm = 0, global_clipnorm = 0, clipvalue = 0, weight_decay = 0;
+  std::optional<Schedule> schedule;
 };
 using Optimizer = std::variant<SGD, Adam, RMSprop>;
 

@@ -105,6 +105,131 @@ LogicalResult readLoss(ConfigReader &compile, std::optional<LossKind> &loss,
   return object->checkNoOtherFields();
 }
 
+/// The learning-rate schedule of `optimizer.config.learning_rate`, Keras 3's
+/// ExponentialDecay, InverseTimeDecay, PolynomialDecay, CosineDecay and
+/// PiecewiseConstantDecay (keras/src/optimizers/schedules).
+LogicalResult readSchedule(ConfigReader &optimizer,
+                           std::optional<builder::Schedule> &out,
+                           double &initialRate) {
+  std::unique_ptr<ConfigReader> object = optimizer.child("learning_rate");
+  std::string className;
+  if (!object || failed(object->readString("class_name", className, true)))
+    return failure();
+  using Kind = builder::Schedule::Kind;
+  std::optional<Kind> kind =
+      llvm::StringSwitch<std::optional<Kind>>(className)
+          .Case("ExponentialDecay", Kind::exponential_decay)
+          .Case("InverseTimeDecay", Kind::inverse_time_decay)
+          .Case("PolynomialDecay", Kind::polynomial_decay)
+          .Case("CosineDecay", Kind::cosine_decay)
+          .Case("PiecewiseConstantDecay", Kind::piecewise_constant_decay)
+          .Default(std::nullopt);
+  if (!kind)
+    return optimizer.error(
+        "learning_rate",
+        "unsupported learning-rate schedule '" + className +
+            "' (expected ExponentialDecay, InverseTimeDecay, "
+            "PolynomialDecay, CosineDecay or PiecewiseConstantDecay)");
+  object->ignore("module");
+  object->ignore("registered_name");
+  std::unique_ptr<ConfigReader> config = object->child("config");
+  if (!config || failed(object->checkNoOtherFields()))
+    return failure();
+  ConfigReader &c = *config;
+  c.ignore("name");
+  builder::Schedule s;
+  s.kind = *kind;
+  auto number = [&](llvm::StringRef key, double &value, bool positive) {
+    const json::Value *field = c.getSet(key);
+    if (!field)
+      return c.missing(key);
+    std::optional<double> v = field->getAsNumber();
+    if (!v || !std::isfinite(*v) || (positive ? !(*v > 0) : *v < 0))
+      return c.unsupportedValue(key, positive ? "expected a number > 0"
+                                              : "expected a number >= 0");
+    value = roundToFloat32(*v);
+    return success();
+  };
+  if (*kind == Kind::piecewise_constant_decay) {
+    for (llvm::StringRef key : {"boundaries", "values"}) {
+      const json::Value *field = c.getSet(key);
+      const json::Array *list = field ? field->getAsArray() : nullptr;
+      if (!list)
+        return field ? c.unsupportedValue(key, "expected a list of numbers")
+                     : c.missing(key);
+      std::vector<double> &to = key == "boundaries" ? s.boundaries : s.values;
+      for (const json::Value &v : *list) {
+        std::optional<double> d = v.getAsNumber();
+        if (!d || !std::isfinite(*d) || *d < 0)
+          return c.unsupportedValue(key, "expected numbers >= 0");
+        to.push_back(key == "values" ? roundToFloat32(*d) : *d);
+      }
+    }
+    if (s.boundaries.empty() ||
+        s.boundaries.size() > mlir::graph::kMaxScheduleBoundaries)
+      return c.unsupportedValue(
+          "boundaries", "expected 1 to " +
+                            llvm::Twine(mlir::graph::kMaxScheduleBoundaries) +
+                            " boundaries");
+    for (size_t i = 1; i < s.boundaries.size(); ++i)
+      if (!(s.boundaries[i] > s.boundaries[i - 1]))
+        return c.unsupportedValue("boundaries", "expected increasing steps");
+    if (s.values.size() != s.boundaries.size() + 1)
+      return c.unsupportedValue("values",
+                                "expected one value more than boundaries");
+    if (!(s.values[0] > 0))
+      return c.unsupportedValue("values", "expected a first value > 0");
+    initialRate = s.values[0];
+    out = s;
+    return c.checkNoOtherFields();
+  }
+  if (failed(number("initial_learning_rate", initialRate, true)) ||
+      failed(number("decay_steps", s.decay_steps, true)))
+    return failure();
+  switch (*kind) {
+  case Kind::exponential_decay:
+  case Kind::inverse_time_decay:
+    if (failed(number("decay_rate", s.decay_rate, false)) ||
+        failed(c.readBool("staircase", s.staircase)))
+      return failure();
+    break;
+  case Kind::polynomial_decay:
+    if (failed(number("end_learning_rate", s.end_learning_rate, false)) ||
+        failed(number("power", s.power, true)) ||
+        failed(c.readBool("cycle", s.cycle)))
+      return failure();
+    break;
+  case Kind::cosine_decay: {
+    if (c.getSet("alpha") && failed(number("alpha", s.alpha, false)))
+      return failure();
+    // Keras warms up only with a warmup_target; with 0 warm-up steps the
+    // decay starts from the target, which is a decay from that rate.
+    double steps = 0;
+    if (c.getSet("warmup_steps") &&
+        failed(number("warmup_steps", steps, false)))
+      return failure();
+    if (c.getSet("warmup_target")) {
+      double target = 0;
+      if (failed(number("warmup_target", target, false)))
+        return failure();
+      if (steps > 0) {
+        s.warmup_target = target;
+        s.warmup_steps = steps;
+      } else {
+        if (!(target > 0))
+          return c.unsupportedValue("warmup_target", "expected a number > 0");
+        initialRate = target;
+      }
+    }
+    break;
+  }
+  case Kind::piecewise_constant_decay:
+    break;
+  }
+  out = s;
+  return c.checkNoOtherFields();
+}
+
 LogicalResult readOptimizer(ConfigReader &compile,
                             std::optional<builder::Optimizer> &out) {
   const json::Value *field = compile.getSet("optimizer");
@@ -115,11 +240,19 @@ LogicalResult readOptimizer(ConfigReader &compile,
       return builder::SGD{};
     if (name == "Adam" || name == "adam")
       return builder::Adam{};
+    // Adam with decoupled weight decay: Keras' AdamW is Adam whose
+    // weight_decay defaults to 0.004 (Adam's to None).
+    if (name == "AdamW" || name == "adamw") {
+      builder::Adam adamw;
+      adamw.weight_decay = 0.004;
+      return adamw;
+    }
     if (name == "RMSprop" || name == "rmsprop")
       return builder::RMSprop{};
     return std::nullopt;
   };
-  constexpr llvm::StringLiteral expected = "expected SGD, Adam or RMSprop";
+  constexpr llvm::StringLiteral expected =
+      "expected SGD, Adam, AdamW or RMSprop";
   if (std::optional<llvm::StringRef> name = field->getAsString()) {
     out = kindOf(*name);
     if (!out)
@@ -144,12 +277,19 @@ LogicalResult readOptimizer(ConfigReader &compile,
     return failure();
   ConfigReader &c = *config;
 
+  // A learning-rate schedule object (keras.optimizers.schedules) sets the
+  // initial rate and the schedule; a number is a constant rate.
+  std::optional<builder::Schedule> schedule;
+  double initialRate = 0;
   if (const json::Value *rate = c.getSet("learning_rate");
-      rate && !rate->getAsNumber())
-    return c.error("learning_rate",
-                   "unsupported value " + describe(*rate) +
-                       " (learning rate schedules are not supported; "
-                       "expected a number)");
+      rate && !rate->getAsNumber()) {
+    if (!rate->getAsObject())
+      return c.error("learning_rate",
+                     "unsupported value " + describe(*rate) +
+                         " (expected a number or a learning-rate schedule)");
+    if (failed(readSchedule(c, schedule, initialRate)))
+      return failure();
+  }
   // Hyper-parameters are float32 in Keras: read each back to the float the
   // user wrote.
   auto readParam = [&](llvm::StringRef key, double &value) {
@@ -161,8 +301,12 @@ LogicalResult readOptimizer(ConfigReader &compile,
   LogicalResult read = std::visit(
       [&](auto &opt) -> LogicalResult {
         using T = std::decay_t<decltype(opt)>;
-        if (failed(readParam("learning_rate", opt.learning_rate)))
+        if (schedule) {
+          opt.learning_rate = initialRate;
+          opt.schedule = schedule;
+        } else if (failed(readParam("learning_rate", opt.learning_rate))) {
           return failure();
+        }
         if constexpr (std::is_same_v<T, builder::SGD>)
           return failure(failed(readParam("momentum", opt.momentum)) ||
                          failed(c.readBool("nesterov", opt.nesterov)));
@@ -180,18 +324,52 @@ LogicalResult readOptimizer(ConfigReader &compile,
       *out);
   if (failed(read))
     return failure();
+  // Gradient clipping and decoupled weight decay, which every Keras
+  // optimizer takes: null (or 0, which Keras treats as unset) is off.
+  // AdamW requires a weight decay; Keras writes it even when it is the
+  // default.
+  bool adamw = className == "AdamW" || className == "adamw";
+  auto readOption = [&](llvm::StringRef key, double &value) {
+    const json::Value *field = c.getSet(key);
+    if (!field)
+      return success();
+    std::optional<double> number = field->getAsNumber();
+    if (!number || !std::isfinite(*number) || *number < 0)
+      return c.unsupportedValue(key, "expected a number >= 0 or null");
+    value = roundToFloat32(*number);
+    return success();
+  };
+  LogicalResult options = std::visit(
+      [&](auto &opt) -> LogicalResult {
+        if (adamw && !c.getSet("weight_decay") && c.get("weight_decay"))
+          return c.error("weight_decay", "AdamW needs a weight decay (a "
+                                         "number >= 0), got null");
+        if (failed(readOption("clipnorm", opt.clipnorm)) ||
+            failed(readOption("global_clipnorm", opt.global_clipnorm)) ||
+            failed(readOption("clipvalue", opt.clipvalue)) ||
+            failed(readOption("weight_decay", opt.weight_decay)))
+          return failure();
+        int clips = (opt.clipnorm > 0) + (opt.global_clipnorm > 0) +
+                    (opt.clipvalue > 0);
+        if (clips > 1)
+          return c.error(opt.clipnorm > 0 ? "clipnorm" : "global_clipnorm",
+                         "only one of clipnorm, global_clipnorm and "
+                         "clipvalue can be set (as in Keras)");
+        return success();
+      },
+      *out);
+  if (failed(options))
+    return failure();
   // The moving average of weights only matters when use_ema is on.
   for (llvm::StringRef ignored : {"name", "jit_compile", "is_legacy_optimizer",
                                   "ema_momentum", "ema_overwrite_frequency"})
     c.ignore(ignored);
-  if (failed(c.expectUnset("weight_decay", "weight decay is not supported")) ||
-      failed(c.expectUnset("clipnorm", "gradient clipping is not supported")) ||
-      failed(c.expectUnset("global_clipnorm",
-                           "gradient clipping is not supported")) ||
-      failed(
-          c.expectUnset("clipvalue", "gradient clipping is not supported")) ||
-      failed(c.expectBool("use_ema", false)) ||
-      failed(c.expectUnset("loss_scale_factor",
+  if (const json::Value *ema = c.getSet("use_ema");
+      ema && ema->getAsBoolean() != std::optional<bool>(false))
+    return c.error("use_ema", "the exponential moving average of the "
+                              "weights (use_ema) is not supported; expected "
+                              "false");
+  if (failed(c.expectUnset("loss_scale_factor",
                            "loss scaling is not supported")) ||
       failed(c.expectUnset("gradient_accumulation_steps",
                            "gradient accumulation is not supported")) ||
@@ -333,7 +511,9 @@ LogicalResult readTraining(ConfigReader &root, const ImportOptions &options,
   if (options.learningRate)
     std::visit(
         [&](auto &opt) {
+          // A constant rate: it replaces a schedule too.
           opt.learning_rate = roundToFloat32(*options.learningRate);
+          opt.schedule.reset();
         },
         training.optimizer);
   out = training;

@@ -567,8 +567,11 @@ Status Executor::prepare(MirroredVariables &variables,
       p.kernelName = op.kernel()->str();
       p.config = KernelConfig::fromPlan(op.config());
       if (options.learningRate >= 0 && p.config.has("learning_rate") &&
-          p.kernelName == "optimizer_update")
+          p.kernelName == "optimizer_update") {
+        // A fixed rate: it replaces a schedule too.
         p.config.set("learning_rate", options.learningRate);
+        p.config.set("lr_schedule", int64_t{0});
+      }
       if (op.ins())
         for (int32_t b : *op.ins())
           p.ins.push_back(tensor(b));

@@ -8,11 +8,15 @@
 // step runs the chunks across the replica's threads, and each chunk makes
 // one fused pass: read value, gradient and slots, write new value and slots
 // (usually the same buffers: the plan updates variables in place).
+// Clipping (clipnorm, global_clipnorm: a norm input per variable; clipvalue)
+// and weight decay rewrite the tile's gradient and value into stack buffers
+// before the update reads them.
 //
 //===----------------------------------------------------------------------===//
 
 #include "runtime/backends/cpu/CpuKernels.h"
 #include "runtime/backends/cpu/VectorKernels.h"
+#include "runtime/core/LearningRateSchedule.h"
 
 #include <cmath>
 #include <memory>
@@ -45,6 +49,12 @@ struct Hyper {
   float rho = 0.9f, oneMinusRho = 0.1f;
   bool nesterov = false, amsgrad = false, centered = false;
   int momentumSlot = -1, meanGradSlot = -1; // rmsprop
+  // Keras' options before the update (0: off); at most one clipping.
+  double clipnorm = 0, globalClipnorm = 0;
+  float clipvalue = 0, weightDecayTimesLr = 0;
+  bool byNorm() const { return clipnorm > 0 || globalClipnorm > 0; }
+  double weightDecay = 0;
+  LearningRateSchedule schedule; // kind constant: learningRate throughout
 };
 
 /// One variable's buffers for a step.
@@ -53,10 +63,12 @@ struct Variable {
   float *wOut;
   const float *slotIn[3];
   float *slotOut[3];
+  const float *norm;  // the clipping norm (a scalar), when clipping by norm
+  float scale = 1.0f; // this step's gradient scale from it
 };
 
-void sgdTile(const Hyper &h, const Variable &v, int64_t b, int64_t n) {
-  const float *w = v.w + b, *g = v.g + b;
+void sgdTile(const Hyper &h, const Variable &v, const float *w, const float *g,
+             int64_t b, int64_t n) {
   float *wo = v.wOut + b;
   float lr = h.lr, mu = h.momentum;
   if (h.slots == 0) {
@@ -84,9 +96,8 @@ void sgdTile(const Hyper &h, const Variable &v, int64_t b, int64_t n) {
   }
 }
 
-void adamTile(const Hyper &h, float alpha, const Variable &v, int64_t b,
-              int64_t n) {
-  const float *w = v.w + b, *g = v.g + b;
+void adamTile(const Hyper &h, float alpha, const Variable &v, const float *w,
+              const float *g, int64_t b, int64_t n) {
   const float *m = v.slotIn[0] + b, *s = v.slotIn[1] + b;
   float *wo = v.wOut + b, *mo = v.slotOut[0] + b, *so = v.slotOut[1] + b;
   float c1 = h.oneMinusBeta1, c2 = h.oneMinusBeta2, eps = h.epsilon;
@@ -116,8 +127,9 @@ void adamTile(const Hyper &h, float alpha, const Variable &v, int64_t b,
     wo[i] = w[i] - alpha * mo[i] / (root[i] + eps);
 }
 
-void rmspropTile(const Hyper &h, const Variable &v, int64_t b, int64_t n) {
-  const float *w = v.w + b, *g = v.g + b, *rms = v.slotIn[0] + b;
+void rmspropTile(const Hyper &h, const Variable &v, const float *w,
+                 const float *g, int64_t b, int64_t n) {
+  const float *rms = v.slotIn[0] + b;
   float *wo = v.wOut + b, *rmsOut = v.slotOut[0] + b;
   float rho = h.rho, c = h.oneMinusRho, eps = h.epsilon, lr = h.lr;
   alignas(32) float root[kTile];
@@ -169,6 +181,14 @@ public:
   Status operator()(const KernelContext &ctx, const KernelConfig &,
                     const Tensors &ins, const Tensors &outs) {
     useReplicaThreads(ctx);
+    // This step's learning rate (a schedule's value at Keras' iterations,
+    // the step before this update) in a per-step copy of the parameters.
+    Hyper h = this->h;
+    if (h.schedule.kind != LearningRateSchedule::constant) {
+      h.learningRate = learningRateAt(h.schedule, ctx.step - 1);
+      h.lr = static_cast<float>(h.learningRate);
+      h.weightDecayTimesLr = static_cast<float>(h.weightDecay * h.learningRate);
+    }
     size_t n = vars.size();
     for (size_t v = 0; v < n; ++v) {
       Variable &var = vars[v];
@@ -178,6 +198,17 @@ public:
       for (int64_t s = 0; s < h.slots; ++s) {
         var.slotIn[s] = ins[2 * n + v * h.slots + s].f32();
         var.slotOut[s] = outs[n + v * h.slots + s].f32();
+      }
+      // Keras' scale, from the norm in double (see the reference).
+      if (h.byNorm()) {
+        double norm = ins[(2 + h.slots) * n + v].f32()[0];
+        double scale =
+            h.clipnorm > 0
+                ? h.clipnorm / std::max(norm, h.clipnorm)
+                : h.globalClipnorm *
+                          std::min(1.0 / norm, 1.0 / h.globalClipnorm) +
+                      (norm - norm);
+        var.scale = static_cast<float>(scale);
       }
     }
     // Adam's bias correction in double: beta_2^t for t in the thousands
@@ -197,15 +228,39 @@ public:
       const Variable &var = vars[chunk.variable];
       for (int64_t b = chunk.begin; b < chunk.end; b += kTile) {
         int64_t len = std::min(kTile, chunk.end - b);
+        const float *w = var.w + b, *g = var.g + b;
+        alignas(32) float gTile[kTile], wTile[kTile];
+        if (h.byNorm()) {
+          float scale = var.scale;
+#pragma omp simd
+          for (int64_t i = 0; i < len; ++i)
+            gTile[i] = g[i] * scale;
+          g = gTile;
+        } else if (h.clipvalue > 0) {
+          float c = h.clipvalue;
+#pragma omp simd
+          for (int64_t i = 0; i < len; ++i) {
+            float lo = simdSelect(g[i] < -c, -c, g[i]);
+            gTile[i] = simdSelect(lo > c, c, lo);
+          }
+          g = gTile;
+        }
+        if (h.weightDecayTimesLr > 0) {
+          float d = h.weightDecayTimesLr;
+#pragma omp simd
+          for (int64_t i = 0; i < len; ++i)
+            wTile[i] = w[i] - w[i] * d;
+          w = wTile;
+        }
         switch (h.kind) {
         case Kind::sgd:
-          sgdTile(h, var, b, len);
+          sgdTile(h, var, w, g, b, len);
           break;
         case Kind::adam:
-          adamTile(h, alpha, var, b, len);
+          adamTile(h, alpha, var, w, g, b, len);
           break;
         case Kind::rmsprop:
-          rmspropTile(h, var, b, len);
+          rmspropTile(h, var, w, g, b, len);
           break;
         }
       }
@@ -256,13 +311,22 @@ Status optimizerUpdateFactory(const KernelContext &, const KernelConfig &cfg,
     return kernelError(kName, "unknown optimizer '" + kind +
                                   "' (expected sgd, adam or rmsprop)");
   }
-  size_t perVariable = 2 + h.slots;
+  h.clipnorm = cfg.getFloat("clipnorm", 0.0);
+  h.globalClipnorm = cfg.getFloat("global_clipnorm", 0.0);
+  h.clipvalue = static_cast<float>(cfg.getFloat("clipvalue", 0.0));
+  h.weightDecay = cfg.getFloat("weight_decay", 0.0);
+  h.weightDecayTimesLr = static_cast<float>(h.weightDecay * h.learningRate);
+  std::string scheduleError;
+  if (!scheduleFromConfig(cfg, h.schedule, scheduleError))
+    return kernelError(kName, scheduleError);
+  size_t perVariable = 2 + h.slots + (h.byNorm() ? 1 : 0);
   if (ins.empty() || ins.size() % perVariable != 0)
     return kernelError(kName, std::to_string(ins.size()) +
-                                  " inputs do not split into params, grads "
-                                  "and " +
-                                  std::to_string(h.slots) +
-                                  " slot(s) per variable for " + kind);
+                                  " inputs do not split into params, grads" +
+                                  (h.byNorm() ? ", " : " and ") +
+                                  std::to_string(h.slots) + " slot(s)" +
+                                  (h.byNorm() ? " and a norm" : "") +
+                                  " per variable for " + kind);
   size_t n = ins.size() / perVariable;
   if (Status s = checkF32Operands(kName, ins, outs, ins.size(), ins.size(),
                                   n * (1 + h.slots));
@@ -290,6 +354,8 @@ Status optimizerUpdateFactory(const KernelContext &, const KernelConfig &cfg,
         return mismatch(outs[n + v * h.slots + s],
                         "new slot " + std::to_string(s));
     }
+    if (h.byNorm() && ins[(2 + h.slots) * n + v].elements() != 1)
+      return mismatch(ins[(2 + h.slots) * n + v], "norm");
     for (int64_t b = 0; b < size; b += kChunk)
       chunks.push_back(
           {static_cast<int64_t>(v), b, std::min(size, b + kChunk)});

@@ -14,6 +14,7 @@
 #include "runtime/backends/reference/ReferenceKernels.h"
 
 #include "runtime/core/DropoutMask.h"
+#include "runtime/core/LearningRateSchedule.h"
 #include "runtime/core/WindowGeometry.h"
 
 #include <algorithm>
@@ -1513,13 +1514,27 @@ Status globalNorm(const KernelContext &, const KernelConfig &,
 //   increment = lr * g / sqrt(denom)
 //   momentum > 0: mom = momentum * mom + increment; w -= mom
 //   else:         w -= increment
+// Before any of them (keras/src/optimizers/base_optimizer.py, apply):
+//   clipnorm c:        g = g * c / max(norm, c), norm = the variable's
+//                      gradient norm (ins: one norm per variable at the end)
+//   global_clipnorm c: g = g * (c * min(1/norm, 1/c) + (norm - norm)), norm
+//                      the global norm (the same input for every variable)
+//   clipvalue c:       g = clip(g, -c, c)
+//   weight_decay wd:   w = w - w * wd * lr
+// lr is the schedule's value at the step before this one (Keras'
+// iterations), when the optimizer has a schedule (LearningRateSchedule.h).
 //===----------------------------------------------------------------------===//
 
 Status optimizerUpdate(const KernelContext &ctx, const KernelConfig &cfg,
                        const Tensors &ins, const Tensors &outs) {
   static constexpr const char *kName = "optimizer_update";
   std::string kind = cfg.getString("optimizer");
-  double lr = cfg.getFloat("learning_rate", 0.01);
+  // The learning rate of this step: a schedule's value at Keras'
+  // iterations (the step before this update), or the constant rate.
+  LearningRateSchedule schedule;
+  std::string scheduleError;
+  REQUIRE(scheduleFromConfig(cfg, schedule, scheduleError), scheduleError);
+  double lr = learningRateAt(schedule, ctx.step - 1);
   double momentum = cfg.getFloat("momentum", 0.0);
   int64_t k = 0;
   bool amsgrad = false, centered = false;
@@ -1534,13 +1549,23 @@ Status optimizerUpdate(const KernelContext &ctx, const KernelConfig &cfg,
   } else {
     REQUIRE(false, "unknown optimizer '" + kind + "'");
   }
-  REQUIRE(!ins.empty() && ins.size() % (2 + k) == 0,
+  double clipnorm = cfg.getFloat("clipnorm", 0.0),
+         globalClipnorm = cfg.getFloat("global_clipnorm", 0.0),
+         clipvalue = cfg.getFloat("clipvalue", 0.0),
+         weightDecay = cfg.getFloat("weight_decay", 0.0);
+  // Clipping by a norm adds one norm input per variable.
+  bool byNorm = clipnorm > 0 || globalClipnorm > 0;
+  int64_t perVariable = 2 + k + (byNorm ? 1 : 0);
+  REQUIRE(!ins.empty() && ins.size() % perVariable == 0,
           std::to_string(ins.size()) +
-              " inputs do not split into params, "
-              "grads and " +
-              std::to_string(k) + " slot(s) per variable");
-  size_t n = ins.size() / (2 + k);
+              " inputs do not split into params, grads" +
+              (byNorm ? ", " : " and ") + std::to_string(k) + " slot(s)" +
+              (byNorm ? " and a norm" : "") + " per variable");
+  size_t n = ins.size() / perVariable;
   CHECK_ARITY(ins.size(), ins.size(), n * (1 + k));
+  for (size_t v = 0; byNorm && v < n; ++v)
+    REQUIRE(ins[(2 + k) * n + v].elements() == 1,
+            "variable " + std::to_string(v) + ": the norm is not a scalar");
   for (size_t v = 0; v < n; ++v) {
     int64_t size = ins[v].elements();
     REQUIRE(ins[n + v].elements() == size && outs[v].elements() == size,
@@ -1556,6 +1581,25 @@ Status optimizerUpdate(const KernelContext &ctx, const KernelConfig &cfg,
     std::vector<Vec> slots;
     for (int64_t s = 0; s < k; ++s)
       slots.push_back(load(ins[2 * n + v * k + s]));
+    if (byNorm) {
+      double norm = load(ins[(2 + k) * n + v])[0];
+      if (clipnorm > 0) {
+        for (double &gi : g)
+          gi = gi * clipnorm / std::max(norm, clipnorm);
+      } else {
+        double scale =
+            globalClipnorm * std::min(1.0 / norm, 1.0 / globalClipnorm) +
+            (norm - norm);
+        for (double &gi : g)
+          gi *= scale;
+      }
+    } else if (clipvalue > 0) {
+      for (double &gi : g)
+        gi = std::clamp(gi, -clipvalue, clipvalue);
+    }
+    if (weightDecay > 0)
+      for (double &wi : w)
+        wi -= wi * weightDecay * lr;
     if (kind == "sgd") {
       bool nesterov = cfg.getFloat("nesterov", 0.0) != 0.0;
       for (size_t i = 0; i < w.size(); ++i) {

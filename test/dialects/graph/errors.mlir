@@ -129,14 +129,64 @@ graph.training @m loss = categorical_crossentropy optimizer = #graph.rmsprop<lea
 
 // -----
 
+// Clipping and weight decay: off (0) or positive, and one kind of clipping.
+// expected-error@+1 {{sgd needs a finite clipnorm >= 0 (0: off), got -1}}
+graph.training @m loss = categorical_crossentropy optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.0, nesterov = false, clipnorm = -1.0> metrics = [] global_batch_size = 2
+
+// -----
+
+// expected-error@+1 {{adam needs a finite weight_decay >= 0 (0: off), got inf}}
+graph.training @m loss = categorical_crossentropy optimizer = #graph.adam<learning_rate = 0.001, beta_1 = 0.9, beta_2 = 0.999, epsilon = 1.0e-07, amsgrad = false, weight_decay = 1.0e400> metrics = [] global_batch_size = 2
+
+// -----
+
+// expected-error@+1 {{rmsprop takes at most one of clipnorm, global_clipnorm and clipvalue}}
+graph.training @m loss = categorical_crossentropy optimizer = #graph.rmsprop<learning_rate = 0.001, rho = 0.9, momentum = 0.0, epsilon = 1.0e-07, centered = false, global_clipnorm = 1.0, clipvalue = 0.5> metrics = [] global_batch_size = 2
+
+// -----
+
+// Learning-rate schedules.
+// expected-error@+1 {{sgd's schedule needs a finite decay_steps > 0, got 0}}
+graph.training @m loss = categorical_crossentropy optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.0, nesterov = false, schedule = #graph.cosine_decay<decay_steps = 0.0>> metrics = [] global_batch_size = 2
+
+// -----
+
+// expected-error@+1 {{sgd's piecewise_constant_decay needs 1 to 16 boundaries and one value more, got 2 and 2}}
+graph.training @m loss = categorical_crossentropy optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.0, nesterov = false, schedule = #graph.piecewise_constant_decay<boundaries = [1.0, 2.0], values = [0.1, 0.01]>> metrics = [] global_batch_size = 2
+
+// -----
+
+// expected-error@+1 {{adam has an unknown schedule #graph.init<zeros>}}
+graph.training @m loss = categorical_crossentropy optimizer = #graph.adam<learning_rate = 0.001, beta_1 = 0.9, beta_2 = 0.999, epsilon = 1.0e-07, amsgrad = false, schedule = #graph.init<zeros>> metrics = [] global_batch_size = 2
+
+// -----
+
+// Clipping by norm needs one norm per variable.
+func.func @clip_without_norms(%w: tensor<3xf32>, %g: tensor<3xf32>) {
+  // expected-error@+1 {{clips by norm and needs one norm per variable (1), got 0}}
+  %p = graph.optimizer_update #graph.sgd<learning_rate = 0.1, momentum = 0.0, nesterov = false, clipnorm = 1.0> params(%w : tensor<3xf32>) grads(%g : tensor<3xf32>) slots() -> (tensor<3xf32>)
+  return
+}
+
+// -----
+
+func.func @norms_without_clip(%w: tensor<3xf32>, %g: tensor<3xf32>, %n: tensor<f32>) {
+  // expected-error@+1 {{takes norms only with clipnorm or global_clipnorm}}
+  %p = graph.optimizer_update #graph.sgd<learning_rate = 0.1, momentum = 0.0, nesterov = false, clipvalue = 1.0> params(%w : tensor<3xf32>) grads(%g : tensor<3xf32>) slots() norms(%n : tensor<f32>) -> (tensor<3xf32>)
+  return
+}
+
+// -----
+
 // expected-error@+2 {{expected 'true' or 'false'}}
 // expected-error@+1 {{failed to parse Graph_SGDAttr parameter 'nesterov' which is to be a `bool`}}
 graph.training @m loss = categorical_crossentropy optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.9, nesterov = 1> metrics = [] global_batch_size = 2
 
 // -----
 
-// Every optimizer parameter is required.
-// expected-error@+1 {{expected ','}}
+// Every optimizer parameter is required (clipping and weight decay are
+// optional, 0 when absent).
+// expected-error@+1 {{struct is missing required parameter: momentum}}
 graph.training @m loss = categorical_crossentropy optimizer = #graph.sgd<learning_rate = 0.01> metrics = [] global_batch_size = 2
 
 // -----

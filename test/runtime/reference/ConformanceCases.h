@@ -327,7 +327,8 @@ inline std::vector<Case> allCases() {
   KernelContext step3;
   step3.step = 3;
   // Two variables, of sizes 3 and 2.
-  auto optCase = [&](std::string label, KernelConfig cfg, int k) {
+  auto optCase = [&](std::string label, KernelConfig cfg, int k,
+                     std::vector<float> norms = {}) {
     std::vector<Tensor> ins = {rnd({3}, 40), rnd({2}, 41), rnd({3}, 42),
                                rnd({2}, 43)};
     std::vector<std::vector<int64_t>> outs = {{3}, {2}};
@@ -341,6 +342,9 @@ inline std::vector<Case> allCases() {
                           small ? 0.1 : 1));
         outs.push_back({v == 0 ? 3 : 2});
       }
+    // Clipping by norm: one norm per variable, after the slots.
+    for (float norm : norms)
+      ins.push_back(Tensor::f32({}, {norm}));
     add("optimizer_update", label, cfg, ins, outs, step3);
   };
   optCase("sgd", opt("sgd", {{"learning_rate", 0.1}}), 0);
@@ -368,6 +372,53 @@ inline std::vector<Case> allCases() {
                           {"epsilon", 1e-7},
                           {"centered", 1}}),
           3);
+  // Keras' clipping and weight decay: per-variable norms on either side
+  // of clipnorm, one global norm above global_clipnorm (the same for both
+  // variables), and clipvalue, which some gradient elements exceed.
+  optCase("sgd momentum clipnorm weight_decay",
+          opt("sgd", {{"learning_rate", 0.1},
+                      {"momentum", 0.9},
+                      {"clipnorm", 0.5},
+                      {"weight_decay", 0.01}}),
+          1, {0.25f, 3.0f});
+  optCase("adam global_clipnorm weight_decay",
+          opt("adam", {{"learning_rate", 0.01},
+                       {"beta_1", 0.9},
+                       {"beta_2", 0.999},
+                       {"epsilon", 1e-7},
+                       {"global_clipnorm", 0.5},
+                       {"weight_decay", 0.004}}),
+          2, {2.0f, 2.0f});
+  optCase("rmsprop clipvalue weight_decay",
+          opt("rmsprop", {{"learning_rate", 0.01},
+                          {"rho", 0.9},
+                          {"epsilon", 1e-7},
+                          {"clipvalue", 0.3},
+                          {"weight_decay", 0.02}}),
+          1);
+  // Learning-rate schedules, evaluated at the step before this one (2):
+  // cosine decay after a linear warm-up, and a staircase exponential decay
+  // with weight decay (which uses the scheduled rate too).
+  optCase("adam cosine_decay warm-up",
+          opt("adam", {{"learning_rate", 0.001},
+                       {"beta_1", 0.9},
+                       {"beta_2", 0.999},
+                       {"epsilon", 1e-7},
+                       {"lr_schedule", 5},
+                       {"lr_decay_steps", 4},
+                       {"lr_alpha", 0.1},
+                       {"lr_warmup_target", 0.01},
+                       {"lr_warmup_steps", 1}}),
+          2);
+  optCase("sgd exponential_decay staircase weight_decay",
+          opt("sgd", {{"learning_rate", 0.1},
+                      {"momentum", 0.9},
+                      {"weight_decay", 0.01},
+                      {"lr_schedule", 1},
+                      {"lr_decay_steps", 1},
+                      {"lr_decay_rate", 0.5},
+                      {"lr_staircase", 1}}),
+          1);
   // Geometry the seed-style cases above leave out: batch 1, non-square
   // windows and strides, valid padding whose last window leaves input
   // unread, and channel counts that take the blocked (8-channel) paths of

@@ -14,6 +14,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/backends/cuda/kernels/CudaKernels.h"
+#include "runtime/core/LearningRateSchedule.h"
 
 #include <memory>
 
@@ -31,6 +32,8 @@ struct UpdateTensor {
   float *newParam = nullptr;
   const float *slot[kMaxSlots] = {};
   float *newSlot[kMaxSlots] = {};
+  // The clipping norm (a scalar in device memory) when clipping by norm.
+  const float *norm = nullptr;
   int64_t size = 0;
 };
 
@@ -49,21 +52,40 @@ struct Hyper {
   bool nesterov = false, amsgrad = false;
   // RMSprop's optional slots (-1: absent).
   int32_t momentumSlot = -1, meanGradSlot = -1;
+  // Keras' options before the update (0: off); at most one clipping.
+  double clipnorm = 0, globalClipnorm = 0, clipvalue = 0, weightDecay = 0;
+  // learningRate's schedule (kind constant: learningRate throughout).
+  LearningRateSchedule schedule;
 };
 
+/// The factor Keras scales a gradient by when clipping it by `norm`.
+__device__ double clipScale(const Hyper &h, double norm) {
+  if (h.clipnorm > 0)
+    return h.clipnorm / fmax(norm, h.clipnorm) + (norm - norm);
+  return h.globalClipnorm * fmin(1.0 / norm, 1.0 / h.globalClipnorm) +
+         (norm - norm);
+}
+
+/// `lr`: this step's learning rate (h.learningRate or its schedule's value).
 __device__ void updateElement(const UpdateTensor &t, int64_t i, const Hyper &h,
-                              double adamAlpha) {
+                              double lr, double adamAlpha, double clip) {
   double w = t.param[i], g = t.grad[i];
+  if (t.norm)
+    g *= clip;
+  else if (h.clipvalue > 0)
+    g = g < -h.clipvalue ? -h.clipvalue : (g > h.clipvalue ? h.clipvalue : g);
+  if (h.weightDecay > 0)
+    w -= w * h.weightDecay * lr;
   double s[kMaxSlots] = {};
   for (int k = 0; k < h.slots; ++k)
     s[k] = t.slot[k][i];
   switch (h.kind) {
   case Kind::sgd:
     if (h.slots == 0) {
-      w -= h.learningRate * g;
+      w -= lr * g;
     } else {
-      s[0] = h.momentum * s[0] - h.learningRate * g;
-      w += h.nesterov ? h.momentum * s[0] - h.learningRate * g : s[0];
+      s[0] = h.momentum * s[0] - lr * g;
+      w += h.nesterov ? h.momentum * s[0] - lr * g : s[0];
     }
     break;
   case Kind::adam: {
@@ -85,7 +107,7 @@ __device__ void updateElement(const UpdateTensor &t, int64_t i, const Hyper &h,
       mg = h.rho * mg + (1.0 - h.rho) * g;
       denom = s[0] - mg * mg + h.epsilon;
     }
-    double increment = h.learningRate * g / sqrt(denom);
+    double increment = lr * g / sqrt(denom);
     if (h.momentumSlot >= 0) {
       double &mom = s[h.momentumSlot];
       mom = h.momentum * mom + increment;
@@ -107,20 +129,25 @@ __global__ void updateKernel(const UpdateTensor *__restrict__ tensors,
                              const int64_t *deviceStep) {
   // Adam's bias correction, once per block, from the step in device memory
   // (a replayed CUDA graph keeps its kernel arguments).
-  __shared__ double adamAlpha;
+  // The learning rate too: a schedule's value at Keras' iterations, the
+  // step before this update.
+  __shared__ double adamAlpha, lr;
   if (threadIdx.x == 0) {
     double t = static_cast<double>(*deviceStep);
+    lr = h.schedule.kind == LearningRateSchedule::constant
+             ? h.learningRate
+             : learningRateAt(h.schedule, *deviceStep - 1);
     adamAlpha = h.kind == Kind::adam
-                    ? h.learningRate * sqrt(1.0 - pow(h.beta2, t)) /
-                          (1.0 - pow(h.beta1, t))
+                    ? lr * sqrt(1.0 - pow(h.beta2, t)) / (1.0 - pow(h.beta1, t))
                     : 0.0;
   }
   __syncthreads();
   for (int64_t c = blockIdx.x; c < numChunks; c += gridDim.x) {
     Chunk chunk = chunks[c];
     const UpdateTensor &t = tensors[chunk.tensor];
+    double clip = t.norm ? clipScale(h, *t.norm) : 1.0;
     for (int64_t i = chunk.begin + threadIdx.x; i < chunk.end; i += blockDim.x)
-      updateElement(t, i, h, adamAlpha);
+      updateElement(t, i, h, lr, adamAlpha, clip);
   }
 }
 
@@ -167,12 +194,21 @@ Status optimizerUpdate(const KernelContext &ctx, const KernelConfig &cfg,
   } else {
     REQUIRE(false, "unknown optimizer '" + kind + "'");
   }
+  h.clipnorm = cfg.getFloat("clipnorm", 0.0);
+  h.globalClipnorm = cfg.getFloat("global_clipnorm", 0.0);
+  h.clipvalue = cfg.getFloat("clipvalue", 0.0);
+  h.weightDecay = cfg.getFloat("weight_decay", 0.0);
+  std::string scheduleError;
+  REQUIRE(scheduleFromConfig(cfg, h.schedule, scheduleError), scheduleError);
+  bool byNorm = h.clipnorm > 0 || h.globalClipnorm > 0;
   size_t k = static_cast<size_t>(h.slots);
-  REQUIRE(!ins.empty() && ins.size() % (2 + k) == 0,
+  size_t perVariable = 2 + k + (byNorm ? 1 : 0);
+  REQUIRE(!ins.empty() && ins.size() % perVariable == 0,
           std::to_string(ins.size()) +
-              " inputs do not split into params, grads and " +
-              std::to_string(k) + " slot(s) per variable");
-  size_t n = ins.size() / (2 + k);
+              " inputs do not split into params, grads" +
+              (byNorm ? ", " : " and ") + std::to_string(k) + " slot(s)" +
+              (byNorm ? " and a norm" : "") + " per variable");
+  size_t n = ins.size() / perVariable;
   RETURN_IF_ERROR(
       checkOperands(kName, ins, outs, ins.size(), ins.size(), n * (1 + k)));
 
@@ -197,6 +233,13 @@ Status optimizerUpdate(const KernelContext &ctx, const KernelConfig &cfg,
                   " differs in size");
       t.slot[s] = slot.f32();
       t.newSlot[s] = newSlot.f32();
+    }
+    if (byNorm) {
+      const TensorRef &norm = ins[(2 + k) * n + v];
+      REQUIRE(norm.elements() == 1, "variable " + std::to_string(v) +
+                                        ": the norm " + shapeText(norm.shape) +
+                                        " is not a scalar");
+      t.norm = norm.f32();
     }
     for (int64_t begin = 0; begin < size; begin += kChunkElements)
       chunks.push_back({static_cast<int64_t>(v), begin,
