@@ -128,13 +128,20 @@ Status convPrimitive(const std::string &kernel, const KernelConfig &cfg,
           resolveWindow(kernel.c_str(), cfg, input, hwio[0], hwio[1], true, g);
       !s)
     return s;
+  // A grouped (depthwise) convolution: oneDNN's 5-D grouped weights.
+  ConvChannels ch;
+  if (Status s = resolveConvChannels(kernel.c_str(), cfg, g.c, hwio, ch); !s)
+    return s;
   memory::desc src = anyDesc({n, g.c, g.h.in, g.w.in});
-  memory::desc weights = anyDesc({hwio[3], g.c, g.h.window, g.w.window});
-  memory::desc dst = anyDesc({n, hwio[3], g.h.out, g.w.out});
+  memory::desc weights =
+      ch.groups > 1 ? anyDesc({ch.groups, ch.filtersPerGroup(),
+                               ch.channelsPerGroup, g.h.window, g.w.window})
+                    : anyDesc({ch.filters, g.c, g.h.window, g.w.window});
+  memory::desc dst = anyDesc({n, ch.filters, g.h.out, g.w.out});
   memory::dims strides = cpu::dnnlStrides(g), dilations = cpu::dnnlDilations(g),
                padL = cpu::dnnlPadBefore(g), padR = cpu::dnnlPadAfter(g);
   bool fused = kernel == "fused_conv2d";
-  memory::desc bias({hwio[3]}, kF32, memory::format_tag::x);
+  memory::desc bias({ch.filters}, kF32, memory::format_tag::x);
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   dnnl::post_ops ops;
