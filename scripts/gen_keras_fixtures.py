@@ -23,6 +23,7 @@ Outputs (paths relative to the repository root):
     test/frontends/keras/Inputs/activations_merges.json
     test/frontends/keras/Inputs/pool_upsample.json
     test/frontends/keras/Inputs/permute.json
+    test/frontends/keras/Inputs/global_avg_keepdims.json
     test/frontends/keras/fixtures/fashion_mnist_cnn.keras
     test/frontends/keras/fixtures/residual_concat.keras
   tf2:
@@ -292,6 +293,19 @@ def pool_upsample(keras, flavor):
     return keras.Model(inputs, outputs)
 
 
+def global_avg_keepdims(keras, flavor):
+    # MobileNet's classifier: GlobalAveragePooling2D(keepdims=True), a 1x1
+    # convolution as the dense layer, Reshape to [classes], softmax.
+    L = keras.layers
+    inputs = keras.Input(shape=(6, 5, 3))
+    x = L.Conv2D(4, 3, activation="relu")(inputs)
+    x = L.GlobalAveragePooling2D(keepdims=True)(x)
+    x = L.Conv2D(3, 1)(x)
+    x = L.Reshape((3,))(x)
+    outputs = L.Activation("softmax")(x)
+    return keras.Model(inputs, outputs)
+
+
 def permute(keras, flavor):
     # Permute of an image (H and W swapped, then channels first) and of a
     # sequence.
@@ -401,6 +415,7 @@ def run_keras3(args):
         ("activations_merges", activations_merges),
         ("pool_upsample", pool_upsample),
         ("permute", permute),
+        ("global_avg_keepdims", global_avg_keepdims),
     ]
     for name, build in layers:
         if args.only and name not in args.only:

@@ -570,13 +570,20 @@ Layer ModelBuilder::AveragePooling2D(Pool2DOptions o) {
                    });
 }
 
-Layer ModelBuilder::GlobalAveragePooling2D(LayerOptions o) {
-  return makeLayer("GlobalAveragePooling2D", "global_average_pooling2d", o, 1,
-                   1, [this](LayerContext &layer, llvm::ArrayRef<Tensor> in) {
-                     LAYER_EMITTER(layer);
-                     return Tensor(
-                         emit.inferred<GlobalAvgPool2DOp>(in[0].getValue()));
-                   });
+Layer ModelBuilder::GlobalAveragePooling2D(GlobalPool2DOptions o) {
+  return makeLayer(
+      "GlobalAveragePooling2D", "global_average_pooling2d", o, 1, 1,
+      [this, o](LayerContext &layer, llvm::ArrayRef<Tensor> in) -> Tensor {
+        LAYER_EMITTER(layer);
+        Value y = emit.inferred<GlobalAvgPool2DOp>(in[0].getValue());
+        if (!y || !o.keepdims)
+          return Tensor(y);
+        // keepdims: [N, 1, 1, C], as MobileNet's classifier and the
+        // squeeze-and-excite blocks take it.
+        auto type = RankedTensorType::get(
+            {in[0].shape()[0], 1, 1, in[0].shape()[3]}, builder.getF32Type());
+        return Tensor(ReshapeOp::create(builder, layer.loc, type, y));
+      });
 }
 
 Layer ModelBuilder::GlobalMaxPooling2D(GlobalPool2DOptions o) {

@@ -315,7 +315,7 @@ public:
   Layer Dense(DenseOptions options);
   Layer MaxPooling2D(Pool2DOptions options = {});
   Layer AveragePooling2D(Pool2DOptions options = {});
-  Layer GlobalAveragePooling2D(LayerOptions options = {});
+  Layer GlobalAveragePooling2D(GlobalPool2DOptions options = {});
   /// The maximum over H and W: a max_pool2d whose window is the whole
   /// image (and a reshape to [N, C] without keepdims).
   Layer GlobalMaxPooling2D(GlobalPool2DOptions options = {});

@@ -419,8 +419,8 @@ LogicalResult createLayer(builder::ModelBuilder &model, LayerEntry &entry,
         failed(c.readPair("dilation_rate", o.dilation_rate)) ||
         // tf.keras 2 writes its Conv base class's groups (always 1).
         failed(c.expectNumber("groups", 1)) ||
-        failed(readActivation(c, "activation", o.activation,
-                              traits.tfKeras2)) ||
+        failed(
+            readActivation(c, "activation", o.activation, traits.tfKeras2)) ||
         failed(c.readBool("use_bias", o.use_bias)) ||
         failed(readInitializer(c, "depthwise_initializer",
                                o.depthwise_initializer)) ||
@@ -444,8 +444,8 @@ LogicalResult createLayer(builder::ModelBuilder &model, LayerEntry &entry,
         failed(c.readPair("dilation_rate", o.dilation_rate)) ||
         // tf.keras 2 writes its Conv base class's groups (always 1).
         failed(c.expectNumber("groups", 1)) ||
-        failed(readActivation(c, "activation", o.activation,
-                              traits.tfKeras2)) ||
+        failed(
+            readActivation(c, "activation", o.activation, traits.tfKeras2)) ||
         failed(c.readBool("use_bias", o.use_bias)) ||
         failed(readInitializer(c, "depthwise_initializer",
                                o.depthwise_initializer)) ||
@@ -500,9 +500,9 @@ LogicalResult createLayer(builder::ModelBuilder &model, LayerEntry &entry,
   }
 
   if (cls == "GlobalAveragePooling2D" || cls == "GlobalAvgPool2D") {
-    builder::LayerOptions o;
+    builder::GlobalPool2DOptions o;
     if (failed(readCommon(entry, c, modelTrainable, o)) ||
-        failed(channelsLast()) || failed(c.expectBool("keepdims", false)) ||
+        failed(channelsLast()) || failed(c.readBool("keepdims", o.keepdims)) ||
         failed(c.checkNoOtherFields()))
       return failure();
     entry.layer = model.GlobalAveragePooling2D(o);
