@@ -879,82 +879,65 @@ sameShapeInputs(llvm::ArrayRef<Tensor> in,
   return values;
 }
 
-Layer ModelBuilder::Add(LayerOptions o) {
+Layer ModelBuilder::makeMergeLayer(
+    llvm::StringRef className, llvm::StringRef defaultBase,
+    const LayerOptions &options, size_t maxInputs,
+    std::function<Value(Location, Type, llvm::ArrayRef<Value>)> combine) {
   return makeLayer(
-      "Add", "add", o, 2, SIZE_MAX,
-      [this](LayerContext &layer, llvm::ArrayRef<Tensor> in) -> Tensor {
+      className, defaultBase, options, 2, maxInputs,
+      [this, combine = std::move(combine)](
+          LayerContext &layer, llvm::ArrayRef<Tensor> in) -> Tensor {
         LAYER_EMITTER(layer);
         std::optional<SmallVector<Value>> values =
             sameShapeInputs(in, emit.error);
         if (!values)
           return Tensor();
-        return Tensor(AddOp::create(builder, layer.loc,
-                                    values->front().getType(), *values));
+        return Tensor(combine(layer.loc, values->front().getType(), *values));
       });
+}
+
+Layer ModelBuilder::Add(LayerOptions o) {
+  return makeMergeLayer("Add", "add", o, SIZE_MAX,
+                        [this](Location loc, Type type, ArrayRef<Value> v) {
+                          return AddOp::create(builder, loc, type, v);
+                        });
 }
 
 Layer ModelBuilder::Multiply(LayerOptions o) {
-  return makeLayer(
-      "Multiply", "multiply", o, 2, SIZE_MAX,
-      [this](LayerContext &layer, llvm::ArrayRef<Tensor> in) -> Tensor {
-        LAYER_EMITTER(layer);
-        std::optional<SmallVector<Value>> values =
-            sameShapeInputs(in, emit.error);
-        if (!values)
-          return Tensor();
-        return Tensor(MultiplyOp::create(builder, layer.loc,
-                                         values->front().getType(), *values));
-      });
+  return makeMergeLayer("Multiply", "multiply", o, SIZE_MAX,
+                        [this](Location loc, Type type, ArrayRef<Value> v) {
+                          return MultiplyOp::create(builder, loc, type, v);
+                        });
 }
 
 Layer ModelBuilder::Maximum(LayerOptions o) {
-  return makeLayer(
-      "Maximum", "maximum", o, 2, SIZE_MAX,
-      [this](LayerContext &layer, llvm::ArrayRef<Tensor> in) -> Tensor {
-        LAYER_EMITTER(layer);
-        std::optional<SmallVector<Value>> values =
-            sameShapeInputs(in, emit.error);
-        if (!values)
-          return Tensor();
-        return Tensor(MaximumOp::create(builder, layer.loc,
-                                        values->front().getType(), *values));
-      });
+  return makeMergeLayer("Maximum", "maximum", o, SIZE_MAX,
+                        [this](Location loc, Type type, ArrayRef<Value> v) {
+                          return MaximumOp::create(builder, loc, type, v);
+                        });
 }
 
 Layer ModelBuilder::Subtract(LayerOptions o) {
-  return makeLayer(
-      "Subtract", "subtract", o, 2, 2,
-      [this](LayerContext &layer, llvm::ArrayRef<Tensor> in) -> Tensor {
-        LAYER_EMITTER(layer);
-        std::optional<SmallVector<Value>> values =
-            sameShapeInputs(in, emit.error);
-        if (!values)
-          return Tensor();
+  return makeMergeLayer(
+      "Subtract", "subtract", o, 2,
+      [this](Location loc, Type type, ArrayRef<Value> v) -> Value {
         // a - b = a + (-1 * b): the gradient of b is -dy.
-        Type type = values->front().getType();
-        Value negated = ScaleShiftOp::create(
-            builder, layer.loc, type, (*values)[1],
-            builder.getF64FloatAttr(-1.0), builder.getF64FloatAttr(0.0));
-        return Tensor(AddOp::create(builder, layer.loc, type,
-                                    ValueRange{(*values)[0], negated}));
+        Value negated = ScaleShiftOp::create(builder, loc, type, v[1],
+                                             builder.getF64FloatAttr(-1.0),
+                                             builder.getF64FloatAttr(0.0));
+        return AddOp::create(builder, loc, type, ValueRange{v[0], negated});
       });
 }
 
 Layer ModelBuilder::Average(LayerOptions o) {
-  return makeLayer(
-      "Average", "average", o, 2, SIZE_MAX,
-      [this](LayerContext &layer, llvm::ArrayRef<Tensor> in) -> Tensor {
-        LAYER_EMITTER(layer);
-        std::optional<SmallVector<Value>> values =
-            sameShapeInputs(in, emit.error);
-        if (!values)
-          return Tensor();
-        Type type = values->front().getType();
-        Value sum = AddOp::create(builder, layer.loc, type, *values);
-        return Tensor(ScaleShiftOp::create(
-            builder, layer.loc, type, sum,
-            builder.getF64FloatAttr(1.0 / static_cast<double>(values->size())),
-            builder.getF64FloatAttr(0.0)));
+  return makeMergeLayer(
+      "Average", "average", o, SIZE_MAX,
+      [this](Location loc, Type type, ArrayRef<Value> v) -> Value {
+        Value sum = AddOp::create(builder, loc, type, v);
+        return ScaleShiftOp::create(
+            builder, loc, type, sum,
+            builder.getF64FloatAttr(1.0 / static_cast<double>(v.size())),
+            builder.getF64FloatAttr(0.0));
       });
 }
 

@@ -372,6 +372,13 @@ private:
   makeLayer(llvm::StringRef className, llvm::StringRef defaultBase,
             const LayerOptions &options, size_t minInputs, size_t maxInputs,
             std::function<Tensor(LayerContext &, llvm::ArrayRef<Tensor>)> body);
+  /// A merge layer (Add, Multiply, ...): its inputs, which must have one
+  /// shape, combined by `combine` at the layer's location.
+  Layer makeMergeLayer(llvm::StringRef className, llvm::StringRef defaultBase,
+                       const LayerOptions &options, size_t maxInputs,
+                       std::function<mlir::Value(mlir::Location, mlir::Type,
+                                                 llvm::ArrayRef<mlir::Value>)>
+                           combine);
 
   mlir::MLIRContext *context;
   mlir::OwningOpRef<mlir::ModuleOp> module;

@@ -496,13 +496,21 @@ LogicalResult readTraining(ConfigReader &root, const ImportOptions &options,
   training.from_logits = options.fromLogits.value_or(fromLogits);
 
   if (options.optimizer) {
-    builder::Optimizer requested =
-        *options.optimizer == "sgd"    ? builder::Optimizer(builder::SGD{})
-        : *options.optimizer == "adam" ? builder::Optimizer(builder::Adam{})
-                                       : builder::Optimizer(builder::RMSprop{});
+    // builder::Optimizer's alternative for the flag. Emplaced, not copied
+    // from a temporary: copying a variant whose alternatives hold vectors
+    // (a schedule's boundaries) trips GCC 12's -Wmaybe-uninitialized.
+    size_t requested = *options.optimizer == "sgd"    ? 0
+                       : *options.optimizer == "adam" ? 1
+                                                      : 2;
     // The file's hyper-parameters stay when it names the same optimizer.
-    if (!optimizer || optimizer->index() != requested.index())
-      optimizer = requested;
+    if (!optimizer || optimizer->index() != requested) {
+      if (requested == 0)
+        optimizer.emplace(builder::SGD{});
+      else if (requested == 1)
+        optimizer.emplace(builder::Adam{});
+      else
+        optimizer.emplace(builder::RMSprop{});
+    }
   }
   // A model that was never compiled (no compile_config) gets Adam with
   // Keras' defaults (what the builder defaults to), not compile()'s RMSprop
