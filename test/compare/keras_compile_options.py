@@ -23,12 +23,12 @@ norms and values, so that every step clips. Writes to DIR:
 
 import json
 import os
-import struct
 import sys
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from keras_frozen_bn_one_step import variables, write_batch  # noqa: E402
 from safetensors_io import write as write_safetensors  # noqa: E402
 
 STEPS = 3
@@ -78,22 +78,6 @@ def cases(keras):
     }
 
 
-def write_idx(path, array):
-    with open(path, "wb") as f:
-        f.write(struct.pack(">HBB", 0, 0x08, array.ndim))
-        f.write(struct.pack(">" + "I" * array.ndim, *array.shape))
-        f.write(array.astype(np.uint8).tobytes())
-
-
-def variables(model):
-    out = {}
-    for layer in model.layers:
-        for w in layer.weights:
-            out[layer.name + "/" + w.name] = np.asarray(
-                w.numpy(), dtype=np.float32)
-    return out
-
-
 def build(keras):
     keras.utils.set_random_seed(7)
     inputs = keras.Input((6, 6, 2), name="input_layer")
@@ -112,11 +96,7 @@ def main():
     rng = np.random.default_rng(3)
     images = rng.integers(0, 256, size=(8, 6, 6, 2), dtype=np.uint8)
     labels = np.array([0, 1, 2, 1, 0, 2, 2, 1], np.uint8)
-    for split in ("train", "t10k"):
-        write_idx(os.path.join(directory, split + "-images-idx3-ubyte"),
-                  images)
-        write_idx(os.path.join(directory, split + "-labels-idx1-ubyte"),
-                  labels)
+    write_batch(directory, images, labels)
     x = images.astype(np.float32) / 255.0
     y = labels.astype(np.int32)
 

@@ -24,29 +24,13 @@ Biases start away from zero. Writes to DIR:
 """
 
 import os
-import struct
 import sys
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from keras_frozen_bn_one_step import variables, write_batch  # noqa: E402
 from safetensors_io import write as write_safetensors  # noqa: E402
-
-
-def write_idx(path, array):
-    with open(path, "wb") as f:
-        f.write(struct.pack(">HBB", 0, 0x08, array.ndim))
-        f.write(struct.pack(">" + "I" * array.ndim, *array.shape))
-        f.write(array.astype(np.uint8).tobytes())
-
-
-def variables(model):
-    out = {}
-    for layer in model.layers:
-        for w in layer.weights:
-            out[layer.name + "/" + w.name] = np.asarray(
-                w.numpy(), dtype=np.float32)
-    return out
 
 
 def main():
@@ -78,11 +62,7 @@ def main():
     rng = np.random.default_rng(3)
     images = rng.integers(0, 256, size=(8, 8, 8, 3), dtype=np.uint8)
     labels = np.array([0, 1, 2, 1, 0, 2, 2, 1], np.uint8)
-    for split in ("train", "t10k"):
-        write_idx(os.path.join(directory, split + "-images-idx3-ubyte"),
-                  images)
-        write_idx(os.path.join(directory, split + "-labels-idx1-ubyte"),
-                  labels)
+    write_batch(directory, images, labels)
 
     with open(os.path.join(directory, "model.json"), "w") as f:
         f.write(model.to_json())

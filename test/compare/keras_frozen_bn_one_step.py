@@ -40,6 +40,15 @@ def write_idx(path, array):
         f.write(array.astype(np.uint8).tobytes())
 
 
+def write_batch(directory, images, labels):
+    """The batch as Fashion-MNIST's IDX files, train and test split alike."""
+    for split in ("train", "t10k"):
+        write_idx(os.path.join(directory, split + "-images-idx3-ubyte"),
+                  images)
+        write_idx(os.path.join(directory, split + "-labels-idx1-ubyte"),
+                  labels)
+
+
 def variables(model):
     out = {}
     for layer in model.layers:
@@ -76,11 +85,7 @@ def main():
     rng = np.random.default_rng(3)
     images = rng.integers(0, 256, size=(8, 6, 6, 2), dtype=np.uint8)
     labels = np.array([0, 1, 2, 1, 0, 2, 2, 1], np.uint8)
-    for split in ("train", "t10k"):
-        write_idx(os.path.join(directory, split + "-images-idx3-ubyte"),
-                  images)
-        write_idx(os.path.join(directory, split + "-labels-idx1-ubyte"),
-                  labels)
+    write_batch(directory, images, labels)
 
     with open(os.path.join(directory, "model.json"), "w") as f:
         f.write(model.to_json())

@@ -28,7 +28,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from keras_frozen_bn_one_step import variables, write_idx  # noqa: E402
+from keras_frozen_bn_one_step import variables, write_batch  # noqa: E402
 from safetensors_io import write as write_safetensors  # noqa: E402
 
 
@@ -67,11 +67,7 @@ def main():
     rng = np.random.default_rng(3)
     images = rng.integers(0, 256, size=(8, 6, 6, 2), dtype=np.uint8)
     labels = np.array([0, 1, 2, 1, 0, 2, 2, 1], np.uint8)
-    for split in ("train", "t10k"):
-        write_idx(os.path.join(directory, split + "-images-idx3-ubyte"),
-                  images)
-        write_idx(os.path.join(directory, split + "-labels-idx1-ubyte"),
-                  labels)
+    write_batch(directory, images, labels)
 
     with open(os.path.join(directory, "model.json"), "w") as f:
         f.write(model.to_json())
