@@ -69,7 +69,8 @@ static std::optional<SmallVector<unsigned>> gradientOperands(Operation *op) {
       .Case<ReluOp, SigmoidOp, TanhOp, EluOp, LeakyReluOp, GeluOp, SoftmaxOp,
             DropoutOp, MaxPool2DOp, AvgPool2DOp, GlobalAvgPool2DOp, FlattenOp,
             ReshapeOp, PadOp, ClippedReluOp, SiluOp, HardSigmoidOp, HardSiluOp,
-            ScaleShiftOp, AvgPool2DGradOp, TransposeOp>(
+            ScaleShiftOp, AvgPool2DGradOp, TransposeOp, RandomImageTransformOp,
+            RandomContrastOp>(
           [](Operation *) { return SmallVector<unsigned>{0}; })
       .Case<AddOp, ConcatenateOp, MultiplyOp, MaximumOp>([](Operation *op) {
         return llvm::to_vector(llvm::seq<unsigned>(0, op->getNumOperands()));
@@ -143,6 +144,21 @@ emitOperandGradients(OpBuilder &b, Operation *op, Value dy,
       .Case([&](DropoutOp op) {
         give(0, DropoutGradOp::create(b, loc, dyType, dy, op.getRateAttr(),
                                       op.getSeedAttr()));
+      })
+      .Case([&](RandomImageTransformOp op) {
+        // Same attributes, so the same draws; the result is the input's type.
+        auto grad = RandomImageTransformGradOp::create(
+            b, loc, op.getInput().getType(), dy, op.getKindAttr(),
+            op.getSeedAttr(), op.getModeAttr(), op.getFactorAttr(),
+            op.getHeightFactorAttr(), op.getWidthFactorAttr(),
+            op.getFillModeAttr(), op.getInterpolationAttr(),
+            op.getFillValueAttr());
+        give(0, grad);
+      })
+      .Case([&](RandomContrastOp op) {
+        give(0, RandomContrastGradOp::create(
+                    b, loc, dyType, dy, op.getInput(), op.getSeedAttr(),
+                    op.getContrastRangeAttr(), op.getValueRangeAttr()));
       })
       .Case([&](MaxPool2DOp op) {
         give(0, MaxPool2DGradOp::create(
@@ -723,9 +739,17 @@ Value TrainingStepBuilder::cloneInferencePass(IRMapping &mapping) {
   for (Operation &op : model.getBlock().without_terminator()) {
     if (isa<InputOp>(op))
       continue;
-    // Dropout is the identity in inference.
-    if (auto dropout = dyn_cast<DropoutOp>(op)) {
-      mapping.map(dropout.getOutput(), mapping.lookup(dropout.getInput()));
+    // Dropout and the random image layers are the identity in inference,
+    // but for a random crop, which keeps the centre window.
+    if (isa<DropoutOp, RandomContrastOp>(op) ||
+        (isa<RandomImageTransformOp>(op) &&
+         cast<RandomImageTransformOp>(op).getKind() != "crop")) {
+      mapping.map(op.getResult(0), mapping.lookup(op.getOperand(0)));
+      continue;
+    }
+    if (auto crop = dyn_cast<RandomImageTransformOp>(op)) {
+      Operation *clone = b.clone(op, mapping);
+      clone->setAttr("kind", b.getStringAttr("center_crop"));
       continue;
     }
     b.clone(op, mapping);

@@ -24,6 +24,7 @@ Outputs (paths relative to the repository root):
     test/frontends/keras/Inputs/pool_upsample.json
     test/frontends/keras/Inputs/permute.json
     test/frontends/keras/Inputs/global_avg_keepdims.json
+    test/frontends/keras/Inputs/augmentation.json
     test/frontends/keras/fixtures/fashion_mnist_cnn.keras
     test/frontends/keras/fixtures/residual_concat.keras
   tf2:
@@ -321,6 +322,25 @@ def permute(keras, flavor):
     return keras.Model(inputs, outputs)
 
 
+def augmentation(keras, flavor):
+    # Keras' random image layers, at the input (no gradient needed) and
+    # after a trained convolution (their gradients are), every fill mode.
+    L = keras.layers
+    inputs = keras.Input(shape=(12, 10, 3))
+    x = L.RandomFlip("horizontal", seed=3)(inputs)
+    x = L.RandomRotation(0.1, fill_mode="constant", fill_value=0.5)(x)
+    x = L.Conv2D(4, 3, padding="same", activation="relu")(x)
+    x = L.RandomZoom((-0.2, 0.3), 0.1, fill_mode="wrap")(x)
+    x = L.RandomTranslation(0.1, (-0.2, 0.1), fill_mode="nearest",
+                            interpolation="nearest")(x)
+    x = L.RandomContrast(0.2, value_range=(0, 1))(x)
+    x = L.RandomCrop(8, 6, seed=5)(x)
+    x = L.RandomFlip(seed=4)(x)
+    x = L.Flatten()(x)
+    outputs = L.Dense(3, activation="softmax")(x)
+    return keras.Model(inputs, outputs)
+
+
 def layer_shapes(model):
     """Each layer's output shape, as Keras computes it."""
     return {layer.name: list(layer.output.shape) for layer in model.layers}
@@ -416,6 +436,7 @@ def run_keras3(args):
         ("pool_upsample", pool_upsample),
         ("permute", permute),
         ("global_avg_keepdims", global_avg_keepdims),
+        ("augmentation", augmentation),
     ]
     for name, build in layers:
         if args.only and name not in args.only:

@@ -452,6 +452,68 @@ LogicalResult DropoutOp::verify() {
   return success();
 }
 
+/// A [lower, upper] attribute with lower <= upper, or an error naming it.
+static LogicalResult verifyRange(Operation *op, StringRef name,
+                                 ArrayAttr range) {
+  if (!range || range.size() != 2)
+    return op->emitOpError("needs ") << name << " = [lower, upper]";
+  double lower = cast<FloatAttr>(range[0]).getValueAsDouble();
+  double upper = cast<FloatAttr>(range[1]).getValueAsDouble();
+  if (!(lower <= upper))
+    return op->emitOpError() << name << " must have lower <= upper";
+  return success();
+}
+
+LogicalResult RandomImageTransformOp::verify() {
+  auto in = cast<RankedTensorType>(getInput().getType());
+  auto out = cast<RankedTensorType>(getOutput().getType());
+  if (in.getRank() != 4 || out.getRank() != 4)
+    return emitOpError("expects NHWC input and output");
+  if (in.getDimSize(0) != out.getDimSize(0) ||
+      in.getDimSize(3) != out.getDimSize(3))
+    return emitOpError("input and output differ in batch or channels");
+  StringRef kind = getKind();
+  bool crop = kind == "crop" || kind == "center_crop";
+  if (!crop && in.getShape() != out.getShape())
+    return emitOpError("only crops change the image size");
+  if (kind == "flip") {
+    std::optional<StringRef> mode = getMode();
+    if (!mode ||
+        !llvm::is_contained({StringRef("horizontal"), StringRef("vertical"),
+                             StringRef("horizontal_and_vertical")},
+                            *mode))
+      return emitOpError("flip needs mode = horizontal, vertical or "
+                         "horizontal_and_vertical");
+  } else if (kind == "rotation") {
+    if (failed(verifyRange(*this, "factor", getFactorAttr())))
+      return failure();
+  } else if (kind == "zoom" || kind == "translation") {
+    if (failed(verifyRange(*this, "height_factor", getHeightFactorAttr())))
+      return failure();
+    if ((kind == "translation" || getWidthFactorAttr()) &&
+        failed(verifyRange(*this, "width_factor", getWidthFactorAttr())))
+      return failure();
+  } else if (!crop) {
+    return emitOpError("unknown kind '") << kind << "'";
+  }
+  if (!llvm::is_contained({StringRef("reflect"), StringRef("wrap"),
+                           StringRef("constant"), StringRef("nearest")},
+                          getFillMode()))
+    return emitOpError("unknown fill_mode '") << getFillMode() << "'";
+  if (getInterpolation() != "bilinear" && getInterpolation() != "nearest")
+    return emitOpError("unknown interpolation '") << getInterpolation() << "'";
+  return success();
+}
+
+LogicalResult RandomContrastOp::verify() {
+  if (cast<RankedTensorType>(getInput().getType()).getRank() != 4)
+    return emitOpError("expects an NHWC input");
+  if (failed(verifyRange(*this, "contrast_range", getContrastRange())) ||
+      failed(verifyRange(*this, "value_range", getValueRange())))
+    return failure();
+  return success();
+}
+
 LogicalResult FlattenOp::inferReturnTypes(MLIRContext *,
                                           std::optional<Location> loc,
                                           Adaptor adaptor,

@@ -324,6 +324,55 @@ def Graph_DropoutOp : Graph_UnaryOp<"dropout",
   let hasVerifier = 1;
 }
 
+// Keras' random image layers. The draws are keyed by (seed, run seed, step,
+// global image) like dropout's mask (runtime/core/ImageTransform.h), so the
+// gradient regenerates them and replica count does not change them.
+defvar Graph_ImageTransformAttrs = (ins StrAttr:$kind, I64Attr:$seed,
+    OptionalAttr<StrAttr>:$mode, OptionalAttr<F64ArrayAttr>:$factor,
+    OptionalAttr<F64ArrayAttr>:$height_factor,
+    OptionalAttr<F64ArrayAttr>:$width_factor,
+    DefaultValuedAttr<StrAttr, "\"reflect\"">:$fill_mode,
+    DefaultValuedAttr<StrAttr, "\"bilinear\"">:$interpolation,
+    DefaultValuedAttr<F64Attr, "0.0">:$fill_value);
+
+def Graph_RandomImageTransformOp : Graph_Op<"random_image_transform",
+    [Pure]> {
+  let summary = "a per-image random affine resampling (Keras RandomFlip, "
+                "RandomRotation, RandomZoom, RandomTranslation, RandomCrop)";
+  let description = [{
+    In training each NHWC image is resampled at an affine image of the
+    output coordinates drawn per image (per batch for `crop`), with
+    TensorFlow's fill modes (reflect, wrap, constant, nearest) and
+    interpolations (bilinear, nearest). `kind` says how the matrix is drawn:
+    `flip` (`mode`: horizontal, vertical, horizontal_and_vertical),
+    `rotation` (`factor`: [lower, upper] in turns), `zoom` and `translation`
+    (`height_factor`, `width_factor`: [lower, upper] fractions; a zoom
+    without `width_factor` zooms both axes alike), `crop` (a random window
+    of the output's size) and `center_crop` (the centred window of the
+    output's aspect ratio, resized: what `crop` is in evaluation). The
+    evaluation program drops every kind but `crop`, which becomes
+    `center_crop`.
+    ```mlir
+    %y = graph.random_image_transform %x {kind = "rotation", seed = 7 : i64,
+        factor = [-0.1, 0.1]} : tensor<8x32x32x3xf32> -> tensor<8x32x32x3xf32>
+    ```
+  }];
+  let arguments = !con((ins Graph_FloatTensor:$input),
+                       Graph_ImageTransformAttrs);
+  let results = (outs Graph_FloatTensor:$output);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($output)";
+  let hasVerifier = 1;
+}
+
+def Graph_RandomContrastOp : Graph_UnaryOp<"random_contrast",
+    "per image and channel, clip((x - mean) * f + mean, value_range) with f "
+    "drawn per image in contrast_range (Keras RandomContrast); identity in "
+    "evaluation",
+    (ins I64Attr:$seed, F64ArrayAttr:$contrast_range,
+         F64ArrayAttr:$value_range)> {
+  let hasVerifier = 1;
+}
+
 def Graph_FlattenOp : Graph_Op<"flatten", [Pure, InferTypeOpAdaptor]> {
   let summary = "collapses every axis but the batch axis";
   let arguments = (ins Graph_FloatTensor:$input);
@@ -606,6 +655,26 @@ def Graph_DropoutGradOp : Graph_UnaryOp<"dropout_grad",
     "applies the forward dropout's mask (regenerated from seed and step) and "
     "scale to the gradient",
     (ins F64Attr:$rate, I64Attr:$seed)>;
+
+def Graph_RandomImageTransformGradOp : Graph_Op<"random_image_transform_grad",
+    [Pure]> {
+  let summary = "the transpose of graph.random_image_transform's resampling "
+                "(same attributes, same draws) applied to its output gradient";
+  let arguments = !con((ins Graph_FloatTensor:$dy), Graph_ImageTransformAttrs);
+  let results = (outs Graph_FloatTensor:$dx);
+  let assemblyFormat = "$dy attr-dict `:` type($dy) `->` type($dx)";
+}
+
+def Graph_RandomContrastGradOp : Graph_Op<"random_contrast_grad", [Pure,
+    SameOperandsAndResultType]> {
+  let summary = "f * g + (1 - f) * mean(g) over each image's pixels, g = dy "
+                "where random_contrast's clip passed (same draws)";
+  let arguments = (ins Graph_FloatTensor:$dy, Graph_FloatTensor:$input,
+                       I64Attr:$seed, F64ArrayAttr:$contrast_range,
+                       F64ArrayAttr:$value_range);
+  let results = (outs Graph_FloatTensor:$dx);
+  let assemblyFormat = "$dy `,` $input attr-dict `:` type($dy)";
+}
 
 def Graph_MaximumGradOp : Graph_Op<"maximum_grad", [Pure,
     SameOperandsAndResultType]> {

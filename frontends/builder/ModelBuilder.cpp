@@ -4,6 +4,8 @@
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Verifier.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/CheckedArithmetic.h"
 
@@ -823,6 +825,114 @@ Layer ModelBuilder::Dropout(DropoutOptions o) {
             builder, layer.loc, x.getType(), x, builder.getF64FloatAttr(o.rate),
             builder.getI64IntegerAttr(
                 o.seed.value_or(seedFromName(layer.name)))));
+      });
+}
+
+Layer ModelBuilder::RandomImageTransform(RandomImageTransformOptions o) {
+  static const llvm::StringMap<std::pair<const char *, const char *>> kNames = {
+      {"flip", {"RandomFlip", "random_flip"}},
+      {"rotation", {"RandomRotation", "random_rotation"}},
+      {"zoom", {"RandomZoom", "random_zoom"}},
+      {"translation", {"RandomTranslation", "random_translation"}},
+      {"crop", {"RandomCrop", "random_crop"}}};
+  auto names = kNames.lookup(o.kind);
+  if (!names.first)
+    names = {"RandomImageTransform", "random_image_transform"};
+  return makeLayer(
+      names.first, names.second, o, 1, 1,
+      [this, o](LayerContext &layer, llvm::ArrayRef<Tensor> in) -> Tensor {
+        LAYER_EMITTER(layer);
+        if (!expectRank(in[0], 4, "NHWC", emit.error))
+          return Tensor();
+        auto badRange = [](const std::array<double, 2> &r) {
+          return !(r[0] <= r[1]);
+        };
+        if (o.kind == "flip" && o.mode != "horizontal" &&
+            o.mode != "vertical" && o.mode != "horizontal_and_vertical")
+          return emit.error("mode must be horizontal, vertical or "
+                            "horizontal_and_vertical, got '" +
+                            o.mode + "'"),
+                 Tensor();
+        if ((o.kind == "rotation" && badRange(o.factor)) ||
+            badRange(o.height_factor) ||
+            (o.width_factor && badRange(*o.width_factor)))
+          return emit.error("a factor range must have lower <= upper"),
+                 Tensor();
+        if (!llvm::is_contained(
+                std::initializer_list<llvm::StringRef>{"reflect", "wrap",
+                                                       "constant", "nearest"},
+                llvm::StringRef(o.fill_mode)))
+          return emit.error("fill_mode must be reflect, wrap, constant or "
+                            "nearest, got '" +
+                            o.fill_mode + "'"),
+                 Tensor();
+        if (o.interpolation != "bilinear" && o.interpolation != "nearest")
+          return emit.error("interpolation must be bilinear or nearest, got '" +
+                            o.interpolation + "'"),
+                 Tensor();
+        Value x = in[0].getValue();
+        auto type = cast<RankedTensorType>(x.getType());
+        auto range = [&](const std::array<double, 2> &r) {
+          return builder.getF64ArrayAttr({r[0], r[1]});
+        };
+        OperationState state(layer.loc,
+                             RandomImageTransformOp::getOperationName());
+        state.addOperands(x);
+        state.addAttribute("kind", builder.getStringAttr(o.kind));
+        state.addAttribute("seed", builder.getI64IntegerAttr(o.seed.value_or(
+                                       seedFromName(layer.name))));
+        Type resultType = type;
+        if (o.kind == "flip") {
+          state.addAttribute("mode", builder.getStringAttr(o.mode));
+        } else if (o.kind == "rotation") {
+          state.addAttribute("factor", range(o.factor));
+        } else if (o.kind == "zoom" || o.kind == "translation") {
+          state.addAttribute("height_factor", range(o.height_factor));
+          if (o.width_factor)
+            state.addAttribute("width_factor", range(*o.width_factor));
+        } else if (o.kind == "crop") {
+          if (o.height <= 0 || o.width <= 0)
+            return emit.error("crop size must be positive, got " +
+                              llvm::Twine(o.height) + "x" +
+                              llvm::Twine(o.width)),
+                   Tensor();
+          resultType = RankedTensorType::get(
+              {type.getDimSize(0), o.height, o.width, type.getDimSize(3)},
+              type.getElementType());
+        }
+        if (o.kind != "flip" && o.kind != "crop") {
+          state.addAttribute("fill_mode", builder.getStringAttr(o.fill_mode));
+          state.addAttribute("interpolation",
+                             builder.getStringAttr(o.interpolation));
+          state.addAttribute("fill_value",
+                             builder.getF64FloatAttr(o.fill_value));
+        }
+        state.addTypes(resultType);
+        return Tensor(builder.create(state)->getResult(0));
+      });
+}
+
+Layer ModelBuilder::RandomContrast(RandomContrastOptions o) {
+  return makeLayer(
+      "RandomContrast", "random_contrast", o, 1, 1,
+      [this, o](LayerContext &layer, llvm::ArrayRef<Tensor> in) -> Tensor {
+        LAYER_EMITTER(layer);
+        if (!expectRank(in[0], 4, "NHWC", emit.error))
+          return Tensor();
+        if (!(o.factor[0] >= 0 && o.factor[0] <= 1 && o.factor[1] >= 0))
+          return emit.error("factor must be in [0, 1] (lower) and >= 0 "
+                            "(upper)"),
+                 Tensor();
+        if (!(o.value_range[0] < o.value_range[1]))
+          return emit.error("value_range must be [low, high] with low < high"),
+                 Tensor();
+        Value x = in[0].getValue();
+        return Tensor(RandomContrastOp::create(
+            builder, layer.loc, x.getType(), x,
+            builder.getI64IntegerAttr(
+                o.seed.value_or(seedFromName(layer.name))),
+            builder.getF64ArrayAttr({1.0 - o.factor[0], 1.0 + o.factor[1]}),
+            builder.getF64ArrayAttr({o.value_range[0], o.value_range[1]})));
       });
 }
 

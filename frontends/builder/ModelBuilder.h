@@ -198,6 +198,35 @@ struct DropoutOptions : LayerOptions {
   std::optional<int64_t> seed;
 };
 
+/// Keras' random image layers that resample: RandomFlip (kind "flip"),
+/// RandomRotation ("rotation"), RandomZoom ("zoom"), RandomTranslation
+/// ("translation") and RandomCrop ("crop"). Active in training only (a
+/// crop keeps the centre window in evaluation).
+struct RandomImageTransformOptions : LayerOptions {
+  std::string kind;
+  /// flip: horizontal, vertical or horizontal_and_vertical.
+  std::string mode = "horizontal_and_vertical";
+  /// rotation: [lower, upper] in turns.
+  std::array<double, 2> factor{0.0, 0.0};
+  /// zoom, translation: [lower, upper] fractions; a zoom without a width
+  /// factor zooms both axes alike.
+  std::array<double, 2> height_factor{0.0, 0.0};
+  std::optional<std::array<double, 2>> width_factor;
+  std::string fill_mode = "reflect", interpolation = "bilinear";
+  double fill_value = 0.0;
+  /// crop: the output's size.
+  int64_t height = 0, width = 0;
+  std::optional<int64_t> seed;
+};
+
+/// Keras' RandomContrast: the factor is drawn in [1 - factor[0],
+/// 1 + factor[1]], the result clipped to value_range.
+struct RandomContrastOptions : LayerOptions {
+  std::array<double, 2> factor{0.0, 0.0};
+  std::array<double, 2> value_range{0.0, 255.0};
+  std::optional<int64_t> seed;
+};
+
 struct BatchNormalizationOptions : LayerOptions {
   double momentum = 0.99;
   double epsilon = 1e-3;
@@ -337,6 +366,8 @@ public:
   Layer Activation(ActivationOptions options,
                    llvm::StringRef className = "Activation");
   Layer Dropout(DropoutOptions options);
+  Layer RandomImageTransform(RandomImageTransformOptions options);
+  Layer RandomContrast(RandomContrastOptions options);
   Layer BatchNormalization(BatchNormalizationOptions options = {});
   Layer Add(LayerOptions options = {});
   Layer Concatenate(ConcatenateOptions options = {});

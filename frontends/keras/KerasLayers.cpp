@@ -2,7 +2,11 @@
 
 #include "frontends/keras/KerasLayers.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringSwitch.h"
+
+#include <algorithm>
+#include <cmath>
 
 namespace json = llvm::json;
 using mlir::failed;
@@ -76,7 +80,32 @@ constexpr llvm::StringLiteral kSupportedLayers =
     "ZeroPadding2D, Cropping2D, Permute, Flatten, Reshape, "
     "Activation, ReLU, Softmax, "
     "ELU, LeakyReLU, Dropout, BatchNormalization, Add, Concatenate, "
-    "Multiply, Subtract, Average, Maximum, Rescaling";
+    "Multiply, Subtract, Average, Maximum, Rescaling, RandomFlip, "
+    "RandomRotation, RandomZoom, RandomTranslation, RandomCrop, "
+    "RandomContrast";
+
+/// A random layer's factor: a number f for [-f, f], or [lower, upper]
+/// (RandomContrast writes its own pair, which is taken as written).
+LogicalResult readFactor(ConfigReader &r, llvm::StringRef key,
+                         std::array<double, 2> &out, bool required) {
+  const json::Value *field = r.getSet(key);
+  if (!field)
+    return required ? r.missing(key) : success();
+  if (std::optional<double> f = field->getAsNumber()) {
+    out = {-std::abs(*f), std::abs(*f)};
+    return success();
+  }
+  const json::Array *pair = field->getAsArray();
+  std::optional<double> lower, upper;
+  if (pair && pair->size() == 2) {
+    lower = (*pair)[0].getAsNumber();
+    upper = (*pair)[1].getAsNumber();
+  }
+  if (!lower || !upper)
+    return r.unsupportedValue(key, "expected a number or [lower, upper]");
+  out = {std::min(*lower, *upper), std::max(*lower, *upper)};
+  return success();
+}
 
 /// Reads the activation in field `key` (a name, or Keras 3's object form
 /// whose config is the name).
@@ -638,6 +667,85 @@ LogicalResult createLayer(builder::ModelBuilder &model, LayerEntry &entry,
         failed(c.checkNoOtherFields()))
       return failure();
     entry.layer = model.Dropout(o);
+    return success();
+  }
+
+  if (cls == "RandomFlip" || cls == "RandomRotation" || cls == "RandomZoom" ||
+      cls == "RandomTranslation" || cls == "RandomCrop") {
+    builder::RandomImageTransformOptions o;
+    o.kind = llvm::StringSwitch<std::string>(cls)
+                 .Case("RandomFlip", "flip")
+                 .Case("RandomRotation", "rotation")
+                 .Case("RandomZoom", "zoom")
+                 .Case("RandomTranslation", "translation")
+                 .Default("crop");
+    if (failed(readCommon(entry, c, modelTrainable, o)) ||
+        failed(channelsLast()) || failed(c.readSeed("seed", o.seed)))
+      return failure();
+    auto oneOf = [&](llvm::StringRef key, const std::string &value,
+                     std::initializer_list<llvm::StringRef> allowed,
+                     llvm::StringRef expected) {
+      return llvm::is_contained(allowed, llvm::StringRef(value))
+                 ? success()
+                 : c.unsupportedValue(key, expected);
+    };
+    if (o.kind == "flip" &&
+        (failed(c.readString("mode", o.mode)) ||
+         failed(oneOf("mode", o.mode,
+                      {"horizontal", "vertical", "horizontal_and_vertical"},
+                      "expected 'horizontal', 'vertical' or "
+                      "'horizontal_and_vertical'"))))
+      return failure();
+    if (o.kind == "rotation" && failed(readFactor(c, "factor", o.factor, true)))
+      return failure();
+    if (o.kind == "zoom" || o.kind == "translation") {
+      if (failed(readFactor(c, "height_factor", o.height_factor, true)))
+        return failure();
+      const json::Value *width = c.getSet("width_factor");
+      if (width || o.kind == "translation") {
+        o.width_factor.emplace();
+        if (failed(readFactor(c, "width_factor", *o.width_factor, true)))
+          return failure();
+      }
+    }
+    if (o.kind == "crop" && (failed(c.readInt("height", o.height, true)) ||
+                             failed(c.readInt("width", o.width, true))))
+      return failure();
+    if (o.kind != "flip" && o.kind != "crop" &&
+        (failed(c.readString("fill_mode", o.fill_mode)) ||
+         failed(oneOf("fill_mode", o.fill_mode,
+                      {"reflect", "wrap", "constant", "nearest"},
+                      "expected 'reflect', 'wrap', 'constant' or 'nearest'")) ||
+         failed(c.readString("interpolation", o.interpolation)) ||
+         failed(oneOf("interpolation", o.interpolation, {"bilinear", "nearest"},
+                      "expected 'bilinear' or 'nearest'")) ||
+         failed(c.readDouble("fill_value", o.fill_value))))
+      return failure();
+    if (failed(c.checkNoOtherFields()))
+      return failure();
+    entry.layer = model.RandomImageTransform(o);
+    return success();
+  }
+
+  if (cls == "RandomContrast") {
+    builder::RandomContrastOptions o;
+    if (failed(readCommon(entry, c, modelTrainable, o)) ||
+        failed(channelsLast()) || failed(c.readSeed("seed", o.seed)) ||
+        failed(readFactor(c, "factor", o.factor, true)))
+      return failure();
+    // A single number f is Keras' [0, f] here (lower bound clipped at 0).
+    if (const json::Value *f = c.get("factor"); f && f->getAsNumber())
+      o.factor[0] = 0.0;
+    if (c.getSet("value_range")) {
+      std::array<double, 2> range;
+      if (failed(readFactor(c, "value_range", range, true)) ||
+          !c.get("value_range")->getAsArray())
+        return c.unsupportedValue("value_range", "expected [low, high]");
+      o.value_range = range;
+    }
+    if (failed(c.checkNoOtherFields()))
+      return failure();
+    entry.layer = model.RandomContrast(o);
     return success();
   }
 

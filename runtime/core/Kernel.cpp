@@ -96,6 +96,17 @@ std::vector<int64_t> KernelConfig::getInts(const std::string &name) const {
   return {};
 }
 
+std::vector<double> KernelConfig::getFloats(const std::string &name) const {
+  auto it = entries.find(name);
+  if (it == entries.end())
+    return {};
+  if (auto *v = std::get_if<std::vector<double>>(&it->second))
+    return *v;
+  if (auto *v = std::get_if<std::vector<int64_t>>(&it->second))
+    return std::vector<double>(v->begin(), v->end());
+  return {};
+}
+
 std::pair<int64_t, int64_t> KernelConfig::getPair(const std::string &name,
                                                   int64_t fallback) const {
   std::vector<int64_t> v = getInts(name);

@@ -78,6 +78,8 @@ public:
   std::string getString(const std::string &name,
                         const std::string &fallback = "") const;
   std::vector<int64_t> getInts(const std::string &name) const;
+  /// A float list entry (integer lists convert; empty when absent).
+  std::vector<double> getFloats(const std::string &name) const;
   /// A two-integer entry (strides, pool_size): one integer means both;
   /// `fallback` for both when absent.
   std::pair<int64_t, int64_t> getPair(const std::string &name,

@@ -134,7 +134,9 @@ TEST_F(BuilderTest, FrozenLayerMakesFrozenVariables) {
 TEST_F(BuilderTest, ReshapeResolvesMinusOne) {
   ModelBuilder model(&context, "m", 3);
   Tensor x = model.Input({4, 6});
-  x = model.Reshape({.target_shape = {2, -1}})(x);
+  ReshapeOptions reshape;
+  reshape.target_shape = {2, -1};
+  x = model.Reshape(reshape)(x);
   ASSERT_TRUE(x);
   EXPECT_EQ(x.shape().vec(), (std::vector<int64_t>{3, 2, 12}));
 }

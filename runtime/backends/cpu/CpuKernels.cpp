@@ -52,6 +52,7 @@ void registerCpuKernels() {
     registerVectorLossKernels(registry);
     registerVectorOptimizerKernels(registry);
     registerVectorShapeKernels(registry);
+    registerVectorImageKernels(registry);
   });
 }
 

@@ -47,6 +47,7 @@ void registerVectorElementwiseKernels(KernelRegistry &registry);
 void registerVectorLossKernels(KernelRegistry &registry);
 void registerVectorOptimizerKernels(KernelRegistry &registry);
 void registerVectorShapeKernels(KernelRegistry &registry);
+void registerVectorImageKernels(KernelRegistry &registry);
 
 } // namespace graph::runtime::cpu
 

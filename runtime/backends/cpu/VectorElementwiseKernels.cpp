@@ -56,7 +56,7 @@ enum class OpCode : uint8_t {
 /// Operands as in reference::ElementwiseProgram::Stmt: >= 0 is a launch
 /// input, -(s + 1) is the result of instruction s.
 struct Instruction {
-  OpCode op;
+  OpCode op{};
   std::vector<int> args;
   float alpha = 0.0f;
 };

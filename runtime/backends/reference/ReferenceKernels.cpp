@@ -14,6 +14,7 @@
 #include "runtime/backends/reference/ReferenceKernels.h"
 
 #include "runtime/core/DropoutMask.h"
+#include "runtime/core/ImageTransform.h"
 #include "runtime/core/LearningRateSchedule.h"
 #include "runtime/core/WindowGeometry.h"
 
@@ -827,6 +828,126 @@ Status dropout(const KernelContext &ctx, const KernelConfig &cfg,
 Status dropoutGrad(const KernelContext &ctx, const KernelConfig &cfg,
                    const Tensors &ins, const Tensors &outs) {
   return applyDropout("dropout_grad", ctx, cfg, ins, outs);
+}
+
+//===----------------------------------------------------------------------===//
+// Random image layers: the per-image draws and sampling taps are
+// runtime/core/ImageTransform.h's, shared by every backend
+//===----------------------------------------------------------------------===//
+
+/// random_image_transform (out = the taps of x) and its gradient (the
+/// transpose: each tap's pixel gains weight * dy), from the same per-image
+/// projection.
+Status applyImageTransform(const char *kName, bool gradient,
+                           const KernelContext &ctx, const KernelConfig &cfg,
+                           const Tensors &ins, const Tensors &outs) {
+  CHECK_ARITY(1, 1, 1);
+  const TensorRef &image = gradient ? outs[0] : ins[0];
+  const TensorRef &transformed = gradient ? ins[0] : outs[0];
+  image_transform::Spec spec;
+  std::string error = image_transform::specFromConfig(cfg, image.shape,
+                                                      transformed.shape, spec);
+  REQUIRE(error.empty(), error);
+  Vec src = load(ins[0]);
+  Vec dst(outs[0].elements(), 0.0);
+  int64_t channels = image.shape[3];
+  int64_t inPixels = spec.inHeight * spec.inWidth;
+  int64_t outPixels = spec.outHeight * spec.outWidth;
+  uint64_t key = dropout::stepKey(spec.seed, ctx.seed, ctx.step);
+  for (int64_t n = 0; n < image.shape[0]; ++n) {
+    image_transform::Projection p =
+        image_transform::projection(spec, key, ctx.globalRowOffset + n);
+    for (int64_t oy = 0; oy < spec.outHeight; ++oy)
+      for (int64_t ox = 0; ox < spec.outWidth; ++ox) {
+        image_transform::Taps t = image_transform::taps(spec, p, oy, ox);
+        int64_t o = (n * outPixels + oy * spec.outWidth + ox) * channels;
+        for (int64_t c = 0; c < channels; ++c)
+          for (int i = 0; i < t.count; ++i) {
+            int64_t in = (n * inPixels + t.index[i]) * channels + c;
+            if (gradient)
+              dst[in] += t.weight[i] * src[o + c];
+            else
+              dst[o + c] += t.weight[i] * src[in];
+          }
+        if (!gradient)
+          for (int64_t c = 0; c < channels; ++c)
+            dst[o + c] += t.fillWeight * spec.fillValue;
+      }
+  }
+  store(outs[0], dst);
+  return Status::ok();
+}
+
+Status randomImageTransform(const KernelContext &ctx, const KernelConfig &cfg,
+                            const Tensors &ins, const Tensors &outs) {
+  return applyImageTransform("random_image_transform", false, ctx, cfg, ins,
+                             outs);
+}
+
+Status randomImageTransformGrad(const KernelContext &ctx,
+                                const KernelConfig &cfg, const Tensors &ins,
+                                const Tensors &outs) {
+  return applyImageTransform("random_image_transform_grad", true, ctx, cfg, ins,
+                             outs);
+}
+
+/// random_contrast: per image and channel, clip((x - mean) * f + mean) to
+/// value_range, f drawn per image from contrast_range. Its gradient
+/// (inputs dy, x): with g = dy where the clip passed,
+/// dx = f * g + (1 - f) * mean(g) over the image's pixels.
+Status applyContrast(const char *kName, bool gradient, const KernelContext &ctx,
+                     const KernelConfig &cfg, const Tensors &ins,
+                     const Tensors &outs) {
+  CHECK_ARITY(gradient ? 2 : 1, gradient ? 2 : 1, 1);
+  const TensorRef &image = ins[gradient ? 1 : 0];
+  REQUIRE(image.shape.size() == 4, "expects an NHWC input");
+  REQUIRE(outs[0].elements() == image.elements(), "output has the wrong size");
+  std::vector<double> range = cfg.getFloats("contrast_range");
+  std::vector<double> values = cfg.getFloats("value_range");
+  REQUIRE(range.size() == 2 && values.size() == 2,
+          "needs contrast_range and value_range");
+  Vec x = load(image);
+  Vec dy = gradient ? load(ins[0]) : Vec();
+  Vec out(x.size());
+  int64_t pixels = image.shape[1] * image.shape[2], channels = image.shape[3];
+  uint64_t key = dropout::stepKey(cfg.getInt("seed", 0), ctx.seed, ctx.step);
+  for (int64_t n = 0; n < image.shape[0]; ++n) {
+    double f = image_transform::contrastFactor(key, ctx.globalRowOffset + n,
+                                               range[0], range[1]);
+    for (int64_t c = 0; c < channels; ++c) {
+      auto at = [&](int64_t p) { return (n * pixels + p) * channels + c; };
+      double mean = 0.0;
+      for (int64_t p = 0; p < pixels; ++p)
+        mean += x[at(p)];
+      mean /= static_cast<double>(pixels);
+      double gMean = 0.0;
+      for (int64_t p = 0; p < pixels; ++p) {
+        double u = (x[at(p)] - mean) * f + mean;
+        if (!gradient) {
+          out[at(p)] = std::min(std::max(u, values[0]), values[1]);
+          continue;
+        }
+        out[at(p)] = u >= values[0] && u <= values[1] ? dy[at(p)] : 0.0;
+        gMean += out[at(p)];
+      }
+      gMean /= static_cast<double>(pixels);
+      if (gradient)
+        for (int64_t p = 0; p < pixels; ++p)
+          out[at(p)] = f * out[at(p)] + (1 - f) * gMean;
+    }
+  }
+  store(outs[0], out);
+  return Status::ok();
+}
+
+Status randomContrast(const KernelContext &ctx, const KernelConfig &cfg,
+                      const Tensors &ins, const Tensors &outs) {
+  return applyContrast("random_contrast", false, ctx, cfg, ins, outs);
+}
+
+Status randomContrastGrad(const KernelContext &ctx, const KernelConfig &cfg,
+                          const Tensors &ins, const Tensors &outs) {
+  return applyContrast("random_contrast_grad", true, ctx, cfg, ins, outs);
 }
 
 //===----------------------------------------------------------------------===//
@@ -1737,6 +1858,10 @@ const Entry kKernels[] = {
     {"softmax_grad", softmaxGrad},
     {"dropout", dropout},
     {"dropout_grad", dropoutGrad},
+    {"random_image_transform", randomImageTransform},
+    {"random_image_transform_grad", randomImageTransformGrad},
+    {"random_contrast", randomContrast},
+    {"random_contrast_grad", randomContrastGrad},
     {"flatten", flatten},
     {"reshape", reshape},
     {"add", add},

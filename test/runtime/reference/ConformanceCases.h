@@ -193,6 +193,53 @@ inline std::vector<Case> allCases() {
   ctx.globalRowOffset = 8;
   add("dropout", "", drop, {rnd({8, 9}, 20)}, {{8, 9}}, ctx);
   add("dropout_grad", "", drop, {rnd({8, 9}, 21)}, {{8, 9}}, ctx);
+  // Random image layers: each kind, fill mode and interpolation, with the
+  // step context's draws (replica offset included).
+  auto image = [](std::string kind) {
+    KernelConfig cfg;
+    cfg.set("kind", kind).set("seed", int64_t{11});
+    return cfg;
+  };
+  std::vector<int64_t> img = {3, 6, 7, 2};
+  add("random_image_transform", "flip",
+      image("flip").set("mode", std::string("horizontal_and_vertical")),
+      {rnd(img, 60)}, {img}, ctx);
+  for (std::string fill : {"reflect", "wrap", "constant", "nearest"})
+    for (std::string interpolation : {"bilinear", "nearest"}) {
+      KernelConfig rotation = image("rotation");
+      rotation.set("factor", std::vector<double>{-0.3, 0.4})
+          .set("fill_mode", fill)
+          .set("interpolation", interpolation)
+          .set("fill_value", 0.25);
+      add("random_image_transform", "rotation " + fill + " " + interpolation,
+          rotation, {rnd(img, 61)}, {img}, ctx);
+      add("random_image_transform_grad",
+          "rotation " + fill + " " + interpolation, rotation, {rnd(img, 62)},
+          {img}, ctx);
+    }
+  KernelConfig zoom = image("zoom");
+  zoom.set("height_factor", std::vector<double>{-0.5, 0.4})
+      .set("width_factor", std::vector<double>{-0.3, 0.6});
+  add("random_image_transform", "zoom", zoom, {rnd(img, 63)}, {img}, ctx);
+  add("random_image_transform_grad", "zoom", zoom, {rnd(img, 64)}, {img}, ctx);
+  KernelConfig shift = image("translation");
+  shift.set("height_factor", std::vector<double>{-0.4, 0.4})
+      .set("width_factor", std::vector<double>{-0.2, 0.5});
+  add("random_image_transform", "translation", shift, {rnd(img, 65)}, {img},
+      ctx);
+  for (std::string kind : {"crop", "center_crop"}) {
+    add("random_image_transform", kind, image(kind), {rnd(img, 66)},
+        {{3, 4, 3, 2}}, ctx);
+    add("random_image_transform_grad", kind, image(kind),
+        {rnd({3, 4, 3, 2}, 67)}, {img}, ctx);
+  }
+  KernelConfig contrast;
+  contrast.set("seed", int64_t{12})
+      .set("contrast_range", std::vector<double>{0.5, 1.8})
+      .set("value_range", std::vector<double>{-0.8, 0.9});
+  add("random_contrast", "", contrast, {rnd(img, 68)}, {img}, ctx);
+  add("random_contrast_grad", "", contrast, {rnd(img, 69), rnd(img, 70)}, {img},
+      ctx);
   add("flatten", "", {}, {rnd({2, 3, 4}, 22)}, {{2, 12}});
   add("reshape", "", {}, {rnd({2, 3, 4}, 22)}, {{2, 4, 3}});
   add("add", "3 inputs", {}, {rnd({5}, 23), rnd({5}, 24), rnd({5}, 25)}, {{5}});

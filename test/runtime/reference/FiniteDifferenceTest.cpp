@@ -590,6 +590,77 @@ TEST(FiniteDifference, Dropout) {
       f.numeric(0, w), "dropout_grad");
 }
 
+TEST(FiniteDifference, RandomImageTransform) {
+  // The resampling is linear in the image, so its gradient is the
+  // transpose; the draws come from the context, which both share.
+  struct Kind {
+    std::string name;
+    KernelConfig cfg;
+    std::vector<int64_t> out;
+  };
+  std::vector<Kind> kinds;
+  auto base = [](std::string kind) {
+    KernelConfig cfg;
+    cfg.set("kind", kind).set("seed", int64_t{9});
+    return cfg;
+  };
+  kinds.push_back({"flip",
+                   base("flip").set("mode", std::string("horizontal")),
+                   {3, 5, 4, 2}});
+  kinds.push_back({"rotation constant",
+                   base("rotation")
+                       .set("factor", std::vector<double>{-0.4, 0.4})
+                       .set("fill_mode", std::string("constant"))
+                       .set("fill_value", 0.5),
+                   {3, 5, 4, 2}});
+  kinds.push_back(
+      {"zoom reflect",
+       base("zoom").set("height_factor", std::vector<double>{-0.6, 0.7}),
+       {3, 5, 4, 2}});
+  kinds.push_back({"translation wrap nearest",
+                   base("translation")
+                       .set("height_factor", std::vector<double>{-0.5, 0.5})
+                       .set("width_factor", std::vector<double>{-0.5, 0.5})
+                       .set("fill_mode", std::string("wrap"))
+                       .set("interpolation", std::string("nearest")),
+                   {3, 5, 4, 2}});
+  kinds.push_back({"crop", base("crop"), {3, 3, 2, 2}});
+  kinds.push_back({"center_crop", base("center_crop"), {3, 4, 2, 2}});
+  for (const Kind &k : kinds) {
+    Forward f;
+    f.kernel = "random_image_transform";
+    f.cfg = k.cfg;
+    f.ctx.step = 3;
+    f.ctx.seed = 21;
+    f.ctx.globalRowOffset = 5;
+    f.ins = {Tensor::f64({3, 5, 4, 2}, uniform(120, -1, 1, 161))};
+    f.outShapes = {k.out};
+    std::vector<double> w = f.weights(162);
+    expectGradient(analytic("random_image_transform_grad", f.cfg, {dyOf(f, w)},
+                            {{3, 5, 4, 2}}, 0, f.ctx),
+                   f.numeric(0, w), k.name);
+  }
+}
+
+TEST(FiniteDifference, RandomContrast) {
+  Forward f;
+  f.kernel = "random_contrast";
+  // A value range no output reaches: the clip is inactive, the function
+  // smooth (RandomContrastClipsAndMasks checks the clipped case).
+  f.cfg.set("seed", int64_t{4})
+      .set("contrast_range", std::vector<double>{0.3, 1.9})
+      .set("value_range", std::vector<double>{-100.0, 100.0});
+  f.ctx.step = 2;
+  f.ctx.seed = 5;
+  f.ctx.globalRowOffset = 1;
+  f.ins = {Tensor::f64({2, 3, 4, 2}, uniform(48, -1, 1, 171))};
+  f.outShapes = {{2, 3, 4, 2}};
+  std::vector<double> w = f.weights(172);
+  expectGradient(analytic("random_contrast_grad", f.cfg, {dyOf(f, w), f.ins[0]},
+                          {{2, 3, 4, 2}}, 0, f.ctx),
+                 f.numeric(0, w), "random_contrast_grad");
+}
+
 TEST(FiniteDifference, FusedFormsMatchTheirParts) {
   // fused_dense and fused_conv2d have no gradient kernels of their own; the
   // training graph differentiates their parts. Check the fused forward's

@@ -17,6 +17,7 @@ void registerCudaKernels() {
     registerOptimizerKernels();
     registerPoolNormKernels();
     registerShapeKernels();
+    registerImageKernels();
   });
 }
 

@@ -38,6 +38,7 @@ void registerLossKernels();
 void registerOptimizerKernels();
 void registerPoolNormKernels();
 void registerShapeKernels();
+void registerImageKernels();
 
 using Tensors = std::vector<TensorRef>;
 

@@ -84,6 +84,18 @@ def main():
     m["config"]["layers"][1]["config"]["batch_shape"] = [None, 5]
     write("multiply_shape.json", m)
 
+    m = one_layer((5, 6, 2), L.RandomRotation(0.1))
+    layer(m, "RandomRotation")["fill_mode"] = "mirror"
+    write("random_fill_mode.json", m)
+
+    m = one_layer((5, 6, 2), L.RandomFlip())
+    layer(m, "RandomFlip")["mode"] = "diagonal"
+    write("random_flip_mode.json", m)
+
+    m = one_layer((5, 6, 2), L.RandomZoom(0.1))
+    layer(m, "RandomZoom")["height_factor"] = [0.1, 0.2, 0.3]
+    write("random_zoom_factor.json", m)
+
     with open(os.path.join(HERE, "..", "fixtures", "tf2",
                            "fashion_mnist_cnn.json")) as f:
         m = json.load(f)
