@@ -52,9 +52,16 @@ void DnnlLaunch::addReorder(std::vector<Step> &to, const memory &from,
   Step step{dnnl::reorder(pd),
             {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, dst}},
             {},
+            {},
             threads};
   step.args.emplace(DNNL_ARG_SCRATCHPAD,
                     memory(pd.scratchpad_desc(), dnnlEngine()));
+  push(to, std::move(step));
+}
+
+void DnnlLaunch::push(std::vector<Step> &to, Step step) {
+  for (const auto &[kind, mem] : step.args)
+    step.cArgs.push_back({kind, mem.get()});
   to.push_back(std::move(step));
 }
 
@@ -78,11 +85,11 @@ void DnnlLaunch::add(const dnnl::primitive &primitive,
                      const dnnl::primitive_desc_base &pd,
                      std::unordered_map<int, memory> args, int threads) {
   args.emplace(DNNL_ARG_SCRATCHPAD, memory(pd.scratchpad_desc(), dnnlEngine()));
-  steps_.push_back({primitive, std::move(args), {}, threads});
+  push(steps_, {primitive, std::move(args), {}, {}, threads});
 }
 
 void DnnlLaunch::addLoop(std::function<void()> loop) {
-  steps_.push_back({dnnl::primitive(), {}, std::move(loop)});
+  steps_.push_back({dnnl::primitive(), {}, {}, std::move(loop)});
 }
 
 Status DnnlLaunch::operator()(const KernelContext &ctx, const KernelConfig &,
@@ -100,8 +107,11 @@ Status DnnlLaunch::operator()(const KernelContext &ctx, const KernelConfig &,
         if (step.loop) {
           stream.wait();
           step.loop();
-        } else {
-          step.primitive.execute(stream, step.args);
+        } else if (dnnl_status_t status = dnnl_primitive_execute(
+                       step.primitive.get(), stream.get(),
+                       static_cast<int>(step.cArgs.size()), step.cArgs.data());
+                   status != dnnl_success) {
+          throw dnnl::error(status, "could not execute a primitive");
         }
       }
     omp_set_num_threads(replicaThreads);

@@ -103,11 +103,16 @@ private:
   struct Step {
     dnnl::primitive primitive;
     std::unordered_map<int, dnnl::memory> args;
+    /// `args` in the C API's form, made once: dnnl::primitive::execute
+    /// builds this vector on every call.
+    std::vector<dnnl_exec_arg_t> cArgs;
     std::function<void()> loop; // set instead of primitive for own steps
     int threads = 0;            // > 0: runs on this many, not the replica's
   };
   void addReorder(std::vector<Step> &to, const dnnl::memory &from,
                   const dnnl::memory &dst);
+  /// Appends `step`, its C arguments made from its (final) `args`.
+  static void push(std::vector<Step> &to, Step step);
 
   const char *kernel_;
   std::vector<Step> before_, steps_, after_;

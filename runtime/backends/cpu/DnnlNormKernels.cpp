@@ -385,13 +385,13 @@ Status makeBatchNormInferenceGrad(const KernelContext &,
     useReplicaThreads(ctx);
     // The statistics are variables: the scale is computed every step, in
     // double like the reference, then rounded once.
-    std::vector<float> scale(channels);
+    float *scale = vec::threadScratch<float>(channels);
     const float *var = ins[1].f32();
     const float *gamma = ins.size() == 3 ? ins[2].f32() : nullptr;
     for (int64_t c = 0; c < channels; ++c)
       scale[c] = static_cast<float>((gamma ? double(gamma[c]) : 1.0) /
                                     std::sqrt(double(var[c]) + epsilon));
-    const float *dy = ins[0].f32(), *s = scale.data();
+    const float *dy = ins[0].f32(), *s = scale;
     float *dx = outs[0].f32();
     bool parallel = rows * channels >= vec::kParallelElements;
 #pragma omp parallel for schedule(static) if (parallel)

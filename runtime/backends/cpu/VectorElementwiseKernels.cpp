@@ -16,12 +16,15 @@
 #include "runtime/backends/reference/ReferenceKernels.h"
 #include "runtime/core/DropoutMask.h"
 
+#include <omp.h>
+
 #include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <span>
 #include <string>
 
 namespace graph::runtime::cpu {
@@ -201,19 +204,22 @@ void runTile(const Program &program, const float *const *ins, float *out,
 /// Runs `program` over `size` elements, in parallel when it pays.
 void runProgram(const Program &program, const Tensors &ins, float *out,
                 int64_t size) {
-  std::vector<const float *> in(ins.size());
+  // Operand pointers and tile scratch live per thread and only grow: the
+  // steady-state step allocates nothing.
+  const float **in = threadScratch<const float *>(ins.size());
   for (size_t k = 0; k < ins.size(); ++k)
     in[k] = ins[k].f32();
+  const float *const *inputs = in;
   int64_t tiles = (size + kTile - 1) / kTile;
   size_t scratchFloats = std::max<size_t>(1, program.code.size()) * kTile;
 #pragma omp parallel if (size >= kParallelElements)
   {
-    std::unique_ptr<float[]> scratch(new float[scratchFloats]);
+    float *scratch = threadScratch<float>(scratchFloats);
 #pragma omp for schedule(static)
     for (int64_t t = 0; t < tiles; ++t) {
       int64_t base = t * kTile;
-      runTile(program, in.data(), out, base, std::min(kTile, size - base),
-              scratch.get());
+      runTile(program, inputs, out, base, std::min(kTile, size - base),
+              scratch);
     }
   }
 }
@@ -354,10 +360,10 @@ Status biasAddFactory(const KernelContext &, const KernelConfig &,
     float *y = outs[0].f32();
     int64_t n = ins[0].elements(), width = k * c;
     // The bias changes every step: tile it across a super-row here.
-    std::vector<float> tiled(width);
+    float *tiled = threadScratch<float>(static_cast<size_t>(width));
     for (int64_t j = 0; j < width; ++j)
       tiled[j] = bias[j % c];
-    const float *tb = tiled.data();
+    const float *tb = tiled;
     int64_t superRows = n / width;
 #pragma omp parallel for schedule(static) if (n >= kParallelElements)
     for (int64_t r = 0; r < superRows; ++r) {
@@ -396,9 +402,16 @@ public:
     int64_t groups = (superRows + kGroup - 1) / kGroup;
     partials.assign(std::max<int64_t>(groups, 1) * width, 0.0);
     double *part = partials.data();
+    // Per-thread accumulators and the totals, kept across steps: the
+    // steady-state step allocates nothing.
+    size_t threads = static_cast<size_t>(std::max(omp_get_max_threads(), 1));
+    if (scratch.size() < threads * width)
+      scratch.resize(threads * width);
+    total.assign(c, 0.0);
 #pragma omp parallel if (n >= kParallelElements)
     {
-      std::vector<float> acc(width);
+      std::span<float> acc(scratch.data() + omp_get_thread_num() * width,
+                           static_cast<size_t>(width));
 #pragma omp for schedule(static)
       for (int64_t g = 0; g < groups; ++g) {
         double *pg = part + g * width;
@@ -418,7 +431,6 @@ public:
         }
       }
     }
-    std::vector<double> total(c, 0.0);
     for (int64_t g = 0; g < groups; ++g)
       for (int64_t j = 0; j < width; ++j)
         total[j % c] += part[g * width + j];
@@ -433,6 +445,8 @@ public:
 private:
   int64_t c, k, width;
   std::vector<double> partials; // per group, reused across steps
+  std::vector<float> scratch;   // width floats per thread
+  std::vector<double> total;    // per channel
 };
 
 Status biasAddGradFactory(const KernelContext &, const KernelConfig &,
@@ -512,12 +526,12 @@ template <typename F> KernelFn elementKernel(F f) {
              const Tensors &outs) {
     useReplicaThreads(ctx);
     int64_t n = outs[0].elements();
-    std::vector<const float *> x(ins.size());
-    for (size_t k = 0; k < ins.size(); ++k)
+    size_t arity = ins.size();
+    const float **x = threadScratch<const float *>(arity);
+    for (size_t k = 0; k < arity; ++k)
       x[k] = ins[k].f32();
     float *y = outs[0].f32();
-    const float *const *xs = x.data();
-    size_t arity = x.size();
+    const float *const *xs = x;
 #pragma omp parallel for simd schedule(static) if (n >= kParallelElements)
     for (int64_t i = 0; i < n; ++i)
       y[i] = f(xs, arity, i);

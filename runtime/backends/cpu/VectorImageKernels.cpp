@@ -122,12 +122,15 @@ KernelFactory contrastFactory(const char *kName, bool gradient) {
             key, ctx.globalRowOffset + n, range[0], range[1]));
         const float *xi = x + n * imageSize;
         float *yi = y + n * imageSize;
-        std::vector<double> mean(channels, 0.0), gMean(channels, 0.0);
+        double *mean = threadScratch<double, 0>(channels);
+        double *gMean = threadScratch<double, 1>(channels);
+        std::fill(mean, mean + channels, 0.0);
+        std::fill(gMean, gMean + channels, 0.0);
         for (int64_t p = 0; p < pixels; ++p)
           for (int64_t c = 0; c < channels; ++c)
             mean[c] += xi[p * channels + c];
-        for (double &m : mean)
-          m /= static_cast<double>(pixels);
+        for (int64_t c = 0; c < channels; ++c)
+          mean[c] /= static_cast<double>(pixels);
         for (int64_t p = 0; p < pixels; ++p)
           for (int64_t c = 0; c < channels; ++c) {
             int64_t k = p * channels + c;

@@ -32,6 +32,17 @@ namespace graph::runtime::cpu::vec {
 /// OpenMP team (a few microseconds) costs more than streaming 128 KiB.
 constexpr int64_t kParallelElements = int64_t{1} << 15;
 
+/// `count` elements of per-thread scratch that only grows, kept across
+/// steps, so that the steady-state step allocates nothing
+/// (SteadyStateTest checks). `Slot` tells apart buffers of one type a
+/// kernel holds at once; kernels never nest, so they may share slots.
+template <typename T, int Slot = 0> T *threadScratch(size_t count) {
+  thread_local std::vector<T> buffer;
+  if (buffer.size() < count)
+    buffer.resize(count);
+  return buffer.data();
+}
+
 /// `kernel: message`, the form of every factory error.
 inline Status kernelError(const char *kernel, const std::string &message) {
   return Status::error(std::string(kernel) + ": " + message);

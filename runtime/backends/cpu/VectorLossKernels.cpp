@@ -19,6 +19,7 @@
 #include <cmath>
 #include <limits>
 #include <memory>
+#include <span>
 
 namespace graph::runtime::cpu {
 
@@ -91,8 +92,8 @@ void softmaxForward(const SoftmaxGeometry &g, const float *x, float *y) {
   // independent softmaxes, vectorised across them.
 #pragma omp parallel if (n >= kParallelElements)
   {
-    std::vector<float> m(g.inner);
-    std::vector<double> sum(g.inner);
+    std::span<float> m(threadScratch<float>(g.inner), g.inner);
+    std::span<double> sum(threadScratch<double>(g.inner), g.inner);
 #pragma omp for schedule(static)
     for (int64_t o = 0; o < g.outer; ++o) {
       const float *xo = x + o * g.size * g.inner;
@@ -148,7 +149,7 @@ void softmaxBackward(const SoftmaxGeometry &g, const float *dy, const float *y,
   }
 #pragma omp parallel if (n >= kParallelElements)
   {
-    std::vector<double> dot(g.inner);
+    std::span<double> dot(threadScratch<double>(g.inner), g.inner);
 #pragma omp for schedule(static)
     for (int64_t o = 0; o < g.outer; ++o) {
       int64_t base = o * g.size * g.inner;
@@ -410,17 +411,16 @@ public:
 #pragma omp parallel if (rows * c >= kParallelElements)
     {
       // Without a gradient output, the exponentials need a row of their own.
-      std::vector<float> exps(gradient ? 0 : c);
+      float *exps = gradient ? nullptr : threadScratch<float>(c);
 #pragma omp for schedule(static)
       for (int64_t r = 0; r < rows; ++r) {
         int64_t k = y ? -1 : Labels::indexAt(ins[1], r);
         const float *yr = y ? y + r * c : nullptr;
         float *gr = grad ? grad + r * c : nullptr;
-        rowLoss[r] =
-            fromLogits
-                ? logitsRow(p + r * c, yr, k, c, gr,
-                            static_cast<float>(gradScale), exps.data())
-                : probabilitiesRow(p + r * c, yr, k, c, sparse, gr, gradScale);
+        rowLoss[r] = fromLogits ? logitsRow(p + r * c, yr, k, c, gr,
+                                            static_cast<float>(gradScale), exps)
+                                : probabilitiesRow(p + r * c, yr, k, c, sparse,
+                                                   gr, gradScale);
       }
     }
     if (!gradient) {
