@@ -71,9 +71,11 @@ static std::optional<SmallVector<unsigned>> gradientOperands(Operation *op) {
             ReshapeOp, PadOp, ClippedReluOp, SiluOp, HardSigmoidOp, HardSiluOp,
             ScaleShiftOp, AvgPool2DGradOp, TransposeOp>(
           [](Operation *) { return SmallVector<unsigned>{0}; })
-      .Case<AddOp, ConcatenateOp, MultiplyOp, MaximumOp>([](Operation *op) {
-        return llvm::to_vector(llvm::seq<unsigned>(0, op->getNumOperands()));
-      })
+      .Case<AddOp, ConcatenateOp, MultiplyOp, MaximumOp, LayerNormOp>(
+          [](Operation *op) {
+            return llvm::to_vector(
+                llvm::seq<unsigned>(0, op->getNumOperands()));
+          })
       .Case<BatchNormOp, BatchNormTrainOp>(
           [](auto op) { return batchNormGradientOperands(op); })
       .Default([](Operation *) { return std::nullopt; });
@@ -248,6 +250,24 @@ emitOperandGradients(OpBuilder &b, Operation *op, Value dy,
           give(0, BatchNormInferenceGradOp::create(
                       b, loc, dy, op.getMovingVariance(), op.getGamma(),
                       op.getEpsilonAttr()));
+      })
+      .Case([&](LayerNormOp op) {
+        // operands = [input, gamma?, beta?]; one layer_norm_grad gives all.
+        if (llvm::none_of(llvm::seq<unsigned>(0, op->getNumOperands()), wanted))
+          return;
+        RankedTensorType input = op.getInput().getType();
+        auto channels = RankedTensorType::get({input.getShape().back()},
+                                              input.getElementType());
+        auto grad = LayerNormGradOp::create(b, loc, input, channels, channels,
+                                            dy, op.getInput(), op.getGamma(),
+                                            op.getEpsilonAttr());
+        unsigned next = 1;
+        if (op.getGamma() && wanted(next++))
+          give(next - 1, grad.getGammaGrad());
+        if (op.getBeta() && wanted(next))
+          give(next, grad.getBetaGrad());
+        if (wanted(0))
+          give(0, grad.getInputGrad());
       })
       .Case([&](BatchNormTrainOp op) {
         SmallVector<unsigned> operands = batchNormGradientOperands(op);

@@ -859,6 +859,29 @@ Layer ModelBuilder::BatchNormalization(BatchNormalizationOptions o) {
       });
 }
 
+Layer ModelBuilder::LayerNormalization(LayerNormalizationOptions o) {
+  return makeLayer(
+      "LayerNormalization", "layer_normalization", o, 1, 1,
+      [this, o](LayerContext &layer, llvm::ArrayRef<Tensor> in) -> Tensor {
+        LAYER_EMITTER(layer);
+        if (in[0].shape().size() < 2)
+          return emit.error("expects input of rank >= 2, got rank " +
+                            llvm::Twine(in[0].shape().size())),
+                 Tensor();
+        int64_t c = in[0].shape().back();
+        Value gamma, beta;
+        if (o.scale &&
+            !(gamma = emit.variable("gamma", {c}, o.gamma_initializer,
+                                    layer.trainable)))
+          return Tensor();
+        if (o.center && !(beta = emit.variable("beta", {c}, o.beta_initializer,
+                                               layer.trainable)))
+          return Tensor();
+        return Tensor(emit.inferred<LayerNormOp>(in[0].getValue(), gamma, beta,
+                                                 llvm::APFloat(o.epsilon)));
+      });
+}
+
 /// The inputs of a merge layer, which must all have one shape (Keras would
 /// broadcast; that is not supported).
 static std::optional<SmallVector<Value>>

@@ -214,6 +214,15 @@ struct BatchNormalizationOptions : LayerOptions {
   bool tf2_fused = false;
 };
 
+/// Keras' LayerNormalization over the last axis.
+struct LayerNormalizationOptions : LayerOptions {
+  double epsilon = 1e-3;
+  bool center = true;
+  bool scale = true;
+  Initializer beta_initializer = Initializer::of(InitKind::zeros);
+  Initializer gamma_initializer = Initializer::of(InitKind::ones);
+};
+
 struct RescalingOptions : LayerOptions {
   double scale = 1.0, offset = 0.0;
 };
@@ -338,6 +347,7 @@ public:
                    llvm::StringRef className = "Activation");
   Layer Dropout(DropoutOptions options);
   Layer BatchNormalization(BatchNormalizationOptions options = {});
+  Layer LayerNormalization(LayerNormalizationOptions options = {});
   Layer Add(LayerOptions options = {});
   Layer Concatenate(ConcatenateOptions options = {});
   /// Keras' merge layers: Multiply (2+ inputs), Subtract (2), Average (2+),

@@ -75,7 +75,8 @@ constexpr llvm::StringLiteral kSupportedLayers =
     "GlobalAveragePooling2D, GlobalMaxPooling2D, UpSampling2D, "
     "ZeroPadding2D, Cropping2D, Permute, Flatten, Reshape, "
     "Activation, ReLU, Softmax, "
-    "ELU, LeakyReLU, Dropout, BatchNormalization, Add, Concatenate, "
+    "ELU, LeakyReLU, Dropout, BatchNormalization, LayerNormalization, Add, "
+    "Concatenate, "
     "Multiply, Subtract, Average, Maximum, Rescaling";
 
 /// Reads the activation in field `key` (a name, or Keras 3's object form
@@ -689,6 +690,52 @@ LogicalResult createLayer(builder::ModelBuilder &model, LayerEntry &entry,
         failed(c.checkNoOtherFields()))
       return failure();
     entry.layer = model.BatchNormalization(o);
+    entry.checkInputs = [axis, loc = axisLoc(),
+                         sink = c.errorSink()](llvm::ArrayRef<Tensor> in) {
+      int64_t rank = static_cast<int64_t>(in[0].shape().size());
+      if (axis == -1 || axis == rank - 1)
+        return success();
+      sink(loc, "field 'axis': unsupported value " + llvm::Twine(axis) +
+                    " (only the last axis, " + llvm::Twine(rank - 1) +
+                    " or -1, is supported for an input of rank " +
+                    llvm::Twine(rank) + ")");
+      return failure();
+    };
+    return success();
+  }
+
+  if (cls == "LayerNormalization") {
+    builder::LayerNormalizationOptions o;
+    int64_t axis = -1;
+    if (failed(readCommon(entry, c, modelTrainable, o)))
+      return failure();
+    if (const json::Value *field = c.getSet("axis")) {
+      // Keras 3 writes the axis as a list once built, [-1].
+      const json::Array *list = field->getAsArray();
+      std::optional<int64_t> value = list && list->size() == 1
+                                         ? (*list)[0].getAsInteger()
+                                         : field->getAsInteger();
+      if (!value)
+        return c.unsupportedValue("axis", "expected one axis, the last");
+      axis = *value;
+    }
+    if (const json::Value *field = c.getSet("rms_scaling")) {
+      std::optional<bool> value = field->getAsBoolean();
+      if (!value || *value)
+        return c.unsupportedValue("rms_scaling",
+                                  "RMS scaling is not supported, expected "
+                                  "false");
+    }
+    c.ignore("rms_scaling");
+    if (failed(c.readDouble("epsilon", o.epsilon)) ||
+        failed(c.readBool("center", o.center)) ||
+        failed(c.readBool("scale", o.scale)) ||
+        failed(readInitializer(c, "beta_initializer", o.beta_initializer)) ||
+        failed(readInitializer(c, "gamma_initializer", o.gamma_initializer)) ||
+        failed(regularizersAndConstraints({"beta", "gamma"})) ||
+        failed(c.checkNoOtherFields()))
+      return failure();
+    entry.layer = model.LayerNormalization(o);
     entry.checkInputs = [axis, loc = axisLoc(),
                          sink = c.errorSink()](llvm::ArrayRef<Tensor> in) {
       int64_t rank = static_cast<int64_t>(in[0].shape().size());

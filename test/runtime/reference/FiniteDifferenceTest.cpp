@@ -458,6 +458,38 @@ TEST(FiniteDifference, BatchNormTrain) {
   }
 }
 
+TEST(FiniteDifference, LayerNorm) {
+  for (int variant : {0, 1, 2}) { // gamma and beta; none; beta only
+    Forward f;
+    f.kernel = "layer_norm";
+    bool gamma = variant == 0, beta = variant != 1;
+    f.cfg.set("epsilon", 1e-3)
+        .set("has_gamma", int64_t{gamma})
+        .set("has_beta", int64_t{beta});
+    f.ins = {Tensor::f64({2, 3, 5}, uniform(30, -2, 2, 191))};
+    if (gamma)
+      f.ins.push_back(Tensor::f64({5}, uniform(5, 0.5, 1.5, 192)));
+    if (beta)
+      f.ins.push_back(Tensor::f64({5}, uniform(5, -1, 1, 193)));
+    f.outShapes = {{2, 3, 5}};
+    std::vector<double> w = f.weights(194);
+    std::vector<Tensor> gradIns = {dyOf(f, w), f.ins[0]};
+    if (gamma)
+      gradIns.push_back(f.ins[1]);
+    std::vector<std::vector<int64_t>> gradOuts = {{2, 3, 5}, {5}, {5}};
+    std::string what = " (variant " + std::to_string(variant) + ")";
+    expectGradient(analytic("layer_norm_grad", f.cfg, gradIns, gradOuts, 0),
+                   f.numeric(0, w), "layer_norm_grad dx" + what, 1e-5);
+    if (gamma)
+      expectGradient(analytic("layer_norm_grad", f.cfg, gradIns, gradOuts, 1),
+                     f.numeric(1, w), "layer_norm_grad dgamma" + what);
+    if (beta)
+      expectGradient(analytic("layer_norm_grad", f.cfg, gradIns, gradOuts, 2),
+                     f.numeric(gamma ? 2 : 1, w),
+                     "layer_norm_grad dbeta" + what);
+  }
+}
+
 TEST(FiniteDifference, Losses) {
   // Probabilities well inside (eps, 1 - eps), rows not summing to one (the
   // categorical loss normalises), and logits.

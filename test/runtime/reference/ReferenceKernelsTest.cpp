@@ -740,6 +740,8 @@ const std::vector<std::string> kLaunchable = {
     "hard_sigmoid_grad",
     "hard_silu",
     "hard_silu_grad",
+    "layer_norm",
+    "layer_norm_grad",
     "leaky_relu",
     "leaky_relu_grad",
     "max_pool2d",

@@ -70,6 +70,17 @@ def main():
     m = one_layer((5, 6, 2), L.UpSampling2D(interpolation="bilinear"))
     write("upsampling_bilinear.json", m)
 
+    # LayerNormalization: the last axis only, and no rms_scaling.
+    m = one_layer((5, 6, 2), L.LayerNormalization(axis=1))
+    write("layer_norm_axis.json", m)
+
+    m = one_layer((5, 6, 2), L.LayerNormalization(axis=[1, 2, 3]))
+    write("layer_norm_axes.json", m)
+
+    m = one_layer((5, 6, 2), L.LayerNormalization())
+    layer(m, "LayerNormalization")["rms_scaling"] = True
+    write("layer_norm_rms_scaling.json", m)
+
     keras.backend.clear_session()
     a, b, c = (keras.Input((4,)) for _ in range(3))
     # Keras' Subtract refuses 3 inputs: an Add of 3, renamed.
