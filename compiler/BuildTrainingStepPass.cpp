@@ -63,9 +63,10 @@ static SmallVector<unsigned> batchNormGradientOperands(BatchNormLike op) {
 static std::optional<SmallVector<unsigned>> gradientOperands(Operation *op) {
   using Result = std::optional<SmallVector<unsigned>>;
   return llvm::TypeSwitch<Operation *, Result>(op)
-      .Case<Conv2DOp, DenseOp, BiasAddOp>([](Operation *) {
-        return SmallVector<unsigned>{0, 1};
-      })
+      .Case<Conv2DOp, DenseOp, BiasAddOp, ChannelScaleOp, Conv2DGradInputOp>(
+          [](Operation *) {
+            return SmallVector<unsigned>{0, 1};
+          })
       .Case<ReluOp, SigmoidOp, TanhOp, EluOp, LeakyReluOp, GeluOp, SoftmaxOp,
             DropoutOp, MaxPool2DOp, AvgPool2DOp, GlobalAvgPool2DOp, FlattenOp,
             ReshapeOp, PadOp, ClippedReluOp, SiluOp, HardSigmoidOp, HardSiluOp,
@@ -104,6 +105,23 @@ emitOperandGradients(OpBuilder &b, Operation *op, Value dy,
                       b, loc, op.getInput().getType(), dy, op.getKernel(),
                       op.getStridesAttr(), op.getPaddingAttr(),
                       op.getDilationsAttr(), op.getGroupsAttr()));
+      })
+      .Case([&](Conv2DGradInputOp op) {
+        // In the forward model (Conv2DTranspose): a convolution's adjoint,
+        // linear in both operands. Its input gradient is the convolution
+        // of dy, its kernel gradient the convolution's kernel gradient with
+        // dy as the convolution's input and the transposed convolution's
+        // input as the convolution's output gradient.
+        if (wanted(1))
+          give(1, Conv2DGradKernelOp::create(
+                      b, loc, op.getKernel().getType(), dy, op.getOutputGrad(),
+                      op.getStridesAttr(), op.getPaddingAttr(),
+                      op.getDilationsAttr(), op.getGroupsAttr()));
+        if (wanted(0))
+          give(0, Conv2DOp::create(b, loc, op.getOutputGrad().getType(), dy,
+                                   op.getKernel(), op.getStridesAttr(),
+                                   op.getPaddingAttr(), op.getDilationsAttr(),
+                                   op.getGroupsAttr()));
       })
       .Case([&](DenseOp op) {
         if (wanted(1))
@@ -250,6 +268,16 @@ emitOperandGradients(OpBuilder &b, Operation *op, Value dy,
           give(0, BatchNormInferenceGradOp::create(
                       b, loc, dy, op.getMovingVariance(), op.getGamma(),
                       op.getEpsilonAttr()));
+      })
+      .Case([&](ChannelScaleOp op) {
+        // y = x * scale per channel: dscale sums dy * x over the rows.
+        if (wanted(1))
+          give(1, BiasAddGradOp::create(
+                      b, loc,
+                      MultiplyOp::create(b, loc, dyType,
+                                         ValueRange{dy, op.getInput()})));
+        if (wanted(0))
+          give(0, ChannelScaleOp::create(b, loc, dyType, dy, op.getScale()));
       })
       .Case([&](LayerNormOp op) {
         // operands = [input, gamma?, beta?]; one layer_norm_grad gives all.

@@ -602,6 +602,22 @@ LogicalResult BatchNormOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
+LogicalResult ChannelScaleOp::inferReturnTypes(MLIRContext *,
+                                               std::optional<Location> loc,
+                                               Adaptor adaptor,
+                                               SmallVectorImpl<Type> &results) {
+  auto input = rankedOperand(loc, adaptor.getInput(), "input", -1);
+  if (failed(input))
+    return failure();
+  if (input->getRank() < 1)
+    return emitOptionalError(loc, "expects input of rank >= 1");
+  if (failed(expectChannels(loc, adaptor.getScale(), "scale",
+                            input->getShape().back(), "the input")))
+    return failure();
+  results.push_back(*input);
+  return success();
+}
+
 LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *,
                                             std::optional<Location> loc,
                                             Adaptor adaptor,

@@ -411,6 +411,21 @@ def Graph_BatchNormOp : Graph_Op<"batch_norm", [Pure, AttrSizedOperandSegments,
   }];
 }
 
+def Graph_ChannelScaleOp : Graph_Op<"channel_scale", [Pure,
+    InferTypeOpAdaptor]> {
+  let summary = "x * scale, one scale per channel of the last axis";
+  let description = [{
+    Keras' LayerScale (ConvNeXt): `y[..., c] = x[..., c] * scale[c]`. Its
+    gradients are `channel_scale(dy, scale)` for x and
+    `bias_add_grad(multiply(dy, x))` for scale.
+  }];
+  let arguments = (ins Graph_FloatTensor:$input, Graph_FloatTensor:$scale);
+  let results = (outs Graph_FloatTensor:$output);
+  let assemblyFormat = [{
+    $input `,` $scale attr-dict `:` functional-type(operands, results)
+  }];
+}
+
 def Graph_LayerNormOp : Graph_Op<"layer_norm", [Pure, AttrSizedOperandSegments,
     InferTypeOpAdaptor]> {
   let summary = "layer normalisation over the last axis";

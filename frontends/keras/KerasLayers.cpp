@@ -70,14 +70,16 @@ constexpr llvm::StringLiteral kSupportedActivations =
     "silu, swish, hard_sigmoid, hard_silu, hard_swish";
 
 constexpr llvm::StringLiteral kSupportedLayers =
-    "InputLayer, Conv2D, DepthwiseConv2D, SeparableConv2D, Dense, "
+    "InputLayer, Conv2D, Conv2DTranspose, DepthwiseConv2D, SeparableConv2D, "
+    "Dense, "
     "MaxPooling2D, AveragePooling2D, "
     "GlobalAveragePooling2D, GlobalMaxPooling2D, UpSampling2D, "
     "ZeroPadding2D, Cropping2D, Permute, Flatten, Reshape, "
     "Activation, ReLU, Softmax, "
     "ELU, LeakyReLU, Dropout, BatchNormalization, LayerNormalization, Add, "
     "Concatenate, "
-    "Multiply, Subtract, Average, Maximum, Rescaling";
+    "Multiply, Subtract, Average, Maximum, Rescaling, LayerScale, "
+    "StochasticDepth, CustomScaleLayer";
 
 /// Reads the activation in field `key` (a name, or Keras 3's object form
 /// whose config is the name).
@@ -407,6 +409,35 @@ LogicalResult createLayer(builder::ModelBuilder &model, LayerEntry &entry,
         failed(c.checkNoOtherFields()))
       return failure();
     entry.layer = model.Conv2D(o);
+    return success();
+  }
+
+  if (cls == "Conv2DTranspose" || cls == "Convolution2DTranspose") {
+    builder::Conv2DTransposeOptions o;
+    std::array<int64_t, 2> dilations = {1, 1};
+    if (failed(readCommon(entry, c, modelTrainable, o)) ||
+        failed(c.readInt("filters", o.filters, true)) ||
+        failed(c.readPair("kernel_size", o.kernel_size, true)) ||
+        failed(c.readPair("strides", o.strides)) ||
+        failed(readPadding(c, o.padding)) || failed(channelsLast()) ||
+        failed(c.expectUnset("output_padding",
+                             "output_padding is not supported")) ||
+        failed(c.readPair("dilation_rate", dilations)))
+      return failure();
+    if (dilations != std::array<int64_t, 2>{1, 1})
+      return c.unsupportedValue("dilation_rate",
+                                "a dilated Conv2DTranspose is not supported");
+    if (failed(c.expectNumber("groups", 1)) ||
+        failed(
+            readActivation(c, "activation", o.activation, traits.tfKeras2)) ||
+        failed(c.readBool("use_bias", o.use_bias)) ||
+        failed(
+            readInitializer(c, "kernel_initializer", o.kernel_initializer)) ||
+        failed(readInitializer(c, "bias_initializer", o.bias_initializer)) ||
+        failed(regularizersAndConstraints({"kernel", "bias"})) ||
+        failed(c.checkNoOtherFields()))
+      return failure();
+    entry.layer = model.Conv2DTranspose(o);
     return success();
   }
 
@@ -747,6 +778,45 @@ LogicalResult createLayer(builder::ModelBuilder &model, LayerEntry &entry,
                     llvm::Twine(rank) + ")");
       return failure();
     };
+    return success();
+  }
+
+  // keras.applications' own layer classes (their module is the
+  // application's, e.g. keras.src.applications.convnext).
+  if (cls == "LayerScale") {
+    builder::LayerScaleOptions o;
+    if (failed(readCommon(entry, c, modelTrainable, o)) ||
+        failed(c.readDouble("init_values", o.init_values, true)) ||
+        failed(c.readInt("projection_dim", o.projection_dim, true)) ||
+        failed(c.checkNoOtherFields()))
+      return failure();
+    entry.layer = model.LayerScale(o);
+    return success();
+  }
+
+  if (cls == "StochasticDepth") {
+    builder::LayerOptions o;
+    double rate = 0.0;
+    if (failed(readCommon(entry, c, modelTrainable, o)) ||
+        failed(c.readDouble("drop_path_rate", rate, true)))
+      return failure();
+    if (rate != 0.0)
+      return c.unsupportedValue("drop_path_rate",
+                                "only 0, the identity, is supported: "
+                                "dropping whole samples in training is not");
+    if (failed(c.checkNoOtherFields()))
+      return failure();
+    entry.layer = model.StochasticDepth(o);
+    return success();
+  }
+
+  if (cls == "CustomScaleLayer") {
+    builder::CustomScaleOptions o;
+    if (failed(readCommon(entry, c, modelTrainable, o)) ||
+        failed(c.readDouble("scale", o.scale, true)) ||
+        failed(c.checkNoOtherFields()))
+      return failure();
+    entry.layer = model.CustomScaleLayer(o);
     return success();
   }
 

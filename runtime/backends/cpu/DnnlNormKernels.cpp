@@ -424,6 +424,36 @@ inline void layerNormRow(const float *x, int64_t c, double epsilon,
   invStd = 1.0 / std::sqrt(sq / c + epsilon);
 }
 
+/// ins: x, scale; outs: y = x * scale per channel (Keras' LayerScale).
+Status makeChannelScale(const KernelContext &, const KernelConfig &,
+                        const Tensors &ins, const Tensors &outs,
+                        KernelFn &out) {
+  static constexpr const char *kName = "channel_scale";
+  if (Status s = vec::checkF32Operands(kName, ins, outs, 2, 2, 1); !s)
+    return s;
+  NormShape shape;
+  if (Status s = normShape(kName, ins[0], {&outs[0]}, {&ins[1]}, shape); !s)
+    return s;
+  int64_t rows = shape.rows, channels = shape.channels;
+  out = [=](const KernelContext &ctx, const KernelConfig &, const Tensors &ins,
+            const Tensors &outs) {
+    useReplicaThreads(ctx);
+    const float *x = ins[0].f32(), *scale = ins[1].f32();
+    float *y = outs[0].f32();
+    bool parallel = rows * channels >= vec::kParallelElements;
+#pragma omp parallel for schedule(static) if (parallel)
+    for (int64_t r = 0; r < rows; ++r) {
+      const float *xr = x + r * channels;
+      float *yr = y + r * channels;
+#pragma omp simd
+      for (int64_t c = 0; c < channels; ++c)
+        yr[c] = xr[c] * scale[c];
+    }
+    return Status::ok();
+  };
+  return Status::ok();
+}
+
 /// ins: x, [gamma], [beta]; outs: y. Layer normalisation over the last
 /// axis: own loops, one row (C values) at a time, rows in parallel.
 Status makeLayerNorm(const KernelContext &, const KernelConfig &cfg,
@@ -549,6 +579,7 @@ void registerDnnlNormKernels(KernelRegistry &registry) {
   registry.addFactory("batch_norm_grad", Backend::cpu, makeBatchNormGrad);
   registry.addFactory("batch_norm_inference_grad", Backend::cpu,
                       makeBatchNormInferenceGrad);
+  registry.addFactory("channel_scale", Backend::cpu, makeChannelScale);
   registry.addFactory("layer_norm", Backend::cpu, makeLayerNorm);
   registry.addFactory("layer_norm_grad", Backend::cpu, makeLayerNormGrad);
 }

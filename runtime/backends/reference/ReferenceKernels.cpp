@@ -1262,6 +1262,24 @@ void layerNormRowStatistics(const Vec &x, int64_t c, double eps, Vec &mean,
   }
 }
 
+/// ins: x, scale; outs: y = x * scale per channel of the last axis (Keras'
+/// LayerScale).
+Status channelScale(const KernelContext &, const KernelConfig &,
+                    const Tensors &ins, const Tensors &outs) {
+  static constexpr const char *kName = "channel_scale";
+  CHECK_ARITY(2, 2, 1);
+  REQUIRE(!ins[0].shape.empty() && ins[0].shape.back() > 0,
+          "needs a ranked, non-empty input");
+  int64_t c = ins[0].shape.back();
+  REQUIRE(ins[1].elements() == c, "scale must match the last axis");
+  REQUIRE(outs[0].elements() == ins[0].elements(), "output has the wrong size");
+  Vec x = load(ins[0]), scale = load(ins[1]);
+  for (size_t i = 0; i < x.size(); ++i)
+    x[i] *= scale[i % c];
+  store(outs[0], x);
+  return Status::ok();
+}
+
 /// ins: x, [gamma], [beta]; outs: y.
 Status layerNorm(const KernelContext &, const KernelConfig &cfg,
                  const Tensors &ins, const Tensors &outs) {
@@ -1858,6 +1876,7 @@ const Entry kKernels[] = {
     {"batch_norm_train", batchNormTrain},
     {"batch_norm_grad", batchNormGrad},
     {"batch_norm_inference_grad", batchNormInferenceGrad},
+    {"channel_scale", channelScale},
     {"layer_norm", layerNorm},
     {"layer_norm_grad", layerNormGrad},
     {"categorical_crossentropy", categoricalCrossentropy},

@@ -605,6 +605,12 @@ inline std::vector<Case> allCases() {
       .set("has_gamma", int64_t{0})
       .set("has_beta", int64_t{1});
   Tensor lx = rnd({3, 5, 37}, 91, -2, 3);
+  // conv2d_grad_input as Conv2DTranspose runs it: a kernel smaller than
+  // the stride (output 2 * 3 + max(1 - 2, 0) = 6).
+  add("conv2d_grad_input", "transpose k1 s2 valid", window("valid", {2, 2}),
+      {rnd({2, 3, 3, 4}, 98), rnd({1, 1, 5, 4}, 99)}, {{2, 6, 6, 5}});
+  add("channel_scale", "NHWC", {}, {nx, rnd({16}, 96)}, {{2, 3, 4, 16}});
+  add("channel_scale", "rows of 37", {}, {lx, rnd({37}, 97)}, {{3, 5, 37}});
   add("layer_norm", "NHWC, gamma beta", ln,
       {nx, rnd({16}, 92, 0.5, 2), rnd({16}, 93)}, {{2, 3, 4, 16}});
   add("layer_norm", "rows of 37, bare", lnBare, {lx}, {{3, 5, 37}});

@@ -714,6 +714,7 @@ const std::vector<std::string> kLaunchable = {
     "bias_add_grad",
     "categorical_crossentropy",
     "categorical_crossentropy_grad",
+    "channel_scale",
     "clipped_relu",
     "clipped_relu_grad",
     "concatenate",

@@ -620,6 +620,16 @@ __global__ void layerNormGradScaleShiftKernel(
   }
 }
 
+/// y = x * scale per channel of the last axis (Keras' LayerScale).
+__global__ void channelScaleKernel(const float *__restrict__ x,
+                                   const float *__restrict__ scale,
+                                   float *__restrict__ y, int64_t elements,
+                                   int64_t c) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < elements;
+       i += int64_t(gridDim.x) * blockDim.x)
+    y[i] = x[i] * scale[i % c];
+}
+
 /// Blocks for one warp per row.
 unsigned warpBlocksFor(int64_t rows) { return blocksFor(rows * kWarp); }
 
@@ -804,6 +814,31 @@ Status batchNormInferenceGrad(const KernelContext &ctx, const KernelConfig &cfg,
   return Status::ok();
 }
 
+/// ins: x, scale; outs: y.
+Status channelScale(const KernelContext &ctx, const KernelConfig &,
+                    const Tensors &ins, const Tensors &outs, KernelFn &out) {
+  static constexpr const char *kName = "channel_scale";
+  RETURN_IF_ERROR(checkOperands(kName, ins, outs, 2, 2, 1));
+  int64_t c = 0;
+  RETURN_IF_ERROR(channelsOf(kName, ins, 1, c));
+  REQUIRE(outs[0].elements() == ins[0].elements(),
+          "output " + shapeText(outs[0].shape) + " differs in size from " +
+              shapeText(ins[0].shape));
+  CudaDeviceState *state = nullptr;
+  RETURN_IF_ERROR(deviceStateOf(kName, ctx, state));
+  const float *x = ins[0].f32(), *scale = ins[1].f32();
+  float *y = outs[0].f32();
+  int64_t elements = ins[0].elements();
+  out = [=](const KernelContext &, const KernelConfig &, const Tensors &,
+            const Tensors &) {
+    channelScaleKernel<<<blocksFor(elements), kThreads, 0, state->compute>>>(
+        x, scale, y, elements, c);
+    RETURN_IF_LAUNCH_FAILED("channelScaleKernel");
+    return Status::ok();
+  };
+  return Status::ok();
+}
+
 /// ins: x, [gamma], [beta]; outs: y.
 Status layerNorm(const KernelContext &ctx, const KernelConfig &cfg,
                  const Tensors &ins, const Tensors &outs, KernelFn &out) {
@@ -898,6 +933,7 @@ void registerPoolNormKernels() {
   r.addFactory("batch_norm_grad", Backend::cuda, batchNormGrad);
   r.addFactory("batch_norm_inference_grad", Backend::cuda,
                batchNormInferenceGrad);
+  r.addFactory("channel_scale", Backend::cuda, channelScale);
   r.addFactory("layer_norm", Backend::cuda, layerNorm);
   r.addFactory("layer_norm_grad", Backend::cuda, layerNormGrad);
 }
