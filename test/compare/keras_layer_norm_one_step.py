@@ -15,6 +15,7 @@ Writes to DIR:
 
   model.json                 model.to_json(), compile config included
   init.safetensors           every variable before the step, Keras' names
+  init.weights.h5            the same, as model.save_weights wrote it
   expected.safetensors       every variable after one model.fit step
   train-images-idx3-ubyte    the batch: 8 images 6x6x2, uint8 (graphrun
   train-labels-idx1-ubyte    reads them / 255, as the script feeds Keras),
@@ -66,6 +67,8 @@ def main():
         f.write(model.to_json())
     before = variables(model)
     write_safetensors(os.path.join(directory, "init.safetensors"), before)
+    # Keras 3's own weight file of the same values, for --init-weights.
+    model.save_weights(os.path.join(directory, "init.weights.h5"))
     model.fit(images.astype(np.float32) / 255.0, labels.astype(np.int32),
               batch_size=8, epochs=1, shuffle=False, verbose=0)
     after = variables(model)
