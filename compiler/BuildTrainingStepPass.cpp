@@ -63,18 +63,21 @@ static SmallVector<unsigned> batchNormGradientOperands(BatchNormLike op) {
 static std::optional<SmallVector<unsigned>> gradientOperands(Operation *op) {
   using Result = std::optional<SmallVector<unsigned>>;
   return llvm::TypeSwitch<Operation *, Result>(op)
-      .Case<Conv2DOp, DenseOp, BiasAddOp>([](Operation *) {
-        return SmallVector<unsigned>{0, 1};
-      })
+      .Case<Conv2DOp, DenseOp, BiasAddOp, ChannelScaleOp, Conv2DGradInputOp>(
+          [](Operation *) {
+            return SmallVector<unsigned>{0, 1};
+          })
       .Case<ReluOp, SigmoidOp, TanhOp, EluOp, LeakyReluOp, GeluOp, SoftmaxOp,
             DropoutOp, MaxPool2DOp, AvgPool2DOp, GlobalAvgPool2DOp, FlattenOp,
             ReshapeOp, PadOp, ClippedReluOp, SiluOp, HardSigmoidOp, HardSiluOp,
             ScaleShiftOp, AvgPool2DGradOp, TransposeOp, RandomImageTransformOp,
             RandomContrastOp>(
           [](Operation *) { return SmallVector<unsigned>{0}; })
-      .Case<AddOp, ConcatenateOp, MultiplyOp, MaximumOp>([](Operation *op) {
-        return llvm::to_vector(llvm::seq<unsigned>(0, op->getNumOperands()));
-      })
+      .Case<AddOp, ConcatenateOp, MultiplyOp, MaximumOp, LayerNormOp>(
+          [](Operation *op) {
+            return llvm::to_vector(
+                llvm::seq<unsigned>(0, op->getNumOperands()));
+          })
       .Case<BatchNormOp, BatchNormTrainOp>(
           [](auto op) { return batchNormGradientOperands(op); })
       .Default([](Operation *) { return std::nullopt; });
@@ -103,6 +106,23 @@ emitOperandGradients(OpBuilder &b, Operation *op, Value dy,
                       b, loc, op.getInput().getType(), dy, op.getKernel(),
                       op.getStridesAttr(), op.getPaddingAttr(),
                       op.getDilationsAttr(), op.getGroupsAttr()));
+      })
+      .Case([&](Conv2DGradInputOp op) {
+        // In the forward model (Conv2DTranspose): a convolution's adjoint,
+        // linear in both operands. Its input gradient is the convolution
+        // of dy, its kernel gradient the convolution's kernel gradient with
+        // dy as the convolution's input and the transposed convolution's
+        // input as the convolution's output gradient.
+        if (wanted(1))
+          give(1, Conv2DGradKernelOp::create(
+                      b, loc, op.getKernel().getType(), dy, op.getOutputGrad(),
+                      op.getStridesAttr(), op.getPaddingAttr(),
+                      op.getDilationsAttr(), op.getGroupsAttr()));
+        if (wanted(0))
+          give(0, Conv2DOp::create(b, loc, op.getOutputGrad().getType(), dy,
+                                   op.getKernel(), op.getStridesAttr(),
+                                   op.getPaddingAttr(), op.getDilationsAttr(),
+                                   op.getGroupsAttr()));
       })
       .Case([&](DenseOp op) {
         if (wanted(1))
@@ -264,6 +284,34 @@ emitOperandGradients(OpBuilder &b, Operation *op, Value dy,
           give(0, BatchNormInferenceGradOp::create(
                       b, loc, dy, op.getMovingVariance(), op.getGamma(),
                       op.getEpsilonAttr()));
+      })
+      .Case([&](ChannelScaleOp op) {
+        // y = x * scale per channel: dscale sums dy * x over the rows.
+        if (wanted(1))
+          give(1, BiasAddGradOp::create(
+                      b, loc,
+                      MultiplyOp::create(b, loc, dyType,
+                                         ValueRange{dy, op.getInput()})));
+        if (wanted(0))
+          give(0, ChannelScaleOp::create(b, loc, dyType, dy, op.getScale()));
+      })
+      .Case([&](LayerNormOp op) {
+        // operands = [input, gamma?, beta?]; one layer_norm_grad gives all.
+        if (llvm::none_of(llvm::seq<unsigned>(0, op->getNumOperands()), wanted))
+          return;
+        RankedTensorType input = op.getInput().getType();
+        auto channels = RankedTensorType::get({input.getShape().back()},
+                                              input.getElementType());
+        auto grad = LayerNormGradOp::create(b, loc, input, channels, channels,
+                                            dy, op.getInput(), op.getGamma(),
+                                            op.getEpsilonAttr());
+        unsigned next = 1;
+        if (op.getGamma() && wanted(next++))
+          give(next - 1, grad.getGammaGrad());
+        if (op.getBeta() && wanted(next))
+          give(next, grad.getBetaGrad());
+        if (wanted(0))
+          give(0, grad.getInputGrad());
       })
       .Case([&](BatchNormTrainOp op) {
         SmallVector<unsigned> operands = batchNormGradientOperands(op);

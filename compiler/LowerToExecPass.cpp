@@ -139,6 +139,8 @@ static SmallVector<NamedAttribute> kernelAttributes(Operation *op) {
     scaleAndShift(bn.getGamma(), bn.getBeta());
   if (auto bn = dyn_cast<graph::BatchNormTrainOp>(op))
     scaleAndShift(bn.getGamma(), bn.getBeta());
+  if (auto ln = dyn_cast<graph::LayerNormOp>(op))
+    scaleAndShift(ln.getGamma(), ln.getBeta());
   return attrs;
 }
 

@@ -57,7 +57,7 @@ static std::optional<SmallVector<bool>> batchCarryingResults(Operation *op) {
   if (isa<BatchNormTrainOp>(op))
     return SmallVector<bool>{true, false, false, false, false};
   // input_grad; gamma_grad and beta_grad are [C].
-  if (isa<BatchNormGradOp>(op))
+  if (isa<BatchNormGradOp, LayerNormGradOp>(op))
     return SmallVector<bool>{true, false, false};
   // probabilities and logits_grad are [B, C]; the loss is a scalar.
   if (isa<SoftmaxCrossEntropyOp>(op))

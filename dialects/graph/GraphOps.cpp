@@ -664,6 +664,46 @@ LogicalResult BatchNormOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
+LogicalResult ChannelScaleOp::inferReturnTypes(MLIRContext *,
+                                               std::optional<Location> loc,
+                                               Adaptor adaptor,
+                                               SmallVectorImpl<Type> &results) {
+  auto input = rankedOperand(loc, adaptor.getInput(), "input", -1);
+  if (failed(input))
+    return failure();
+  if (input->getRank() < 1)
+    return emitOptionalError(loc, "expects input of rank >= 1");
+  if (failed(expectChannels(loc, adaptor.getScale(), "scale",
+                            input->getShape().back(), "the input")))
+    return failure();
+  results.push_back(*input);
+  return success();
+}
+
+LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &results) {
+  auto input = rankedOperand(loc, adaptor.getInput(), "input", -1);
+  if (failed(input))
+    return failure();
+  if (input->getRank() < 2)
+    return emitOptionalError(loc, "expects input of rank >= 2, got rank ",
+                             input->getRank());
+  int64_t channels = input->getShape().back();
+  if (failed(expectChannels(loc, adaptor.getGamma(), "gamma", channels,
+                            "the input")) ||
+      failed(expectChannels(loc, adaptor.getBeta(), "beta", channels,
+                            "the input")))
+    return failure();
+  double epsilon = adaptor.getEpsilon().convertToDouble();
+  if (!(epsilon > 0))
+    return emitOptionalError(loc, "epsilon must be > 0, got ",
+                             formatF64(epsilon));
+  results.push_back(*input);
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Losses and metrics
 //===----------------------------------------------------------------------===//
@@ -943,6 +983,18 @@ LogicalResult BatchNormGradOp::verify() {
                         {getBatchMean(), getBatchInvStd(), getGamma(),
                          getGammaGrad(), getBetaGrad()},
                         input.getRank() ? input.getShape().back() : 0);
+}
+
+LogicalResult LayerNormGradOp::verify() {
+  RankedTensorType input = getInput().getType();
+  if (input.getRank() < 2)
+    return emitOpError("expects input of rank >= 2");
+  if (failed(
+          expectType(*this, getOutputGrad().getType(), input, "output_grad")) ||
+      failed(expectType(*this, getInputGrad().getType(), input, "input_grad")))
+    return failure();
+  return verifyChannels(*this, {getGamma(), getGammaGrad(), getBetaGrad()},
+                        input.getShape().back());
 }
 
 LogicalResult BatchNormInferenceGradOp::inferReturnTypes(

@@ -460,6 +460,42 @@ def Graph_BatchNormOp : Graph_Op<"batch_norm", [Pure, AttrSizedOperandSegments,
   }];
 }
 
+def Graph_ChannelScaleOp : Graph_Op<"channel_scale", [Pure,
+    InferTypeOpAdaptor]> {
+  let summary = "x * scale, one scale per channel of the last axis";
+  let description = [{
+    Keras' LayerScale (ConvNeXt): `y[..., c] = x[..., c] * scale[c]`. Its
+    gradients are `channel_scale(dy, scale)` for x and
+    `bias_add_grad(multiply(dy, x))` for scale.
+  }];
+  let arguments = (ins Graph_FloatTensor:$input, Graph_FloatTensor:$scale);
+  let results = (outs Graph_FloatTensor:$output);
+  let assemblyFormat = [{
+    $input `,` $scale attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def Graph_LayerNormOp : Graph_Op<"layer_norm", [Pure, AttrSizedOperandSegments,
+    InferTypeOpAdaptor]> {
+  let summary = "layer normalisation over the last axis";
+  let description = [{
+    Keras' LayerNormalization with `axis = -1`: each row of the last axis
+    is normalised with its own mean and (biased) variance,
+    `y = (x - mean) / sqrt(var + epsilon) * gamma + beta`, the same in
+    training and evaluation. `gamma` and `beta` ([C]) are absent when
+    Keras' `scale` or `center` is false.
+  }];
+  let arguments = (ins Graph_FloatTensor:$input,
+                       Optional<Graph_FloatTensor>:$gamma,
+                       Optional<Graph_FloatTensor>:$beta,
+                       DefaultValuedAttr<F64Attr, "1.0e-3">:$epsilon);
+  let results = (outs Graph_FloatTensor:$output);
+  let assemblyFormat = [{
+    $input (`gamma` $gamma^)? (`beta` $beta^)? attr-dict
+    `:` functional-type(operands, results)
+  }];
+}
+
 //===----------------------------------------------------------------------===//
 // Losses and metrics
 //===----------------------------------------------------------------------===//
@@ -770,6 +806,28 @@ def Graph_BatchNormInferenceGradOp
     $output_grad `,` $moving_variance (`gamma` $gamma^)? attr-dict
     `:` functional-type(operands, results)
   }];
+}
+
+def Graph_LayerNormGradOp : Graph_Op<"layer_norm_grad", [Pure]> {
+  let summary = "gradients of layer_norm: input, gamma, beta";
+  let description = [{
+    Recomputes each row's mean and 1/sqrt(var + epsilon) from the input.
+    With xhat the normalised input and C the last axis:
+    `dx = inv_std / C * (C g - sum g - xhat sum(g xhat))`, `g = dy * gamma`
+    (sums over the row); `gamma_grad = sum dy * xhat` and
+    `beta_grad = sum dy` over every axis but the last.
+  }];
+  let arguments = (ins Graph_FloatTensor:$output_grad, Graph_FloatTensor:$input,
+                       Optional<Graph_FloatTensor>:$gamma,
+                       DefaultValuedAttr<F64Attr, "1.0e-3">:$epsilon);
+  let results = (outs Graph_FloatTensor:$input_grad,
+                      Graph_FloatTensor:$gamma_grad,
+                      Graph_FloatTensor:$beta_grad);
+  let assemblyFormat = [{
+    $output_grad `,` $input (`gamma` $gamma^)? attr-dict
+    `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
 }
 
 class Graph_LossGradOp<string mnemonic, string what>

@@ -431,6 +431,52 @@ Layer ModelBuilder::Conv2D(Conv2DOptions o) {
       });
 }
 
+Layer ModelBuilder::Conv2DTranspose(Conv2DTransposeOptions o) {
+  return makeLayer(
+      "Conv2DTranspose", "conv2d_transpose", o, 1, 1,
+      [this, o](LayerContext &layer, llvm::ArrayRef<Tensor> in) -> Tensor {
+        LAYER_EMITTER(layer);
+        if (o.filters <= 0)
+          return emit.error("filters must be positive, got " +
+                            llvm::Twine(o.filters)),
+                 Tensor();
+        if (o.kernel_size[0] <= 0 || o.kernel_size[1] <= 0 ||
+            o.strides[0] <= 0 || o.strides[1] <= 0)
+          return emit.error("kernel_size and strides must be positive"),
+                 Tensor();
+        if (!expectRank(in[0], 4, "NHWC", emit.error))
+          return Tensor();
+        std::vector<int64_t> shape = in[0].shape();
+        // Keras' deconv_output_length without output_padding.
+        for (int axis : {0, 1}) {
+          int64_t size = shape[1 + axis], k = o.kernel_size[axis],
+                  s = o.strides[axis];
+          shape[1 + axis] = o.padding == Padding::same
+                                ? size * s
+                                : size * s + std::max<int64_t>(k - s, 0);
+        }
+        int64_t channels = shape[3];
+        shape[3] = o.filters;
+        Value kernel = emit.variable(
+            "kernel", {o.kernel_size[0], o.kernel_size[1], o.filters, channels},
+            o.kernel_initializer, layer.trainable);
+        if (!kernel)
+          return Tensor();
+        Value x = in[0].getValue();
+        auto type = RankedTensorType::get(
+            shape, cast<RankedTensorType>(x.getType()).getElementType());
+        Value y = Conv2DGradInputOp::create(
+            builder, layer.loc, type, x, kernel, o.strides, o.padding,
+            std::array<int64_t, 2>{1, 1}, /*groups=*/1);
+        if (o.use_bias) {
+          Value bias = emit.variable("bias", {o.filters}, o.bias_initializer,
+                                     layer.trainable);
+          y = bias ? emit.inferred<BiasAddOp>(y, bias) : Value();
+        }
+        return Tensor(y ? emit.activation(y, o.activation) : Value());
+      });
+}
+
 /// A depthwise conv2d of `x` by a new variable `weight` in Keras' layout
 /// [kh, kw, C, multiplier], which graph.conv2d with groups = C takes as it
 /// is; a null Value after an error.
@@ -969,6 +1015,62 @@ Layer ModelBuilder::BatchNormalization(BatchNormalizationOptions o) {
       });
 }
 
+Layer ModelBuilder::LayerNormalization(LayerNormalizationOptions o) {
+  return makeLayer(
+      "LayerNormalization", "layer_normalization", o, 1, 1,
+      [this, o](LayerContext &layer, llvm::ArrayRef<Tensor> in) -> Tensor {
+        LAYER_EMITTER(layer);
+        if (in[0].shape().size() < 2)
+          return emit.error("expects input of rank >= 2, got rank " +
+                            llvm::Twine(in[0].shape().size())),
+                 Tensor();
+        int64_t c = in[0].shape().back();
+        Value gamma, beta;
+        if (o.scale &&
+            !(gamma = emit.variable("gamma", {c}, o.gamma_initializer,
+                                    layer.trainable)))
+          return Tensor();
+        if (o.center && !(beta = emit.variable("beta", {c}, o.beta_initializer,
+                                               layer.trainable)))
+          return Tensor();
+        return Tensor(emit.inferred<LayerNormOp>(in[0].getValue(), gamma, beta,
+                                                 llvm::APFloat(o.epsilon)));
+      });
+}
+
+Layer ModelBuilder::LayerScale(LayerScaleOptions o) {
+  return makeLayer(
+      "LayerScale", "layer_scale", o, 1, 1,
+      [this, o](LayerContext &layer, llvm::ArrayRef<Tensor> in) -> Tensor {
+        LAYER_EMITTER(layer);
+        if (in[0].shape().size() < 2)
+          return emit.error("expects input of rank >= 2, got rank " +
+                            llvm::Twine(in[0].shape().size())),
+                 Tensor();
+        int64_t c = in[0].shape().back();
+        if (o.projection_dim != c)
+          return emit.error("projection_dim " + llvm::Twine(o.projection_dim) +
+                            " does not match the input's last axis, " +
+                            llvm::Twine(c)),
+                 Tensor();
+        Initializer init = Initializer::of(InitKind::constant);
+        init.value = o.init_values;
+        // Keras' LayerScale names it nothing ("variable"); its attribute is
+        // gamma. Weight files match it by position, the layer's only one.
+        Value gamma = emit.variable("gamma", {c}, init, layer.trainable);
+        if (!gamma)
+          return Tensor();
+        return Tensor(emit.inferred<ChannelScaleOp>(in[0].getValue(), gamma));
+      });
+}
+
+Layer ModelBuilder::StochasticDepth(LayerOptions o) {
+  return makeLayer("StochasticDepth", "stochastic_depth", o, 1, 1,
+                   [](LayerContext &, llvm::ArrayRef<Tensor> in) -> Tensor {
+                     return in[0];
+                   });
+}
+
 /// The inputs of a merge layer, which must all have one shape (Keras would
 /// broadcast; that is not supported).
 static std::optional<SmallVector<Value>>
@@ -1036,6 +1138,19 @@ Layer ModelBuilder::Subtract(LayerOptions o) {
                                              builder.getF64FloatAttr(-1.0),
                                              builder.getF64FloatAttr(0.0));
         return AddOp::create(builder, loc, type, ValueRange{v[0], negated});
+      });
+}
+
+Layer ModelBuilder::CustomScaleLayer(CustomScaleOptions o) {
+  double scale = o.scale;
+  return makeMergeLayer(
+      "CustomScaleLayer", "custom_scale_layer", o, 2,
+      [this, scale](Location loc, Type type, ArrayRef<Value> v) -> Value {
+        // inputs[0] + inputs[1] * scale.
+        Value scaled = ScaleShiftOp::create(builder, loc, type, v[1],
+                                            builder.getF64FloatAttr(scale),
+                                            builder.getF64FloatAttr(0.0));
+        return AddOp::create(builder, loc, type, ValueRange{v[0], scaled});
       });
 }
 

@@ -110,6 +110,20 @@ struct Conv2DOptions : LayerOptions {
   Initializer bias_initializer = Initializer::of(InitKind::zeros);
 };
 
+/// Keras Conv2DTranspose: kernel [kh, kw, filters, C] (Keras' layout), the
+/// input gradient of a Conv2D with that kernel; no dilation, no
+/// output_padding.
+struct Conv2DTransposeOptions : LayerOptions {
+  int64_t filters = 0;
+  std::array<int64_t, 2> kernel_size = {0, 0};
+  std::array<int64_t, 2> strides = {1, 1};
+  Padding padding = Padding::valid;
+  Activation activation = Activation::linear;
+  bool use_bias = true;
+  Initializer kernel_initializer = Initializer::of(InitKind::glorot_uniform);
+  Initializer bias_initializer = Initializer::of(InitKind::zeros);
+};
+
 /// Keras DepthwiseConv2D: each input channel convolved with its own
 /// depth_multiplier filters; kernel [kh, kw, C, depth_multiplier], output
 /// channel c * depth_multiplier + j.
@@ -243,6 +257,28 @@ struct BatchNormalizationOptions : LayerOptions {
   bool tf2_fused = false;
 };
 
+/// Keras' LayerNormalization over the last axis.
+struct LayerNormalizationOptions : LayerOptions {
+  double epsilon = 1e-3;
+  bool center = true;
+  bool scale = true;
+  Initializer beta_initializer = Initializer::of(InitKind::zeros);
+  Initializer gamma_initializer = Initializer::of(InitKind::ones);
+};
+
+/// keras.applications' custom layers: ConvNeXt's LayerScale (x * gamma,
+/// gamma [projection_dim] starting at init_values) and StochasticDepth
+/// (the identity at drop_path_rate 0), InceptionResNetV2's
+/// CustomScaleLayer (inputs [a, b] -> a + b * scale).
+struct LayerScaleOptions : LayerOptions {
+  double init_values = 1e-6;
+  int64_t projection_dim = 0;
+};
+
+struct CustomScaleOptions : LayerOptions {
+  double scale = 1.0;
+};
+
 struct RescalingOptions : LayerOptions {
   double scale = 1.0, offset = 0.0;
 };
@@ -341,6 +377,7 @@ public:
   Layer Conv2D(Conv2DOptions options);
   Layer DepthwiseConv2D(DepthwiseConv2DOptions options);
   Layer SeparableConv2D(SeparableConv2DOptions options);
+  Layer Conv2DTranspose(Conv2DTransposeOptions options);
   Layer Dense(DenseOptions options);
   Layer MaxPooling2D(Pool2DOptions options = {});
   Layer AveragePooling2D(Pool2DOptions options = {});
@@ -369,6 +406,12 @@ public:
   Layer RandomImageTransform(RandomImageTransformOptions options);
   Layer RandomContrast(RandomContrastOptions options);
   Layer BatchNormalization(BatchNormalizationOptions options = {});
+  Layer LayerNormalization(LayerNormalizationOptions options = {});
+  Layer LayerScale(LayerScaleOptions options);
+  /// The identity: StochasticDepth with drop_path_rate 0 (the importer
+  /// refuses other rates).
+  Layer StochasticDepth(LayerOptions options = {});
+  Layer CustomScaleLayer(CustomScaleOptions options);
   Layer Add(LayerOptions options = {});
   Layer Concatenate(ConcatenateOptions options = {});
   /// Keras' merge layers: Multiply (2+ inputs), Subtract (2), Average (2+),

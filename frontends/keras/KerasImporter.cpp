@@ -407,7 +407,16 @@ LogicalResult ModelImporter::readNodes(LayerEntry &entry,
     if (const json::Object *call = node.getAsObject()) {
       // Keras 3: {"args": [x] or [[x, y]], "kwargs": {...}}.
       const json::Array *args = call->getArray("args");
-      if (!args || args->size() != 1)
+      // An operator between Keras tensors (`a + b` in ConvNeXt) records a
+      // keras.src.ops.numpy op (class Add) with one positional argument
+      // per tensor.
+      auto isTensor = [](const json::Value &value) {
+        const json::Object *object = value.getAsObject();
+        return object && object->getString("class_name") == "__keras_tensor__";
+      };
+      bool tensorArgs =
+          args && args->size() > 1 && llvm::all_of(*args, isTensor);
+      if (!args || (args->size() != 1 && !tensorArgs))
         return reader.errorAt(&node, "inbound_nodes",
                               "expected one positional argument (a tensor or "
                               "a list of tensors), got " +
@@ -420,7 +429,11 @@ LogicalResult ModelImporter::readNodes(LayerEntry &entry,
         inputs.push_back(std::move(ref));
         return success();
       };
-      if (const json::Array *list = arg.getAsArray()) {
+      if (tensorArgs) {
+        for (const json::Value &tensor : *args)
+          if (failed(addTensor(tensor)))
+            return failure();
+      } else if (const json::Array *list = arg.getAsArray()) {
         for (const json::Value &tensor : *list)
           if (failed(addTensor(tensor)))
             return failure();

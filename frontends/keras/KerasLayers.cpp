@@ -74,13 +74,16 @@ constexpr llvm::StringLiteral kSupportedActivations =
     "silu, swish, hard_sigmoid, hard_silu, hard_swish";
 
 constexpr llvm::StringLiteral kSupportedLayers =
-    "InputLayer, Conv2D, DepthwiseConv2D, SeparableConv2D, Dense, "
+    "InputLayer, Conv2D, Conv2DTranspose, DepthwiseConv2D, SeparableConv2D, "
+    "Dense, "
     "MaxPooling2D, AveragePooling2D, "
     "GlobalAveragePooling2D, GlobalMaxPooling2D, UpSampling2D, "
     "ZeroPadding2D, Cropping2D, Permute, Flatten, Reshape, "
     "Activation, ReLU, Softmax, "
-    "ELU, LeakyReLU, Dropout, BatchNormalization, Add, Concatenate, "
-    "Multiply, Subtract, Average, Maximum, Rescaling, RandomFlip, "
+    "ELU, LeakyReLU, Dropout, BatchNormalization, LayerNormalization, Add, "
+    "Concatenate, "
+    "Multiply, Subtract, Average, Maximum, Rescaling, LayerScale, "
+    "StochasticDepth, CustomScaleLayer, RandomFlip, "
     "RandomRotation, RandomZoom, RandomTranslation, RandomCrop, "
     "RandomContrast";
 
@@ -435,6 +438,35 @@ LogicalResult createLayer(builder::ModelBuilder &model, LayerEntry &entry,
         failed(c.checkNoOtherFields()))
       return failure();
     entry.layer = model.Conv2D(o);
+    return success();
+  }
+
+  if (cls == "Conv2DTranspose" || cls == "Convolution2DTranspose") {
+    builder::Conv2DTransposeOptions o;
+    std::array<int64_t, 2> dilations = {1, 1};
+    if (failed(readCommon(entry, c, modelTrainable, o)) ||
+        failed(c.readInt("filters", o.filters, true)) ||
+        failed(c.readPair("kernel_size", o.kernel_size, true)) ||
+        failed(c.readPair("strides", o.strides)) ||
+        failed(readPadding(c, o.padding)) || failed(channelsLast()) ||
+        failed(c.expectUnset("output_padding",
+                             "output_padding is not supported")) ||
+        failed(c.readPair("dilation_rate", dilations)))
+      return failure();
+    if (dilations != std::array<int64_t, 2>{1, 1})
+      return c.unsupportedValue("dilation_rate",
+                                "a dilated Conv2DTranspose is not supported");
+    if (failed(c.expectNumber("groups", 1)) ||
+        failed(
+            readActivation(c, "activation", o.activation, traits.tfKeras2)) ||
+        failed(c.readBool("use_bias", o.use_bias)) ||
+        failed(
+            readInitializer(c, "kernel_initializer", o.kernel_initializer)) ||
+        failed(readInitializer(c, "bias_initializer", o.bias_initializer)) ||
+        failed(regularizersAndConstraints({"kernel", "bias"})) ||
+        failed(c.checkNoOtherFields()))
+      return failure();
+    entry.layer = model.Conv2DTranspose(o);
     return success();
   }
 
@@ -808,6 +840,91 @@ LogicalResult createLayer(builder::ModelBuilder &model, LayerEntry &entry,
                     llvm::Twine(rank) + ")");
       return failure();
     };
+    return success();
+  }
+
+  if (cls == "LayerNormalization") {
+    builder::LayerNormalizationOptions o;
+    int64_t axis = -1;
+    if (failed(readCommon(entry, c, modelTrainable, o)))
+      return failure();
+    if (const json::Value *field = c.getSet("axis")) {
+      // Keras 3 writes the axis as a list once built, [-1].
+      const json::Array *list = field->getAsArray();
+      std::optional<int64_t> value = list && list->size() == 1
+                                         ? (*list)[0].getAsInteger()
+                                         : field->getAsInteger();
+      if (!value)
+        return c.unsupportedValue("axis", "expected one axis, the last");
+      axis = *value;
+    }
+    if (const json::Value *field = c.getSet("rms_scaling")) {
+      std::optional<bool> value = field->getAsBoolean();
+      if (!value || *value)
+        return c.unsupportedValue("rms_scaling",
+                                  "RMS scaling is not supported, expected "
+                                  "false");
+    }
+    c.ignore("rms_scaling");
+    if (failed(c.readDouble("epsilon", o.epsilon)) ||
+        failed(c.readBool("center", o.center)) ||
+        failed(c.readBool("scale", o.scale)) ||
+        failed(readInitializer(c, "beta_initializer", o.beta_initializer)) ||
+        failed(readInitializer(c, "gamma_initializer", o.gamma_initializer)) ||
+        failed(regularizersAndConstraints({"beta", "gamma"})) ||
+        failed(c.checkNoOtherFields()))
+      return failure();
+    entry.layer = model.LayerNormalization(o);
+    entry.checkInputs = [axis, loc = axisLoc(),
+                         sink = c.errorSink()](llvm::ArrayRef<Tensor> in) {
+      int64_t rank = static_cast<int64_t>(in[0].shape().size());
+      if (axis == -1 || axis == rank - 1)
+        return success();
+      sink(loc, "field 'axis': unsupported value " + llvm::Twine(axis) +
+                    " (only the last axis, " + llvm::Twine(rank - 1) +
+                    " or -1, is supported for an input of rank " +
+                    llvm::Twine(rank) + ")");
+      return failure();
+    };
+    return success();
+  }
+
+  // keras.applications' own layer classes (their module is the
+  // application's, e.g. keras.src.applications.convnext).
+  if (cls == "LayerScale") {
+    builder::LayerScaleOptions o;
+    if (failed(readCommon(entry, c, modelTrainable, o)) ||
+        failed(c.readDouble("init_values", o.init_values, true)) ||
+        failed(c.readInt("projection_dim", o.projection_dim, true)) ||
+        failed(c.checkNoOtherFields()))
+      return failure();
+    entry.layer = model.LayerScale(o);
+    return success();
+  }
+
+  if (cls == "StochasticDepth") {
+    builder::LayerOptions o;
+    double rate = 0.0;
+    if (failed(readCommon(entry, c, modelTrainable, o)) ||
+        failed(c.readDouble("drop_path_rate", rate, true)))
+      return failure();
+    if (rate != 0.0)
+      return c.unsupportedValue("drop_path_rate",
+                                "only 0, the identity, is supported: "
+                                "dropping whole samples in training is not");
+    if (failed(c.checkNoOtherFields()))
+      return failure();
+    entry.layer = model.StochasticDepth(o);
+    return success();
+  }
+
+  if (cls == "CustomScaleLayer") {
+    builder::CustomScaleOptions o;
+    if (failed(readCommon(entry, c, modelTrainable, o)) ||
+        failed(c.readDouble("scale", o.scale, true)) ||
+        failed(c.checkNoOtherFields()))
+      return failure();
+    entry.layer = model.CustomScaleLayer(o);
     return success();
   }
 

@@ -3,7 +3,8 @@
 // batch_norm (moving statistics), batch_norm_train (batch statistics, plus
 // the moving-statistics update and 1/sqrt(var + epsilon) in own loops over
 // the channels), batch_norm_grad and batch_norm_inference_grad (an own
-// loop: a per-channel scale). A [..., C] tensor is oneDNN's 2-D
+// loop: a per-channel scale); layer_norm and layer_norm_grad (own loops
+// over the rows, then the channels). A [..., C] tensor is oneDNN's 2-D
 // [rows, C] (format nc), which is what NHWC is to a channel-last op.
 //
 // Optional gamma and beta follow the reference: the launch's `has_gamma`
@@ -407,6 +408,169 @@ Status makeBatchNormInferenceGrad(const KernelContext &,
   return Status::ok();
 }
 
+/// mean and 1/sqrt(var + eps) of one row of `c` values, in double as the
+/// reference.
+inline void layerNormRow(const float *x, int64_t c, double epsilon,
+                         double &mean, double &invStd) {
+  double sum = 0.0;
+  for (int64_t k = 0; k < c; ++k)
+    sum += x[k];
+  mean = sum / c;
+  double sq = 0.0;
+  for (int64_t k = 0; k < c; ++k) {
+    double d = x[k] - mean;
+    sq += d * d;
+  }
+  invStd = 1.0 / std::sqrt(sq / c + epsilon);
+}
+
+/// ins: x, scale; outs: y = x * scale per channel (Keras' LayerScale).
+Status makeChannelScale(const KernelContext &, const KernelConfig &,
+                        const Tensors &ins, const Tensors &outs,
+                        KernelFn &out) {
+  static constexpr const char *kName = "channel_scale";
+  if (Status s = vec::checkF32Operands(kName, ins, outs, 2, 2, 1); !s)
+    return s;
+  NormShape shape;
+  if (Status s = normShape(kName, ins[0], {&outs[0]}, {&ins[1]}, shape); !s)
+    return s;
+  int64_t rows = shape.rows, channels = shape.channels;
+  out = [=](const KernelContext &ctx, const KernelConfig &, const Tensors &ins,
+            const Tensors &outs) {
+    useReplicaThreads(ctx);
+    const float *x = ins[0].f32(), *scale = ins[1].f32();
+    float *y = outs[0].f32();
+    bool parallel = rows * channels >= vec::kParallelElements;
+#pragma omp parallel for schedule(static) if (parallel)
+    for (int64_t r = 0; r < rows; ++r) {
+      const float *xr = x + r * channels;
+      float *yr = y + r * channels;
+#pragma omp simd
+      for (int64_t c = 0; c < channels; ++c)
+        yr[c] = xr[c] * scale[c];
+    }
+    return Status::ok();
+  };
+  return Status::ok();
+}
+
+/// ins: x, [gamma], [beta]; outs: y. Layer normalisation over the last
+/// axis: own loops, one row (C values) at a time, rows in parallel.
+Status makeLayerNorm(const KernelContext &, const KernelConfig &cfg,
+                     const Tensors &ins, const Tensors &outs, KernelFn &out) {
+  static constexpr const char *kName = "layer_norm";
+  if (Status s = vec::checkF32Operands(kName, ins, outs, 1, 3, 1); !s)
+    return s;
+  NormShape shape;
+  if (Status s = normShape(kName, ins[0], {&outs[0]}, refs(ins, 1, 3), shape);
+      !s)
+    return s;
+  size_t optional = ins.size() - 1;
+  bool hasGamma = cfg.getInt("has_gamma", optional >= 1) != 0;
+  bool hasBeta = cfg.getInt("has_beta", optional >= 2) != 0;
+  if (static_cast<size_t>(hasGamma + hasBeta) != optional)
+    return fail(kName, "has_gamma and has_beta do not match its " +
+                           std::to_string(ins.size()) + " inputs");
+  int gammaAt = hasGamma ? 1 : -1;
+  int betaAt = hasBeta ? (hasGamma ? 2 : 1) : -1;
+  double epsilon = cfg.getFloat("epsilon", 1e-3);
+  int64_t rows = shape.rows, channels = shape.channels;
+  out = [=](const KernelContext &ctx, const KernelConfig &, const Tensors &ins,
+            const Tensors &outs) {
+    useReplicaThreads(ctx);
+    const float *x = ins[0].f32();
+    const float *gamma = gammaAt >= 0 ? ins[gammaAt].f32() : nullptr;
+    const float *beta = betaAt >= 0 ? ins[betaAt].f32() : nullptr;
+    float *y = outs[0].f32();
+    bool parallel = rows * channels >= vec::kParallelElements;
+#pragma omp parallel for schedule(static) if (parallel)
+    for (int64_t r = 0; r < rows; ++r) {
+      const float *xr = x + r * channels;
+      float *yr = y + r * channels;
+      double mean, invStd;
+      layerNormRow(xr, channels, epsilon, mean, invStd);
+      for (int64_t k = 0; k < channels; ++k) {
+        double v = (xr[k] - mean) * invStd;
+        if (gamma)
+          v *= gamma[k];
+        if (beta)
+          v += beta[k];
+        yr[k] = static_cast<float>(v);
+      }
+    }
+    return Status::ok();
+  };
+  return Status::ok();
+}
+
+/// ins: dy, x, [gamma]; outs: dx, dgamma, dbeta (see the reference). The
+/// row pass gives dx; dgamma and dbeta are column sums over the rows, in
+/// a second pass over the channels, so every run gives the same bits.
+Status makeLayerNormGrad(const KernelContext &, const KernelConfig &cfg,
+                         const Tensors &ins, const Tensors &outs,
+                         KernelFn &out) {
+  static constexpr const char *kName = "layer_norm_grad";
+  if (Status s = vec::checkF32Operands(kName, ins, outs, 2, 3, 3); !s)
+    return s;
+  NormShape shape;
+  std::vector<const TensorRef *> perChannel = refs(ins, 2, 3);
+  perChannel.push_back(&outs[1]);
+  perChannel.push_back(&outs[2]);
+  if (Status s =
+          normShape(kName, ins[1], {&ins[0], &outs[0]}, perChannel, shape);
+      !s)
+    return s;
+  double epsilon = cfg.getFloat("epsilon", 1e-3);
+  int64_t rows = shape.rows, channels = shape.channels;
+  out = [=](const KernelContext &ctx, const KernelConfig &, const Tensors &ins,
+            const Tensors &outs) {
+    useReplicaThreads(ctx);
+    const float *dy = ins[0].f32(), *x = ins[1].f32();
+    const float *gamma = ins.size() == 3 ? ins[2].f32() : nullptr;
+    float *dx = outs[0].f32(), *dgamma = outs[1].f32(), *dbeta = outs[2].f32();
+    // Each row's statistics, kept for the column pass.
+    std::vector<double> means(rows), invStds(rows);
+    bool parallel = rows * channels >= vec::kParallelElements;
+#pragma omp parallel for schedule(static) if (parallel)
+    for (int64_t r = 0; r < rows; ++r) {
+      const float *xr = x + r * channels, *dyr = dy + r * channels;
+      float *dxr = dx + r * channels;
+      double mean, invStd;
+      layerNormRow(xr, channels, epsilon, mean, invStd);
+      means[r] = mean;
+      invStds[r] = invStd;
+      double sumG = 0.0, sumGXhat = 0.0;
+      for (int64_t k = 0; k < channels; ++k) {
+        double g = gamma ? double(dyr[k]) * gamma[k] : double(dyr[k]);
+        sumG += g;
+        sumGXhat += g * (xr[k] - mean) * invStd;
+      }
+      double n = static_cast<double>(channels);
+      for (int64_t k = 0; k < channels; ++k) {
+        double g = gamma ? double(dyr[k]) * gamma[k] : double(dyr[k]);
+        double xhat = (xr[k] - mean) * invStd;
+        dxr[k] =
+            static_cast<float>(invStd / n * (n * g - sumG - xhat * sumGXhat));
+      }
+    }
+    bool columnsParallel =
+        rows * channels >= vec::kParallelElements && channels >= 16;
+#pragma omp parallel for schedule(static) if (columnsParallel)
+    for (int64_t k = 0; k < channels; ++k) {
+      double sumDy = 0.0, sumDyXhat = 0.0;
+      for (int64_t r = 0; r < rows; ++r) {
+        int64_t i = r * channels + k;
+        sumDy += dy[i];
+        sumDyXhat += double(dy[i]) * (x[i] - means[r]) * invStds[r];
+      }
+      dgamma[k] = static_cast<float>(sumDyXhat);
+      dbeta[k] = static_cast<float>(sumDy);
+    }
+    return Status::ok();
+  };
+  return Status::ok();
+}
+
 } // namespace
 
 void registerDnnlNormKernels(KernelRegistry &registry) {
@@ -415,6 +579,9 @@ void registerDnnlNormKernels(KernelRegistry &registry) {
   registry.addFactory("batch_norm_grad", Backend::cpu, makeBatchNormGrad);
   registry.addFactory("batch_norm_inference_grad", Backend::cpu,
                       makeBatchNormInferenceGrad);
+  registry.addFactory("channel_scale", Backend::cpu, makeChannelScale);
+  registry.addFactory("layer_norm", Backend::cpu, makeLayerNorm);
+  registry.addFactory("layer_norm_grad", Backend::cpu, makeLayerNormGrad);
 }
 
 } // namespace graph::runtime::cpu

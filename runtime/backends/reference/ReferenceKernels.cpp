@@ -1355,6 +1355,131 @@ Status batchNormInferenceGrad(const KernelContext &, const KernelConfig &cfg,
 }
 
 //===----------------------------------------------------------------------===//
+// Layer normalisation (the last axis)
+//
+// Each row of the last axis (C values) is normalised with its own mean and
+// biased variance. Optional gamma and beta as batch_norm's: `has_gamma` and
+// `has_beta` say which of inputs 1 and 2 are there (without them, 2 inputs
+// mean gamma only).
+//===----------------------------------------------------------------------===//
+
+/// mean and 1/sqrt(var + eps) of each row of [rows, c] `x`.
+void layerNormRowStatistics(const Vec &x, int64_t c, double eps, Vec &mean,
+                            Vec &invStd) {
+  int64_t rows = c ? static_cast<int64_t>(x.size()) / c : 0;
+  mean.assign(rows, 0.0);
+  invStd.assign(rows, 0.0);
+  for (int64_t r = 0; r < rows; ++r) {
+    double sum = 0.0, sq = 0.0;
+    for (int64_t k = 0; k < c; ++k)
+      sum += x[r * c + k];
+    double m = sum / c;
+    for (int64_t k = 0; k < c; ++k) {
+      double d = x[r * c + k] - m;
+      sq += d * d;
+    }
+    mean[r] = m;
+    invStd[r] = 1.0 / std::sqrt(sq / c + eps);
+  }
+}
+
+/// ins: x, scale; outs: y = x * scale per channel of the last axis (Keras'
+/// LayerScale).
+Status channelScale(const KernelContext &, const KernelConfig &,
+                    const Tensors &ins, const Tensors &outs) {
+  static constexpr const char *kName = "channel_scale";
+  CHECK_ARITY(2, 2, 1);
+  REQUIRE(!ins[0].shape.empty() && ins[0].shape.back() > 0,
+          "needs a ranked, non-empty input");
+  int64_t c = ins[0].shape.back();
+  REQUIRE(ins[1].elements() == c, "scale must match the last axis");
+  REQUIRE(outs[0].elements() == ins[0].elements(), "output has the wrong size");
+  Vec x = load(ins[0]), scale = load(ins[1]);
+  for (size_t i = 0; i < x.size(); ++i)
+    x[i] *= scale[i % c];
+  store(outs[0], x);
+  return Status::ok();
+}
+
+/// ins: x, [gamma], [beta]; outs: y.
+Status layerNorm(const KernelContext &, const KernelConfig &cfg,
+                 const Tensors &ins, const Tensors &outs) {
+  static constexpr const char *kName = "layer_norm";
+  CHECK_ARITY(1, 3, 1);
+  REQUIRE(!ins[0].shape.empty() && ins[0].shape.back() > 0,
+          "needs a ranked, non-empty input");
+  int64_t c = ins[0].shape.back();
+  for (size_t i = 1; i < ins.size(); ++i)
+    REQUIRE(ins[i].elements() == c, "gamma and beta must match the last axis");
+  REQUIRE(outs[0].elements() == ins[0].elements(), "output has the wrong size");
+  size_t optional = ins.size() - 1;
+  bool hasGamma = cfg.getInt("has_gamma", optional >= 1) != 0;
+  bool hasBeta = cfg.getInt("has_beta", optional >= 2) != 0;
+  REQUIRE(static_cast<size_t>(hasGamma + hasBeta) == optional,
+          "has_gamma and has_beta do not match the inputs");
+  double eps = cfg.getFloat("epsilon", 1e-3);
+  Vec x = load(ins[0]);
+  Vec gamma = hasGamma ? load(ins[1]) : Vec(c, 1.0);
+  Vec beta = hasBeta ? load(ins[hasGamma ? 2 : 1]) : Vec(c, 0.0);
+  Vec mean, invStd;
+  layerNormRowStatistics(x, c, eps, mean, invStd);
+  for (size_t i = 0; i < x.size(); ++i) {
+    int64_t r = static_cast<int64_t>(i) / c, k = static_cast<int64_t>(i) % c;
+    x[i] = (x[i] - mean[r]) * invStd[r] * gamma[k] + beta[k];
+  }
+  store(outs[0], x);
+  return Status::ok();
+}
+
+/// ins: dy, x, [gamma]; outs: dx, dgamma, dbeta. With xhat the normalised
+/// x and g = dy * gamma, over the C values of each row:
+///   dx = inv_std / C * (C g - sum g - xhat sum(g xhat));
+/// dgamma = sum dy * xhat and dbeta = sum dy over the rows.
+Status layerNormGrad(const KernelContext &, const KernelConfig &cfg,
+                     const Tensors &ins, const Tensors &outs) {
+  static constexpr const char *kName = "layer_norm_grad";
+  CHECK_ARITY(2, 3, 3);
+  REQUIRE(!ins[1].shape.empty() && ins[1].shape.back() > 0,
+          "needs a ranked, non-empty input");
+  int64_t c = ins[1].shape.back();
+  REQUIRE(ins[0].elements() == ins[1].elements() &&
+              outs[0].elements() == ins[1].elements(),
+          "dy, x and dx differ in size");
+  REQUIRE(ins.size() < 3 || ins[2].elements() == c,
+          "gamma must match the last axis");
+  REQUIRE(outs[1].elements() == c && outs[2].elements() == c,
+          "gamma_grad and beta_grad must match the last axis");
+  double eps = cfg.getFloat("epsilon", 1e-3);
+  Vec dy = load(ins[0]), x = load(ins[1]);
+  Vec gamma = ins.size() == 3 ? load(ins[2]) : Vec(c, 1.0);
+  Vec mean, invStd;
+  layerNormRowStatistics(x, c, eps, mean, invStd);
+  int64_t rows = static_cast<int64_t>(x.size()) / c;
+  Vec dx(x.size()), dgamma(c, 0.0), dbeta(c, 0.0);
+  for (int64_t r = 0; r < rows; ++r) {
+    double sumG = 0.0, sumGXhat = 0.0;
+    for (int64_t k = 0; k < c; ++k) {
+      int64_t i = r * c + k;
+      double xhat = (x[i] - mean[r]) * invStd[r];
+      double g = dy[i] * gamma[k];
+      sumG += g;
+      sumGXhat += g * xhat;
+      dgamma[k] += dy[i] * xhat;
+      dbeta[k] += dy[i];
+    }
+    for (int64_t k = 0; k < c; ++k) {
+      int64_t i = r * c + k;
+      double xhat = (x[i] - mean[r]) * invStd[r];
+      dx[i] = invStd[r] / c * (c * dy[i] * gamma[k] - sumG - xhat * sumGXhat);
+    }
+  }
+  store(outs[0], dx);
+  store(outs[1], dgamma);
+  store(outs[2], dbeta);
+  return Status::ok();
+}
+
+//===----------------------------------------------------------------------===//
 // Losses and metrics
 //
 // Predictions are [..., C]: B = elements / C rows. Labels are one-hot
@@ -1876,6 +2001,9 @@ const Entry kKernels[] = {
     {"batch_norm_train", batchNormTrain},
     {"batch_norm_grad", batchNormGrad},
     {"batch_norm_inference_grad", batchNormInferenceGrad},
+    {"channel_scale", channelScale},
+    {"layer_norm", layerNorm},
+    {"layer_norm_grad", layerNormGrad},
     {"categorical_crossentropy", categoricalCrossentropy},
     {"sparse_categorical_crossentropy", sparseCategoricalCrossentropy},
     {"categorical_crossentropy_grad", categoricalCrossentropyGrad},

@@ -637,6 +637,37 @@ inline std::vector<Case> allCases() {
   add("batch_norm_train", "NHWC, unbiased moving variance", unbiased,
       {nx, rnd({16}, 85), rnd({16}, 86, 0.5, 2), rnd({16}, 87), rnd({16}, 90)},
       {{2, 3, 4, 16}, {16}, {16}, {16}, {16}});
+  // Layer norm over the last axis: rows of 16 (NHWC) and of 37 (more
+  // than a warp, not a multiple of it), gamma and beta, bare, beta only.
+  KernelConfig ln;
+  ln.set("epsilon", 1e-3)
+      .set("has_gamma", int64_t{1})
+      .set("has_beta", int64_t{1});
+  KernelConfig lnBare;
+  lnBare.set("epsilon", 1e-5)
+      .set("has_gamma", int64_t{0})
+      .set("has_beta", int64_t{0});
+  KernelConfig lnShift;
+  lnShift.set("epsilon", 1e-3)
+      .set("has_gamma", int64_t{0})
+      .set("has_beta", int64_t{1});
+  Tensor lx = rnd({3, 5, 37}, 91, -2, 3);
+  // conv2d_grad_input as Conv2DTranspose runs it: a kernel smaller than
+  // the stride (output 2 * 3 + max(1 - 2, 0) = 6).
+  add("conv2d_grad_input", "transpose k1 s2 valid", window("valid", {2, 2}),
+      {rnd({2, 3, 3, 4}, 98), rnd({1, 1, 5, 4}, 99)}, {{2, 6, 6, 5}});
+  add("channel_scale", "NHWC", {}, {nx, rnd({16}, 96)}, {{2, 3, 4, 16}});
+  add("channel_scale", "rows of 37", {}, {lx, rnd({37}, 97)}, {{3, 5, 37}});
+  add("layer_norm", "NHWC, gamma beta", ln,
+      {nx, rnd({16}, 92, 0.5, 2), rnd({16}, 93)}, {{2, 3, 4, 16}});
+  add("layer_norm", "rows of 37, bare", lnBare, {lx}, {{3, 5, 37}});
+  add("layer_norm", "rows of 37, beta only", lnShift, {lx, rnd({37}, 93)},
+      {{3, 5, 37}});
+  add("layer_norm_grad", "NHWC, gamma", ln,
+      {rnd({2, 3, 4, 16}, 94), nx, rnd({16}, 92, 0.5, 2)},
+      {{2, 3, 4, 16}, {16}, {16}});
+  add("layer_norm_grad", "rows of 37, no gamma", lnBare,
+      {rnd({3, 5, 37}, 95), lx}, {{3, 5, 37}, {37}, {37}});
   // Evaluation weighs rows (a padded last batch's padding weighs 0).
   Tensor weights = Tensor::f32({4}, {1, 0, 1, 0.5});
   add("categorical_crossentropy", "weighted", {}, {probs, oneHot, weights},

@@ -458,6 +458,87 @@ TEST(FiniteDifference, BatchNormTrain) {
   }
 }
 
+/// conv2d_grad_input as a forward op (Conv2DTranspose): its gradients are
+/// conv2d of dy (for its input) and conv2d_grad_kernel with dy as the
+/// convolution's input (for the kernel); BuildTrainingStepPass.
+TEST(FiniteDifference, Conv2DTranspose) {
+  for (auto [padding, k, s] :
+       {std::tuple{"valid", 3, 2}, std::tuple{"same", 3, 2},
+        std::tuple{"same", 2, 1}, std::tuple{"valid", 1, 2}}) {
+    KernelConfig cfg = convConfig(padding, s, 1);
+    bool same = std::string(padding) == "same";
+    int64_t h = 3, w = 2;
+    int64_t oh = same ? h * s : h * s + std::max(k - s, 0);
+    int64_t ow = same ? w * s : w * s + std::max(k - s, 0);
+    Forward f;
+    f.kernel = "conv2d_grad_input";
+    f.cfg = cfg;
+    f.ins = {Tensor::f64({2, h, w, 3}, uniform(2 * h * w * 3, -1, 1, 171)),
+             Tensor::f64({k, k, 2, 3}, uniform(k * k * 6, -1, 1, 172))};
+    f.outShapes = {{2, oh, ow, 2}};
+    std::vector<double> wts = f.weights(173);
+    std::string what = std::string(" ") + padding + " k" + std::to_string(k) +
+                       " s" + std::to_string(s);
+    expectGradient(
+        analytic("conv2d", cfg, {dyOf(f, wts), f.ins[1]}, {{2, h, w, 3}}),
+        f.numeric(0, wts), "conv2d_transpose dx" + what);
+    expectGradient(analytic("conv2d_grad_kernel", cfg, {dyOf(f, wts), f.ins[0]},
+                            {{k, k, 2, 3}}),
+                   f.numeric(1, wts), "conv2d_transpose dkernel" + what);
+  }
+}
+
+/// channel_scale's gradients are compositions (BuildTrainingStepPass):
+/// dx = channel_scale(dy, scale), dscale = bias_add_grad(multiply(dy, x)).
+TEST(FiniteDifference, ChannelScale) {
+  Forward f;
+  f.kernel = "channel_scale";
+  f.ins = {Tensor::f64({2, 3, 5}, uniform(30, -2, 2, 181)),
+           Tensor::f64({5}, uniform(5, -1.5, 1.5, 182))};
+  f.outShapes = {{2, 3, 5}};
+  std::vector<double> w = f.weights(183);
+  expectGradient(
+      analytic("channel_scale", {}, {dyOf(f, w), f.ins[1]}, {{2, 3, 5}}),
+      f.numeric(0, w), "channel_scale dx");
+  std::vector<double> product =
+      analytic("multiply", {}, {dyOf(f, w), f.ins[0]}, {{2, 3, 5}});
+  expectGradient(
+      analytic("bias_add_grad", {}, {Tensor::f64({2, 3, 5}, product)}, {{5}}),
+      f.numeric(1, w), "channel_scale dscale");
+}
+
+TEST(FiniteDifference, LayerNorm) {
+  for (int variant : {0, 1, 2}) { // gamma and beta; none; beta only
+    Forward f;
+    f.kernel = "layer_norm";
+    bool gamma = variant == 0, beta = variant != 1;
+    f.cfg.set("epsilon", 1e-3)
+        .set("has_gamma", int64_t{gamma})
+        .set("has_beta", int64_t{beta});
+    f.ins = {Tensor::f64({2, 3, 5}, uniform(30, -2, 2, 191))};
+    if (gamma)
+      f.ins.push_back(Tensor::f64({5}, uniform(5, 0.5, 1.5, 192)));
+    if (beta)
+      f.ins.push_back(Tensor::f64({5}, uniform(5, -1, 1, 193)));
+    f.outShapes = {{2, 3, 5}};
+    std::vector<double> w = f.weights(194);
+    std::vector<Tensor> gradIns = {dyOf(f, w), f.ins[0]};
+    if (gamma)
+      gradIns.push_back(f.ins[1]);
+    std::vector<std::vector<int64_t>> gradOuts = {{2, 3, 5}, {5}, {5}};
+    std::string what = " (variant " + std::to_string(variant) + ")";
+    expectGradient(analytic("layer_norm_grad", f.cfg, gradIns, gradOuts, 0),
+                   f.numeric(0, w), "layer_norm_grad dx" + what, 1e-5);
+    if (gamma)
+      expectGradient(analytic("layer_norm_grad", f.cfg, gradIns, gradOuts, 1),
+                     f.numeric(1, w), "layer_norm_grad dgamma" + what);
+    if (beta)
+      expectGradient(analytic("layer_norm_grad", f.cfg, gradIns, gradOuts, 2),
+                     f.numeric(gamma ? 2 : 1, w),
+                     "layer_norm_grad dbeta" + what);
+  }
+}
+
 TEST(FiniteDifference, Losses) {
   // Probabilities well inside (eps, 1 - eps), rows not summing to one (the
   // categorical loss normalises), and logits.

@@ -1,4 +1,4 @@
-//===- PoolNormKernels.cu - pooling and batch normalisation ---------------===//
+//===- PoolNormKernels.cu - pooling, batch and layer normalisation --------===//
 //
 // Own NHWC kernels rather than cuDNN's, because the reference's semantics
 // are not cuDNN's:
@@ -514,6 +514,125 @@ __global__ void batchNormInferenceGradKernel(const float *__restrict__ dy,
   }
 }
 
+//===----------------------------------------------------------------------===//
+// Layer normalisation (the last axis): one warp per row of C values, the
+// row's sums in double and reduced with shuffles; gamma_grad and beta_grad
+// are column sums, one thread per channel, over the rows' statistics that
+// the dx kernel left in the workspace.
+//===----------------------------------------------------------------------===//
+
+constexpr int kWarp = 32;
+
+__device__ double warpSum(double v) {
+  for (int offset = kWarp / 2; offset > 0; offset /= 2)
+    v += __shfl_xor_sync(0xffffffffu, v, offset);
+  return v;
+}
+
+/// mean and 1/sqrt(var + eps) of row `xr`, in every lane of the warp.
+__device__ void rowStatistics(const float *__restrict__ xr, int64_t c, int lane,
+                              double epsilon, double &mean, double &invStd) {
+  double sum = 0.0;
+  for (int64_t k = lane; k < c; k += kWarp)
+    sum += xr[k];
+  mean = warpSum(sum) / c;
+  double sq = 0.0;
+  for (int64_t k = lane; k < c; k += kWarp) {
+    double d = xr[k] - mean;
+    sq += d * d;
+  }
+  invStd = 1.0 / sqrt(warpSum(sq) / c + epsilon);
+}
+
+__global__ void layerNormKernel(const float *__restrict__ x, const float *gamma,
+                                const float *beta, float *__restrict__ y,
+                                int64_t rows, int64_t c, double epsilon) {
+  int lane = threadIdx.x % kWarp;
+  int64_t warps = int64_t(gridDim.x) * (blockDim.x / kWarp);
+  for (int64_t r = (blockIdx.x * int64_t(blockDim.x) + threadIdx.x) / kWarp;
+       r < rows; r += warps) {
+    const float *xr = x + r * c;
+    float *yr = y + r * c;
+    double mean, invStd;
+    rowStatistics(xr, c, lane, epsilon, mean, invStd);
+    for (int64_t k = lane; k < c; k += kWarp) {
+      double v = (xr[k] - mean) * invStd;
+      if (gamma)
+        v *= gamma[k];
+      if (beta)
+        v += beta[k];
+      yr[k] = static_cast<float>(v);
+    }
+  }
+}
+
+/// dx of each row (see the reference), and the row's statistics.
+__global__ void layerNormGradInputKernel(
+    const float *__restrict__ dy, const float *__restrict__ x,
+    const float *gamma, float *__restrict__ dx, double *__restrict__ means,
+    double *__restrict__ invStds, int64_t rows, int64_t c, double epsilon) {
+  int lane = threadIdx.x % kWarp;
+  int64_t warps = int64_t(gridDim.x) * (blockDim.x / kWarp);
+  for (int64_t r = (blockIdx.x * int64_t(blockDim.x) + threadIdx.x) / kWarp;
+       r < rows; r += warps) {
+    const float *xr = x + r * c, *dyr = dy + r * c;
+    float *dxr = dx + r * c;
+    double mean, invStd;
+    rowStatistics(xr, c, lane, epsilon, mean, invStd);
+    double sumG = 0.0, sumGXhat = 0.0;
+    for (int64_t k = lane; k < c; k += kWarp) {
+      double g = gamma ? double(dyr[k]) * gamma[k] : double(dyr[k]);
+      sumG += g;
+      sumGXhat += g * (xr[k] - mean) * invStd;
+    }
+    sumG = warpSum(sumG);
+    sumGXhat = warpSum(sumGXhat);
+    double n = double(c);
+    for (int64_t k = lane; k < c; k += kWarp) {
+      double g = gamma ? double(dyr[k]) * gamma[k] : double(dyr[k]);
+      double xhat = (xr[k] - mean) * invStd;
+      dxr[k] =
+          static_cast<float>(invStd / n * (n * g - sumG - xhat * sumGXhat));
+    }
+    if (lane == 0) {
+      means[r] = mean;
+      invStds[r] = invStd;
+    }
+  }
+}
+
+/// gamma_grad = sum dy * xhat and beta_grad = sum dy over the rows.
+__global__ void layerNormGradScaleShiftKernel(
+    const float *__restrict__ dy, const float *__restrict__ x,
+    const double *__restrict__ means, const double *__restrict__ invStds,
+    float *__restrict__ dgamma, float *__restrict__ dbeta, int64_t rows,
+    int64_t c) {
+  for (int64_t k = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; k < c;
+       k += int64_t(gridDim.x) * blockDim.x) {
+    double sumDy = 0.0, sumDyXhat = 0.0;
+    for (int64_t r = 0; r < rows; ++r) {
+      int64_t i = r * c + k;
+      sumDy += dy[i];
+      sumDyXhat += double(dy[i]) * (x[i] - means[r]) * invStds[r];
+    }
+    dgamma[k] = static_cast<float>(sumDyXhat);
+    dbeta[k] = static_cast<float>(sumDy);
+  }
+}
+
+/// y = x * scale per channel of the last axis (Keras' LayerScale).
+__global__ void channelScaleKernel(const float *__restrict__ x,
+                                   const float *__restrict__ scale,
+                                   float *__restrict__ y, int64_t elements,
+                                   int64_t c) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < elements;
+       i += int64_t(gridDim.x) * blockDim.x)
+    y[i] = x[i] * scale[i % c];
+}
+
+/// Blocks for one warp per row.
+unsigned warpBlocksFor(int64_t rows) { return blocksFor(rows * kWarp); }
+
 /// Checks [..., C] `x` against per-channel operands; returns C.
 Status channelsOf(const char *kName, const Tensors &ins, size_t first,
                   int64_t &c) {
@@ -695,6 +814,110 @@ Status batchNormInferenceGrad(const KernelContext &ctx, const KernelConfig &cfg,
   return Status::ok();
 }
 
+/// ins: x, scale; outs: y.
+Status channelScale(const KernelContext &ctx, const KernelConfig &,
+                    const Tensors &ins, const Tensors &outs, KernelFn &out) {
+  static constexpr const char *kName = "channel_scale";
+  RETURN_IF_ERROR(checkOperands(kName, ins, outs, 2, 2, 1));
+  int64_t c = 0;
+  RETURN_IF_ERROR(channelsOf(kName, ins, 1, c));
+  REQUIRE(outs[0].elements() == ins[0].elements(),
+          "output " + shapeText(outs[0].shape) + " differs in size from " +
+              shapeText(ins[0].shape));
+  CudaDeviceState *state = nullptr;
+  RETURN_IF_ERROR(deviceStateOf(kName, ctx, state));
+  const float *x = ins[0].f32(), *scale = ins[1].f32();
+  float *y = outs[0].f32();
+  int64_t elements = ins[0].elements();
+  out = [=](const KernelContext &, const KernelConfig &, const Tensors &,
+            const Tensors &) {
+    channelScaleKernel<<<blocksFor(elements), kThreads, 0, state->compute>>>(
+        x, scale, y, elements, c);
+    RETURN_IF_LAUNCH_FAILED("channelScaleKernel");
+    return Status::ok();
+  };
+  return Status::ok();
+}
+
+/// ins: x, [gamma], [beta]; outs: y.
+Status layerNorm(const KernelContext &ctx, const KernelConfig &cfg,
+                 const Tensors &ins, const Tensors &outs, KernelFn &out) {
+  static constexpr const char *kName = "layer_norm";
+  RETURN_IF_ERROR(checkOperands(kName, ins, outs, 1, 3, 1));
+  int64_t c = 0;
+  RETURN_IF_ERROR(channelsOf(kName, ins, 1, c));
+  REQUIRE(outs[0].elements() == ins[0].elements(),
+          "output " + shapeText(outs[0].shape) + " differs in size from " +
+              shapeText(ins[0].shape));
+  size_t optional = ins.size() - 1;
+  bool hasGamma = cfg.getInt("has_gamma", optional >= 1) != 0;
+  bool hasBeta = cfg.getInt("has_beta", optional >= 2) != 0;
+  REQUIRE(size_t(hasGamma) + size_t(hasBeta) == optional,
+          "has_gamma and has_beta do not match its " +
+              std::to_string(ins.size()) + " inputs");
+  CudaDeviceState *state = nullptr;
+  RETURN_IF_ERROR(deviceStateOf(kName, ctx, state));
+  const float *x = ins[0].f32();
+  const float *gamma = hasGamma ? ins[1].f32() : nullptr;
+  const float *beta = hasBeta ? ins[hasGamma ? 2 : 1].f32() : nullptr;
+  float *y = outs[0].f32();
+  int64_t rows = ins[0].elements() / c;
+  double epsilon = cfg.getFloat("epsilon", 1e-3);
+  out = [=](const KernelContext &, const KernelConfig &, const Tensors &,
+            const Tensors &) {
+    layerNormKernel<<<warpBlocksFor(rows), kThreads, 0, state->compute>>>(
+        x, gamma, beta, y, rows, c, epsilon);
+    RETURN_IF_LAUNCH_FAILED("layerNormKernel");
+    return Status::ok();
+  };
+  return Status::ok();
+}
+
+/// ins: dy, x, [gamma]; outs: dx, dgamma, dbeta. Workspace: each row's
+/// mean and inv_std (doubles).
+Status layerNormGrad(const KernelContext &ctx, const KernelConfig &cfg,
+                     const Tensors &ins, const Tensors &outs, KernelFn &out) {
+  static constexpr const char *kName = "layer_norm_grad";
+  RETURN_IF_ERROR(checkOperands(kName, ins, outs, 2, 3, 3));
+  Tensors shifted(ins.begin() + 1, ins.end()); // x first, for channelsOf
+  int64_t c = 0;
+  RETURN_IF_ERROR(channelsOf(kName, shifted, 1, c));
+  REQUIRE(ins[0].elements() == ins[1].elements() &&
+              outs[0].elements() == ins[1].elements(),
+          "output_grad " + shapeText(ins[0].shape) + ", x " +
+              shapeText(ins[1].shape) + " and input_grad " +
+              shapeText(outs[0].shape) + " differ in size");
+  REQUIRE(outs[1].elements() == c && outs[2].elements() == c,
+          "gamma_grad " + shapeText(outs[1].shape) + " and beta_grad " +
+              shapeText(outs[2].shape) + " do not match the " +
+              std::to_string(c) + " channels");
+  CudaDeviceState *state = nullptr;
+  RETURN_IF_ERROR(deviceStateOf(kName, ctx, state));
+  int64_t rows = ins[1].elements() / c;
+  REQUIRE(state->workspace &&
+              2 * size_t(rows) * sizeof(double) <= state->workspaceBytes,
+          "the statistics of " + std::to_string(rows) +
+              " rows do not fit in the device workspace");
+  double *means = static_cast<double *>(state->workspace);
+  double *invStds = means + rows;
+  const float *dy = ins[0].f32(), *x = ins[1].f32();
+  const float *gamma = ins.size() == 3 ? ins[2].f32() : nullptr;
+  float *dx = outs[0].f32(), *dgamma = outs[1].f32(), *dbeta = outs[2].f32();
+  double epsilon = cfg.getFloat("epsilon", 1e-3);
+  out = [=](const KernelContext &, const KernelConfig &, const Tensors &,
+            const Tensors &) {
+    cudaStream_t stream = state->compute;
+    layerNormGradInputKernel<<<warpBlocksFor(rows), kThreads, 0, stream>>>(
+        dy, x, gamma, dx, means, invStds, rows, c, epsilon);
+    RETURN_IF_LAUNCH_FAILED("layerNormGradInputKernel");
+    layerNormGradScaleShiftKernel<<<blocksFor(c), kThreads, 0, stream>>>(
+        dy, x, means, invStds, dgamma, dbeta, rows, c);
+    RETURN_IF_LAUNCH_FAILED("layerNormGradScaleShiftKernel");
+    return Status::ok();
+  };
+  return Status::ok();
+}
+
 } // namespace
 
 void registerPoolNormKernels() {
@@ -710,6 +933,9 @@ void registerPoolNormKernels() {
   r.addFactory("batch_norm_grad", Backend::cuda, batchNormGrad);
   r.addFactory("batch_norm_inference_grad", Backend::cuda,
                batchNormInferenceGrad);
+  r.addFactory("channel_scale", Backend::cuda, channelScale);
+  r.addFactory("layer_norm", Backend::cuda, layerNorm);
+  r.addFactory("layer_norm_grad", Backend::cuda, layerNormGrad);
 }
 
 } // namespace graph::runtime::cuda

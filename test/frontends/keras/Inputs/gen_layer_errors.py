@@ -70,6 +70,35 @@ def main():
     m = one_layer((5, 6, 2), L.UpSampling2D(interpolation="bilinear"))
     write("upsampling_bilinear.json", m)
 
+    # LayerNormalization: the last axis only, and no rms_scaling.
+    m = one_layer((5, 6, 2), L.LayerNormalization(axis=1))
+    write("layer_norm_axis.json", m)
+
+    m = one_layer((5, 6, 2), L.LayerNormalization(axis=[1, 2, 3]))
+    write("layer_norm_axes.json", m)
+
+    m = one_layer((5, 6, 2), L.LayerNormalization())
+    layer(m, "LayerNormalization")["rms_scaling"] = True
+    write("layer_norm_rms_scaling.json", m)
+
+    # keras.applications' own layers: StochasticDepth only at rate 0, and
+    # LayerScale's projection_dim is the input's last axis.
+    from keras.src.applications.convnext import LayerScale, StochasticDepth
+    m = one_layer((5, 6, 2), StochasticDepth(0.1))
+    write("stochastic_depth_rate.json", m)
+
+    m = one_layer((5, 6, 2), LayerScale(1e-6, 2))
+    layer(m, "LayerScale")["projection_dim"] = 3
+    write("layer_scale_projection_dim.json", m)
+
+    # Conv2DTranspose: no output_padding, no dilation.
+    m = one_layer((5, 6, 2), L.Conv2DTranspose(3, 3, strides=2,
+                                                output_padding=1))
+    write("conv2d_transpose_output_padding.json", m)
+
+    m = one_layer((5, 6, 2), L.Conv2DTranspose(3, 3, dilation_rate=2))
+    write("conv2d_transpose_dilation.json", m)
+
     keras.backend.clear_session()
     a, b, c = (keras.Input((4,)) for _ in range(3))
     # Keras' Subtract refuses 3 inputs: an Add of 3, renamed.
