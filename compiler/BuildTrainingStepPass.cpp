@@ -69,7 +69,8 @@ static std::optional<SmallVector<unsigned>> gradientOperands(Operation *op) {
       .Case<ReluOp, SigmoidOp, TanhOp, EluOp, LeakyReluOp, GeluOp, SoftmaxOp,
             DropoutOp, MaxPool2DOp, AvgPool2DOp, GlobalAvgPool2DOp, FlattenOp,
             ReshapeOp, PadOp, ClippedReluOp, SiluOp, HardSigmoidOp, HardSiluOp,
-            ScaleShiftOp, AvgPool2DGradOp, TransposeOp>(
+            ScaleShiftOp, AvgPool2DGradOp, TransposeOp, BroadcastOp, SumToOp,
+            NormalizeOp, ChannelScaleShiftOp>(
           [](Operation *) { return SmallVector<unsigned>{0}; })
       .Case<AddOp, ConcatenateOp, MultiplyOp, MaximumOp>([](Operation *op) {
         return llvm::to_vector(llvm::seq<unsigned>(0, op->getNumOperands()));
@@ -141,8 +142,9 @@ emitOperandGradients(OpBuilder &b, Operation *op, Value dy,
                                    op.getApproximateAttr()));
       })
       .Case([&](DropoutOp op) {
-        give(0, DropoutGradOp::create(b, loc, dyType, dy, op.getRateAttr(),
-                                      op.getSeedAttr()));
+        give(0,
+             DropoutGradOp::create(b, loc, dyType, dy, op.getRateAttr(),
+                                   op.getSeedAttr(), op.getNoiseShapeAttr()));
       })
       .Case([&](MaxPool2DOp op) {
         give(0, MaxPool2DGradOp::create(
@@ -205,6 +207,25 @@ emitOperandGradients(OpBuilder &b, Operation *op, Value dy,
         give(0, AvgPool2DOp::create(b, loc, op.getOutputGrad().getType(), dy,
                                     op.getPoolSizeAttr(), op.getStridesAttr(),
                                     op.getPaddingAttr()));
+      })
+      .Case([&](ChannelScaleShiftOp op) {
+        SmallVector<double> zeros(op.getOffset().size(), 0.0);
+        give(0,
+             ChannelScaleShiftOp::create(b, loc, dyType, dy, op.getScaleAttr(),
+                                         b.getDenseF64ArrayAttr(zeros)));
+      })
+      .Case([&](BroadcastOp op) {
+        // Each input element fed every output element it was repeated to.
+        give(0, SumToOp::create(b, loc, op.getInput().getType(), dy));
+      })
+      .Case([&](SumToOp op) {
+        give(0, BroadcastOp::create(b, loc, op.getInput().getType(), dy));
+      })
+      .Case([&](NormalizeOp op) {
+        // The statistics are constants (non-trainable variables): only the
+        // input has a gradient, dy / max(sqrt(variance), epsilon).
+        give(0, NormalizeOp::create(b, loc, dyType, dy, op.getVariance(),
+                                    Value(), op.getEpsilonAttr()));
       })
       .Case([&](TransposeOp op) {
         ArrayRef<int64_t> perm = op.getPermutation();

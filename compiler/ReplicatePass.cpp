@@ -50,7 +50,8 @@ static std::optional<SmallVector<bool>> batchCarryingResults(Operation *op) {
   if (isa<Conv2DGradInputOp, MaxPool2DGradOp, AvgPool2DGradOp,
           GlobalAvgPool2DGradOp, ReshapeOp, SliceOp, FusedConv2DOp,
           FusedDenseOp, CategoricalCrossentropyGradOp,
-          SparseCategoricalCrossentropyGradOp>(op))
+          SparseCategoricalCrossentropyGradOp, BroadcastOp, SumToOp,
+          NormalizeOp>(op))
     return SmallVector<bool>{true};
   // output; batch_mean, batch_inv_std and the new moving statistics are [C].
   if (isa<BatchNormTrainOp>(op))
