@@ -84,6 +84,36 @@ def main():
     m["config"]["layers"][1]["config"]["batch_shape"] = [None, 5]
     write("multiply_shape.json", m)
 
+    # Broadcasting, noise shapes, Normalization and operation layers.
+    # Two statistics for three channels (Keras refuses it when called).
+    m = one_layer((4, 4, 3), lambda x: L.Normalization(
+        mean=[1.0, 2.0, 3.0], variance=[1.0, 4.0, 9.0])(x))
+    layer(m, "Normalization")["mean"] = [1.0, 2.0]
+    layer(m, "Normalization")["variance"] = [1.0, 4.0]
+    write("normalization_vector.json", m)
+
+    m = one_layer((4, 4, 3), L.Normalization(axis=1))
+    write("normalization_axis.json", m)
+
+    m = one_layer((4, 4, 3), lambda x: keras.ops.power(x, 2.0))
+    write("op_layer_power.json", m)
+
+    keras.backend.clear_session()
+    a, b = keras.Input((4,)), keras.Input((4,))
+    m = json.loads(keras.Model([a, b], a / b).to_json())
+    write("op_layer_divide_tensors.json", m)
+
+    # Keras refuses a rank-3 input when the model is built.
+    m = one_layer((4, 4, 3), L.SpatialDropout2D(0.5))
+    m["config"]["layers"][0]["config"]["batch_shape"] = [None, 4, 3]
+    write("spatial_dropout_rank.json", m)
+
+    keras.backend.clear_session()
+    a, b = keras.Input((4, 3)), keras.Input((1, 3))
+    m = json.loads(keras.Model([a, b], L.Add()([a, b])).to_json())
+    m["config"]["layers"][1]["config"]["batch_shape"] = [None, 2, 3]
+    write("add_broadcast_mismatch.json", m)
+
     with open(os.path.join(HERE, "..", "fixtures", "tf2",
                            "fashion_mnist_cnn.json")) as f:
         m = json.load(f)
