@@ -8,12 +8,14 @@ Regenerate with the bench venv (Keras 3.15, TensorFlow backend):
 Each family at the smallest input Keras accepts (32x32; Xception 71x71),
 weights=None, classes=10, compiled with Adam and categorical cross-entropy
 (so the JSON carries its compile config). Prints each model's layer count
-and output shape. Only four families are kept in the repository (their JSON
-is 85-170 KB each); docs/keras.md lists the others, checked the same way by
-hand.
+and output shape. Only some families are kept in the repository (their JSON
+is 85-260 KB each); docs/keras.md lists the others, checked the same way by
+hand. The families in ARCHIVED are written as .keras archives holding only
+config.json, deflated (6-7 KB instead of 160-260 KB).
 """
 import os
 import sys
+import zipfile
 
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
@@ -26,11 +28,24 @@ FAMILIES = {
     "resnet50": (A.ResNet50, 32),
     "xception": (A.Xception, 71),
 }
+# Squeeze-and-excite (broadcasting Multiply), Dropout(noise_shape),
+# Normalization, and MobileNetV3's operation layers (x + 3.0, x * (1 / 6)).
+ARCHIVED = {
+    "efficientnet_b0": (A.EfficientNetB0, 32),
+    "efficientnet_v2_b0": (A.EfficientNetV2B0, 32),
+    "mobilenet_v3_small": (A.MobileNetV3Small, 32),
+    "mobilenet_v3_large": (A.MobileNetV3Large, 32),
+}
 out = sys.argv[1]
-for name, (build, size) in FAMILIES.items():
+for name, (build, size) in {**FAMILIES, **ARCHIVED}.items():
     keras.utils.set_random_seed(0)
     model = build(weights=None, input_shape=(size, size, 3), classes=10)
     model.compile(optimizer="adam", loss="categorical_crossentropy")
-    with open(os.path.join(out, f"{name}.json"), "w") as f:
-        f.write(model.to_json())
+    if name in ARCHIVED:
+        with zipfile.ZipFile(os.path.join(out, f"{name}.keras"), "w",
+                             zipfile.ZIP_DEFLATED) as z:
+            z.writestr("config.json", model.to_json())
+    else:
+        with open(os.path.join(out, f"{name}.json"), "w") as f:
+            f.write(model.to_json())
     print(name, len(model.layers), "layers, output", model.output.shape)
