@@ -84,6 +84,16 @@ def main():
     m["config"]["layers"][1]["config"]["batch_shape"] = [None, 5]
     write("multiply_shape.json", m)
 
+    # Not an error: op_layers.test imports Keras 3 operation layers with a
+    # number on either side and of two tensors.
+    keras.backend.clear_session()
+    x = keras.Input((4,))
+    y = 3.0 - x
+    y = y / 2.0
+    y = y - 1.0
+    y = y + x
+    write("op_layers.json", json.loads(keras.Model(x, y * x).to_json()))
+
     # Broadcasting, noise shapes, Normalization and operation layers.
     # Two statistics for three channels (Keras refuses it when called).
     m = one_layer((4, 4, 3), lambda x: L.Normalization(
