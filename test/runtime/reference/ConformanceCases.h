@@ -195,9 +195,9 @@ inline std::vector<Case> allCases() {
   add("dropout_grad", "", drop, {rnd({8, 9}, 21)}, {{8, 9}}, ctx);
   // Keras' noise_shape: per sample (EfficientNet), per channel
   // (SpatialDropout2D).
-  for (auto [label, noise] : {std::pair<const char *, std::vector<int64_t>>{
-                                  "per sample", {1, 1, 1}},
-                              {"per channel", {1, 1, 6}}}) {
+  for (auto [label, noise] :
+       {std::pair<const char *, std::vector<int64_t>>{"per sample", {1, 1, 1}},
+        {"per channel", {1, 1, 6}}}) {
     KernelConfig shared = drop;
     shared.set("noise_shape", noise);
     add("dropout", label, shared, {rnd({4, 3, 5, 6}, 20)}, {{4, 3, 5, 6}}, ctx);
