@@ -71,7 +71,8 @@ static std::optional<SmallVector<unsigned>> gradientOperands(Operation *op) {
             DropoutOp, MaxPool2DOp, AvgPool2DOp, GlobalAvgPool2DOp, FlattenOp,
             ReshapeOp, PadOp, ClippedReluOp, SiluOp, HardSigmoidOp, HardSiluOp,
             ScaleShiftOp, AvgPool2DGradOp, TransposeOp, RandomImageTransformOp,
-            RandomContrastOp>(
+            RandomContrastOp, BroadcastOp, SumToOp, NormalizeOp,
+            ChannelScaleShiftOp>(
           [](Operation *) { return SmallVector<unsigned>{0}; })
       .Case<AddOp, ConcatenateOp, MultiplyOp, MaximumOp, LayerNormOp>(
           [](Operation *op) {
@@ -162,8 +163,9 @@ emitOperandGradients(OpBuilder &b, Operation *op, Value dy,
                                    op.getApproximateAttr()));
       })
       .Case([&](DropoutOp op) {
-        give(0, DropoutGradOp::create(b, loc, dyType, dy, op.getRateAttr(),
-                                      op.getSeedAttr()));
+        give(0,
+             DropoutGradOp::create(b, loc, dyType, dy, op.getRateAttr(),
+                                   op.getSeedAttr(), op.getNoiseShapeAttr()));
       })
       .Case([&](RandomImageTransformOp op) {
         // Same attributes, so the same draws; the result is the input's type.
@@ -241,6 +243,25 @@ emitOperandGradients(OpBuilder &b, Operation *op, Value dy,
         give(0, AvgPool2DOp::create(b, loc, op.getOutputGrad().getType(), dy,
                                     op.getPoolSizeAttr(), op.getStridesAttr(),
                                     op.getPaddingAttr()));
+      })
+      .Case([&](ChannelScaleShiftOp op) {
+        SmallVector<double> zeros(op.getOffset().size(), 0.0);
+        give(0,
+             ChannelScaleShiftOp::create(b, loc, dyType, dy, op.getScaleAttr(),
+                                         b.getDenseF64ArrayAttr(zeros)));
+      })
+      .Case([&](BroadcastOp op) {
+        // Each input element fed every output element it was repeated to.
+        give(0, SumToOp::create(b, loc, op.getInput().getType(), dy));
+      })
+      .Case([&](SumToOp op) {
+        give(0, BroadcastOp::create(b, loc, op.getInput().getType(), dy));
+      })
+      .Case([&](NormalizeOp op) {
+        // The statistics are constants (non-trainable variables): only the
+        // input has a gradient, dy / max(sqrt(variance), epsilon).
+        give(0, NormalizeOp::create(b, loc, dyType, dy, op.getVariance(),
+                                    Value(), op.getEpsilonAttr()));
       })
       .Case([&](TransposeOp op) {
         ArrayRef<int64_t> perm = op.getPermutation();

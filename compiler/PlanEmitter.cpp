@@ -143,6 +143,9 @@ private:
     if (auto a = dyn_cast<DenseI64ArrayAttr>(value))
       return plan::CreateAttr(fbb, key, plan::AttrKind::ints, 0, 0, 0,
                               fbb.CreateVector(a.asArrayRef().vec()));
+    if (auto a = dyn_cast<DenseF64ArrayAttr>(value))
+      return plan::CreateAttr(fbb, key, plan::AttrKind::floats, 0, 0, 0, 0,
+                              fbb.CreateVector(a.asArrayRef().vec()));
     if (auto a = dyn_cast<ArrayAttr>(value)) {
       std::vector<int64_t> ints;
       std::vector<double> floats;

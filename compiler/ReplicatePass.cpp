@@ -51,7 +51,7 @@ static std::optional<SmallVector<bool>> batchCarryingResults(Operation *op) {
           GlobalAvgPool2DGradOp, ReshapeOp, SliceOp, FusedConv2DOp,
           FusedDenseOp, CategoricalCrossentropyGradOp,
           SparseCategoricalCrossentropyGradOp, RandomImageTransformOp,
-          RandomImageTransformGradOp>(op))
+          RandomImageTransformGradOp, BroadcastOp, SumToOp, NormalizeOp>(op))
     return SmallVector<bool>{true};
   // output; batch_mean, batch_inv_std and the new moving statistics are [C].
   if (isa<BatchNormTrainOp>(op))

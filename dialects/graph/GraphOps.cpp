@@ -449,6 +449,66 @@ LogicalResult DropoutOp::verify() {
   double rate = getRate().convertToDouble();
   if (!(rate >= 0 && rate < 1))
     return emitOpError("rate must be in [0, 1), got ") << formatF64(rate);
+  if (std::optional<ArrayRef<int64_t>> noise = getNoiseShape()) {
+    ArrayRef<int64_t> shape = getInput().getType().getShape();
+    if (shape.empty() || noise->size() != shape.size() - 1)
+      return emitOpError("noise_shape has ")
+             << noise->size()
+             << " dimensions: expected one per input axis after the batch "
+                "axis";
+    for (auto [d, n] : llvm::enumerate(*noise))
+      if (n != shape[d + 1] && n != 1)
+        return emitOpError("noise_shape dimension ")
+               << d << " is " << n << ": expected 1 or " << shape[d + 1];
+  }
+  return success();
+}
+
+/// Whether every dimension of `unit` is 1 or `full`'s, at one rank.
+static LogicalResult checkBroadcastable(Operation *op, RankedTensorType unit,
+                                        RankedTensorType full) {
+  if (unit.getRank() != full.getRank())
+    return op->emitOpError("ranks differ: ") << unit << " and " << full;
+  for (auto [u, f] : llvm::zip(unit.getShape(), full.getShape()))
+    if (u != 1 && u != f)
+      return op->emitOpError("cannot broadcast ") << unit << " to " << full;
+  return success();
+}
+
+LogicalResult ChannelScaleShiftOp::verify() {
+  RankedTensorType type = getInput().getType();
+  if (type.getRank() < 1)
+    return emitOpError("expects an input of rank >= 1");
+  int64_t channels = type.getShape().back();
+  for (ArrayRef<double> v : {getScale(), getOffset()})
+    if (static_cast<int64_t>(v.size()) != channels)
+      return emitOpError("scale and offset need ")
+             << channels << " elements (one per channel), got " << v.size();
+  return success();
+}
+
+LogicalResult BroadcastOp::verify() {
+  return checkBroadcastable(*this, getInput().getType(), getOutput().getType());
+}
+
+LogicalResult SumToOp::verify() {
+  return checkBroadcastable(*this, getOutput().getType(), getInput().getType());
+}
+
+LogicalResult NormalizeOp::verify() {
+  RankedTensorType type = getInput().getType();
+  if (type != getOutput().getType())
+    return emitOpError("output type differs from the input's");
+  if (type.getRank() < 1)
+    return emitOpError("expects an input of rank >= 1");
+  int64_t channels = type.getShape().back();
+  for (Value v : {getVariance(), getMean()})
+    if (v && cast<RankedTensorType>(v.getType()).getShape() !=
+                 ArrayRef<int64_t>{channels})
+      return emitOpError("mean and variance must have shape [")
+             << channels << "], got " << v.getType();
+  if (!(getEpsilon().convertToDouble() >= 0))
+    return emitOpError("epsilon must not be negative");
   return success();
 }
 

@@ -320,7 +320,16 @@ def Graph_SoftmaxOp : Graph_UnaryOp<"softmax", "softmax along `axis`",
 def Graph_DropoutOp : Graph_UnaryOp<"dropout",
     "inverted dropout in training (keep with probability 1 - rate, scale by "
     "1 / (1 - rate)); identity in evaluation",
-    (ins F64Attr:$rate, I64Attr:$seed)> {
+    (ins F64Attr:$rate, I64Attr:$seed,
+         OptionalAttr<DenseI64ArrayAttr>:$noise_shape)> {
+  let description = [{
+    With `noise_shape` (one dimension per input axis after the batch axis,
+    each 1 or the input's: the batch axis is never shared, so the attribute
+    holds no batch size and replicas keep it), one mask element is drawn per
+    element of `[batch] + noise_shape` and repeated along its unit axes
+    (Keras' noise_shape, SpatialDropout2D): the mask element's index within
+    that shape takes the place of the element's index in the hash.
+  }];
   let hasVerifier = 1;
 }
 
@@ -419,6 +428,65 @@ def Graph_ScaleShiftOp : Graph_UnaryOp<"scale_shift", "x * scale + offset",
   let description = [{
     Keras Rescaling; also the negation in Subtract and the 1/n of Average.
   }];
+}
+
+def Graph_ChannelScaleShiftOp : Graph_Op<"channel_scale_shift", [Pure,
+    SameOperandsAndResultType]> {
+  let summary = "x * scale[c] + offset[c] per channel c of the last axis";
+  let description = [{
+    Keras' Rescaling with per-channel lists (EfficientNet's 1 / sqrt(stddev)
+    per RGB channel) and Normalization with per-channel mean and variance in
+    its config: constants, one per channel (or one for all). The gradient
+    is this op with the scale and no offset.
+  }];
+  let arguments = (ins Graph_FloatTensor:$input, DenseF64ArrayAttr:$scale,
+                       DenseF64ArrayAttr:$offset);
+  let results = (outs Graph_FloatTensor:$output);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+def Graph_BroadcastOp : Graph_Op<"broadcast", [Pure]> {
+  let summary = "repeats the unit axes of a tensor up to the result's shape";
+  let description = [{
+    Keras' broadcasting merges (a squeeze-and-excite Multiply of `[N, 1, 1,
+    C]` by `[N, H, W, C]`): input and result have one rank, and each input
+    dimension is 1 or the result's. Its gradient is graph.sum_to.
+  }];
+  let arguments = (ins Graph_FloatTensor:$input);
+  let results = (outs Graph_FloatTensor:$output);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($output)";
+  let hasVerifier = 1;
+}
+
+def Graph_SumToOp : Graph_Op<"sum_to", [Pure]> {
+  let summary = "sums a tensor over the axes where the result has 1";
+  let description = [{
+    The gradient of graph.broadcast: input and result have one rank, and
+    each result dimension is 1 or the input's.
+  }];
+  let arguments = (ins Graph_FloatTensor:$input);
+  let results = (outs Graph_FloatTensor:$output);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($output)";
+  let hasVerifier = 1;
+}
+
+def Graph_NormalizeOp : Graph_Op<"normalize", [Pure]> {
+  let summary = "(x - mean) / max(sqrt(variance), epsilon) per channel";
+  let description = [{
+    Keras' Normalization layer over the last axis: `mean` and `variance`
+    have one element per channel of the last axis. Without `mean` it is 0:
+    so the gradient, dx = dy / max(sqrt(variance), epsilon), is this op too.
+  }];
+  let arguments = (ins Graph_FloatTensor:$input, Graph_FloatTensor:$variance,
+                       Optional<Graph_FloatTensor>:$mean,
+                       DefaultValuedAttr<F64Attr, "1.0e-7">:$epsilon);
+  let results = (outs Graph_FloatTensor:$output);
+  let assemblyFormat = [{
+    $input `,` $variance (`mean` $mean^)? attr-dict
+    `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
 }
 
 def Graph_ConcatenateOp : Graph_Op<"concatenate", [Pure, InferTypeOpAdaptor]> {
@@ -690,7 +758,8 @@ def Graph_SoftmaxGradOp : Graph_ActivationGradOp<"softmax_grad",
 def Graph_DropoutGradOp : Graph_UnaryOp<"dropout_grad",
     "applies the forward dropout's mask (regenerated from seed and step) and "
     "scale to the gradient",
-    (ins F64Attr:$rate, I64Attr:$seed)>;
+    (ins F64Attr:$rate, I64Attr:$seed,
+         OptionalAttr<DenseI64ArrayAttr>:$noise_shape)>;
 
 def Graph_RandomImageTransformGradOp : Graph_Op<"random_image_transform_grad",
     [Pure]> {

@@ -9,6 +9,9 @@
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/CheckedArithmetic.h"
 
+#include <algorithm>
+#include <cmath>
+
 using namespace mlir;
 using namespace mlir::graph;
 
@@ -182,8 +185,52 @@ public:
         layer(layer), error(std::move(error)) {}
 
   /// Reads the layer's variable `weight`, creating it on first use.
+  /// A VarianceScaling as the kind it draws from at this shape, with Keras'
+  /// fans (the receptive field times the input and output channels).
+  static Initializer resolveVarianceScaling(const Initializer &init,
+                                            llvm::ArrayRef<int64_t> shape) {
+    if (!init.variance_scaling)
+      return init;
+    using VS = Initializer::VarianceScaling;
+    const VS &vs = *init.variance_scaling;
+    double fanIn = 1, fanOut = 1;
+    if (shape.size() == 1) {
+      fanIn = fanOut = static_cast<double>(shape[0]);
+    } else if (shape.size() >= 2) {
+      double receptive = 1;
+      for (size_t i = 0; i + 2 < shape.size(); ++i)
+        receptive *= static_cast<double>(shape[i]);
+      fanIn = static_cast<double>(shape[shape.size() - 2]) * receptive;
+      fanOut = static_cast<double>(shape.back()) * receptive;
+    }
+    double fan = vs.mode == VS::Mode::fan_in    ? fanIn
+                 : vs.mode == VS::Mode::fan_out ? fanOut
+                                                : (fanIn + fanOut) / 2.0;
+    double variance = vs.scale / std::max(1.0, fan);
+    Initializer out = init;
+    out.variance_scaling.reset();
+    out.mean = 0.0;
+    switch (vs.distribution) {
+    case VS::Distribution::uniform:
+      out.kind = InitKind::random_uniform;
+      out.maxval = std::sqrt(3.0 * variance);
+      out.minval = -out.maxval;
+      break;
+    case VS::Distribution::truncated_normal:
+      // Keras: the stddev of a normal truncated at 2 stddevs, corrected.
+      out.kind = InitKind::truncated_normal;
+      out.stddev = std::sqrt(variance) / 0.87962566103423978;
+      break;
+    case VS::Distribution::untruncated_normal:
+      out.kind = InitKind::random_normal;
+      out.stddev = std::sqrt(variance);
+      break;
+    }
+    return out;
+  }
+
   Value variable(llvm::StringRef weight, llvm::ArrayRef<int64_t> shape,
-                 const Initializer &init, bool trainable) {
+                 const Initializer &initIn, bool trainable) {
     MLIRContext *ctx = builder.getContext();
     if (!sizeFits(shape)) {
       error(tooLarge(weight, shape));
@@ -194,6 +241,7 @@ public:
     if (!var) {
       std::string message;
       InitializerAttr attr;
+      Initializer init = resolveVarianceScaling(initIn, shape);
       {
         ScopedDiagnosticHandler capture(ctx, [&](Diagnostic &diag) {
           if (message.empty())
@@ -867,10 +915,40 @@ Layer ModelBuilder::Dropout(DropoutOptions o) {
                             std::to_string(o.rate)),
                  Tensor();
         Value x = in[0].getValue();
+        DenseI64ArrayAttr noise;
+        if (o.noise_shape) {
+          llvm::ArrayRef<int64_t> shape = in[0].shape();
+          if (o.noise_shape->size() != shape.size())
+            return emit.error(
+                       "noise_shape has " + llvm::Twine(o.noise_shape->size()) +
+                       " dimensions, the input " + llvm::Twine(shape.size())),
+                   Tensor();
+          SmallVector<int64_t> dims;
+          bool shared = false;
+          for (auto [d, n] : llvm::enumerate(*o.noise_shape)) {
+            if (n && *n != shape[d] && (*n != 1 || d == 0))
+              return emit.error(
+                         "noise_shape dimension " + llvm::Twine(d) + " is " +
+                         llvm::Twine(*n) + ": expected " +
+                         (d == 0 ? "null (the batch)" : "null, 1 or ") +
+                         (d == 0 ? std::string() : std::to_string(shape[d])) +
+                         (d == 0 ? ": a mask shared across the batch is not "
+                                   "supported"
+                                 : "")),
+                     Tensor();
+            dims.push_back(n.value_or(shape[d]));
+            shared = shared || dims.back() != shape[d];
+          }
+          // The batch axis is never shared: the op holds the others.
+          if (shared)
+            noise = builder.getDenseI64ArrayAttr(
+                llvm::ArrayRef<int64_t>(dims).drop_front());
+        }
         return Tensor(DropoutOp::create(
             builder, layer.loc, x.getType(), x, builder.getF64FloatAttr(o.rate),
             builder.getI64IntegerAttr(
-                o.seed.value_or(seedFromName(layer.name)))));
+                o.seed.value_or(seedFromName(layer.name))),
+            noise));
       });
 }
 
@@ -1071,22 +1149,45 @@ Layer ModelBuilder::StochasticDepth(LayerOptions o) {
                    });
 }
 
-/// The inputs of a merge layer, which must all have one shape (Keras would
-/// broadcast; that is not supported).
+/// The inputs of a merge layer, broadcast to one shape as Keras does: at one
+/// rank, each dimension is the largest of the inputs', which the others
+/// match or have as 1 (a squeeze-and-excite `[N, 1, 1, C]` times `[N, H, W,
+/// C]`). Inputs with another shape go through graph.broadcast.
 static std::optional<SmallVector<Value>>
-sameShapeInputs(llvm::ArrayRef<Tensor> in,
+broadcastInputs(OpBuilder &builder, Location loc, llvm::ArrayRef<Tensor> in,
                 const std::function<void(const llvm::Twine &)> &error) {
+  auto first = cast<RankedTensorType>(in[0].getValue().getType());
+  SmallVector<int64_t> shape(first.getShape());
+  auto mismatch = [&](Type a, Type b) {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    os << "inputs must have one shape or broadcast to one (each dimension "
+          "equal or 1), got "
+       << a << " and " << b;
+    error(text);
+    return std::nullopt;
+  };
+  for (Tensor t : in) {
+    auto type = cast<RankedTensorType>(t.getValue().getType());
+    if (type.getRank() != first.getRank() ||
+        type.getElementType() != first.getElementType())
+      return mismatch(first, type);
+    for (auto [d, n] : llvm::enumerate(type.getShape())) {
+      if (n == shape[d] || n == 1)
+        continue;
+      // The batch axis is never repeated: Keras' batch is one size.
+      if (shape[d] != 1 || d == 0)
+        return mismatch(first, type);
+      shape[d] = n;
+    }
+  }
+  auto result = RankedTensorType::get(shape, first.getElementType());
   SmallVector<Value> values;
   for (Tensor t : in) {
-    if (t.getValue().getType() != in[0].getValue().getType()) {
-      std::string text;
-      llvm::raw_string_ostream os(text);
-      os << "inputs must have one shape, got " << in[0].getValue().getType()
-         << " and " << t.getValue().getType();
-      error(text);
-      return std::nullopt;
-    }
-    values.push_back(t.getValue());
+    Value v = t.getValue();
+    if (v.getType() != result)
+      v = BroadcastOp::create(builder, loc, result, v);
+    values.push_back(v);
   }
   return values;
 }
@@ -1101,7 +1202,7 @@ Layer ModelBuilder::makeMergeLayer(
           LayerContext &layer, llvm::ArrayRef<Tensor> in) -> Tensor {
         LAYER_EMITTER(layer);
         std::optional<SmallVector<Value>> values =
-            sameShapeInputs(in, emit.error);
+            broadcastInputs(builder, layer.loc, in, emit.error);
         if (!values)
           return Tensor();
         return Tensor(combine(layer.loc, values->front().getType(), *values));
@@ -1172,9 +1273,124 @@ Layer ModelBuilder::Rescaling(RescalingOptions o) {
       [this, o](LayerContext &layer, llvm::ArrayRef<Tensor> in) -> Tensor {
         LAYER_EMITTER(layer);
         Value x = in[0].getValue();
+        if (o.scales.empty() && o.offsets.empty())
+          return Tensor(
+              ScaleShiftOp::create(builder, layer.loc, x.getType(), x,
+                                   builder.getF64FloatAttr(o.scale),
+                                   builder.getF64FloatAttr(o.offset)));
+        std::vector<double> scales =
+            o.scales.empty() ? std::vector<double>{o.scale} : o.scales;
+        std::vector<double> offsets =
+            o.offsets.empty() ? std::vector<double>{o.offset} : o.offsets;
+        int64_t c = in[0].shape().empty() ? 0 : in[0].shape().back();
+        for (const std::vector<double> *v : {&scales, &offsets})
+          if (v->size() != 1 && static_cast<int64_t>(v->size()) != c)
+            return emit.error("scale and offset need 1 or " + llvm::Twine(c) +
+                              " elements (the channels of the last axis), "
+                              "got " +
+                              llvm::Twine(v->size())),
+                   Tensor();
+        return Tensor(scaleShift(layer.loc, x, scales, offsets));
+      });
+}
+
+/// x * scale + offset, per channel of the last axis where a list has one
+/// element per channel (graph.channel_scale_shift), else scalars.
+Value ModelBuilder::scaleShift(Location loc, Value x,
+                               llvm::ArrayRef<double> scales,
+                               llvm::ArrayRef<double> offsets) {
+  if (scales.size() == 1 && offsets.size() == 1)
+    return ScaleShiftOp::create(builder, loc, x.getType(), x,
+                                builder.getF64FloatAttr(scales[0]),
+                                builder.getF64FloatAttr(offsets[0]));
+  int64_t c = cast<RankedTensorType>(x.getType()).getShape().back();
+  SmallVector<double> s, o;
+  for (int64_t k = 0; k < c; ++k) {
+    s.push_back(scales[scales.size() == 1 ? 0 : k]);
+    o.push_back(offsets[offsets.size() == 1 ? 0 : k]);
+  }
+  return ChannelScaleShiftOp::create(builder, loc, x.getType(), x,
+                                     builder.getDenseF64ArrayAttr(s),
+                                     builder.getDenseF64ArrayAttr(o));
+}
+
+Layer ModelBuilder::Normalization(NormalizationOptions o) {
+  return makeLayer(
+      "Normalization", "normalization", o, 1, 1,
+      [this, o](LayerContext &layer, llvm::ArrayRef<Tensor> in) -> Tensor {
+        LAYER_EMITTER(layer);
+        if (in[0].shape().empty())
+          return emit.error("expects an input of rank >= 1"), Tensor();
+        int64_t c = in[0].shape().back();
+        Value x = in[0].getValue();
+        if (o.mean && o.variance) {
+          // Constants of the config (Keras keeps no weights then): x * s -
+          // mean * s with s = 1 / max(sqrt(variance), epsilon).
+          std::vector<double> scales, offsets;
+          for (const std::vector<double> *v : {&*o.mean, &*o.variance})
+            if (v->size() != 1 && static_cast<int64_t>(v->size()) != c)
+              return emit.error("mean and variance need 1 or " +
+                                llvm::Twine(c) +
+                                " elements (the channels), got " +
+                                llvm::Twine(v->size())),
+                     Tensor();
+          size_t n = std::max(o.mean->size(), o.variance->size());
+          for (size_t k = 0; k < n; ++k) {
+            double mean = (*o.mean)[o.mean->size() == 1 ? 0 : k];
+            double variance = (*o.variance)[o.variance->size() == 1 ? 0 : k];
+            if (!(variance >= 0))
+              return emit.error("variance must not be negative"), Tensor();
+            double s = 1.0 / std::max(std::sqrt(variance), o.epsilon);
+            scales.push_back(s);
+            offsets.push_back(-mean * s);
+          }
+          return Tensor(scaleShift(layer.loc, x, scales, offsets));
+        }
+        // Statistics, never trained: Keras' adapt() or a weight file sets
+        // them (0 and 1 until then), as batch norm's moving statistics.
+        Value mean =
+            emit.variable("mean", {c}, Initializer::of(InitKind::zeros), false);
+        Value variance = emit.variable("variance", {c},
+                                       Initializer::of(InitKind::ones), false);
+        if (!mean || !variance)
+          return Tensor();
+        return Tensor(NormalizeOp::create(builder, layer.loc, x.getType(), x,
+                                          variance, mean,
+                                          builder.getF64FloatAttr(o.epsilon)));
+      });
+}
+
+Layer ModelBuilder::ScalarOp(llvm::StringRef className, ScalarOpOptions o) {
+  using Kind = ScalarOpOptions::Kind;
+  std::string base = llvm::StringRef(className).lower();
+  return makeLayer(
+      className, base, o, 1, 1,
+      [this, o](LayerContext &layer, llvm::ArrayRef<Tensor> in) -> Tensor {
+        LAYER_EMITTER(layer);
+        double scale = 1.0, offset = 0.0;
+        switch (o.kind) {
+        case Kind::add:
+          offset = o.scalar;
+          break;
+        case Kind::subtract: // x - c, or c - x
+          scale = o.scalarFirst ? -1.0 : 1.0;
+          offset = o.scalarFirst ? o.scalar : -o.scalar;
+          break;
+        case Kind::multiply:
+          scale = o.scalar;
+          break;
+        case Kind::divide:
+          if (o.scalarFirst)
+            return emit.error("dividing a scalar by a tensor is not "
+                              "supported"),
+                   Tensor();
+          scale = 1.0 / o.scalar;
+          break;
+        }
+        Value x = in[0].getValue();
         return Tensor(ScaleShiftOp::create(builder, layer.loc, x.getType(), x,
-                                           builder.getF64FloatAttr(o.scale),
-                                           builder.getF64FloatAttr(o.offset)));
+                                           builder.getF64FloatAttr(scale),
+                                           builder.getF64FloatAttr(offset)));
       });
 }
 

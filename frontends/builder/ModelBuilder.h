@@ -82,6 +82,19 @@ struct Initializer {
   double minval = -0.05, maxval = 0.05;
   double value = 0.0;
   std::optional<int64_t> seed;
+  /// A VarianceScaling that no named kind is (EfficientNet's scale 2,
+  /// fan_out): the variable's shape gives its fans, and with them the
+  /// uniform limit or the truncated normal's stddev that `kind` then takes.
+  struct VarianceScaling {
+    double scale = 1.0;
+    enum class Mode { fan_in, fan_out, fan_avg } mode = Mode::fan_in;
+    enum class Distribution {
+      truncated_normal,
+      untruncated_normal,
+      uniform
+    } distribution = Distribution::truncated_normal;
+  };
+  std::optional<VarianceScaling> variance_scaling;
 
   static Initializer of(InitKind kind) { return Initializer{.kind = kind}; }
 };
@@ -210,6 +223,28 @@ struct ReshapeOptions : LayerOptions {
 struct DropoutOptions : LayerOptions {
   double rate = 0.0;
   std::optional<int64_t> seed;
+  /// Keras' noise_shape: one entry per input axis, each 1 (the mask is
+  /// shared along that axis) or unset (the input's dimension). Unset: one
+  /// mask element per input element.
+  std::optional<std::vector<std::optional<int64_t>>> noise_shape;
+};
+
+struct NormalizationOptions : LayerOptions {
+  /// Keras' Normalization over the last axis. Without mean and variance in
+  /// the config, they are non-trainable variables "mean" and "variance"
+  /// (0 and 1 until weights are loaded); with them, constants: one value
+  /// for every channel or one per channel.
+  std::optional<std::vector<double>> mean, variance;
+  double epsilon = 1e-7; // Keras' backend.epsilon()
+};
+
+/// A Keras 3 operation layer with one scalar argument (keras.src.ops Add,
+/// Subtract, Multiply, TrueDivide: `x + 3.0`, `x * (1 / 6)`, `3.0 - x`).
+struct ScalarOpOptions : LayerOptions {
+  enum class Kind { add, subtract, multiply, divide } kind = Kind::add;
+  double scalar = 0.0;
+  /// Whether the scalar is the first operand (`3.0 - x`).
+  bool scalarFirst = false;
 };
 
 /// Keras' random image layers that resample: RandomFlip (kind "flip"),
@@ -281,6 +316,9 @@ struct CustomScaleOptions : LayerOptions {
 
 struct RescalingOptions : LayerOptions {
   double scale = 1.0, offset = 0.0;
+  /// Per-channel lists (one element per channel of the last axis, or one
+  /// for all), in place of scale and offset when either is non-empty.
+  std::vector<double> scales, offsets;
 };
 
 struct ConcatenateOptions : LayerOptions {
@@ -422,6 +460,8 @@ public:
   Layer Maximum(LayerOptions options = {});
   /// x * scale + offset.
   Layer Rescaling(RescalingOptions options);
+  Layer Normalization(NormalizationOptions options);
+  Layer ScalarOp(llvm::StringRef className, ScalarOpOptions options);
 
   /// Reports an error at `loc` about layer `name` of class `className`, and
   /// marks the model failed. The importer uses it for config errors.
@@ -446,8 +486,12 @@ private:
   makeLayer(llvm::StringRef className, llvm::StringRef defaultBase,
             const LayerOptions &options, size_t minInputs, size_t maxInputs,
             std::function<Tensor(LayerContext &, llvm::ArrayRef<Tensor>)> body);
-  /// A merge layer (Add, Multiply, ...): its inputs, which must have one
-  /// shape, combined by `combine` at the layer's location.
+  /// x * scale + offset: scalars (one-element lists) or per channel.
+  mlir::Value scaleShift(mlir::Location loc, mlir::Value x,
+                         llvm::ArrayRef<double> scales,
+                         llvm::ArrayRef<double> offsets);
+  /// A merge layer (Add, Multiply, ...): its inputs, broadcast to one shape
+  /// as Keras does, combined by `combine` at the layer's location.
   Layer makeMergeLayer(llvm::StringRef className, llvm::StringRef defaultBase,
                        const LayerOptions &options, size_t maxInputs,
                        std::function<mlir::Value(mlir::Location, mlir::Type,

@@ -31,6 +31,7 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
+#include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 
@@ -120,6 +121,8 @@ private:
   }
   LogicalResult runCalls();
   LogicalResult readNodes(LayerEntry &entry, ConfigReader &reader);
+  LogicalResult readOpLayer(LayerEntry &entry, ConfigReader &reader,
+                            ConfigReader &config);
   LogicalResult readTensorRef(ConfigReader &reader, const json::Value &value,
                               TensorRef &out);
   LogicalResult readLayerRefs(ConfigReader &modelConfig, llvm::StringRef key,
@@ -204,6 +207,14 @@ LogicalResult ModelImporter::readLayer(const json::Value &value, size_t index,
   // layer's arguments.
   ConfigReader reader(doc, value, *object, "", layerSink(entry));
   ConfigReader configReader(doc, *configValue, *config, "", layerSink(entry));
+  // Keras 3 writes `x + 3.0`, `x * y` on tensors as operation layers.
+  if (std::optional<llvm::StringRef> module = object->getString("module");
+      functional && module && module->starts_with("keras.src.ops")) {
+    if (failed(readOpLayer(entry, reader, configReader)))
+      return failure();
+    layers.push_back(std::move(entry));
+    return success();
+  }
   if (isModelClass(className)
           ? failed(readNestedModel(entry, configReader))
           : failed(createLayer(*model, entry, configReader, traits)))
@@ -461,6 +472,113 @@ LogicalResult ModelImporter::readNodes(LayerEntry &entry,
     if (inputs.empty())
       return reader.errorAt(&node, "inbound_nodes", "a call without inputs");
     entry.nodes.push_back(std::move(inputs));
+  }
+  return success();
+}
+
+/// A Keras 3 operation layer (module keras.src.ops.numpy): Add, Subtract,
+/// Multiply of two tensors (broadcasting, as the merge layers) or of a
+/// tensor and a number (graph.scale_shift), TrueDivide by a number. Each
+/// call is {"args": [a, b], "kwargs": {}}.
+LogicalResult ModelImporter::readOpLayer(LayerEntry &entry,
+                                         ConfigReader &reader,
+                                         ConfigReader &config) {
+  using Kind = builder::ScalarOpOptions::Kind;
+  llvm::StringRef cls = entry.className;
+  std::optional<Kind> kind = llvm::StringSwitch<std::optional<Kind>>(cls)
+                                 .Case("Add", Kind::add)
+                                 .Case("Subtract", Kind::subtract)
+                                 .Case("Multiply", Kind::multiply)
+                                 .Cases({"TrueDivide", "Divide"}, Kind::divide)
+                                 .Default(std::nullopt);
+  auto fail = [&](const llvm::Twine &message) {
+    model->emitLayerError(entry.loc, entry.name, entry.className, message);
+    return failure();
+  };
+  if (!kind)
+    return fail("unsupported operation layer '" + cls +
+                "' (supported: Add, Subtract, Multiply, TrueDivide)");
+  config.ignore("name");
+  if (failed(config.checkNoOtherFields()))
+    return failure();
+  const json::Value *field = reader.getSet("inbound_nodes");
+  const json::Array *nodes = field ? field->getAsArray() : nullptr;
+  if (!nodes || nodes->empty())
+    return reader.error("inbound_nodes", "expected a list of calls");
+  // Every call has the same form: two tensors, or a tensor and the same
+  // number on the same side.
+  std::optional<builder::ScalarOpOptions> scalarForm;
+  bool tensorForm = false;
+  for (const json::Value &node : *nodes) {
+    const json::Object *call = node.getAsObject();
+    const json::Array *args = call ? call->getArray("args") : nullptr;
+    if (!args || args->size() != 2)
+      return reader.errorAt(&node, "inbound_nodes",
+                            "expected two positional arguments, got " +
+                                describe(node));
+    const json::Value *kwargs = call->get("kwargs");
+    if (kwargs && (!kwargs->getAsObject() || !kwargs->getAsObject()->empty()))
+      return reader.errorAt(kwargs, "inbound_nodes",
+                            "unsupported call arguments " + describe(*kwargs));
+    std::vector<TensorRef> inputs;
+    std::optional<double> scalar;
+    bool scalarFirst = false;
+    for (auto [i, arg] : llvm::enumerate(*args)) {
+      if (std::optional<double> number = arg.getAsNumber()) {
+        if (scalar)
+          return reader.errorAt(&arg, "inbound_nodes",
+                                "expected at least one tensor argument");
+        scalar = *number;
+        scalarFirst = i == 0;
+        continue;
+      }
+      TensorRef ref;
+      if (failed(readTensorRef(reader, arg, ref)))
+        return failure();
+      inputs.push_back(std::move(ref));
+    }
+    if (scalar) {
+      builder::ScalarOpOptions o;
+      o.name = entry.name;
+      o.loc = entry.loc;
+      o.kind = *kind;
+      o.scalar = *scalar;
+      o.scalarFirst = scalarFirst;
+      if (tensorForm ||
+          (scalarForm && (scalarForm->scalar != o.scalar ||
+                          scalarForm->scalarFirst != scalarFirst)))
+        return reader.errorAt(&node, "inbound_nodes",
+                              "calls of one operation layer with different "
+                              "arguments are not supported");
+      scalarForm = o;
+    } else {
+      if (scalarForm)
+        return reader.errorAt(&node, "inbound_nodes",
+                              "calls of one operation layer with different "
+                              "arguments are not supported");
+      tensorForm = true;
+    }
+    entry.nodes.push_back(std::move(inputs));
+  }
+  if (scalarForm) {
+    entry.layer = model->ScalarOp(cls, *scalarForm);
+    return success();
+  }
+  builder::LayerOptions o;
+  o.name = entry.name;
+  o.loc = entry.loc;
+  switch (*kind) {
+  case Kind::add:
+    entry.layer = model->Add(o);
+    break;
+  case Kind::subtract:
+    entry.layer = model->Subtract(o);
+    break;
+  case Kind::multiply:
+    entry.layer = model->Multiply(o);
+    break;
+  case Kind::divide:
+    return fail("dividing a tensor by a tensor is not supported");
   }
   return success();
 }

@@ -80,12 +80,11 @@ constexpr llvm::StringLiteral kSupportedLayers =
     "GlobalAveragePooling2D, GlobalMaxPooling2D, UpSampling2D, "
     "ZeroPadding2D, Cropping2D, Permute, Flatten, Reshape, "
     "Activation, ReLU, Softmax, "
-    "ELU, LeakyReLU, Dropout, BatchNormalization, LayerNormalization, Add, "
-    "Concatenate, "
-    "Multiply, Subtract, Average, Maximum, Rescaling, LayerScale, "
-    "StochasticDepth, CustomScaleLayer, RandomFlip, "
-    "RandomRotation, RandomZoom, RandomTranslation, RandomCrop, "
-    "RandomContrast";
+    "ELU, LeakyReLU, Dropout, SpatialDropout2D, BatchNormalization, "
+    "LayerNormalization, Normalization, Add, Concatenate, Multiply, "
+    "Subtract, Average, Maximum, Rescaling, LayerScale, StochasticDepth, "
+    "CustomScaleLayer, RandomFlip, RandomRotation, RandomZoom, "
+    "RandomTranslation, RandomCrop, RandomContrast";
 
 /// A random layer's factor: a number f for [-f, f], or [lower, upper]
 /// (RandomContrast writes its own pair, which is taken as written).
@@ -135,6 +134,24 @@ LogicalResult readActivation(ConfigReader &r, llvm::StringRef key,
                         "1)) is not supported, only Keras 3's (relu6(x + 3) "
                         "/ 6)");
   out = *activation;
+  return success();
+}
+
+/// A non-empty list of numbers in field `key`.
+LogicalResult readNumberList(ConfigReader &r, llvm::StringRef key,
+                             std::vector<double> &out) {
+  const json::Value *field = r.getSet(key);
+  const json::Array *list = field ? field->getAsArray() : nullptr;
+  if (!list || list->empty())
+    return r.unsupportedValue(key, "expected a number or a non-empty list of "
+                                   "numbers");
+  for (const json::Value &v : *list) {
+    std::optional<double> number = v.getAsNumber();
+    if (!number)
+      return r.unsupportedValue(key, "expected a number or a non-empty list "
+                                     "of numbers");
+    out.push_back(*number);
+  }
   return success();
 }
 
@@ -231,6 +248,7 @@ LogicalResult readInitializer(ConfigReader &r, llvm::StringRef key,
   }
 
   std::optional<InitKind> kind = parseInitializerName(className);
+  std::optional<Initializer::VarianceScaling> varianceScaling;
   if (!kind &&
       (className == "VarianceScaling" || className == "variance_scaling")) {
     double scale = 1.0;
@@ -240,12 +258,33 @@ LogicalResult readInitializer(ConfigReader &r, llvm::StringRef key,
                    failed(config->readString("distribution", distribution))))
       return failure();
     kind = varianceScalingKind(scale, mode, distribution);
-    if (!kind)
-      return r.error(
-          key, "unsupported VarianceScaling(scale=" + formatNumber(scale) +
-                   ", mode='" + mode + "', distribution='" + distribution +
-                   "'): only the Glorot, He and LeCun forms are "
-                   "supported");
+    if (!kind) {
+      // Any other form: the builder takes its fans from the variable.
+      using VS = Initializer::VarianceScaling;
+      std::optional<VS::Mode> m =
+          llvm::StringSwitch<std::optional<VS::Mode>>(mode)
+              .Case("fan_in", VS::Mode::fan_in)
+              .Case("fan_out", VS::Mode::fan_out)
+              .Case("fan_avg", VS::Mode::fan_avg)
+              .Default(std::nullopt);
+      std::optional<VS::Distribution> d =
+          llvm::StringSwitch<std::optional<VS::Distribution>>(distribution)
+              .Cases({"truncated_normal", "normal"},
+                     VS::Distribution::truncated_normal)
+              .Case("untruncated_normal", VS::Distribution::untruncated_normal)
+              .Case("uniform", VS::Distribution::uniform)
+              .Default(std::nullopt);
+      if (!m || !d || !(scale > 0.0))
+        return r.error(
+            key, "unsupported VarianceScaling(scale=" + formatNumber(scale) +
+                     ", mode='" + mode + "', distribution='" + distribution +
+                     "'): expected a positive scale, mode fan_in, fan_out or "
+                     "fan_avg and distribution truncated_normal, normal, "
+                     "untruncated_normal or uniform");
+      varianceScaling = VS{scale, *m, *d};
+      kind = *d == VS::Distribution::uniform ? InitKind::random_uniform
+                                             : InitKind::truncated_normal;
+    }
   }
   if (!kind)
     return r.error(key, "unsupported initializer '" + className +
@@ -255,6 +294,7 @@ LogicalResult readInitializer(ConfigReader &r, llvm::StringRef key,
                             "RandomUniform, TruncatedNormal)");
 
   Initializer init = Initializer::of(*kind);
+  init.variance_scaling = varianceScaling;
   if (config) {
     bool random = *kind != InitKind::zeros && *kind != InitKind::ones &&
                   *kind != InitKind::constant;
@@ -693,12 +733,106 @@ LogicalResult createLayer(builder::ModelBuilder &model, LayerEntry &entry,
     builder::DropoutOptions o;
     if (failed(readCommon(entry, c, modelTrainable, o)) ||
         failed(c.readDouble("rate", o.rate, true)) ||
-        failed(c.readSeed("seed", o.seed)) ||
-        failed(c.expectUnset("noise_shape",
-                             "a dropout noise_shape is not supported")) ||
-        failed(c.checkNoOtherFields()))
+        failed(c.readSeed("seed", o.seed)))
+      return failure();
+    if (const json::Value *field = c.getSet("noise_shape")) {
+      // [null, 1, 1, 1]: null is the input's dimension.
+      const json::Array *dims = field->getAsArray();
+      if (!dims)
+        return c.unsupportedValue("noise_shape",
+                                  "expected a list of null or positive ints");
+      std::vector<std::optional<int64_t>> shape;
+      for (const json::Value &d : *dims) {
+        std::optional<int64_t> n = d.getAsInteger();
+        if (d.kind() != json::Value::Null && (!n || *n <= 0))
+          return c.unsupportedValue("noise_shape",
+                                    "expected a list of null or positive ints");
+        shape.push_back(n);
+      }
+      o.noise_shape = std::move(shape);
+    }
+    c.ignore("noise_shape");
+    if (failed(c.checkNoOtherFields()))
       return failure();
     entry.layer = model.Dropout(o);
+    return success();
+  }
+
+  if (cls == "SpatialDropout2D") {
+    // Drops whole channels: noise_shape [N, 1, 1, C].
+    builder::DropoutOptions o;
+    if (failed(readCommon(entry, c, modelTrainable, o)) ||
+        failed(c.readDouble("rate", o.rate, true)) ||
+        failed(c.readSeed("seed", o.seed)) || failed(channelsLast()))
+      return failure();
+    // Keras 3 writes noise_shape (null: it computes [N, 1, 1, C] itself).
+    if (failed(c.expectUnset("noise_shape", "SpatialDropout2D computes its "
+                                            "own noise_shape")) ||
+        failed(c.checkNoOtherFields()))
+      return failure();
+    o.noise_shape =
+        std::vector<std::optional<int64_t>>{std::nullopt, 1, 1, std::nullopt};
+    entry.layer = model.Dropout(o);
+    entry.checkInputs = [sink = c.errorSink(),
+                         loc = entry.loc](llvm::ArrayRef<Tensor> in) {
+      if (in[0].shape().size() == 4)
+        return success();
+      sink(loc, "expects a 4-D input (NHWC), got rank " +
+                    llvm::Twine(in[0].shape().size()));
+      return failure();
+    };
+    return success();
+  }
+
+  if (cls == "Normalization") {
+    builder::NormalizationOptions o;
+    if (failed(readCommon(entry, c, modelTrainable, o)) ||
+        failed(c.expectBool("invert", false)))
+      return failure();
+    // Only the last axis: -1, or [rank - 1] as Keras writes it.
+    std::optional<int64_t> axis = -1;
+    if (const json::Value *field = c.getSet("axis")) {
+      const json::Array *list = field->getAsArray();
+      axis = list && list->size() == 1 ? (*list)[0].getAsInteger()
+             : list                    ? std::nullopt
+                                       : field->getAsInteger();
+      if (!axis)
+        return c.unsupportedValue("axis", "expected one axis, the last");
+    }
+    for (auto [key, value] :
+         {std::pair<llvm::StringRef, std::optional<std::vector<double>> *>{
+              "mean", &o.mean},
+          {"variance", &o.variance}}) {
+      // A number, or a list of numbers (one per channel).
+      const json::Value *field = c.getSet(key);
+      if (!field)
+        continue;
+      std::vector<double> values;
+      if (std::optional<double> number = field->getAsNumber())
+        values.push_back(*number);
+      else if (failed(readNumberList(c, key, values)))
+        return failure();
+      *value = std::move(values);
+    }
+    if (o.mean.has_value() != o.variance.has_value())
+      return c.error(o.mean ? "mean" : "variance",
+                     "mean and variance must be set together");
+    c.ignore("mean");
+    c.ignore("variance");
+    if (failed(c.checkNoOtherFields()))
+      return failure();
+    entry.layer = model.Normalization(o);
+    entry.checkInputs = [axis = *axis, loc = axisLoc(),
+                         sink = c.errorSink()](llvm::ArrayRef<Tensor> in) {
+      int64_t rank = static_cast<int64_t>(in[0].shape().size());
+      if (axis == -1 || axis == rank - 1)
+        return success();
+      sink(loc, "field 'axis': unsupported value " + llvm::Twine(axis) +
+                    " (only the last axis, " + llvm::Twine(rank - 1) +
+                    " or -1, is supported for an input of rank " +
+                    llvm::Twine(rank) + ")");
+      return failure();
+    };
     return success();
   }
 
@@ -954,12 +1088,21 @@ LogicalResult createLayer(builder::ModelBuilder &model, LayerEntry &entry,
     builder::RescalingOptions o;
     if (failed(readCommon(entry, c, modelTrainable, o)))
       return failure();
-    for (auto [key, value] :
-         {std::pair<llvm::StringRef, double *>{"scale", &o.scale},
-          {"offset", &o.offset}}) {
+    for (auto [key, value, list] :
+         {std::tuple<llvm::StringRef, double *, std::vector<double> *>{
+              "scale", &o.scale, &o.scales},
+          {"offset", &o.offset, &o.offsets}}) {
+      // A number, or a list of numbers (one per channel).
       const json::Value *field = c.getSet(key);
+      if (field && field->getAsArray()) {
+        if (failed(readNumberList(c, key, *list)))
+          return failure();
+        c.ignore(key);
+        continue;
+      }
       if (field && !field->getAsNumber())
-        return c.unsupportedValue(key, "only a scalar is supported");
+        return c.unsupportedValue(key, "expected a number or a list of "
+                                       "numbers");
       if (failed(c.readDouble(key, *value, key == "scale")))
         return failure();
     }

@@ -874,8 +874,24 @@ Status assignWeights(const H5File &f, const std::vector<FileLayer> &file,
         report.leftInitial.emplace_back(variables.name(v), why);
       continue;
     }
+    auto weightOf = [&](int v) {
+      const std::string &name = variables.name(v);
+      return std::string_view(name).substr(name.rfind('/') + 1);
+    };
     const FileLayer &held = *found->second;
-    if (held.weights.size() != layer.weights.size()) {
+    // Keras' Normalization keeps an int `count` after its mean and
+    // variance, for old saved models; the model has no such variable.
+    size_t heldWeights = held.weights.size();
+    if (heldWeights == 3 && layer.weights.size() == 2 &&
+        held.weights.back().kind == FileWeight::Kind::other &&
+        weightOf(layer.weights[0]) == "mean" &&
+        weightOf(layer.weights[1]) == "variance") {
+      report.skipped.emplace_back(held.weights.back().path,
+                                  "Normalization's count, which the model "
+                                  "does not keep");
+      heldWeights = 2;
+    }
+    if (heldWeights != layer.weights.size()) {
       std::string counts = "layer '" + layer.name + "' has " +
                            std::to_string(held.weights.size()) +
                            (held.weights.size() == 1 ? " weight" : " weights") +

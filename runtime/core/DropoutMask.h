@@ -53,6 +53,54 @@ GRAPH_HOST_DEVICE inline bool keep(uint64_t stepKey, int64_t index,
          threshold;
 }
 
+/// A noise shape (Keras' noise_shape, SpatialDropout2D) as the kernels read
+/// it: the axes after the batch axis, each of the input's dimension or 1 in
+/// the noise. An element's mask is the noise element's at its coordinates
+/// with the unit axes at 0: global index (batch row) * rowElements + the
+/// index within the noise row.
+struct NoiseMap {
+  static constexpr int kMaxRank = 8;
+  int rank = 0;
+  int64_t dims[kMaxRank] = {};
+  int64_t noise[kMaxRank] = {};
+  int64_t rowElements = 1;
+};
+
+/// Fills `map` from an input shape and a noise shape of the axes after its
+/// batch axis (graph.dropout's noise_shape); false if they do not fit (a
+/// rank over kMaxRank + 1, or a dimension neither 1 nor the input's).
+template <typename Shape>
+inline bool makeNoiseMap(const Shape &shape, const Shape &noise,
+                         NoiseMap &map) {
+  if (shape.empty() || noise.size() + 1 != shape.size() ||
+      shape.size() > NoiseMap::kMaxRank + 1)
+    return false;
+  map.rank = static_cast<int>(shape.size()) - 1;
+  map.rowElements = 1;
+  for (int d = 0; d < map.rank; ++d) {
+    map.dims[d] = shape[d + 1];
+    map.noise[d] = noise[d];
+    if (map.noise[d] != map.dims[d] && map.noise[d] != 1)
+      return false;
+    map.rowElements *= map.noise[d];
+  }
+  return true;
+}
+
+/// The index within a noise row of element `i` of an input row.
+GRAPH_HOST_DEVICE inline int64_t noiseIndexInRow(const NoiseMap &map,
+                                                 int64_t i) {
+  int64_t index = 0, stride = 1;
+  for (int d = map.rank - 1; d >= 0; --d) {
+    int64_t coordinate = i % map.dims[d];
+    i /= map.dims[d];
+    if (map.noise[d] != 1)
+      index += coordinate * stride;
+    stride *= map.noise[d];
+  }
+  return index;
+}
+
 } // namespace graph::runtime::dropout
 
 #endif // RUNTIME_CORE_DROPOUTMASK_H

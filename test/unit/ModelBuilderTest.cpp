@@ -242,8 +242,29 @@ TEST_F(BuilderTest, AddOfDifferentShapesIsAnError) {
   Tensor b = model.Input({5}, {.name = "b"});
   EXPECT_FALSE(model.Add()({a, b}));
   ASSERT_EQ(errors.size(), 1u);
-  EXPECT_EQ(errors[0], "layer 'add' (Add): inputs must have one shape, got "
-                       "tensor<1x4xf32> and tensor<1x5xf32>");
+  EXPECT_EQ(errors[0],
+            "layer 'add' (Add): inputs must have one shape or broadcast to "
+            "one (each dimension equal or 1), got tensor<1x4xf32> and "
+            "tensor<1x5xf32>");
+}
+
+TEST_F(BuilderTest, MultiplyBroadcastsUnitAxes) {
+  // Squeeze-and-excite: [N, 1, 1, C] times [N, H, W, C], either order.
+  ModelBuilder model(&context, "m", 2);
+  Tensor x = model.Input({3, 4, 5}, {.name = "x"});
+  Tensor s = model.Input({1, 1, 5}, {.name = "s"});
+  Tensor y = model.Multiply()({s, x});
+  ASSERT_TRUE(y);
+  EXPECT_EQ(y.shape().vec(), (std::vector<int64_t>{2, 3, 4, 5}));
+  EXPECT_TRUE(errors.empty());
+}
+
+TEST_F(BuilderTest, AddOfDifferentRanksIsAnError) {
+  ModelBuilder model(&context, "m", 1);
+  Tensor a = model.Input({4, 5}, {.name = "a"});
+  Tensor b = model.Input({5}, {.name = "b"});
+  EXPECT_FALSE(model.Add()({a, b}));
+  ASSERT_EQ(errors.size(), 1u);
 }
 
 TEST_F(BuilderTest, AddOfOneInputIsAnArityError) {

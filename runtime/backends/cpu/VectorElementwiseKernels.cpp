@@ -495,6 +495,35 @@ KernelFactory dropoutFactory(const char *kName) {
     int64_t rows = ins[0].shape.empty() ? 1 : ins[0].shape[0];
     int64_t rowElements = rows ? ins[0].elements() / rows : 0;
     float scale = rate < 1.0 ? static_cast<float>(1.0 / (1.0 - rate)) : 0.0f;
+    if (cfg.has("noise_shape")) {
+      // A mask shared along the noise's unit axes: each element takes the
+      // mask of its index within the noise shape (NoiseMap).
+      dropout::NoiseMap map;
+      std::vector<int64_t> noise = cfg.getInts("noise_shape");
+      if (!dropout::makeNoiseMap(ins[0].shape, noise, map))
+        return kernelError(kName, "noise_shape " + shapeText(noise) +
+                                      " does not broadcast to " +
+                                      shapeText(ins[0].shape));
+      out = [=](const KernelContext &ctx, const KernelConfig &,
+                const Tensors &ins, const Tensors &outs) {
+        useReplicaThreads(ctx);
+        const float *x = ins[0].f32();
+        float *y = outs[0].f32();
+        uint64_t key = dropout::stepKey(opSeed, ctx.seed, ctx.step);
+        int64_t n = rows * rowElements;
+#pragma omp parallel for schedule(static) if (n >= kParallelElements)
+        for (int64_t r = 0; r < rows; ++r)
+          for (int64_t i = 0; i < rowElements; ++i) {
+            int64_t global = (ctx.globalRowOffset + r) * map.rowElements +
+                             dropout::noiseIndexInRow(map, i);
+            int64_t at = r * rowElements + i;
+            y[at] =
+                dropout::keep(key, global, threshold) ? x[at] * scale : 0.0f;
+          }
+        return Status::ok();
+      };
+      return Status::ok();
+    }
     out = [=](const KernelContext &ctx, const KernelConfig &,
               const Tensors &ins, const Tensors &outs) {
       useReplicaThreads(ctx);
@@ -644,9 +673,97 @@ KernelFactory extraElementwiseFactory(const char *name) {
   };
 }
 
+/// Keras' Normalization, (x - mean) * (1 / max(sqrt(variance), epsilon))
+/// per channel of the last axis; inputs x, variance and, optionally, mean.
+Status normalizeFactory(const KernelContext &, const KernelConfig &cfg,
+                        const Tensors &ins, const Tensors &outs,
+                        KernelFn &out) {
+  static constexpr const char *kName = "normalize";
+  if (Status s = checkF32Operands(kName, ins, outs, 2, 3, 1); !s)
+    return s;
+  if (ins[0].shape.empty() || outs[0].elements() != ins[0].elements())
+    return kernelError(kName, "input " + shapeText(ins[0].shape) +
+                                  " and output " + shapeText(outs[0].shape) +
+                                  " need one size and a channel axis");
+  int64_t c = ins[0].shape.back();
+  for (size_t k = 1; k < ins.size(); ++k)
+    if (ins[k].elements() != c)
+      return kernelError(kName, "mean and variance need " + std::to_string(c) +
+                                    " elements, got " +
+                                    shapeText(ins[k].shape));
+  double epsilon = cfg.getFloat("epsilon", 1e-7);
+  // The executor runs one launch site on one thread: the scratch is its own.
+  auto scratch = std::make_shared<std::vector<float>>(2 * c);
+  out = [scratch, c, epsilon](const KernelContext &ctx, const KernelConfig &,
+                              const Tensors &ins, const Tensors &outs) {
+    useReplicaThreads(ctx);
+    float *inv = scratch->data(), *mean = inv + c;
+    const float *variance = ins[1].f32();
+    for (int64_t k = 0; k < c; ++k) {
+      inv[k] = static_cast<float>(
+          1.0 / std::max(std::sqrt(static_cast<double>(variance[k])), epsilon));
+      mean[k] = ins.size() > 2 ? ins[2].f32()[k] : 0.0f;
+    }
+    const float *x = ins[0].f32();
+    float *y = outs[0].f32();
+    int64_t rows = ins[0].elements() / std::max<int64_t>(c, 1);
+#pragma omp parallel for schedule(static) if (rows * c >= kParallelElements)
+    for (int64_t r = 0; r < rows; ++r)
+#pragma omp simd
+      for (int64_t k = 0; k < c; ++k)
+        y[r * c + k] = (x[r * c + k] - mean[k]) * inv[k];
+    return Status::ok();
+  };
+  return Status::ok();
+}
+
+/// x * scale[c] + offset[c] per channel c of the last axis (constants of
+/// the config).
+Status channelScaleShiftFactory(const KernelContext &, const KernelConfig &cfg,
+                                const Tensors &ins, const Tensors &outs,
+                                KernelFn &out) {
+  static constexpr const char *kName = "channel_scale_shift";
+  if (Status s = checkF32Operands(kName, ins, outs, 1, 1, 1); !s)
+    return s;
+  if (ins[0].shape.empty() || outs[0].elements() != ins[0].elements())
+    return kernelError(kName, "input " + shapeText(ins[0].shape) +
+                                  " and output " + shapeText(outs[0].shape) +
+                                  " need one size and a channel axis");
+  int64_t c = ins[0].shape.back();
+  auto floats = [&](const char *name) {
+    auto it = cfg.all().find(name);
+    const std::vector<double> *v =
+        it == cfg.all().end() ? nullptr
+                              : std::get_if<std::vector<double>>(&it->second);
+    return v ? std::vector<float>(v->begin(), v->end()) : std::vector<float>();
+  };
+  std::vector<float> scale = floats("scale"), offset = floats("offset");
+  if (static_cast<int64_t>(scale.size()) != c ||
+      static_cast<int64_t>(offset.size()) != c)
+    return kernelError(kName, "scale and offset need " + std::to_string(c) +
+                                  " elements, one per channel");
+  int64_t rows = ins[0].elements() / std::max<int64_t>(c, 1);
+  out = [scale, offset, c, rows](const KernelContext &ctx, const KernelConfig &,
+                                 const Tensors &ins, const Tensors &outs) {
+    useReplicaThreads(ctx);
+    const float *x = ins[0].f32(), *s = scale.data(), *o = offset.data();
+    float *y = outs[0].f32();
+#pragma omp parallel for schedule(static) if (rows * c >= kParallelElements)
+    for (int64_t r = 0; r < rows; ++r)
+#pragma omp simd
+      for (int64_t k = 0; k < c; ++k)
+        y[r * c + k] = x[r * c + k] * s[k] + o[k];
+    return Status::ok();
+  };
+  return Status::ok();
+}
+
 } // namespace
 
 void registerVectorElementwiseKernels(KernelRegistry &registry) {
+  registry.addFactory("channel_scale_shift", Backend::cpu,
+                      channelScaleShiftFactory);
+  registry.addFactory("normalize", Backend::cpu, normalizeFactory);
   for (const char *name : {"relu", "sigmoid", "tanh", "elu", "leaky_relu",
                            "gelu", "relu_grad", "sigmoid_grad", "tanh_grad",
                            "elu_grad", "leaky_relu_grad", "gelu_grad", "add"})

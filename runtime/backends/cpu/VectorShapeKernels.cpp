@@ -266,9 +266,121 @@ Status transposeFactory(const KernelContext &, const KernelConfig &cfg,
   return Status::ok();
 }
 
+/// Checks that `unit` has `full`'s rank and each dimension 1 or full's, and
+/// gives unit's strides along full's axes (0 on the repeated ones).
+Status broadcastStrides(const char *kName, const std::vector<int64_t> &unit,
+                        const std::vector<int64_t> &full,
+                        std::vector<int64_t> &strides) {
+  if (unit.empty() || unit.size() != full.size())
+    return kernelError(kName, shapeText(unit) + " and " + shapeText(full) +
+                                  " need one nonzero rank");
+  strides.assign(unit.size(), 0);
+  int64_t stride = 1;
+  for (size_t d = unit.size(); d-- > 0;) {
+    if (unit[d] != full[d] && unit[d] != 1)
+      return kernelError(kName, shapeText(unit) + " does not broadcast to " +
+                                    shapeText(full));
+    strides[d] = unit[d] == 1 ? 0 : stride;
+    stride *= unit[d];
+  }
+  return Status::ok();
+}
+
+/// Repeats the input's unit axes: a gather per output row, whose last axis
+/// is read with stride 0 or 1.
+Status broadcastFactory(const KernelContext &, const KernelConfig &,
+                        const Tensors &ins, const Tensors &outs,
+                        KernelFn &out) {
+  static constexpr const char *kName = "broadcast";
+  if (Status s = checkF32Operands(kName, ins, outs, 1, 1, 1); !s)
+    return s;
+  std::vector<int64_t> from, res = outs[0].shape;
+  if (Status s = broadcastStrides(kName, ins[0].shape, res, from); !s)
+    return s;
+  int64_t width = res.back(),
+          rows = outs[0].elements() / std::max<int64_t>(width, 1);
+  out = [res, from, rows, width](const KernelContext &ctx, const KernelConfig &,
+                                 const Tensors &ins, const Tensors &outs) {
+    useReplicaThreads(ctx);
+    const float *x = ins[0].f32();
+    float *y = outs[0].f32();
+    size_t outer = res.size() - 1;
+    int64_t step = from[outer];
+#pragma omp parallel for schedule(static) if (rows * width >= kParallelElements)
+    for (int64_t r = 0; r < rows; ++r) {
+      int64_t source = 0, rest = r;
+      for (size_t d = outer; d-- > 0;) {
+        source += (rest % res[d]) * from[d];
+        rest /= res[d];
+      }
+      float *to = y + r * width;
+      for (int64_t w = 0; w < width; ++w)
+        to[w] = x[source + w * step];
+    }
+    return Status::ok();
+  };
+  return Status::ok();
+}
+
+/// broadcast's adjoint: each output element sums (in double) the input
+/// elements along the axes where the output has 1.
+Status sumToFactory(const KernelContext &, const KernelConfig &,
+                    const Tensors &ins, const Tensors &outs, KernelFn &out) {
+  static constexpr const char *kName = "sum_to";
+  if (Status s = checkF32Operands(kName, ins, outs, 1, 1, 1); !s)
+    return s;
+  const std::vector<int64_t> &in = ins[0].shape, &res = outs[0].shape;
+  std::vector<int64_t> unused;
+  if (Status s = broadcastStrides(kName, res, in, unused); !s)
+    return s;
+  // Input strides of the kept axes (by output coordinate) and of the summed
+  // ones.
+  std::vector<int64_t> inStride(in.size(), 1);
+  for (size_t d = in.size(); d-- > 1;)
+    inStride[d - 1] = inStride[d] * in[d];
+  std::vector<int64_t> summedDims, summedStrides;
+  int64_t count = 1;
+  for (size_t d = 0; d < in.size(); ++d)
+    if (res[d] == 1 && in[d] != 1) {
+      summedDims.push_back(in[d]);
+      summedStrides.push_back(inStride[d]);
+      count *= in[d];
+    }
+  int64_t n = outs[0].elements();
+  out = [res, inStride, summedDims, summedStrides, count,
+         n](const KernelContext &ctx, const KernelConfig &, const Tensors &ins,
+            const Tensors &outs) {
+    useReplicaThreads(ctx);
+    const float *x = ins[0].f32();
+    float *y = outs[0].f32();
+#pragma omp parallel for schedule(static) if (n * count >= kParallelElements)
+    for (int64_t o = 0; o < n; ++o) {
+      int64_t base = 0, rest = o;
+      for (size_t d = res.size(); d-- > 0;) {
+        base += (rest % res[d]) * inStride[d];
+        rest /= res[d];
+      }
+      double sum = 0.0;
+      for (int64_t k = 0; k < count; ++k) {
+        int64_t at = base, left = k;
+        for (size_t a = summedDims.size(); a-- > 0;) {
+          at += (left % summedDims[a]) * summedStrides[a];
+          left /= summedDims[a];
+        }
+        sum += x[at];
+      }
+      y[o] = static_cast<float>(sum);
+    }
+    return Status::ok();
+  };
+  return Status::ok();
+}
+
 } // namespace
 
 void registerVectorShapeKernels(KernelRegistry &registry) {
+  registry.addFactory("broadcast", Backend::cpu, broadcastFactory);
+  registry.addFactory("sum_to", Backend::cpu, sumToFactory);
   registry.addFactory("flatten", Backend::cpu, copyFactory("flatten"));
   registry.addFactory("reshape", Backend::cpu, copyFactory("reshape"));
   registry.addFactory("concatenate", Backend::cpu, concatenateFactory);

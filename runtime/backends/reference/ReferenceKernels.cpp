@@ -807,12 +807,37 @@ Status applyDropout(const char *kName, const KernelContext &ctx,
   REQUIRE(rate >= 0.0 && rate <= 1.0, "rate must be in [0, 1]");
   int64_t seed = cfg.getInt("seed", 0);
   Vec x = load(ins[0]);
-  int64_t rows = ins[0].shape.empty() ? 1 : ins[0].shape[0];
+  const std::vector<int64_t> &shape = ins[0].shape;
+  int64_t rows = shape.empty() ? 1 : shape[0];
   int64_t rowElements = rows ? static_cast<int64_t>(x.size()) / rows : 0;
+  // With a noise shape (of the axes after the batch axis), an element's
+  // mask is that of its coordinates with the noise's unit axes set to 0,
+  // indexed within [batch] + noise shape.
+  std::vector<int64_t> noise(shape);
+  if (cfg.has("noise_shape")) {
+    std::vector<int64_t> after = cfg.getInts("noise_shape");
+    REQUIRE(!shape.empty() && after.size() + 1 == shape.size(),
+            "noise_shape has the wrong rank");
+    std::copy(after.begin(), after.end(), noise.begin() + 1);
+  }
+  int64_t noiseRow = 1;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    REQUIRE(noise[d] == shape[d] || (noise[d] == 1 && d > 0),
+            "noise_shape does not broadcast to the input");
+    if (d > 0)
+      noiseRow *= noise[d];
+  }
   double scale = rate < 1.0 ? 1.0 / (1.0 - rate) : 0.0;
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t i = 0; i < rowElements; ++i) {
-      int64_t global = (ctx.globalRowOffset + r) * rowElements + i;
+      int64_t inRow = 0, rest = i, stride = 1;
+      for (size_t d = shape.size(); d-- > 1;) {
+        int64_t coordinate = rest % shape[d];
+        rest /= shape[d];
+        inRow += (noise[d] == 1 ? 0 : coordinate) * stride;
+        stride *= noise[d];
+      }
+      int64_t global = (ctx.globalRowOffset + r) * noiseRow + inRow;
       double &v = x[r * rowElements + i];
       v = dropoutKeep(seed, ctx.seed, ctx.step, global, rate) ? v * scale : 0.0;
     }
@@ -1100,6 +1125,107 @@ Status slice(const KernelContext &, const KernelConfig &cfg, const Tensors &ins,
       for (int64_t i = 0; i < inner; ++i)
         y[(o * d + a) * inner + i] = x[(o * size + offset + a) * inner + i];
   store(outs[0], y);
+  return Status::ok();
+}
+
+/// Each output element is the input element at its coordinates, with the
+/// input's unit axes at 0.
+Status broadcast(const KernelContext &, const KernelConfig &,
+                 const Tensors &ins, const Tensors &outs) {
+  static constexpr const char *kName = "broadcast";
+  CHECK_ARITY(1, 1, 1);
+  const std::vector<int64_t> &in = ins[0].shape, &out = outs[0].shape;
+  REQUIRE(in.size() == out.size(), "ranks differ");
+  for (size_t d = 0; d < in.size(); ++d)
+    REQUIRE(in[d] == out[d] || in[d] == 1, "input does not broadcast");
+  Vec x = load(ins[0]), y(outs[0].elements());
+  for (int64_t i = 0; i < static_cast<int64_t>(y.size()); ++i) {
+    int64_t source = 0, rest = i, stride = 1;
+    for (size_t d = out.size(); d-- > 0;) {
+      int64_t coordinate = rest % out[d];
+      rest /= out[d];
+      source += (in[d] == 1 ? 0 : coordinate) * stride;
+      stride *= in[d];
+    }
+    y[i] = x[source];
+  }
+  store(outs[0], y);
+  return Status::ok();
+}
+
+/// The adjoint of broadcast: each output element sums the input elements
+/// that broadcast would fill from it.
+Status sumTo(const KernelContext &, const KernelConfig &, const Tensors &ins,
+             const Tensors &outs) {
+  static constexpr const char *kName = "sum_to";
+  CHECK_ARITY(1, 1, 1);
+  const std::vector<int64_t> &in = ins[0].shape, &out = outs[0].shape;
+  REQUIRE(in.size() == out.size(), "ranks differ");
+  for (size_t d = 0; d < in.size(); ++d)
+    REQUIRE(out[d] == in[d] || out[d] == 1, "output does not broadcast");
+  Vec x = load(ins[0]), y(outs[0].elements(), 0.0);
+  for (int64_t i = 0; i < static_cast<int64_t>(x.size()); ++i) {
+    int64_t target = 0, rest = i, stride = 1;
+    for (size_t d = in.size(); d-- > 0;) {
+      int64_t coordinate = rest % in[d];
+      rest /= in[d];
+      target += (out[d] == 1 ? 0 : coordinate) * stride;
+      stride *= out[d];
+    }
+    y[target] += x[i];
+  }
+  store(outs[0], y);
+  return Status::ok();
+}
+
+/// A float-list entry of a config (empty when absent).
+std::vector<double> floatsOf(const KernelConfig &cfg, const std::string &name) {
+  auto it = cfg.all().find(name);
+  if (it == cfg.all().end())
+    return {};
+  if (auto *v = std::get_if<std::vector<double>>(&it->second))
+    return *v;
+  return {};
+}
+
+/// x * scale[c] + offset[c] per channel c of the last axis.
+Status channelScaleShift(const KernelContext &, const KernelConfig &cfg,
+                         const Tensors &ins, const Tensors &outs) {
+  static constexpr const char *kName = "channel_scale_shift";
+  CHECK_ARITY(1, 1, 1);
+  REQUIRE(!ins[0].shape.empty(), "input has rank 0");
+  size_t c = static_cast<size_t>(ins[0].shape.back());
+  std::vector<double> scale = floatsOf(cfg, "scale"),
+                      offset = floatsOf(cfg, "offset");
+  REQUIRE(scale.size() == c && offset.size() == c,
+          "scale and offset need one element per channel");
+  REQUIRE(outs[0].elements() == ins[0].elements(), "output has the wrong size");
+  Vec x = load(ins[0]);
+  for (size_t i = 0; i < x.size(); ++i)
+    x[i] = x[i] * scale[i % c] + offset[i % c];
+  store(outs[0], x);
+  return Status::ok();
+}
+
+/// Keras' Normalization: (x - mean) / max(sqrt(variance), epsilon) per
+/// channel of the last axis; inputs x, variance and, optionally, mean.
+Status normalize(const KernelContext &, const KernelConfig &cfg,
+                 const Tensors &ins, const Tensors &outs) {
+  static constexpr const char *kName = "normalize";
+  CHECK_ARITY(2, 3, 1);
+  REQUIRE(!ins[0].shape.empty(), "input has rank 0");
+  int64_t c = ins[0].shape.back();
+  REQUIRE(ins[1].elements() == c && (ins.size() < 3 || ins[2].elements() == c),
+          "mean and variance need one element per channel");
+  REQUIRE(outs[0].elements() == ins[0].elements(), "output has the wrong size");
+  double epsilon = cfg.getFloat("epsilon", 1e-7);
+  Vec x = load(ins[0]), variance = load(ins[1]);
+  Vec mean = ins.size() > 2 ? load(ins[2]) : Vec(c, 0.0);
+  for (size_t i = 0; i < x.size(); ++i) {
+    size_t k = i % static_cast<size_t>(c);
+    x[i] = (x[i] - mean[k]) / std::max(std::sqrt(variance[k]), epsilon);
+  }
+  store(outs[0], x);
   return Status::ok();
 }
 
@@ -1987,6 +2113,10 @@ const Entry kKernels[] = {
     {"random_image_transform_grad", randomImageTransformGrad},
     {"random_contrast", randomContrast},
     {"random_contrast_grad", randomContrastGrad},
+    {"broadcast", broadcast},
+    {"sum_to", sumTo},
+    {"normalize", normalize},
+    {"channel_scale_shift", channelScaleShift},
     {"flatten", flatten},
     {"reshape", reshape},
     {"add", add},

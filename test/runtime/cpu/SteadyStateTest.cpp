@@ -28,6 +28,10 @@ namespace {
 std::atomic<long> allocations{0};
 } // namespace
 
+// GCC pairs the std:: code's inlined `new` with these `free` calls and
+// warns of a mismatch; both sides are this file's malloc and free.
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+
 void *operator new(size_t size) {
   allocations.fetch_add(1, std::memory_order_relaxed);
   if (void *p = std::malloc(size ? size : 1))

@@ -240,6 +240,39 @@ inline std::vector<Case> allCases() {
   add("random_contrast", "", contrast, {rnd(img, 68)}, {img}, ctx);
   add("random_contrast_grad", "", contrast, {rnd(img, 69), rnd(img, 70)}, {img},
       ctx);
+  // Keras' noise_shape: per sample (EfficientNet), per channel
+  // (SpatialDropout2D).
+  for (auto [label, noise] :
+       {std::pair<const char *, std::vector<int64_t>>{"per sample", {1, 1, 1}},
+        {"per channel", {1, 1, 6}}}) {
+    KernelConfig shared = drop;
+    shared.set("noise_shape", noise);
+    add("dropout", label, shared, {rnd({4, 3, 5, 6}, 20)}, {{4, 3, 5, 6}}, ctx);
+    add("dropout_grad", label, shared, {rnd({4, 3, 5, 6}, 21)}, {{4, 3, 5, 6}},
+        ctx);
+  }
+  // Broadcasting merges: squeeze-and-excite [N, 1, 1, C] to [N, H, W, C],
+  // and a middle axis.
+  add("broadcast", "squeeze-excite", {}, {rnd({2, 1, 1, 5}, 70)},
+      {{2, 3, 4, 5}});
+  add("broadcast", "middle axis", {}, {rnd({2, 1, 4}, 71)}, {{2, 3, 4}});
+  add("sum_to", "squeeze-excite", {}, {rnd({2, 3, 4, 5}, 72)}, {{2, 1, 1, 5}});
+  add("sum_to", "middle axis", {}, {rnd({2, 3, 4}, 73)}, {{2, 1, 4}});
+  add("sum_to", "last axis", {}, {rnd({2, 3, 4}, 73)}, {{2, 3, 1}});
+  // Per-channel Rescaling (EfficientNet's 1 / sqrt(stddev) per RGB channel).
+  KernelConfig perChannel;
+  perChannel.set("scale", std::vector<double>{1.5, -0.5, 2.0})
+      .set("offset", std::vector<double>{0.1, 0.0, -0.3});
+  add("channel_scale_shift", "", perChannel, {rnd({2, 4, 3}, 77)}, {{2, 4, 3}});
+  // Keras' Normalization; one variance under epsilon.
+  KernelConfig normEps;
+  normEps.set("epsilon", 1e-3);
+  Tensor variance = rnd({5}, 75, 0.5, 2);
+  add("normalize", "mean", normEps,
+      {rnd({2, 3, 5}, 74), variance, rnd({5}, 76)}, {{2, 3, 5}});
+  add("normalize", "no mean", normEps,
+      {rnd({2, 3, 5}, 74), Tensor::f32({5}, {0.5, 1e-8, 2, 1, 0.25})},
+      {{2, 3, 5}});
   add("flatten", "", {}, {rnd({2, 3, 4}, 22)}, {{2, 12}});
   add("reshape", "", {}, {rnd({2, 3, 4}, 22)}, {{2, 4, 3}});
   add("add", "3 inputs", {}, {rnd({5}, 23), rnd({5}, 24), rnd({5}, 25)}, {{5}});

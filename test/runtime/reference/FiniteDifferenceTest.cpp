@@ -742,6 +742,76 @@ TEST(FiniteDifference, RandomContrast) {
                  f.numeric(0, w), "random_contrast_grad");
 }
 
+TEST(FiniteDifference, DropoutWithNoiseShape) {
+  // EfficientNet's per-sample drop and SpatialDropout2D's per channel.
+  for (std::vector<int64_t> noise :
+       {std::vector<int64_t>{1, 1, 1}, std::vector<int64_t>{1, 1, 4}}) {
+    Forward f;
+    f.kernel = "dropout";
+    f.cfg.set("rate", 0.4).set("seed", int64_t{5}).set("noise_shape", noise);
+    f.ctx.step = 4;
+    f.ctx.seed = 77;
+    f.ctx.globalRowOffset = 6;
+    f.ins = {Tensor::f64({3, 2, 3, 4}, uniform(72, -1, 1, 143))};
+    f.outShapes = {{3, 2, 3, 4}};
+    std::vector<double> w = f.weights(144);
+    expectGradient(
+        analytic("dropout_grad", f.cfg, {dyOf(f, w)}, {{3, 2, 3, 4}}, 0, f.ctx),
+        f.numeric(0, w), "dropout_grad with a noise shape");
+  }
+}
+
+TEST(FiniteDifference, BroadcastAndSumTo) {
+  // The gradient of broadcast is sum_to (and, linear, the other way round).
+  Forward b;
+  b.kernel = "broadcast";
+  b.ins = {Tensor::f64({2, 1, 1, 3}, uniform(6, -1, 1, 145))};
+  b.outShapes = {{2, 4, 5, 3}};
+  std::vector<double> w = b.weights(146);
+  expectGradient(analytic("sum_to", {}, {dyOf(b, w)}, {{2, 1, 1, 3}}),
+                 b.numeric(0, w), "broadcast");
+  Forward s;
+  s.kernel = "sum_to";
+  s.ins = {Tensor::f64({2, 3, 4}, uniform(24, -1, 1, 147))};
+  s.outShapes = {{2, 1, 4}};
+  w = s.weights(148);
+  expectGradient(analytic("broadcast", {}, {dyOf(s, w)}, {{2, 3, 4}}),
+                 s.numeric(0, w), "sum_to");
+}
+
+TEST(FiniteDifference, ChannelScaleShift) {
+  // Its own gradient, with the scale and no offset.
+  Forward f;
+  f.kernel = "channel_scale_shift";
+  f.cfg.set("scale", std::vector<double>{1.5, -0.5, 2.0})
+      .set("offset", std::vector<double>{0.1, 0.0, -0.3});
+  f.ins = {Tensor::f64({2, 4, 3}, uniform(24, -1, 1, 152))};
+  f.outShapes = {{2, 4, 3}};
+  std::vector<double> w = f.weights(153);
+  KernelConfig back;
+  back.set("scale", std::vector<double>{1.5, -0.5, 2.0})
+      .set("offset", std::vector<double>{0.0, 0.0, 0.0});
+  expectGradient(
+      analytic("channel_scale_shift", back, {dyOf(f, w)}, {{2, 4, 3}}),
+      f.numeric(0, w), "channel_scale_shift");
+}
+
+TEST(FiniteDifference, Normalize) {
+  // dx = normalize(dy) with the variance and no mean; one variance under
+  // epsilon, where the divisor is epsilon.
+  Forward f;
+  f.kernel = "normalize";
+  f.cfg.set("epsilon", 1e-3);
+  Tensor variance = Tensor::f64({4}, {0.5, 1e-8, 2.0, 1.0});
+  f.ins = {Tensor::f64({2, 3, 4}, uniform(24, -1, 1, 149)), variance,
+           Tensor::f64({4}, uniform(4, -1, 1, 150))};
+  f.outShapes = {{2, 3, 4}};
+  std::vector<double> w = f.weights(151);
+  expectGradient(
+      analytic("normalize", f.cfg, {dyOf(f, w), variance}, {{2, 3, 4}}),
+      f.numeric(0, w), "normalize");
+}
+
 TEST(FiniteDifference, FusedFormsMatchTheirParts) {
   // fused_dense and fused_conv2d have no gradient kernels of their own; the
   // training graph differentiates their parts. Check the fused forward's

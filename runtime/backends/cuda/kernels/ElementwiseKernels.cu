@@ -22,8 +22,10 @@
 #include "runtime/backends/reference/ReferenceKernels.h"
 #include "runtime/core/DropoutMask.h"
 
+#include <algorithm>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace graph::runtime::cuda {
 
@@ -446,6 +448,13 @@ struct DropoutArgs {
   /// dropout::keepThreshold(rate).
   uint64_t threshold = 0;
   double scale = 0.0;
+  /// With a noise shape: the mask of element i is that of noise element
+  /// (firstRow + i / rowElements) * noise.rowElements + its index in the
+  /// noise row.
+  bool hasNoise = false;
+  dropout::NoiseMap noise;
+  int64_t firstRow = 0;
+  int64_t rowElements = 1;
 };
 
 __global__ void dropoutKernel(DropoutArgs a, const int64_t *deviceStep) {
@@ -454,7 +463,11 @@ __global__ void dropoutKernel(DropoutArgs a, const int64_t *deviceStep) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
        i < a.elements; i += int64_t(gridDim.x) * blockDim.x) {
     // The product in double, as the reference rounds it.
-    a.y[i] = dropout::keep(key, a.firstIndex + i, a.threshold)
+    int64_t index =
+        a.hasNoise ? (a.firstRow + i / a.rowElements) * a.noise.rowElements +
+                         dropout::noiseIndexInRow(a.noise, i % a.rowElements)
+                   : a.firstIndex + i;
+    a.y[i] = dropout::keep(key, index, a.threshold)
                  ? static_cast<float>(static_cast<double>(a.x[i]) * a.scale)
                  : 0.0f;
   }
@@ -486,6 +499,14 @@ KernelFactory dropoutFactory(const char *name) {
     a.opSeed = cfg.getInt("seed", 0);
     a.threshold = dropout::keepThreshold(rate);
     a.scale = rate < 1.0 ? 1.0 / (1.0 - rate) : 0.0;
+    a.rowElements = std::max<int64_t>(rowElements, 1);
+    if (cfg.has("noise_shape")) {
+      std::vector<int64_t> noise = cfg.getInts("noise_shape");
+      REQUIRE(dropout::makeNoiseMap(ins[0].shape, noise, a.noise),
+              "noise_shape " + shapeText(noise) + " does not broadcast to " +
+                  shapeText(ins[0].shape));
+      a.hasNoise = true;
+    }
     out = [state, a, rowElements](const KernelContext &stepCtx,
                                   const KernelConfig &, const Tensors &,
                                   const Tensors &) {
@@ -497,6 +518,7 @@ KernelFactory dropoutFactory(const char *name) {
       // step, which is not, is read on the device.
       DropoutArgs args = a;
       args.firstIndex = stepCtx.globalRowOffset * rowElements;
+      args.firstRow = stepCtx.globalRowOffset;
       args.runSeed = stepCtx.seed;
       dropoutKernel<<<blocksFor(a.elements), kThreads, 0, state->compute>>>(
           args, state->deviceStep);
@@ -505,6 +527,256 @@ KernelFactory dropoutFactory(const char *name) {
     };
     return Status::ok();
   };
+}
+
+//===----------------------------------------------------------------------===//
+// broadcast, sum_to (its adjoint) and normalize
+//===----------------------------------------------------------------------===//
+
+constexpr int kMaxBroadcastRank = 8;
+
+/// The shapes of a broadcast or sum_to: `full` (the larger) and the unit
+/// tensor's strides along full's axes (0 on the repeated ones).
+struct BroadcastArgs {
+  const float *x = nullptr;
+  float *y = nullptr;
+  int rank = 0;
+  int64_t full[kMaxBroadcastRank] = {};
+  int64_t unitStride[kMaxBroadcastRank] = {};
+  /// sum_to: the summed axes' dims and full strides, and their product.
+  int summedRank = 0;
+  int64_t summedDims[kMaxBroadcastRank] = {};
+  int64_t summedStrides[kMaxBroadcastRank] = {};
+  int64_t count = 1;
+  int64_t elements = 0; // of the output
+};
+
+__global__ void broadcastKernel(BroadcastArgs a) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+       i < a.elements; i += int64_t(gridDim.x) * blockDim.x) {
+    int64_t source = 0, rest = i;
+    for (int d = a.rank - 1; d >= 0; --d) {
+      source += (rest % a.full[d]) * a.unitStride[d];
+      rest /= a.full[d];
+    }
+    a.y[i] = a.x[source];
+  }
+}
+
+/// One thread per output element; `full` here is the output (unit) shape
+/// and unitStride the input's strides of its axes.
+__global__ void sumToKernel(BroadcastArgs a) {
+  for (int64_t o = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+       o < a.elements; o += int64_t(gridDim.x) * blockDim.x) {
+    int64_t base = 0, rest = o;
+    for (int d = a.rank - 1; d >= 0; --d) {
+      base += (rest % a.full[d]) * a.unitStride[d];
+      rest /= a.full[d];
+    }
+    double sum = 0.0;
+    for (int64_t k = 0; k < a.count; ++k) {
+      int64_t at = base, left = k;
+      for (int s = a.summedRank - 1; s >= 0; --s) {
+        at += (left % a.summedDims[s]) * a.summedStrides[s];
+        left /= a.summedDims[s];
+      }
+      sum += a.x[at];
+    }
+    a.y[o] = static_cast<float>(sum);
+  }
+}
+
+/// Whether `unit` has full's rank (1..kMaxBroadcastRank) and each dimension
+/// 1 or full's.
+bool broadcasts(const std::vector<int64_t> &unit,
+                const std::vector<int64_t> &full) {
+  if (unit.empty() || unit.size() != full.size() ||
+      unit.size() > static_cast<size_t>(kMaxBroadcastRank))
+    return false;
+  for (size_t d = 0; d < unit.size(); ++d)
+    if (unit[d] != full[d] && unit[d] != 1)
+      return false;
+  return true;
+}
+
+Status broadcastFactory(const KernelContext &ctx, const KernelConfig &,
+                        const Tensors &ins, const Tensors &outs,
+                        KernelFn &out) {
+  static constexpr const char *kName = "broadcast";
+  RETURN_IF_ERROR(checkOperands(kName, ins, outs, 1, 1, 1));
+  const std::vector<int64_t> &in = ins[0].shape, &res = outs[0].shape;
+  REQUIRE(broadcasts(in, res),
+          shapeText(in) + " does not broadcast to " + shapeText(res));
+  CudaDeviceState *state = nullptr;
+  RETURN_IF_ERROR(deviceStateOf(kName, ctx, state));
+  BroadcastArgs a;
+  a.x = ins[0].f32();
+  a.y = outs[0].f32();
+  a.rank = static_cast<int>(res.size());
+  int64_t stride = 1;
+  for (int d = a.rank - 1; d >= 0; --d) {
+    a.full[d] = res[d];
+    a.unitStride[d] = in[d] == 1 ? 0 : stride;
+    stride *= in[d];
+  }
+  a.elements = outs[0].elements();
+  out = [state, a](const KernelContext &, const KernelConfig &, const Tensors &,
+                   const Tensors &) {
+    if (a.elements == 0)
+      return Status::ok();
+    broadcastKernel<<<blocksFor(a.elements), kThreads, 0, state->compute>>>(a);
+    RETURN_IF_LAUNCH_FAILED("broadcastKernel");
+    return Status::ok();
+  };
+  return Status::ok();
+}
+
+Status sumToFactory(const KernelContext &ctx, const KernelConfig &,
+                    const Tensors &ins, const Tensors &outs, KernelFn &out) {
+  static constexpr const char *kName = "sum_to";
+  RETURN_IF_ERROR(checkOperands(kName, ins, outs, 1, 1, 1));
+  const std::vector<int64_t> &in = ins[0].shape, &res = outs[0].shape;
+  REQUIRE(broadcasts(res, in),
+          shapeText(res) + " does not broadcast to " + shapeText(in));
+  CudaDeviceState *state = nullptr;
+  RETURN_IF_ERROR(deviceStateOf(kName, ctx, state));
+  BroadcastArgs a;
+  a.x = ins[0].f32();
+  a.y = outs[0].f32();
+  a.rank = static_cast<int>(in.size());
+  int64_t inStride[kMaxBroadcastRank];
+  int64_t stride = 1;
+  for (int d = a.rank - 1; d >= 0; --d) {
+    inStride[d] = stride;
+    stride *= in[d];
+  }
+  for (int d = 0; d < a.rank; ++d) {
+    a.full[d] = res[d];
+    a.unitStride[d] = inStride[d];
+    if (res[d] == 1 && in[d] != 1) {
+      a.summedDims[a.summedRank] = in[d];
+      a.summedStrides[a.summedRank++] = inStride[d];
+      a.count *= in[d];
+    }
+  }
+  a.elements = outs[0].elements();
+  out = [state, a](const KernelContext &, const KernelConfig &, const Tensors &,
+                   const Tensors &) {
+    if (a.elements == 0)
+      return Status::ok();
+    sumToKernel<<<blocksFor(a.elements), kThreads, 0, state->compute>>>(a);
+    RETURN_IF_LAUNCH_FAILED("sumToKernel");
+    return Status::ok();
+  };
+  return Status::ok();
+}
+
+/// (x - mean) / max(sqrt(variance), epsilon), per channel of the last axis;
+/// mean null when absent.
+__global__ void normalizeKernel(const float *x, const float *variance,
+                                const float *mean, float *y, int64_t elements,
+                                int64_t channels, double epsilon) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < elements;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    int64_t k = i % channels;
+    double d = fmax(sqrt(static_cast<double>(variance[k])), epsilon);
+    double m = mean ? static_cast<double>(mean[k]) : 0.0;
+    y[i] = static_cast<float>((static_cast<double>(x[i]) - m) / d);
+  }
+}
+
+Status normalizeFactory(const KernelContext &ctx, const KernelConfig &cfg,
+                        const Tensors &ins, const Tensors &outs,
+                        KernelFn &out) {
+  static constexpr const char *kName = "normalize";
+  RETURN_IF_ERROR(checkOperands(kName, ins, outs, 2, 3, 1));
+  REQUIRE(!ins[0].shape.empty() && outs[0].elements() == ins[0].elements(),
+          "input " + shapeText(ins[0].shape) + " and output " +
+              shapeText(outs[0].shape) + " need one size and a channel axis");
+  int64_t channels = ins[0].shape.back();
+  for (size_t k = 1; k < ins.size(); ++k)
+    REQUIRE(ins[k].elements() == channels,
+            "mean and variance need one element per channel");
+  CudaDeviceState *state = nullptr;
+  RETURN_IF_ERROR(deviceStateOf(kName, ctx, state));
+  double epsilon = cfg.getFloat("epsilon", 1e-7);
+  const float *x = ins[0].f32(), *variance = ins[1].f32();
+  const float *mean = ins.size() > 2 ? ins[2].f32() : nullptr;
+  float *y = outs[0].f32();
+  int64_t elements = outs[0].elements();
+  out = [=](const KernelContext &, const KernelConfig &, const Tensors &,
+            const Tensors &) {
+    if (elements == 0 || channels == 0)
+      return Status::ok();
+    normalizeKernel<<<blocksFor(elements), kThreads, 0, state->compute>>>(
+        x, variance, mean, y, elements, channels, epsilon);
+    RETURN_IF_LAUNCH_FAILED("normalizeKernel");
+    return Status::ok();
+  };
+  return Status::ok();
+}
+
+/// x * scale[c] + offset[c]; scale and offset in device memory that the
+/// launch site owns (2 * channels floats).
+__global__ void channelScaleShiftKernel(const float *x, const float *params,
+                                        float *y, int64_t elements,
+                                        int64_t channels) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < elements;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    int64_t k = i % channels;
+    y[i] = x[i] * params[k] + params[channels + k];
+  }
+}
+
+Status channelScaleShiftFactory(const KernelContext &ctx,
+                                const KernelConfig &cfg, const Tensors &ins,
+                                const Tensors &outs, KernelFn &out) {
+  static constexpr const char *kName = "channel_scale_shift";
+  RETURN_IF_ERROR(checkOperands(kName, ins, outs, 1, 1, 1));
+  REQUIRE(!ins[0].shape.empty() && outs[0].elements() == ins[0].elements(),
+          "input " + shapeText(ins[0].shape) + " and output " +
+              shapeText(outs[0].shape) + " need one size and a channel axis");
+  int64_t channels = ins[0].shape.back();
+  auto floats = [&](const char *name) {
+    auto it = cfg.all().find(name);
+    const std::vector<double> *v =
+        it == cfg.all().end() ? nullptr
+                              : std::get_if<std::vector<double>>(&it->second);
+    return v ? std::vector<float>(v->begin(), v->end()) : std::vector<float>();
+  };
+  std::vector<float> params = floats("scale"), offset = floats("offset");
+  REQUIRE(static_cast<int64_t>(params.size()) == channels &&
+              static_cast<int64_t>(offset.size()) == channels,
+          "scale and offset need one element per channel");
+  params.insert(params.end(), offset.begin(), offset.end());
+  CudaDeviceState *state = nullptr;
+  RETURN_IF_ERROR(deviceStateOf(kName, ctx, state));
+  // The launch site's scale and offset on the device, freed with it.
+  auto device = std::make_shared<DeviceBuffer>();
+  size_t bytes = std::max<size_t>(params.size(), 1) * sizeof(float);
+  RETURN_IF_ERROR(device->allocate(state->ordinal, bytes));
+  if (!params.empty()) {
+    ScopedDevice scoped;
+    RETURN_IF_ERROR(scoped.enter(state->ordinal));
+    // Synchronous, once: the factory runs before any step.
+    RETURN_IF_CUDA_ERROR(cudaMemcpy(device->data(), params.data(),
+                                    params.size() * sizeof(float),
+                                    cudaMemcpyHostToDevice));
+  }
+  const float *x = ins[0].f32();
+  float *y = outs[0].f32();
+  int64_t elements = outs[0].elements();
+  out = [=](const KernelContext &, const KernelConfig &, const Tensors &,
+            const Tensors &) {
+    if (elements == 0 || channels == 0)
+      return Status::ok();
+    channelScaleShiftKernel<<<blocksFor(elements), kThreads, 0,
+                              state->compute>>>(
+        x, static_cast<const float *>(device->data()), y, elements, channels);
+    RETURN_IF_LAUNCH_FAILED("channelScaleShiftKernel");
+    return Status::ok();
+  };
+  return Status::ok();
 }
 
 //===----------------------------------------------------------------------===//
@@ -727,6 +999,10 @@ void registerElementwiseKernels() {
   r.addFactory("bias_add_grad", Backend::cuda, biasAddGrad);
   r.addFactory("dropout", Backend::cuda, dropoutFactory("dropout"));
   r.addFactory("dropout_grad", Backend::cuda, dropoutFactory("dropout_grad"));
+  r.addFactory("broadcast", Backend::cuda, broadcastFactory);
+  r.addFactory("sum_to", Backend::cuda, sumToFactory);
+  r.addFactory("normalize", Backend::cuda, normalizeFactory);
+  r.addFactory("channel_scale_shift", Backend::cuda, channelScaleShiftFactory);
 }
 
 } // namespace graph::runtime::cuda

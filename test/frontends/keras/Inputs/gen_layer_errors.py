@@ -125,6 +125,46 @@ def main():
     layer(m, "RandomZoom")["height_factor"] = [0.1, 0.2, 0.3]
     write("random_zoom_factor.json", m)
 
+    # Not an error: op_layers.test imports Keras 3 operation layers with a
+    # number on either side and of two tensors.
+    keras.backend.clear_session()
+    x = keras.Input((4,))
+    y = 3.0 - x
+    y = y / 2.0
+    y = y - 1.0
+    y = y + x
+    write("op_layers.json", json.loads(keras.Model(x, y * x).to_json()))
+
+    # Broadcasting, noise shapes, Normalization and operation layers.
+    # Two statistics for three channels (Keras refuses it when called).
+    m = one_layer((4, 4, 3), lambda x: L.Normalization(
+        mean=[1.0, 2.0, 3.0], variance=[1.0, 4.0, 9.0])(x))
+    layer(m, "Normalization")["mean"] = [1.0, 2.0]
+    layer(m, "Normalization")["variance"] = [1.0, 4.0]
+    write("normalization_vector.json", m)
+
+    m = one_layer((4, 4, 3), L.Normalization(axis=1))
+    write("normalization_axis.json", m)
+
+    m = one_layer((4, 4, 3), lambda x: keras.ops.power(x, 2.0))
+    write("op_layer_power.json", m)
+
+    keras.backend.clear_session()
+    a, b = keras.Input((4,)), keras.Input((4,))
+    m = json.loads(keras.Model([a, b], a / b).to_json())
+    write("op_layer_divide_tensors.json", m)
+
+    # Keras refuses a rank-3 input when the model is built.
+    m = one_layer((4, 4, 3), L.SpatialDropout2D(0.5))
+    m["config"]["layers"][0]["config"]["batch_shape"] = [None, 4, 3]
+    write("spatial_dropout_rank.json", m)
+
+    keras.backend.clear_session()
+    a, b = keras.Input((4, 3)), keras.Input((1, 3))
+    m = json.loads(keras.Model([a, b], L.Add()([a, b])).to_json())
+    m["config"]["layers"][1]["config"]["batch_shape"] = [None, 2, 3]
+    write("add_broadcast_mismatch.json", m)
+
     with open(os.path.join(HERE, "..", "fixtures", "tf2",
                            "fashion_mnist_cnn.json")) as f:
         m = json.load(f)

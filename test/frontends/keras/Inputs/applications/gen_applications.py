@@ -8,12 +8,12 @@ Regenerate with the bench venv (Keras 3.15, TensorFlow backend):
 Each family at the smallest input Keras accepts (32x32; Xception 71x71,
 InceptionResNetV2 75x75), weights=None, classes=10, compiled with Adam and
 categorical cross-entropy (so the JSON carries its compile config). Prints
-each model's layer count and output shape. Only six families are kept in
-the repository (their JSON is 85-170 KB each); docs/keras.md lists the
+each model's layer count and output shape. Only some families are kept in
+the repository (their JSON is 85-260 KB each); docs/keras.md lists the
 others, checked the same way by hand. ConvNeXtTiny is made with
-include_preprocessing=False (its Normalization layer is not imported);
-InceptionResNetV2's JSON (730 KB) is kept as a .keras archive holding only
-config.json, deflated to 15 KB.
+include_preprocessing=False. The families in ARCHIVED are written as .keras
+archives holding only config.json, deflated (InceptionResNetV2's 730 KB of
+JSON to 15 KB; EfficientNet and MobileNetV3 6-7 KB instead of 160-260 KB).
 """
 import os
 import sys
@@ -30,12 +30,20 @@ FAMILIES = {
     "resnet50": (A.ResNet50, 32),
     "xception": (A.Xception, 71),
     "convnext_tiny": (A.ConvNeXtTiny, 32),
-    "inception_resnet_v2": (A.InceptionResNetV2, 75),
 }
 OPTIONS = {"convnext_tiny": {"include_preprocessing": False}}
-ARCHIVED = {"inception_resnet_v2"}
+# Squeeze-and-excite (broadcasting Multiply), Dropout(noise_shape),
+# Normalization, and MobileNetV3's operation layers (x + 3.0, x * (1 / 6));
+# InceptionResNetV2's CustomScaleLayer.
+ARCHIVED = {
+    "inception_resnet_v2": (A.InceptionResNetV2, 75),
+    "efficientnet_b0": (A.EfficientNetB0, 32),
+    "efficientnet_v2_b0": (A.EfficientNetV2B0, 32),
+    "mobilenet_v3_small": (A.MobileNetV3Small, 32),
+    "mobilenet_v3_large": (A.MobileNetV3Large, 32),
+}
 out = sys.argv[1]
-for name, (build, size) in FAMILIES.items():
+for name, (build, size) in {**FAMILIES, **ARCHIVED}.items():
     keras.utils.set_random_seed(0)
     model = build(weights=None, input_shape=(size, size, 3), classes=10,
                   **OPTIONS.get(name, {}))
