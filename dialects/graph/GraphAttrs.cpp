@@ -305,8 +305,14 @@ OptimizerOptions mlir::graph::getOptimizerOptions(Attribute optimizer) {
     fill(sgd);
   else if (auto adam = dyn_cast<AdamAttr>(optimizer))
     fill(adam);
+  else if (auto rms = dyn_cast<RMSpropAttr>(optimizer))
+    fill(rms);
+  else if (auto adagrad = dyn_cast<AdagradAttr>(optimizer))
+    fill(adagrad);
+  else if (auto adamax = dyn_cast<AdamaxAttr>(optimizer))
+    fill(adamax);
   else
-    fill(cast<RMSpropAttr>(optimizer));
+    fill(cast<NadamAttr>(optimizer));
   return o;
 }
 
@@ -367,4 +373,73 @@ LogicalResult RMSpropAttr::verify(
     return emitError() << "rmsprop needs a finite epsilon > 0, got "
                        << formatF64(epsilon);
   return success();
+}
+
+LogicalResult
+AdagradAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                    llvm::APFloat learningRateF, llvm::APFloat initialF,
+                    llvm::APFloat epsilonF, llvm::APFloat clipnorm,
+                    llvm::APFloat globalClipnorm, llvm::APFloat clipvalue,
+                    llvm::APFloat weightDecay, Attribute schedule) {
+  double initial = initialF.convertToDouble();
+  double epsilon = epsilonF.convertToDouble();
+  if (failed(verifyLearningRate(emitError, "adagrad",
+                                learningRateF.convertToDouble())) ||
+      failed(verifyCommon(emitError, "adagrad", clipnorm, globalClipnorm,
+                          clipvalue, weightDecay, schedule)))
+    return failure();
+  if (!(initial >= 0) || !std::isfinite(initial))
+    return emitError() << "adagrad needs a finite initial_accumulator_value "
+                          ">= 0, got "
+                       << formatF64(initial);
+  if (!(epsilon > 0) || !std::isfinite(epsilon))
+    return emitError() << "adagrad needs a finite epsilon > 0, got "
+                       << formatF64(epsilon);
+  return success();
+}
+
+/// Adamax and Nadam: Adam's hyper-parameters.
+static LogicalResult
+verifyAdamLike(function_ref<InFlightDiagnostic()> emitError,
+               StringRef optimizer, llvm::APFloat learningRateF,
+               llvm::APFloat beta1F, llvm::APFloat beta2F,
+               llvm::APFloat epsilonF, llvm::APFloat clipnorm,
+               llvm::APFloat globalClipnorm, llvm::APFloat clipvalue,
+               llvm::APFloat weightDecay, Attribute schedule) {
+  double epsilon = epsilonF.convertToDouble();
+  if (failed(verifyLearningRate(emitError, optimizer,
+                                learningRateF.convertToDouble())) ||
+      failed(verifyCommon(emitError, optimizer, clipnorm, globalClipnorm,
+                          clipvalue, weightDecay, schedule)) ||
+      failed(verifyUnitInterval(emitError, optimizer, "beta_1",
+                                beta1F.convertToDouble())) ||
+      failed(verifyUnitInterval(emitError, optimizer, "beta_2",
+                                beta2F.convertToDouble())))
+    return failure();
+  if (!(epsilon > 0) || !std::isfinite(epsilon))
+    return emitError() << optimizer << " needs a finite epsilon > 0, got "
+                       << formatF64(epsilon);
+  return success();
+}
+
+LogicalResult AdamaxAttr::verify(
+    function_ref<InFlightDiagnostic()> emitError, llvm::APFloat learningRate,
+    llvm::APFloat beta1, llvm::APFloat beta2, llvm::APFloat epsilon,
+    llvm::APFloat clipnorm, llvm::APFloat globalClipnorm,
+    llvm::APFloat clipvalue, llvm::APFloat weightDecay, Attribute schedule) {
+  return verifyAdamLike(emitError, "adamax", learningRate, beta1, beta2,
+                        epsilon, clipnorm, globalClipnorm, clipvalue,
+                        weightDecay, schedule);
+}
+
+LogicalResult NadamAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                llvm::APFloat learningRate, llvm::APFloat beta1,
+                                llvm::APFloat beta2, llvm::APFloat epsilon,
+                                llvm::APFloat clipnorm,
+                                llvm::APFloat globalClipnorm,
+                                llvm::APFloat clipvalue,
+                                llvm::APFloat weightDecay, Attribute schedule) {
+  return verifyAdamLike(emitError, "nadam", learningRate, beta1, beta2, epsilon,
+                        clipnorm, globalClipnorm, clipvalue, weightDecay,
+                        schedule);
 }

@@ -25,7 +25,8 @@ FailureOr<bool> parseBool(AsmParser &parser);
 
 namespace mlir::graph {
 /// The options every optimizer attribute (#graph.sgd, #graph.adam,
-/// #graph.rmsprop) carries besides its own hyper-parameters; 0 is off.
+/// #graph.rmsprop, #graph.adagrad, #graph.adamax, #graph.nadam) carries besides
+/// its own hyper-parameters; 0 is off.
 struct OptimizerOptions {
   double learningRate = 0;
   double clipnorm = 0, globalClipnorm = 0, clipvalue = 0, weightDecay = 0;

@@ -167,6 +167,58 @@ def Graph_RMSpropAttr : Graph_Attr<"RMSprop", "rmsprop"> {
   let genVerifyDecl = 1;
 }
 
+def Graph_AdagradAttr : Graph_Attr<"Adagrad", "adagrad"> {
+  let summary = "Adagrad: a sum of squared gradients, from a positive start";
+  let description = [{
+    Keras 3's keras/src/optimizers/adagrad.py: the slot `accumulator`
+    starts at `initial_accumulator_value`, then `acc += g^2` and
+    `w -= lr * g / sqrt(acc + epsilon)`.
+  }];
+  let parameters = !con((ins
+    Graph_F64Param<>:$learning_rate,
+    Graph_F64Param<>:$initial_accumulator_value,
+    Graph_F64Param<>:$epsilon
+  ), Graph_OptimizerCommonParams);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
+def Graph_AdamaxAttr : Graph_Attr<"Adamax", "adamax"> {
+  let summary = "Adamax: Adam with the infinity norm for the second moment";
+  let description = [{
+    Keras 3's keras/src/optimizers/adamax.py (slots `m`, `u`):
+    `m += (g - m) * (1 - beta_1)`, `u = max(beta_2 * u, |g|)`,
+    `w -= lr * m / ((1 - beta_1^t) * (u + epsilon))`.
+  }];
+  let parameters = !con((ins
+    Graph_F64Param<>:$learning_rate,
+    Graph_F64Param<>:$beta_1,
+    Graph_F64Param<>:$beta_2,
+    Graph_F64Param<>:$epsilon
+  ), Graph_OptimizerCommonParams);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
+def Graph_NadamAttr : Graph_Attr<"Nadam", "nadam"> {
+  let summary = "Nadam: Adam with Nesterov momentum and a momentum schedule";
+  let description = [{
+    Keras 3's keras/src/optimizers/nadam.py (slots `m`, `v`). Keras' scalar
+    `u_product`, the product of the momentum cache
+    `beta_1 * (1 - 0.5 * 0.96^i)` over i = 1..t, is a function of the step
+    counter: the kernels compute it from the step, so it is saved and
+    restored with the step (no slot).
+  }];
+  let parameters = !con((ins
+    Graph_F64Param<>:$learning_rate,
+    Graph_F64Param<>:$beta_1,
+    Graph_F64Param<>:$beta_2,
+    Graph_F64Param<>:$epsilon
+  ), Graph_OptimizerCommonParams);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Learning-rate schedules (keras.optimizers.schedules), the `schedule` of an
 // optimizer: the initial rate is the optimizer's learning_rate.

@@ -2,7 +2,8 @@
 //
 // global_norm over the gradients (the training step's finite check) and
 // optimizer_update for every variable of the model in one launch: SGD
-// (momentum, nesterov), Adam (amsgrad) and RMSprop (momentum, centered),
+// (momentum, nesterov), Adam (amsgrad), RMSprop (momentum, centered),
+// Adagrad, Adamax and Nadam,
 // with the reference's formulas (Keras 3, see ReferenceKernels.cpp). The
 // factory cuts all variables into chunks of at most kChunk elements once; a
 // step runs the chunks across the replica's threads, and each chunk makes
@@ -37,7 +38,7 @@ constexpr int64_t kTile = 512;
 /// team at a quarter of the elements a one-input kernel needs.
 constexpr int64_t kParallelUpdateElements = kParallelElements / 4;
 
-enum class Kind { sgd, adam, rmsprop };
+enum class Kind { sgd, adam, rmsprop, adagrad, adamax, nadam };
 
 /// The launch's hyper-parameters, as floats for the loops.
 struct Hyper {
@@ -127,6 +128,71 @@ void adamTile(const Hyper &h, float alpha, const Variable &v, const float *w,
     wo[i] = w[i] - alpha * mo[i] / (root[i] + eps);
 }
 
+void adagradTile(const Hyper &h, const Variable &v, const float *w,
+                 const float *g, int64_t b, int64_t n) {
+  const float *acc = v.slotIn[0] + b;
+  float *wo = v.wOut + b, *accOut = v.slotOut[0] + b;
+  float eps = h.epsilon, lr = h.lr;
+  alignas(32) float root[kTile];
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) {
+    float a = acc[i] + g[i] * g[i];
+    accOut[i] = a;
+    root[i] = a + eps;
+  }
+  sqrtInPlace(root, n);
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i)
+    wo[i] = w[i] - lr * g[i] / root[i];
+}
+
+/// `alpha`: this step's lr / (1 - beta_1^t).
+void adamaxTile(const Hyper &h, float alpha, const Variable &v, const float *w,
+                const float *g, int64_t b, int64_t n) {
+  const float *m = v.slotIn[0] + b, *u = v.slotIn[1] + b;
+  float *wo = v.wOut + b, *mo = v.slotOut[0] + b, *uo = v.slotOut[1] + b;
+  float c1 = h.oneMinusBeta1, b2 = static_cast<float>(h.beta2), eps = h.epsilon;
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) {
+    float gi = g[i];
+    float mi = m[i] + (gi - m[i]) * c1;
+    float decayed = b2 * u[i];
+    float magnitude = simdSelect(gi < 0.0f, -gi, gi);
+    float ui = simdSelect(decayed < magnitude, magnitude, decayed);
+    mo[i] = mi;
+    uo[i] = ui;
+    wo[i] = w[i] - alpha * mi / (ui + eps);
+  }
+}
+
+/// Nadam's per-step coefficients (see the reference): m_hat = mCoef * m +
+/// gCoef * g, v_hat = v * vCoef.
+struct NadamStep {
+  float mCoef = 0, gCoef = 0, vCoef = 0;
+};
+
+void nadamTile(const Hyper &h, const NadamStep &step, const Variable &v,
+               const float *w, const float *g, int64_t b, int64_t n) {
+  const float *m = v.slotIn[0] + b, *s = v.slotIn[1] + b;
+  float *wo = v.wOut + b, *mo = v.slotOut[0] + b, *so = v.slotOut[1] + b;
+  float c1 = h.oneMinusBeta1, c2 = h.oneMinusBeta2, eps = h.epsilon, lr = h.lr;
+  alignas(32) float root[kTile];
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) {
+    float gi = g[i];
+    float mi = m[i] + (gi - m[i]) * c1;
+    float si = s[i] + (gi * gi - s[i]) * c2;
+    mo[i] = mi;
+    so[i] = si;
+    root[i] = si * step.vCoef;
+  }
+  sqrtInPlace(root, n);
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i)
+    wo[i] =
+        w[i] - (step.mCoef * mo[i] + step.gCoef * g[i]) * lr / (root[i] + eps);
+}
+
 void rmspropTile(const Hyper &h, const Variable &v, const float *w,
                  const float *g, int64_t b, int64_t n) {
   const float *rms = v.slotIn[0] + b;
@@ -214,11 +280,21 @@ public:
     // Adam's bias correction in double: beta_2^t for t in the thousands
     // is where float would lose digits.
     float alpha = 0.0f;
+    NadamStep nadam;
+    double t = static_cast<double>(ctx.step);
     if (h.kind == Kind::adam) {
-      double t = static_cast<double>(ctx.step);
       alpha = static_cast<float>(h.learningRate *
                                  std::sqrt(1.0 - std::pow(h.beta2, t)) /
                                  (1.0 - std::pow(h.beta1, t)));
+    } else if (h.kind == Kind::adamax) {
+      alpha = static_cast<float>(h.learningRate / (1.0 - std::pow(h.beta1, t)));
+    } else if (h.kind == Kind::nadam) {
+      double ut = nadamMomentumCache(h.beta1, ctx.step),
+             ut1 = nadamMomentumCache(h.beta1, ctx.step + 1);
+      double product = nadamUProduct(h.beta1, ctx.step);
+      nadam.mCoef = static_cast<float>(ut1 / (1.0 - product * ut1));
+      nadam.gCoef = static_cast<float>((1.0 - ut) / (1.0 - product));
+      nadam.vCoef = static_cast<float>(1.0 / (1.0 - std::pow(h.beta2, t)));
     }
     int64_t count = static_cast<int64_t>(chunks.size());
 #pragma omp parallel for schedule(static) if (elements >=                      \
@@ -261,6 +337,15 @@ public:
           break;
         case Kind::rmsprop:
           rmspropTile(h, var, w, g, b, len);
+          break;
+        case Kind::adagrad:
+          adagradTile(h, var, w, g, b, len);
+          break;
+        case Kind::adamax:
+          adamaxTile(h, alpha, var, w, g, b, len);
+          break;
+        case Kind::nadam:
+          nadamTile(h, nadam, var, w, g, b, len);
           break;
         }
       }
@@ -307,9 +392,20 @@ Status optimizerUpdateFactory(const KernelContext &, const KernelConfig &cfg,
     h.momentumSlot = momentum > 0 ? 1 : -1;
     h.meanGradSlot = h.centered ? (momentum > 0 ? 2 : 1) : -1;
     h.slots = 1 + (momentum > 0 ? 1 : 0) + (h.centered ? 1 : 0);
+  } else if (kind == "adagrad") {
+    h.kind = Kind::adagrad;
+    h.slots = 1;
+  } else if (kind == "adamax" || kind == "nadam") {
+    h.kind = kind == "adamax" ? Kind::adamax : Kind::nadam;
+    h.beta1 = cfg.getFloat("beta_1", 0.9);
+    h.beta2 = cfg.getFloat("beta_2", 0.999);
+    h.oneMinusBeta1 = static_cast<float>(1.0 - h.beta1);
+    h.oneMinusBeta2 = static_cast<float>(1.0 - h.beta2);
+    h.slots = 2;
   } else {
     return kernelError(kName, "unknown optimizer '" + kind +
-                                  "' (expected sgd, adam or rmsprop)");
+                                  "' (expected sgd, adam, rmsprop, adagrad, "
+                                  "adamax or nadam)");
   }
   h.clipnorm = cfg.getFloat("clipnorm", 0.0);
   h.globalClipnorm = cfg.getFloat("global_clipnorm", 0.0);

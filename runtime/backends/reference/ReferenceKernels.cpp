@@ -1514,6 +1514,17 @@ Status globalNorm(const KernelContext &, const KernelConfig &,
 //   increment = lr * g / sqrt(denom)
 //   momentum > 0: mom = momentum * mom + increment; w -= mom
 //   else:         w -= increment
+// Adagrad (slot accumulator, starting at initial_accumulator_value):
+//   acc += g^2;  w -= lr * g / sqrt(acc + epsilon)
+// Adamax (slots m, u):
+//   m += (g - m) * (1 - beta_1);  u = max(beta_2 * u, |g|)
+//   w -= lr * m / ((1 - beta_1^t) * (u + epsilon))
+// Nadam (slots m, v; keras/src/optimizers/nadam.py):
+//   u_t = beta_1 * (1 - 0.5 * 0.96^t), u_t1 the same at t + 1,
+//   P = u_1 * ... * u_t (Keras' u_product), P1 = P * u_t1
+//   m += (g - m) * (1 - beta_1);  v += (g^2 - v) * (1 - beta_2)
+//   m_hat = u_t1 * m / (1 - P1) + (1 - u_t) * g / (1 - P)
+//   v_hat = v / (1 - beta_2^t);  w -= lr * m_hat / (sqrt(v_hat) + epsilon)
 // Before any of them (keras/src/optimizers/base_optimizer.py, apply):
 //   clipnorm c:        g = g * c / max(norm, c), norm = the variable's
 //                      gradient norm (ins: one norm per variable at the end)
@@ -1546,6 +1557,10 @@ Status optimizerUpdate(const KernelContext &ctx, const KernelConfig &cfg,
   } else if (kind == "rmsprop") {
     centered = cfg.getFloat("centered", 0.0) != 0.0;
     k = 1 + (momentum > 0 ? 1 : 0) + (centered ? 1 : 0);
+  } else if (kind == "adagrad") {
+    k = 1;
+  } else if (kind == "adamax" || kind == "nadam") {
+    k = 2;
   } else {
     REQUIRE(false, "unknown optimizer '" + kind + "'");
   }
@@ -1627,6 +1642,41 @@ Status optimizerUpdate(const KernelContext &ctx, const KernelConfig &cfg,
           second = slots[2][i];
         }
         w[i] -= alpha * m / (std::sqrt(second) + eps);
+      }
+    } else if (kind == "adagrad") {
+      double eps = cfg.getFloat("epsilon", 1e-7);
+      for (size_t i = 0; i < w.size(); ++i) {
+        double &acc = slots[0][i];
+        acc += g[i] * g[i];
+        w[i] -= lr * g[i] / std::sqrt(acc + eps);
+      }
+    } else if (kind == "adamax") {
+      double b1 = cfg.getFloat("beta_1", 0.9),
+             b2 = cfg.getFloat("beta_2", 0.999),
+             eps = cfg.getFloat("epsilon", 1e-7);
+      double correction = 1.0 - std::pow(b1, t);
+      for (size_t i = 0; i < w.size(); ++i) {
+        double &m = slots[0][i], &u = slots[1][i];
+        m += (g[i] - m) * (1.0 - b1);
+        u = std::max(b2 * u, std::abs(g[i]));
+        w[i] -= lr * m / (correction * (u + eps));
+      }
+    } else if (kind == "nadam") {
+      double b1 = cfg.getFloat("beta_1", 0.9),
+             b2 = cfg.getFloat("beta_2", 0.999),
+             eps = cfg.getFloat("epsilon", 1e-7);
+      double ut = nadamMomentumCache(b1, ctx.step),
+             ut1 = nadamMomentumCache(b1, ctx.step + 1);
+      double product = nadamUProduct(b1, ctx.step), product1 = product * ut1;
+      double vCorrection = 1.0 - std::pow(b2, t);
+      for (size_t i = 0; i < w.size(); ++i) {
+        double &m = slots[0][i], &vv = slots[1][i];
+        m += (g[i] - m) * (1.0 - b1);
+        vv += (g[i] * g[i] - vv) * (1.0 - b2);
+        double mHat =
+            ut1 * m / (1.0 - product1) + (1.0 - ut) * g[i] / (1.0 - product);
+        double vHat = vv / vCorrection;
+        w[i] -= lr * mHat / (std::sqrt(vHat) + eps);
       }
     } else {
       double rho = cfg.getFloat("rho", 0.9),

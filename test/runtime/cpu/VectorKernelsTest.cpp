@@ -636,6 +636,10 @@ int64_t slotsOf(const KernelConfig &cfg) {
     return momentum ? 1 : 0;
   if (kind == "adam")
     return cfg.getFloat("amsgrad", 0.0) != 0.0 ? 3 : 2;
+  if (kind == "adagrad")
+    return 1;
+  if (kind == "adamax" || kind == "nadam")
+    return 2;
   return 1 + momentum + (cfg.getFloat("centered", 0.0) != 0.0);
 }
 
@@ -708,6 +712,17 @@ std::vector<std::pair<std::string, KernelConfig>> optimizers() {
                              {"momentum", 0.9},
                              {"epsilon", 1e-7},
                              {"centered", 1}})},
+      {"adagrad", optimizer("adagrad", {{"learning_rate", 0.01},
+                                        {"initial_accumulator_value", 0.1},
+                                        {"epsilon", 1e-7}})},
+      {"adamax", optimizer("adamax", {{"learning_rate", 0.002},
+                                      {"beta_1", 0.9},
+                                      {"beta_2", 0.999},
+                                      {"epsilon", 1e-7}})},
+      {"nadam", optimizer("nadam", {{"learning_rate", 0.002},
+                                    {"beta_1", 0.9},
+                                    {"beta_2", 0.999},
+                                    {"epsilon", 1e-7}})},
   };
 }
 

@@ -2,7 +2,8 @@
 //
 // global_norm over the gradients (the training step's finite check, at the
 // end of this file) and optimizer_update (SGD with momentum and Nesterov, Adam
-// with amsgrad, RMSprop with momentum and centering; Keras 3's formulas, as the
+// with amsgrad, RMSprop with momentum and centering, Adagrad, Adamax, Nadam;
+// Keras 3's formulas, as the
 // reference writes them) as a single multi-tensor launch: the factory lays
 // out a table of every variable's buffers and a list of fixed-size chunks
 // in device memory of its own (allocated and filled once, outside any
@@ -42,7 +43,7 @@ struct Chunk {
   int64_t begin = 0, end = 0;
 };
 
-enum class Kind : int32_t { sgd, adam, rmsprop };
+enum class Kind : int32_t { sgd, adam, rmsprop, adagrad, adamax, nadam };
 
 struct Hyper {
   Kind kind = Kind::sgd;
@@ -66,9 +67,17 @@ __device__ double clipScale(const Hyper &h, double norm) {
          (norm - norm);
 }
 
+/// Per-step factors of the step counter, computed once per block: Adam's
+/// bias-corrected rate; Adamax's lr / (1 - beta_1^t); Nadam's
+/// m_hat = mCoef * m + gCoef * g and v_hat = v * vCoef (see the reference).
+/// Trivial (no member initializers): it lives in __shared__ memory.
+struct StepFactors {
+  double alpha, mCoef, gCoef, vCoef;
+};
+
 /// `lr`: this step's learning rate (h.learningRate or its schedule's value).
 __device__ void updateElement(const UpdateTensor &t, int64_t i, const Hyper &h,
-                              double lr, double adamAlpha, double clip) {
+                              double lr, const StepFactors &f, double clip) {
   double w = t.param[i], g = t.grad[i];
   if (t.norm)
     g *= clip;
@@ -96,9 +105,24 @@ __device__ void updateElement(const UpdateTensor &t, int64_t i, const Hyper &h,
       s[2] = fmax(s[2], s[1]);
       second = s[2];
     }
-    w -= adamAlpha * s[0] / (sqrt(second) + h.epsilon);
+    w -= f.alpha * s[0] / (sqrt(second) + h.epsilon);
     break;
   }
+  case Kind::adagrad:
+    s[0] += g * g;
+    w -= lr * g / sqrt(s[0] + h.epsilon);
+    break;
+  case Kind::adamax:
+    s[0] += (g - s[0]) * (1.0 - h.beta1);
+    s[1] = fmax(h.beta2 * s[1], fabs(g));
+    w -= f.alpha * s[0] / (s[1] + h.epsilon);
+    break;
+  case Kind::nadam:
+    s[0] += (g - s[0]) * (1.0 - h.beta1);
+    s[1] += (g * g - s[1]) * (1.0 - h.beta2);
+    w -= lr * (f.mCoef * s[0] + f.gCoef * g) /
+         (sqrt(s[1] * f.vCoef) + h.epsilon);
+    break;
   case Kind::rmsprop: {
     s[0] = h.rho * s[0] + (1.0 - h.rho) * g * g;
     double denom = s[0] + h.epsilon;
@@ -131,15 +155,28 @@ __global__ void updateKernel(const UpdateTensor *__restrict__ tensors,
   // (a replayed CUDA graph keeps its kernel arguments).
   // The learning rate too: a schedule's value at Keras' iterations, the
   // step before this update.
-  __shared__ double adamAlpha, lr;
+  __shared__ double lr;
+  __shared__ StepFactors factors;
   if (threadIdx.x == 0) {
-    double t = static_cast<double>(*deviceStep);
+    int64_t step = *deviceStep;
+    double t = static_cast<double>(step);
     lr = h.schedule.kind == LearningRateSchedule::constant
              ? h.learningRate
-             : learningRateAt(h.schedule, *deviceStep - 1);
-    adamAlpha = h.kind == Kind::adam
-                    ? lr * sqrt(1.0 - pow(h.beta2, t)) / (1.0 - pow(h.beta1, t))
-                    : 0.0;
+             : learningRateAt(h.schedule, step - 1);
+    StepFactors f = {0.0, 0.0, 0.0, 0.0};
+    if (h.kind == Kind::adam) {
+      f.alpha = lr * sqrt(1.0 - pow(h.beta2, t)) / (1.0 - pow(h.beta1, t));
+    } else if (h.kind == Kind::adamax) {
+      f.alpha = lr / (1.0 - pow(h.beta1, t));
+    } else if (h.kind == Kind::nadam) {
+      double ut = nadamMomentumCache(h.beta1, step),
+             ut1 = nadamMomentumCache(h.beta1, step + 1);
+      double product = nadamUProduct(h.beta1, step);
+      f.mCoef = ut1 / (1.0 - product * ut1);
+      f.gCoef = (1.0 - ut) / (1.0 - product);
+      f.vCoef = 1.0 / (1.0 - pow(h.beta2, t));
+    }
+    factors = f;
   }
   __syncthreads();
   for (int64_t c = blockIdx.x; c < numChunks; c += gridDim.x) {
@@ -147,7 +184,7 @@ __global__ void updateKernel(const UpdateTensor *__restrict__ tensors,
     const UpdateTensor &t = tensors[chunk.tensor];
     double clip = t.norm ? clipScale(h, *t.norm) : 1.0;
     for (int64_t i = chunk.begin + threadIdx.x; i < chunk.end; i += blockDim.x)
-      updateElement(t, i, h, lr, adamAlpha, clip);
+      updateElement(t, i, h, lr, factors, clip);
   }
 }
 
@@ -190,6 +227,16 @@ Status optimizerUpdate(const KernelContext &ctx, const KernelConfig &cfg,
     if (centered)
       h.meanGradSlot = h.slots++;
     h.rho = cfg.getFloat("rho", 0.9);
+    h.epsilon = cfg.getFloat("epsilon", 1e-7);
+  } else if (kind == "adagrad") {
+    h.kind = Kind::adagrad;
+    h.slots = 1;
+    h.epsilon = cfg.getFloat("epsilon", 1e-7);
+  } else if (kind == "adamax" || kind == "nadam") {
+    h.kind = kind == "adamax" ? Kind::adamax : Kind::nadam;
+    h.slots = 2;
+    h.beta1 = cfg.getFloat("beta_1", 0.9);
+    h.beta2 = cfg.getFloat("beta_2", 0.999);
     h.epsilon = cfg.getFloat("epsilon", 1e-7);
   } else {
     REQUIRE(false, "unknown optimizer '" + kind + "'");
