@@ -793,10 +793,10 @@ TEST_F(CpuVectorKernels, OptimizerWritesSeparateOutputsAndKeepsItsInputs) {
 TEST_F(CpuVectorKernels, OptimizerRejectsBadLaunches) {
   Tensor w = Tensor::f32({3}), g = Tensor::f32({3}), m = Tensor::f32({3}),
          shortSlot = Tensor::f32({2});
-  EXPECT_EQ(factoryError("optimizer_update", optimizer("adagrad", {}), {&w, &g},
-                         {&w}),
-            "optimizer_update: unknown optimizer 'adagrad' (expected sgd, "
-            "adam or rmsprop)");
+  EXPECT_EQ(factoryError("optimizer_update", optimizer("adadelta", {}),
+                         {&w, &g}, {&w}),
+            "optimizer_update: unknown optimizer 'adadelta' (expected sgd, "
+            "adam, rmsprop, adagrad, adamax or nadam)");
   EXPECT_EQ(factoryError("optimizer_update", optimizer("adam", {}),
                          {&w, &g, &m}, {&w, &m}),
             "optimizer_update: 3 inputs do not split into params, grads and "
