@@ -501,19 +501,20 @@ void TrainingStepBuilder::addSlotVariables() {
   // Slots start at zero, except Adagrad's accumulator, which starts at
   // initial_accumulator_value (Keras' Constant initializer).
   MLIRContext *context = module.getContext();
-  InitializerAttr init = InitializerAttr::get(context, InitKind::zeros);
-  if (auto adagrad = dyn_cast<AdagradAttr>(training.getOptimizer())) {
-    InitializerAttr zeros = init;
-    init = InitializerAttr::get(
+  InitializerAttr zeros = InitializerAttr::get(context, InitKind::zeros);
+  InitializerAttr accumulator = zeros;
+  if (auto adagrad = dyn_cast<AdagradAttr>(training.getOptimizer()))
+    accumulator = InitializerAttr::get(
         context, InitKind::constant, zeros.getMean(), zeros.getStddev(),
         zeros.getMinval(), zeros.getMaxval(),
         adagrad.getInitialAccumulatorValue(), std::nullopt);
-  }
   for (VariableOp var : planned.trained) {
     b.setInsertionPointAfter(var);
     for (StringRef slot : OptimizerUpdateOp::slotNames(training.getOptimizer()))
       VariableOp::create(b, var.getLoc(), slotName(var, slot),
-                         var.getTensorType(), init, /*trainable=*/false);
+                         var.getTensorType(),
+                         slot == "accumulator" ? accumulator : zeros,
+                         /*trainable=*/false);
   }
 }
 

@@ -183,7 +183,9 @@ private:
          {std::pair<StringRef, double>{"clipnorm", options.clipnorm},
           {"global_clipnorm", options.globalClipnorm},
           {"clipvalue", options.clipvalue},
-          {"weight_decay", options.weightDecay}})
+          {"weight_decay", options.weightDecay},
+          {"gradient_accumulation_steps",
+           static_cast<double>(options.gradientAccumulationSteps)}})
       if (value != 0)
         add(name, value);
     // A learning-rate schedule: its kind (runtime LearningRateSchedule::Kind)

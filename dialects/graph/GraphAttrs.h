@@ -33,6 +33,9 @@ struct OptimizerOptions {
   /// A learning-rate schedule attribute (#graph.exponential_decay, ...), or
   /// null for a constant rate.
   Attribute schedule;
+  /// Keras' gradient_accumulation_steps (0: off, else >= 2): the update
+  /// adds the gradient to a slot and applies the mean every N steps.
+  int64_t gradientAccumulationSteps = 0;
 };
 /// PiecewiseConstantDecay's boundaries at most (the runtime's
 /// LearningRateSchedule::kMaxBoundaries).

@@ -78,12 +78,20 @@ class Graph_OptF64Param<string desc = ""> : Graph_F64Param<desc> {
 // counter (Keras' `iterations`, 0 on the first update) that the update
 // kernel evaluates every step; `learning_rate` is then the schedule's
 // initial_learning_rate.
+// `gradient_accumulation_steps` N (0: off, else >= 2): the update adds each
+// step's gradient to the slot `grad_accum` and, every N-th step, applies
+// the mean of the N gradients (then clipped, with weight decay) and resets
+// it; the other steps leave the variables and the other slots alone. The
+// bias corrections count applied updates (Keras' `iterations` is the step
+// count floor-divided by N); the schedule reads the raw step count, as
+// Keras' `_get_current_learning_rate` reads `_iterations`.
 defvar Graph_OptimizerCommonParams = (ins
     Graph_OptF64Param<>:$clipnorm,
     Graph_OptF64Param<>:$global_clipnorm,
     Graph_OptF64Param<>:$clipvalue,
     Graph_OptF64Param<>:$weight_decay,
-    OptionalParameter<"::mlir::Attribute">:$schedule);
+    OptionalParameter<"::mlir::Attribute">:$schedule,
+    DefaultValuedParameter<"int64_t", "0">:$gradient_accumulation_steps);
 
 class Graph_BoolParam<string desc = ""> : AttrOrTypeParameter<"bool", desc> {
   let parser = "::mlir::graph::parseBool($_parser)";

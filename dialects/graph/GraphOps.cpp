@@ -928,7 +928,8 @@ LogicalResult SparseCategoricalCrossentropyGradOp::verify() {
   return verifyLossGrad(*this, /*sparse=*/true);
 }
 
-SmallVector<StringRef> OptimizerUpdateOp::slotNames(Attribute optimizer) {
+/// The optimizer's own slots, before gradient accumulation's.
+static SmallVector<StringRef> updateSlotNames(Attribute optimizer) {
   if (auto sgd = dyn_cast<SGDAttr>(optimizer)) {
     if (sgd.getMomentum().isZero())
       return {};
@@ -951,6 +952,13 @@ SmallVector<StringRef> OptimizerUpdateOp::slotNames(Attribute optimizer) {
     names.push_back("momentum");
   if (rms.getCentered())
     names.push_back("mg");
+  return names;
+}
+
+SmallVector<StringRef> OptimizerUpdateOp::slotNames(Attribute optimizer) {
+  SmallVector<StringRef> names = updateSlotNames(optimizer);
+  if (getOptimizerOptions(optimizer).gradientAccumulationSteps > 0)
+    names.push_back("grad_accum");
   return names;
 }
 

@@ -754,7 +754,8 @@ def Graph_OptimizerUpdateOp : Graph_Op<"optimizer_update", [Pure,
     Adam: `m`, `v` (and `vhat` with amsgrad); RMSprop: `rms`, then
     `momentum` (when momentum > 0), then `mg` (when centered); Adagrad:
     `accumulator` (starting at initial_accumulator_value); Adamax: `m`,
-    `u`; Nadam: `m`, `v`. Slots are
+    `u`; Nadam: `m`, `v`; then, with gradient_accumulation_steps,
+    `grad_accum` (the sum of the gradients since the last update). Slots are
     grouped per variable: `[slots of var 0, slots of var 1, ...]`.
     The step count for Adam's bias correction is the runtime's global step
     (1 on the first update), not an operand: a whole-step CUDA graph replays

@@ -1021,7 +1021,7 @@ OwningOpRef<ModuleOp> ModelBuilder::finish(llvm::ArrayRef<Tensor> outputs,
                 APFloat(opt.learning_rate), APFloat(opt.momentum), opt.nesterov,
                 APFloat(opt.clipnorm), APFloat(opt.global_clipnorm),
                 APFloat(opt.clipvalue), APFloat(opt.weight_decay),
-                scheduleAttr(opt.schedule));
+                scheduleAttr(opt.schedule), opt.gradient_accumulation_steps);
           else if constexpr (std::is_same_v<T, Adam>)
             return AdamAttr::getChecked(
                 [&] { return mlir::emitError(baseLoc); }, context,
@@ -1029,7 +1029,7 @@ OwningOpRef<ModuleOp> ModelBuilder::finish(llvm::ArrayRef<Tensor> outputs,
                 APFloat(opt.beta_2), APFloat(opt.epsilon), opt.amsgrad,
                 APFloat(opt.clipnorm), APFloat(opt.global_clipnorm),
                 APFloat(opt.clipvalue), APFloat(opt.weight_decay),
-                scheduleAttr(opt.schedule));
+                scheduleAttr(opt.schedule), opt.gradient_accumulation_steps);
           else if constexpr (std::is_same_v<T, RMSprop>)
             return RMSpropAttr::getChecked(
                 [&] { return mlir::emitError(baseLoc); }, context,
@@ -1037,7 +1037,7 @@ OwningOpRef<ModuleOp> ModelBuilder::finish(llvm::ArrayRef<Tensor> outputs,
                 APFloat(opt.momentum), APFloat(opt.epsilon), opt.centered,
                 APFloat(opt.clipnorm), APFloat(opt.global_clipnorm),
                 APFloat(opt.clipvalue), APFloat(opt.weight_decay),
-                scheduleAttr(opt.schedule));
+                scheduleAttr(opt.schedule), opt.gradient_accumulation_steps);
           else if constexpr (std::is_same_v<T, Adagrad>)
             return AdagradAttr::getChecked(
                 [&] { return mlir::emitError(baseLoc); }, context,
@@ -1045,7 +1045,7 @@ OwningOpRef<ModuleOp> ModelBuilder::finish(llvm::ArrayRef<Tensor> outputs,
                 APFloat(opt.initial_accumulator_value), APFloat(opt.epsilon),
                 APFloat(opt.clipnorm), APFloat(opt.global_clipnorm),
                 APFloat(opt.clipvalue), APFloat(opt.weight_decay),
-                scheduleAttr(opt.schedule));
+                scheduleAttr(opt.schedule), opt.gradient_accumulation_steps);
           else if constexpr (std::is_same_v<T, Adamax>)
             return AdamaxAttr::getChecked(
                 [&] { return mlir::emitError(baseLoc); }, context,
@@ -1053,7 +1053,7 @@ OwningOpRef<ModuleOp> ModelBuilder::finish(llvm::ArrayRef<Tensor> outputs,
                 APFloat(opt.beta_2), APFloat(opt.epsilon),
                 APFloat(opt.clipnorm), APFloat(opt.global_clipnorm),
                 APFloat(opt.clipvalue), APFloat(opt.weight_decay),
-                scheduleAttr(opt.schedule));
+                scheduleAttr(opt.schedule), opt.gradient_accumulation_steps);
           else
             return NadamAttr::getChecked(
                 [&] { return mlir::emitError(baseLoc); }, context,
@@ -1061,7 +1061,7 @@ OwningOpRef<ModuleOp> ModelBuilder::finish(llvm::ArrayRef<Tensor> outputs,
                 APFloat(opt.beta_2), APFloat(opt.epsilon),
                 APFloat(opt.clipnorm), APFloat(opt.global_clipnorm),
                 APFloat(opt.clipvalue), APFloat(opt.weight_decay),
-                scheduleAttr(opt.schedule));
+                scheduleAttr(opt.schedule), opt.gradient_accumulation_steps);
         },
         training->optimizer);
     if (!optimizer)

@@ -398,6 +398,23 @@ LogicalResult readOptimizer(ConfigReader &compile,
       *out);
   if (failed(options))
     return failure();
+  // gradient_accumulation_steps: null, or an integer >= 2 (Keras' rule).
+  if (const json::Value *steps = c.getSet("gradient_accumulation_steps")) {
+    std::optional<int64_t> n = steps->getAsInteger();
+    if (!n || *n < 2)
+      return c.unsupportedValue("gradient_accumulation_steps",
+                                "expected an integer >= 2 or null");
+    bool byNorm = std::visit(
+        [](auto &opt) { return opt.clipnorm > 0 || opt.global_clipnorm > 0; },
+        *out);
+    if (byNorm)
+      return c.error("gradient_accumulation_steps",
+                     "gradient accumulation with clipnorm or "
+                     "global_clipnorm is not supported (the norm would be "
+                     "of the accumulated mean, which the step does not "
+                     "compute); clipvalue is");
+    std::visit([&](auto &opt) { opt.gradient_accumulation_steps = *n; }, *out);
+  }
   // The moving average of weights only matters when use_ema is on.
   for (llvm::StringRef ignored : {"name", "jit_compile", "is_legacy_optimizer",
                                   "ema_momentum", "ema_overwrite_frequency"})
@@ -409,8 +426,6 @@ LogicalResult readOptimizer(ConfigReader &compile,
                               "false");
   if (failed(c.expectUnset("loss_scale_factor",
                            "loss scaling is not supported")) ||
-      failed(c.expectUnset("gradient_accumulation_steps",
-                           "gradient accumulation is not supported")) ||
       failed(c.checkNoOtherFields()))
     return failure();
   return object->checkNoOtherFields();

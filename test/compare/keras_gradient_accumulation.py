@@ -14,8 +14,9 @@ with gradient_accumulation_steps=2: Keras
 (keras/src/optimizers/base_optimizer.py, _backend_apply_gradients) adds the
 gradients of steps 1 and 3 to an accumulator and on steps 2 and 4 applies
 the mean of the two (clipped, with weight decay) and resets it; its
-`iterations`, which schedules and bias corrections read, count applied
-updates (floor(steps / 2)). Each batch differs, so the mean of two
+`iterations`, which the bias corrections read, count applied updates
+(floor(steps / 2)), while a learning-rate schedule reads the raw counter
+(_iterations). Each batch differs, so the mean of two
 gradients differs from either. Writes to DIR:
 
   train-images-idx3-ubyte    32 images 6x6x2, uint8 (graphrun reads them
@@ -44,7 +45,8 @@ def cases(keras):
     return {
         "sgd_momentum_accumulate": o.SGD(learning_rate=0.2, momentum=0.9,
                                          gradient_accumulation_steps=2),
-        # A schedule at Keras' iterations (0, 0, 1, 1 over the 4 steps);
+        # A schedule, which Keras evaluates at its raw step counter
+        # (_iterations: 1 and 3 on the two updates), not at iterations;
         # clipvalue on the mean gradient, and weight decay on update steps
         # only.
         "sgd_schedule_accumulate": o.SGD(

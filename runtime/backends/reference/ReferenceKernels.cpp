@@ -1534,6 +1534,12 @@ Status globalNorm(const KernelContext &, const KernelConfig &,
 //   weight_decay wd:   w = w - w * wd * lr
 // lr is the schedule's value at the step before this one (Keras'
 // iterations), when the optimizer has a schedule (LearningRateSchedule.h).
+// gradient_accumulation_steps N (one more slot, the accumulator, after the
+// optimizer's): steps that are not a multiple of N add g to it and change
+// nothing else; every N-th step applies the mean (g + acc) / N (clipped by
+// value, with weight decay) and resets it, with t = step / N (Keras'
+// iterations count updates) but lr still at step - 1 (the schedule reads
+// Keras' raw _iterations).
 //===----------------------------------------------------------------------===//
 
 Status optimizerUpdate(const KernelContext &ctx, const KernelConfig &cfg,
@@ -1545,6 +1551,16 @@ Status optimizerUpdate(const KernelContext &ctx, const KernelConfig &cfg,
   LearningRateSchedule schedule;
   std::string scheduleError;
   REQUIRE(scheduleFromConfig(cfg, schedule, scheduleError), scheduleError);
+  // Gradient accumulation (N >= 2): only every N-th step updates, and the
+  // bias corrections count updates (Keras' iterations are the steps
+  // floor-divided by N); the schedule still reads the raw step count
+  // (Keras' _get_current_learning_rate reads _iterations).
+  int64_t accumulation = cfg.getInt("gradient_accumulation_steps", 0);
+  REQUIRE(accumulation == 0 || accumulation >= 2,
+          "gradient_accumulation_steps must be 0 or >= 2, got " +
+              std::to_string(accumulation));
+  bool applies = accumulation == 0 || ctx.step % accumulation == 0;
+  int64_t step = accumulation ? ctx.step / accumulation : ctx.step;
   double lr = learningRateAt(schedule, ctx.step - 1);
   double momentum = cfg.getFloat("momentum", 0.0);
   int64_t k = 0;
@@ -1570,34 +1586,55 @@ Status optimizerUpdate(const KernelContext &ctx, const KernelConfig &cfg,
          weightDecay = cfg.getFloat("weight_decay", 0.0);
   // Clipping by a norm adds one norm input per variable.
   bool byNorm = clipnorm > 0 || globalClipnorm > 0;
-  int64_t perVariable = 2 + k + (byNorm ? 1 : 0);
+  REQUIRE(!(byNorm && accumulation), "gradient accumulation clips by "
+                                     "clipvalue only, not by a norm");
+  // The optimizer's k slots, then the gradient accumulator: kAll in all.
+  int64_t kAll = k + (accumulation ? 1 : 0);
+  int64_t perVariable = 2 + kAll + (byNorm ? 1 : 0);
   REQUIRE(!ins.empty() && ins.size() % perVariable == 0,
           std::to_string(ins.size()) +
               " inputs do not split into params, grads" +
-              (byNorm ? ", " : " and ") + std::to_string(k) + " slot(s)" +
+              (byNorm ? ", " : " and ") + std::to_string(kAll) + " slot(s)" +
               (byNorm ? " and a norm" : "") + " per variable");
   size_t n = ins.size() / perVariable;
-  CHECK_ARITY(ins.size(), ins.size(), n * (1 + k));
+  CHECK_ARITY(ins.size(), ins.size(), n * (1 + kAll));
   for (size_t v = 0; byNorm && v < n; ++v)
-    REQUIRE(ins[(2 + k) * n + v].elements() == 1,
+    REQUIRE(ins[(2 + kAll) * n + v].elements() == 1,
             "variable " + std::to_string(v) + ": the norm is not a scalar");
   for (size_t v = 0; v < n; ++v) {
     int64_t size = ins[v].elements();
     REQUIRE(ins[n + v].elements() == size && outs[v].elements() == size,
             "variable " + std::to_string(v) + ": gradient size differs");
-    for (int64_t s = 0; s < k; ++s)
-      REQUIRE(ins[2 * n + v * k + s].elements() == size &&
-                  outs[n + v * k + s].elements() == size,
+    for (int64_t s = 0; s < kAll; ++s)
+      REQUIRE(ins[2 * n + v * kAll + s].elements() == size &&
+                  outs[n + v * kAll + s].elements() == size,
               "variable " + std::to_string(v) + ": slot size differs");
   }
-  double t = static_cast<double>(ctx.step);
+  double t = static_cast<double>(step);
   for (size_t v = 0; v < n; ++v) {
     Vec w = load(ins[v]), g = load(ins[n + v]);
     std::vector<Vec> slots;
-    for (int64_t s = 0; s < k; ++s)
-      slots.push_back(load(ins[2 * n + v * k + s]));
+    for (int64_t s = 0; s < kAll; ++s)
+      slots.push_back(load(ins[2 * n + v * kAll + s]));
+    if (accumulation) {
+      // Keras (base_optimizer.py, _backend_apply_gradients): add to the
+      // accumulator, or apply the mean of the N gradients and reset it.
+      Vec &sum = slots[k];
+      if (!applies) {
+        for (size_t i = 0; i < g.size(); ++i)
+          sum[i] += g[i];
+        store(outs[v], w);
+        for (int64_t s = 0; s < kAll; ++s)
+          store(outs[n + v * kAll + s], slots[s]);
+        continue;
+      }
+      for (size_t i = 0; i < g.size(); ++i) {
+        g[i] = (g[i] + sum[i]) / static_cast<double>(accumulation);
+        sum[i] = 0.0;
+      }
+    }
     if (byNorm) {
-      double norm = load(ins[(2 + k) * n + v])[0];
+      double norm = load(ins[(2 + kAll) * n + v])[0];
       if (clipnorm > 0) {
         for (double &gi : g)
           gi = gi * clipnorm / std::max(norm, clipnorm);
@@ -1665,9 +1702,9 @@ Status optimizerUpdate(const KernelContext &ctx, const KernelConfig &cfg,
       double b1 = cfg.getFloat("beta_1", 0.9),
              b2 = cfg.getFloat("beta_2", 0.999),
              eps = cfg.getFloat("epsilon", 1e-7);
-      double ut = nadamMomentumCache(b1, ctx.step),
-             ut1 = nadamMomentumCache(b1, ctx.step + 1);
-      double product = nadamUProduct(b1, ctx.step), product1 = product * ut1;
+      double ut = nadamMomentumCache(b1, step),
+             ut1 = nadamMomentumCache(b1, step + 1);
+      double product = nadamUProduct(b1, step), product1 = product * ut1;
       double vCorrection = 1.0 - std::pow(b2, t);
       for (size_t i = 0; i < w.size(); ++i) {
         double &m = slots[0][i], &vv = slots[1][i];
@@ -1703,8 +1740,8 @@ Status optimizerUpdate(const KernelContext &ctx, const KernelConfig &cfg,
       }
     }
     store(outs[v], w);
-    for (int64_t s = 0; s < k; ++s)
-      store(outs[n + v * k + s], slots[s]);
+    for (int64_t s = 0; s < kAll; ++s)
+      store(outs[n + v * kAll + s], slots[s]);
   }
   return Status::ok();
 }

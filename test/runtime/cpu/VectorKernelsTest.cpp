@@ -629,7 +629,7 @@ KernelConfig optimizer(const std::string &kind,
   return cfg;
 }
 
-int64_t slotsOf(const KernelConfig &cfg) {
+int64_t optimizerSlotsOf(const KernelConfig &cfg) {
   std::string kind = cfg.getString("optimizer");
   bool momentum = cfg.getFloat("momentum", 0.0) > 0;
   if (kind == "sgd")
@@ -641,6 +641,12 @@ int64_t slotsOf(const KernelConfig &cfg) {
   if (kind == "adamax" || kind == "nadam")
     return 2;
   return 1 + momentum + (cfg.getFloat("centered", 0.0) != 0.0);
+}
+
+/// With gradient accumulation, the sum is one more slot.
+int64_t slotsOf(const KernelConfig &cfg) {
+  return optimizerSlotsOf(cfg) +
+         (cfg.getInt("gradient_accumulation_steps", 0) > 0 ? 1 : 0);
 }
 
 /// Variables, gradients and slots of one optimizer launch.
@@ -723,6 +729,17 @@ std::vector<std::pair<std::string, KernelConfig>> optimizers() {
                                     {"beta_1", 0.9},
                                     {"beta_2", 0.999},
                                     {"epsilon", 1e-7}})},
+      {"nadam gradient_accumulation",
+       optimizer("nadam", {{"learning_rate", 0.002},
+                           {"beta_1", 0.9},
+                           {"beta_2", 0.999},
+                           {"epsilon", 1e-7},
+                           {"gradient_accumulation_steps", 3}})},
+      {"sgd momentum gradient_accumulation clipvalue",
+       optimizer("sgd", {{"learning_rate", 0.05},
+                         {"momentum", 0.9},
+                         {"clipvalue", 0.5},
+                         {"gradient_accumulation_steps", 2}})},
   };
 }
 

@@ -23,7 +23,8 @@ namespace graph::runtime::cuda {
 
 namespace {
 
-constexpr int kMaxSlots = 3;
+/// Adam with amsgrad's three, and gradient accumulation's sum.
+constexpr int kMaxSlots = 4;
 /// Elements per chunk: 16 per thread of a block.
 constexpr int64_t kChunkElements = 16 * kThreads;
 
@@ -57,6 +58,9 @@ struct Hyper {
   double clipnorm = 0, globalClipnorm = 0, clipvalue = 0, weightDecay = 0;
   // learningRate's schedule (kind constant: learningRate throughout).
   LearningRateSchedule schedule;
+  // gradient_accumulation_steps (0: off); the sum is slot `slots`, after
+  // the optimizer's own.
+  int64_t accumulation = 0;
 };
 
 /// The factor Keras scales a gradient by when clipping it by `norm`.
@@ -76,9 +80,25 @@ struct StepFactors {
 };
 
 /// `lr`: this step's learning rate (h.learningRate or its schedule's value).
+/// `applies`: false on a step that only accumulates the gradient.
 __device__ void updateElement(const UpdateTensor &t, int64_t i, const Hyper &h,
-                              double lr, const StepFactors &f, double clip) {
+                              double lr, const StepFactors &f, double clip,
+                              bool applies) {
   double w = t.param[i], g = t.grad[i];
+  if (h.accumulation) {
+    // Keras' accumulation: add to the sum, or apply the mean of the N
+    // gradients and reset the sum.
+    double sum = t.slot[h.slots][i];
+    if (!applies) {
+      t.newSlot[h.slots][i] = static_cast<float>(sum + g);
+      t.newParam[i] = t.param[i];
+      for (int k = 0; k < h.slots; ++k)
+        t.newSlot[k][i] = t.slot[k][i];
+      return;
+    }
+    g = (g + sum) / static_cast<double>(h.accumulation);
+    t.newSlot[h.slots][i] = 0.0f;
+  }
   if (t.norm)
     g *= clip;
   else if (h.clipvalue > 0)
@@ -155,14 +175,22 @@ __global__ void updateKernel(const UpdateTensor *__restrict__ tensors,
   // (a replayed CUDA graph keeps its kernel arguments).
   // The learning rate too: a schedule's value at Keras' iterations, the
   // step before this update.
+  // With gradient accumulation only every N-th step updates, and Keras'
+  // iterations count updates.
   __shared__ double lr;
   __shared__ StepFactors factors;
+  __shared__ int applies;
   if (threadIdx.x == 0) {
     int64_t step = *deviceStep;
-    double t = static_cast<double>(step);
+    applies = h.accumulation == 0 || step % h.accumulation == 0;
+    // The schedule reads the raw step count (Keras' _iterations), the bias
+    // corrections the updates (its iterations).
     lr = h.schedule.kind == LearningRateSchedule::constant
              ? h.learningRate
              : learningRateAt(h.schedule, step - 1);
+    if (h.accumulation)
+      step /= h.accumulation;
+    double t = static_cast<double>(step);
     StepFactors f = {0.0, 0.0, 0.0, 0.0};
     if (h.kind == Kind::adam) {
       f.alpha = lr * sqrt(1.0 - pow(h.beta2, t)) / (1.0 - pow(h.beta1, t));
@@ -184,7 +212,7 @@ __global__ void updateKernel(const UpdateTensor *__restrict__ tensors,
     const UpdateTensor &t = tensors[chunk.tensor];
     double clip = t.norm ? clipScale(h, *t.norm) : 1.0;
     for (int64_t i = chunk.begin + threadIdx.x; i < chunk.end; i += blockDim.x)
-      updateElement(t, i, h, lr, factors, clip);
+      updateElement(t, i, h, lr, factors, clip, applies != 0);
   }
 }
 
@@ -248,7 +276,12 @@ Status optimizerUpdate(const KernelContext &ctx, const KernelConfig &cfg,
   std::string scheduleError;
   REQUIRE(scheduleFromConfig(cfg, h.schedule, scheduleError), scheduleError);
   bool byNorm = h.clipnorm > 0 || h.globalClipnorm > 0;
-  size_t k = static_cast<size_t>(h.slots);
+  h.accumulation = cfg.getInt("gradient_accumulation_steps", 0);
+  REQUIRE(h.accumulation == 0 || (h.accumulation >= 2 && !byNorm),
+          "gradient_accumulation_steps must be 0 or >= 2, without clipping "
+          "by a norm");
+  // The optimizer's slots, then the accumulator's.
+  size_t k = static_cast<size_t>(h.slots) + (h.accumulation ? 1 : 0);
   size_t perVariable = 2 + k + (byNorm ? 1 : 0);
   REQUIRE(!ins.empty() && ins.size() % perVariable == 0,
           std::to_string(ins.size()) +
