@@ -430,6 +430,12 @@ private:
                                     Value weights = Value());
   /// The runtime's names of lossAndMetrics' values.
   SmallVector<StringRef> outputNames();
+  /// The labels the loss sees: with label_smoothing, the one-hot `labels`
+  /// mixed with the uniform distribution over `predictions`' classes.
+  Value lossLabels(Value predictions, Value labels);
+  /// `value` (the batch-mean loss or its gradient) as reduction asks: times
+  /// the global batch for "sum" (with replicas too: see graph.training).
+  Value reduce(Value value, Value predictions);
   /// Records one gradient of `value` (of @m); sums them when all are in.
   void contribute(Value value, Value grad);
 
@@ -577,12 +583,23 @@ LogicalResult TrainingStepBuilder::plan() {
 }
 
 void TrainingStepBuilder::addSlotVariables() {
-  auto zeros = InitializerAttr::get(module.getContext(), InitKind::zeros);
+  // Slots start at zero, except Adagrad's accumulator, which starts at
+  // initial_accumulator_value (Keras' Constant initializer).
+  MLIRContext *context = module.getContext();
+  InitializerAttr zeros = InitializerAttr::get(context, InitKind::zeros);
+  InitializerAttr accumulator = zeros;
+  if (auto adagrad = dyn_cast<AdagradAttr>(training.getOptimizer()))
+    accumulator = InitializerAttr::get(
+        context, InitKind::constant, zeros.getMean(), zeros.getStddev(),
+        zeros.getMinval(), zeros.getMaxval(),
+        adagrad.getInitialAccumulatorValue(), std::nullopt);
   for (VariableOp var : planned.trained) {
     b.setInsertionPointAfter(var);
     for (StringRef slot : OptimizerUpdateOp::slotNames(training.getOptimizer()))
       VariableOp::create(b, var.getLoc(), slotName(var, slot),
-                         var.getTensorType(), zeros, /*trainable=*/false);
+                         var.getTensorType(),
+                         slot == "accumulator" ? accumulator : zeros,
+                         /*trainable=*/false);
   }
 }
 
@@ -610,15 +627,42 @@ SmallVector<Value> TrainingStepBuilder::lossAndMetrics(Value predictions,
   UnitAttr fromLogits = training.getFromLogitsAttr();
   SmallVector<Value> outputs;
   if (isSparse())
-    outputs.push_back(SparseCategoricalCrossentropyOp::create(
-        b, loc, predictions, labels, weights, fromLogits));
+    outputs.push_back(
+        reduce(SparseCategoricalCrossentropyOp::create(
+                   b, loc, predictions, labels, weights, fromLogits),
+               predictions));
   else
-    outputs.push_back(CategoricalCrossentropyOp::create(
-        b, loc, predictions, labels, weights, fromLogits));
+    outputs.push_back(reduce(
+        CategoricalCrossentropyOp::create(b, loc, predictions,
+                                          lossLabels(predictions, labels),
+                                          weights, fromLogits),
+        predictions));
   // graph.training's verifier admits only "accuracy".
   for (size_t i = 0; i < training.getMetrics().size(); ++i)
     outputs.push_back(AccuracyOp::create(b, loc, predictions, labels, weights));
   return outputs;
+}
+
+Value TrainingStepBuilder::lossLabels(Value predictions, Value labels) {
+  std::optional<llvm::APFloat> smoothingF = training.getLabelSmoothing();
+  if (!smoothingF || smoothingF->isZero())
+    return labels;
+  std::optional<double> smoothing = smoothingF->convertToDouble();
+  // Keras (losses.py, categorical_crossentropy): y * (1 - ls) + ls / C.
+  double classes = static_cast<double>(
+      cast<RankedTensorType>(predictions.getType()).getShape().back());
+  return ScaleShiftOp::create(b, training.getLoc(), labels,
+                              b.getF64FloatAttr(1.0 - *smoothing),
+                              b.getF64FloatAttr(*smoothing / classes));
+}
+
+Value TrainingStepBuilder::reduce(Value value, Value predictions) {
+  if (training.getReduction() != std::optional<StringRef>("sum"))
+    return value;
+  double batch = static_cast<double>(
+      cast<RankedTensorType>(predictions.getType()).getDimSize(0));
+  return ScaleShiftOp::create(b, training.getLoc(), value,
+                              b.getF64FloatAttr(batch), b.getF64FloatAttr(0.0));
 }
 
 SmallVector<StringRef> TrainingStepBuilder::outputNames() {
@@ -697,8 +741,10 @@ void TrainingStepBuilder::buildTrainStep() {
                          b, loc, predType, trainPredictions, labels, fromLogits)
                          .getResult()
                    : CategoricalCrossentropyGradOp::create(
-                         b, loc, predType, trainPredictions, labels, fromLogits)
+                         b, loc, predType, trainPredictions,
+                         lossLabels(trainPredictions, labels), fromLogits)
                          .getResult();
+  seed = reduce(seed, trainPredictions);
   contribute(predictions, seed);
   for (Operation *op : llvm::reverse(planned.active)) {
     Value dy = grads.lookup(op->getResult(0));

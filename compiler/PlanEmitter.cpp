@@ -186,7 +186,9 @@ private:
          {std::pair<StringRef, double>{"clipnorm", options.clipnorm},
           {"global_clipnorm", options.globalClipnorm},
           {"clipvalue", options.clipvalue},
-          {"weight_decay", options.weightDecay}})
+          {"weight_decay", options.weightDecay},
+          {"gradient_accumulation_steps",
+           static_cast<double>(options.gradientAccumulationSteps)}})
       if (value != 0)
         add(name, value);
     // A learning-rate schedule: its kind (runtime LearningRateSchedule::Kind)
@@ -242,6 +244,27 @@ private:
       add("epsilon", adam.getEpsilon().convertToDouble());
       add("amsgrad", adam.getAmsgrad());
       return {plan::OptimizerKind::adam, attrs};
+    }
+    if (auto adagrad = dyn_cast<mlir::graph::AdagradAttr>(optimizer)) {
+      add("learning_rate", adagrad.getLearningRate().convertToDouble());
+      add("initial_accumulator_value",
+          adagrad.getInitialAccumulatorValue().convertToDouble());
+      add("epsilon", adagrad.getEpsilon().convertToDouble());
+      return {plan::OptimizerKind::adagrad, attrs};
+    }
+    if (auto adamax = dyn_cast<mlir::graph::AdamaxAttr>(optimizer)) {
+      add("learning_rate", adamax.getLearningRate().convertToDouble());
+      add("beta_1", adamax.getBeta_1().convertToDouble());
+      add("beta_2", adamax.getBeta_2().convertToDouble());
+      add("epsilon", adamax.getEpsilon().convertToDouble());
+      return {plan::OptimizerKind::adamax, attrs};
+    }
+    if (auto nadam = dyn_cast<mlir::graph::NadamAttr>(optimizer)) {
+      add("learning_rate", nadam.getLearningRate().convertToDouble());
+      add("beta_1", nadam.getBeta_1().convertToDouble());
+      add("beta_2", nadam.getBeta_2().convertToDouble());
+      add("epsilon", nadam.getEpsilon().convertToDouble());
+      return {plan::OptimizerKind::nadam, attrs};
     }
     auto rms = cast<mlir::graph::RMSpropAttr>(optimizer);
     add("learning_rate", rms.getLearningRate().convertToDouble());

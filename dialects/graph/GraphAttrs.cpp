@@ -210,12 +210,11 @@ verifyUnitInterval(function_ref<InFlightDiagnostic()> emitError,
 
 /// Clipping and weight decay: each off (0) or a finite positive number, and
 /// at most one kind of clipping, as Keras allows.
-static LogicalResult verifyCommon(function_ref<InFlightDiagnostic()> emitError,
-                                  StringRef optimizer, llvm::APFloat clipnormF,
-                                  llvm::APFloat globalClipnormF,
-                                  llvm::APFloat clipvalueF,
-                                  llvm::APFloat weightDecayF,
-                                  Attribute schedule) {
+static LogicalResult
+verifyCommon(function_ref<InFlightDiagnostic()> emitError, StringRef optimizer,
+             llvm::APFloat clipnormF, llvm::APFloat globalClipnormF,
+             llvm::APFloat clipvalueF, llvm::APFloat weightDecayF,
+             Attribute schedule, int64_t accumulationSteps) {
   std::pair<StringRef, double> options[] = {
       {"clipnorm", clipnormF.convertToDouble()},
       {"global_clipnorm", globalClipnormF.convertToDouble()},
@@ -231,6 +230,16 @@ static LogicalResult verifyCommon(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << optimizer
                        << " takes at most one of clipnorm, global_clipnorm "
                           "and clipvalue";
+  if (accumulationSteps == 1 || accumulationSteps < 0)
+    return emitError() << optimizer
+                       << " needs gradient_accumulation_steps >= 2 (0: off), "
+                          "got "
+                       << accumulationSteps;
+  if (accumulationSteps > 0 && (options[0].second > 0 || options[1].second > 0))
+    return emitError() << optimizer
+                       << " with gradient_accumulation_steps clips by "
+                          "clipvalue only: clipnorm and global_clipnorm "
+                          "would need the norm of the accumulated mean";
   if (!schedule)
     return success();
   auto positive = [&](StringRef name, double v) -> LogicalResult {
@@ -300,28 +309,33 @@ OptimizerOptions mlir::graph::getOptimizerOptions(Attribute optimizer) {
     o.clipvalue = attr.getClipvalue().convertToDouble();
     o.weightDecay = attr.getWeightDecay().convertToDouble();
     o.schedule = attr.getSchedule();
+    o.gradientAccumulationSteps = attr.getGradientAccumulationSteps();
   };
   if (auto sgd = dyn_cast<SGDAttr>(optimizer))
     fill(sgd);
   else if (auto adam = dyn_cast<AdamAttr>(optimizer))
     fill(adam);
+  else if (auto rms = dyn_cast<RMSpropAttr>(optimizer))
+    fill(rms);
+  else if (auto adagrad = dyn_cast<AdagradAttr>(optimizer))
+    fill(adagrad);
+  else if (auto adamax = dyn_cast<AdamaxAttr>(optimizer))
+    fill(adamax);
   else
-    fill(cast<RMSpropAttr>(optimizer));
+    fill(cast<NadamAttr>(optimizer));
   return o;
 }
 
-LogicalResult SGDAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                              llvm::APFloat learningRateF,
-                              llvm::APFloat momentumF, bool nesterov,
-                              llvm::APFloat clipnorm,
-                              llvm::APFloat globalClipnorm,
-                              llvm::APFloat clipvalue,
-                              llvm::APFloat weightDecay, Attribute schedule) {
+LogicalResult SGDAttr::verify(
+    function_ref<InFlightDiagnostic()> emitError, llvm::APFloat learningRateF,
+    llvm::APFloat momentumF, bool nesterov, llvm::APFloat clipnorm,
+    llvm::APFloat globalClipnorm, llvm::APFloat clipvalue,
+    llvm::APFloat weightDecay, Attribute schedule, int64_t accumulationSteps) {
   double learningRate = learningRateF.convertToDouble();
   double momentum = momentumF.convertToDouble();
   if (failed(verifyLearningRate(emitError, "sgd", learningRate)) ||
       failed(verifyCommon(emitError, "sgd", clipnorm, globalClipnorm, clipvalue,
-                          weightDecay, schedule)) ||
+                          weightDecay, schedule, accumulationSteps)) ||
       failed(verifyUnitInterval(emitError, "sgd", "momentum", momentum)))
     return failure();
   if (nesterov && momentum == 0)
@@ -329,17 +343,20 @@ LogicalResult SGDAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   return success();
 }
 
-LogicalResult AdamAttr::verify(
-    function_ref<InFlightDiagnostic()> emitError, llvm::APFloat learningRateF,
-    llvm::APFloat beta1F, llvm::APFloat beta2F, llvm::APFloat epsilonF, bool,
-    llvm::APFloat clipnorm, llvm::APFloat globalClipnorm,
-    llvm::APFloat clipvalue, llvm::APFloat weightDecay, Attribute schedule) {
+LogicalResult
+AdamAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                 llvm::APFloat learningRateF, llvm::APFloat beta1F,
+                 llvm::APFloat beta2F, llvm::APFloat epsilonF, bool,
+                 llvm::APFloat clipnorm, llvm::APFloat globalClipnorm,
+                 llvm::APFloat clipvalue, llvm::APFloat weightDecay,
+                 Attribute schedule, int64_t accumulationSteps) {
   double learningRate = learningRateF.convertToDouble();
   double beta1 = beta1F.convertToDouble(), beta2 = beta2F.convertToDouble();
   double epsilon = epsilonF.convertToDouble();
   if (failed(verifyLearningRate(emitError, "adam", learningRate)) ||
       failed(verifyCommon(emitError, "adam", clipnorm, globalClipnorm,
-                          clipvalue, weightDecay, schedule)) ||
+                          clipvalue, weightDecay, schedule,
+                          accumulationSteps)) ||
       failed(verifyUnitInterval(emitError, "adam", "beta_1", beta1)) ||
       failed(verifyUnitInterval(emitError, "adam", "beta_2", beta2)))
     return failure();
@@ -349,17 +366,20 @@ LogicalResult AdamAttr::verify(
   return success();
 }
 
-LogicalResult RMSpropAttr::verify(
-    function_ref<InFlightDiagnostic()> emitError, llvm::APFloat learningRateF,
-    llvm::APFloat rhoF, llvm::APFloat momentumF, llvm::APFloat epsilonF, bool,
-    llvm::APFloat clipnorm, llvm::APFloat globalClipnorm,
-    llvm::APFloat clipvalue, llvm::APFloat weightDecay, Attribute schedule) {
+LogicalResult
+RMSpropAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                    llvm::APFloat learningRateF, llvm::APFloat rhoF,
+                    llvm::APFloat momentumF, llvm::APFloat epsilonF, bool,
+                    llvm::APFloat clipnorm, llvm::APFloat globalClipnorm,
+                    llvm::APFloat clipvalue, llvm::APFloat weightDecay,
+                    Attribute schedule, int64_t accumulationSteps) {
   double learningRate = learningRateF.convertToDouble();
   double rho = rhoF.convertToDouble(), momentum = momentumF.convertToDouble();
   double epsilon = epsilonF.convertToDouble();
   if (failed(verifyLearningRate(emitError, "rmsprop", learningRate)) ||
       failed(verifyCommon(emitError, "rmsprop", clipnorm, globalClipnorm,
-                          clipvalue, weightDecay, schedule)) ||
+                          clipvalue, weightDecay, schedule,
+                          accumulationSteps)) ||
       failed(verifyUnitInterval(emitError, "rmsprop", "rho", rho)) ||
       failed(verifyUnitInterval(emitError, "rmsprop", "momentum", momentum)))
     return failure();
@@ -367,4 +387,76 @@ LogicalResult RMSpropAttr::verify(
     return emitError() << "rmsprop needs a finite epsilon > 0, got "
                        << formatF64(epsilon);
   return success();
+}
+
+LogicalResult AdagradAttr::verify(
+    function_ref<InFlightDiagnostic()> emitError, llvm::APFloat learningRateF,
+    llvm::APFloat initialF, llvm::APFloat epsilonF, llvm::APFloat clipnorm,
+    llvm::APFloat globalClipnorm, llvm::APFloat clipvalue,
+    llvm::APFloat weightDecay, Attribute schedule, int64_t accumulationSteps) {
+  double initial = initialF.convertToDouble();
+  double epsilon = epsilonF.convertToDouble();
+  if (failed(verifyLearningRate(emitError, "adagrad",
+                                learningRateF.convertToDouble())) ||
+      failed(verifyCommon(emitError, "adagrad", clipnorm, globalClipnorm,
+                          clipvalue, weightDecay, schedule, accumulationSteps)))
+    return failure();
+  if (!(initial >= 0) || !std::isfinite(initial))
+    return emitError() << "adagrad needs a finite initial_accumulator_value "
+                          ">= 0, got "
+                       << formatF64(initial);
+  if (!(epsilon > 0) || !std::isfinite(epsilon))
+    return emitError() << "adagrad needs a finite epsilon > 0, got "
+                       << formatF64(epsilon);
+  return success();
+}
+
+/// Adamax and Nadam: Adam's hyper-parameters.
+static LogicalResult verifyAdamLike(
+    function_ref<InFlightDiagnostic()> emitError, StringRef optimizer,
+    llvm::APFloat learningRateF, llvm::APFloat beta1F, llvm::APFloat beta2F,
+    llvm::APFloat epsilonF, llvm::APFloat clipnorm,
+    llvm::APFloat globalClipnorm, llvm::APFloat clipvalue,
+    llvm::APFloat weightDecay, Attribute schedule, int64_t accumulationSteps) {
+  double epsilon = epsilonF.convertToDouble();
+  if (failed(verifyLearningRate(emitError, optimizer,
+                                learningRateF.convertToDouble())) ||
+      failed(verifyCommon(emitError, optimizer, clipnorm, globalClipnorm,
+                          clipvalue, weightDecay, schedule,
+                          accumulationSteps)) ||
+      failed(verifyUnitInterval(emitError, optimizer, "beta_1",
+                                beta1F.convertToDouble())) ||
+      failed(verifyUnitInterval(emitError, optimizer, "beta_2",
+                                beta2F.convertToDouble())))
+    return failure();
+  if (!(epsilon > 0) || !std::isfinite(epsilon))
+    return emitError() << optimizer << " needs a finite epsilon > 0, got "
+                       << formatF64(epsilon);
+  return success();
+}
+
+LogicalResult AdamaxAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                 llvm::APFloat learningRate,
+                                 llvm::APFloat beta1, llvm::APFloat beta2,
+                                 llvm::APFloat epsilon, llvm::APFloat clipnorm,
+                                 llvm::APFloat globalClipnorm,
+                                 llvm::APFloat clipvalue,
+                                 llvm::APFloat weightDecay, Attribute schedule,
+                                 int64_t accumulationSteps) {
+  return verifyAdamLike(emitError, "adamax", learningRate, beta1, beta2,
+                        epsilon, clipnorm, globalClipnorm, clipvalue,
+                        weightDecay, schedule, accumulationSteps);
+}
+
+LogicalResult NadamAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                llvm::APFloat learningRate, llvm::APFloat beta1,
+                                llvm::APFloat beta2, llvm::APFloat epsilon,
+                                llvm::APFloat clipnorm,
+                                llvm::APFloat globalClipnorm,
+                                llvm::APFloat clipvalue,
+                                llvm::APFloat weightDecay, Attribute schedule,
+                                int64_t accumulationSteps) {
+  return verifyAdamLike(emitError, "nadam", learningRate, beta1, beta2, epsilon,
+                        clipnorm, globalClipnorm, clipvalue, weightDecay,
+                        schedule, accumulationSteps);
 }

@@ -25,13 +25,17 @@ FailureOr<bool> parseBool(AsmParser &parser);
 
 namespace mlir::graph {
 /// The options every optimizer attribute (#graph.sgd, #graph.adam,
-/// #graph.rmsprop) carries besides its own hyper-parameters; 0 is off.
+/// #graph.rmsprop, #graph.adagrad, #graph.adamax, #graph.nadam) carries besides
+/// its own hyper-parameters; 0 is off.
 struct OptimizerOptions {
   double learningRate = 0;
   double clipnorm = 0, globalClipnorm = 0, clipvalue = 0, weightDecay = 0;
   /// A learning-rate schedule attribute (#graph.exponential_decay, ...), or
   /// null for a constant rate.
   Attribute schedule;
+  /// Keras' gradient_accumulation_steps (0: off, else >= 2): the update
+  /// adds the gradient to a slot and applies the mean every N steps.
+  int64_t gradientAccumulationSteps = 0;
 };
 /// PiecewiseConstantDecay's boundaries at most (the runtime's
 /// LearningRateSchedule::kMaxBoundaries).

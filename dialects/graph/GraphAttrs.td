@@ -78,12 +78,20 @@ class Graph_OptF64Param<string desc = ""> : Graph_F64Param<desc> {
 // counter (Keras' `iterations`, 0 on the first update) that the update
 // kernel evaluates every step; `learning_rate` is then the schedule's
 // initial_learning_rate.
+// `gradient_accumulation_steps` N (0: off, else >= 2): the update adds each
+// step's gradient to the slot `grad_accum` and, every N-th step, applies
+// the mean of the N gradients (then clipped, with weight decay) and resets
+// it; the other steps leave the variables and the other slots alone. The
+// bias corrections count applied updates (Keras' `iterations` is the step
+// count floor-divided by N); the schedule reads the raw step count, as
+// Keras' `_get_current_learning_rate` reads `_iterations`.
 defvar Graph_OptimizerCommonParams = (ins
     Graph_OptF64Param<>:$clipnorm,
     Graph_OptF64Param<>:$global_clipnorm,
     Graph_OptF64Param<>:$clipvalue,
     Graph_OptF64Param<>:$weight_decay,
-    OptionalParameter<"::mlir::Attribute">:$schedule);
+    OptionalParameter<"::mlir::Attribute">:$schedule,
+    DefaultValuedParameter<"int64_t", "0">:$gradient_accumulation_steps);
 
 class Graph_BoolParam<string desc = ""> : AttrOrTypeParameter<"bool", desc> {
   let parser = "::mlir::graph::parseBool($_parser)";
@@ -162,6 +170,58 @@ def Graph_RMSpropAttr : Graph_Attr<"RMSprop", "rmsprop"> {
     Graph_F64Param<>:$momentum,
     Graph_F64Param<>:$epsilon,
     Graph_BoolParam<>:$centered
+  ), Graph_OptimizerCommonParams);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
+def Graph_AdagradAttr : Graph_Attr<"Adagrad", "adagrad"> {
+  let summary = "Adagrad: a sum of squared gradients, from a positive start";
+  let description = [{
+    Keras 3's keras/src/optimizers/adagrad.py: the slot `accumulator`
+    starts at `initial_accumulator_value`, then `acc += g^2` and
+    `w -= lr * g / sqrt(acc + epsilon)`.
+  }];
+  let parameters = !con((ins
+    Graph_F64Param<>:$learning_rate,
+    Graph_F64Param<>:$initial_accumulator_value,
+    Graph_F64Param<>:$epsilon
+  ), Graph_OptimizerCommonParams);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
+def Graph_AdamaxAttr : Graph_Attr<"Adamax", "adamax"> {
+  let summary = "Adamax: Adam with the infinity norm for the second moment";
+  let description = [{
+    Keras 3's keras/src/optimizers/adamax.py (slots `m`, `u`):
+    `m += (g - m) * (1 - beta_1)`, `u = max(beta_2 * u, |g|)`,
+    `w -= lr * m / ((1 - beta_1^t) * (u + epsilon))`.
+  }];
+  let parameters = !con((ins
+    Graph_F64Param<>:$learning_rate,
+    Graph_F64Param<>:$beta_1,
+    Graph_F64Param<>:$beta_2,
+    Graph_F64Param<>:$epsilon
+  ), Graph_OptimizerCommonParams);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
+def Graph_NadamAttr : Graph_Attr<"Nadam", "nadam"> {
+  let summary = "Nadam: Adam with Nesterov momentum and a momentum schedule";
+  let description = [{
+    Keras 3's keras/src/optimizers/nadam.py (slots `m`, `v`). Keras' scalar
+    `u_product`, the product of the momentum cache
+    `beta_1 * (1 - 0.5 * 0.96^i)` over i = 1..t, is a function of the step
+    counter: the kernels compute it from the step, so it is saved and
+    restored with the step (no slot).
+  }];
+  let parameters = !con((ins
+    Graph_F64Param<>:$learning_rate,
+    Graph_F64Param<>:$beta_1,
+    Graph_F64Param<>:$beta_2,
+    Graph_F64Param<>:$epsilon
   ), Graph_OptimizerCommonParams);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;

@@ -148,12 +148,7 @@ LogicalResult InputOp::verify() {
 }
 
 double TrainingOp::getLearningRate() {
-  Attribute optimizer = getOptimizer();
-  if (auto sgd = dyn_cast<SGDAttr>(optimizer))
-    return sgd.getLearningRate().convertToDouble();
-  if (auto adam = dyn_cast<AdamAttr>(optimizer))
-    return adam.getLearningRate().convertToDouble();
-  return cast<RMSpropAttr>(optimizer).getLearningRate().convertToDouble();
+  return getOptimizerOptions(getOptimizer()).learningRate;
 }
 
 LogicalResult TrainingOp::verify() {
@@ -161,6 +156,20 @@ LogicalResult TrainingOp::verify() {
     if (metric != "accuracy")
       return emitOpError("unknown metric '")
              << metric << "' (supported: accuracy)";
+  if (std::optional<llvm::APFloat> smoothing = getLabelSmoothing()) {
+    double ls = smoothing->convertToDouble();
+    if (!(ls >= 0 && ls < 1))
+      return emitOpError("needs label_smoothing in [0, 1), got ")
+             << formatF64(ls);
+    if (getLoss() != LossKind::categorical_crossentropy)
+      return emitOpError("label_smoothing needs categorical_crossentropy "
+                         "(Keras' sparse cross-entropy has none)");
+  }
+  if (std::optional<StringRef> reduction = getReduction();
+      reduction && *reduction != "sum")
+    return emitOpError("unknown reduction '")
+           << *reduction
+           << "' (supported: sum; absent is the mean over the batch)";
   return success();
 }
 
@@ -1093,7 +1102,8 @@ LogicalResult SparseCategoricalCrossentropyGradOp::verify() {
   return verifyLossGrad(*this, /*sparse=*/true);
 }
 
-SmallVector<StringRef> OptimizerUpdateOp::slotNames(Attribute optimizer) {
+/// The optimizer's own slots, before gradient accumulation's.
+static SmallVector<StringRef> updateSlotNames(Attribute optimizer) {
   if (auto sgd = dyn_cast<SGDAttr>(optimizer)) {
     if (sgd.getMomentum().isZero())
       return {};
@@ -1104,12 +1114,25 @@ SmallVector<StringRef> OptimizerUpdateOp::slotNames(Attribute optimizer) {
       return {"m", "v", "vhat"};
     return {"m", "v"};
   }
+  if (isa<AdagradAttr>(optimizer))
+    return {"accumulator"};
+  if (isa<AdamaxAttr>(optimizer))
+    return {"m", "u"};
+  if (isa<NadamAttr>(optimizer))
+    return {"m", "v"};
   auto rms = cast<RMSpropAttr>(optimizer);
   SmallVector<StringRef> names{"rms"};
   if (!rms.getMomentum().isZero())
     names.push_back("momentum");
   if (rms.getCentered())
     names.push_back("mg");
+  return names;
+}
+
+SmallVector<StringRef> OptimizerUpdateOp::slotNames(Attribute optimizer) {
+  SmallVector<StringRef> names = updateSlotNames(optimizer);
+  if (getOptimizerOptions(optimizer).gradientAccumulationSteps > 0)
+    names.push_back("grad_accum");
   return names;
 }
 

@@ -138,15 +138,31 @@ def Graph_TrainingOp : Graph_Op<"training", [HasParent<"::mlir::ModuleOp">,
     ```
     The loss is the mean over the global batch. `from_logits` says the
     model's output is logits rather than probabilities.
+
+    `label_smoothing` (categorical_crossentropy only, in [0, 1)) mixes the
+    one-hot labels with the uniform distribution, as Keras does:
+    `labels * (1 - ls) + ls / classes`. `reduction = "sum"` makes the loss
+    the sum over the global batch instead of its mean (Keras'
+    `reduction="sum"`): the mean times the global batch. With replicas each
+    replica's gradient is then its own sum times the number of replicas,
+    and their average the sum over the global batch, as under
+    MirroredStrategy (Keras does not scale a "sum" loss by 1 / replicas,
+    and sums the replicas' gradients).
   }];
   let arguments = (ins FlatSymbolRefAttr:$model,
                        Graph_LossKindAttr:$loss,
                        UnitAttr:$from_logits,
-                       AnyAttrOf<[Graph_SGDAttr, Graph_AdamAttr, Graph_RMSpropAttr]>:$optimizer,
+                       OptionalAttr<F64Attr>:$label_smoothing,
+                       OptionalAttr<StrAttr>:$reduction,
+                       AnyAttrOf<[Graph_SGDAttr, Graph_AdamAttr,
+                                  Graph_RMSpropAttr, Graph_AdagradAttr,
+                                  Graph_AdamaxAttr, Graph_NadamAttr]>:$optimizer,
                        StrArrayAttr:$metrics,
                        ConfinedAttr<I64Attr, [IntPositive]>:$global_batch_size);
   let assemblyFormat = [{
     $model `loss` `=` `` $loss (`from_logits` $from_logits^)?
+    (`label_smoothing` `=` $label_smoothing^)?
+    (`reduction` `=` $reduction^)?
     `optimizer` `=` $optimizer `metrics` `=` $metrics
     `global_batch_size` `=` $global_batch_size attr-dict
   }];
@@ -932,7 +948,10 @@ def Graph_OptimizerUpdateOp : Graph_Op<"optimizer_update", [Pure,
     With no slots (SGD without momentum) the result list ends after the
     new values. Slots per variable, in order: SGD: `momentum` (when momentum > 0);
     Adam: `m`, `v` (and `vhat` with amsgrad); RMSprop: `rms`, then
-    `momentum` (when momentum > 0), then `mg` (when centered). Slots are
+    `momentum` (when momentum > 0), then `mg` (when centered); Adagrad:
+    `accumulator` (starting at initial_accumulator_value); Adamax: `m`,
+    `u`; Nadam: `m`, `v`; then, with gradient_accumulation_steps,
+    `grad_accum` (the sum of the gradients since the last update). Slots are
     grouped per variable: `[slots of var 0, slots of var 1, ...]`.
     The step count for Adam's bias correction is the runtime's global step
     (1 on the first update), not an operand: a whole-step CUDA graph replays
@@ -954,7 +973,9 @@ def Graph_OptimizerUpdateOp : Graph_Op<"optimizer_update", [Pure,
         -> (tensor<3xf32>), (tensor<3xf32>, tensor<3xf32>)
     ```
   }];
-  let arguments = (ins AnyAttrOf<[Graph_SGDAttr, Graph_AdamAttr, Graph_RMSpropAttr]>:$optimizer,
+  let arguments = (ins AnyAttrOf<[Graph_SGDAttr, Graph_AdamAttr,
+                                  Graph_RMSpropAttr, Graph_AdagradAttr,
+                                  Graph_AdamaxAttr, Graph_NadamAttr]>:$optimizer,
                        Variadic<Graph_FloatTensor>:$params,
                        Variadic<Graph_FloatTensor>:$grads,
                        Variadic<Graph_FloatTensor>:$slots,

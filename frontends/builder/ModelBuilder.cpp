@@ -1462,7 +1462,7 @@ OwningOpRef<ModuleOp> ModelBuilder::finish(llvm::ArrayRef<Tensor> outputs,
                 APFloat(opt.learning_rate), APFloat(opt.momentum), opt.nesterov,
                 APFloat(opt.clipnorm), APFloat(opt.global_clipnorm),
                 APFloat(opt.clipvalue), APFloat(opt.weight_decay),
-                scheduleAttr(opt.schedule));
+                scheduleAttr(opt.schedule), opt.gradient_accumulation_steps);
           else if constexpr (std::is_same_v<T, Adam>)
             return AdamAttr::getChecked(
                 [&] { return mlir::emitError(baseLoc); }, context,
@@ -1470,25 +1470,55 @@ OwningOpRef<ModuleOp> ModelBuilder::finish(llvm::ArrayRef<Tensor> outputs,
                 APFloat(opt.beta_2), APFloat(opt.epsilon), opt.amsgrad,
                 APFloat(opt.clipnorm), APFloat(opt.global_clipnorm),
                 APFloat(opt.clipvalue), APFloat(opt.weight_decay),
-                scheduleAttr(opt.schedule));
-          else
+                scheduleAttr(opt.schedule), opt.gradient_accumulation_steps);
+          else if constexpr (std::is_same_v<T, RMSprop>)
             return RMSpropAttr::getChecked(
                 [&] { return mlir::emitError(baseLoc); }, context,
                 APFloat(opt.learning_rate), APFloat(opt.rho),
                 APFloat(opt.momentum), APFloat(opt.epsilon), opt.centered,
                 APFloat(opt.clipnorm), APFloat(opt.global_clipnorm),
                 APFloat(opt.clipvalue), APFloat(opt.weight_decay),
-                scheduleAttr(opt.schedule));
+                scheduleAttr(opt.schedule), opt.gradient_accumulation_steps);
+          else if constexpr (std::is_same_v<T, Adagrad>)
+            return AdagradAttr::getChecked(
+                [&] { return mlir::emitError(baseLoc); }, context,
+                APFloat(opt.learning_rate),
+                APFloat(opt.initial_accumulator_value), APFloat(opt.epsilon),
+                APFloat(opt.clipnorm), APFloat(opt.global_clipnorm),
+                APFloat(opt.clipvalue), APFloat(opt.weight_decay),
+                scheduleAttr(opt.schedule), opt.gradient_accumulation_steps);
+          else if constexpr (std::is_same_v<T, Adamax>)
+            return AdamaxAttr::getChecked(
+                [&] { return mlir::emitError(baseLoc); }, context,
+                APFloat(opt.learning_rate), APFloat(opt.beta_1),
+                APFloat(opt.beta_2), APFloat(opt.epsilon),
+                APFloat(opt.clipnorm), APFloat(opt.global_clipnorm),
+                APFloat(opt.clipvalue), APFloat(opt.weight_decay),
+                scheduleAttr(opt.schedule), opt.gradient_accumulation_steps);
+          else
+            return NadamAttr::getChecked(
+                [&] { return mlir::emitError(baseLoc); }, context,
+                APFloat(opt.learning_rate), APFloat(opt.beta_1),
+                APFloat(opt.beta_2), APFloat(opt.epsilon),
+                APFloat(opt.clipnorm), APFloat(opt.global_clipnorm),
+                APFloat(opt.clipvalue), APFloat(opt.weight_decay),
+                scheduleAttr(opt.schedule), opt.gradient_accumulation_steps);
         },
         training->optimizer);
     if (!optimizer)
       return nullptr;
     SmallVector<llvm::StringRef> metrics(training->metrics.begin(),
                                          training->metrics.end());
+    mlir::FloatAttr labelSmoothing;
+    if (training->label_smoothing > 0)
+      labelSmoothing = builder.getF64FloatAttr(training->label_smoothing);
+    mlir::StringAttr reduction;
+    if (training->sum_reduction)
+      reduction = builder.getStringAttr("sum");
     TrainingOp::create(builder, training->loc.value_or(baseLoc),
                        model.getSymName(), training->loss,
-                       training->from_logits, optimizer,
-                       builder.getStrArrayAttr(metrics), batchSize);
+                       training->from_logits, labelSmoothing, reduction,
+                       optimizer, builder.getStrArrayAttr(metrics), batchSize);
   }
   if (mlir::failed(mlir::verify(*module)))
     return nullptr;

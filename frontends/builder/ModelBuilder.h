@@ -346,32 +346,57 @@ struct Schedule {
 };
 
 // Each optimizer also takes Keras' clipping (at most one of clipnorm,
-// global_clipnorm, clipvalue), decoupled weight_decay (0 is off) and a
-// learning-rate schedule.
+// global_clipnorm, clipvalue), decoupled weight_decay (0 is off), a
+// learning-rate schedule and gradient_accumulation_steps (0 is off).
 struct SGD {
   double learning_rate = 0.01, momentum = 0.0;
   bool nesterov = false;
   double clipnorm = 0, global_clipnorm = 0, clipvalue = 0, weight_decay = 0;
   std::optional<Schedule> schedule;
+  int64_t gradient_accumulation_steps = 0;
 };
 struct Adam {
   double learning_rate = 0.001, beta_1 = 0.9, beta_2 = 0.999, epsilon = 1e-7;
   bool amsgrad = false;
   double clipnorm = 0, global_clipnorm = 0, clipvalue = 0, weight_decay = 0;
   std::optional<Schedule> schedule;
+  int64_t gradient_accumulation_steps = 0;
 };
 struct RMSprop {
   double learning_rate = 0.001, rho = 0.9, momentum = 0.0, epsilon = 1e-7;
   bool centered = false;
   double clipnorm = 0, global_clipnorm = 0, clipvalue = 0, weight_decay = 0;
   std::optional<Schedule> schedule;
+  int64_t gradient_accumulation_steps = 0;
 };
-using Optimizer = std::variant<SGD, Adam, RMSprop>;
+struct Adagrad {
+  double learning_rate = 0.001, initial_accumulator_value = 0.1, epsilon = 1e-7;
+  double clipnorm = 0, global_clipnorm = 0, clipvalue = 0, weight_decay = 0;
+  std::optional<Schedule> schedule;
+  int64_t gradient_accumulation_steps = 0;
+};
+struct Adamax {
+  double learning_rate = 0.001, beta_1 = 0.9, beta_2 = 0.999, epsilon = 1e-7;
+  double clipnorm = 0, global_clipnorm = 0, clipvalue = 0, weight_decay = 0;
+  std::optional<Schedule> schedule;
+  int64_t gradient_accumulation_steps = 0;
+};
+struct Nadam {
+  double learning_rate = 0.001, beta_1 = 0.9, beta_2 = 0.999, epsilon = 1e-7;
+  double clipnorm = 0, global_clipnorm = 0, clipvalue = 0, weight_decay = 0;
+  std::optional<Schedule> schedule;
+  int64_t gradient_accumulation_steps = 0;
+};
+using Optimizer = std::variant<SGD, Adam, RMSprop, Adagrad, Adamax, Nadam>;
 
 /// What Keras' `model.compile(...)` says.
 struct Training {
   LossKind loss = LossKind::categorical_crossentropy;
   bool from_logits = false;
+  /// Keras' label_smoothing (categorical cross-entropy only; 0 is off).
+  double label_smoothing = 0;
+  /// Keras' reduction="sum" (else sum_over_batch_size, the mean).
+  bool sum_reduction = false;
   Optimizer optimizer = Adam{};
   std::vector<std::string> metrics = {"accuracy"};
   /// Where diagnostics about the training (a loss that does not fit the

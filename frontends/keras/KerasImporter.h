@@ -30,9 +30,12 @@ struct ImportOptions {
   /// "categorical_crossentropy" or "sparse_categorical_crossentropy".
   std::optional<std::string> loss;
   std::optional<bool> fromLogits;
-  /// "sgd", "adam" or "rmsprop".
+  /// "sgd", "adam", "rmsprop", "adagrad", "adamax" or "nadam".
   std::optional<std::string> optimizer;
   std::optional<double> learningRate;
+  /// Keras' optimizer options (0 is off); a clipping option given here
+  /// replaces the file's clipping, whichever kind it was.
+  std::optional<double> clipnorm, globalClipnorm, clipvalue, weightDecay;
   /// The global batch. When absent: the batch the model fixes (a number,
   /// not null, as dimension 0 of its inputs' batch_shape), else 32 (Keras
   /// fit's default). Given, it must agree with a batch the model fixes.

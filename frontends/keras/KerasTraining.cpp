@@ -43,7 +43,8 @@ double roundToFloat32(double value) {
 }
 
 LogicalResult readLoss(ConfigReader &compile, std::optional<LossKind> &loss,
-                       bool &fromLogits) {
+                       bool &fromLogits, double &labelSmoothing,
+                       bool &sumReduction) {
   const json::Value *field = compile.getSet("loss");
   if (!field)
     return success();
@@ -88,16 +89,39 @@ LogicalResult readLoss(ConfigReader &compile, std::optional<LossKind> &loss,
   if (!config || failed(config->readBool("from_logits", fromLogits)) ||
       failed(config->readString("reduction", reduction)))
     return failure();
-  // Both mean the loss is averaged over the batch, which graph.training does.
+  // sum_over_batch_size and auto mean the loss is averaged over the batch,
+  // which graph.training does; sum is its reduction = "sum". None (a loss
+  // per example) has nothing to train on.
+  if (reduction == "none")
+    return config->error("reduction",
+                         "reduction 'none' (a loss per example) is not "
+                         "supported for training; expected "
+                         "'sum_over_batch_size' or 'sum'");
   if (!reduction.empty() && reduction != "sum_over_batch_size" &&
-      reduction != "auto")
+      reduction != "auto" && reduction != "sum")
     return config->unsupportedValue("reduction",
-                                    "expected 'sum_over_batch_size'");
+                                    "expected 'sum_over_batch_size' or 'sum'");
+  sumReduction = reduction == "sum";
   config->ignore("name");
   config->ignore("dtype");
-  if (failed(config->expectNumber("label_smoothing", 0.0,
-                                  "label smoothing is not supported")) ||
-      failed(config->expectNumber("axis", -1.0)) ||
+  // label_smoothing: CategoricalCrossentropy's (in [0, 1)); Keras'
+  // SparseCategoricalCrossentropy has none.
+  if (const json::Value *ls = config->getSet("label_smoothing")) {
+    std::optional<double> value = ls->getAsNumber();
+    if (*loss == LossKind::sparse_categorical_crossentropy) {
+      if (value != std::optional<double>(0.0))
+        return config->error("label_smoothing",
+                             "SparseCategoricalCrossentropy has no label "
+                             "smoothing in Keras; use "
+                             "CategoricalCrossentropy with one-hot labels");
+    } else {
+      if (!value || !(*value >= 0 && *value < 1))
+        return config->unsupportedValue("label_smoothing",
+                                        "expected a number in [0, 1)");
+      labelSmoothing = roundToFloat32(*value);
+    }
+  }
+  if (failed(config->expectNumber("axis", -1.0)) ||
       failed(config->expectUnset("ignore_class",
                                  "ignore_class is not supported")) ||
       failed(config->checkNoOtherFields()))
@@ -249,10 +273,16 @@ LogicalResult readOptimizer(ConfigReader &compile,
     }
     if (name == "RMSprop" || name == "rmsprop")
       return builder::RMSprop{};
+    if (name == "Adagrad" || name == "adagrad")
+      return builder::Adagrad{};
+    if (name == "Adamax" || name == "adamax")
+      return builder::Adamax{};
+    if (name == "Nadam" || name == "nadam")
+      return builder::Nadam{};
     return std::nullopt;
   };
   constexpr llvm::StringLiteral expected =
-      "expected SGD, Adam, AdamW or RMSprop";
+      "expected SGD, Adam, AdamW, RMSprop, Adagrad, Adamax or Nadam";
   if (std::optional<llvm::StringRef> name = field->getAsString()) {
     out = kindOf(*name);
     if (!out)
@@ -315,11 +345,19 @@ LogicalResult readOptimizer(ConfigReader &compile,
                          failed(readParam("beta_2", opt.beta_2)) ||
                          failed(readParam("epsilon", opt.epsilon)) ||
                          failed(c.readBool("amsgrad", opt.amsgrad)));
-        else
+        else if constexpr (std::is_same_v<T, builder::RMSprop>)
           return failure(failed(readParam("rho", opt.rho)) ||
                          failed(readParam("momentum", opt.momentum)) ||
                          failed(readParam("epsilon", opt.epsilon)) ||
                          failed(c.readBool("centered", opt.centered)));
+        else if constexpr (std::is_same_v<T, builder::Adagrad>)
+          return failure(failed(readParam("initial_accumulator_value",
+                                          opt.initial_accumulator_value)) ||
+                         failed(readParam("epsilon", opt.epsilon)));
+        else // Adamax, Nadam
+          return failure(failed(readParam("beta_1", opt.beta_1)) ||
+                         failed(readParam("beta_2", opt.beta_2)) ||
+                         failed(readParam("epsilon", opt.epsilon)));
       },
       *out);
   if (failed(read))
@@ -360,6 +398,23 @@ LogicalResult readOptimizer(ConfigReader &compile,
       *out);
   if (failed(options))
     return failure();
+  // gradient_accumulation_steps: null, or an integer >= 2 (Keras' rule).
+  if (const json::Value *steps = c.getSet("gradient_accumulation_steps")) {
+    std::optional<int64_t> n = steps->getAsInteger();
+    if (!n || *n < 2)
+      return c.unsupportedValue("gradient_accumulation_steps",
+                                "expected an integer >= 2 or null");
+    bool byNorm = std::visit(
+        [](auto &opt) { return opt.clipnorm > 0 || opt.global_clipnorm > 0; },
+        *out);
+    if (byNorm)
+      return c.error("gradient_accumulation_steps",
+                     "gradient accumulation with clipnorm or "
+                     "global_clipnorm is not supported (the norm would be "
+                     "of the accumulated mean, which the step does not "
+                     "compute); clipvalue is");
+    std::visit([&](auto &opt) { opt.gradient_accumulation_steps = *n; }, *out);
+  }
   // The moving average of weights only matters when use_ema is on.
   for (llvm::StringRef ignored : {"name", "jit_compile", "is_legacy_optimizer",
                                   "ema_momentum", "ema_overwrite_frequency"})
@@ -371,8 +426,6 @@ LogicalResult readOptimizer(ConfigReader &compile,
                               "false");
   if (failed(c.expectUnset("loss_scale_factor",
                            "loss scaling is not supported")) ||
-      failed(c.expectUnset("gradient_accumulation_steps",
-                           "gradient accumulation is not supported")) ||
       failed(c.checkNoOtherFields()))
     return failure();
   return object->checkNoOtherFields();
@@ -419,6 +472,18 @@ LogicalResult readMetrics(ConfigReader &compile,
   return success();
 }
 
+/// builder::Optimizer's alternative for an --optimizer flag value.
+std::optional<size_t> optimizerIndex(llvm::StringRef name) {
+  return llvm::StringSwitch<std::optional<size_t>>(name)
+      .Case("sgd", 0)
+      .Case("adam", 1)
+      .Case("rmsprop", 2)
+      .Case("adagrad", 3)
+      .Case("adamax", 4)
+      .Case("nadam", 5)
+      .Default(std::nullopt);
+}
+
 } // namespace
 
 LogicalResult checkImportOptions(const ImportOptions &options,
@@ -435,11 +500,27 @@ LogicalResult checkImportOptions(const ImportOptions &options,
     return fileError(fileLoc, "unsupported loss option '" + *options.loss +
                                   "' (expected 'categorical_crossentropy' or "
                                   "'sparse_categorical_crossentropy')");
-  if (options.optimizer && *options.optimizer != "sgd" &&
-      *options.optimizer != "adam" && *options.optimizer != "rmsprop")
+  std::pair<const char *, const std::optional<double> &> numbers[] = {
+      {"clipnorm", options.clipnorm},
+      {"global clipnorm", options.globalClipnorm},
+      {"clipvalue", options.clipvalue},
+      {"weight decay", options.weightDecay}};
+  for (auto &[name, value] : numbers)
+    if (value && !(std::isfinite(*value) && *value >= 0))
+      return fileError(fileLoc, llvm::Twine(name) +
+                                    " must be a number >= 0 (0: off), got " +
+                                    formatNumber(*value));
+  if ((options.clipnorm.value_or(0) > 0) +
+          (options.globalClipnorm.value_or(0) > 0) +
+          (options.clipvalue.value_or(0) > 0) >
+      1)
+    return fileError(fileLoc, "at most one of --clipnorm, --global-clipnorm "
+                              "and --clipvalue can be set (as in Keras)");
+  if (options.optimizer && !optimizerIndex(*options.optimizer))
     return fileError(fileLoc, "unsupported optimizer option '" +
                                   *options.optimizer +
-                                  "' (expected 'sgd', 'adam' or 'rmsprop')");
+                                  "' (expected 'sgd', 'adam', 'rmsprop', "
+                                  "'adagrad', 'adamax' or 'nadam')");
   return success();
 }
 
@@ -451,7 +532,9 @@ LogicalResult readTraining(ConfigReader &root, const ImportOptions &options,
   builder::Training training;
   if (root.getSet("compile_config")) {
     std::unique_ptr<ConfigReader> compile = root.child("compile_config");
-    if (!compile || failed(readLoss(*compile, loss, fromLogits)) ||
+    if (!compile ||
+        failed(readLoss(*compile, loss, fromLogits, training.label_smoothing,
+                        training.sum_reduction)) ||
         failed(readOptimizer(*compile, optimizer)) ||
         failed(readMetrics(*compile, training.metrics)) ||
         failed(compile->expectUnset("loss_weights",
@@ -477,7 +560,9 @@ LogicalResult readTraining(ConfigReader &root, const ImportOptions &options,
                ? LossKind::categorical_crossentropy
                : LossKind::sparse_categorical_crossentropy;
   if (!loss) {
-    if (options.optimizer || options.learningRate || options.fromLogits)
+    if (options.optimizer || options.learningRate || options.fromLogits ||
+        options.clipnorm || options.globalClipnorm || options.clipvalue ||
+        options.weightDecay)
       return fileError(root.document().fileLoc(),
                        "training options were given but the model has no "
                        "loss: it has no compile_config loss and no loss "
@@ -494,22 +579,40 @@ LogicalResult readTraining(ConfigReader &root, const ImportOptions &options,
   }
   training.loss = *loss;
   training.from_logits = options.fromLogits.value_or(fromLogits);
+  if (training.label_smoothing > 0 &&
+      training.loss != LossKind::categorical_crossentropy)
+    return fileError(root.document().fileLoc(),
+                     "the compile_config's label_smoothing needs "
+                     "categorical_crossentropy, but the loss option is "
+                     "sparse_categorical_crossentropy");
 
   if (options.optimizer) {
     // builder::Optimizer's alternative for the flag. Emplaced, not copied
     // from a temporary: copying a variant whose alternatives hold vectors
     // (a schedule's boundaries) trips GCC 12's -Wmaybe-uninitialized.
-    size_t requested = *options.optimizer == "sgd"    ? 0
-                       : *options.optimizer == "adam" ? 1
-                                                      : 2;
+    size_t requested = *optimizerIndex(*options.optimizer);
     // The file's hyper-parameters stay when it names the same optimizer.
     if (!optimizer || optimizer->index() != requested) {
-      if (requested == 0)
+      switch (requested) {
+      case 0:
         optimizer.emplace(builder::SGD{});
-      else if (requested == 1)
+        break;
+      case 1:
         optimizer.emplace(builder::Adam{});
-      else
+        break;
+      case 2:
         optimizer.emplace(builder::RMSprop{});
+        break;
+      case 3:
+        optimizer.emplace(builder::Adagrad{});
+        break;
+      case 4:
+        optimizer.emplace(builder::Adamax{});
+        break;
+      default:
+        optimizer.emplace(builder::Nadam{});
+        break;
+      }
     }
   }
   // A model that was never compiled (no compile_config) gets Adam with
@@ -524,6 +627,21 @@ LogicalResult readTraining(ConfigReader &root, const ImportOptions &options,
           opt.schedule.reset();
         },
         training.optimizer);
+  // A clipping flag replaces the file's clipping, whichever kind it was.
+  bool clipFlag =
+      options.clipnorm || options.globalClipnorm || options.clipvalue;
+  std::visit(
+      [&](auto &opt) {
+        if (clipFlag) {
+          opt.clipnorm = roundToFloat32(options.clipnorm.value_or(0));
+          opt.global_clipnorm =
+              roundToFloat32(options.globalClipnorm.value_or(0));
+          opt.clipvalue = roundToFloat32(options.clipvalue.value_or(0));
+        }
+        if (options.weightDecay)
+          opt.weight_decay = roundToFloat32(*options.weightDecay);
+      },
+      training.optimizer);
   out = training;
   return success();
 }

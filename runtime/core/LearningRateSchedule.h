@@ -116,6 +116,30 @@ learningRateAt(const LearningRateSchedule &s, int64_t iteration) {
 /// The schedule of an optimizer_update launch's configuration (a constant
 /// learning_rate when it names none). Fails, with `error` set, on a
 /// PiecewiseConstantDecay whose lists do not fit.
+/// Nadam's momentum cache (keras/src/optimizers/nadam.py) at `step` (1 on
+/// the first update): beta_1 * (1 - 0.5 * 0.96^step).
+GRAPH_SCHEDULE_HOST_DEVICE inline double nadamMomentumCache(double beta1,
+                                                            int64_t step) {
+  return beta1 * (1.0 - 0.5 * pow(0.96, static_cast<double>(step)));
+}
+
+/// Nadam's `u_product` as Keras holds it during update `step`: the product
+/// of the momentum cache over 1..step. Keras keeps it in a scalar variable
+/// that every step multiplies; it is a function of the step alone, so the
+/// kernels compute it here and a checkpoint restores it with the step.
+/// Past i = 1000, 1 - 0.5 * 0.96^i is 1 in double (0.5 * 0.96^1000 <
+/// 1e-18): those steps contribute beta_1 alone, and the loop stays short.
+GRAPH_SCHEDULE_HOST_DEVICE inline double nadamUProduct(double beta1,
+                                                       int64_t step) {
+  int64_t n = step < 1000 ? step : 1000;
+  double product = 1.0, decay = 1.0;
+  for (int64_t i = 1; i <= n; ++i) {
+    decay *= 0.96;
+    product *= 1.0 - 0.5 * decay;
+  }
+  return product * pow(beta1, static_cast<double>(step));
+}
+
 inline bool scheduleFromConfig(const KernelConfig &cfg, LearningRateSchedule &s,
                                std::string &error) {
   s = LearningRateSchedule();

@@ -3,7 +3,10 @@
 Regenerate (TensorFlow 2.21, Keras 3; the test itself needs neither):
 
   /work/venvs/keras-tf/bin/python \
-      test/compare/keras_compile_options.py test/compare/Inputs/compile_options
+      test/compare/keras_compile_options.py test/compare/Inputs/compile_options \
+      [CASE ...]
+
+(naming cases regenerates only those, and the batch).
 
 One tiny model (Conv2D(3, 3) -> Flatten -> Dense(3, softmax), sparse
 categorical cross-entropy) trained for 3 model.fit steps on one fixed batch
@@ -75,23 +78,108 @@ def cases(keras):
             learning_rate=s.PolynomialDecay(0.1, decay_steps=2,
                                             end_learning_rate=0.01,
                                             power=2.0)),
+        # Adagrad, Adamax and Nadam (keras/src/optimizers/{adagrad,adamax,
+        # nadam}.py), each with a non-default hyper-parameter that shows
+        # (Adagrad's initial accumulator, epsilon) and one option of the
+        # base optimizer; Nadam's momentum-cache product (u_product) changes
+        # every step.
+        "adagrad_weight_decay": o.Adagrad(learning_rate=0.05,
+                                          initial_accumulator_value=0.02,
+                                          epsilon=1e-6, weight_decay=0.02),
+        "adamax_clipnorm": o.Adamax(learning_rate=0.02, beta_1=0.8,
+                                    beta_2=0.99, clipnorm=0.1),
+        "nadam_exponential": o.Nadam(
+            learning_rate=s.ExponentialDecay(0.02, decay_steps=1,
+                                             decay_rate=0.5),
+            beta_1=0.85, beta_2=0.99),
     }
 
 
-def build(keras):
+def loss_cases(keras):
+    """Loss options: name -> (optimizer, loss, one-hot labels?). The models
+    have 10 classes (Fashion-MNIST's, which graphrun one-hots to), labels
+    0..2. Cases with reduction="sum" are also trained under
+    MirroredStrategy on 2 logical CPUs (expected_mirrored.safetensors):
+    Keras scales only a sum_over_batch_size loss by 1 / replicas
+    (keras/src/losses/loss.py, reduce_values) and sums the replicas'
+    gradients, so a "sum" step follows the sum over the global batch, as
+    on one device."""
+    o = keras.optimizers
+    losses = keras.losses
+    return {
+        "cce_label_smoothing": (
+            o.SGD(learning_rate=0.5, momentum=0.9),
+            losses.CategoricalCrossentropy(label_smoothing=0.2), True),
+        "cce_sum_label_smoothing": (
+            o.SGD(learning_rate=0.05),
+            losses.CategoricalCrossentropy(label_smoothing=0.1,
+                                           reduction="sum"), True),
+        "scce_sum": (
+            o.SGD(learning_rate=0.05, momentum=0.5),
+            losses.SparseCategoricalCrossentropy(reduction="sum"), False),
+    }
+
+
+def build(keras, classes=3):
     keras.utils.set_random_seed(7)
     inputs = keras.Input((6, 6, 2), name="input_layer")
     x = keras.layers.Conv2D(3, 3, name="conv2d")(inputs)
     x = keras.layers.Flatten(name="flatten")(x)
-    outputs = keras.layers.Dense(3, activation="softmax", name="dense")(x)
+    outputs = keras.layers.Dense(classes, activation="softmax",
+                                 name="dense")(x)
     return keras.Model(inputs, outputs)
+
+
+def loss_fixtures(keras, tf, directory, only, x, y):
+    for name, (optimizer, loss, one_hot) in loss_cases(keras).items():
+        if only and name not in only:
+            continue
+        out = os.path.join(directory, name)
+        os.makedirs(out, exist_ok=True)
+        labels = keras.utils.to_categorical(y, 10) if one_hot else y
+        model = build(keras, classes=10)
+        model.compile(optimizer=optimizer, loss=loss)
+        with open(os.path.join(out, "model.json"), "w") as f:
+            f.write(model.to_json())
+        before = variables(model)
+        write_safetensors(os.path.join(out, "init.safetensors"), before)
+        model.fit(x, labels, batch_size=8, epochs=STEPS, shuffle=False,
+                  verbose=0)
+        write_safetensors(os.path.join(out, "expected.safetensors"),
+                          variables(model))
+        print(name, json.loads(model.to_json())["compile_config"]["loss"])
+        if loss.reduction != "sum":
+            continue
+        strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+        with strategy.scope():
+            mirrored = build(keras, classes=10)
+            mirrored.compile(optimizer=optimizer.__class__.from_config(
+                                 optimizer.get_config()),
+                             loss=loss.__class__.from_config(
+                                 loss.get_config()))
+        mirrored.set_weights(model.get_weights())
+        for layer in mirrored.layers:
+            for w in layer.weights:
+                w.assign(before[layer.name + "/" + w.name])
+        mirrored.fit(x, labels, batch_size=8, epochs=STEPS, shuffle=False,
+                     verbose=0)
+        after = variables(mirrored)
+        write_safetensors(os.path.join(out, "expected_mirrored.safetensors"),
+                          after)
+        single = variables(model)
+        print("  mirrored vs single max difference",
+              max(float(np.abs(after[v] - single[v]).max()) for v in after))
 
 
 def main():
     directory = sys.argv[1]
     os.makedirs(directory, exist_ok=True)
-    import keras
     import tensorflow as tf
+    # Two logical CPUs for MirroredStrategy (before TensorFlow starts).
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    tf.config.set_logical_device_configuration(
+        cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+    import keras
 
     rng = np.random.default_rng(3)
     images = rng.integers(0, 256, size=(8, 6, 6, 2), dtype=np.uint8)
@@ -100,7 +188,11 @@ def main():
     x = images.astype(np.float32) / 255.0
     y = labels.astype(np.int32)
 
+    only = set(sys.argv[2:])
+    loss_fixtures(keras, tf, directory, only, x, y)
     for name, optimizer in cases(keras).items():
+        if only and name not in only:
+            continue
         out = os.path.join(directory, name)
         os.makedirs(out, exist_ok=True)
         model = build(keras)

@@ -51,14 +51,37 @@ static cl::opt<bool>
 
 static cl::opt<std::string>
     optimizer("optimizer",
-              cl::desc("Optimizer: sgd, adam or rmsprop (overrides "
-                       "compile_config)"),
+              cl::desc("Optimizer: sgd, adam, rmsprop, adagrad, adamax or "
+                       "nadam (overrides compile_config)"),
               cl::value_desc("name"), cl::cat(importCategory));
 
 static cl::opt<double>
     learningRate("learning-rate",
                  cl::desc("Learning rate (overrides compile_config)"),
                  cl::value_desc("rate"), cl::cat(importCategory));
+
+// Keras' optimizer options (keras/src/optimizers/base_optimizer.py), for a
+// JSON model without a compile_config or to override it: 0 is off.
+static cl::opt<double>
+    clipnorm("clipnorm",
+             cl::desc("Clip each variable's gradient to this norm (overrides "
+                      "compile_config; 0: off)"),
+             cl::value_desc("c"), cl::cat(importCategory));
+static cl::opt<double> globalClipnorm(
+    "global-clipnorm",
+    cl::desc("Clip all gradients together to this global norm (overrides "
+             "compile_config; 0: off)"),
+    cl::value_desc("c"), cl::cat(importCategory));
+static cl::opt<double>
+    clipvalue("clipvalue",
+              cl::desc("Clip every gradient element to [-c, c] (overrides "
+                       "compile_config; 0: off)"),
+              cl::value_desc("c"), cl::cat(importCategory));
+static cl::opt<double>
+    weightDecay("weight-decay",
+                cl::desc("Decoupled weight decay, var -= var * wd * lr "
+                         "(overrides compile_config; 0: off)"),
+                cl::value_desc("wd"), cl::cat(importCategory));
 
 static cl::opt<int64_t> batchSize(
     "batch-size",
@@ -157,6 +180,14 @@ int main(int argc, char **argv) {
     options.optimizer = optimizer;
   if (learningRate.getNumOccurrences())
     options.learningRate = learningRate;
+  if (clipnorm.getNumOccurrences())
+    options.clipnorm = clipnorm;
+  if (globalClipnorm.getNumOccurrences())
+    options.globalClipnorm = globalClipnorm;
+  if (clipvalue.getNumOccurrences())
+    options.clipvalue = clipvalue;
+  if (weightDecay.getNumOccurrences())
+    options.weightDecay = weightDecay;
   if (batchSize.getNumOccurrences())
     options.batchSize = batchSize;
 

@@ -2,7 +2,8 @@
 //
 // global_norm over the gradients (the training step's finite check) and
 // optimizer_update for every variable of the model in one launch: SGD
-// (momentum, nesterov), Adam (amsgrad) and RMSprop (momentum, centered),
+// (momentum, nesterov), Adam (amsgrad), RMSprop (momentum, centered),
+// Adagrad, Adamax and Nadam,
 // with the reference's formulas (Keras 3, see ReferenceKernels.cpp). The
 // factory cuts all variables into chunks of at most kChunk elements once; a
 // step runs the chunks across the replica's threads, and each chunk makes
@@ -18,6 +19,7 @@
 #include "runtime/backends/cpu/VectorKernels.h"
 #include "runtime/core/LearningRateSchedule.h"
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 
@@ -37,12 +39,15 @@ constexpr int64_t kTile = 512;
 /// team at a quarter of the elements a one-input kernel needs.
 constexpr int64_t kParallelUpdateElements = kParallelElements / 4;
 
-enum class Kind { sgd, adam, rmsprop };
+enum class Kind { sgd, adam, rmsprop, adagrad, adamax, nadam };
 
 /// The launch's hyper-parameters, as floats for the loops.
 struct Hyper {
   Kind kind = Kind::sgd;
-  int64_t slots = 0; // per variable
+  int64_t slots = 0; // per variable, the optimizer's own
+  // gradient_accumulation_steps (0: off); its accumulator is one more slot,
+  // after the optimizer's: allSlots in all.
+  int64_t accumulation = 0, allSlots = 0;
   double learningRate = 0.01, beta1 = 0.9, beta2 = 0.999;
   float lr = 0.01f, momentum = 0.0f, epsilon = 1e-7f;
   float oneMinusBeta1 = 0.1f, oneMinusBeta2 = 0.001f;
@@ -61,8 +66,8 @@ struct Hyper {
 struct Variable {
   const float *w, *g;
   float *wOut;
-  const float *slotIn[3];
-  float *slotOut[3];
+  const float *slotIn[4];
+  float *slotOut[4];
   const float *norm;  // the clipping norm (a scalar), when clipping by norm
   float scale = 1.0f; // this step's gradient scale from it
 };
@@ -127,6 +132,71 @@ void adamTile(const Hyper &h, float alpha, const Variable &v, const float *w,
     wo[i] = w[i] - alpha * mo[i] / (root[i] + eps);
 }
 
+void adagradTile(const Hyper &h, const Variable &v, const float *w,
+                 const float *g, int64_t b, int64_t n) {
+  const float *acc = v.slotIn[0] + b;
+  float *wo = v.wOut + b, *accOut = v.slotOut[0] + b;
+  float eps = h.epsilon, lr = h.lr;
+  alignas(32) float root[kTile];
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) {
+    float a = acc[i] + g[i] * g[i];
+    accOut[i] = a;
+    root[i] = a + eps;
+  }
+  sqrtInPlace(root, n);
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i)
+    wo[i] = w[i] - lr * g[i] / root[i];
+}
+
+/// `alpha`: this step's lr / (1 - beta_1^t).
+void adamaxTile(const Hyper &h, float alpha, const Variable &v, const float *w,
+                const float *g, int64_t b, int64_t n) {
+  const float *m = v.slotIn[0] + b, *u = v.slotIn[1] + b;
+  float *wo = v.wOut + b, *mo = v.slotOut[0] + b, *uo = v.slotOut[1] + b;
+  float c1 = h.oneMinusBeta1, b2 = static_cast<float>(h.beta2), eps = h.epsilon;
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) {
+    float gi = g[i];
+    float mi = m[i] + (gi - m[i]) * c1;
+    float decayed = b2 * u[i];
+    float magnitude = simdSelect(gi < 0.0f, -gi, gi);
+    float ui = simdSelect(decayed < magnitude, magnitude, decayed);
+    mo[i] = mi;
+    uo[i] = ui;
+    wo[i] = w[i] - alpha * mi / (ui + eps);
+  }
+}
+
+/// Nadam's per-step coefficients (see the reference): m_hat = mCoef * m +
+/// gCoef * g, v_hat = v * vCoef.
+struct NadamStep {
+  float mCoef = 0, gCoef = 0, vCoef = 0;
+};
+
+void nadamTile(const Hyper &h, const NadamStep &step, const Variable &v,
+               const float *w, const float *g, int64_t b, int64_t n) {
+  const float *m = v.slotIn[0] + b, *s = v.slotIn[1] + b;
+  float *wo = v.wOut + b, *mo = v.slotOut[0] + b, *so = v.slotOut[1] + b;
+  float c1 = h.oneMinusBeta1, c2 = h.oneMinusBeta2, eps = h.epsilon, lr = h.lr;
+  alignas(32) float root[kTile];
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) {
+    float gi = g[i];
+    float mi = m[i] + (gi - m[i]) * c1;
+    float si = s[i] + (gi * gi - s[i]) * c2;
+    mo[i] = mi;
+    so[i] = si;
+    root[i] = si * step.vCoef;
+  }
+  sqrtInPlace(root, n);
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i)
+    wo[i] =
+        w[i] - (step.mCoef * mo[i] + step.gCoef * g[i]) * lr / (root[i] + eps);
+}
+
 void rmspropTile(const Hyper &h, const Variable &v, const float *w,
                  const float *g, int64_t b, int64_t n) {
   const float *rms = v.slotIn[0] + b;
@@ -184,6 +254,11 @@ public:
     // This step's learning rate (a schedule's value at Keras' iterations,
     // the step before this update) in a per-step copy of the parameters.
     Hyper h = this->h;
+    // With gradient accumulation, only every N-th step updates, and Keras'
+    // iterations (the bias corrections') count updates; the schedule reads
+    // the raw step count (Keras' _iterations).
+    bool applies = h.accumulation == 0 || ctx.step % h.accumulation == 0;
+    int64_t step = h.accumulation ? ctx.step / h.accumulation : ctx.step;
     if (h.schedule.kind != LearningRateSchedule::constant) {
       h.learningRate = learningRateAt(h.schedule, ctx.step - 1);
       h.lr = static_cast<float>(h.learningRate);
@@ -195,13 +270,13 @@ public:
       var.w = ins[v].f32();
       var.g = ins[n + v].f32();
       var.wOut = outs[v].f32();
-      for (int64_t s = 0; s < h.slots; ++s) {
-        var.slotIn[s] = ins[2 * n + v * h.slots + s].f32();
-        var.slotOut[s] = outs[n + v * h.slots + s].f32();
+      for (int64_t s = 0; s < h.allSlots; ++s) {
+        var.slotIn[s] = ins[2 * n + v * h.allSlots + s].f32();
+        var.slotOut[s] = outs[n + v * h.allSlots + s].f32();
       }
       // Keras' scale, from the norm in double (see the reference).
       if (h.byNorm()) {
-        double norm = ins[(2 + h.slots) * n + v].f32()[0];
+        double norm = ins[(2 + h.allSlots) * n + v].f32()[0];
         double scale =
             h.clipnorm > 0
                 ? h.clipnorm / std::max(norm, h.clipnorm)
@@ -214,11 +289,21 @@ public:
     // Adam's bias correction in double: beta_2^t for t in the thousands
     // is where float would lose digits.
     float alpha = 0.0f;
+    NadamStep nadam;
+    double t = static_cast<double>(step);
     if (h.kind == Kind::adam) {
-      double t = static_cast<double>(ctx.step);
       alpha = static_cast<float>(h.learningRate *
                                  std::sqrt(1.0 - std::pow(h.beta2, t)) /
                                  (1.0 - std::pow(h.beta1, t)));
+    } else if (h.kind == Kind::adamax) {
+      alpha = static_cast<float>(h.learningRate / (1.0 - std::pow(h.beta1, t)));
+    } else if (h.kind == Kind::nadam) {
+      double ut = nadamMomentumCache(h.beta1, step),
+             ut1 = nadamMomentumCache(h.beta1, step + 1);
+      double product = nadamUProduct(h.beta1, step);
+      nadam.mCoef = static_cast<float>(ut1 / (1.0 - product * ut1));
+      nadam.gCoef = static_cast<float>((1.0 - ut) / (1.0 - product));
+      nadam.vCoef = static_cast<float>(1.0 / (1.0 - std::pow(h.beta2, t)));
     }
     int64_t count = static_cast<int64_t>(chunks.size());
 #pragma omp parallel for schedule(static) if (elements >=                      \
@@ -230,6 +315,32 @@ public:
         int64_t len = std::min(kTile, chunk.end - b);
         const float *w = var.w + b, *g = var.g + b;
         alignas(32) float gTile[kTile], wTile[kTile];
+        if (h.accumulation) {
+          // Keras' accumulation: add to the sum, or apply the mean of the
+          // N gradients and reset the sum.
+          const float *sum = var.slotIn[h.slots] + b;
+          float *sumOut = var.slotOut[h.slots] + b;
+          if (!applies) {
+#pragma omp simd
+            for (int64_t i = 0; i < len; ++i)
+              sumOut[i] = sum[i] + g[i];
+            // The plan updates in place; copy only into other buffers.
+            if (var.wOut != var.w)
+              std::copy(w, w + len, var.wOut + b);
+            for (int64_t s = 0; s < h.slots; ++s)
+              if (var.slotOut[s] != var.slotIn[s])
+                std::copy(var.slotIn[s] + b, var.slotIn[s] + b + len,
+                          var.slotOut[s] + b);
+            continue;
+          }
+          float inverse = 1.0f / static_cast<float>(h.accumulation);
+#pragma omp simd
+          for (int64_t i = 0; i < len; ++i) {
+            gTile[i] = (g[i] + sum[i]) * inverse;
+            sumOut[i] = 0.0f;
+          }
+          g = gTile;
+        }
         if (h.byNorm()) {
           float scale = var.scale;
 #pragma omp simd
@@ -261,6 +372,15 @@ public:
           break;
         case Kind::rmsprop:
           rmspropTile(h, var, w, g, b, len);
+          break;
+        case Kind::adagrad:
+          adagradTile(h, var, w, g, b, len);
+          break;
+        case Kind::adamax:
+          adamaxTile(h, alpha, var, w, g, b, len);
+          break;
+        case Kind::nadam:
+          nadamTile(h, nadam, var, w, g, b, len);
           break;
         }
       }
@@ -307,29 +427,45 @@ Status optimizerUpdateFactory(const KernelContext &, const KernelConfig &cfg,
     h.momentumSlot = momentum > 0 ? 1 : -1;
     h.meanGradSlot = h.centered ? (momentum > 0 ? 2 : 1) : -1;
     h.slots = 1 + (momentum > 0 ? 1 : 0) + (h.centered ? 1 : 0);
+  } else if (kind == "adagrad") {
+    h.kind = Kind::adagrad;
+    h.slots = 1;
+  } else if (kind == "adamax" || kind == "nadam") {
+    h.kind = kind == "adamax" ? Kind::adamax : Kind::nadam;
+    h.beta1 = cfg.getFloat("beta_1", 0.9);
+    h.beta2 = cfg.getFloat("beta_2", 0.999);
+    h.oneMinusBeta1 = static_cast<float>(1.0 - h.beta1);
+    h.oneMinusBeta2 = static_cast<float>(1.0 - h.beta2);
+    h.slots = 2;
   } else {
     return kernelError(kName, "unknown optimizer '" + kind +
-                                  "' (expected sgd, adam or rmsprop)");
+                                  "' (expected sgd, adam, rmsprop, adagrad, "
+                                  "adamax or nadam)");
   }
   h.clipnorm = cfg.getFloat("clipnorm", 0.0);
   h.globalClipnorm = cfg.getFloat("global_clipnorm", 0.0);
   h.clipvalue = static_cast<float>(cfg.getFloat("clipvalue", 0.0));
+  h.accumulation = cfg.getInt("gradient_accumulation_steps", 0);
+  if (h.accumulation != 0 && (h.accumulation < 2 || h.byNorm()))
+    return kernelError(kName, "gradient_accumulation_steps must be 0 or >= 2, "
+                              "without clipping by a norm");
+  h.allSlots = h.slots + (h.accumulation ? 1 : 0);
   h.weightDecay = cfg.getFloat("weight_decay", 0.0);
   h.weightDecayTimesLr = static_cast<float>(h.weightDecay * h.learningRate);
   std::string scheduleError;
   if (!scheduleFromConfig(cfg, h.schedule, scheduleError))
     return kernelError(kName, scheduleError);
-  size_t perVariable = 2 + h.slots + (h.byNorm() ? 1 : 0);
+  size_t perVariable = 2 + h.allSlots + (h.byNorm() ? 1 : 0);
   if (ins.empty() || ins.size() % perVariable != 0)
     return kernelError(kName, std::to_string(ins.size()) +
                                   " inputs do not split into params, grads" +
                                   (h.byNorm() ? ", " : " and ") +
-                                  std::to_string(h.slots) + " slot(s)" +
+                                  std::to_string(h.allSlots) + " slot(s)" +
                                   (h.byNorm() ? " and a norm" : "") +
                                   " per variable for " + kind);
   size_t n = ins.size() / perVariable;
   if (Status s = checkF32Operands(kName, ins, outs, ins.size(), ins.size(),
-                                  n * (1 + h.slots));
+                                  n * (1 + h.allSlots));
       !s)
     return s;
   std::vector<OptimizerUpdate::Chunk> chunks;
@@ -346,16 +482,16 @@ Status optimizerUpdateFactory(const KernelContext &, const KernelConfig &cfg,
       return mismatch(ins[n + v], "gradient");
     if (outs[v].elements() != size)
       return mismatch(outs[v], "new value");
-    for (int64_t s = 0; s < h.slots; ++s) {
-      if (ins[2 * n + v * h.slots + s].elements() != size)
-        return mismatch(ins[2 * n + v * h.slots + s],
+    for (int64_t s = 0; s < h.allSlots; ++s) {
+      if (ins[2 * n + v * h.allSlots + s].elements() != size)
+        return mismatch(ins[2 * n + v * h.allSlots + s],
                         "slot " + std::to_string(s));
-      if (outs[n + v * h.slots + s].elements() != size)
-        return mismatch(outs[n + v * h.slots + s],
+      if (outs[n + v * h.allSlots + s].elements() != size)
+        return mismatch(outs[n + v * h.allSlots + s],
                         "new slot " + std::to_string(s));
     }
-    if (h.byNorm() && ins[(2 + h.slots) * n + v].elements() != 1)
-      return mismatch(ins[(2 + h.slots) * n + v], "norm");
+    if (h.byNorm() && ins[(2 + h.allSlots) * n + v].elements() != 1)
+      return mismatch(ins[(2 + h.allSlots) * n + v], "norm");
     for (int64_t b = 0; b < size; b += kChunk)
       chunks.push_back(
           {static_cast<int64_t>(v), b, std::min(size, b + kChunk)});

@@ -1886,6 +1886,17 @@ Status globalNorm(const KernelContext &, const KernelConfig &,
 //   increment = lr * g / sqrt(denom)
 //   momentum > 0: mom = momentum * mom + increment; w -= mom
 //   else:         w -= increment
+// Adagrad (slot accumulator, starting at initial_accumulator_value):
+//   acc += g^2;  w -= lr * g / sqrt(acc + epsilon)
+// Adamax (slots m, u):
+//   m += (g - m) * (1 - beta_1);  u = max(beta_2 * u, |g|)
+//   w -= lr * m / ((1 - beta_1^t) * (u + epsilon))
+// Nadam (slots m, v; keras/src/optimizers/nadam.py):
+//   u_t = beta_1 * (1 - 0.5 * 0.96^t), u_t1 the same at t + 1,
+//   P = u_1 * ... * u_t (Keras' u_product), P1 = P * u_t1
+//   m += (g - m) * (1 - beta_1);  v += (g^2 - v) * (1 - beta_2)
+//   m_hat = u_t1 * m / (1 - P1) + (1 - u_t) * g / (1 - P)
+//   v_hat = v / (1 - beta_2^t);  w -= lr * m_hat / (sqrt(v_hat) + epsilon)
 // Before any of them (keras/src/optimizers/base_optimizer.py, apply):
 //   clipnorm c:        g = g * c / max(norm, c), norm = the variable's
 //                      gradient norm (ins: one norm per variable at the end)
@@ -1895,6 +1906,12 @@ Status globalNorm(const KernelContext &, const KernelConfig &,
 //   weight_decay wd:   w = w - w * wd * lr
 // lr is the schedule's value at the step before this one (Keras'
 // iterations), when the optimizer has a schedule (LearningRateSchedule.h).
+// gradient_accumulation_steps N (one more slot, the accumulator, after the
+// optimizer's): steps that are not a multiple of N add g to it and change
+// nothing else; every N-th step applies the mean (g + acc) / N (clipped by
+// value, with weight decay) and resets it, with t = step / N (Keras'
+// iterations count updates) but lr still at step - 1 (the schedule reads
+// Keras' raw _iterations).
 //===----------------------------------------------------------------------===//
 
 Status optimizerUpdate(const KernelContext &ctx, const KernelConfig &cfg,
@@ -1906,6 +1923,16 @@ Status optimizerUpdate(const KernelContext &ctx, const KernelConfig &cfg,
   LearningRateSchedule schedule;
   std::string scheduleError;
   REQUIRE(scheduleFromConfig(cfg, schedule, scheduleError), scheduleError);
+  // Gradient accumulation (N >= 2): only every N-th step updates, and the
+  // bias corrections count updates (Keras' iterations are the steps
+  // floor-divided by N); the schedule still reads the raw step count
+  // (Keras' _get_current_learning_rate reads _iterations).
+  int64_t accumulation = cfg.getInt("gradient_accumulation_steps", 0);
+  REQUIRE(accumulation == 0 || accumulation >= 2,
+          "gradient_accumulation_steps must be 0 or >= 2, got " +
+              std::to_string(accumulation));
+  bool applies = accumulation == 0 || ctx.step % accumulation == 0;
+  int64_t step = accumulation ? ctx.step / accumulation : ctx.step;
   double lr = learningRateAt(schedule, ctx.step - 1);
   double momentum = cfg.getFloat("momentum", 0.0);
   int64_t k = 0;
@@ -1918,6 +1945,10 @@ Status optimizerUpdate(const KernelContext &ctx, const KernelConfig &cfg,
   } else if (kind == "rmsprop") {
     centered = cfg.getFloat("centered", 0.0) != 0.0;
     k = 1 + (momentum > 0 ? 1 : 0) + (centered ? 1 : 0);
+  } else if (kind == "adagrad") {
+    k = 1;
+  } else if (kind == "adamax" || kind == "nadam") {
+    k = 2;
   } else {
     REQUIRE(false, "unknown optimizer '" + kind + "'");
   }
@@ -1927,34 +1958,55 @@ Status optimizerUpdate(const KernelContext &ctx, const KernelConfig &cfg,
          weightDecay = cfg.getFloat("weight_decay", 0.0);
   // Clipping by a norm adds one norm input per variable.
   bool byNorm = clipnorm > 0 || globalClipnorm > 0;
-  int64_t perVariable = 2 + k + (byNorm ? 1 : 0);
+  REQUIRE(!(byNorm && accumulation), "gradient accumulation clips by "
+                                     "clipvalue only, not by a norm");
+  // The optimizer's k slots, then the gradient accumulator: kAll in all.
+  int64_t kAll = k + (accumulation ? 1 : 0);
+  int64_t perVariable = 2 + kAll + (byNorm ? 1 : 0);
   REQUIRE(!ins.empty() && ins.size() % perVariable == 0,
           std::to_string(ins.size()) +
               " inputs do not split into params, grads" +
-              (byNorm ? ", " : " and ") + std::to_string(k) + " slot(s)" +
+              (byNorm ? ", " : " and ") + std::to_string(kAll) + " slot(s)" +
               (byNorm ? " and a norm" : "") + " per variable");
   size_t n = ins.size() / perVariable;
-  CHECK_ARITY(ins.size(), ins.size(), n * (1 + k));
+  CHECK_ARITY(ins.size(), ins.size(), n * (1 + kAll));
   for (size_t v = 0; byNorm && v < n; ++v)
-    REQUIRE(ins[(2 + k) * n + v].elements() == 1,
+    REQUIRE(ins[(2 + kAll) * n + v].elements() == 1,
             "variable " + std::to_string(v) + ": the norm is not a scalar");
   for (size_t v = 0; v < n; ++v) {
     int64_t size = ins[v].elements();
     REQUIRE(ins[n + v].elements() == size && outs[v].elements() == size,
             "variable " + std::to_string(v) + ": gradient size differs");
-    for (int64_t s = 0; s < k; ++s)
-      REQUIRE(ins[2 * n + v * k + s].elements() == size &&
-                  outs[n + v * k + s].elements() == size,
+    for (int64_t s = 0; s < kAll; ++s)
+      REQUIRE(ins[2 * n + v * kAll + s].elements() == size &&
+                  outs[n + v * kAll + s].elements() == size,
               "variable " + std::to_string(v) + ": slot size differs");
   }
-  double t = static_cast<double>(ctx.step);
+  double t = static_cast<double>(step);
   for (size_t v = 0; v < n; ++v) {
     Vec w = load(ins[v]), g = load(ins[n + v]);
     std::vector<Vec> slots;
-    for (int64_t s = 0; s < k; ++s)
-      slots.push_back(load(ins[2 * n + v * k + s]));
+    for (int64_t s = 0; s < kAll; ++s)
+      slots.push_back(load(ins[2 * n + v * kAll + s]));
+    if (accumulation) {
+      // Keras (base_optimizer.py, _backend_apply_gradients): add to the
+      // accumulator, or apply the mean of the N gradients and reset it.
+      Vec &sum = slots[k];
+      if (!applies) {
+        for (size_t i = 0; i < g.size(); ++i)
+          sum[i] += g[i];
+        store(outs[v], w);
+        for (int64_t s = 0; s < kAll; ++s)
+          store(outs[n + v * kAll + s], slots[s]);
+        continue;
+      }
+      for (size_t i = 0; i < g.size(); ++i) {
+        g[i] = (g[i] + sum[i]) / static_cast<double>(accumulation);
+        sum[i] = 0.0;
+      }
+    }
     if (byNorm) {
-      double norm = load(ins[(2 + k) * n + v])[0];
+      double norm = load(ins[(2 + kAll) * n + v])[0];
       if (clipnorm > 0) {
         for (double &gi : g)
           gi = gi * clipnorm / std::max(norm, clipnorm);
@@ -2000,6 +2052,41 @@ Status optimizerUpdate(const KernelContext &ctx, const KernelConfig &cfg,
         }
         w[i] -= alpha * m / (std::sqrt(second) + eps);
       }
+    } else if (kind == "adagrad") {
+      double eps = cfg.getFloat("epsilon", 1e-7);
+      for (size_t i = 0; i < w.size(); ++i) {
+        double &acc = slots[0][i];
+        acc += g[i] * g[i];
+        w[i] -= lr * g[i] / std::sqrt(acc + eps);
+      }
+    } else if (kind == "adamax") {
+      double b1 = cfg.getFloat("beta_1", 0.9),
+             b2 = cfg.getFloat("beta_2", 0.999),
+             eps = cfg.getFloat("epsilon", 1e-7);
+      double correction = 1.0 - std::pow(b1, t);
+      for (size_t i = 0; i < w.size(); ++i) {
+        double &m = slots[0][i], &u = slots[1][i];
+        m += (g[i] - m) * (1.0 - b1);
+        u = std::max(b2 * u, std::abs(g[i]));
+        w[i] -= lr * m / (correction * (u + eps));
+      }
+    } else if (kind == "nadam") {
+      double b1 = cfg.getFloat("beta_1", 0.9),
+             b2 = cfg.getFloat("beta_2", 0.999),
+             eps = cfg.getFloat("epsilon", 1e-7);
+      double ut = nadamMomentumCache(b1, step),
+             ut1 = nadamMomentumCache(b1, step + 1);
+      double product = nadamUProduct(b1, step), product1 = product * ut1;
+      double vCorrection = 1.0 - std::pow(b2, t);
+      for (size_t i = 0; i < w.size(); ++i) {
+        double &m = slots[0][i], &vv = slots[1][i];
+        m += (g[i] - m) * (1.0 - b1);
+        vv += (g[i] * g[i] - vv) * (1.0 - b2);
+        double mHat =
+            ut1 * m / (1.0 - product1) + (1.0 - ut) * g[i] / (1.0 - product);
+        double vHat = vv / vCorrection;
+        w[i] -= lr * mHat / (std::sqrt(vHat) + eps);
+      }
     } else {
       double rho = cfg.getFloat("rho", 0.9),
              eps = cfg.getFloat("epsilon", 1e-7);
@@ -2025,8 +2112,8 @@ Status optimizerUpdate(const KernelContext &ctx, const KernelConfig &cfg,
       }
     }
     store(outs[v], w);
-    for (int64_t s = 0; s < k; ++s)
-      store(outs[n + v * k + s], slots[s]);
+    for (int64_t s = 0; s < kAll; ++s)
+      store(outs[n + v * kAll + s], slots[s]);
   }
   return Status::ok();
 }

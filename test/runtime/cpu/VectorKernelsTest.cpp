@@ -629,14 +629,24 @@ KernelConfig optimizer(const std::string &kind,
   return cfg;
 }
 
-int64_t slotsOf(const KernelConfig &cfg) {
+int64_t optimizerSlotsOf(const KernelConfig &cfg) {
   std::string kind = cfg.getString("optimizer");
   bool momentum = cfg.getFloat("momentum", 0.0) > 0;
   if (kind == "sgd")
     return momentum ? 1 : 0;
   if (kind == "adam")
     return cfg.getFloat("amsgrad", 0.0) != 0.0 ? 3 : 2;
+  if (kind == "adagrad")
+    return 1;
+  if (kind == "adamax" || kind == "nadam")
+    return 2;
   return 1 + momentum + (cfg.getFloat("centered", 0.0) != 0.0);
+}
+
+/// With gradient accumulation, the sum is one more slot.
+int64_t slotsOf(const KernelConfig &cfg) {
+  return optimizerSlotsOf(cfg) +
+         (cfg.getInt("gradient_accumulation_steps", 0) > 0 ? 1 : 0);
 }
 
 /// Variables, gradients and slots of one optimizer launch.
@@ -708,6 +718,28 @@ std::vector<std::pair<std::string, KernelConfig>> optimizers() {
                              {"momentum", 0.9},
                              {"epsilon", 1e-7},
                              {"centered", 1}})},
+      {"adagrad", optimizer("adagrad", {{"learning_rate", 0.01},
+                                        {"initial_accumulator_value", 0.1},
+                                        {"epsilon", 1e-7}})},
+      {"adamax", optimizer("adamax", {{"learning_rate", 0.002},
+                                      {"beta_1", 0.9},
+                                      {"beta_2", 0.999},
+                                      {"epsilon", 1e-7}})},
+      {"nadam", optimizer("nadam", {{"learning_rate", 0.002},
+                                    {"beta_1", 0.9},
+                                    {"beta_2", 0.999},
+                                    {"epsilon", 1e-7}})},
+      {"nadam gradient_accumulation",
+       optimizer("nadam", {{"learning_rate", 0.002},
+                           {"beta_1", 0.9},
+                           {"beta_2", 0.999},
+                           {"epsilon", 1e-7},
+                           {"gradient_accumulation_steps", 3}})},
+      {"sgd momentum gradient_accumulation clipvalue",
+       optimizer("sgd", {{"learning_rate", 0.05},
+                         {"momentum", 0.9},
+                         {"clipvalue", 0.5},
+                         {"gradient_accumulation_steps", 2}})},
   };
 }
 
@@ -778,10 +810,10 @@ TEST_F(CpuVectorKernels, OptimizerWritesSeparateOutputsAndKeepsItsInputs) {
 TEST_F(CpuVectorKernels, OptimizerRejectsBadLaunches) {
   Tensor w = Tensor::f32({3}), g = Tensor::f32({3}), m = Tensor::f32({3}),
          shortSlot = Tensor::f32({2});
-  EXPECT_EQ(factoryError("optimizer_update", optimizer("adagrad", {}), {&w, &g},
-                         {&w}),
-            "optimizer_update: unknown optimizer 'adagrad' (expected sgd, "
-            "adam or rmsprop)");
+  EXPECT_EQ(factoryError("optimizer_update", optimizer("adadelta", {}),
+                         {&w, &g}, {&w}),
+            "optimizer_update: unknown optimizer 'adadelta' (expected sgd, "
+            "adam, rmsprop, adagrad, adamax or nadam)");
   EXPECT_EQ(factoryError("optimizer_update", optimizer("adam", {}),
                          {&w, &g, &m}, {&w, &m}),
             "optimizer_update: 3 inputs do not split into params, grads and "

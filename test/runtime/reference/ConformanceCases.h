@@ -499,6 +499,54 @@ inline std::vector<Case> allCases() {
                       {"lr_decay_rate", 0.5},
                       {"lr_staircase", 1}}),
           1);
+  // Adagrad, Adamax and Nadam (Nadam's momentum-cache product is a
+  // function of the step, 3 here), with an option of the base optimizer.
+  optCase("adagrad weight_decay",
+          opt("adagrad", {{"learning_rate", 0.05},
+                          {"initial_accumulator_value", 0.1},
+                          {"epsilon", 1e-6},
+                          {"weight_decay", 0.02}}),
+          1);
+  optCase("adamax clipnorm",
+          opt("adamax", {{"learning_rate", 0.02},
+                         {"beta_1", 0.8},
+                         {"beta_2", 0.99},
+                         {"epsilon", 1e-7},
+                         {"clipnorm", 0.5}}),
+          2, {0.25f, 3.0f});
+  optCase("nadam",
+          opt("nadam", {{"learning_rate", 0.01},
+                        {"beta_1", 0.9},
+                        {"beta_2", 0.999},
+                        {"epsilon", 1e-7}}),
+          2);
+  optCase("nadam exponential_decay clipvalue",
+          opt("nadam", {{"learning_rate", 0.02},
+                        {"beta_1", 0.85},
+                        {"beta_2", 0.99},
+                        {"epsilon", 1e-7},
+                        {"clipvalue", 0.3},
+                        {"lr_schedule", 1},
+                        {"lr_decay_steps", 1},
+                        {"lr_decay_rate", 0.5}}),
+          2);
+  // Gradient accumulation: one more slot (the sum) after the optimizer's.
+  // At step 3 with N = 3 the mean of the sum and this gradient is applied
+  // (at Keras' iteration 0); with N = 2 step 3 only adds to the sum.
+  optCase("sgd momentum gradient_accumulation applies",
+          opt("sgd", {{"learning_rate", 0.1},
+                      {"momentum", 0.9},
+                      {"clipvalue", 0.3},
+                      {"weight_decay", 0.01},
+                      {"gradient_accumulation_steps", 3}}),
+          2);
+  optCase("adam gradient_accumulation accumulates",
+          opt("adam", {{"learning_rate", 0.01},
+                       {"beta_1", 0.9},
+                       {"beta_2", 0.999},
+                       {"epsilon", 1e-7},
+                       {"gradient_accumulation_steps", 2}}),
+          3);
   // Geometry the seed-style cases above leave out: batch 1, non-square
   // windows and strides, valid padding whose last window leaves input
   // unread, and channel counts that take the blocked (8-channel) paths of

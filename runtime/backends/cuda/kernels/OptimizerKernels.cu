@@ -2,7 +2,8 @@
 //
 // global_norm over the gradients (the training step's finite check, at the
 // end of this file) and optimizer_update (SGD with momentum and Nesterov, Adam
-// with amsgrad, RMSprop with momentum and centering; Keras 3's formulas, as the
+// with amsgrad, RMSprop with momentum and centering, Adagrad, Adamax, Nadam;
+// Keras 3's formulas, as the
 // reference writes them) as a single multi-tensor launch: the factory lays
 // out a table of every variable's buffers and a list of fixed-size chunks
 // in device memory of its own (allocated and filled once, outside any
@@ -22,7 +23,8 @@ namespace graph::runtime::cuda {
 
 namespace {
 
-constexpr int kMaxSlots = 3;
+/// Adam with amsgrad's three, and gradient accumulation's sum.
+constexpr int kMaxSlots = 4;
 /// Elements per chunk: 16 per thread of a block.
 constexpr int64_t kChunkElements = 16 * kThreads;
 
@@ -42,7 +44,7 @@ struct Chunk {
   int64_t begin = 0, end = 0;
 };
 
-enum class Kind : int32_t { sgd, adam, rmsprop };
+enum class Kind : int32_t { sgd, adam, rmsprop, adagrad, adamax, nadam };
 
 struct Hyper {
   Kind kind = Kind::sgd;
@@ -56,6 +58,9 @@ struct Hyper {
   double clipnorm = 0, globalClipnorm = 0, clipvalue = 0, weightDecay = 0;
   // learningRate's schedule (kind constant: learningRate throughout).
   LearningRateSchedule schedule;
+  // gradient_accumulation_steps (0: off); the sum is slot `slots`, after
+  // the optimizer's own.
+  int64_t accumulation = 0;
 };
 
 /// The factor Keras scales a gradient by when clipping it by `norm`.
@@ -66,10 +71,34 @@ __device__ double clipScale(const Hyper &h, double norm) {
          (norm - norm);
 }
 
+/// Per-step factors of the step counter, computed once per block: Adam's
+/// bias-corrected rate; Adamax's lr / (1 - beta_1^t); Nadam's
+/// m_hat = mCoef * m + gCoef * g and v_hat = v * vCoef (see the reference).
+/// Trivial (no member initializers): it lives in __shared__ memory.
+struct StepFactors {
+  double alpha, mCoef, gCoef, vCoef;
+};
+
 /// `lr`: this step's learning rate (h.learningRate or its schedule's value).
+/// `applies`: false on a step that only accumulates the gradient.
 __device__ void updateElement(const UpdateTensor &t, int64_t i, const Hyper &h,
-                              double lr, double adamAlpha, double clip) {
+                              double lr, const StepFactors &f, double clip,
+                              bool applies) {
   double w = t.param[i], g = t.grad[i];
+  if (h.accumulation) {
+    // Keras' accumulation: add to the sum, or apply the mean of the N
+    // gradients and reset the sum.
+    double sum = t.slot[h.slots][i];
+    if (!applies) {
+      t.newSlot[h.slots][i] = static_cast<float>(sum + g);
+      t.newParam[i] = t.param[i];
+      for (int k = 0; k < h.slots; ++k)
+        t.newSlot[k][i] = t.slot[k][i];
+      return;
+    }
+    g = (g + sum) / static_cast<double>(h.accumulation);
+    t.newSlot[h.slots][i] = 0.0f;
+  }
   if (t.norm)
     g *= clip;
   else if (h.clipvalue > 0)
@@ -96,9 +125,24 @@ __device__ void updateElement(const UpdateTensor &t, int64_t i, const Hyper &h,
       s[2] = fmax(s[2], s[1]);
       second = s[2];
     }
-    w -= adamAlpha * s[0] / (sqrt(second) + h.epsilon);
+    w -= f.alpha * s[0] / (sqrt(second) + h.epsilon);
     break;
   }
+  case Kind::adagrad:
+    s[0] += g * g;
+    w -= lr * g / sqrt(s[0] + h.epsilon);
+    break;
+  case Kind::adamax:
+    s[0] += (g - s[0]) * (1.0 - h.beta1);
+    s[1] = fmax(h.beta2 * s[1], fabs(g));
+    w -= f.alpha * s[0] / (s[1] + h.epsilon);
+    break;
+  case Kind::nadam:
+    s[0] += (g - s[0]) * (1.0 - h.beta1);
+    s[1] += (g * g - s[1]) * (1.0 - h.beta2);
+    w -= lr * (f.mCoef * s[0] + f.gCoef * g) /
+         (sqrt(s[1] * f.vCoef) + h.epsilon);
+    break;
   case Kind::rmsprop: {
     s[0] = h.rho * s[0] + (1.0 - h.rho) * g * g;
     double denom = s[0] + h.epsilon;
@@ -131,15 +175,36 @@ __global__ void updateKernel(const UpdateTensor *__restrict__ tensors,
   // (a replayed CUDA graph keeps its kernel arguments).
   // The learning rate too: a schedule's value at Keras' iterations, the
   // step before this update.
-  __shared__ double adamAlpha, lr;
+  // With gradient accumulation only every N-th step updates, and Keras'
+  // iterations count updates.
+  __shared__ double lr;
+  __shared__ StepFactors factors;
+  __shared__ int applies;
   if (threadIdx.x == 0) {
-    double t = static_cast<double>(*deviceStep);
+    int64_t step = *deviceStep;
+    applies = h.accumulation == 0 || step % h.accumulation == 0;
+    // The schedule reads the raw step count (Keras' _iterations), the bias
+    // corrections the updates (its iterations).
     lr = h.schedule.kind == LearningRateSchedule::constant
              ? h.learningRate
-             : learningRateAt(h.schedule, *deviceStep - 1);
-    adamAlpha = h.kind == Kind::adam
-                    ? lr * sqrt(1.0 - pow(h.beta2, t)) / (1.0 - pow(h.beta1, t))
-                    : 0.0;
+             : learningRateAt(h.schedule, step - 1);
+    if (h.accumulation)
+      step /= h.accumulation;
+    double t = static_cast<double>(step);
+    StepFactors f = {0.0, 0.0, 0.0, 0.0};
+    if (h.kind == Kind::adam) {
+      f.alpha = lr * sqrt(1.0 - pow(h.beta2, t)) / (1.0 - pow(h.beta1, t));
+    } else if (h.kind == Kind::adamax) {
+      f.alpha = lr / (1.0 - pow(h.beta1, t));
+    } else if (h.kind == Kind::nadam) {
+      double ut = nadamMomentumCache(h.beta1, step),
+             ut1 = nadamMomentumCache(h.beta1, step + 1);
+      double product = nadamUProduct(h.beta1, step);
+      f.mCoef = ut1 / (1.0 - product * ut1);
+      f.gCoef = (1.0 - ut) / (1.0 - product);
+      f.vCoef = 1.0 / (1.0 - pow(h.beta2, t));
+    }
+    factors = f;
   }
   __syncthreads();
   for (int64_t c = blockIdx.x; c < numChunks; c += gridDim.x) {
@@ -147,7 +212,7 @@ __global__ void updateKernel(const UpdateTensor *__restrict__ tensors,
     const UpdateTensor &t = tensors[chunk.tensor];
     double clip = t.norm ? clipScale(h, *t.norm) : 1.0;
     for (int64_t i = chunk.begin + threadIdx.x; i < chunk.end; i += blockDim.x)
-      updateElement(t, i, h, lr, adamAlpha, clip);
+      updateElement(t, i, h, lr, factors, clip, applies != 0);
   }
 }
 
@@ -191,6 +256,16 @@ Status optimizerUpdate(const KernelContext &ctx, const KernelConfig &cfg,
       h.meanGradSlot = h.slots++;
     h.rho = cfg.getFloat("rho", 0.9);
     h.epsilon = cfg.getFloat("epsilon", 1e-7);
+  } else if (kind == "adagrad") {
+    h.kind = Kind::adagrad;
+    h.slots = 1;
+    h.epsilon = cfg.getFloat("epsilon", 1e-7);
+  } else if (kind == "adamax" || kind == "nadam") {
+    h.kind = kind == "adamax" ? Kind::adamax : Kind::nadam;
+    h.slots = 2;
+    h.beta1 = cfg.getFloat("beta_1", 0.9);
+    h.beta2 = cfg.getFloat("beta_2", 0.999);
+    h.epsilon = cfg.getFloat("epsilon", 1e-7);
   } else {
     REQUIRE(false, "unknown optimizer '" + kind + "'");
   }
@@ -201,7 +276,12 @@ Status optimizerUpdate(const KernelContext &ctx, const KernelConfig &cfg,
   std::string scheduleError;
   REQUIRE(scheduleFromConfig(cfg, h.schedule, scheduleError), scheduleError);
   bool byNorm = h.clipnorm > 0 || h.globalClipnorm > 0;
-  size_t k = static_cast<size_t>(h.slots);
+  h.accumulation = cfg.getInt("gradient_accumulation_steps", 0);
+  REQUIRE(h.accumulation == 0 || (h.accumulation >= 2 && !byNorm),
+          "gradient_accumulation_steps must be 0 or >= 2, without clipping "
+          "by a norm");
+  // The optimizer's slots, then the accumulator's.
+  size_t k = static_cast<size_t>(h.slots) + (h.accumulation ? 1 : 0);
   size_t perVariable = 2 + k + (byNorm ? 1 : 0);
   REQUIRE(!ins.empty() && ins.size() % perVariable == 0,
           std::to_string(ins.size()) +
