@@ -439,6 +439,16 @@ private:
   /// Records one gradient of `value` (of @m); sums them when all are in.
   void contribute(Value value, Value grad);
 
+  /// The slot variables each trained variable gets: the optimizer's, and
+  /// `average` with Keras' use_ema.
+  SmallVector<StringRef> variableSlotNames() {
+    SmallVector<StringRef> names =
+        OptimizerUpdateOp::slotNames(training.getOptimizer());
+    if (training.getEmaMomentum())
+      names.push_back("average");
+    return names;
+  }
+
   bool isSparse() {
     return training.getLoss() == LossKind::sparse_categorical_crossentropy;
   }
@@ -566,8 +576,7 @@ LogicalResult TrainingStepBuilder::plan() {
           << cast<VariableOp>(var).getSymName()
           << "' does not affect the loss: it gets no gradient and no update";
 
-  SmallVector<StringRef> slots =
-      OptimizerUpdateOp::slotNames(training.getOptimizer());
+  SmallVector<StringRef> slots = variableSlotNames();
   for (VariableOp var : module.getOps<VariableOp>()) {
     if (!planned.readsPerVariable.count(var))
       continue;
@@ -595,7 +604,7 @@ void TrainingStepBuilder::addSlotVariables() {
         adagrad.getInitialAccumulatorValue(), std::nullopt);
   for (VariableOp var : planned.trained) {
     b.setInsertionPointAfter(var);
-    for (StringRef slot : OptimizerUpdateOp::slotNames(training.getOptimizer()))
+    for (StringRef slot : variableSlotNames())
       VariableOp::create(b, var.getLoc(), slotName(var, slot),
                          var.getTensorType(),
                          slot == "accumulator" ? accumulator : zeros,
@@ -773,6 +782,10 @@ void TrainingStepBuilder::buildTrainStep() {
   if (options.globalClipnorm > 0)
     gradNorm = GlobalNormOp::create(b, loc, applied);
   SmallVector<StringRef> slotNames = OptimizerUpdateOp::slotNames(optimizer);
+  std::optional<double> emaMomentum;
+  if (std::optional<llvm::APFloat> m = training.getEmaMomentum())
+    emaMomentum = m->convertToDouble();
+  SmallVector<std::pair<VariableOp, Value>> updated;
   for (auto [var, grad] : completed) {
     Location varLoc = var.getLoc();
     RankedTensorType type = var.getTensorType();
@@ -793,10 +806,27 @@ void TrainingStepBuilder::buildTrainStep() {
     auto update =
         OptimizerUpdateOp::create(b, varLoc, TypeRange{type}, slotTypes,
                                   optimizer, param, grad, slots, norms);
-    AssignVariableOp::create(b, varLoc, var.getSymName(),
-                             update.getNewParams()[0]);
+    if (emaMomentum)
+      updated.push_back({var, update.getNewParams()[0]});
+    else
+      AssignVariableOp::create(b, varLoc, var.getSymName(),
+                               update.getNewParams()[0]);
     for (auto [slot, value] : llvm::zip(slotNames, update.getNewSlots()))
       AssignVariableOp::create(b, varLoc, slotName(var, slot), value);
+  }
+  // Keras' use_ema: the averages follow the updated variables, after every
+  // update (so that graph-fuse can still merge the updates into one).
+  for (auto [var, value] : updated) {
+    Location varLoc = var.getLoc();
+    Value average = ReadVariableOp::create(
+        b, varLoc, var.getTensorType(),
+        FlatSymbolRefAttr::get(b.getStringAttr(slotName(var, "average"))));
+    auto ema = EmaUpdateOp::create(
+        b, varLoc, value, average, b.getF64FloatAttr(*emaMomentum),
+        b.getI64IntegerAttr(training.getEmaOverwriteFrequency().value_or(0)));
+    AssignVariableOp::create(b, varLoc, var.getSymName(), ema.getNewValue());
+    AssignVariableOp::create(b, varLoc, slotName(var, "average"),
+                             ema.getNewAverage());
   }
 
   // Batch-norm statistics: assigned, not trained.

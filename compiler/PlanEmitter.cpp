@@ -277,6 +277,18 @@ private:
 
   fb::Offset<plan::Training> emitTraining(mlir::graph::TrainingOp training) {
     auto [kind, hyper] = optimizerAttrs(training.getOptimizer());
+    // Keras' use_ema: the runtime replaces the variables with their averages
+    // (slots `<var>/average`) when training ends.
+    if (std::optional<llvm::APFloat> momentum = training.getEmaMomentum()) {
+      auto add = [&](StringRef name, double value) {
+        hyper.push_back(plan::CreateAttr(fbb, fbb.CreateString(name.str()),
+                                         plan::AttrKind::float_, 0, value));
+      };
+      add("use_ema", 1);
+      add("ema_momentum", momentum->convertToDouble());
+      add("ema_overwrite_frequency",
+          static_cast<double>(training.getEmaOverwriteFrequency().value_or(0)));
+    }
     std::vector<fb::Offset<fb::String>> metrics;
     for (StringRef m : training.getMetrics().getAsValueRange<StringAttr>())
       metrics.push_back(fbb.CreateString(m.str()));

@@ -44,7 +44,7 @@ static constexpr std::pair<StringLiteral, bool> kStepModels[] = {
 static std::optional<SmallVector<bool>> batchCarryingResults(Operation *op) {
   // Nothing batch-shaped: variables, kernel gradients, optimizer updates.
   if (isa<ReadVariableOp, AssignVariableOp, Conv2DGradKernelOp,
-          OptimizerUpdateOp>(op))
+          OptimizerUpdateOp, EmaUpdateOp>(op))
     return SmallVector<bool>(op->getNumResults(), false);
   // One result, shaped like an activation: [batch, ...].
   if (isa<Conv2DGradInputOp, MaxPool2DGradOp, AvgPool2DGradOp,

@@ -170,6 +170,18 @@ LogicalResult TrainingOp::verify() {
     return emitOpError("unknown reduction '")
            << *reduction
            << "' (supported: sum; absent is the mean over the batch)";
+  if (std::optional<llvm::APFloat> momentum = getEmaMomentum()) {
+    double m = momentum->convertToDouble();
+    if (!(m >= 0 && m <= 1))
+      return emitOpError("needs ema_momentum in [0, 1], got ") << formatF64(m);
+  }
+  if (std::optional<int64_t> frequency = getEmaOverwriteFrequency()) {
+    if (!getEmaMomentum())
+      return emitOpError("ema_overwrite_frequency needs ema_momentum");
+    if (*frequency < 1)
+      return emitOpError("needs ema_overwrite_frequency >= 1, got ")
+             << *frequency;
+  }
   return success();
 }
 

@@ -148,12 +148,21 @@ def Graph_TrainingOp : Graph_Op<"training", [HasParent<"::mlir::ModuleOp">,
     and their average the sum over the global batch, as under
     MirroredStrategy (Keras does not scale a "sum" loss by 1 / replicas,
     and sums the replicas' gradients).
+
+    `ema_momentum` (Keras' `use_ema`) keeps an exponential moving average
+    of each trained variable in slot `average`, updated after every step
+    (`graph.ema_update`); with `ema_overwrite_frequency` N the variables
+    take the average every N-th step; at the end of training the runtime
+    replaces the variables with their averages, as Keras' fit does
+    (`finalize_variable_values`).
   }];
   let arguments = (ins FlatSymbolRefAttr:$model,
                        Graph_LossKindAttr:$loss,
                        UnitAttr:$from_logits,
                        OptionalAttr<F64Attr>:$label_smoothing,
                        OptionalAttr<StrAttr>:$reduction,
+                       OptionalAttr<F64Attr>:$ema_momentum,
+                       OptionalAttr<I64Attr>:$ema_overwrite_frequency,
                        AnyAttrOf<[Graph_SGDAttr, Graph_AdamAttr,
                                   Graph_RMSpropAttr, Graph_AdagradAttr,
                                   Graph_AdamaxAttr, Graph_NadamAttr]>:$optimizer,
@@ -163,6 +172,8 @@ def Graph_TrainingOp : Graph_Op<"training", [HasParent<"::mlir::ModuleOp">,
     $model `loss` `=` `` $loss (`from_logits` $from_logits^)?
     (`label_smoothing` `=` $label_smoothing^)?
     (`reduction` `=` $reduction^)?
+    (`ema_momentum` `=` $ema_momentum^)?
+    (`ema_overwrite_frequency` `=` $ema_overwrite_frequency^)?
     `optimizer` `=` $optimizer `metrics` `=` $metrics
     `global_batch_size` `=` $global_batch_size attr-dict
   }];
@@ -938,6 +949,26 @@ def Graph_CategoricalCrossentropyGradOp
 def Graph_SparseCategoricalCrossentropyGradOp
     : Graph_LossGradOp<"sparse_categorical_crossentropy_grad",
                        "gradient of sparse_categorical_crossentropy">;
+
+def Graph_EmaUpdateOp : Graph_Op<"ema_update", [Pure,
+    AllTypesMatch<["value", "average", "new_average", "new_value"]>]> {
+  let summary = "Keras' use_ema: the moving average of a variable just "
+                "updated, and the variable (the average every N-th step)";
+  let description = [{
+    With the step counter s (1 on the first update) and m = momentum, but
+    0 on the first step (Keras' `iterations` is 0 there):
+    `new_average = m * average + (1 - m) * value`; `new_value` is
+    `new_average` when `overwrite_frequency` N > 0 and s % N == 0, else
+    `value` (base_optimizer.py, `_update_model_variables_moving_average`
+    and `_overwrite_model_variables_with_average_value`).
+  }];
+  let arguments = (ins Graph_FloatTensor:$value, Graph_FloatTensor:$average,
+                       F64Attr:$momentum,
+                       DefaultValuedAttr<I64Attr, "0">:$overwrite_frequency);
+  let results = (outs Graph_FloatTensor:$new_average,
+                      Graph_FloatTensor:$new_value);
+  let assemblyFormat = "$value `,` $average attr-dict `:` type($value)";
+}
 
 def Graph_OptimizerUpdateOp : Graph_Op<"optimizer_update", [Pure,
     AttrSizedOperandSegments, AttrSizedResultSegments]> {

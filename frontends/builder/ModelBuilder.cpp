@@ -1515,10 +1515,19 @@ OwningOpRef<ModuleOp> ModelBuilder::finish(llvm::ArrayRef<Tensor> outputs,
     mlir::StringAttr reduction;
     if (training->sum_reduction)
       reduction = builder.getStringAttr("sum");
+    mlir::FloatAttr emaMomentum;
+    mlir::IntegerAttr emaFrequency;
+    if (training->ema_momentum) {
+      emaMomentum = builder.getF64FloatAttr(*training->ema_momentum);
+      if (training->ema_overwrite_frequency > 0)
+        emaFrequency =
+            builder.getI64IntegerAttr(training->ema_overwrite_frequency);
+    }
     TrainingOp::create(builder, training->loc.value_or(baseLoc),
                        model.getSymName(), training->loss,
                        training->from_logits, labelSmoothing, reduction,
-                       optimizer, builder.getStrArrayAttr(metrics), batchSize);
+                       emaMomentum, emaFrequency, optimizer,
+                       builder.getStrArrayAttr(metrics), batchSize);
   }
   if (mlir::failed(mlir::verify(*module)))
     return nullptr;

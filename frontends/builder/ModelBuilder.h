@@ -397,6 +397,10 @@ struct Training {
   double label_smoothing = 0;
   /// Keras' reduction="sum" (else sum_over_batch_size, the mean).
   bool sum_reduction = false;
+  /// Keras' use_ema: the moving average's momentum (unset: off) and
+  /// ema_overwrite_frequency (0: never during training).
+  std::optional<double> ema_momentum;
+  int64_t ema_overwrite_frequency = 0;
   Optimizer optimizer = Adam{};
   std::vector<std::string> metrics = {"accuracy"};
   /// Where diagnostics about the training (a loss that does not fit the

@@ -255,7 +255,8 @@ LogicalResult readSchedule(ConfigReader &optimizer,
 }
 
 LogicalResult readOptimizer(ConfigReader &compile,
-                            std::optional<builder::Optimizer> &out) {
+                            std::optional<builder::Optimizer> &out,
+                            builder::Training &training) {
   const json::Value *field = compile.getSet("optimizer");
   if (!field)
     return success();
@@ -415,15 +416,31 @@ LogicalResult readOptimizer(ConfigReader &compile,
                      "compute); clipvalue is");
     std::visit([&](auto &opt) { opt.gradient_accumulation_steps = *n; }, *out);
   }
-  // The moving average of weights only matters when use_ema is on.
-  for (llvm::StringRef ignored : {"name", "jit_compile", "is_legacy_optimizer",
-                                  "ema_momentum", "ema_overwrite_frequency"})
+  for (llvm::StringRef ignored : {"name", "jit_compile", "is_legacy_optimizer"})
     c.ignore(ignored);
-  if (const json::Value *ema = c.getSet("use_ema");
-      ema && ema->getAsBoolean() != std::optional<bool>(false))
-    return c.error("use_ema", "the exponential moving average of the "
-                              "weights (use_ema) is not supported; expected "
-                              "false");
+  // use_ema: the moving average of the weights, with Keras' defaults
+  // (momentum 0.99, no overwrite during training) and rules.
+  bool useEma = false;
+  if (failed(c.readBool("use_ema", useEma)))
+    return failure();
+  if (!useEma) {
+    c.ignore("ema_momentum");
+    c.ignore("ema_overwrite_frequency");
+  } else {
+    double momentum = 0.99;
+    if (failed(c.readDouble("ema_momentum", momentum)))
+      return failure();
+    if (!(momentum >= 0 && momentum <= 1))
+      return c.unsupportedValue("ema_momentum", "expected a number in [0, 1]");
+    training.ema_momentum = momentum;
+    if (const json::Value *every = c.getSet("ema_overwrite_frequency")) {
+      std::optional<int64_t> n = every->getAsInteger();
+      if (!n || *n < 1)
+        return c.unsupportedValue("ema_overwrite_frequency",
+                                  "expected an integer >= 1 or null");
+      training.ema_overwrite_frequency = *n;
+    }
+  }
   if (failed(c.expectUnset("loss_scale_factor",
                            "loss scaling is not supported")) ||
       failed(c.checkNoOtherFields()))
@@ -535,7 +552,7 @@ LogicalResult readTraining(ConfigReader &root, const ImportOptions &options,
     if (!compile ||
         failed(readLoss(*compile, loss, fromLogits, training.label_smoothing,
                         training.sum_reduction)) ||
-        failed(readOptimizer(*compile, optimizer)) ||
+        failed(readOptimizer(*compile, optimizer, training)) ||
         failed(readMetrics(*compile, training.metrics)) ||
         failed(compile->expectUnset("loss_weights",
                                     "loss weights are not supported")))
@@ -591,8 +608,11 @@ LogicalResult readTraining(ConfigReader &root, const ImportOptions &options,
     // from a temporary: copying a variant whose alternatives hold vectors
     // (a schedule's boundaries) trips GCC 12's -Wmaybe-uninitialized.
     size_t requested = *optimizerIndex(*options.optimizer);
-    // The file's hyper-parameters stay when it names the same optimizer.
+    // The file's hyper-parameters stay when it names the same optimizer
+    // (use_ema included).
     if (!optimizer || optimizer->index() != requested) {
+      training.ema_momentum.reset();
+      training.ema_overwrite_frequency = 0;
       switch (requested) {
       case 0:
         optimizer.emplace(builder::SGD{});

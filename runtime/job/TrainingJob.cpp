@@ -353,6 +353,34 @@ public:
   NullStream() : std::ostream(nullptr) {}
 };
 
+/// Whether the plan trains with Keras' use_ema (a hyper-parameter
+/// `use_ema` = 1 and slots `<var>/average`).
+bool usesEma(const plan::Plan &p) {
+  if (!p.training() || !p.training()->hyper_parameters())
+    return false;
+  for (const plan::Attr *attr : *p.training()->hyper_parameters())
+    if (attr->name()->str() == "use_ema")
+      return attr->f() != 0;
+  return false;
+}
+
+/// Copies every `<var>/average` slot into `<var>`, on every device.
+Status finalizeEma(MirroredVariables &vars) {
+  std::vector<char> buffer;
+  for (int v = 0; v < vars.count(); ++v) {
+    int average = vars.find(vars.name(v) + "/average");
+    if (average < 0)
+      continue;
+    buffer.resize(static_cast<size_t>(vars.bytes(average)));
+    if (Status s = vars.read(average, buffer.data()); !s)
+      return s;
+    if (Status s = vars.write(v, buffer.data()); !s)
+      return Status::error("use_ema: setting '" + vars.name(v) +
+                           "' to its average: " + s.message());
+  }
+  return Status::ok();
+}
+
 class TrainingJob {
 public:
   TrainingJob(const JobOptions &o, Workers &workers, std::ostream &out,
@@ -1282,6 +1310,12 @@ Status TrainingJob::run() {
   if (Status s = session_->train(*batches, remaining, hooks); !s)
     return s;
   batches.reset();
+  // Keras' use_ema: fit() ends by replacing each trained variable with its
+  // moving average (finalize_variable_values), after the checkpoints, which
+  // keep both, so that a resumed run goes on from the raw weights.
+  if (remaining > 0 && usesEma(p))
+    if (Status s = finalizeEma(session_->variables()); !s)
+      return s;
 
   if (o_.eval)
     if (Status s = evaluate(session_->globalStep(), true); !s)

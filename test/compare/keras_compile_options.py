@@ -92,6 +92,14 @@ def cases(keras):
             learning_rate=s.ExponentialDecay(0.02, decay_steps=1,
                                              decay_rate=0.5),
             beta_1=0.85, beta_2=0.99),
+        # use_ema: the moving average of the weights, which fit() leaves in
+        # the model at the end (finalize_variable_values); with an
+        # overwrite every 2nd step, step 3 starts from the average.
+        "sgd_ema": o.SGD(learning_rate=0.1, momentum=0.9, use_ema=True,
+                         ema_momentum=0.9),
+        "adam_ema_overwrite": o.Adam(learning_rate=0.05, use_ema=True,
+                                     ema_momentum=0.5,
+                                     ema_overwrite_frequency=2),
     }
 
 

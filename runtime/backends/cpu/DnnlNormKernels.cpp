@@ -529,7 +529,8 @@ Status makeLayerNormGrad(const KernelContext &, const KernelConfig &cfg,
     const float *gamma = ins.size() == 3 ? ins[2].f32() : nullptr;
     float *dx = outs[0].f32(), *dgamma = outs[1].f32(), *dbeta = outs[2].f32();
     // Each row's statistics, kept for the column pass.
-    std::vector<double> means(rows), invStds(rows);
+    double *means = vec::threadScratch<double, 0>(rows);
+    double *invStds = vec::threadScratch<double, 1>(rows);
     bool parallel = rows * channels >= vec::kParallelElements;
 #pragma omp parallel for schedule(static) if (parallel)
     for (int64_t r = 0; r < rows; ++r) {

@@ -566,10 +566,46 @@ Status globalNormFactory(const KernelContext &, const KernelConfig &,
   return Status::ok();
 }
 
+/// ema_update (inputs value, average; outputs new_average, new_value):
+/// Keras' use_ema. The reference rounds m * a + (1 - m) * v from doubles;
+/// so does this loop.
+Status emaUpdateFactory(const KernelContext &, const KernelConfig &cfg,
+                        const Tensors &ins, const Tensors &outs,
+                        KernelFn &out) {
+  static constexpr const char *kName = "ema_update";
+  if (Status s = checkF32Operands(kName, ins, outs, 2, 2, 2); !s)
+    return s;
+  int64_t n = ins[0].elements();
+  if (ins[1].elements() != n || outs[0].elements() != n ||
+      outs[1].elements() != n)
+    return kernelError(kName, "operands differ in size");
+  double momentum = cfg.getFloat("momentum", 0.99);
+  int64_t frequency = cfg.getInt("overwrite_frequency", 0);
+  out = [=](const KernelContext &ctx, const KernelConfig &, const Tensors &ins,
+            const Tensors &outs) {
+    useReplicaThreads(ctx);
+    // Keras' iterations is 0 on the first update: no momentum then.
+    double m = ctx.step > 1 ? momentum : 0.0;
+    bool overwrite = frequency > 0 && ctx.step % frequency == 0;
+    const float *value = ins[0].f32(), *average = ins[1].f32();
+    float *newAverage = outs[0].f32(), *newValue = outs[1].f32();
+#pragma omp parallel for simd schedule(static) if (n >= kParallelElements)
+    for (int64_t i = 0; i < n; ++i) {
+      float v = value[i];
+      float a = static_cast<float>(m * average[i] + (1 - m) * v);
+      newAverage[i] = a;
+      newValue[i] = overwrite ? a : v;
+    }
+    return Status::ok();
+  };
+  return Status::ok();
+}
+
 } // namespace
 
 void registerVectorOptimizerKernels(KernelRegistry &registry) {
   registry.addFactory("optimizer_update", Backend::cpu, optimizerUpdateFactory);
+  registry.addFactory("ema_update", Backend::cpu, emaUpdateFactory);
   registry.addFactory("global_norm", Backend::cpu, globalNormFactory);
 }
 

@@ -975,6 +975,28 @@ Status randomContrastGrad(const KernelContext &ctx, const KernelConfig &cfg,
   return applyContrast("random_contrast_grad", true, ctx, cfg, ins, outs);
 }
 
+/// ema_update (inputs value, average; outputs new_average, new_value): Keras'
+/// use_ema, base_optimizer.py's moving average and overwrite.
+Status emaUpdate(const KernelContext &ctx, const KernelConfig &cfg,
+                 const Tensors &ins, const Tensors &outs) {
+  static constexpr const char *kName = "ema_update";
+  CHECK_ARITY(2, 2, 2);
+  int64_t n = ins[0].elements();
+  REQUIRE(ins[1].elements() == n && outs[0].elements() == n &&
+              outs[1].elements() == n,
+          "operands differ in size");
+  // Keras' iterations is 0 on the first update: no momentum then.
+  double momentum = ctx.step > 1 ? cfg.getFloat("momentum", 0.99) : 0.0;
+  int64_t frequency = cfg.getInt("overwrite_frequency", 0);
+  bool overwrite = frequency > 0 && ctx.step % frequency == 0;
+  Vec value = load(ins[0]), average = load(ins[1]);
+  for (int64_t i = 0; i < n; ++i)
+    average[i] = momentum * average[i] + (1 - momentum) * value[i];
+  store(outs[0], average);
+  store(outs[1], overwrite ? average : value);
+  return Status::ok();
+}
+
 //===----------------------------------------------------------------------===//
 // Shape ops
 //===----------------------------------------------------------------------===//
@@ -2229,6 +2251,7 @@ const Entry kKernels[] = {
     {"accuracy", accuracy},
     {"global_norm", globalNorm},
     {"optimizer_update", optimizerUpdate},
+    {"ema_update", emaUpdate},
     {"elementwise", elementwise},
 };
 

@@ -273,6 +273,19 @@ inline std::vector<Case> allCases() {
   add("normalize", "no mean", normEps,
       {rnd({2, 3, 5}, 74), Tensor::f32({5}, {0.5, 1e-8, 2, 1, 0.25})},
       {{2, 3, 5}});
+  // Keras' use_ema: the first step (no momentum), a later step, and a step
+  // that overwrites the variable with its average.
+  for (auto [label, step, frequency] :
+       {std::tuple{"first step", int64_t{1}, int64_t{0}},
+        std::tuple{"step 3", int64_t{3}, int64_t{2}},
+        std::tuple{"overwrite", int64_t{4}, int64_t{2}}}) {
+    KernelConfig ema;
+    ema.set("momentum", 0.9).set("overwrite_frequency", frequency);
+    KernelContext at;
+    at.step = step;
+    add("ema_update", label, ema, {rnd({5, 7}, 90), rnd({5, 7}, 91)},
+        {{5, 7}, {5, 7}}, at);
+  }
   add("flatten", "", {}, {rnd({2, 3, 4}, 22)}, {{2, 12}});
   add("reshape", "", {}, {rnd({2, 3, 4}, 22)}, {{2, 4, 3}});
   add("add", "3 inputs", {}, {rnd({5}, 23), rnd({5}, 24), rnd({5}, 25)}, {{5}});

@@ -729,6 +729,7 @@ const std::vector<std::string> kLaunchable = {
     "dropout",
     "dropout_grad",
     "elementwise",
+    "ema_update",
     "elu",
     "elu_grad",
     "flatten",

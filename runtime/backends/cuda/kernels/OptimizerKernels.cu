@@ -474,12 +474,71 @@ Status globalNorm(const KernelContext &ctx, const KernelConfig &,
   return Status::ok();
 }
 
+//===----------------------------------------------------------------------===//
+// ema_update: Keras' use_ema
+//===----------------------------------------------------------------------===//
+
+struct EmaArgs {
+  const float *value = nullptr, *average = nullptr;
+  float *newAverage = nullptr, *newValue = nullptr;
+  int64_t n = 0;
+  double momentum = 0;
+  int64_t frequency = 0;
+};
+
+__global__ void emaUpdateKernel(EmaArgs a, const int64_t *deviceStep) {
+  // The step is read on the device: a replayed CUDA graph keeps its
+  // arguments. Keras' iterations is 0 on the first update: no momentum.
+  int64_t step = *deviceStep;
+  double m = step > 1 ? a.momentum : 0.0;
+  bool overwrite = a.frequency > 0 && step % a.frequency == 0;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < a.n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    float v = a.value[i];
+    float avg = static_cast<float>(m * a.average[i] + (1 - m) * v);
+    a.newAverage[i] = avg;
+    a.newValue[i] = overwrite ? avg : v;
+  }
+}
+
+Status emaUpdate(const KernelContext &ctx, const KernelConfig &cfg,
+                 const Tensors &ins, const Tensors &outs, KernelFn &out) {
+  static constexpr const char *kName = "ema_update";
+  RETURN_IF_ERROR(checkOperands(kName, ins, outs, 2, 2, 2));
+  EmaArgs a;
+  a.n = ins[0].elements();
+  REQUIRE(ins[1].elements() == a.n && outs[0].elements() == a.n &&
+              outs[1].elements() == a.n,
+          "operands differ in size");
+  CudaDeviceState *state = nullptr;
+  RETURN_IF_ERROR(deviceStateOf(kName, ctx, state));
+  REQUIRE(state->deviceStep, "the device keeps no step in device memory "
+                             "(CudaDeviceState::deviceStep)");
+  a.value = ins[0].f32();
+  a.average = ins[1].f32();
+  a.newAverage = outs[0].f32();
+  a.newValue = outs[1].f32();
+  a.momentum = cfg.getFloat("momentum", 0.99);
+  a.frequency = cfg.getInt("overwrite_frequency", 0);
+  out = [state, a](const KernelContext &, const KernelConfig &, const Tensors &,
+                   const Tensors &) {
+    if (a.n == 0)
+      return Status::ok();
+    emaUpdateKernel<<<blocksFor(a.n), kThreads, 0, state->compute>>>(
+        a, state->deviceStep);
+    RETURN_IF_LAUNCH_FAILED("emaUpdateKernel");
+    return Status::ok();
+  };
+  return Status::ok();
+}
+
 } // namespace
 
 void registerOptimizerKernels() {
   KernelRegistry::global().addFactory("optimizer_update", Backend::cuda,
                                       optimizerUpdate);
   KernelRegistry::global().addFactory("global_norm", Backend::cuda, globalNorm);
+  KernelRegistry::global().addFactory("ema_update", Backend::cuda, emaUpdate);
 }
 
 } // namespace graph::runtime::cuda
