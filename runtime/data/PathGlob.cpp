@@ -91,7 +91,7 @@ Status parsePathGlob(const std::string &path, PathGlob &out) {
   for (size_t i = 0; i < first; ++i)
     glob.root += (i > 0 || path.starts_with('/') ? "/" : "") + parts[i];
   if (glob.root.empty())
-    glob.root = path.starts_with('/') ? "/" : ".";
+    glob.root.assign(1, path.starts_with('/') ? '/' : '.');
   glob.pattern.assign(parts.begin() + first, parts.end());
   for (const std::string &c : glob.pattern)
     if (c != "**" && c.find("**") != std::string::npos)
