@@ -229,6 +229,19 @@ public:
     return out;
   }
 
+  /// A normalisation's optional `gamma` (with `scale`) and `beta` (with
+  /// `center`) of `channels`; false (the error reported) when one cannot be
+  /// made.
+  template <typename Options>
+  bool scaleAndCenter(const Options &o, int64_t channels, Value &gamma,
+                      Value &beta) {
+    if (o.scale && !(gamma = variable("gamma", {channels}, o.gamma_initializer,
+                                      layer.trainable)))
+      return false;
+    return !o.center || (beta = variable("beta", {channels}, o.beta_initializer,
+                                         layer.trainable));
+  }
+
   Value variable(llvm::StringRef weight, llvm::ArrayRef<int64_t> shape,
                  const Initializer &initIn, bool trainable) {
     MLIRContext *ctx = builder.getContext();
@@ -1071,12 +1084,7 @@ Layer ModelBuilder::BatchNormalization(BatchNormalizationOptions o) {
                  Tensor();
         int64_t c = in[0].shape().back();
         Value gamma, beta;
-        if (o.scale &&
-            !(gamma = emit.variable("gamma", {c}, o.gamma_initializer,
-                                    layer.trainable)))
-          return Tensor();
-        if (o.center && !(beta = emit.variable("beta", {c}, o.beta_initializer,
-                                               layer.trainable)))
+        if (!emit.scaleAndCenter(o, c, gamma, beta))
           return Tensor();
         // Moving statistics are updated by the op itself, never by gradients.
         Value mean =
@@ -1104,12 +1112,7 @@ Layer ModelBuilder::LayerNormalization(LayerNormalizationOptions o) {
                  Tensor();
         int64_t c = in[0].shape().back();
         Value gamma, beta;
-        if (o.scale &&
-            !(gamma = emit.variable("gamma", {c}, o.gamma_initializer,
-                                    layer.trainable)))
-          return Tensor();
-        if (o.center && !(beta = emit.variable("beta", {c}, o.beta_initializer,
-                                               layer.trainable)))
+        if (!emit.scaleAndCenter(o, c, gamma, beta))
           return Tensor();
         return Tensor(emit.inferred<LayerNormOp>(in[0].getValue(), gamma, beta,
                                                  llvm::APFloat(o.epsilon)));

@@ -424,6 +424,36 @@ LogicalResult createLayer(builder::ModelBuilder &model, LayerEntry &entry,
     const json::Value *field = c.get("axis");
     return field ? c.document().locate(field) : entry.loc;
   };
+  // The normalisations' `axis`: one axis, a number or, as Keras writes it
+  // once built (and tf.keras always), a one-element list; left as it is
+  // when unset.
+  auto readOneAxis = [&](int64_t &axis) -> LogicalResult {
+    const json::Value *field = c.getSet("axis");
+    if (!field)
+      return success();
+    const json::Array *list = field->getAsArray();
+    std::optional<int64_t> value =
+        list ? (list->size() == 1 ? (*list)[0].getAsInteger() : std::nullopt)
+             : field->getAsInteger();
+    if (!value)
+      return c.unsupportedValue("axis", "expected one axis, the last");
+    axis = *value;
+    return success();
+  };
+  // Only the last axis is supported, which the input's rank decides.
+  auto requireLastAxis = [&](int64_t axis) {
+    entry.checkInputs = [axis, loc = axisLoc(),
+                         sink = c.errorSink()](llvm::ArrayRef<Tensor> in) {
+      int64_t rank = static_cast<int64_t>(in[0].shape().size());
+      if (axis == -1 || axis == rank - 1)
+        return success();
+      sink(loc, "field 'axis': unsupported value " + llvm::Twine(axis) +
+                    " (only the last axis, " + llvm::Twine(rank - 1) +
+                    " or -1, is supported for an input of rank " +
+                    llvm::Twine(rank) + ")");
+      return failure();
+    };
+  };
   auto channelsLast = [&] {
     return c.expectString("data_format", "channels_last");
   };
@@ -789,16 +819,9 @@ LogicalResult createLayer(builder::ModelBuilder &model, LayerEntry &entry,
     if (failed(readCommon(entry, c, modelTrainable, o)) ||
         failed(c.expectBool("invert", false)))
       return failure();
-    // Only the last axis: -1, or [rank - 1] as Keras writes it.
-    std::optional<int64_t> axis = -1;
-    if (const json::Value *field = c.getSet("axis")) {
-      const json::Array *list = field->getAsArray();
-      axis = list && list->size() == 1 ? (*list)[0].getAsInteger()
-             : list                    ? std::nullopt
-                                       : field->getAsInteger();
-      if (!axis)
-        return c.unsupportedValue("axis", "expected one axis, the last");
-    }
+    int64_t axis = -1;
+    if (failed(readOneAxis(axis)))
+      return failure();
     for (auto [key, value] :
          {std::pair<llvm::StringRef, std::optional<std::vector<double>> *>{
               "mean", &o.mean},
@@ -822,17 +845,7 @@ LogicalResult createLayer(builder::ModelBuilder &model, LayerEntry &entry,
     if (failed(c.checkNoOtherFields()))
       return failure();
     entry.layer = model.Normalization(o);
-    entry.checkInputs = [axis = *axis, loc = axisLoc(),
-                         sink = c.errorSink()](llvm::ArrayRef<Tensor> in) {
-      int64_t rank = static_cast<int64_t>(in[0].shape().size());
-      if (axis == -1 || axis == rank - 1)
-        return success();
-      sink(loc, "field 'axis': unsupported value " + llvm::Twine(axis) +
-                    " (only the last axis, " + llvm::Twine(rank - 1) +
-                    " or -1, is supported for an input of rank " +
-                    llvm::Twine(rank) + ")");
-      return failure();
-    };
+    requireLastAxis(axis);
     return success();
   }
 
@@ -920,16 +933,8 @@ LogicalResult createLayer(builder::ModelBuilder &model, LayerEntry &entry,
     int64_t axis = -1;
     if (failed(readCommon(entry, c, modelTrainable, o)))
       return failure();
-    if (const json::Value *field = c.getSet("axis")) {
-      // tf.keras writes the axis as a list, [3].
-      const json::Array *list = field->getAsArray();
-      std::optional<int64_t> value = list && list->size() == 1
-                                         ? (*list)[0].getAsInteger()
-                                         : field->getAsInteger();
-      if (!value)
-        return c.unsupportedValue("axis", "expected one axis, the last");
-      axis = *value;
-    }
+    if (failed(readOneAxis(axis)))
+      return failure();
     // Renormalization settings only matter when renorm is on.
     for (llvm::StringRef ignored : {"renorm_clipping", "renorm_momentum"})
       c.ignore(ignored);
@@ -963,17 +968,7 @@ LogicalResult createLayer(builder::ModelBuilder &model, LayerEntry &entry,
         failed(c.checkNoOtherFields()))
       return failure();
     entry.layer = model.BatchNormalization(o);
-    entry.checkInputs = [axis, loc = axisLoc(),
-                         sink = c.errorSink()](llvm::ArrayRef<Tensor> in) {
-      int64_t rank = static_cast<int64_t>(in[0].shape().size());
-      if (axis == -1 || axis == rank - 1)
-        return success();
-      sink(loc, "field 'axis': unsupported value " + llvm::Twine(axis) +
-                    " (only the last axis, " + llvm::Twine(rank - 1) +
-                    " or -1, is supported for an input of rank " +
-                    llvm::Twine(rank) + ")");
-      return failure();
-    };
+    requireLastAxis(axis);
     return success();
   }
 
@@ -982,16 +977,8 @@ LogicalResult createLayer(builder::ModelBuilder &model, LayerEntry &entry,
     int64_t axis = -1;
     if (failed(readCommon(entry, c, modelTrainable, o)))
       return failure();
-    if (const json::Value *field = c.getSet("axis")) {
-      // Keras 3 writes the axis as a list once built, [-1].
-      const json::Array *list = field->getAsArray();
-      std::optional<int64_t> value = list && list->size() == 1
-                                         ? (*list)[0].getAsInteger()
-                                         : field->getAsInteger();
-      if (!value)
-        return c.unsupportedValue("axis", "expected one axis, the last");
-      axis = *value;
-    }
+    if (failed(readOneAxis(axis)))
+      return failure();
     if (const json::Value *field = c.getSet("rms_scaling")) {
       std::optional<bool> value = field->getAsBoolean();
       if (!value || *value)
@@ -1009,17 +996,7 @@ LogicalResult createLayer(builder::ModelBuilder &model, LayerEntry &entry,
         failed(c.checkNoOtherFields()))
       return failure();
     entry.layer = model.LayerNormalization(o);
-    entry.checkInputs = [axis, loc = axisLoc(),
-                         sink = c.errorSink()](llvm::ArrayRef<Tensor> in) {
-      int64_t rank = static_cast<int64_t>(in[0].shape().size());
-      if (axis == -1 || axis == rank - 1)
-        return success();
-      sink(loc, "field 'axis': unsupported value " + llvm::Twine(axis) +
-                    " (only the last axis, " + llvm::Twine(rank - 1) +
-                    " or -1, is supported for an input of rank " +
-                    llvm::Twine(rank) + ")");
-      return failure();
-    };
+    requireLastAxis(axis);
     return success();
   }
 

@@ -161,16 +161,8 @@ inline bool scheduleFromConfig(const KernelConfig &cfg, LearningRateSchedule &s,
   }
   if (s.kind != LearningRateSchedule::piecewise_constant_decay)
     return true;
-  auto list = [&](const char *name) -> std::vector<double> {
-    auto it = cfg.all().find(name);
-    if (it == cfg.all().end())
-      return {};
-    if (auto *v = std::get_if<std::vector<double>>(&it->second))
-      return *v;
-    return {};
-  };
-  std::vector<double> boundaries = list("lr_boundaries"),
-                      values = list("lr_values");
+  std::vector<double> boundaries = cfg.getFloats("lr_boundaries"),
+                      values = cfg.getFloats("lr_values");
   if (boundaries.empty() ||
       boundaries.size() > LearningRateSchedule::kMaxBoundaries ||
       values.size() != boundaries.size() + 1) {

@@ -31,8 +31,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from keras_frozen_bn_one_step import write_batch  # noqa: E402
-from safetensors_io import write as write_safetensors  # noqa: E402
+from keras_frozen_bn_one_step import write_one_step  # noqa: E402
 
 
 def variables(model):
@@ -75,24 +74,8 @@ def main():
     model.compile(optimizer=keras.optimizers.SGD(learning_rate=3.0),
                   loss="sparse_categorical_crossentropy")
 
-    rng = np.random.default_rng(3)
-    images = rng.integers(0, 256, size=(8, 6, 6, 2), dtype=np.uint8)
-    labels = np.array([0, 1, 2, 1, 0, 2, 2, 1], np.uint8)
-    write_batch(directory, images, labels)
-
-    with open(os.path.join(directory, "model.json"), "w") as f:
-        f.write(model.to_json())
-    before = variables(model)
-    write_safetensors(os.path.join(directory, "init.safetensors"), before)
     # Keras 3's own weight file of the same values, for --init-weights.
-    model.save_weights(os.path.join(directory, "init.weights.h5"))
-    model.fit(images.astype(np.float32) / 255.0, labels.astype(np.int32),
-              batch_size=8, epochs=1, shuffle=False, verbose=0)
-    after = variables(model)
-    write_safetensors(os.path.join(directory, "expected.safetensors"), after)
-    for name in sorted(after):
-        moved = float(np.abs(after[name] - before[name]).max())
-        print("%s: %s, max change %.3g" % (name, after[name].shape, moved))
+    write_one_step(directory, model, keras_weights=True, read=variables)
     print("output", model.output.shape)
     print("tensorflow", tf.__version__, "keras", keras.__version__)
 

@@ -58,6 +58,34 @@ def variables(model):
     return out
 
 
+def write_one_step(directory, model, keras_weights=False, read=None):
+    """The one-step fixture of a compiled `model` of input (6, 6, 2) and 3
+    classes: the fixed batch of 8 (IDX files), model.json, the variables
+    before (init.safetensors; with `keras_weights` also Keras' own
+    init.weights.h5, for --init-weights) and after one model.fit step on it
+    (expected.safetensors), as `read` names them (default: variables).
+    Prints how far each variable moved."""
+    read = read or variables
+    rng = np.random.default_rng(3)
+    images = rng.integers(0, 256, size=(8, 6, 6, 2), dtype=np.uint8)
+    labels = np.array([0, 1, 2, 1, 0, 2, 2, 1], np.uint8)
+    write_batch(directory, images, labels)
+
+    with open(os.path.join(directory, "model.json"), "w") as f:
+        f.write(model.to_json())
+    before = read(model)
+    write_safetensors(os.path.join(directory, "init.safetensors"), before)
+    if keras_weights:
+        model.save_weights(os.path.join(directory, "init.weights.h5"))
+    model.fit(images.astype(np.float32) / 255.0, labels.astype(np.int32),
+              batch_size=8, epochs=1, shuffle=False, verbose=0)
+    after = read(model)
+    write_safetensors(os.path.join(directory, "expected.safetensors"), after)
+    for name in sorted(after):
+        moved = float(np.abs(after[name] - before[name]).max())
+        print("%s: %s, max change %.3g" % (name, after[name].shape, moved))
+
+
 def main():
     directory = sys.argv[1]
     os.makedirs(directory, exist_ok=True)
@@ -82,22 +110,7 @@ def main():
     model.compile(optimizer=keras.optimizers.SGD(learning_rate=0.1),
                   loss="sparse_categorical_crossentropy")
 
-    rng = np.random.default_rng(3)
-    images = rng.integers(0, 256, size=(8, 6, 6, 2), dtype=np.uint8)
-    labels = np.array([0, 1, 2, 1, 0, 2, 2, 1], np.uint8)
-    write_batch(directory, images, labels)
-
-    with open(os.path.join(directory, "model.json"), "w") as f:
-        f.write(model.to_json())
-    before = variables(model)
-    write_safetensors(os.path.join(directory, "init.safetensors"), before)
-    model.fit(images.astype(np.float32) / 255.0, labels.astype(np.int32),
-              batch_size=8, epochs=1, shuffle=False, verbose=0)
-    after = variables(model)
-    write_safetensors(os.path.join(directory, "expected.safetensors"), after)
-    for name in sorted(after):
-        moved = float(np.abs(after[name] - before[name]).max())
-        print("%s: %s, max change %.3g" % (name, after[name].shape, moved))
+    write_one_step(directory, model)
     print("tensorflow", tf.__version__, "keras", keras.__version__)
 
 

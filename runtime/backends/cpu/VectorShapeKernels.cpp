@@ -211,6 +211,38 @@ Status padFactory(const KernelContext &, const KernelConfig &cfg,
   return Status::ok();
 }
 
+/// A gather of output shape `res` whose axis d advances the input by
+/// `from[d]` elements (a permutation's strides, or 0 on a repeated axis):
+/// one output row at a time, its last axis read with stride from.back().
+KernelFn stridedGather(std::vector<int64_t> res, std::vector<int64_t> from) {
+  int64_t width = res.back();
+  int64_t elements = 1;
+  for (int64_t d : res)
+    elements *= d;
+  int64_t rows = elements / std::max<int64_t>(width, 1);
+  return
+      [res, from, rows, width](const KernelContext &ctx, const KernelConfig &,
+                               const Tensors &ins, const Tensors &outs) {
+        useReplicaThreads(ctx);
+        const float *x = ins[0].f32();
+        float *y = outs[0].f32();
+        size_t outer = res.size() - 1;
+        int64_t step = from[outer];
+#pragma omp parallel for schedule(static) if (rows * width >= kParallelElements)
+        for (int64_t r = 0; r < rows; ++r) {
+          int64_t source = 0, rest = r;
+          for (size_t d = outer; d-- > 0;) {
+            source += (rest % res[d]) * from[d];
+            rest /= res[d];
+          }
+          float *to = y + r * width;
+          for (int64_t w = 0; w < width; ++w)
+            to[w] = x[source + w * step];
+        }
+        return Status::ok();
+      };
+}
+
 /// Output axis d is input axis permutation[d]: a gather per output row.
 Status transposeFactory(const KernelContext &, const KernelConfig &cfg,
                         const Tensors &ins, const Tensors &outs,
@@ -241,28 +273,7 @@ Status transposeFactory(const KernelContext &, const KernelConfig &cfg,
     stride[d - 1] = stride[d] * in[d];
   for (size_t d = 0; d < rank; ++d)
     from[d] = stride[perm[d]]; // input stride of output axis d
-  int64_t width = res[rank - 1],
-          rows = outs[0].elements() / std::max<int64_t>(width, 1);
-  out = [res, from, rows, width](const KernelContext &ctx, const KernelConfig &,
-                                 const Tensors &ins, const Tensors &outs) {
-    useReplicaThreads(ctx);
-    const float *x = ins[0].f32();
-    float *y = outs[0].f32();
-    size_t outer = res.size() - 1;
-    int64_t step = from[outer];
-#pragma omp parallel for schedule(static) if (rows * width >= kParallelElements)
-    for (int64_t r = 0; r < rows; ++r) {
-      int64_t source = 0, rest = r;
-      for (size_t d = outer; d-- > 0;) {
-        source += (rest % res[d]) * from[d];
-        rest /= res[d];
-      }
-      float *to = y + r * width;
-      for (int64_t w = 0; w < width; ++w)
-        to[w] = x[source + w * step];
-    }
-    return Status::ok();
-  };
+  out = stridedGather(res, from);
   return Status::ok();
 }
 
@@ -297,28 +308,7 @@ Status broadcastFactory(const KernelContext &, const KernelConfig &,
   std::vector<int64_t> from, res = outs[0].shape;
   if (Status s = broadcastStrides(kName, ins[0].shape, res, from); !s)
     return s;
-  int64_t width = res.back(),
-          rows = outs[0].elements() / std::max<int64_t>(width, 1);
-  out = [res, from, rows, width](const KernelContext &ctx, const KernelConfig &,
-                                 const Tensors &ins, const Tensors &outs) {
-    useReplicaThreads(ctx);
-    const float *x = ins[0].f32();
-    float *y = outs[0].f32();
-    size_t outer = res.size() - 1;
-    int64_t step = from[outer];
-#pragma omp parallel for schedule(static) if (rows * width >= kParallelElements)
-    for (int64_t r = 0; r < rows; ++r) {
-      int64_t source = 0, rest = r;
-      for (size_t d = outer; d-- > 0;) {
-        source += (rest % res[d]) * from[d];
-        rest /= res[d];
-      }
-      float *to = y + r * width;
-      for (int64_t w = 0; w < width; ++w)
-        to[w] = x[source + w * step];
-    }
-    return Status::ok();
-  };
+  out = stridedGather(res, from);
   return Status::ok();
 }
 

@@ -1200,16 +1200,6 @@ Status sumTo(const KernelContext &, const KernelConfig &, const Tensors &ins,
   return Status::ok();
 }
 
-/// A float-list entry of a config (empty when absent).
-std::vector<double> floatsOf(const KernelConfig &cfg, const std::string &name) {
-  auto it = cfg.all().find(name);
-  if (it == cfg.all().end())
-    return {};
-  if (auto *v = std::get_if<std::vector<double>>(&it->second))
-    return *v;
-  return {};
-}
-
 /// x * scale[c] + offset[c] per channel c of the last axis.
 Status channelScaleShift(const KernelContext &, const KernelConfig &cfg,
                          const Tensors &ins, const Tensors &outs) {
@@ -1217,8 +1207,8 @@ Status channelScaleShift(const KernelContext &, const KernelConfig &cfg,
   CHECK_ARITY(1, 1, 1);
   REQUIRE(!ins[0].shape.empty(), "input has rank 0");
   size_t c = static_cast<size_t>(ins[0].shape.back());
-  std::vector<double> scale = floatsOf(cfg, "scale"),
-                      offset = floatsOf(cfg, "offset");
+  std::vector<double> scale = cfg.getFloats("scale"),
+                      offset = cfg.getFloats("offset");
   REQUIRE(scale.size() == c && offset.size() == c,
           "scale and offset need one element per channel");
   REQUIRE(outs[0].elements() == ins[0].elements(), "output has the wrong size");

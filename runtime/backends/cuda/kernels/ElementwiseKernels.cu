@@ -738,11 +738,8 @@ Status channelScaleShiftFactory(const KernelContext &ctx,
               shapeText(outs[0].shape) + " need one size and a channel axis");
   int64_t channels = ins[0].shape.back();
   auto floats = [&](const char *name) {
-    auto it = cfg.all().find(name);
-    const std::vector<double> *v =
-        it == cfg.all().end() ? nullptr
-                              : std::get_if<std::vector<double>>(&it->second);
-    return v ? std::vector<float>(v->begin(), v->end()) : std::vector<float>();
+    std::vector<double> v = cfg.getFloats(name);
+    return std::vector<float>(v.begin(), v.end());
   };
   std::vector<float> params = floats("scale"), offset = floats("offset");
   REQUIRE(static_cast<int64_t>(params.size()) == channels &&

@@ -736,14 +736,11 @@ Status batchNormTrain(const KernelContext &ctx, const KernelConfig &cfg,
   return Status::ok();
 }
 
-/// ins: dy, x, batch_mean, batch_inv_std [, gamma]; outs: dx, dgamma,
-/// dbeta. Workspace: [sum dy, sum dy * xhat] doubles, then partials.
-Status batchNormGrad(const KernelContext &ctx, const KernelConfig &,
-                     const Tensors &ins, const Tensors &outs, KernelFn &out) {
-  static constexpr const char *kName = "batch_norm_grad";
-  RETURN_IF_ERROR(checkOperands(kName, ins, outs, 4, 5, 3));
+/// A normalisation gradient's operands (ins: dy, x, then per-channel
+/// inputs; outs: dx, dgamma, dbeta): sets `c`, x's channels.
+Status checkNormGradOperands(const char *kName, const Tensors &ins,
+                             const Tensors &outs, int64_t &c) {
   Tensors shifted(ins.begin() + 1, ins.end()); // x first, for channelsOf
-  int64_t c = 0;
   RETURN_IF_ERROR(channelsOf(kName, shifted, 1, c));
   REQUIRE(ins[0].elements() == ins[1].elements() &&
               outs[0].elements() == ins[1].elements(),
@@ -754,6 +751,17 @@ Status batchNormGrad(const KernelContext &ctx, const KernelConfig &,
           "gamma_grad " + shapeText(outs[1].shape) + " and beta_grad " +
               shapeText(outs[2].shape) + " do not match the " +
               std::to_string(c) + " channels");
+  return Status::ok();
+}
+
+/// ins: dy, x, batch_mean, batch_inv_std [, gamma]; outs: dx, dgamma,
+/// dbeta. Workspace: [sum dy, sum dy * xhat] doubles, then partials.
+Status batchNormGrad(const KernelContext &ctx, const KernelConfig &,
+                     const Tensors &ins, const Tensors &outs, KernelFn &out) {
+  static constexpr const char *kName = "batch_norm_grad";
+  RETURN_IF_ERROR(checkOperands(kName, ins, outs, 4, 5, 3));
+  int64_t c = 0;
+  RETURN_IF_ERROR(checkNormGradOperands(kName, ins, outs, c));
   CudaDeviceState *state = nullptr;
   RETURN_IF_ERROR(deviceStateOf(kName, ctx, state));
   int64_t elements = ins[1].elements(), rows = elements / c;
@@ -879,18 +887,8 @@ Status layerNormGrad(const KernelContext &ctx, const KernelConfig &cfg,
                      const Tensors &ins, const Tensors &outs, KernelFn &out) {
   static constexpr const char *kName = "layer_norm_grad";
   RETURN_IF_ERROR(checkOperands(kName, ins, outs, 2, 3, 3));
-  Tensors shifted(ins.begin() + 1, ins.end()); // x first, for channelsOf
   int64_t c = 0;
-  RETURN_IF_ERROR(channelsOf(kName, shifted, 1, c));
-  REQUIRE(ins[0].elements() == ins[1].elements() &&
-              outs[0].elements() == ins[1].elements(),
-          "output_grad " + shapeText(ins[0].shape) + ", x " +
-              shapeText(ins[1].shape) + " and input_grad " +
-              shapeText(outs[0].shape) + " differ in size");
-  REQUIRE(outs[1].elements() == c && outs[2].elements() == c,
-          "gamma_grad " + shapeText(outs[1].shape) + " and beta_grad " +
-              shapeText(outs[2].shape) + " do not match the " +
-              std::to_string(c) + " channels");
+  RETURN_IF_ERROR(checkNormGradOperands(kName, ins, outs, c));
   CudaDeviceState *state = nullptr;
   RETURN_IF_ERROR(deviceStateOf(kName, ctx, state));
   int64_t rows = ins[1].elements() / c;
