@@ -88,6 +88,24 @@ void DnnlLaunch::add(const dnnl::primitive &primitive,
   push(steps_, {primitive, std::move(args), {}, {}, threads});
 }
 
+void DnnlLaunch::addSplit(const dnnl::primitive &primitive,
+                          const dnnl::primitive_desc_base &pd,
+                          std::vector<std::unordered_map<int, memory>> args) {
+  Step step;
+  for (std::unordered_map<int, memory> &part : args) {
+    part.emplace(DNNL_ARG_SCRATCHPAD,
+                 memory(pd.scratchpad_desc(), dnnlEngine()));
+    push(step.split, {primitive, std::move(part), {}, {}, 1});
+  }
+  steps_.push_back(std::move(step));
+}
+
+dnnl_status_t DnnlLaunch::execute(const Step &step, dnnl::stream &stream) {
+  return dnnl_primitive_execute(step.primitive.get(), stream.get(),
+                                static_cast<int>(step.cArgs.size()),
+                                step.cArgs.data());
+}
+
 void DnnlLaunch::addLoop(std::function<void()> loop) {
   steps_.push_back({dnnl::primitive(), {}, {}, std::move(loop)});
 }
@@ -107,9 +125,25 @@ Status DnnlLaunch::operator()(const KernelContext &ctx, const KernelConfig &,
         if (step.loop) {
           stream.wait();
           step.loop();
-        } else if (dnnl_status_t status = dnnl_primitive_execute(
-                       step.primitive.get(), stream.get(),
-                       static_cast<int>(step.cArgs.size()), step.cArgs.data());
+        } else if (!step.split.empty()) {
+          // Inside the parallel region oneDNN runs each copy on its
+          // calling thread (omp_in_parallel), on that thread's stream.
+          stream.wait();
+          dnnl_status_t status = dnnl_success;
+          const int parts = static_cast<int>(step.split.size());
+#pragma omp parallel for num_threads(parts) schedule(static, 1)
+          for (int part = 0; part < parts; ++part) {
+            dnnl::stream &own = dnnlStream();
+            dnnl_status_t s = execute(step.split[part], own);
+            if (s == dnnl_success)
+              s = dnnl_stream_wait(own.get());
+            if (s != dnnl_success)
+#pragma omp critical(dnnl_split_status)
+              status = s;
+          }
+          if (status != dnnl_success)
+            throw dnnl::error(status, "could not execute a primitive");
+        } else if (dnnl_status_t status = execute(step, stream);
                    status != dnnl_success) {
           throw dnnl::error(status, "could not execute a primitive");
         }

@@ -91,6 +91,13 @@ public:
   void add(const dnnl::primitive &primitive,
            const dnnl::primitive_desc_base &pd,
            std::unordered_map<int, dnnl::memory> args, int threads = 0);
+  /// Appends `primitive` of `pd` run once per element of `args`, all at
+  /// once, each copy on one thread of the replica's team with its own
+  /// arguments (a slice of the batch) and scratchpad: create it under a
+  /// ReplicaThreadsScope of 1. See splitsBatch().
+  void addSplit(const dnnl::primitive &primitive,
+                const dnnl::primitive_desc_base &pd,
+                std::vector<std::unordered_map<int, dnnl::memory>> args);
   /// An own step between the primitives (a loop oneDNN has no primitive
   /// for), run in order with them.
   void addLoop(std::function<void()> loop);
@@ -108,7 +115,10 @@ private:
     std::vector<dnnl_exec_arg_t> cArgs;
     std::function<void()> loop; // set instead of primitive for own steps
     int threads = 0;            // > 0: runs on this many, not the replica's
+    /// Set instead of primitive for addSplit: the copies, one a thread.
+    std::vector<Step> split;
   };
+  static dnnl_status_t execute(const Step &step, dnnl::stream &stream);
   void addReorder(std::vector<Step> &to, const dnnl::memory &from,
                   const dnnl::memory &dst);
   /// Appends `step`, its C arguments made from its (final) `args`.
