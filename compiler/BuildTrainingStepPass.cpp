@@ -184,10 +184,11 @@ emitOperandGradients(OpBuilder &b, Operation *op, Value dy,
       })
       .Case([&](MaxPool2DOp op) {
         give(0, MaxPool2DGradOp::create(
-                    b, loc, op.getInput().getType(), op.getInput(),
-                    op.getOutput(), dy, op.getPoolSizeAttr(),
-                    op.getStridesAttr(), op.getPaddingAttr(),
-                    /*relu_grad=*/UnitAttr()));
+                    b, loc, op.getInput().getType(),
+                    /*input_grad_sum=*/Type(), op.getInput(), op.getOutput(),
+                    dy, op.getPoolSizeAttr(), op.getStridesAttr(),
+                    op.getPaddingAttr(), /*relu_grad=*/UnitAttr())
+                    .getInputGrad());
       })
       .Case([&](AvgPool2DOp op) {
         give(0, AvgPool2DGradOp::create(

@@ -6,7 +6,8 @@
 //      softmax_cross_entropy;
 //   2. conv2d/dense + bias_add + relu/sigmoid/tanh -> fused_conv2d/fused_dense;
 //   3. max_pool2d_grad + the relu_grad of the pooled relu ->
-//      max_pool2d_grad {relu_grad};
+//      max_pool2d_grad {relu_grad}, and + the bias_add_grad of its result
+//      -> max_pool2d_grad with an input_grad_sum;
 //   4. chains of elementwise ops -> graph.elementwise;
 //   5. optimizer_updates with the same optimizer -> one multi-tensor update.
 // Each stage only matches the unfused ops and leaves nothing it could match
@@ -264,7 +265,7 @@ static void fuseEpilogue(Operation *producer) {
 }
 
 //===----------------------------------------------------------------------===//
-// 3. relu gradients into max-pool gradients
+// 3. relu and bias gradients into max-pool gradients
 //===----------------------------------------------------------------------===//
 
 /// relu -> max_pool2d in the forward step makes max_pool2d_grad(x = the
@@ -276,7 +277,9 @@ static void fuseEpilogue(Operation *producer) {
 /// gradient before the relu's.
 static void fuseReluGradIntoPoolGrad(ReluGradOp reluGrad) {
   auto poolGrad = reluGrad.getOutputGrad().getDefiningOp<MaxPool2DGradOp>();
-  if (!poolGrad || poolGrad.getReluGrad() ||
+  // A pool gradient that already sums its result would sum it before the
+  // relu's gradient.
+  if (!poolGrad || poolGrad.getReluGrad() || poolGrad.getInputGradSum() ||
       poolGrad.getInput() != reluGrad.getSaved() ||
       !poolGrad.getInputGrad().hasOneUse())
     return;
@@ -284,6 +287,29 @@ static void fuseReluGradIntoPoolGrad(ReluGradOp reluGrad) {
   poolGrad->setLoc(fusedLocation({poolGrad, reluGrad}));
   reluGrad.getInputGrad().replaceAllUsesWith(poolGrad.getInputGrad());
   reluGrad->erase();
+}
+
+/// conv2d + bias_add (+ relu) -> max_pool2d in the forward step makes
+/// max_pool2d_grad -> bias_add_grad(dx) in the backward one: a second pass
+/// over dx, the layer's largest gradient, to sum it per channel. The pool's
+/// gradient kernel writes every element of dx, so it sums them as it goes
+/// (input_grad_sum) and the bias_add_grad goes away. The fused op replaces
+/// the pool's gradient where it stands: the bias_add_grad came after it.
+static void fuseBiasGradIntoPoolGrad(BiasAddGradOp biasGrad) {
+  auto poolGrad = biasGrad.getOutputGrad().getDefiningOp<MaxPool2DGradOp>();
+  if (!poolGrad || poolGrad.getInputGradSum())
+    return;
+  OpBuilder builder(poolGrad);
+  auto fused = MaxPool2DGradOp::create(
+      builder, fusedLocation({poolGrad, biasGrad}),
+      poolGrad.getInputGrad().getType(), biasGrad.getBiasGrad().getType(),
+      poolGrad.getInput(), poolGrad.getOutput(), poolGrad.getOutputGrad(),
+      poolGrad.getPoolSizeAttr(), poolGrad.getStridesAttr(),
+      poolGrad.getPaddingAttr(), poolGrad.getReluGradAttr());
+  poolGrad.getInputGrad().replaceAllUsesWith(fused.getInputGrad());
+  biasGrad.getBiasGrad().replaceAllUsesWith(fused.getInputGradSum());
+  biasGrad->erase();
+  poolGrad->erase();
 }
 
 //===----------------------------------------------------------------------===//
@@ -437,6 +463,8 @@ static void fuseModel(ModelOp model) {
 
   for (ReluGradOp reluGrad : llvm::to_vector(block.getOps<ReluGradOp>()))
     fuseReluGradIntoPoolGrad(reluGrad);
+  for (BiasAddGradOp biasGrad : llvm::to_vector(block.getOps<BiasAddGradOp>()))
+    fuseBiasGradIntoPoolGrad(biasGrad);
 
   // From the end, so that each group is rooted at its last op and grows
   // backwards as far as it can: groups are maximal and disjoint.

@@ -46,7 +46,8 @@ def Fuse : Pass<"graph-fuse", "::mlir::ModuleOp"> {
     In every step model: conv2d/dense + bias_add + activation
     become `fused_conv2d`/`fused_dense`; softmax feeding categorical
     cross-entropy (with its gradient and softmax_grad) becomes
-    `softmax_cross_entropy`; chains of elementwise ops become one
+    `softmax_cross_entropy`; the relu and bias gradients below a max pool
+    join the pool's gradient; chains of elementwise ops become one
     `graph.elementwise`; all `optimizer_update`s of a step become one
     multi-tensor update. Idempotent.
   }];

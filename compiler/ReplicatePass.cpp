@@ -47,15 +47,20 @@ static std::optional<SmallVector<bool>> batchCarryingResults(Operation *op) {
           OptimizerUpdateOp, EmaUpdateOp>(op))
     return SmallVector<bool>(op->getNumResults(), false);
   // One result, shaped like an activation: [batch, ...].
-  if (isa<Conv2DGradInputOp, MaxPool2DGradOp, AvgPool2DGradOp,
-          GlobalAvgPool2DGradOp, ReshapeOp, SliceOp, FusedConv2DOp,
-          FusedDenseOp, CategoricalCrossentropyGradOp,
+  if (isa<Conv2DGradInputOp, AvgPool2DGradOp, GlobalAvgPool2DGradOp, ReshapeOp,
+          SliceOp, FusedConv2DOp, FusedDenseOp, CategoricalCrossentropyGradOp,
           SparseCategoricalCrossentropyGradOp, RandomImageTransformOp,
           RandomImageTransformGradOp, BroadcastOp, SumToOp, NormalizeOp>(op))
     return SmallVector<bool>{true};
   // output; batch_mean, batch_inv_std and the new moving statistics are [C].
   if (isa<BatchNormTrainOp>(op))
     return SmallVector<bool>{true, false, false, false, false};
+  // input_grad; input_grad_sum, when graph-fuse gave it one, is [C].
+  if (isa<MaxPool2DGradOp>(op)) {
+    SmallVector<bool> carries{true, false};
+    carries.resize(op->getNumResults());
+    return carries;
+  }
   // input_grad; gamma_grad and beta_grad are [C].
   if (isa<BatchNormGradOp, LayerNormGradOp>(op))
     return SmallVector<bool>{true, false, false};

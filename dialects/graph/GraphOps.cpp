@@ -929,7 +929,14 @@ LogicalResult MaxPool2DGradOp::verify() {
       failed(expectType(*this, getOutputGrad().getType(), *forward,
                         "output_grad")))
     return failure();
-  return expectType(*this, getInputGrad().getType(), *input, "input_grad");
+  if (failed(expectType(*this, getInputGrad().getType(), *input, "input_grad")))
+    return failure();
+  if (Value sum = getInputGradSum())
+    return expectType(*this, sum.getType(),
+                      RankedTensorType::get({input->getShape().back()},
+                                            input->getElementType()),
+                      "input_grad_sum (one per channel)");
+  return success();
 }
 
 LogicalResult AvgPool2DGradOp::verify() {

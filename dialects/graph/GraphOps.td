@@ -689,12 +689,19 @@ def Graph_MaxPool2DGradOp : Graph_Op<"max_pool2d_grad", [Pure]> {
     op also applies that relu's gradient: the input gradient is zero where
     `input <= 0`, as a following `relu_grad(dx, input)` would make it. One
     pass over the pooled layer's activations instead of two.
+
+    With a second result `input_grad_sum` (also set by graph-fuse), the op
+    gives `input_grad` summed over every axis but the last, as a following
+    `bias_add_grad(input_grad)` would: the bias gradient of the layer below,
+    taken from the values as they are written instead of in a second pass
+    over them.
   }];
   let arguments = (ins Graph_FloatTensor:$input, Graph_FloatTensor:$output,
                        Graph_FloatTensor:$output_grad, Graph_Pair:$pool_size,
                        Graph_Pair:$strides, Graph_PaddingAttr:$padding,
                        UnitAttr:$relu_grad);
-  let results = (outs Graph_FloatTensor:$input_grad);
+  let results = (outs Graph_FloatTensor:$input_grad,
+                      Optional<Graph_FloatTensor>:$input_grad_sum);
   let assemblyFormat = [{
     $input `,` $output `,` $output_grad `pool_size` `=` $pool_size
     `strides` `=` $strides `padding` `=` `` $padding attr-dict

@@ -649,3 +649,46 @@ graph.model @pool_grad_relu_grad_not_fused {
   %3 = graph.relu_grad %2, %x : tensor<2x4x4x8xf32>
   graph.output %1, %2, %3 : tensor<2x4x4x8xf32>, tensor<2x4x4x8xf32>, tensor<2x4x4x8xf32>
 }
+
+// -----
+
+// The bias gradient of the layer below the pool (conv2d + bias_add + relu
+// -> max_pool2d) sums the pool's gradient after the relu's: it joins the
+// max_pool2d_grad {relu_grad} as its input_grad_sum.
+
+// CHECK-LABEL: graph.model @pool_grad_bias_grad
+// CHECK-NEXT:    %[[X:.+]] = graph.input "x"
+// CHECK-NEXT:    %[[Y:.+]] = graph.input "y"
+// CHECK-NEXT:    %[[DY:.+]] = graph.input "dy"
+// CHECK-NEXT:    %[[DX:.+]], %[[DB:.+]] = graph.max_pool2d_grad %[[X]], %[[Y]], %[[DY]] pool_size = [2, 2] strides = [2, 2] padding = valid {relu_grad} : (tensor<2x4x4x8xf32>, tensor<2x2x2x8xf32>, tensor<2x2x2x8xf32>) -> (tensor<2x4x4x8xf32>, tensor<8xf32>)
+// CHECK-NEXT:    graph.output %[[DX]], %[[DB]]
+graph.model @pool_grad_bias_grad {
+  %x = graph.input "x" : tensor<2x4x4x8xf32>
+  %y = graph.input "y" : tensor<2x2x2x8xf32>
+  %dy = graph.input "dy" : tensor<2x2x2x8xf32>
+  %0 = graph.max_pool2d_grad %x, %y, %dy pool_size = [2, 2] strides = [2, 2] padding = valid : (tensor<2x4x4x8xf32>, tensor<2x2x2x8xf32>, tensor<2x2x2x8xf32>) -> tensor<2x4x4x8xf32>
+  %1 = graph.relu_grad %0, %x : tensor<2x4x4x8xf32>
+  %2 = graph.bias_add_grad %1 : tensor<2x4x4x8xf32> -> tensor<8xf32>
+  graph.output %1, %2 : tensor<2x4x4x8xf32>, tensor<8xf32>
+}
+
+// -----
+
+// A bias gradient of the pool's gradient before a relu's gradient that
+// cannot join the pool (the gradient has two users): the sum joins, and a
+// second run must not then move the relu's gradient into the pool, which
+// would make the sum one after the relu.
+
+// CHECK-LABEL: graph.model @pool_grad_bias_grad_before_relu
+// CHECK:         %[[DX:.+]], %[[DB:.+]] = graph.max_pool2d_grad {{.*}} padding = valid : ({{.*}}) -> (tensor<2x4x4x8xf32>, tensor<8xf32>)
+// CHECK-NEXT:    %[[R:.+]] = graph.relu_grad %[[DX]], %{{.+}} : tensor<2x4x4x8xf32>
+// CHECK-NEXT:    graph.output %[[R]], %[[DB]]
+graph.model @pool_grad_bias_grad_before_relu {
+  %x = graph.input "x" : tensor<2x4x4x8xf32>
+  %y = graph.input "y" : tensor<2x2x2x8xf32>
+  %dy = graph.input "dy" : tensor<2x2x2x8xf32>
+  %0 = graph.max_pool2d_grad %x, %y, %dy pool_size = [2, 2] strides = [2, 2] padding = valid : (tensor<2x4x4x8xf32>, tensor<2x2x2x8xf32>, tensor<2x2x2x8xf32>) -> tensor<2x4x4x8xf32>
+  %1 = graph.bias_add_grad %0 : tensor<2x4x4x8xf32> -> tensor<8xf32>
+  %2 = graph.relu_grad %0, %x : tensor<2x4x4x8xf32>
+  graph.output %2, %1 : tensor<2x4x4x8xf32>, tensor<8xf32>
+}

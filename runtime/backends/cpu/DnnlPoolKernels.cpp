@@ -12,7 +12,10 @@
 // reference's tie rule, 8 channels at a time; the usual 2x2/2 valid pool has
 // its own AVX2 loop (three compares and four masked stores a register).
 // With relu_grad (graph-fuse) it also applies the gradient of the relu that
-// produced x, in the same pass.
+// produced x, in the same pass; with a second output (input_grad_sum) it
+// sums dx per channel as it writes it: each image's sums go to their own
+// row, and the rows are added in image order, so the result does not depend
+// on the thread count.
 //
 //===----------------------------------------------------------------------===//
 
@@ -219,9 +222,10 @@ bool isFull2x2(const WindowGeometry &g) {
 /// The first maximum of a window's four positions in row-major order is
 /// found with three strict comparisons, as the reference does (a NaN never
 /// wins; ties go to the earlier position); each position gets dy or zero,
-/// and with `relu` zero also where x <= 0.
+/// and with `relu` zero also where x <= 0. With `sums`, the image's dx summed
+/// per channel goes there: a window gives at most one non-zero.
 void maxPoolGrad2x2(const WindowGeometry &g, const float *xn, const float *dyn,
-                    float *dxn, bool relu) {
+                    float *dxn, bool relu, float *sums) {
   const int64_t c = g.c, rowStep = g.w.in * c;
   const __m256 zero = _mm256_setzero_ps();
   const __m256 ones = _mm256_castsi256_ps(_mm256_set1_epi32(-1));
@@ -258,6 +262,11 @@ void maxPoolGrad2x2(const WindowGeometry &g, const float *xn, const float *dyn,
         _mm256_storeu_ps(d0 + c + k, _mm256_and_ps(wb, d));
         _mm256_storeu_ps(d2 + k, _mm256_and_ps(we, d));
         _mm256_storeu_ps(d2 + c + k, _mm256_and_ps(wf, d));
+        if (sums) {
+          __m256 won = _mm256_or_ps(_mm256_or_ps(wa, wb), _mm256_or_ps(we, wf));
+          _mm256_storeu_ps(sums + k, _mm256_add_ps(_mm256_loadu_ps(sums + k),
+                                                   _mm256_and_ps(won, d)));
+        }
       }
     }
 }
@@ -269,9 +278,10 @@ void maxPoolGrad2x2(const WindowGeometry &g, const float *xn, const float *dyn,
 /// positions are written once (dy at the maximum, zero elsewhere) and only
 /// what no window covers is cleared first, instead of clearing all of dx and
 /// adding into it. With `relu` (max_pool2d_grad {relu_grad}), dx is also
-/// zero where x <= 0: the gradient of the relu that produced x.
+/// zero where x <= 0: the gradient of the relu that produced x. With
+/// `imageSums` ([N, C]), image n's dx summed per channel goes to row n.
 void maxPoolGrad(const WindowGeometry &g, const float *x, const float *dy,
-                 float *dx, bool relu) {
+                 float *dx, bool relu, float *imageSums) {
   constexpr int64_t kBlock = 8; // one AVX2 register of channels
   const int64_t c = g.c, inW = g.w.in;
   const int64_t inImage = g.h.in * inW * c;
@@ -283,8 +293,11 @@ void maxPoolGrad(const WindowGeometry &g, const float *x, const float *dy,
     const float *xn = x + n * inImage;
     const float *dyn = dy + n * outImage;
     float *dxn = dx + n * inImage;
+    float *sums = imageSums ? imageSums + n * c : nullptr;
+    if (sums)
+      std::fill(sums, sums + c, 0.0f);
     if (full2x2) {
-      maxPoolGrad2x2(g, xn, dyn, dxn, relu);
+      maxPoolGrad2x2(g, xn, dyn, dxn, relu, sums);
       continue;
     }
     if (tiled)
@@ -343,17 +356,25 @@ void maxPoolGrad(const WindowGeometry &g, const float *x, const float *dy,
 #pragma omp simd
       for (int64_t i = 0; i < inImage; ++i)
         dxn[i] = xn[i] > 0.0f ? dxn[i] : 0.0f;
+    if (sums)
+      for (int64_t i = 0; i < inImage; i += c)
+#pragma omp simd
+        for (int64_t k = 0; k < c; ++k)
+          sums[k] += dxn[i + k];
   }
 }
 
-/// ins: x, y, dy; out: dx. y is not needed (the maximum is found in x
-/// again, so a y from any backend gives the reference's routing) and is
-/// only checked.
+/// ins: x, y, dy; outs: dx and optionally its per-channel sum. y is not
+/// needed (the maximum is found in x again, so a y from any backend gives
+/// the reference's routing) and is only checked.
 Status makeMaxPool2dGrad(const KernelContext &, const KernelConfig &cfg,
                          const Tensors &ins, const Tensors &outs,
                          KernelFn &out) {
   static constexpr const char *kName = "max_pool2d_grad";
-  if (Status s = checkOperands(kName, ins, outs, 3, 3, 1); !s)
+  if (outs.size() != 1 && outs.size() != 2)
+    return fail(kName, "writes input_grad and optionally input_grad_sum, got " +
+                           std::to_string(outs.size()) + " outputs");
+  if (Status s = checkOperands(kName, ins, outs, 3, 3, outs.size()); !s)
     return s;
   WindowGeometry g;
   if (Status s = poolShape(kName, cfg, ins[0].shape, ins[2].shape, g); !s)
@@ -369,10 +390,35 @@ Status makeMaxPool2dGrad(const KernelContext &, const KernelConfig &cfg,
   const float *x = ins[0].f32(), *dy = ins[2].f32();
   float *dx = outs[0].f32();
   bool relu = cfg.getInt("relu_grad", 0) != 0;
-  out = [g, x, dy, dx, relu](const KernelContext &ctx, const KernelConfig &,
-                             const Tensors &, const Tensors &) {
+  if (outs.size() == 1) {
+    out = [g, x, dy, dx, relu](const KernelContext &ctx, const KernelConfig &,
+                               const Tensors &, const Tensors &) {
+      useReplicaThreads(ctx);
+      maxPoolGrad(g, x, dy, dx, relu, nullptr);
+      return Status::ok();
+    };
+    return Status::ok();
+  }
+  if (outs[1].elements() != g.c)
+    return fail(kName, "input_grad_sum " + shapeText(outs[1].shape) +
+                           " does not match " + std::to_string(g.c) +
+                           " channels");
+  // Per-image sums in float (at most one window's worth of terms per
+  // position), images added in double: the reference's bias_add_grad to
+  // float rounding.
+  auto imageSums = std::make_shared<std::vector<float>>(g.n * g.c);
+  float *sum = outs[1].f32();
+  out = [g, x, dy, dx, relu, imageSums, sum](const KernelContext &ctx,
+                                             const KernelConfig &,
+                                             const Tensors &, const Tensors &) {
     useReplicaThreads(ctx);
-    maxPoolGrad(g, x, dy, dx, relu);
+    maxPoolGrad(g, x, dy, dx, relu, imageSums->data());
+    for (int64_t k = 0; k < g.c; ++k) {
+      double total = 0.0;
+      for (int64_t n = 0; n < g.n; ++n)
+        total += (*imageSums)[n * g.c + k];
+      sum[k] = static_cast<float>(total);
+    }
     return Status::ok();
   };
   return Status::ok();

@@ -378,11 +378,16 @@ Status maxPool2d(const KernelContext &, const KernelConfig &cfg,
 
 /// ins: x, y, dy. Each dy goes to the first maximum of x in its window
 /// (row-major window order); y is not needed for that and only checked.
-/// With config relu_grad, dx is then zeroed where x <= 0.
+/// With config relu_grad, dx is then zeroed where x <= 0. A second output
+/// (graph-fuse's input_grad_sum) gets dx summed per channel, as
+/// bias_add_grad would sum the stored dx.
 Status maxPool2dGrad(const KernelContext &, const KernelConfig &cfg,
                      const Tensors &ins, const Tensors &outs) {
   static constexpr const char *kName = "max_pool2d_grad";
-  CHECK_ARITY(3, 3, 1);
+  REQUIRE(outs.size() == 1 || outs.size() == 2,
+          "writes input_grad and optionally input_grad_sum, got " +
+              std::to_string(outs.size()) + " outputs");
+  CHECK_ARITY(3, 3, outs.size());
   WindowGeometry g;
   POOL_GEOMETRY(ins[0].shape, ins[2].shape, g);
   REQUIRE(outs[0].shape == ins[0].shape, "input_grad must have x's shape");
@@ -408,6 +413,15 @@ Status maxPool2dGrad(const KernelContext &, const KernelConfig &cfg,
     for (size_t i = 0; i < dx.size(); ++i)
       dx[i] = x[i] > 0 ? dx[i] : 0.0;
   store(outs[0], dx);
+  if (outs.size() == 2) {
+    REQUIRE(outs[1].elements() == g.c, "input_grad_sum " +
+                                           shapeText(outs[1].shape) +
+                                           " does not match the channels");
+    Vec sum(g.c, 0.0);
+    for (size_t i = 0; i < dx.size(); ++i)
+      sum[i % g.c] += static_cast<float>(dx[i]);
+    store(outs[1], sum);
+  }
   return Status::ok();
 }
 

@@ -672,6 +672,13 @@ inline std::vector<Case> allCases() {
         {distinct(g.x, 74), Tensor::f32(g.y), rnd(g.y, 76)}, {g.x});
     add("max_pool2d_grad", g.label + ", ties, relu_grad", relu,
         {ties(g.x, 75), Tensor::f32(g.y), rnd(g.y, 76)}, {g.x});
+    // With the bias gradient of the layer below (graph-fuse's
+    // input_grad_sum): dx summed per channel.
+    std::vector<int64_t> channels = {g.x.back()};
+    add("max_pool2d_grad", g.label + ", input_grad_sum", g.cfg,
+        {distinct(g.x, 74), Tensor::f32(g.y), rnd(g.y, 76)}, {g.x, channels});
+    add("max_pool2d_grad", g.label + ", ties, relu_grad, input_grad_sum", relu,
+        {ties(g.x, 75), Tensor::f32(g.y), rnd(g.y, 76)}, {g.x, channels});
     add("avg_pool2d", g.label, g.cfg, {rnd(g.x, 77)}, {g.y});
     add("avg_pool2d_grad", g.label, g.cfg, {rnd(g.y, 76)}, {g.x});
   }

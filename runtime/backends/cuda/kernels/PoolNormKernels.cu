@@ -217,11 +217,16 @@ Status poolForward(const KernelContext &ctx, const KernelConfig &cfg,
   return Status::ok();
 }
 
-/// ins: x, y, dy (y only checked: the first maximum is found in x).
+/// ins: x, y, dy (y only checked: the first maximum is found in x). outs:
+/// dx and, when fused (graph-fuse's input_grad_sum), dx summed per channel:
+/// this backend's bias_add_grad of dx, launched after it on the stream.
 Status maxPoolGrad(const KernelContext &ctx, const KernelConfig &cfg,
                    const Tensors &ins, const Tensors &outs, KernelFn &out) {
   static constexpr const char *kName = "max_pool2d_grad";
-  RETURN_IF_ERROR(checkOperands(kName, ins, outs, 3, 3, 1));
+  REQUIRE(outs.size() == 1 || outs.size() == 2,
+          "writes input_grad and optionally input_grad_sum, got " +
+              std::to_string(outs.size()) + " outputs");
+  RETURN_IF_ERROR(checkOperands(kName, ins, outs, 3, 3, outs.size()));
   Pool p;
   RETURN_IF_ERROR(poolOf(kName, cfg, ins[0].shape, ins[2].shape, p));
   REQUIRE(ins[1].shape == ins[2].shape,
@@ -236,11 +241,22 @@ Status maxPoolGrad(const KernelContext &ctx, const KernelConfig &cfg,
   float *dx = outs[0].f32();
   int64_t total = outs[0].elements();
   bool reluGrad = cfg.getInt("relu_grad", 0) != 0;
-  out = [=](const KernelContext &, const KernelConfig &, const Tensors &,
+  KernelFn channelSum;
+  std::vector<TensorRef> sumIns, sumOuts;
+  if (outs.size() == 2) {
+    sumIns = {outs[0]};
+    sumOuts = {outs[1]};
+    RETURN_IF_ERROR(KernelRegistry::global().instantiate(
+        "bias_add_grad", Backend::cuda, ctx, KernelConfig(), sumIns, sumOuts,
+        channelSum));
+  }
+  out = [=](const KernelContext &ctx, const KernelConfig &cfg, const Tensors &,
             const Tensors &) {
     maxPoolGradKernel<<<blocksFor(total), kThreads, 0, state->compute>>>(
         x, dy, dx, p, reluGrad);
     RETURN_IF_LAUNCH_FAILED("maxPoolGradKernel");
+    if (channelSum)
+      return channelSum(ctx, cfg, sumIns, sumOuts);
     return Status::ok();
   };
   return Status::ok();
