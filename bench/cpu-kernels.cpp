@@ -140,7 +140,8 @@ Status convPrimitive(const std::string &kernel, const KernelConfig &cfg,
   memory::desc dst = anyDesc({n, ch.filters, g.h.out, g.w.out});
   memory::dims strides = cpu::dnnlStrides(g), dilations = cpu::dnnlDilations(g),
                padL = cpu::dnnlPadBefore(g), padR = cpu::dnnlPadAfter(g);
-  bool fused = kernel == "fused_conv2d";
+  // fused_conv2d_pool's floor is its convolution's: the pool is extra.
+  bool fused = kernel == "fused_conv2d" || kernel == "fused_conv2d_pool";
   memory::desc bias({ch.filters}, kF32, memory::format_tag::x);
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
@@ -224,8 +225,8 @@ Status densePrimitive(const std::string &kernel, const KernelConfig &cfg,
 }
 
 bool isConv(const std::string &k) {
-  return k == "conv2d" || k == "fused_conv2d" || k == "conv2d_grad_input" ||
-         k == "conv2d_grad_kernel";
+  return k == "conv2d" || k == "fused_conv2d" || k == "fused_conv2d_pool" ||
+         k == "conv2d_grad_input" || k == "conv2d_grad_kernel";
 }
 bool isDense(const std::string &k) {
   return k == "dense" || k == "fused_dense" || k == "dense_grad_input" ||

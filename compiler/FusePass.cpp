@@ -7,7 +7,9 @@
 //   2. conv2d/dense + bias_add + relu/sigmoid/tanh -> fused_conv2d/fused_dense;
 //   3. max_pool2d_grad + the relu_grad of the pooled relu ->
 //      max_pool2d_grad {relu_grad}, and + the bias_add_grad of its result
-//      -> max_pool2d_grad with an input_grad_sum;
+//      -> max_pool2d_grad with an input_grad_sum; then fused_conv2d ->
+//      max_pool2d (and its max_pool2d_grad) -> fused_conv2d_pool (and
+//      max_pool2d_argmax_grad) where nothing else reads the conv's output;
 //   4. chains of elementwise ops -> graph.elementwise;
 //   5. optimizer_updates with the same optimizer -> one multi-tensor update.
 // Each stage only matches the unfused ops and leaves nothing it could match
@@ -312,6 +314,62 @@ static void fuseBiasGradIntoPoolGrad(BiasAddGradOp biasGrad) {
   poolGrad->erase();
 }
 
+/// fused_conv2d -> max_pool2d, and in a train step max_pool2d_grad(x = the
+/// conv's output, y = the pool's): the conv's output, the layer's largest
+/// activation, is written, read by the pool, and read again by the pool's
+/// gradient for where each window's maximum was. With the pool's argmax
+/// recorded instead (fused_conv2d_pool), its gradient reads that
+/// (max_pool2d_argmax_grad) and nothing else needs the conv's output, so a
+/// kernel can pool it a slice at a time while it is in cache and never
+/// store it. Only when the pool and its gradient are the output's only
+/// readers. The fused ops take the places of the pool and its gradient,
+/// where their operands are defined.
+static void fuseConvIntoPool(MaxPool2DOp pool) {
+  auto conv = pool.getInput().getDefiningOp<FusedConv2DOp>();
+  if (!conv)
+    return;
+  Value x = conv.getOutput();
+  MaxPool2DGradOp grad;
+  for (OpOperand &use : x.getUses()) {
+    Operation *user = use.getOwner();
+    if (user == pool)
+      continue;
+    auto poolGrad = dyn_cast<MaxPool2DGradOp>(user);
+    if (!poolGrad || (grad && grad != poolGrad) ||
+        use.getOperandNumber() != 0 ||
+        poolGrad.getOutput() != pool.getOutput() ||
+        poolGrad.getPoolSize() != pool.getPoolSize() ||
+        poolGrad.getStrides() != pool.getStrides() ||
+        poolGrad.getPadding() != pool.getPadding())
+      return;
+    grad = poolGrad;
+  }
+  auto pooled = cast<RankedTensorType>(pool.getOutput().getType());
+  OpBuilder builder(pool);
+  auto fused = FusedConv2DPoolOp::create(
+      builder, fusedLocation({conv, pool}), pooled,
+      pooled.clone(builder.getI32Type()), conv.getInput(), conv.getKernel(),
+      conv.getBias(), conv.getStridesAttr(), conv.getPaddingAttr(),
+      conv.getDilationsAttr(), conv.getActivationAttr(), conv.getGroupsAttr(),
+      pool.getPoolSizeAttr(), pool.getStridesAttr(), pool.getPaddingAttr());
+  pool.getOutput().replaceAllUsesWith(fused.getOutput());
+  if (grad) {
+    builder.setInsertionPoint(grad);
+    Value sum = grad.getInputGradSum();
+    auto argmaxGrad = MaxPool2DArgmaxGradOp::create(
+        builder, grad.getLoc(), grad.getInputGrad().getType(),
+        sum ? sum.getType() : Type(), fused.getArgmax(), fused.getOutput(),
+        grad.getOutputGrad(), grad.getPoolSizeAttr(), grad.getStridesAttr(),
+        grad.getPaddingAttr(), grad.getReluGradAttr());
+    grad.getInputGrad().replaceAllUsesWith(argmaxGrad.getInputGrad());
+    if (sum)
+      sum.replaceAllUsesWith(argmaxGrad.getInputGradSum());
+    grad->erase();
+  }
+  pool->erase();
+  conv->erase();
+}
+
 //===----------------------------------------------------------------------===//
 // 4. elementwise chains
 //===----------------------------------------------------------------------===//
@@ -465,6 +523,8 @@ static void fuseModel(ModelOp model) {
     fuseReluGradIntoPoolGrad(reluGrad);
   for (BiasAddGradOp biasGrad : llvm::to_vector(block.getOps<BiasAddGradOp>()))
     fuseBiasGradIntoPoolGrad(biasGrad);
+  for (MaxPool2DOp pool : llvm::to_vector(block.getOps<MaxPool2DOp>()))
+    fuseConvIntoPool(pool);
 
   // From the end, so that each group is rooted at its last op and grows
   // backwards as far as it can: groups are maximal and disjoint.

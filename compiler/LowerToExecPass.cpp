@@ -106,7 +106,8 @@ static Attribute configValue(Attribute attr) {
 static bool isUngroupedConvolution(Operation *op) {
   return llvm::TypeSwitch<Operation *, bool>(op)
       .Case<graph::Conv2DOp, graph::Conv2DGradInputOp,
-            graph::Conv2DGradKernelOp, graph::FusedConv2DOp>(
+            graph::Conv2DGradKernelOp, graph::FusedConv2DOp,
+            graph::FusedConv2DPoolOp>(
           [](auto conv) { return conv.getGroups() == 1; })
       .Default([](Operation *) { return false; });
 }

@@ -47,7 +47,9 @@ def Fuse : Pass<"graph-fuse", "::mlir::ModuleOp"> {
     become `fused_conv2d`/`fused_dense`; softmax feeding categorical
     cross-entropy (with its gradient and softmax_grad) becomes
     `softmax_cross_entropy`; the relu and bias gradients below a max pool
-    join the pool's gradient; chains of elementwise ops become one
+    join the pool's gradient, and a fused_conv2d read only by a max pool
+    (and its gradient) becomes `fused_conv2d_pool` (and
+    `max_pool2d_argmax_grad`); chains of elementwise ops become one
     `graph.elementwise`; all `optimizer_update`s of a step become one
     multi-tensor update. Idempotent.
   }];

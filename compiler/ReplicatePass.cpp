@@ -56,7 +56,10 @@ static std::optional<SmallVector<bool>> batchCarryingResults(Operation *op) {
   if (isa<BatchNormTrainOp>(op))
     return SmallVector<bool>{true, false, false, false, false};
   // input_grad; input_grad_sum, when graph-fuse gave it one, is [C].
-  if (isa<MaxPool2DGradOp>(op)) {
+  // output and argmax.
+  if (isa<FusedConv2DPoolOp>(op))
+    return SmallVector<bool>{true, true};
+  if (isa<MaxPool2DGradOp, MaxPool2DArgmaxGradOp>(op)) {
     SmallVector<bool> carries{true, false};
     carries.resize(op->getNumResults());
     return carries;

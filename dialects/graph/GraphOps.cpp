@@ -1236,6 +1236,44 @@ LogicalResult FusedConv2DOp::verify() {
   return verifyFusedBias(*this, getBias(), *forward);
 }
 
+LogicalResult FusedConv2DPoolOp::verify() {
+  auto conv = inferConv2D(getLoc(), getInput(), getKernel(), getStrides(),
+                          getPadding(), getDilations(), getGroups());
+  if (failed(conv) || failed(verifyFusedBias(*this, getBias(), *conv)))
+    return failure();
+  auto pooled = inferPool2DType(getLoc(), *conv, getPoolSize(),
+                                getPoolStrides(), getPoolPadding());
+  if (failed(pooled) ||
+      failed(expectType(*this, getOutput().getType(), *pooled, "output")))
+    return failure();
+  return expectType(*this, getArgmax().getType(),
+                    pooled->clone(IntegerType::get(getContext(), 32)),
+                    "argmax");
+}
+
+LogicalResult MaxPool2DArgmaxGradOp::verify() {
+  auto input = rankedOperand(getLoc(), getInputGrad(), "input_grad", 4, "NHWC");
+  if (failed(input))
+    return failure();
+  auto pooled = inferPool2DType(getLoc(), *input, getPoolSize(), getStrides(),
+                                getPadding());
+  if (failed(pooled) ||
+      failed(expectType(*this, getOutput().getType(), *pooled,
+                        "output (the forward pool's result)")) ||
+      failed(expectType(*this, getOutputGrad().getType(), *pooled,
+                        "output_grad")) ||
+      failed(expectType(*this, getArgmax().getType(),
+                        pooled->clone(IntegerType::get(getContext(), 32)),
+                        "argmax")))
+    return failure();
+  if (Value sum = getInputGradSum())
+    return expectType(*this, sum.getType(),
+                      RankedTensorType::get({input->getShape().back()},
+                                            input->getElementType()),
+                      "input_grad_sum (one per channel)");
+  return success();
+}
+
 LogicalResult FusedDenseOp::verify() {
   SmallVector<Type> inferred;
   DenseOp::Adaptor adaptor({getInput(), getKernel()});

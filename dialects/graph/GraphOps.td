@@ -1092,6 +1092,70 @@ def Graph_FusedConv2DOp : Graph_Op<"fused_conv2d", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Graph_I32Tensor : Type<And<[RankedTensorOf<[I32]>.predicate,
+                                Graph_StaticShapePred]>,
+                           "statically shaped tensor of i32",
+                           "::mlir::RankedTensorType">;
+
+def Graph_FusedConv2DPoolOp : Graph_Op<"fused_conv2d_pool", [Pure]> {
+  let summary = "fused_conv2d then a max pool, the convolution's output never stored";
+  let description = [{
+    `max_pool2d(fused_conv2d(input, kernel, bias))`, with the position of
+    each output's first maximum in its window (row-major, from 0) as
+    `argmax`: what the pool's gradient needs from the forward pass
+    (`max_pool2d_argmax_grad`), in place of the convolution's output. Set
+    by graph-fuse where nothing else reads that output, so a kernel may
+    compute it a slice of the batch at a time and pool each slice while it
+    is in cache: the layer's largest activation is then neither written
+    nor read back, in the forward pass or the backward one.
+  }];
+  let arguments = (ins Graph_FloatTensor:$input, Graph_FloatTensor:$kernel,
+                       Optional<Graph_FloatTensor>:$bias,
+                       Graph_Pair:$strides, Graph_PaddingAttr:$padding,
+                       Graph_Pair:$dilations,
+                       Graph_EpilogueActivationAttr:$activation,
+                       DefaultValuedAttr<I64Attr, "1">:$groups,
+                       Graph_Pair:$pool_size, Graph_Pair:$pool_strides,
+                       Graph_PaddingAttr:$pool_padding);
+  let results = (outs Graph_FloatTensor:$output, Graph_I32Tensor:$argmax);
+  let assemblyFormat = [{
+    $input `,` $kernel (`bias` $bias^)? `strides` `=` $strides
+    `padding` `=` `` $padding `dilations` `=` $dilations
+    (`groups` `=` $groups^)? `activation` `=` `` $activation
+    `pool_size` `=` $pool_size `pool_strides` `=` $pool_strides
+    `pool_padding` `=` `` $pool_padding attr-dict
+    `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Graph_MaxPool2DArgmaxGradOp : Graph_Op<"max_pool2d_argmax_grad", [Pure]> {
+  let summary = "routes each output gradient to its window's argmax";
+  let description = [{
+    The gradient of a max pool from the forward pass's `argmax`
+    (`fused_conv2d_pool`) instead of its input: `input_grad` (the pool
+    input's shape, which the pooled shape does not determine) is zero except
+    where a window's argmax points, which gets that window's `output_grad`
+    (accumulated where windows overlap). With `relu_grad`, only where the
+    window's maximum, `output`, is > 0: the gradient of a relu that produced
+    the pool's input, zero where that input is <= 0, is zero at the maximum
+    exactly when the maximum is. With a second result, `input_grad` summed
+    over every axis but the last, as for `max_pool2d_grad`.
+  }];
+  let arguments = (ins Graph_I32Tensor:$argmax, Graph_FloatTensor:$output,
+                       Graph_FloatTensor:$output_grad, Graph_Pair:$pool_size,
+                       Graph_Pair:$strides, Graph_PaddingAttr:$padding,
+                       UnitAttr:$relu_grad);
+  let results = (outs Graph_FloatTensor:$input_grad,
+                      Optional<Graph_FloatTensor>:$input_grad_sum);
+  let assemblyFormat = [{
+    $argmax `,` $output `,` $output_grad `pool_size` `=` $pool_size
+    `strides` `=` $strides `padding` `=` `` $padding attr-dict
+    `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 def Graph_FusedDenseOp : Graph_Op<"fused_dense", [Pure]> {
   let summary = "dense + optional bias + activation in one kernel";
   let arguments = (ins Graph_FloatTensor:$input, Graph_FloatTensor:$kernel,

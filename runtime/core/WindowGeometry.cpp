@@ -89,4 +89,14 @@ Status resolveConvChannels(const char *kernel, const KernelConfig &config,
   return Status::ok();
 }
 
+KernelConfig fusedPoolConfig(const KernelConfig &fused) {
+  KernelConfig pool;
+  auto [ph, pw] = fused.getPair("pool_size", 2);
+  auto [sh, sw] = fused.getPair("pool_strides", 2);
+  pool.set("pool_size", std::vector<int64_t>{ph, pw});
+  pool.set("strides", std::vector<int64_t>{sh, sw});
+  pool.set("padding", fused.getString("pool_padding", "valid"));
+  return pool;
+}
+
 } // namespace graph::runtime

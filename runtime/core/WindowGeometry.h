@@ -62,6 +62,21 @@ Status resolveConvChannels(const char *kernel, const KernelConfig &config,
                            const std::vector<int64_t> &kernelShape,
                            ConvChannels &channels);
 
+/// fused_conv2d_pool's pool window as a max_pool2d's configuration: its
+/// pool_size, pool_strides and pool_padding as pool_size, strides and
+/// padding (the convolution's own keep those names in the fused config).
+KernelConfig fusedPoolConfig(const KernelConfig &fused);
+
+/// What max_pool2d_argmax_grad's argmax holds for window (oh, ow): the
+/// position (kh * window_w + kw) of the window's first maximum in
+/// row-major order among its in-range positions. Its input position:
+inline int64_t argmaxRow(const WindowGeometry &g, int64_t oh, int32_t at) {
+  return oh * g.h.stride - g.h.padBefore + at / g.w.window;
+}
+inline int64_t argmaxColumn(const WindowGeometry &g, int64_t ow, int32_t at) {
+  return ow * g.w.stride - g.w.padBefore + at % g.w.window;
+}
+
 } // namespace graph::runtime
 
 #endif // RUNTIME_CORE_WINDOWGEOMETRY_H

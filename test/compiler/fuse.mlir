@@ -692,3 +692,52 @@ graph.model @pool_grad_bias_grad_before_relu {
   %2 = graph.relu_grad %0, %x : tensor<2x4x4x8xf32>
   graph.output %2, %1 : tensor<2x4x4x8xf32>, tensor<8xf32>
 }
+
+// -----
+
+// A fused_conv2d read only by a max pool and that pool's gradient (the
+// seed CNN's conv -> relu -> pool): fused_conv2d_pool records the argmax
+// and max_pool2d_argmax_grad reads it, so the conv's output is gone.
+
+// CHECK-LABEL: graph.model @conv_pool
+// CHECK-NOT:     graph.fused_conv2d %
+// CHECK:         %[[Y:.+]], %[[A:.+]] = graph.fused_conv2d_pool %[[X:.+]], %[[K:.+]] bias %[[B:.+]] strides = [1, 1] padding = valid dilations = [1, 1] activation = relu pool_size = [2, 2] pool_strides = [2, 2] pool_padding = valid : (tensor<2x5x5x3xf32>, tensor<3x3x3x8xf32>, tensor<8xf32>) -> (tensor<2x1x1x8xf32>, tensor<2x1x1x8xi32>)
+// CHECK-NEXT:    %[[DX:.+]], %[[DB:.+]] = graph.max_pool2d_argmax_grad %[[A]], %[[Y]], %{{.+}} pool_size = [2, 2] strides = [2, 2] padding = valid {relu_grad} : (tensor<2x1x1x8xi32>, tensor<2x1x1x8xf32>, tensor<2x1x1x8xf32>) -> (tensor<2x3x3x8xf32>, tensor<8xf32>)
+// CHECK-NOT:     graph.max_pool2d
+// CHECK-NOT:     graph.fused_conv2d %
+// CHECK:         graph.output %[[Y]], %[[DX]], %[[DB]]
+graph.model @conv_pool {
+  %x = graph.input "x" : tensor<2x5x5x3xf32>
+  %k = graph.input "k" : tensor<3x3x3x8xf32>
+  %b = graph.input "b" : tensor<8xf32>
+  %dy = graph.input "dy" : tensor<2x1x1x8xf32>
+  %0 = graph.conv2d %x, %k strides = [1, 1] padding = valid dilations = [1, 1] : (tensor<2x5x5x3xf32>, tensor<3x3x3x8xf32>) -> tensor<2x3x3x8xf32>
+  %1 = graph.bias_add %0, %b : tensor<2x3x3x8xf32>, tensor<8xf32>
+  %2 = graph.relu %1 : tensor<2x3x3x8xf32>
+  %3 = graph.max_pool2d %2 pool_size = [2, 2] strides = [2, 2] padding = valid : tensor<2x3x3x8xf32> -> tensor<2x1x1x8xf32>
+  %4 = graph.max_pool2d_grad %2, %3, %dy pool_size = [2, 2] strides = [2, 2] padding = valid : (tensor<2x3x3x8xf32>, tensor<2x1x1x8xf32>, tensor<2x1x1x8xf32>) -> tensor<2x3x3x8xf32>
+  %5 = graph.relu_grad %4, %2 : tensor<2x3x3x8xf32>
+  %6 = graph.bias_add_grad %5 : tensor<2x3x3x8xf32> -> tensor<8xf32>
+  graph.output %3, %5, %6 : tensor<2x1x1x8xf32>, tensor<2x3x3x8xf32>, tensor<8xf32>
+}
+
+// -----
+
+// Not fused: the conv's output has another reader (the model outputs it),
+// or the pool is an average.
+
+// CHECK-LABEL: graph.model @conv_pool_not_fused
+// CHECK:         %[[C:.+]] = graph.fused_conv2d
+// CHECK-NEXT:    graph.max_pool2d %[[C]]
+// CHECK:         %[[C2:.+]] = graph.fused_conv2d
+// CHECK-NEXT:    graph.avg_pool2d %[[C2]]
+// CHECK-NOT:     fused_conv2d_pool
+graph.model @conv_pool_not_fused {
+  %x = graph.input "x" : tensor<2x5x5x3xf32>
+  %k = graph.input "k" : tensor<3x3x3x8xf32>
+  %0 = graph.conv2d %x, %k strides = [1, 1] padding = valid dilations = [1, 1] : (tensor<2x5x5x3xf32>, tensor<3x3x3x8xf32>) -> tensor<2x3x3x8xf32>
+  %1 = graph.max_pool2d %0 pool_size = [2, 2] strides = [2, 2] padding = valid : tensor<2x3x3x8xf32> -> tensor<2x1x1x8xf32>
+  %2 = graph.conv2d %x, %k strides = [1, 1] padding = valid dilations = [1, 1] : (tensor<2x5x5x3xf32>, tensor<3x3x3x8xf32>) -> tensor<2x3x3x8xf32>
+  %3 = graph.avg_pool2d %2 pool_size = [2, 2] strides = [2, 2] padding = valid : tensor<2x3x3x8xf32> -> tensor<2x1x1x8xf32>
+  graph.output %0, %1, %3 : tensor<2x3x3x8xf32>, tensor<2x1x1x8xf32>, tensor<2x1x1x8xf32>
+}

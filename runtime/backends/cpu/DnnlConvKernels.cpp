@@ -2,7 +2,9 @@
 //
 // conv2d, fused_conv2d (bias as oneDNN's bias argument, the activation as an
 // eltwise post-op), conv2d_grad_input (backward data) and conv2d_grad_kernel
-// (backward weights; the bias gradient is a separate bias_add_grad).
+// (backward weights; the bias gradient is a separate bias_add_grad), and
+// fused_conv2d_pool (a chunk of images at a time, each chunk max-pooled
+// while it is in cache).
 //
 // Layouts, measured on the seed model's three convolutions (AVX2, 2
 // threads, batch 256; forward, backward data and backward weights each
@@ -25,6 +27,11 @@
 
 #include "runtime/backends/cpu/CpuKernels.h"
 #include "runtime/backends/cpu/DnnlContext.h"
+#include "runtime/backends/cpu/VectorKernels.h"
+
+#include <omp.h>
+
+#include <algorithm>
 
 namespace graph::runtime::cpu {
 
@@ -212,6 +219,260 @@ Status makeFusedConv2d(const KernelContext &ctx, const KernelConfig &cfg,
   return makeForward("fused_conv2d", true, ctx, cfg, ins, outs, out);
 }
 
+/// fused_conv2d_pool: the convolution of a chunk of images into a buffer of
+/// the thread's (kChunkBytes: it stays in L2), pooled from there into the
+/// output and argmax, chunks shared out among the replica's threads, each
+/// chunk one single-threaded primitive. The convolution's output is never
+/// stored whole: on the seed CNN's conv 1 that is 22 MB a step not written
+/// and read back by the pool, and not read again by the pool's gradient
+/// (max_pool2d_argmax_grad reads the argmax). The chunk is the largest
+/// divisor of the batch whose output fits kChunkBytes, one image at least.
+class ConvPool {
+public:
+  static constexpr int64_t kChunkBytes = 512 << 10;
+
+  static Status make(const KernelContext &ctx, const KernelConfig &cfg,
+                     const Tensors &ins, const Tensors &outs, KernelFn &out);
+
+  Status operator()(const KernelContext &ctx, const KernelConfig &,
+                    const Tensors &, const Tensors &);
+
+private:
+  /// One thread's chunk: its primitive arguments, src and dst re-pointed
+  /// for every chunk.
+  struct Lane {
+    memory src, dst, scratchpad;
+    std::vector<dnnl_exec_arg_t> args;
+  };
+  void poolChunk(const float *conv, int64_t firstImage);
+
+  ConvShape shape_;     // the whole batch
+  WindowGeometry pool_; // over the convolution's output, per image
+  int64_t chunk_ = 1;   // images a chunk
+  const float *input_ = nullptr;
+  float *output_ = nullptr;
+  int32_t *argmax_ = nullptr;
+  DnnlLaunch reorder_{"fused_conv2d_pool"}; // of the weights, if needed
+  memory weights_, bias_; // what the lanes' arguments point at
+  dnnl::convolution_forward primitive_;
+  std::vector<Lane> lanes_; // one a thread of the replica's team
+};
+
+Status ConvPool::make(const KernelContext &ctx, const KernelConfig &cfg,
+                      const Tensors &ins, const Tensors &outs, KernelFn &out) {
+  static constexpr const char *kName = "fused_conv2d_pool";
+  if (outs.size() != 2 || outs[1].dtype != plan::DType::i32 || !outs[1].data)
+    return Status::error(std::string(kName) +
+                         ": writes the pooled output and an i32 argmax");
+  if (Status s = checkOperands(kName, ins, {outs[0]}, 2, 3, 1); !s)
+    return s;
+  auto self = std::make_shared<ConvPool>();
+  const std::vector<int64_t> &k = ins[1].shape;
+  if (k.size() != 4)
+    return Status::error(std::string(kName) + ": needs an HWIO kernel, got " +
+                         shapeText(k));
+  WindowGeometry cg;
+  if (Status s = resolveWindow(kName, cfg, ins[0].shape, k[0], k[1], true, cg);
+      !s)
+    return s;
+  ConvChannels cc;
+  if (Status s = resolveConvChannels(kName, cfg, cg.c, k, cc); !s)
+    return s;
+  std::vector<int64_t> convOut = {cg.n, cg.h.out, cg.w.out, cc.filters};
+  if (Status s = convShape(kName, cfg, ins[0].shape, k, convOut, self->shape_);
+      !s)
+    return s;
+  KernelConfig poolCfg = fusedPoolConfig(cfg);
+  auto [ph, pw] = poolCfg.getPair("pool_size", 2);
+  WindowGeometry &g = self->pool_;
+  if (Status s = resolveWindow(kName, poolCfg, convOut, ph, pw, false, g); !s)
+    return s;
+  std::vector<int64_t> pooled = {g.n, g.h.out, g.w.out, g.c};
+  if (outs[0].shape != pooled || outs[1].shape != pooled)
+    return Status::error(std::string(kName) + ": output and argmax must be " +
+                         shapeText(pooled) + ", got " +
+                         shapeText(outs[0].shape) + " and " +
+                         shapeText(outs[1].shape));
+  bool hasBias = ins.size() == 3;
+  if (hasBias && ins[2].elements() != cc.filters)
+    return Status::error(std::string(kName) + ": bias " +
+                         shapeText(ins[2].shape) + " does not match " +
+                         std::to_string(cc.filters) + " filters");
+  const int64_t imageBytes = g.h.in * g.w.in * g.c * int64_t(sizeof(float));
+  int64_t &chunk = self->chunk_;
+  chunk = std::max<int64_t>(1, std::min(g.n, kChunkBytes / imageBytes));
+  while (g.n % chunk != 0)
+    --chunk;
+  ConvShape part = self->shape_;
+  part.g.n = chunk;
+  dnnl::primitive_attr attr = userScratchpad();
+  dnnl::post_ops ops;
+  if (Status s = appendEpilogue(kName, cfg, ops); !s)
+    return s;
+  attr.set_post_ops(ops);
+  const int threads = threadsPerReplica(ctx.replicas);
+  try {
+    memory::desc biasDesc({cc.filters}, kF32, Tag::x);
+    dnnl::convolution_forward::primitive_desc pd;
+    {
+      // Each chunk runs on one thread: oneDNN sizes the primitive (and
+      // generates its code) for the team it is created under.
+      ReplicaThreadsScope one(ctx, 1);
+      pd = dnnl::convolution_forward::primitive_desc(
+          forwardDesc(part, hasBias ? &biasDesc : nullptr), attr, dnnlEngine());
+      self->primitive_ = dnnl::convolution_forward(pd);
+    }
+    self->weights_ = self->reorder_.input(
+        pd.weights_desc(), bind(self->shape_.weightsHwio(), ins[1].data));
+    if (hasBias)
+      self->bias_ = bind(biasDesc, ins[2].data);
+    for (int t = 0; t < threads; ++t) {
+      Lane lane{bind(part.src(), ins[0].data),
+                bind(part.dst(), nullptr),
+                memory(pd.scratchpad_desc(), dnnlEngine()),
+                {}};
+      lane.args = {{DNNL_ARG_SRC, lane.src.get()},
+                   {DNNL_ARG_WEIGHTS, self->weights_.get()},
+                   {DNNL_ARG_DST, lane.dst.get()},
+                   {DNNL_ARG_SCRATCHPAD, lane.scratchpad.get()}};
+      if (hasBias)
+        lane.args.push_back({DNNL_ARG_BIAS, self->bias_.get()});
+      self->lanes_.push_back(std::move(lane));
+    }
+  } catch (const dnnl::error &e) {
+    return Status::error(std::string(kName) +
+                         ": oneDNN refused the convolution: " + e.what());
+  }
+  self->input_ = ins[0].f32();
+  self->output_ = outs[0].f32();
+  self->argmax_ = outs[1].i32();
+  out = [self](const KernelContext &ctx, const KernelConfig &cfg,
+               const Tensors &ins,
+               const Tensors &outs) { return (*self)(ctx, cfg, ins, outs); };
+  return Status::ok();
+}
+
+Status ConvPool::operator()(const KernelContext &ctx, const KernelConfig &cfg,
+                            const Tensors &ins, const Tensors &outs) {
+  if (Status s = reorder_(ctx, cfg, ins, outs); !s)
+    return s;
+  const int64_t chunks = pool_.n / chunk_;
+  const int64_t inImage = shape_.g.h.in * shape_.g.w.in * shape_.g.c;
+  const int64_t convImage = pool_.h.in * pool_.w.in * pool_.c;
+  dnnl_status_t status = dnnl_success;
+  const int threads = static_cast<int>(lanes_.size());
+  // Chunks are independent and write disjoint outputs: handed out one at a
+  // time, so a thread another process displaces takes fewer of them
+  // instead of holding the others at the barrier.
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
+  for (int64_t c = 0; c < chunks; ++c) {
+    Lane &lane = lanes_[omp_get_thread_num()];
+    float *conv = vec::threadScratch<float>(chunk_ * convImage);
+    dnnl::stream &stream = dnnlStream();
+    lane.src.set_data_handle(const_cast<float *>(input_) +
+                             c * chunk_ * inImage);
+    lane.dst.set_data_handle(conv);
+    dnnl_status_t s = dnnl_primitive_execute(primitive_.get(), stream.get(),
+                                             static_cast<int>(lane.args.size()),
+                                             lane.args.data());
+    if (s == dnnl_success)
+      s = dnnl_stream_wait(stream.get());
+    if (s != dnnl_success) {
+#pragma omp critical(conv_pool_status)
+      status = s;
+      continue;
+    }
+    poolChunk(conv, c * chunk_);
+  }
+  if (status != dnnl_success)
+    return Status::error(std::string("fused_conv2d_pool: oneDNN failed: ") +
+                         dnnl::error(status, "could not execute").what());
+  return Status::ok();
+}
+
+/// Max-pools `chunk_` images of the convolution's output from `conv`,
+/// writing images firstImage... of the output and argmax: each window's
+/// first maximum in row-major order. The window's rows of channels are
+/// compared in place in the output row (hot in L1), whole rows at a time.
+void ConvPool::poolChunk(const float *conv, int64_t firstImage) {
+  const WindowGeometry &g = pool_;
+  const int64_t c = g.c, inW = g.w.in;
+  const int64_t inImage = g.h.in * inW * c, outImage = g.h.out * g.w.out * c;
+  // The usual 2x2/2 valid pool: four rows a window, straight-line.
+  const bool full2x2 = g.h.window == 2 && g.w.window == 2 && g.h.stride == 2 &&
+                       g.w.stride == 2 && g.h.padBefore == 0 &&
+                       g.w.padBefore == 0;
+  for (int64_t n = 0; n < chunk_; ++n) {
+    const float *xn = conv + n * inImage;
+    float *yn = output_ + (firstImage + n) * outImage;
+    int32_t *an = argmax_ + (firstImage + n) * outImage;
+    if (full2x2) {
+      for (int64_t oh = 0; oh < g.h.out; ++oh)
+        for (int64_t ow = 0; ow < g.w.out; ++ow) {
+          const float *__restrict x0 = xn + (2 * oh * inW + 2 * ow) * c;
+          const float *__restrict x1 = x0 + c;
+          const float *__restrict x2 = x0 + inW * c;
+          const float *__restrict x3 = x2 + c;
+          float *__restrict y = yn + (oh * g.w.out + ow) * c;
+          int32_t *__restrict a = an + (oh * g.w.out + ow) * c;
+#pragma omp simd
+          for (int64_t k = 0; k < c; ++k) {
+            float best = x0[k];
+            int32_t at = 0;
+            if (x1[k] > best) {
+              best = x1[k];
+              at = 1;
+            }
+            if (x2[k] > best) {
+              best = x2[k];
+              at = 2;
+            }
+            if (x3[k] > best) {
+              best = x3[k];
+              at = 3;
+            }
+            y[k] = best;
+            a[k] = at;
+          }
+        }
+      continue;
+    }
+    for (int64_t oh = 0; oh < g.h.out; ++oh) {
+      const int64_t h0 = oh * g.h.stride - g.h.padBefore;
+      const int64_t hBegin = std::max<int64_t>(h0, 0);
+      const int64_t hEnd = std::min(h0 + g.h.window, g.h.in);
+      for (int64_t ow = 0; ow < g.w.out; ++ow) {
+        const int64_t w0 = ow * g.w.stride - g.w.padBefore;
+        const int64_t wBegin = std::max<int64_t>(w0, 0);
+        const int64_t wEnd = std::min(w0 + g.w.window, inW);
+        float *__restrict y = yn + (oh * g.w.out + ow) * c;
+        int32_t *__restrict a = an + (oh * g.w.out + ow) * c;
+        const float *__restrict first = xn + (hBegin * inW + wBegin) * c;
+        const int32_t firstAt =
+            static_cast<int32_t>((hBegin - h0) * g.w.window + wBegin - w0);
+#pragma omp simd
+        for (int64_t k = 0; k < c; ++k) {
+          y[k] = first[k];
+          a[k] = firstAt;
+        }
+        for (int64_t ih = hBegin; ih < hEnd; ++ih)
+          for (int64_t iw = ih == hBegin ? wBegin + 1 : wBegin; iw < wEnd;
+               ++iw) {
+            const float *__restrict xp = xn + (ih * inW + iw) * c;
+            const int32_t pos =
+                static_cast<int32_t>((ih - h0) * g.w.window + iw - w0);
+#pragma omp simd
+            for (int64_t k = 0; k < c; ++k) {
+              const bool greater = xp[k] > y[k];
+              y[k] = greater ? xp[k] : y[k];
+              a[k] = greater ? pos : a[k];
+            }
+          }
+      }
+    }
+  }
+}
+
 /// ins: output_grad, kernel; out: input_grad (the forward input's shape).
 Status makeConv2dGradInput(const KernelContext &ctx, const KernelConfig &cfg,
                            const Tensors &ins, const Tensors &outs,
@@ -320,6 +581,7 @@ Status makeConv2dGradKernel(const KernelContext &ctx, const KernelConfig &cfg,
 void registerDnnlConvKernels(KernelRegistry &registry) {
   registry.addFactory("conv2d", Backend::cpu, makeConv2d);
   registry.addFactory("fused_conv2d", Backend::cpu, makeFusedConv2d);
+  registry.addFactory("fused_conv2d_pool", Backend::cpu, ConvPool::make);
   registry.addFactory("conv2d_grad_input", Backend::cpu, makeConv2dGradInput);
   registry.addFactory("conv2d_grad_kernel", Backend::cpu, makeConv2dGradKernel);
 }

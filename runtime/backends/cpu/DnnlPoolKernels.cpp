@@ -15,7 +15,9 @@
 // produced x, in the same pass; with a second output (input_grad_sum) it
 // sums dx per channel as it writes it: each image's sums go to their own
 // row, and the rows are added in image order, so the result does not depend
-// on the thread count.
+// on the thread count. max_pool2d_argmax_grad routes dy by the argmax
+// fused_conv2d_pool recorded instead of searching x, which it does not
+// read.
 //
 //===----------------------------------------------------------------------===//
 
@@ -424,11 +426,125 @@ Status makeMaxPool2dGrad(const KernelContext &, const KernelConfig &cfg,
   return Status::ok();
 }
 
+/// dx of a max pool from the forward pass's argmax (WindowGeometry.h):
+/// each dy goes to the position its window's argmax names, with `relu`
+/// only where y > 0. An image's dx is written by one thread; tiling windows
+/// (stride == window) write each covered position once, dy or zero, and
+/// clear only what no window covers; overlapping ones clear and add.
+/// `imageSums` as for maxPoolGrad.
+void maxPoolArgmaxGrad(const WindowGeometry &g, const int32_t *argmax,
+                       const float *y, const float *dy, float *dx, bool relu,
+                       float *imageSums) {
+  const int64_t c = g.c, inW = g.w.in;
+  const int64_t inImage = g.h.in * inW * c;
+  const int64_t outImage = g.h.out * g.w.out * c;
+  const bool tiled = g.h.stride == g.h.window && g.w.stride == g.w.window;
+#pragma omp parallel for schedule(static)
+  for (int64_t n = 0; n < g.n; ++n) {
+    const int32_t *an = argmax + n * outImage;
+    const float *yn = y + n * outImage, *dyn = dy + n * outImage;
+    float *dxn = dx + n * inImage;
+    float *sums = imageSums ? imageSums + n * c : nullptr;
+    if (sums)
+      std::fill(sums, sums + c, 0.0f);
+    if (tiled)
+      clearUncovered(g, dxn);
+    else
+      std::memset(dxn, 0, sizeof(float) * inImage);
+    for (int64_t oh = 0; oh < g.h.out; ++oh) {
+      const int64_t h0 = oh * g.h.stride - g.h.padBefore;
+      const int64_t hBegin = std::max<int64_t>(h0, 0);
+      const int64_t hEnd = std::min(h0 + g.h.window, g.h.in);
+      for (int64_t ow = 0; ow < g.w.out; ++ow) {
+        const int64_t w0 = ow * g.w.stride - g.w.padBefore;
+        const int64_t wBegin = std::max<int64_t>(w0, 0);
+        const int64_t wEnd = std::min(w0 + g.w.window, inW);
+        const int64_t at = (oh * g.w.out + ow) * c;
+        const int32_t *a = an + at;
+        const float *yw = yn + at, *dyw = dyn + at;
+        if (tiled) {
+          for (int64_t ih = hBegin; ih < hEnd; ++ih)
+            for (int64_t iw = wBegin; iw < wEnd; ++iw) {
+              const int32_t pos =
+                  static_cast<int32_t>((ih - h0) * g.w.window + iw - w0);
+              float *dxp = dxn + (ih * inW + iw) * c;
+#pragma omp simd
+              for (int64_t k = 0; k < c; ++k)
+                dxp[k] = a[k] == pos && (!relu || yw[k] > 0.0f) ? dyw[k] : 0.0f;
+            }
+        } else {
+          for (int64_t k = 0; k < c; ++k)
+            if (!relu || yw[k] > 0.0f)
+              dxn[(argmaxRow(g, oh, a[k]) * inW + argmaxColumn(g, ow, a[k])) *
+                      c +
+                  k] += dyw[k];
+        }
+        if (sums)
+#pragma omp simd
+          for (int64_t k = 0; k < c; ++k)
+            sums[k] += !relu || yw[k] > 0.0f ? dyw[k] : 0.0f;
+      }
+    }
+  }
+}
+
+/// ins: argmax (i32), y, dy; outs: dx and optionally its per-channel sum.
+Status makeMaxPool2dArgmaxGrad(const KernelContext &, const KernelConfig &cfg,
+                               const Tensors &ins, const Tensors &outs,
+                               KernelFn &out) {
+  static constexpr const char *kName = "max_pool2d_argmax_grad";
+  if (outs.size() != 1 && outs.size() != 2)
+    return fail(kName, "writes input_grad and optionally input_grad_sum, got " +
+                           std::to_string(outs.size()) + " outputs");
+  if (ins.size() != 3 || ins[0].dtype != plan::DType::i32 || !ins[0].data)
+    return fail(kName, "takes an i32 argmax, the output and output_grad");
+  if (Status s =
+          checkOperands(kName, {ins[1], ins[2]}, outs, 2, 2, outs.size());
+      !s)
+    return s;
+  WindowGeometry g;
+  if (Status s = poolShape(kName, cfg, outs[0].shape, ins[2].shape, g); !s)
+    return s;
+  if (ins[0].shape != ins[2].shape || ins[1].shape != ins[2].shape)
+    return fail(kName, "argmax " + shapeText(ins[0].shape) + ", output " +
+                           shapeText(ins[1].shape) + " and output_grad " +
+                           shapeText(ins[2].shape) + " differ");
+  const int32_t *argmax = ins[0].i32();
+  const float *y = ins[1].f32(), *dy = ins[2].f32();
+  float *dx = outs[0].f32();
+  bool relu = cfg.getInt("relu_grad", 0) != 0;
+  if (outs.size() == 2 && outs[1].elements() != g.c)
+    return fail(kName, "input_grad_sum " + shapeText(outs[1].shape) +
+                           " does not match " + std::to_string(g.c) +
+                           " channels");
+  // Per-image sums, added in image order as for max_pool2d_grad.
+  auto imageSums =
+      std::make_shared<std::vector<float>>(outs.size() == 2 ? g.n * g.c : 0);
+  float *sum = outs.size() == 2 ? outs[1].f32() : nullptr;
+  out = [=](const KernelContext &ctx, const KernelConfig &, const Tensors &,
+            const Tensors &) {
+    useReplicaThreads(ctx);
+    maxPoolArgmaxGrad(g, argmax, y, dy, dx, relu,
+                      sum ? imageSums->data() : nullptr);
+    if (sum)
+      for (int64_t k = 0; k < g.c; ++k) {
+        double total = 0.0;
+        for (int64_t n = 0; n < g.n; ++n)
+          total += (*imageSums)[n * g.c + k];
+        sum[k] = static_cast<float>(total);
+      }
+    return Status::ok();
+  };
+  return Status::ok();
+}
+
 } // namespace
 
 void registerDnnlPoolKernels(KernelRegistry &registry) {
   registry.addFactory("max_pool2d", Backend::cpu, makeMaxPool2d);
   registry.addFactory("max_pool2d_grad", Backend::cpu, makeMaxPool2dGrad);
+  registry.addFactory("max_pool2d_argmax_grad", Backend::cpu,
+                      makeMaxPool2dArgmaxGrad);
   registry.addFactory("avg_pool2d", Backend::cpu, makeAvgPool2d);
   registry.addFactory("avg_pool2d_grad", Backend::cpu, makeAvgPool2dGrad);
   registry.addFactory("global_avg_pool2d", Backend::cpu, makeGlobalAvgPool2d);

@@ -425,6 +425,98 @@ Status maxPool2dGrad(const KernelContext &, const KernelConfig &cfg,
   return Status::ok();
 }
 
+/// ins: x, kernel [, bias]; outs: y, argmax. The fused convolution into a
+/// temporary, then max_pool2d's loop recording each window's first maximum
+/// (WindowGeometry.h's argmax).
+Status fusedConv2dPool(const KernelContext &ctx, const KernelConfig &cfg,
+                       const Tensors &ins, const Tensors &outs) {
+  static constexpr const char *kName = "fused_conv2d_pool";
+  CHECK_ARITY(2, 3, 2);
+  const TensorRef &k = ins[1];
+  REQUIRE(k.shape.size() == 4, "needs an HWIO kernel");
+  REQUIRE(outs[1].dtype == plan::DType::i32, "argmax must be i32");
+  WindowGeometry cg;
+  RESOLVE_WINDOW(ins[0].shape, k.shape[0], k.shape[1], true, cg);
+  ConvChannels cc;
+  RESOLVE_CHANNELS(cg.c, k.shape, cc);
+  std::vector<float> convOut(cg.n * cg.h.out * cg.w.out * cc.filters);
+  TensorRef conv{convOut.data(), {cg.n, cg.h.out, cg.w.out, cc.filters}};
+  if (Status s = convForward(kName, cfg, ins, {conv}, true); !s)
+    return s;
+  KernelConfig poolCfg = fusedPoolConfig(cfg);
+  WindowGeometry g;
+  if (Status s = poolGeometry(kName, poolCfg, conv.shape, outs[0].shape, g); !s)
+    return s;
+  REQUIRE(outs[1].shape == outs[0].shape, "argmax must have the output's shape");
+  Vec y(outs[0].elements());
+  int32_t *argmax = outs[1].i32();
+  for (int64_t n = 0; n < g.n; ++n)
+    for (int64_t oh = 0; oh < g.h.out; ++oh)
+      for (int64_t ow = 0; ow < g.w.out; ++ow)
+        for (int64_t c = 0; c < g.c; ++c) {
+          double best = 0.0;
+          int32_t at = -1;
+          forWindow(g, oh, ow, [&](int64_t ih, int64_t iw) {
+            double v = convOut[nhwc(n, ih, iw, c, g.h.in, g.w.in, g.c)];
+            if (at < 0 || v > best) {
+              best = v;
+              at = static_cast<int32_t>(
+                  (ih - (oh * g.h.stride - g.h.padBefore)) * g.w.window +
+                  (iw - (ow * g.w.stride - g.w.padBefore)));
+            }
+          });
+          int64_t i = nhwc(n, oh, ow, c, g.h.out, g.w.out, g.c);
+          y[i] = best;
+          argmax[i] = at;
+        }
+  store(outs[0], y);
+  return Status::ok();
+}
+
+/// ins: argmax, y, dy; outs: dx [, dx summed per channel]. Each dy goes to
+/// its window's argmax; with relu_grad only where y > 0.
+Status maxPool2dArgmaxGrad(const KernelContext &, const KernelConfig &cfg,
+                           const Tensors &ins, const Tensors &outs) {
+  static constexpr const char *kName = "max_pool2d_argmax_grad";
+  REQUIRE(outs.size() == 1 || outs.size() == 2,
+          "writes input_grad and optionally input_grad_sum, got " +
+              std::to_string(outs.size()) + " outputs");
+  CHECK_ARITY(3, 3, outs.size());
+  WindowGeometry g;
+  POOL_GEOMETRY(outs[0].shape, ins[2].shape, g);
+  REQUIRE(ins[0].dtype == plan::DType::i32 && ins[0].shape == ins[2].shape &&
+              ins[1].shape == ins[2].shape,
+          "argmax (i32), output and output_grad must have one shape");
+  const int32_t *argmax = ins[0].i32();
+  Vec y = load(ins[1]), dy = load(ins[2]), dx(outs[0].elements(), 0.0);
+  bool relu = truthy(cfg, "relu_grad");
+  for (int64_t n = 0; n < g.n; ++n)
+    for (int64_t oh = 0; oh < g.h.out; ++oh)
+      for (int64_t ow = 0; ow < g.w.out; ++ow)
+        for (int64_t c = 0; c < g.c; ++c) {
+          int64_t i = nhwc(n, oh, ow, c, g.h.out, g.w.out, g.c);
+          int32_t at = argmax[i];
+          REQUIRE(at >= 0 && at < g.h.window * g.w.window,
+                  "argmax " + std::to_string(at) + " is outside the window");
+          int64_t ih = argmaxRow(g, oh, at), iw = argmaxColumn(g, ow, at);
+          REQUIRE(ih >= 0 && ih < g.h.in && iw >= 0 && iw < g.w.in,
+                  "argmax " + std::to_string(at) + " is a padded position");
+          if (!relu || y[i] > 0)
+            dx[nhwc(n, ih, iw, c, g.h.in, g.w.in, g.c)] += dy[i];
+        }
+  store(outs[0], dx);
+  if (outs.size() == 2) {
+    REQUIRE(outs[1].elements() == g.c, "input_grad_sum " +
+                                           shapeText(outs[1].shape) +
+                                           " does not match the channels");
+    Vec sum(g.c, 0.0);
+    for (size_t i = 0; i < dx.size(); ++i)
+      sum[i % g.c] += static_cast<float>(dx[i]);
+    store(outs[1], sum);
+  }
+  return Status::ok();
+}
+
 /// The mean over the window's in-range positions (Keras excludes padding).
 Status avgPool2d(const KernelContext &, const KernelConfig &cfg,
                  const Tensors &ins, const Tensors &outs) {
@@ -2183,6 +2275,8 @@ struct Entry {
 const Entry kKernels[] = {
     {"conv2d", conv2d},
     {"fused_conv2d", fusedConv2d},
+    {"fused_conv2d_pool", fusedConv2dPool},
+    {"max_pool2d_argmax_grad", maxPool2dArgmaxGrad},
     {"conv2d_grad_input", conv2dGradInput},
     {"conv2d_grad_kernel", conv2dGradKernel},
     {"max_pool2d", maxPool2d},

@@ -42,9 +42,15 @@ using namespace graph::runtime::testing;
 namespace {
 
 bool isContraction(const std::string &kernel) {
-  static const std::set<std::string> contractions = {
-      "conv2d", "fused_conv2d", "conv2d_grad_input", "conv2d_grad_kernel",
-      "dense",  "fused_dense",  "dense_grad_input",  "dense_grad_kernel"};
+  static const std::set<std::string> contractions = {"conv2d",
+                                                     "fused_conv2d",
+                                                     "fused_conv2d_pool",
+                                                     "conv2d_grad_input",
+                                                     "conv2d_grad_kernel",
+                                                     "dense",
+                                                     "fused_dense",
+                                                     "dense_grad_input",
+                                                     "dense_grad_kernel"};
   return contractions.count(kernel) != 0;
 }
 
@@ -58,9 +64,7 @@ std::vector<Tensor> runReference(Case &c) {
     Status s = launch("max_pool2d", c.cfg, {&c.ins[0]}, {&c.ins[1]});
     EXPECT_TRUE(s.isOk()) << s.message();
   }
-  std::vector<Tensor> outs;
-  for (const auto &shape : c.outs)
-    outs.push_back(Tensor::f32(shape));
+  std::vector<Tensor> outs = outputsOf(c);
   std::vector<Tensor *> in, out;
   for (Tensor &t : c.ins)
     in.push_back(&t);
@@ -118,8 +122,8 @@ void prepare(CudaTestDevice &device, const Case &c, DeviceCase &d) {
     ASSERT_TRUE(d.ins.back()->ok());
     d.inRefs.push_back(d.ins.back()->ref());
   }
-  for (const auto &shape : c.outs) {
-    d.outs.push_back(std::make_unique<DeviceTensor>(Tensor::f32(shape)));
+  for (const Tensor &t : outputsOf(c)) {
+    d.outs.push_back(std::make_unique<DeviceTensor>(t));
     ASSERT_TRUE(d.outs.back()->ok());
     d.outRefs.push_back(d.outs.back()->ref());
   }

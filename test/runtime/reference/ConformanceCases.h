@@ -11,13 +11,17 @@
 
 #include "KernelTestUtil.h"
 
+#include "runtime/core/WindowGeometry.h"
+
 #include <algorithm>
 #include <cmath>
 #include <map>
 #include <numeric>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 namespace graph::runtime::testing {
@@ -29,7 +33,55 @@ struct Case {
   std::vector<Tensor> ins;
   std::vector<std::vector<int64_t>> outs;
   KernelContext ctx;
+  /// The outputs' types where not all f32 (fused_conv2d_pool's argmax).
+  std::vector<plan::DType> outTypes = {};
 };
+
+/// Zeroed output tensors of `c`'s shapes and types.
+inline std::vector<Tensor> outputsOf(const Case &c) {
+  std::vector<Tensor> outs;
+  for (size_t o = 0; o < c.outs.size(); ++o)
+    outs.push_back(Tensor::make(
+        c.outs[o], o < c.outTypes.size() ? c.outTypes[o] : plan::DType::f32));
+  return outs;
+}
+
+/// A max pool of `x` ([N, H, W, C]) under `pool` (a max_pool2d config):
+/// the pooled values and each window's argmax as fused_conv2d_pool records
+/// it (runtime/core/WindowGeometry.h), computed here, independently of
+/// every backend, for max_pool2d_argmax_grad's inputs.
+inline std::pair<Tensor, Tensor> poolWithArgmax(const Tensor &x,
+                                                const KernelConfig &pool) {
+  auto [ph, pw] = pool.getPair("pool_size", 2);
+  WindowGeometry g;
+  Status s = resolveWindow("test", pool, x.shape, ph, pw, false, g);
+  if (!s)
+    throw std::runtime_error(s.message());
+  std::vector<int64_t> shape = {g.n, g.h.out, g.w.out, g.c};
+  std::vector<double> xs = x.values(), y, at;
+  for (int64_t n = 0; n < g.n; ++n)
+    for (int64_t oh = 0; oh < g.h.out; ++oh)
+      for (int64_t ow = 0; ow < g.w.out; ++ow)
+        for (int64_t c = 0; c < g.c; ++c) {
+          double best = 0;
+          int64_t where = -1;
+          for (int64_t kh = 0; kh < g.h.window; ++kh)
+            for (int64_t kw = 0; kw < g.w.window; ++kw) {
+              int64_t ih = oh * g.h.stride - g.h.padBefore + kh;
+              int64_t iw = ow * g.w.stride - g.w.padBefore + kw;
+              if (ih < 0 || ih >= g.h.in || iw < 0 || iw >= g.w.in)
+                continue;
+              double v = xs[((n * g.h.in + ih) * g.w.in + iw) * g.c + c];
+              if (where < 0 || v > best) {
+                best = v;
+                where = kh * g.w.window + kw;
+              }
+            }
+          y.push_back(best);
+          at.push_back(static_cast<double>(where));
+        }
+  return {Tensor::f32(shape, y), Tensor::make(shape, plan::DType::i32, at)};
+}
 
 inline int64_t count(const std::vector<int64_t> &s) {
   int64_t n = 1;
@@ -68,10 +120,11 @@ inline std::vector<Case> allCases() {
   std::vector<Case> cases;
   auto add = [&](std::string kernel, std::string label, KernelConfig cfg,
                  std::vector<Tensor> ins,
-                 std::vector<std::vector<int64_t>> outs,
-                 KernelContext ctx = {}) {
+                 std::vector<std::vector<int64_t>> outs, KernelContext ctx = {},
+                 std::vector<plan::DType> outTypes = {}) {
     cases.push_back({std::move(kernel), std::move(label), std::move(cfg),
-                     std::move(ins), std::move(outs), ctx});
+                     std::move(ins), std::move(outs), ctx,
+                     std::move(outTypes)});
   };
   std::vector<int64_t> x4 = {2, 6, 5, 3};
   for (auto [padding, s, d] :
@@ -679,8 +732,44 @@ inline std::vector<Case> allCases() {
         {distinct(g.x, 74), Tensor::f32(g.y), rnd(g.y, 76)}, {g.x, channels});
     add("max_pool2d_grad", g.label + ", ties, relu_grad, input_grad_sum", relu,
         {ties(g.x, 75), Tensor::f32(g.y), rnd(g.y, 76)}, {g.x, channels});
+    // From the forward pass's argmax (fused_conv2d_pool): x's ties decide
+    // it, half of the maxima are <= 0 for relu_grad to drop.
+    auto [y, argmax] = poolWithArgmax(ties(g.x, 75), g.cfg);
+    add("max_pool2d_argmax_grad", g.label, g.cfg, {argmax, y, rnd(g.y, 76)},
+        {g.x});
+    add("max_pool2d_argmax_grad", g.label + ", relu_grad, input_grad_sum", relu,
+        {argmax, y, rnd(g.y, 76)}, {g.x, channels});
     add("avg_pool2d", g.label, g.cfg, {rnd(g.x, 77)}, {g.y});
     add("avg_pool2d_grad", g.label, g.cfg, {rnd(g.y, 76)}, {g.x});
+  }
+  // fused_conv2d_pool: the convolution's geometry and activation, then a
+  // pool of its output: tiling and overlapping windows, and a batch of 6
+  // (the cpu kernel's chunks of images).
+  for (auto [label, conv, act, poolCfg, xs, ks, ys] :
+       {std::tuple{std::string("valid conv, 2x2 s2 pool, relu"),
+                   window("valid", {1, 1}, {1, 1}), std::string("relu"),
+                   pool("valid", {2, 2}, {2, 2}),
+                   std::vector<int64_t>{6, 9, 8, 3},
+                   std::vector<int64_t>{3, 3, 3, 16},
+                   std::vector<int64_t>{6, 3, 3, 16}},
+        std::tuple{std::string("same s2 conv, 3x3 s1 same pool, none"),
+                   window("same", {2, 2}, {1, 1}), std::string("none"),
+                   pool("same", {3, 3}, {1, 1}),
+                   std::vector<int64_t>{2, 7, 6, 4},
+                   std::vector<int64_t>{3, 3, 4, 5},
+                   std::vector<int64_t>{2, 4, 3, 5}}}) {
+    KernelConfig cfg = conv;
+    cfg.set("activation", act);
+    cfg.set("pool_size", poolCfg.getInts("pool_size"));
+    cfg.set("pool_strides", poolCfg.getInts("strides"));
+    cfg.set("pool_padding", poolCfg.getString("padding"));
+    int64_t f = ks[3];
+    add("fused_conv2d_pool", label, cfg,
+        {rnd(xs, 80), rnd(ks, 81), rnd({f}, 82)}, {ys, ys}, {},
+        {plan::DType::f32, plan::DType::i32});
+    add("fused_conv2d_pool", label + ", no bias", cfg,
+        {rnd(xs, 80), rnd(ks, 81)}, {ys, ys}, {},
+        {plan::DType::f32, plan::DType::i32});
   }
   add("global_avg_pool2d", "batch 1, 19 channels", {}, {rnd({1, 4, 3, 19}, 78)},
       {{1, 19}});

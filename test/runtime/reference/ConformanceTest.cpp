@@ -27,9 +27,7 @@ std::vector<Tensor> runCase(Case c, Backend backend) {
     Status s = launch("max_pool2d", c.cfg, {&c.ins[0]}, {&y});
     EXPECT_TRUE(s.isOk()) << s.message();
   }
-  std::vector<Tensor> outs;
-  for (const auto &shape : c.outs)
-    outs.push_back(Tensor::f32(shape));
+  std::vector<Tensor> outs = outputsOf(c);
   std::vector<Tensor *> in, out;
   for (Tensor &t : c.ins)
     in.push_back(&t);

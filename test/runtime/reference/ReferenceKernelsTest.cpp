@@ -8,11 +8,13 @@
 
 #include "KernelTestUtil.h"
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <regex>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 using namespace graph::runtime;
 using namespace graph::runtime::testing;
@@ -226,6 +228,52 @@ TEST(ReferenceKernels, MaxPoolGradGoesToFirstMaximum) {
   Tensor dx = Tensor::f32({1, 2, 2, 1});
   RUN_OK("max_pool2d_grad", poolConfig("valid", 2, 2), {&x, &y, &dy}, {&dx});
   expectAllNear(dx.values(), {1, 0, 0, 0}, 0);
+}
+
+/// graph-fuse's fused_conv2d_pool + max_pool2d_argmax_grad {relu_grad}
+/// compute what they replace, fused_conv2d (relu) + max_pool2d +
+/// max_pool2d_grad {relu_grad}: a conv whose relu zeroes many positions
+/// (whole windows among them, where the argmax form must drop the
+/// gradient by y <= 0) and windows that overlap (3x3 stride 2) or tile.
+TEST(ReferenceKernels, ConvPoolWithArgmaxIsConvThenPool) {
+  for (auto [size, stride, padding] :
+       {std::tuple{2, 2, "valid"}, std::tuple{3, 2, "same"}}) {
+    KernelConfig conv = poolConfig("valid", 1, 1); // strides 1, valid
+    conv.set("activation", std::string("relu"));
+    KernelConfig pool = poolConfig(padding, size, stride);
+    KernelConfig fused = conv;
+    fused.set("pool_size", pool.getInts("pool_size"))
+        .set("pool_strides", pool.getInts("strides"))
+        .set("pool_padding", std::string(padding));
+    Tensor x = Tensor::f32({2, 7, 7, 2}, uniform(2 * 7 * 7 * 2, -1, 1, 1));
+    Tensor k = Tensor::f32({3, 3, 2, 3}, uniform(3 * 3 * 2 * 3, -1, 1, 2));
+    Tensor b = Tensor::f32({3}, {-0.5, 0.0, 0.3});
+    Tensor c = Tensor::f32({2, 5, 5, 3});
+    RUN_OK("fused_conv2d", conv, {&x, &k, &b}, {&c});
+    int64_t out = std::string(padding) == "same" ? 3 : 2;
+    std::vector<int64_t> pooled = {2, out, out, 3};
+    Tensor y = Tensor::f32(pooled), dx = Tensor::f32({2, 5, 5, 3});
+    Tensor dy = Tensor::f32(pooled, uniform(2 * out * out * 3, -1, 1, 3));
+    RUN_OK("max_pool2d", pool, {&c}, {&y});
+    KernelConfig reluGrad = pool;
+    reluGrad.set("relu_grad", int64_t{1});
+    RUN_OK("max_pool2d_grad", reluGrad, {&c, &y, &dy}, {&dx});
+
+    Tensor fy = Tensor::f32(pooled),
+           at = Tensor::make(pooled, graph::plan::DType::i32);
+    Tensor fdx = Tensor::f32({2, 5, 5, 3}), sum = Tensor::f32({3});
+    RUN_OK("fused_conv2d_pool", fused, {&x, &k, &b}, {&fy, &at});
+    RUN_OK("max_pool2d_argmax_grad", reluGrad, {&at, &fy, &dy}, {&fdx, &sum});
+    expectAllNear(fy.values(), y.values(), 0);
+    expectAllNear(fdx.values(), dx.values(), 0);
+    std::vector<double> channelSums(3, 0.0), d = dx.values();
+    for (size_t i = 0; i < d.size(); ++i)
+      channelSums[i % 3] += d[i];
+    expectAllNear(sum.values(), channelSums, 1e-6);
+    // The relu left windows whose maximum is 0: the case y <= 0 decides.
+    std::vector<double> ys = y.values();
+    EXPECT_GT(std::count(ys.begin(), ys.end(), 0.0), 0) << padding;
+  }
 }
 
 TEST(ReferenceKernels, Activations) {
@@ -734,6 +782,7 @@ const std::vector<std::string> kLaunchable = {
     "elu_grad",
     "flatten",
     "fused_conv2d",
+    "fused_conv2d_pool",
     "fused_dense",
     "gelu",
     "gelu_grad",
@@ -749,6 +798,7 @@ const std::vector<std::string> kLaunchable = {
     "leaky_relu",
     "leaky_relu_grad",
     "max_pool2d",
+    "max_pool2d_argmax_grad",
     "max_pool2d_grad",
     "maximum",
     "maximum_grad",

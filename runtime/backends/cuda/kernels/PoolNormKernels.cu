@@ -127,6 +127,67 @@ __global__ void maxPoolGradKernel(const float *__restrict__ x,
   }
 }
 
+/// max_pool2d that also records each window's argmax (WindowGeometry.h:
+/// kh * window_w + kw of the first maximum in row-major order), for
+/// fused_conv2d_pool.
+__global__ void maxPoolArgmaxKernel(const float *__restrict__ x,
+                                    float *__restrict__ y,
+                                    int32_t *__restrict__ argmax, Pool p) {
+  int64_t total = p.n * p.outH * p.outW * p.c;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    int64_t ch = i % p.c, rest = i / p.c;
+    int64_t ox = rest % p.outW;
+    rest /= p.outW;
+    int64_t oy = rest % p.outH, b = rest / p.outH;
+    int64_t y0, y1, x0, x1;
+    p.window(oy, ox, y0, y1, x0, x1);
+    int64_t ys = oy * p.sh - p.top, xs = ox * p.sw - p.left;
+    float best = 0.0f;
+    int32_t at = -1;
+    for (int64_t yy = y0; yy < y1; ++yy)
+      for (int64_t xx = x0; xx < x1; ++xx) {
+        float v = x[p.inAt(b, yy, xx, ch)];
+        if (at < 0 || v > best) {
+          best = v;
+          at = static_cast<int32_t>((yy - ys) * p.kw + (xx - xs));
+        }
+      }
+    y[i] = best;
+    argmax[i] = at;
+  }
+}
+
+/// max_pool2d_argmax_grad: input position i gathers dy of the windows that
+/// cover it and whose argmax names it (with `reluGrad`, where y > 0).
+__global__ void maxPoolArgmaxGradKernel(const int32_t *__restrict__ argmax,
+                                        const float *__restrict__ y,
+                                        const float *__restrict__ dy,
+                                        float *__restrict__ dx, Pool p,
+                                        bool reluGrad) {
+  int64_t total = p.n * p.inH * p.inW * p.c;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    int64_t ch = i % p.c, rest = i / p.c;
+    int64_t ix = rest % p.inW;
+    rest /= p.inW;
+    int64_t iy = rest % p.inH, b = rest / p.inH;
+    int64_t oy0, oy1, ox0, ox1;
+    Pool::covering(iy, p.top, p.kh, p.sh, p.outH, oy0, oy1);
+    Pool::covering(ix, p.left, p.kw, p.sw, p.outW, ox0, ox1);
+    float sum = 0.0f;
+    for (int64_t oy = oy0; oy <= oy1; ++oy)
+      for (int64_t ox = ox0; ox <= ox1; ++ox) {
+        int64_t o = p.outAt(b, oy, ox, ch);
+        int32_t here = static_cast<int32_t>((iy - (oy * p.sh - p.top)) * p.kw +
+                                            (ix - (ox * p.sw - p.left)));
+        if (argmax[o] == here && (!reluGrad || y[o] > 0.0f))
+          sum += dy[o];
+      }
+    dx[i] = sum;
+  }
+}
+
 __global__ void avgPoolKernel(const float *__restrict__ x,
                               float *__restrict__ y, Pool p) {
   int64_t total = p.n * p.outH * p.outW * p.c;
@@ -255,6 +316,104 @@ Status maxPoolGrad(const KernelContext &ctx, const KernelConfig &cfg,
     maxPoolGradKernel<<<blocksFor(total), kThreads, 0, state->compute>>>(
         x, dy, dx, p, reluGrad);
     RETURN_IF_LAUNCH_FAILED("maxPoolGradKernel");
+    if (channelSum)
+      return channelSum(ctx, cfg, sumIns, sumOuts);
+    return Status::ok();
+  };
+  return Status::ok();
+}
+
+/// fused_conv2d_pool. ins: x, HWIO kernel [, bias]; outs: y, argmax. This
+/// backend's fused_conv2d into a buffer of the launch site's, then one
+/// pooling kernel that records the argmax: on a GPU the convolution's
+/// output is stored (the chunked form is the cpu backend's), but the
+/// pool's gradient still reads the argmax instead of searching it.
+Status fusedConv2dPool(const KernelContext &ctx, const KernelConfig &cfg,
+                       const Tensors &ins, const Tensors &outs, KernelFn &out) {
+  static constexpr const char *kName = "fused_conv2d_pool";
+  REQUIRE(outs.size() == 2 && outs[1].dtype == plan::DType::i32 && outs[1].data,
+          "writes the pooled output and an i32 argmax");
+  RETURN_IF_ERROR(checkOperands(kName, ins, {outs[0]}, 2, 3, 1));
+  const std::vector<int64_t> &k = ins[1].shape;
+  REQUIRE(k.size() == 4, "needs an HWIO kernel, got " + shapeText(k));
+  WindowGeometry cg;
+  RETURN_IF_ERROR(
+      resolveNonEmptyWindow(kName, cfg, ins[0].shape, k[0], k[1], true, cg));
+  ConvChannels cc;
+  RETURN_IF_ERROR(resolveConvChannels(kName, cfg, cg.c, k, cc));
+  CudaDeviceState *state = nullptr;
+  RETURN_IF_ERROR(deviceStateOf(kName, ctx, state));
+  TensorRef conv{nullptr, {cg.n, cg.h.out, cg.w.out, cc.filters}};
+  auto buffer = std::make_shared<DeviceBuffer>();
+  RETURN_IF_ERROR(buffer->allocate(
+      state->ordinal, static_cast<size_t>(conv.elements()) * sizeof(float)));
+  conv.data = buffer->data();
+  Pool p;
+  RETURN_IF_ERROR(
+      poolOf(kName, fusedPoolConfig(cfg), conv.shape, outs[0].shape, p));
+  REQUIRE(outs[1].shape == outs[0].shape, "argmax " + shapeText(outs[1].shape) +
+                                              " differs from the output " +
+                                              shapeText(outs[0].shape));
+  KernelFn convolve;
+  Tensors convOuts = {conv};
+  RETURN_IF_ERROR(KernelRegistry::global().instantiate(
+      "fused_conv2d", Backend::cuda, ctx, cfg, ins, convOuts, convolve));
+  const float *x = conv.f32();
+  float *y = outs[0].f32();
+  int32_t *argmax = outs[1].i32();
+  int64_t total = outs[0].elements();
+  out = [=](const KernelContext &ctx, const KernelConfig &cfg,
+            const Tensors &ins, const Tensors &) {
+    RETURN_IF_ERROR(convolve(ctx, cfg, ins, convOuts));
+    (void)buffer; // owned by the launch site
+    maxPoolArgmaxKernel<<<blocksFor(total), kThreads, 0, state->compute>>>(
+        x, y, argmax, p);
+    RETURN_IF_LAUNCH_FAILED("maxPoolArgmaxKernel");
+    return Status::ok();
+  };
+  return Status::ok();
+}
+
+/// max_pool2d_argmax_grad. ins: argmax, y, dy; outs: dx [, dx summed per
+/// channel: this backend's bias_add_grad of dx, after it on the stream].
+Status maxPoolArgmaxGrad(const KernelContext &ctx, const KernelConfig &cfg,
+                         const Tensors &ins, const Tensors &outs,
+                         KernelFn &out) {
+  static constexpr const char *kName = "max_pool2d_argmax_grad";
+  REQUIRE(outs.size() == 1 || outs.size() == 2,
+          "writes input_grad and optionally input_grad_sum, got " +
+              std::to_string(outs.size()) + " outputs");
+  REQUIRE(ins.size() == 3 && ins[0].dtype == plan::DType::i32 && ins[0].data,
+          "takes an i32 argmax, the output and output_grad");
+  RETURN_IF_ERROR(
+      checkOperands(kName, {ins[1], ins[2]}, outs, 2, 2, outs.size()));
+  Pool p;
+  RETURN_IF_ERROR(poolOf(kName, cfg, outs[0].shape, ins[2].shape, p));
+  REQUIRE(ins[0].shape == ins[2].shape && ins[1].shape == ins[2].shape,
+          "argmax " + shapeText(ins[0].shape) + ", output " +
+              shapeText(ins[1].shape) + " and output_grad " +
+              shapeText(ins[2].shape) + " differ");
+  CudaDeviceState *state = nullptr;
+  RETURN_IF_ERROR(deviceStateOf(kName, ctx, state));
+  const int32_t *argmax = ins[0].i32();
+  const float *y = ins[1].f32(), *dy = ins[2].f32();
+  float *dx = outs[0].f32();
+  int64_t total = outs[0].elements();
+  bool reluGrad = cfg.getInt("relu_grad", 0) != 0;
+  KernelFn channelSum;
+  Tensors sumIns, sumOuts;
+  if (outs.size() == 2) {
+    sumIns = {outs[0]};
+    sumOuts = {outs[1]};
+    RETURN_IF_ERROR(KernelRegistry::global().instantiate(
+        "bias_add_grad", Backend::cuda, ctx, KernelConfig(), sumIns, sumOuts,
+        channelSum));
+  }
+  out = [=](const KernelContext &ctx, const KernelConfig &cfg, const Tensors &,
+            const Tensors &) {
+    maxPoolArgmaxGradKernel<<<blocksFor(total), kThreads, 0, state->compute>>>(
+        argmax, y, dy, dx, p, reluGrad);
+    RETURN_IF_LAUNCH_FAILED("maxPoolArgmaxGradKernel");
     if (channelSum)
       return channelSum(ctx, cfg, sumIns, sumOuts);
     return Status::ok();
@@ -938,6 +1097,8 @@ void registerPoolNormKernels() {
   KernelRegistry &r = KernelRegistry::global();
   r.addFactory("max_pool2d", Backend::cuda, poolForward<PoolKind::max>);
   r.addFactory("max_pool2d_grad", Backend::cuda, maxPoolGrad);
+  r.addFactory("max_pool2d_argmax_grad", Backend::cuda, maxPoolArgmaxGrad);
+  r.addFactory("fused_conv2d_pool", Backend::cuda, fusedConv2dPool);
   r.addFactory("avg_pool2d", Backend::cuda, poolForward<PoolKind::average>);
   r.addFactory("avg_pool2d_grad", Backend::cuda, avgPoolGrad);
   r.addFactory("global_avg_pool2d", Backend::cuda, globalAvgPool);
