@@ -116,7 +116,7 @@ private:
     std::function<void()> loop; // set instead of primitive for own steps
     int threads = 0;            // > 0: runs on this many, not the replica's
     /// Set instead of primitive for addSplit: the copies, one a thread.
-    std::vector<Step> split;
+    std::vector<Step> split = {};
   };
   static dnnl_status_t execute(const Step &step, dnnl::stream &stream);
   void addReorder(std::vector<Step> &to, const dnnl::memory &from,

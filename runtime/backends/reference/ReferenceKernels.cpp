@@ -428,7 +428,7 @@ Status maxPool2dGrad(const KernelContext &, const KernelConfig &cfg,
 /// ins: x, kernel [, bias]; outs: y, argmax. The fused convolution into a
 /// temporary, then max_pool2d's loop recording each window's first maximum
 /// (WindowGeometry.h's argmax).
-Status fusedConv2dPool(const KernelContext &ctx, const KernelConfig &cfg,
+Status fusedConv2dPool(const KernelContext &, const KernelConfig &cfg,
                        const Tensors &ins, const Tensors &outs) {
   static constexpr const char *kName = "fused_conv2d_pool";
   CHECK_ARITY(2, 3, 2);
@@ -447,7 +447,8 @@ Status fusedConv2dPool(const KernelContext &ctx, const KernelConfig &cfg,
   WindowGeometry g;
   if (Status s = poolGeometry(kName, poolCfg, conv.shape, outs[0].shape, g); !s)
     return s;
-  REQUIRE(outs[1].shape == outs[0].shape, "argmax must have the output's shape");
+  REQUIRE(outs[1].shape == outs[0].shape,
+          "argmax must have the output's shape");
   Vec y(outs[0].elements());
   int32_t *argmax = outs[1].i32();
   for (int64_t n = 0; n < g.n; ++n)
