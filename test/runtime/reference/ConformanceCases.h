@@ -742,6 +742,15 @@ inline std::vector<Case> allCases() {
     add("avg_pool2d", g.label, g.cfg, {rnd(g.x, 77)}, {g.y});
     add("avg_pool2d_grad", g.label, g.cfg, {rnd(g.y, 76)}, {g.x});
   }
+  // A gradient large enough (4 MiB) for the cpu kernel's streamed stores.
+  {
+    KernelConfig cfg = pool("valid", {2, 2}, {2, 2});
+    cfg.set("relu_grad", int64_t{1});
+    std::vector<int64_t> xs = {2, 64, 64, 128}, ys = {2, 32, 32, 128};
+    auto [y, argmax] = poolWithArgmax(ties(xs, 83), cfg);
+    add("max_pool2d_argmax_grad", "2x2 s2 valid, 4 MiB, relu_grad", cfg,
+        {argmax, y, rnd(ys, 84)}, {xs, {128}});
+  }
   // fused_conv2d_pool: the convolution's geometry and activation, then a
   // pool of its output: tiling and overlapping windows, and a batch of 6
   // (the cpu kernel's chunks of images).
