@@ -1308,3 +1308,73 @@ graph.model @m {
   %dk = graph.conv2d_grad_kernel %x, %dy strides = [1, 1] padding = valid dilations = [1, 1] groups = 2 : (tensor<2x8x8x4xf32>, tensor<2x6x6x8xf32>) -> tensor<3x3x4x2xf32>
   graph.output %dy : tensor<2x6x6x8xf32>
 }
+
+// -----
+
+graph.model @pool_grad_sum_of_wrong_size {
+  %x = graph.input "x" : tensor<2x8x8x8xf32>
+  %y = graph.input "y" : tensor<2x4x4x8xf32>
+  // expected-error@+1 {{input_grad_sum (one per channel) must be 'tensor<8xf32>', got 'tensor<4xf32>'}}
+  %dx, %db = graph.max_pool2d_grad %x, %y, %y pool_size = [2, 2] strides = [2, 2] padding = valid : (tensor<2x8x8x8xf32>, tensor<2x4x4x8xf32>, tensor<2x4x4x8xf32>) -> (tensor<2x8x8x8xf32>, tensor<4xf32>)
+  graph.output %dx : tensor<2x8x8x8xf32>
+}
+
+// -----
+
+graph.model @conv_pool_output_not_pooled {
+  %x = graph.input "x" : tensor<2x10x10x3xf32>
+  %k = graph.input "k" : tensor<3x3x3x8xf32>
+  // expected-error@+1 {{output must be 'tensor<2x4x4x8xf32>', got 'tensor<2x8x8x8xf32>'}}
+  %y, %a = graph.fused_conv2d_pool %x, %k strides = [1, 1] padding = valid dilations = [1, 1] activation = relu pool_size = [2, 2] pool_strides = [2, 2] pool_padding = valid : (tensor<2x10x10x3xf32>, tensor<3x3x3x8xf32>) -> (tensor<2x8x8x8xf32>, tensor<2x4x4x8xi32>)
+  graph.output %y : tensor<2x8x8x8xf32>
+}
+
+// -----
+
+graph.model @conv_pool_argmax_not_i32 {
+  %x = graph.input "x" : tensor<2x10x10x3xf32>
+  %k = graph.input "k" : tensor<3x3x3x8xf32>
+  // expected-error@+1 {{result #1 must be statically shaped tensor of i32, but got 'tensor<2x4x4x8xi64>'}}
+  %y, %a = graph.fused_conv2d_pool %x, %k strides = [1, 1] padding = valid dilations = [1, 1] activation = relu pool_size = [2, 2] pool_strides = [2, 2] pool_padding = valid : (tensor<2x10x10x3xf32>, tensor<3x3x3x8xf32>) -> (tensor<2x4x4x8xf32>, tensor<2x4x4x8xi64>)
+  graph.output %y : tensor<2x4x4x8xf32>
+}
+
+// -----
+
+graph.model @argmax_grad_of_another_pool {
+  %a = graph.input "a" : tensor<2x4x4x8xi32>
+  %y = graph.input "y" : tensor<2x4x4x8xf32>
+  // expected-error@+1 {{output (the forward pool's result) must be 'tensor<2x3x3x8xf32>', got 'tensor<2x4x4x8xf32>'}}
+  %dx = graph.max_pool2d_argmax_grad %a, %y, %y pool_size = [3, 3] strides = [2, 2] padding = valid : (tensor<2x4x4x8xi32>, tensor<2x4x4x8xf32>, tensor<2x4x4x8xf32>) -> tensor<2x8x8x8xf32>
+  graph.output %dx : tensor<2x8x8x8xf32>
+}
+
+// -----
+
+graph.model @argmax_grad_argmax_of_wrong_shape {
+  %a = graph.input "a" : tensor<2x4x4x4xi32>
+  %y = graph.input "y" : tensor<2x4x4x8xf32>
+  // expected-error@+1 {{argmax must be 'tensor<2x4x4x8xi32>', got 'tensor<2x4x4x4xi32>'}}
+  %dx = graph.max_pool2d_argmax_grad %a, %y, %y pool_size = [2, 2] strides = [2, 2] padding = valid : (tensor<2x4x4x4xi32>, tensor<2x4x4x8xf32>, tensor<2x4x4x8xf32>) -> tensor<2x8x8x8xf32>
+  graph.output %dx : tensor<2x8x8x8xf32>
+}
+
+// -----
+
+graph.model @argmax_grad_sum_of_wrong_size {
+  %a = graph.input "a" : tensor<2x4x4x8xi32>
+  %y = graph.input "y" : tensor<2x4x4x8xf32>
+  // expected-error@+1 {{input_grad_sum (one per channel) must be 'tensor<8xf32>', got 'tensor<2x8xf32>'}}
+  %dx, %db = graph.max_pool2d_argmax_grad %a, %y, %y pool_size = [2, 2] strides = [2, 2] padding = valid : (tensor<2x4x4x8xi32>, tensor<2x4x4x8xf32>, tensor<2x4x4x8xf32>) -> (tensor<2x8x8x8xf32>, tensor<2x8xf32>)
+  graph.output %dx : tensor<2x8x8x8xf32>
+}
+
+// -----
+
+graph.model @conv_pool_argmax_of_wrong_shape {
+  %x = graph.input "x" : tensor<2x10x10x3xf32>
+  %k = graph.input "k" : tensor<3x3x3x8xf32>
+  // expected-error@+1 {{argmax must be 'tensor<2x4x4x8xi32>', got 'tensor<2x2x2x8xi32>'}}
+  %y, %a = graph.fused_conv2d_pool %x, %k strides = [1, 1] padding = valid dilations = [1, 1] activation = relu pool_size = [2, 2] pool_strides = [2, 2] pool_padding = valid : (tensor<2x10x10x3xf32>, tensor<3x3x3x8xf32>) -> (tensor<2x4x4x8xf32>, tensor<2x2x2x8xi32>)
+  graph.output %y : tensor<2x4x4x8xf32>
+}

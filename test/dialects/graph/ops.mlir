@@ -705,3 +705,26 @@ graph.model @two_outputs attributes {keras_name = "functional"} {
   %w = graph.read_variable @shared : tensor<4xf32>
   graph.output %x, %l, %w : tensor<4x3xf32>, tensor<4xi64>, tensor<4xf32>
 }
+
+// -----
+
+// graph-fuse's pool forms: a conv with its max pool (pooled output and i32
+// argmax), the pool's gradient from the argmax, and the pool gradients that
+// also sum their result per channel (input_grad_sum).
+// CHECK-LABEL: graph.model @pool_fusions {
+// CHECK: %[[Y:.*]], %[[A:.*]] = graph.fused_conv2d_pool %{{.*}}, %{{.*}} bias %{{.*}} strides = [1, 1] padding = valid dilations = [1, 1] activation = relu pool_size = [2, 2] pool_strides = [2, 2] pool_padding = valid : (tensor<2x10x10x3xf32>, tensor<3x3x3x8xf32>, tensor<8xf32>) -> (tensor<2x4x4x8xf32>, tensor<2x4x4x8xi32>)
+// CHECK: %{{.*}}, %{{.*}} = graph.max_pool2d_argmax_grad %[[A]], %[[Y]], %{{.*}} pool_size = [2, 2] strides = [2, 2] padding = valid {relu_grad} : (tensor<2x4x4x8xi32>, tensor<2x4x4x8xf32>, tensor<2x4x4x8xf32>) -> (tensor<2x8x8x8xf32>, tensor<8xf32>)
+// CHECK: graph.max_pool2d_argmax_grad %[[A]], %[[Y]], %{{.*}} pool_size = [2, 2] strides = [2, 2] padding = valid : (tensor<2x4x4x8xi32>, tensor<2x4x4x8xf32>, tensor<2x4x4x8xf32>) -> tensor<2x8x8x8xf32>
+// CHECK: graph.max_pool2d_grad %{{.*}}, %{{.*}}, %{{.*}} pool_size = [2, 2] strides = [2, 2] padding = valid : (tensor<2x8x8x8xf32>, tensor<2x4x4x8xf32>, tensor<2x4x4x8xf32>) -> (tensor<2x8x8x8xf32>, tensor<8xf32>)
+graph.model @pool_fusions {
+  %x = graph.input "x" : tensor<2x10x10x3xf32>
+  %k = graph.input "k" : tensor<3x3x3x8xf32>
+  %b = graph.input "b" : tensor<8xf32>
+  %dy = graph.input "dy" : tensor<2x4x4x8xf32>
+  %c = graph.input "c" : tensor<2x8x8x8xf32>
+  %y, %a = graph.fused_conv2d_pool %x, %k bias %b strides = [1, 1] padding = valid dilations = [1, 1] activation = relu pool_size = [2, 2] pool_strides = [2, 2] pool_padding = valid : (tensor<2x10x10x3xf32>, tensor<3x3x3x8xf32>, tensor<8xf32>) -> (tensor<2x4x4x8xf32>, tensor<2x4x4x8xi32>)
+  %dx, %db = graph.max_pool2d_argmax_grad %a, %y, %dy pool_size = [2, 2] strides = [2, 2] padding = valid {relu_grad} : (tensor<2x4x4x8xi32>, tensor<2x4x4x8xf32>, tensor<2x4x4x8xf32>) -> (tensor<2x8x8x8xf32>, tensor<8xf32>)
+  %dx2 = graph.max_pool2d_argmax_grad %a, %y, %dy pool_size = [2, 2] strides = [2, 2] padding = valid : (tensor<2x4x4x8xi32>, tensor<2x4x4x8xf32>, tensor<2x4x4x8xf32>) -> tensor<2x8x8x8xf32>
+  %dx3, %db3 = graph.max_pool2d_grad %c, %y, %dy pool_size = [2, 2] strides = [2, 2] padding = valid : (tensor<2x8x8x8xf32>, tensor<2x4x4x8xf32>, tensor<2x4x4x8xf32>) -> (tensor<2x8x8x8xf32>, tensor<8xf32>)
+  graph.output %dx, %db, %dx2, %dx3, %db3 : tensor<2x8x8x8xf32>, tensor<8xf32>, tensor<2x8x8x8xf32>, tensor<2x8x8x8xf32>, tensor<8xf32>
+}
