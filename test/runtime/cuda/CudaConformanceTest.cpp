@@ -224,7 +224,9 @@ TEST(CudaConformanceTf32, ContractionsStayWithinTf32Rounding) {
   device->state().tf32 = true;
   int checked = 0;
   for (Case c : conformanceCases()) {
-    if (!isContraction(c.kernel))
+    // fused_conv2d_pool's argmax is discrete: TF32's rounding flips it
+    // between nearly equal maxima, so only fp32 checks it (above).
+    if (!isContraction(c.kernel) || !c.outTypes.empty())
       continue;
     std::vector<Tensor> expected = runReference(c);
     DeviceCase d;

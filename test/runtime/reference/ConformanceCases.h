@@ -780,6 +780,20 @@ inline std::vector<Case> allCases() {
         {rnd(xs, 80), rnd(ks, 81)}, {ys, ys}, {},
         {plan::DType::f32, plan::DType::i32});
   }
+  {
+    // Depthwise (Keras' [kh, kw, C, multiplier] kernel, groups = C), tanh.
+    // (The cpu kernel's chunks of images: CpuVectorKernels.ConvPoolChunks.)
+    KernelConfig cfg = window("valid", {1, 1}, {1, 1});
+    cfg.set("activation", std::string("tanh"));
+    cfg.set("pool_size", std::vector<int64_t>{2, 2});
+    cfg.set("pool_strides", std::vector<int64_t>{2, 2});
+    cfg.set("pool_padding", std::string("valid"));
+    KernelConfig depthwise = cfg;
+    depthwise.set("groups", int64_t{4});
+    add("fused_conv2d_pool", "depthwise m2, tanh", depthwise,
+        {rnd({4, 8, 8, 4}, 85), rnd({3, 3, 4, 2}, 86), rnd({8}, 87)},
+        {{4, 3, 3, 8}, {4, 3, 3, 8}}, {}, {plan::DType::f32, plan::DType::i32});
+  }
   add("global_avg_pool2d", "batch 1, 19 channels", {}, {rnd({1, 4, 3, 19}, 78)},
       {{1, 19}});
   add("global_avg_pool2d_grad", "batch 1, 19 channels", {}, {rnd({1, 19}, 79)},
