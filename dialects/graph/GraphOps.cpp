@@ -917,6 +917,22 @@ LogicalResult Conv2DGradKernelOp::verify() {
                     "output_grad (the forward conv2d's result)");
 }
 
+/// A pool gradient's optional `input_grad_sum`: one per channel of `input`.
+static LogicalResult verifyInputGradSum(Operation *op, Value sum,
+                                        RankedTensorType input) {
+  if (!sum)
+    return success();
+  return expectType(
+      op, sum.getType(),
+      RankedTensorType::get({input.getShape().back()}, input.getElementType()),
+      "input_grad_sum (one per channel)");
+}
+
+/// The argmax of a pool whose result is `pooled`: its shape, i32.
+static RankedTensorType argmaxType(RankedTensorType pooled) {
+  return pooled.clone(IntegerType::get(pooled.getContext(), 32));
+}
+
 LogicalResult MaxPool2DGradOp::verify() {
   auto input = rankedOperand(getLoc(), getInput(), "input", 4, "NHWC");
   if (failed(input))
@@ -931,12 +947,7 @@ LogicalResult MaxPool2DGradOp::verify() {
     return failure();
   if (failed(expectType(*this, getInputGrad().getType(), *input, "input_grad")))
     return failure();
-  if (Value sum = getInputGradSum())
-    return expectType(*this, sum.getType(),
-                      RankedTensorType::get({input->getShape().back()},
-                                            input->getElementType()),
-                      "input_grad_sum (one per channel)");
-  return success();
+  return verifyInputGradSum(*this, getInputGradSum(), *input);
 }
 
 LogicalResult AvgPool2DGradOp::verify() {
@@ -1246,8 +1257,7 @@ LogicalResult FusedConv2DPoolOp::verify() {
   if (failed(pooled) ||
       failed(expectType(*this, getOutput().getType(), *pooled, "output")))
     return failure();
-  return expectType(*this, getArgmax().getType(),
-                    pooled->clone(IntegerType::get(getContext(), 32)),
+  return expectType(*this, getArgmax().getType(), argmaxType(*pooled),
                     "argmax");
 }
 
@@ -1262,16 +1272,10 @@ LogicalResult MaxPool2DArgmaxGradOp::verify() {
                         "output (the forward pool's result)")) ||
       failed(expectType(*this, getOutputGrad().getType(), *pooled,
                         "output_grad")) ||
-      failed(expectType(*this, getArgmax().getType(),
-                        pooled->clone(IntegerType::get(getContext(), 32)),
+      failed(expectType(*this, getArgmax().getType(), argmaxType(*pooled),
                         "argmax")))
     return failure();
-  if (Value sum = getInputGradSum())
-    return expectType(*this, sum.getType(),
-                      RankedTensorType::get({input->getShape().back()},
-                                            input->getElementType()),
-                      "input_grad_sum (one per channel)");
-  return success();
+  return verifyInputGradSum(*this, getInputGradSum(), *input);
 }
 
 LogicalResult FusedDenseOp::verify() {

@@ -14,6 +14,7 @@
 #include "runtime/core/Kernel.h"
 #include "runtime/core/Status.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -67,9 +68,27 @@ Status resolveConvChannels(const char *kernel, const KernelConfig &config,
 /// padding (the convolution's own keep those names in the fused config).
 KernelConfig fusedPoolConfig(const KernelConfig &fused);
 
+/// Output position `o`'s pooling window along `axis` (no dilation): its
+/// first input position `origin` (negative where it starts in padding) and
+/// its in-range input positions [begin, end).
+struct WindowSpan {
+  int64_t origin = 0, begin = 0, end = 0;
+};
+inline WindowSpan windowSpan(const WindowAxis &axis, int64_t o) {
+  int64_t origin = o * axis.stride - axis.padBefore;
+  return {origin, std::max<int64_t>(origin, 0),
+          std::min(origin + axis.window, axis.in)};
+}
+
 /// What max_pool2d_argmax_grad's argmax holds for window (oh, ow): the
 /// position (kh * window_w + kw) of the window's first maximum in
-/// row-major order among its in-range positions. Its input position:
+/// row-major order among its in-range positions. The position of input
+/// (ih, iw) in the window whose spans are `h` and `w`:
+inline int32_t windowPosition(const WindowGeometry &g, const WindowSpan &h,
+                              const WindowSpan &w, int64_t ih, int64_t iw) {
+  return static_cast<int32_t>((ih - h.origin) * g.w.window + iw - w.origin);
+}
+/// ... and the input position an argmax `at` of window (oh, ow) names:
 inline int64_t argmaxRow(const WindowGeometry &g, int64_t oh, int32_t at) {
   return oh * g.h.stride - g.h.padBefore + at / g.w.window;
 }

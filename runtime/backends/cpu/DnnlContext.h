@@ -128,6 +128,20 @@ private:
   std::vector<Step> before_, steps_, after_;
 };
 
+/// A launch site whose own loop executes oneDNN primitives (fused_conv2d_pool
+/// runs one a chunk of images) rather than a DnnlLaunch's fixed list: the
+/// KernelFn type says so, as DnnlLaunch's does, for whoever must tell such
+/// launches apart (SteadyStateTest: oneDNN's execute allocates its context).
+struct DnnlLoop {
+  std::function<Status(const KernelContext &)> run;
+
+  Status operator()(const KernelContext &ctx, const KernelConfig &,
+                    const std::vector<TensorRef> &,
+                    const std::vector<TensorRef> &) const {
+    return run(ctx);
+  }
+};
+
 /// oneDNN's parameters for a window (runtime/core/WindowGeometry.h).
 inline dnnl::memory::dims dnnlStrides(const WindowGeometry &g) {
   return {g.h.stride, g.w.stride};

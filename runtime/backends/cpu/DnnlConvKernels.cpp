@@ -234,8 +234,8 @@ public:
   static Status make(const KernelContext &ctx, const KernelConfig &cfg,
                      const Tensors &ins, const Tensors &outs, KernelFn &out);
 
-  Status operator()(const KernelContext &ctx, const KernelConfig &,
-                    const Tensors &, const Tensors &);
+  /// One step: the weights' reorder, then every chunk.
+  Status run(const KernelContext &ctx);
 
 private:
   /// One thread's chunk: its primitive arguments, src and dst re-pointed
@@ -346,15 +346,13 @@ Status ConvPool::make(const KernelContext &ctx, const KernelConfig &cfg,
   self->input_ = ins[0].f32();
   self->output_ = outs[0].f32();
   self->argmax_ = outs[1].i32();
-  out = [self](const KernelContext &ctx, const KernelConfig &cfg,
-               const Tensors &ins,
-               const Tensors &outs) { return (*self)(ctx, cfg, ins, outs); };
+  out = DnnlLoop{[self](const KernelContext &ctx) { return self->run(ctx); }};
   return Status::ok();
 }
 
-Status ConvPool::operator()(const KernelContext &ctx, const KernelConfig &cfg,
-                            const Tensors &ins, const Tensors &outs) {
-  if (Status s = reorder_(ctx, cfg, ins, outs); !s)
+Status ConvPool::run(const KernelContext &ctx) {
+  // The reorder's buffers are bound at instantiation: it takes no operands.
+  if (Status s = reorder_(ctx, {}, {}, {}); !s)
     return s;
   const int64_t chunks = pool_.n / chunk_;
   const int64_t inImage = shape_.g.h.in * shape_.g.w.in * shape_.g.c;
@@ -438,29 +436,23 @@ void ConvPool::poolChunk(const float *conv, int64_t firstImage) {
       continue;
     }
     for (int64_t oh = 0; oh < g.h.out; ++oh) {
-      const int64_t h0 = oh * g.h.stride - g.h.padBefore;
-      const int64_t hBegin = std::max<int64_t>(h0, 0);
-      const int64_t hEnd = std::min(h0 + g.h.window, g.h.in);
+      const WindowSpan h = windowSpan(g.h, oh);
       for (int64_t ow = 0; ow < g.w.out; ++ow) {
-        const int64_t w0 = ow * g.w.stride - g.w.padBefore;
-        const int64_t wBegin = std::max<int64_t>(w0, 0);
-        const int64_t wEnd = std::min(w0 + g.w.window, inW);
+        const WindowSpan w = windowSpan(g.w, ow);
         float *__restrict y = yn + (oh * g.w.out + ow) * c;
         int32_t *__restrict a = an + (oh * g.w.out + ow) * c;
-        const float *__restrict first = xn + (hBegin * inW + wBegin) * c;
-        const int32_t firstAt =
-            static_cast<int32_t>((hBegin - h0) * g.w.window + wBegin - w0);
+        const float *__restrict first = xn + (h.begin * inW + w.begin) * c;
+        const int32_t firstAt = windowPosition(g, h, w, h.begin, w.begin);
 #pragma omp simd
         for (int64_t k = 0; k < c; ++k) {
           y[k] = first[k];
           a[k] = firstAt;
         }
-        for (int64_t ih = hBegin; ih < hEnd; ++ih)
-          for (int64_t iw = ih == hBegin ? wBegin + 1 : wBegin; iw < wEnd;
+        for (int64_t ih = h.begin; ih < h.end; ++ih)
+          for (int64_t iw = ih == h.begin ? w.begin + 1 : w.begin; iw < w.end;
                ++iw) {
             const float *__restrict xp = xn + (ih * inW + iw) * c;
-            const int32_t pos =
-                static_cast<int32_t>((ih - h0) * g.w.window + iw - w0);
+            const int32_t pos = windowPosition(g, h, w, ih, iw);
 #pragma omp simd
             for (int64_t k = 0; k < c; ++k) {
               const bool greater = xp[k] > y[k];

@@ -366,6 +366,21 @@ Status makeBatchNormGrad(const KernelContext &ctx, const KernelConfig &,
   return Status::ok();
 }
 
+/// y = x * scale per channel, over `rows` rows of `channels`: rows in
+/// parallel when there are enough elements.
+void scaleRows(const float *x, const float *scale, float *y, int64_t rows,
+               int64_t channels) {
+  bool parallel = rows * channels >= vec::kParallelElements;
+#pragma omp parallel for schedule(static) if (parallel)
+  for (int64_t r = 0; r < rows; ++r) {
+    const float *xr = x + r * channels;
+    float *yr = y + r * channels;
+#pragma omp simd
+    for (int64_t c = 0; c < channels; ++c)
+      yr[c] = xr[c] * scale[c];
+  }
+}
+
 /// ins: dy, moving_variance, [gamma]; outs: dx. Inference-mode batch_norm's
 /// input gradient, dx = dy * gamma / sqrt(moving_variance + epsilon): a
 /// per-channel scale, so an own loop rather than a oneDNN primitive.
@@ -392,17 +407,7 @@ Status makeBatchNormInferenceGrad(const KernelContext &,
     for (int64_t c = 0; c < channels; ++c)
       scale[c] = static_cast<float>((gamma ? double(gamma[c]) : 1.0) /
                                     std::sqrt(double(var[c]) + epsilon));
-    const float *dy = ins[0].f32(), *s = scale;
-    float *dx = outs[0].f32();
-    bool parallel = rows * channels >= vec::kParallelElements;
-#pragma omp parallel for schedule(static) if (parallel)
-    for (int64_t r = 0; r < rows; ++r) {
-      const float *dyr = dy + r * channels;
-      float *dxr = dx + r * channels;
-#pragma omp simd
-      for (int64_t c = 0; c < channels; ++c)
-        dxr[c] = dyr[c] * s[c];
-    }
+    scaleRows(ins[0].f32(), scale, outs[0].f32(), rows, channels);
     return Status::ok();
   };
   return Status::ok();
@@ -438,17 +443,7 @@ Status makeChannelScale(const KernelContext &, const KernelConfig &,
   out = [=](const KernelContext &ctx, const KernelConfig &, const Tensors &ins,
             const Tensors &outs) {
     useReplicaThreads(ctx);
-    const float *x = ins[0].f32(), *scale = ins[1].f32();
-    float *y = outs[0].f32();
-    bool parallel = rows * channels >= vec::kParallelElements;
-#pragma omp parallel for schedule(static) if (parallel)
-    for (int64_t r = 0; r < rows; ++r) {
-      const float *xr = x + r * channels;
-      float *yr = y + r * channels;
-#pragma omp simd
-      for (int64_t c = 0; c < channels; ++c)
-        yr[c] = xr[c] * scale[c];
-    }
+    scaleRows(ins[0].f32(), ins[1].f32(), outs[0].f32(), rows, channels);
     return Status::ok();
   };
   return Status::ok();

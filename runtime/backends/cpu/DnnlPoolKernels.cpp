@@ -29,6 +29,7 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <memory>
 
 namespace graph::runtime::cpu {
 
@@ -307,13 +308,9 @@ void maxPoolGrad(const WindowGeometry &g, const float *x, const float *dy,
     else
       std::memset(dxn, 0, sizeof(float) * inImage);
     for (int64_t oh = 0; oh < g.h.out; ++oh) {
-      int64_t h0 = oh * g.h.stride - g.h.padBefore;
-      int64_t hBegin = std::max<int64_t>(h0, 0);
-      int64_t hEnd = std::min(h0 + g.h.window, g.h.in);
+      const WindowSpan h = windowSpan(g.h, oh);
       for (int64_t ow = 0; ow < g.w.out; ++ow) {
-        int64_t w0 = ow * g.w.stride - g.w.padBefore;
-        int64_t wBegin = std::max<int64_t>(w0, 0);
-        int64_t wEnd = std::min(w0 + g.w.window, inW);
+        const WindowSpan w = windowSpan(g.w, ow);
         const float *dyw = dyn + (oh * g.w.out + ow) * c;
         for (int64_t c0 = 0; c0 < c; c0 += kBlock) {
           int64_t width = std::min(kBlock, c - c0);
@@ -321,13 +318,13 @@ void maxPoolGrad(const WindowGeometry &g, const float *x, const float *dy,
           int32_t at[kBlock];
           // The window's first in-range position starts as the maximum;
           // later ones replace it only when strictly greater.
-          int32_t first = static_cast<int32_t>(hBegin * inW + wBegin);
+          int32_t first = static_cast<int32_t>(h.begin * inW + w.begin);
           for (int64_t k = 0; k < width; ++k) {
             best[k] = xn[first * c + c0 + k];
             at[k] = first;
           }
-          for (int64_t ih = hBegin; ih < hEnd; ++ih)
-            for (int64_t iw = ih == hBegin ? wBegin + 1 : wBegin; iw < wEnd;
+          for (int64_t ih = h.begin; ih < h.end; ++ih)
+            for (int64_t iw = ih == h.begin ? w.begin + 1 : w.begin; iw < w.end;
                  ++iw) {
               int32_t pos = static_cast<int32_t>(ih * inW + iw);
               const float *xp = xn + pos * c + c0;
@@ -339,8 +336,8 @@ void maxPoolGrad(const WindowGeometry &g, const float *x, const float *dy,
               }
             }
           if (tiled) {
-            for (int64_t ih = hBegin; ih < hEnd; ++ih)
-              for (int64_t iw = wBegin; iw < wEnd; ++iw) {
+            for (int64_t ih = h.begin; ih < h.end; ++ih)
+              for (int64_t iw = w.begin; iw < w.end; ++iw) {
                 int32_t pos = static_cast<int32_t>(ih * inW + iw);
                 float *dxp = dxn + pos * c + c0;
 #pragma omp simd
@@ -365,6 +362,49 @@ void maxPoolGrad(const WindowGeometry &g, const float *x, const float *dy,
           sums[k] += dxn[i + k];
   }
 }
+
+/// A pool gradient's optional second output, input_grad_sum: the gradient
+/// loop writes one row of per-channel sums an image (imageRows), and
+/// finish() adds the rows in image order, in double, into the output: the
+/// result does not depend on the thread count, and is the reference's
+/// bias_add_grad to float rounding (a row sums at most one window's worth
+/// of terms a position).
+class ChannelSums {
+public:
+  /// For `outs` = {dx} (no sums) or {dx, sum}; an error naming `kName`
+  /// when the sum is not one per channel.
+  static Status make(const char *kName, const WindowGeometry &g,
+                     const Tensors &outs, ChannelSums &sums) {
+    if (outs.size() < 2)
+      return Status::ok();
+    if (outs[1].elements() != g.c)
+      return fail(kName, "input_grad_sum " + shapeText(outs[1].shape) +
+                             " does not match " + std::to_string(g.c) +
+                             " channels");
+    sums.images_ = g.n;
+    sums.channels_ = g.c;
+    sums.rows_ = std::make_shared<std::vector<float>>(g.n * g.c);
+    sums.out_ = outs[1].f32();
+    return Status::ok();
+  }
+  /// [N, C] rows for the gradient loop; null without an input_grad_sum.
+  float *imageRows() const { return out_ ? rows_->data() : nullptr; }
+  void finish() const {
+    if (!out_)
+      return;
+    for (int64_t k = 0; k < channels_; ++k) {
+      double total = 0.0;
+      for (int64_t n = 0; n < images_; ++n)
+        total += (*rows_)[n * channels_ + k];
+      out_[k] = static_cast<float>(total);
+    }
+  }
+
+private:
+  int64_t images_ = 0, channels_ = 0;
+  std::shared_ptr<std::vector<float>> rows_; // kept across steps
+  float *out_ = nullptr;
+};
 
 /// ins: x, y, dy; outs: dx and optionally its per-channel sum. y is not
 /// needed (the maximum is found in x again, so a y from any backend gives
@@ -392,35 +432,15 @@ Status makeMaxPool2dGrad(const KernelContext &, const KernelConfig &cfg,
   const float *x = ins[0].f32(), *dy = ins[2].f32();
   float *dx = outs[0].f32();
   bool relu = cfg.getInt("relu_grad", 0) != 0;
-  if (outs.size() == 1) {
-    out = [g, x, dy, dx, relu](const KernelContext &ctx, const KernelConfig &,
-                               const Tensors &, const Tensors &) {
-      useReplicaThreads(ctx);
-      maxPoolGrad(g, x, dy, dx, relu, nullptr);
-      return Status::ok();
-    };
-    return Status::ok();
-  }
-  if (outs[1].elements() != g.c)
-    return fail(kName, "input_grad_sum " + shapeText(outs[1].shape) +
-                           " does not match " + std::to_string(g.c) +
-                           " channels");
-  // Per-image sums in float (at most one window's worth of terms per
-  // position), images added in double: the reference's bias_add_grad to
-  // float rounding.
-  auto imageSums = std::make_shared<std::vector<float>>(g.n * g.c);
-  float *sum = outs[1].f32();
-  out = [g, x, dy, dx, relu, imageSums, sum](const KernelContext &ctx,
-                                             const KernelConfig &,
-                                             const Tensors &, const Tensors &) {
+  ChannelSums sums;
+  if (Status s = ChannelSums::make(kName, g, outs, sums); !s)
+    return s;
+  out = [g, x, dy, dx, relu, sums](const KernelContext &ctx,
+                                   const KernelConfig &, const Tensors &,
+                                   const Tensors &) {
     useReplicaThreads(ctx);
-    maxPoolGrad(g, x, dy, dx, relu, imageSums->data());
-    for (int64_t k = 0; k < g.c; ++k) {
-      double total = 0.0;
-      for (int64_t n = 0; n < g.n; ++n)
-        total += (*imageSums)[n * g.c + k];
-      sum[k] = static_cast<float>(total);
-    }
+    maxPoolGrad(g, x, dy, dx, relu, sums.imageRows());
+    sums.finish();
     return Status::ok();
   };
   return Status::ok();
@@ -465,21 +485,17 @@ void maxPoolArgmaxGrad(const WindowGeometry &g, const int32_t *argmax,
     else
       std::memset(dxn, 0, sizeof(float) * inImage);
     for (int64_t oh = 0; oh < g.h.out; ++oh) {
-      const int64_t h0 = oh * g.h.stride - g.h.padBefore;
-      const int64_t hBegin = std::max<int64_t>(h0, 0);
-      const int64_t hEnd = std::min(h0 + g.h.window, g.h.in);
+      const WindowSpan h = windowSpan(g.h, oh);
       for (int64_t ow = 0; ow < g.w.out; ++ow) {
-        const int64_t w0 = ow * g.w.stride - g.w.padBefore;
-        const int64_t wBegin = std::max<int64_t>(w0, 0);
-        const int64_t wEnd = std::min(w0 + g.w.window, inW);
+        const WindowSpan w = windowSpan(g.w, ow);
         const int64_t at = (oh * g.w.out + ow) * c;
         const int32_t *a = an + at;
         const float *yw = yn + at, *dyw = dyn + at;
         if (streaming) {
-          for (int64_t ih = hBegin; ih < hEnd; ++ih)
-            for (int64_t iw = wBegin; iw < wEnd; ++iw) {
-              const __m256i pos = _mm256_set1_epi32(
-                  static_cast<int32_t>((ih - h0) * g.w.window + iw - w0));
+          for (int64_t ih = h.begin; ih < h.end; ++ih)
+            for (int64_t iw = w.begin; iw < w.end; ++iw) {
+              const __m256i pos =
+                  _mm256_set1_epi32(windowPosition(g, h, w, ih, iw));
               float *dxp = dxn + (ih * inW + iw) * c;
               for (int64_t k = 0; k < c; k += 8) {
                 __m256 keep = _mm256_castsi256_ps(_mm256_cmpeq_epi32(
@@ -498,10 +514,9 @@ void maxPoolArgmaxGrad(const WindowGeometry &g, const int32_t *argmax,
               }
             }
         } else if (tiled) {
-          for (int64_t ih = hBegin; ih < hEnd; ++ih)
-            for (int64_t iw = wBegin; iw < wEnd; ++iw) {
-              const int32_t pos =
-                  static_cast<int32_t>((ih - h0) * g.w.window + iw - w0);
+          for (int64_t ih = h.begin; ih < h.end; ++ih)
+            for (int64_t iw = w.begin; iw < w.end; ++iw) {
+              const int32_t pos = windowPosition(g, h, w, ih, iw);
               float *dxp = dxn + (ih * inW + iw) * c;
 #pragma omp simd
               for (int64_t k = 0; k < c; ++k)
@@ -550,26 +565,14 @@ Status makeMaxPool2dArgmaxGrad(const KernelContext &, const KernelConfig &cfg,
   const float *y = ins[1].f32(), *dy = ins[2].f32();
   float *dx = outs[0].f32();
   bool relu = cfg.getInt("relu_grad", 0) != 0;
-  if (outs.size() == 2 && outs[1].elements() != g.c)
-    return fail(kName, "input_grad_sum " + shapeText(outs[1].shape) +
-                           " does not match " + std::to_string(g.c) +
-                           " channels");
-  // Per-image sums, added in image order as for max_pool2d_grad.
-  auto imageSums =
-      std::make_shared<std::vector<float>>(outs.size() == 2 ? g.n * g.c : 0);
-  float *sum = outs.size() == 2 ? outs[1].f32() : nullptr;
+  ChannelSums sums;
+  if (Status s = ChannelSums::make(kName, g, outs, sums); !s)
+    return s;
   out = [=](const KernelContext &ctx, const KernelConfig &, const Tensors &,
             const Tensors &) {
     useReplicaThreads(ctx);
-    maxPoolArgmaxGrad(g, argmax, y, dy, dx, relu,
-                      sum ? imageSums->data() : nullptr);
-    if (sum)
-      for (int64_t k = 0; k < g.c; ++k) {
-        double total = 0.0;
-        for (int64_t n = 0; n < g.n; ++n)
-          total += (*imageSums)[n * g.c + k];
-        sum[k] = static_cast<float>(total);
-      }
+    maxPoolArgmaxGrad(g, argmax, y, dy, dx, relu, sums.imageRows());
+    sums.finish();
     return Status::ok();
   };
   return Status::ok();

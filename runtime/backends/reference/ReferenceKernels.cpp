@@ -376,6 +376,23 @@ Status maxPool2d(const KernelContext &, const KernelConfig &cfg,
   return Status::ok();
 }
 
+/// A pool gradient's optional second output, input_grad_sum: `dx` (its
+/// first output, as stored: rounded to float) summed over every axis but
+/// the last, as bias_add_grad would sum the stored dx.
+Status storeInputGradSum(const char *kName, const Vec &dx, int64_t channels,
+                         const Tensors &outs) {
+  if (outs.size() < 2)
+    return Status::ok();
+  REQUIRE(outs[1].elements() == channels, "input_grad_sum " +
+                                              shapeText(outs[1].shape) +
+                                              " does not match the channels");
+  Vec sum(channels, 0.0);
+  for (size_t i = 0; i < dx.size(); ++i)
+    sum[i % channels] += static_cast<float>(dx[i]);
+  store(outs[1], sum);
+  return Status::ok();
+}
+
 /// ins: x, y, dy. Each dy goes to the first maximum of x in its window
 /// (row-major window order); y is not needed for that and only checked.
 /// With config relu_grad, dx is then zeroed where x <= 0. A second output
@@ -413,16 +430,7 @@ Status maxPool2dGrad(const KernelContext &, const KernelConfig &cfg,
     for (size_t i = 0; i < dx.size(); ++i)
       dx[i] = x[i] > 0 ? dx[i] : 0.0;
   store(outs[0], dx);
-  if (outs.size() == 2) {
-    REQUIRE(outs[1].elements() == g.c, "input_grad_sum " +
-                                           shapeText(outs[1].shape) +
-                                           " does not match the channels");
-    Vec sum(g.c, 0.0);
-    for (size_t i = 0; i < dx.size(); ++i)
-      sum[i % g.c] += static_cast<float>(dx[i]);
-    store(outs[1], sum);
-  }
-  return Status::ok();
+  return storeInputGradSum(kName, dx, g.c, outs);
 }
 
 /// ins: x, kernel [, bias]; outs: y, argmax. The fused convolution into a
@@ -457,13 +465,12 @@ Status fusedConv2dPool(const KernelContext &, const KernelConfig &cfg,
         for (int64_t c = 0; c < g.c; ++c) {
           double best = 0.0;
           int32_t at = -1;
+          const WindowSpan hs = windowSpan(g.h, oh), ws = windowSpan(g.w, ow);
           forWindow(g, oh, ow, [&](int64_t ih, int64_t iw) {
             double v = convOut[nhwc(n, ih, iw, c, g.h.in, g.w.in, g.c)];
             if (at < 0 || v > best) {
               best = v;
-              at = static_cast<int32_t>(
-                  (ih - (oh * g.h.stride - g.h.padBefore)) * g.w.window +
-                  (iw - (ow * g.w.stride - g.w.padBefore)));
+              at = windowPosition(g, hs, ws, ih, iw);
             }
           });
           int64_t i = nhwc(n, oh, ow, c, g.h.out, g.w.out, g.c);
@@ -506,16 +513,7 @@ Status maxPool2dArgmaxGrad(const KernelContext &, const KernelConfig &cfg,
             dx[nhwc(n, ih, iw, c, g.h.in, g.w.in, g.c)] += dy[i];
         }
   store(outs[0], dx);
-  if (outs.size() == 2) {
-    REQUIRE(outs[1].elements() == g.c, "input_grad_sum " +
-                                           shapeText(outs[1].shape) +
-                                           " does not match the channels");
-    Vec sum(g.c, 0.0);
-    for (size_t i = 0; i < dx.size(); ++i)
-      sum[i % g.c] += static_cast<float>(dx[i]);
-    store(outs[1], sum);
-  }
-  return Status::ok();
+  return storeInputGradSum(kName, dx, g.c, outs);
 }
 
 /// The mean over the window's in-range positions (Keras excludes padding).

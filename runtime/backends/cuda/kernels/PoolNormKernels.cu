@@ -39,6 +39,23 @@ struct Pool {
   __device__ int64_t outAt(int64_t b, int64_t y, int64_t x, int64_t ch) const {
     return ((b * outH + y) * outW + x) * c + ch;
   }
+  /// The position of flat NHWC index `i` in the output (outPosition) or
+  /// the input (inPosition): the inverses of outAt and inAt.
+  __device__ void outPosition(int64_t i, int64_t &b, int64_t &y, int64_t &x,
+                              int64_t &ch) const {
+    position(i, outH, outW, b, y, x, ch);
+  }
+  __device__ void inPosition(int64_t i, int64_t &b, int64_t &y, int64_t &x,
+                             int64_t &ch) const {
+    position(i, inH, inW, b, y, x, ch);
+  }
+  /// Input (y, x)'s position in window (oy, ox), row * kw + column: what
+  /// fused_conv2d_pool's argmax holds (runtime/core/WindowGeometry.h).
+  __device__ int32_t windowPosition(int64_t oy, int64_t ox, int64_t y,
+                                    int64_t x) const {
+    return static_cast<int32_t>((y - (oy * sh - top)) * kw + x -
+                                (ox * sw - left));
+  }
   /// Window (oy, ox)'s in-range input rows [y0, y1) and columns [x0, x1).
   __device__ void window(int64_t oy, int64_t ox, int64_t &y0, int64_t &y1,
                          int64_t &x0, int64_t &x1) const {
@@ -58,6 +75,17 @@ struct Pool {
     last = (i + pad) / stride;
     if (last > outs - 1)
       last = outs - 1;
+  }
+
+private:
+  __device__ void position(int64_t i, int64_t h, int64_t w, int64_t &b,
+                           int64_t &y, int64_t &x, int64_t &ch) const {
+    ch = i % c;
+    int64_t rest = i / c;
+    x = rest % w;
+    rest /= w;
+    y = rest % h;
+    b = rest / h;
   }
 };
 
@@ -85,10 +113,8 @@ __global__ void maxPoolKernel(const float *__restrict__ x,
   int64_t total = p.n * p.outH * p.outW * p.c;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
        i += int64_t(gridDim.x) * blockDim.x) {
-    int64_t ch = i % p.c, rest = i / p.c;
-    int64_t ox = rest % p.outW;
-    rest /= p.outW;
-    int64_t oy = rest % p.outH, b = rest / p.outH;
+    int64_t b, oy, ox, ch;
+    p.outPosition(i, b, oy, ox, ch);
     int64_t y0, y1, x0, x1;
     p.window(oy, ox, y0, y1, x0, x1);
     // std::max(best, v) from -infinity, as the reference.
@@ -111,10 +137,8 @@ __global__ void maxPoolGradKernel(const float *__restrict__ x,
   int64_t total = p.n * p.inH * p.inW * p.c;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
        i += int64_t(gridDim.x) * blockDim.x) {
-    int64_t ch = i % p.c, rest = i / p.c;
-    int64_t ix = rest % p.inW;
-    rest /= p.inW;
-    int64_t iy = rest % p.inH, b = rest / p.inH;
+    int64_t b, iy, ix, ch;
+    p.inPosition(i, b, iy, ix, ch);
     int64_t oy0, oy1, ox0, ox1;
     Pool::covering(iy, p.top, p.kh, p.sh, p.outH, oy0, oy1);
     Pool::covering(ix, p.left, p.kw, p.sw, p.outW, ox0, ox1);
@@ -136,13 +160,10 @@ __global__ void maxPoolArgmaxKernel(const float *__restrict__ x,
   int64_t total = p.n * p.outH * p.outW * p.c;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
        i += int64_t(gridDim.x) * blockDim.x) {
-    int64_t ch = i % p.c, rest = i / p.c;
-    int64_t ox = rest % p.outW;
-    rest /= p.outW;
-    int64_t oy = rest % p.outH, b = rest / p.outH;
+    int64_t b, oy, ox, ch;
+    p.outPosition(i, b, oy, ox, ch);
     int64_t y0, y1, x0, x1;
     p.window(oy, ox, y0, y1, x0, x1);
-    int64_t ys = oy * p.sh - p.top, xs = ox * p.sw - p.left;
     float best = 0.0f;
     int32_t at = -1;
     for (int64_t yy = y0; yy < y1; ++yy)
@@ -150,7 +171,7 @@ __global__ void maxPoolArgmaxKernel(const float *__restrict__ x,
         float v = x[p.inAt(b, yy, xx, ch)];
         if (at < 0 || v > best) {
           best = v;
-          at = static_cast<int32_t>((yy - ys) * p.kw + (xx - xs));
+          at = p.windowPosition(oy, ox, yy, xx);
         }
       }
     y[i] = best;
@@ -168,10 +189,8 @@ __global__ void maxPoolArgmaxGradKernel(const int32_t *__restrict__ argmax,
   int64_t total = p.n * p.inH * p.inW * p.c;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
        i += int64_t(gridDim.x) * blockDim.x) {
-    int64_t ch = i % p.c, rest = i / p.c;
-    int64_t ix = rest % p.inW;
-    rest /= p.inW;
-    int64_t iy = rest % p.inH, b = rest / p.inH;
+    int64_t b, iy, ix, ch;
+    p.inPosition(i, b, iy, ix, ch);
     int64_t oy0, oy1, ox0, ox1;
     Pool::covering(iy, p.top, p.kh, p.sh, p.outH, oy0, oy1);
     Pool::covering(ix, p.left, p.kw, p.sw, p.outW, ox0, ox1);
@@ -179,9 +198,8 @@ __global__ void maxPoolArgmaxGradKernel(const int32_t *__restrict__ argmax,
     for (int64_t oy = oy0; oy <= oy1; ++oy)
       for (int64_t ox = ox0; ox <= ox1; ++ox) {
         int64_t o = p.outAt(b, oy, ox, ch);
-        int32_t here = static_cast<int32_t>((iy - (oy * p.sh - p.top)) * p.kw +
-                                            (ix - (ox * p.sw - p.left)));
-        if (argmax[o] == here && (!reluGrad || y[o] > 0.0f))
+        if (argmax[o] == p.windowPosition(oy, ox, iy, ix) &&
+            (!reluGrad || y[o] > 0.0f))
           sum += dy[o];
       }
     dx[i] = sum;
@@ -193,10 +211,8 @@ __global__ void avgPoolKernel(const float *__restrict__ x,
   int64_t total = p.n * p.outH * p.outW * p.c;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
        i += int64_t(gridDim.x) * blockDim.x) {
-    int64_t ch = i % p.c, rest = i / p.c;
-    int64_t ox = rest % p.outW;
-    rest /= p.outW;
-    int64_t oy = rest % p.outH, b = rest / p.outH;
+    int64_t b, oy, ox, ch;
+    p.outPosition(i, b, oy, ox, ch);
     int64_t y0, y1, x0, x1;
     p.window(oy, ox, y0, y1, x0, x1);
     double sum = 0.0;
@@ -214,10 +230,8 @@ __global__ void avgPoolGradKernel(const float *__restrict__ dy,
   int64_t total = p.n * p.inH * p.inW * p.c;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
        i += int64_t(gridDim.x) * blockDim.x) {
-    int64_t ch = i % p.c, rest = i / p.c;
-    int64_t ix = rest % p.inW;
-    rest /= p.inW;
-    int64_t iy = rest % p.inH, b = rest / p.inH;
+    int64_t b, iy, ix, ch;
+    p.inPosition(i, b, iy, ix, ch);
     int64_t oy0, oy1, ox0, ox1;
     Pool::covering(iy, p.top, p.kh, p.sh, p.outH, oy0, oy1);
     Pool::covering(ix, p.left, p.kw, p.sw, p.outW, ox0, ox1);
@@ -278,6 +292,30 @@ Status poolForward(const KernelContext &ctx, const KernelConfig &cfg,
   return Status::ok();
 }
 
+/// A pool gradient's optional second output, input_grad_sum: this backend's
+/// bias_add_grad of dx (a deterministic column reduction), launched after
+/// the gradient on the same stream. Empty for a gradient without one.
+class ChannelSum {
+public:
+  /// For the gradient's `outs`: {dx} or {dx, sum}.
+  Status make(const KernelContext &ctx, const Tensors &outs) {
+    if (outs.size() < 2)
+      return Status::ok();
+    ins_ = {outs[0]};
+    outs_ = {outs[1]};
+    return KernelRegistry::global().instantiate(
+        "bias_add_grad", Backend::cuda, ctx, config_, ins_, outs_, sum_);
+  }
+  Status operator()(const KernelContext &ctx) const {
+    return sum_ ? sum_(ctx, config_, ins_, outs_) : Status::ok();
+  }
+
+private:
+  KernelFn sum_;
+  Tensors ins_, outs_;
+  KernelConfig config_;
+};
+
 /// ins: x, y, dy (y only checked: the first maximum is found in x). outs:
 /// dx and, when fused (graph-fuse's input_grad_sum), dx summed per channel:
 /// this backend's bias_add_grad of dx, launched after it on the stream.
@@ -302,23 +340,14 @@ Status maxPoolGrad(const KernelContext &ctx, const KernelConfig &cfg,
   float *dx = outs[0].f32();
   int64_t total = outs[0].elements();
   bool reluGrad = cfg.getInt("relu_grad", 0) != 0;
-  KernelFn channelSum;
-  std::vector<TensorRef> sumIns, sumOuts;
-  if (outs.size() == 2) {
-    sumIns = {outs[0]};
-    sumOuts = {outs[1]};
-    RETURN_IF_ERROR(KernelRegistry::global().instantiate(
-        "bias_add_grad", Backend::cuda, ctx, KernelConfig(), sumIns, sumOuts,
-        channelSum));
-  }
-  out = [=](const KernelContext &ctx, const KernelConfig &cfg, const Tensors &,
+  ChannelSum channelSum;
+  RETURN_IF_ERROR(channelSum.make(ctx, outs));
+  out = [=](const KernelContext &ctx, const KernelConfig &, const Tensors &,
             const Tensors &) {
     maxPoolGradKernel<<<blocksFor(total), kThreads, 0, state->compute>>>(
         x, dy, dx, p, reluGrad);
     RETURN_IF_LAUNCH_FAILED("maxPoolGradKernel");
-    if (channelSum)
-      return channelSum(ctx, cfg, sumIns, sumOuts);
-    return Status::ok();
+    return channelSum(ctx);
   };
   return Status::ok();
 }
@@ -400,23 +429,14 @@ Status maxPoolArgmaxGrad(const KernelContext &ctx, const KernelConfig &cfg,
   float *dx = outs[0].f32();
   int64_t total = outs[0].elements();
   bool reluGrad = cfg.getInt("relu_grad", 0) != 0;
-  KernelFn channelSum;
-  Tensors sumIns, sumOuts;
-  if (outs.size() == 2) {
-    sumIns = {outs[0]};
-    sumOuts = {outs[1]};
-    RETURN_IF_ERROR(KernelRegistry::global().instantiate(
-        "bias_add_grad", Backend::cuda, ctx, KernelConfig(), sumIns, sumOuts,
-        channelSum));
-  }
-  out = [=](const KernelContext &ctx, const KernelConfig &cfg, const Tensors &,
+  ChannelSum channelSum;
+  RETURN_IF_ERROR(channelSum.make(ctx, outs));
+  out = [=](const KernelContext &ctx, const KernelConfig &, const Tensors &,
             const Tensors &) {
     maxPoolArgmaxGradKernel<<<blocksFor(total), kThreads, 0, state->compute>>>(
         argmax, y, dy, dx, p, reluGrad);
     RETURN_IF_LAUNCH_FAILED("maxPoolArgmaxGradKernel");
-    if (channelSum)
-      return channelSum(ctx, cfg, sumIns, sumOuts);
-    return Status::ok();
+    return channelSum(ctx);
   };
   return Status::ok();
 }
