@@ -102,11 +102,9 @@ struct DeviceCase {
   KernelFn fn;
 
   std::vector<Tensor> read(const Case &c) const {
-    std::vector<Tensor> result;
-    for (size_t o = 0; o < outs.size(); ++o) {
-      result.push_back(Tensor::f32(c.outs[o]));
-      outs[o]->read(result.back());
-    }
+    std::vector<Tensor> result = outputsOf(c); // f32, or the case's types
+    for (size_t o = 0; o < outs.size(); ++o)
+      outs[o]->read(result[o]);
     return result;
   }
   void poison() {
