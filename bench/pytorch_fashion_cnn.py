@@ -15,7 +15,9 @@ prints, last, the wall seconds from start (torch.compile's compilation
 included) to the first evaluation at or above --target-accuracy, or "not
 reached".
 
---device cuda runs on the GPU; --compile wraps the model in torch.compile;
+--device cuda runs on the GPU (cudnn.benchmark on, fused Adam, TF32 unless
+--precision fp32); --compile wraps the model in torch.compile (in
+--compile-mode);
 --channels-last keeps the model's weights and the input in PyTorch's
 channels_last memory format (NHWC, oneDNN's layout on CPU).
 """
@@ -34,6 +36,12 @@ parser.add_argument("--batch", type=int, default=256)
 parser.add_argument("--device", default="cpu", help="cpu or cuda")
 parser.add_argument("--compile", action="store_true",
                     help="train the torch.compile'd model")
+parser.add_argument("--compile-mode", default=None,
+                    help="torch.compile's mode (bench/gpu-check.sh: "
+                    "max-autotune, which also replays CUDA graphs)")
+parser.add_argument("--precision", default="tf32", choices=["fp32", "tf32"],
+                    help="on a GPU: the convolutions' and matrix products' "
+                    "float32 mode, as graphrun --precision")
 parser.add_argument("--channels-last", action="store_true",
                     help="weights and input in channels_last memory format")
 parser.add_argument("--data-dir", default=None,
@@ -48,13 +56,24 @@ torch.manual_seed(0)
 device = torch.device(args.device)
 if device.type == "cpu":
     torch.set_num_threads(2)  # what bench/cpu-train-vs-pytorch.sh compares
+else:
+    # How PyTorch's GPU users run: cuDNN autotuning (cudnn.benchmark) and
+    # the precision graphrun uses (TF32 is cuDNN's default for convolutions
+    # already; matrix products need asking).
+    torch.backends.cudnn.benchmark = True
+    tf32 = args.precision == "tf32"
+    torch.backends.cudnn.allow_tf32 = tf32
+    torch.backends.cuda.matmul.allow_tf32 = tf32
 model = fashion_peers.torch_seed_cnn(nn).to(device)
 memory_format = (torch.channels_last if args.channels_last
                  else torch.contiguous_format)
 model = model.to(memory_format=memory_format)
-optimizer = torch.optim.Adam(model.parameters(), lr=0.001, eps=1e-7)
+# On a GPU, Adam's fused kernel: one launch for every parameter.
+optimizer = torch.optim.Adam(model.parameters(), lr=0.001, eps=1e-7,
+                             fused=device.type == "cuda")
 loss_fn = nn.CrossEntropyLoss()
-forward = torch.compile(model) if args.compile else model
+forward = (torch.compile(model, mode=args.compile_mode) if args.compile
+           else model)
 
 
 def sync():
