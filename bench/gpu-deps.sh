@@ -1,52 +1,90 @@
 #!/usr/bin/env bash
-# The Debian packages the runtime build needs that a GPU machine's image may
-# lack (it has nvcc, CMake, ninja and PyTorch, but no MLIR, FlatBuffers,
-# CLI11, GoogleTest, oneDNN or the data set, and nothing can be fetched
-# there). Download them here, carry .gpu-deps (git-ignored) with the
-# working tree, unpack them there into a private prefix.
+# What a GPU machine needs to run bench/gpu-check.sh without building: the
+# machines lent here have nvcc, cuDNN, cuBLAS, NCCL and PyTorch, but none of
+# the runtime's Debian libraries (oneDNN, HDF5, OpenMPI, libjpeg-turbo, ...),
+# no MLIR and no way to fetch anything, and their device time is minutes.
+# So the runtime is built here (build/, CUDA on, sm_90) and carried.
 #
-#   bench/gpu-deps.sh download   here: apt-get download into .gpu-deps/debs
+#   bench/gpu-deps.sh bundle   here, after ./scripts/build.sh: writes
+#                              .gpu-deps (git-ignored, under 64 MiB):
+#                                prebuilt.tar.xz  graphrun and the two GPU
+#                                                 test programs, with every
+#                                                 library they load except
+#                                                 glibc's and CUDA's
+#                                plans/           the seed CNN's plans
+#                                fashion-mnist/   the data set
 #   eval "$(bench/gpu-deps.sh env)"
-#                                there: unpack once into .gpu-deps/root and
-#                                print the exports that make CMake, the
-#                                compiler and the loader find them
+#                              there: unpacks once into .gpu-deps/prebuilt
+#                              and prints the exports that make the loader
+#                              find the carried libraries and the machine's
+#                              own CUDA, cuDNN, cuBLAS and NCCL (its
+#                              /usr/local/cuda, else PyTorch's wheels)
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 deps="$root/.gpu-deps"
-packages=(
-  flatbuffers-compiler flatbuffers-compiler-dev libflatbuffers-dev libflatbuffers2
-  libcli11-dev googletest libgtest-dev libgmock-dev
-  libdnnl-dev libdnnl2 ocl-icd-libopencl1
-  nlohmann-json3-dev zlib1g-dev dataset-fashion-mnist
-)
+build="${GRAPH_BUILD_DIR:-$root/build}"
+programs=(bin/graphrun test/runtime/gpu/gpu-runtime-tests
+  test/runtime/cuda/cuda-kernel-tests)
+# Loaded from the GPU machine itself: glibc's (an older glibc's libraries
+# run on a newer one) and the CUDA libraries that must match its driver.
+own='^(linux-vdso|ld-linux|libc|libm|libdl|librt|libpthread|libresolv|libcudart|libcublas|libcublasLt|libcudnn|libnccl)\.so'
+
+# The seed CNN: batch 64 for the GPU tests, 256 and 1024 for the figures,
+# each for 1, 2 and 4 replicas (logical GPUs on one device).
+compile_plans() { # out-dir
+  local dir="$1" tools="$build/bin"
+  mkdir -p "$dir"
+  for batch in 64 256 1024; do
+    "$tools/graph-import" "$root/examples/fashion_mnist_cnn.json" \
+      --batch-size "$batch" -o "$dir/seed_b$batch.mlir"
+    "$tools/graphc" "$dir/seed_b$batch.mlir" --replicas 1,2,4 \
+      -o "$dir/seed_b$batch.plan"
+    rm "$dir/seed_b$batch.mlir"
+  done
+}
 
 case "${1:-}" in
-download)
-  mkdir -p "$deps/debs"
-  (cd "$deps/debs" && apt-get download "${packages[@]}")
-  du -sh "$deps/debs"
+bundle)
+  for p in "${programs[@]}"; do
+    [[ -x "$build/$p" ]] || { echo "gpu-deps: $build/$p is not built (ninja -C $build ${p##*/})" >&2; exit 1; }
+  done
+  ldd "$build/bin/graphrun" | grep -q libcudart ||
+    { echo "gpu-deps: $build/bin/graphrun is built without CUDA" >&2; exit 1; }
+  rm -rf "$deps"
+  stage="$deps/prebuilt"
+  mkdir -p "$stage/bin" "$stage/lib"
+  for p in "${programs[@]}"; do cp "$build/$p" "$stage/bin/"; done
+  for p in "${programs[@]}"; do ldd "$build/$p"; done |
+    awk '/=> \// { print $1, $3 }' | sort -u | while read -r name path; do
+      [[ "$name" =~ $own ]] || cp -L "$path" "$stage/lib/$name"
+    done
+  tar -C "$deps" -cJf "$deps/prebuilt.tar.xz" prebuilt
+  rm -rf "$stage"
+  compile_plans "$deps/plans"
+  cp -r /usr/share/datasets/fashion-mnist "$deps/fashion-mnist"
+  du -sh "$deps"/*
+  echo "gpu-deps: carry .gpu-deps; there: bench/gpu-check.sh"
   ;;
 env)
-  if [[ ! -d "$deps/debs" ]]; then
-    echo "gpu-deps: no $deps/debs: run 'bench/gpu-deps.sh download' on the build machine and carry .gpu-deps" >&2
-    exit 1
-  fi
-  if [[ ! -f "$deps/root/.unpacked" ]]; then
-    mkdir -p "$deps/root"
-    for deb in "$deps"/debs/*.deb; do dpkg -x "$deb" "$deps/root"; done
-    touch "$deps/root/.unpacked"
-  fi
-  usr="$deps/root/usr"
-  lib="$usr/lib/x86_64-linux-gnu"
-  echo "export CMAKE_PREFIX_PATH=\"$usr\${CMAKE_PREFIX_PATH:+:\$CMAKE_PREFIX_PATH}\""
-  echo "export PATH=\"$usr/bin:\$PATH\""
-  echo "export CPATH=\"$usr/include\${CPATH:+:\$CPATH}\""
-  echo "export LIBRARY_PATH=\"$lib\${LIBRARY_PATH:+:\$LIBRARY_PATH}\""
-  echo "export LD_LIBRARY_PATH=\"$lib\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}\""
-  echo "export FASHION_MNIST_DIR=\"$usr/share/datasets/fashion-mnist\""
+  [[ -f "$deps/prebuilt.tar.xz" ]] ||
+    { echo "gpu-deps: no $deps/prebuilt.tar.xz: run 'bench/gpu-deps.sh bundle' on the build machine and carry .gpu-deps" >&2; exit 1; }
+  [[ -d "$deps/prebuilt" ]] || tar -C "$deps" -xJf "$deps/prebuilt.tar.xz"
+  # The first directory that has each CUDA library; /usr/local/cuda first.
+  cuda_dirs=""
+  for lib in libcudart.so.13 libcublasLt.so.13 libcudnn.so.9 libnccl.so.2; do
+    found=$(find /usr/local/cuda/lib64/ /usr/local/cuda/lib/ /usr/local/cuda/targets/ \
+      /opt/ /usr/lib/x86_64-linux-gnu/ -name "$lib" 2>/dev/null | head -1 || true)
+    [[ -z "$found" ]] && { echo "gpu-deps: no $lib on this machine" >&2; continue; }
+    dir=$(dirname "$found")
+    [[ ":$cuda_dirs:" == *":$dir:"* ]] || cuda_dirs="${cuda_dirs:+$cuda_dirs:}$dir"
+  done
+  echo "export GRAPH_PREBUILT=\"$deps/prebuilt/bin\""
+  echo "export LD_LIBRARY_PATH=\"$deps/prebuilt/lib:$cuda_dirs\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}\""
+  echo "export GRAPH_TEST_SEED_PLAN=\"$deps/plans/seed_b64.plan\""
+  echo "export FASHION_MNIST_DIR=\"$deps/fashion-mnist\""
   ;;
 *)
-  echo "usage: bench/gpu-deps.sh download | env" >&2
+  echo "usage: bench/gpu-deps.sh bundle | env" >&2
   exit 1
   ;;
 esac
