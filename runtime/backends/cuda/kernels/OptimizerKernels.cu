@@ -25,8 +25,9 @@ namespace {
 
 /// Adam with amsgrad's three, and gradient accumulation's sum.
 constexpr int kMaxSlots = 4;
-/// Elements per chunk: 16 per thread of a block.
-constexpr int64_t kChunkElements = 16 * kThreads;
+/// Elements per chunk: 2 per thread of a block. (16 gave the seed CNN's
+/// 93k parameters 30 blocks on an H100's 132 multiprocessors: 43 us.)
+constexpr int64_t kChunkElements = 2 * kThreads;
 
 struct UpdateTensor {
   const float *param = nullptr;
