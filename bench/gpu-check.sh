@@ -30,7 +30,7 @@
 #     .gpu-deps, the script builds into build-gpu (GRAPH_GPU_BUILD_DIR).
 #
 # --quick: batch 256 only, no torch.compile, no time to accuracy.
-# --profile: also each kernel's time in a batch-256 step (ncu), kernels.csv.
+# --profile: also each kernel's time in a batch-256 step (ncu), kernels.txt.
 # Exits 2, saying so, where there is no GPU; 1 when a build or check fails.
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -232,19 +232,21 @@ if [[ -z "$quick" ]]; then
     tee -a "$runs_log" | sed -n 's/^eval.*accuracy = \([0-9.]*\).*/\1/p' | tail -1)
   note "--gpus 2 --epochs 5 --eval: test accuracy ${acc2:-n/a}"
 fi
-rm -rf "$work"
-
 # Each kernel's device time in a step at batch 256 (Nsight Compute, one
-# metric; the conv algorithm cache beside the plan is warm by now, so the
-# profiled kernels are the steps').
+# metric): the same run with 4 and with 12 steps, so that the difference is
+# 8 steps' kernels whatever start-up launched (bench/ncu_step_table.py).
 if [[ -n "$profile" ]]; then
   ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda/bin/ncu 2>/dev/null | head -1)
   if [[ -n "$ncu" ]]; then
     echo "$(date +%T) == kernel profile"
-    timeout 240 "$ncu" --metrics gpu__time_duration.sum --csv --print-summary per-kernel \
-      -c 400 "$bin/graphrun" "$plans/seed_b256.plan" --gpus 1 --data synthetic \
-      --steps 8 --warmup 1 --log-every 100000 --no-cuda-graph >"$out/kernels.csv" 2>&1 ||
-      note "ncu failed (kernels.csv)"
+    for n in 4 12; do
+      timeout 120 "$ncu" --metrics gpu__time_duration.sum --csv --print-summary per-kernel \
+        "$bin/graphrun" "$plans/seed_b256.plan" --gpus 1 --data synthetic \
+        --steps "$n" --warmup 1 --log-every 100000 --no-cuda-graph >"$work/ncu$n.csv" 2>&1 ||
+        note "ncu failed ($n steps)"
+    done
+    $python "$root/bench/ncu_step_table.py" "$work/ncu4.csv" "$work/ncu12.csv" 8 \
+      >"$out/kernels.txt" 2>&1 && note "kernel profile: $(tail -1 "$out/kernels.txt" | awk '{ print $1 }') us a step (kernels.txt)"
   else
     note "no ncu here: no kernel profile"
   fi
@@ -256,6 +258,8 @@ if [[ -z "$quick" ]]; then
   ips[compile_256]=$(peer 256 --compile --compile-mode max-autotune)
   note "batch 256, compile: ${ips[compile_256]:-n/a} images/s"
 fi
+
+rm -rf "$work"
 
 # --- table ------------------------------------------------------------------
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a > 0 && b > 0) printf "%.2f", a / b; else printf "n/a" }'; }
