@@ -16,6 +16,7 @@
 #      torch.compile(mode="max-autotune") on the same GPU (cudnn.benchmark,
 #      fused Adam, TF32 as ours), the peers' data resident on the GPU, so our
 #      ratios use --cache-on-device: like for like;
+#      and the device's idle time between two steps (bench/trace_gaps.py);
 #   4. wall time to 0.90 test accuracy (ours and PyTorch eager), and
 #      --gpus 2 --epochs 5 --eval on Fashion-MNIST.
 # Logs go under $OUT when set (else build-gpu/gpu-check): at most 8 files.
@@ -207,6 +208,17 @@ for batch in "${batches[@]}"; do
     note "batch $batch, $key: ${ips[${key}_$batch]:-n/a} images/s"
   done
 done
+
+# The device's idle time between two steps (the host's wait, read, hooks
+# and next launch), from graphrun's trace: what launching step k+1 before
+# reading step k would win.
+echo "$(date +%T) == gap between steps"
+if graphrun "$plans/seed_b256.plan" --gpus 1 --cache-on-device --data synthetic \
+  --steps 60 --log-every 100000 --trace "$work/trace.json" >>"$runs_log" 2>&1; then
+  note "batch 256, --cache-on-device: $($python "$root/bench/trace_gaps.py" "$work/trace.json" --skip 10 2>&1)"
+else
+  note "graphrun --trace failed (graphrun.log)"
+fi
 
 # --- 4. accuracy ------------------------------------------------------------
 tta_ours="n/a" tta_eager="n/a" acc2="n/a"
