@@ -22,6 +22,7 @@
 #include "runtime/backends/reference/ReferenceKernels.h"
 #include "runtime/core/Executor.h"
 #include "runtime/plan/PlanLoader.h"
+#include "test/runtime/SeedPlan.h"
 #include "test/runtime/TinyPlan.h"
 
 #include <gtest/gtest.h>
@@ -470,26 +471,15 @@ TEST(StepSchedule, TheUpdateAfterTheAllReduceWithoutItsWaitIsCaught) {
 }
 
 TEST(StepSchedule, TheSeedCnnsLaunchesFollowThePlan) {
-  namespace fs = std::filesystem;
-  // Where the compiler is not built (a GPU machine given only the runtime),
-  // GRAPH_TEST_SEED_PLAN names the same plan compiled elsewhere.
-  fs::path plan;
-  if (const char *prebuilt = std::getenv("GRAPH_TEST_SEED_PLAN")) {
-    plan = prebuilt;
-  } else {
-    fs::path tools = fs::path(GRAPH_BINARY_DIR) / "bin";
-    if (!fs::exists(tools / "graph-import") || !fs::exists(tools / "graphc"))
-      GTEST_SKIP() << "graph-import/graphc are not built in " << tools;
-    fs::path dir = fs::temp_directory_path() / "step-schedule-test-seed";
-    fs::create_directories(dir);
-    plan = dir / "seed.plan";
-    std::string command =
-        (tools / "graph-import").string() + " " + GRAPH_SOURCE_DIR +
-        "/examples/fashion_mnist_cnn.json --batch-size 64 -o " +
-        (dir / "seed.mlir").string() + " && " + (tools / "graphc").string() +
-        " " + (dir / "seed.mlir").string() + " -o " + plan.string() +
-        " --replicas 1,2";
-    ASSERT_EQ(std::system(command.c_str()), 0) << command;
+  std::filesystem::path plan;
+  std::string why;
+  switch (testplan::seedPlanPath("step-schedule-test-seed", plan, why)) {
+  case testplan::SeedPlan::ready:
+    break;
+  case testplan::SeedPlan::noTools:
+    GTEST_SKIP() << why;
+  case testplan::SeedPlan::failed:
+    FAIL() << why;
   }
   reference::registerReferenceKernels();
   LoadedPlan loaded;

@@ -13,6 +13,7 @@
 #include "runtime/collectives/NcclCollective.h"
 #include "runtime/core/Executor.h"
 #include "runtime/plan/PlanLoader.h"
+#include "test/runtime/SeedPlan.h"
 #include "test/runtime/TinyPlan.h"
 #include "test/runtime/gpu/TestKernels.h"
 
@@ -549,38 +550,13 @@ TEST(GpuRuntime, WrongBatchFailsBeforeAnyCopy) {
 
 namespace {
 
-/// Compiles examples/fashion_mnist_cnn.json at global batch 64 with the
-/// build's graph-import and graphc, or says why not.
-/// A machine without the compiler (a GPU machine given only the runtime)
-/// names a plan compiled elsewhere, the same way, in GRAPH_TEST_SEED_PLAN.
+/// The seed plan (test/runtime/SeedPlan.h), loaded, or why not.
 bool compileSeedPlan(LoadedPlan &out, std::string &why) {
-  namespace fs = std::filesystem;
-  if (const char *prebuilt = std::getenv("GRAPH_TEST_SEED_PLAN")) {
-    if (Status s = loadPlan(prebuilt, out); !s) {
-      why = s.message();
-      return false;
-    }
-    return true;
-  }
-  fs::path tools = fs::path(GRAPH_BINARY_DIR) / "bin";
-  if (!fs::exists(tools / "graph-import") || !fs::exists(tools / "graphc")) {
-    why = "graph-import/graphc are not built in " + tools.string();
+  std::filesystem::path plan;
+  if (testplan::seedPlanPath("gpu-runtime-tests-seed", plan, why) !=
+      testplan::SeedPlan::ready)
     return false;
-  }
-  fs::path dir = fs::temp_directory_path() / "gpu-runtime-tests-seed";
-  fs::create_directories(dir);
-  std::string model =
-      std::string(GRAPH_SOURCE_DIR) + "/examples/fashion_mnist_cnn.json";
-  std::string command = (tools / "graph-import").string() + " " + model +
-                        " --batch-size 64 -o " + (dir / "seed.mlir").string() +
-                        " && " + (tools / "graphc").string() + " " +
-                        (dir / "seed.mlir").string() + " -o " +
-                        (dir / "seed.plan").string() + " --replicas 1,2";
-  if (std::system(command.c_str()) != 0) {
-    why = "compiling the seed plan failed: " + command;
-    return false;
-  }
-  if (Status s = loadPlan((dir / "seed.plan").string(), out); !s) {
+  if (Status s = loadPlan(plan.string(), out); !s) {
     why = s.message();
     return false;
   }
