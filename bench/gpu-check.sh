@@ -90,13 +90,8 @@ else
   bin="$build/bin"
   tests_dir="$build/test/runtime"
   plans="$build/gpu-plans"
-  mkdir -p "$plans"
-  for batch in 64 256 1024; do
-    "$bin/graph-import" "$root/examples/fashion_mnist_cnn.json" --batch-size "$batch" \
-      -o "$plans/seed_b$batch.mlir" &&
-      "$bin/graphc" "$plans/seed_b$batch.mlir" --replicas 1,2,4 -o "$plans/seed_b$batch.plan" ||
-      { fail "compiling the seed plans"; exit 1; }
-  done
+  GRAPH_BUILD_DIR="$build" "$root/bench/gpu-deps.sh" plans "$plans" >>"$tests_log" 2>&1 ||
+    { fail "compiling the seed plans ($tests_log)"; exit 1; }
   export GRAPH_TEST_SEED_PLAN="$plans/seed_b64.plan"
 fi
 data_dir="${FASHION_MNIST_DIR:-/usr/share/datasets/fashion-mnist}"

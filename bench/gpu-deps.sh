@@ -13,6 +13,9 @@
 #                                                 glibc's and CUDA's
 #                                plans/           the seed CNN's plans
 #                                fashion-mnist/   the data set
+#   bench/gpu-deps.sh plans DIR
+#                              the seed plans alone, into DIR (gpu-check's
+#                              own build uses it)
 #   eval "$(bench/gpu-deps.sh env)"
 #                              there: unpacks once into .gpu-deps/prebuilt
 #                              and prints the exports that make the loader
@@ -65,6 +68,10 @@ bundle)
   du -sh "$deps"/*
   echo "gpu-deps: carry .gpu-deps; there: bench/gpu-check.sh"
   ;;
+plans)
+  [[ -n "${2:-}" ]] || { echo "usage: bench/gpu-deps.sh plans DIR" >&2; exit 1; }
+  compile_plans "$2"
+  ;;
 env)
   [[ -f "$deps/prebuilt.tar.xz" ]] ||
     { echo "gpu-deps: no $deps/prebuilt.tar.xz: run 'bench/gpu-deps.sh bundle' on the build machine and carry .gpu-deps" >&2; exit 1; }
@@ -84,7 +91,7 @@ env)
   echo "export FASHION_MNIST_DIR=\"$deps/fashion-mnist\""
   ;;
 *)
-  echo "usage: bench/gpu-deps.sh bundle | env" >&2
+  echo "usage: bench/gpu-deps.sh bundle | plans DIR | env" >&2
   exit 1
   ;;
 esac
