@@ -158,31 +158,31 @@ def adam_first_step(parameters):
             p.sub_(alpha * m / (v.sqrt() + EPSILON))
 
 
+def one_step(init, x, y, dtype, device="cpu"):
+    """The weights (Keras' names and layouts) after one step from `init` on
+    (x, y), computed in `dtype` on `device`, and the step's loss."""
+    model = SeedCnn().to(dtype)
+    from_keras(model, init)
+    model.to(device)
+    loss = F.cross_entropy(model(x.to(device, dtype)), y.to(device))
+    loss.backward()
+    adam_first_step(model.parameters())
+    return to_keras(model.cpu()), loss.item()
+
+
 def peer_step(args, init, x, y):
     """PyTorch's own float32 step on --peer-device in --peer-precision."""
     tf32 = args.peer_precision == "tf32"
     torch.backends.cudnn.allow_tf32 = tf32
     torch.backends.cuda.matmul.allow_tf32 = tf32
-    device = torch.device(args.peer_device)
-    model = SeedCnn()
-    from_keras(model, init)
-    model.to(device)
-    loss = F.cross_entropy(model(x.to(device)), y.to(device))
-    loss.backward()
-    adam_first_step(model.parameters())
-    return to_keras(model.cpu())
+    return one_step(init, x, y, torch.float32, args.peer_device)[0]
 
 
 def compare(args):
     init = read_safetensors(args.init)
     after = read_safetensors(args.after)
-    model = SeedCnn().double()
-    from_keras(model, init)
     x, y = first_batch(args.data_dir)
-    loss = F.cross_entropy(model(x.double()), y)
-    loss.backward()
-    adam_first_step(model.parameters())
-    mine = to_keras(model)
+    mine, loss = one_step(init, x, y, torch.float64)
     peer = peer_step(args, init, x, y) if args.peer_device else None
 
     failed = False
@@ -215,10 +215,10 @@ def compare(args):
     with open(args.metrics) as f:
         steps = [json.loads(line) for line in f if '"step": 1,' in line]
     theirs = steps[0]["loss"]
-    error = abs(loss.item() - theirs) / abs(loss.item())
+    error = abs(loss - theirs) / abs(loss)
     ok = error <= args.loss_tolerance
     failed |= not ok
-    print(f"loss: torch {loss.item():.7f}, graphrun {theirs:.7f}, relative "
+    print(f"loss: torch {loss:.7f}, graphrun {theirs:.7f}, relative "
           f"difference {error:.2e} {'ok' if ok else 'MISMATCH'}")
     print("FAILED" if failed else "PASSED")
     return 1 if failed else 0
