@@ -213,6 +213,22 @@ void clearUncovered(const WindowGeometry &g, float *dxn) {
               sizeof(float) * (g.h.in - coverH) * inW * c);
 }
 
+/// Whether the windows tile the input (stride == window): each input
+/// position is in at most one window.
+bool isTiling(const WindowGeometry &g) {
+  return g.h.stride == g.h.window && g.w.stride == g.w.window;
+}
+
+/// Clears image dx before the windows write it: a tiling pool writes every
+/// covered position once, so only what no window covers; overlapping
+/// windows add, so all of it.
+void clearBeforeWindows(const WindowGeometry &g, float *dxn) {
+  if (isTiling(g))
+    clearUncovered(g, dxn);
+  else
+    std::memset(dxn, 0, sizeof(float) * g.h.in * g.w.in * g.c);
+}
+
 /// Whether maxPoolGrad2x2 takes the pool: 2x2 windows, stride 2, every
 /// window inside the input (valid padding), channels a multiple of 8.
 bool isFull2x2(const WindowGeometry &g) {
@@ -289,7 +305,7 @@ void maxPoolGrad(const WindowGeometry &g, const float *x, const float *dy,
   const int64_t c = g.c, inW = g.w.in;
   const int64_t inImage = g.h.in * inW * c;
   const int64_t outImage = g.h.out * g.w.out * c;
-  const bool tiled = g.h.stride == g.h.window && g.w.stride == g.w.window;
+  const bool tiled = isTiling(g);
   const bool full2x2 = isFull2x2(g);
 #pragma omp parallel for schedule(static)
   for (int64_t n = 0; n < g.n; ++n) {
@@ -303,10 +319,7 @@ void maxPoolGrad(const WindowGeometry &g, const float *x, const float *dy,
       maxPoolGrad2x2(g, xn, dyn, dxn, relu, sums);
       continue;
     }
-    if (tiled)
-      clearUncovered(g, dxn);
-    else
-      std::memset(dxn, 0, sizeof(float) * inImage);
+    clearBeforeWindows(g, dxn);
     for (int64_t oh = 0; oh < g.h.out; ++oh) {
       const WindowSpan h = windowSpan(g.h, oh);
       for (int64_t ow = 0; ow < g.w.out; ++ow) {
@@ -462,7 +475,7 @@ void maxPoolArgmaxGrad(const WindowGeometry &g, const int32_t *argmax,
   const int64_t c = g.c, inW = g.w.in;
   const int64_t inImage = g.h.in * inW * c;
   const int64_t outImage = g.h.out * g.w.out * c;
-  const bool tiled = g.h.stride == g.h.window && g.w.stride == g.w.window;
+  const bool tiled = isTiling(g);
   // A dx larger than the caches is written with non-temporal stores: a
   // plain store first reads the line it fills (the seed CNN's conv 1: 22 MB
   // read for nothing a step), and the convolution gradient that reads dx
@@ -480,10 +493,7 @@ void maxPoolArgmaxGrad(const WindowGeometry &g, const int32_t *argmax,
     float *sums = imageSums ? imageSums + n * c : nullptr;
     if (sums)
       std::fill(sums, sums + c, 0.0f);
-    if (tiled)
-      clearUncovered(g, dxn);
-    else
-      std::memset(dxn, 0, sizeof(float) * inImage);
+    clearBeforeWindows(g, dxn);
     for (int64_t oh = 0; oh < g.h.out; ++oh) {
       const WindowSpan h = windowSpan(g.h, oh);
       for (int64_t ow = 0; ow < g.w.out; ++ow) {
