@@ -116,6 +116,9 @@ public:
 
   Status afterStep(const StepContext &ctx) override;
   Status end(const SessionInfo &info) override;
+  bool needsStateAfter(int64_t step) const override {
+    return every_ > 0 && step % every_ == 0;
+  }
 
   /// The step of the last checkpoint this hook saved (0: none).
   int64_t lastSaved() const { return lastSaved_; }

@@ -205,11 +205,15 @@ public:
   /// Forgets the staged batch (a run that stopped before launching it).
   virtual void discardStaged() = 0;
   /// Starts a step on the staged inputs; returns without waiting for it.
+  /// Up to maxStepsInFlight() launches may precede a wait(): the device
+  /// runs them in order, each on its own inputs and output staging.
   virtual Status launch(int64_t step) = 0;
-  /// Waits for the launched step; fills `result.perReplica` (sized by the
-  /// caller) and `result.timestamps`. Returns when the outputs are on the
-  /// host.
+  /// Waits for the oldest launched step; fills `result.perReplica` (sized
+  /// by the caller) and `result.timestamps`. Returns when its outputs are
+  /// on the host.
   virtual Status wait(StepResult &result) = 0;
+  /// How many launched steps may be in flight at once.
+  virtual int maxStepsInFlight() const { return 1; }
   /// Keeps `dataset` in device memory: later stage() calls pass slices of
   /// source indices only (BatchSlice::sourceIndices, the rest null) and the
   /// runner gathers the rows there. `format` is the labels input's.

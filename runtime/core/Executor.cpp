@@ -772,7 +772,7 @@ void Executor::runDevice(int d) {
     }
     std::memcpy(in.dst, s.data(in.part), in.bytes);
   }
-  std::vector<Timestamp> &timeline = result_->timestamps[d];
+  std::vector<Timestamp> &timeline = hostResult_->timestamps[d];
   KernelContext ctx;
   ctx.step = step_;
   ctx.replica = d;
@@ -825,10 +825,10 @@ void Executor::runDevice(int d) {
     case plan::OpKind::output:
       if (op.tensorOutput >= 0) {
         const float *values = op.ins[0].f32();
-        result_->tensors[op.replica][op.tensorOutput].assign(
+        hostResult_->tensors[op.replica][op.tensorOutput].assign(
             values, values + op.ins[0].elements());
       } else {
-        result_->perReplica[op.replica][op.output] = readScalar(op.ins[0]);
+        hostResult_->perReplica[op.replica][op.output] = readScalar(op.ins[0]);
       }
       break;
     default:
@@ -975,10 +975,17 @@ Status Executor::launch(int64_t step, StepResult &result) {
   if (failed_)
     return Status::error("program '" + program_.name()->str() +
                          "': an earlier step failed: " + error_.message());
-  if (!staged_ || inFlight_)
+  if (!staged_)
+    return Status::error("program '" + program_.name()->str() +
+                         "': launch() with no staged batch (stage() first)");
+  if (stepsInFlight() >= maxStepsInFlight())
     return Status::error("program '" + program_.name()->str() + "': launch() " +
-                         (inFlight_ ? "while a step is in flight (wait() first)"
-                                    : "with no staged batch (stage() first)"));
+                         "while " + std::to_string(stepsInFlight()) +
+                         " step(s) are in flight (wait() first)");
+  for (const Launched &l : inFlight_)
+    if (l.result == &result)
+      return Status::error("program '" + program_.name()->str() +
+                           "': launch() into the result of a step in flight");
   const std::vector<std::string> &names = prepared_.outputNames;
   if (result.names != names) {
     result.names = names;
@@ -998,14 +1005,29 @@ Status Executor::launch(int64_t step, StepResult &result) {
     result.timestamps[d].reserve(prepared_.timestamps[d]);
   }
   staged_ = false;
-  inFlight_ = true;
-  result_ = &result;
-  launched_ = runner_ ? runner_->launch(step) : runHost(step);
+  Launched launched;
+  launched.result = &result;
+  if (runner_) {
+    launched.status = runner_->launch(step);
+  } else {
+    hostResult_ = &result;
+    launched.status = runHost(step);
+    hostResult_ = nullptr;
+    launched.crossWorkerSeconds =
+        collective_ ? collective_->takeCrossWorkerSeconds() : 0.0;
+  }
   // A failure is wait()'s to report, but a device that failed mid-launch
   // takes no more stages meanwhile.
-  if (!launched_ && runner_)
-    fail(launched_);
+  if (!launched.status && runner_)
+    fail(launched.status);
+  inFlight_.push_back(std::move(launched));
   return Status::ok();
+}
+
+int Executor::maxStepsInFlight() const {
+  // The host backends run a step inside launch(): a second launch only
+  // queues its result behind the first's.
+  return runner_ ? runner_->maxStepsInFlight() : 2;
 }
 
 void Executor::discardStaged() {
@@ -1017,13 +1039,13 @@ void Executor::discardStaged() {
 }
 
 Status Executor::wait() {
-  if (!inFlight_)
+  if (inFlight_.empty())
     return Status::error("program '" + program_.name()->str() +
                          "': wait() with no step launched");
-  inFlight_ = false;
-  StepResult &result = *std::exchange(result_, nullptr);
-  Status s = std::move(launched_);
-  launched_ = Status::ok();
+  Launched oldest = std::move(inFlight_.front());
+  inFlight_.pop_front();
+  StepResult &result = *oldest.result;
+  Status s = std::move(oldest.status);
   if (s && runner_)
     s = runner_->wait(result);
   if (!s) {
@@ -1039,8 +1061,7 @@ Status Executor::wait() {
       sum += result.perReplica[r][o];
     result.mean[o] = sum / replicas_;
   }
-  result.crossWorkerSeconds =
-      collective_ ? collective_->takeCrossWorkerSeconds() : 0.0;
+  result.crossWorkerSeconds = oldest.crossWorkerSeconds;
   return Status::ok();
 }
 

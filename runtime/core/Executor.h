@@ -30,6 +30,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -167,12 +168,28 @@ public:
   /// starts on the copy stream and `batch` may be freed on return; on the
   /// host backends `batch` must stay alive and unchanged until that
   /// launch() returns. launch() starts the step (on the host backends it
-  /// runs it whole); wait() finishes it, with its outputs in the `result`
-  /// launch() was given. Out of order (a launch with nothing staged, two
-  /// stages or two launches in a row) is an error, not a hang.
+  /// runs it whole); wait() finishes the oldest step launched, with its
+  /// outputs in the `result` its launch() was given.
+  ///
+  /// Up to maxStepsInFlight() steps may be launched before a wait(), each
+  /// into its own result; on a GPU the second then runs right behind the
+  /// first, while the host reads the first's outputs (Session::train's
+  /// launch-ahead):
+  ///
+  ///   stage(b1); launch(1, r1); stage(b2); launch(2, r2); stage(b3);
+  ///   wait(); /* hooks of 1 */ launch(3, r1); stage(b4); wait(); ...
+  ///
+  /// Out of order (a launch with nothing staged, two stages in a row, a
+  /// launch beyond maxStepsInFlight()) is an error, not a hang.
   Status stage(const data::Batch &batch);
   Status launch(int64_t step, StepResult &result);
   Status wait();
+  /// How many launched steps may await their wait(): the runner's limit
+  /// (2 on a GPU), and 2 on the host backends, which run the step inside
+  /// launch(), so that a second launch there only queues its result.
+  int maxStepsInFlight() const;
+  /// The steps launched and not yet waited for.
+  int stepsInFlight() const { return static_cast<int>(inFlight_.size()); }
   /// Forgets a staged batch that will not be launched (a run that stopped
   /// early), so that a later stage() starts afresh. A no-op when none is.
   void discardStaged();
@@ -245,9 +262,15 @@ private:
   /// program with a sample_weight input.
   std::vector<float> ones_;
   bool staged_ = false;
-  bool inFlight_ = false;
-  Status launched_;              // launch()'s outcome, for wait()
-  StepResult *result_ = nullptr; // launch()'s result, until wait()
+  /// A step launched and not yet waited for: launch()'s outcome, which
+  /// wait() reports, and the result it fills.
+  struct Launched {
+    Status status;
+    StepResult *result = nullptr;
+    double crossWorkerSeconds = 0; // the host path's, taken at launch
+  };
+  std::deque<Launched> inFlight_;    // oldest first
+  StepResult *hostResult_ = nullptr; // the step runHost() runs
   int64_t step_ = 0;
   uint64_t stepId_ = 0;
 

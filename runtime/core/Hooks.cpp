@@ -86,40 +86,52 @@ Status StepTimerHook::begin(const SessionInfo &info) {
   globalBatch_ = info.globalBatch;
   steps_.clear();
   parts_.clear();
-  open_ = false;
+  open_.clear();
+  begins_.clear();
   return Status::ok();
 }
 
-void StepTimerHook::close(std::chrono::steady_clock::time_point nextBegin) {
-  if (!open_)
-    return;
-  open_ = false;
-  auto seconds = [](auto a, auto b) {
+void StepTimerHook::closeReady(std::optional<TimePoint> now) {
+  auto seconds = [](TimePoint a, TimePoint b) {
     return std::chrono::duration<double>(b - a).count();
   };
-  Parts p = pending_;
-  p.wall = seconds(pendingBegin_, nextBegin);
-  // The after-step hooks ran from the step's end to the next step's start.
-  p.hooks += seconds(pendingEnd_, nextBegin);
-  p.other = p.wall - p.input - p.hooks - p.devices.total();
-  steps_.push_back(p.wall);
-  parts_.push_back(p);
+  while (!open_.empty()) {
+    const Open &o = open_.front();
+    // The begin of the step after it, the first one after its own.
+    while (!begins_.empty() && begins_.front() <= o.begin)
+      begins_.pop_front();
+    if (begins_.empty() && !now)
+      return;
+    TimePoint next = begins_.empty() ? *now : begins_.front();
+    Parts p = o.parts;
+    p.wall = seconds(o.begin, next);
+    // Launched after this step ended: the devices waited for its
+    // after-step hooks. Launched before: the hooks ran while it did.
+    if (next > o.end)
+      p.hooks += seconds(o.end, next);
+    p.other = p.wall - p.input - p.hooks - p.devices.total();
+    steps_.push_back(p.wall);
+    parts_.push_back(p);
+    open_.pop_front();
+  }
 }
 
 Status StepTimerHook::beforeStep(StepContext &ctx) {
-  close(ctx.begin);
+  begins_.push_back(ctx.begin);
+  closeReady();
   return Status::ok();
 }
 
 Status StepTimerHook::afterStep(const StepContext &ctx) {
-  pending_ = Parts();
-  pending_.input = ctx.inputWaitSeconds;
-  pending_.hooks = ctx.hooksBeforeSeconds;
-  pending_.devices = ctx.result ? splitStep(*ctx.result) : StepSplit();
-  pending_.crossWorker = ctx.result ? ctx.result->crossWorkerSeconds : 0.0;
-  pendingBegin_ = ctx.begin;
-  pendingEnd_ = ctx.end;
-  open_ = true;
+  Open o;
+  o.parts.input = ctx.inputWaitSeconds;
+  o.parts.hooks = ctx.hooksBeforeSeconds;
+  o.parts.devices = ctx.result ? splitStep(*ctx.result) : StepSplit();
+  o.parts.crossWorker = ctx.result ? ctx.result->crossWorkerSeconds : 0.0;
+  o.begin = ctx.begin;
+  o.end = ctx.end;
+  open_.push_back(o);
+  closeReady();
   return Status::ok();
 }
 
@@ -154,7 +166,7 @@ double StepTimerHook::imagesPerSecond() const {
 }
 
 Status StepTimerHook::end(const SessionInfo &info) {
-  close(std::chrono::steady_clock::now());
+  closeReady(std::chrono::steady_clock::now());
   if (steps_.empty())
     return Status::ok();
   double total = std::accumulate(steps_.begin(), steps_.end(), 0.0);

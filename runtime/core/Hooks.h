@@ -22,7 +22,9 @@
 
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <fstream>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -46,7 +48,9 @@ public:
       : warmup_(warmupSteps), out_(out) {}
 
   Status begin(const SessionInfo &info) override;
-  /// Closes the previous step: its wall time ends where this one begins.
+  /// Notes where a step begins: the wall time of the step before it ends
+  /// there (with steps launched ahead, this comes before that step's
+  /// afterStep).
   Status beforeStep(StepContext &ctx) override;
   Status afterStep(const StepContext &ctx) override;
   Status end(const SessionInfo &info) override;
@@ -59,7 +63,9 @@ public:
   /// one's at end()).
   const std::vector<double> &stepSeconds() const { return steps_; }
 
-  /// Where one step's wall time went; the parts add up to `wall`.
+  /// Where one step's wall time went; the parts add up to `wall`. The
+  /// after-step hooks count where the devices waited for them: when the
+  /// next step was launched ahead, they ran while it did, and count 0.
   struct Parts {
     double wall = 0, input = 0, hooks = 0, other = 0;
     StepSplit devices;
@@ -70,19 +76,24 @@ public:
   const std::vector<Parts> &stepParts() const { return parts_; }
 
 private:
+  using TimePoint = std::chrono::steady_clock::time_point;
+  /// A step seen by afterStep whose wall time is still open.
+  struct Open {
+    Parts parts;
+    TimePoint begin, end;
+  };
   std::vector<double> measured() const;
-  /// Closes the step in flight: its wall time runs to `nextBegin`.
-  void close(std::chrono::steady_clock::time_point nextBegin);
+  /// Closes the open steps whose next step has begun; at end(), every
+  /// open step, a last one at `now`.
+  void closeReady(std::optional<TimePoint> now = std::nullopt);
 
   int64_t warmup_;
   std::ostream &out_;
   int64_t globalBatch_ = 0;
   std::vector<double> steps_;
   std::vector<Parts> parts_;
-  /// The step seen by afterStep whose wall time is still open.
-  bool open_ = false;
-  Parts pending_;
-  std::chrono::steady_clock::time_point pendingBegin_, pendingEnd_;
+  std::deque<Open> open_;        // oldest first
+  std::deque<TimePoint> begins_; // steps' begins, from the oldest open's
 };
 
 class LoggerHook : public Hook {
@@ -152,6 +163,9 @@ public:
   /// variable found later was produced by the run.
   Status begin(const SessionInfo &info) override;
   Status afterStep(const StepContext &ctx) override;
+  /// Every step when it scans the variables every step; otherwise never
+  /// (a trip settles the steps launched ahead before it reads them).
+  bool needsStateAfter(int64_t) const override { return everyStep_; }
 
   /// How many times the variables were read (tests check the cheap mode
   /// reads them only at begin()).
@@ -167,6 +181,10 @@ private:
 
   const MirroredVariables &variables_;
   Mode mode_;
+  /// The plan's step has a `grad_norm` output (SessionInfo::outputs).
+  bool hasNorm_ = true;
+  /// Mode::everyTensor, or a step without a gradient norm.
+  bool everyStep_ = false;
   std::vector<float> scratch_;
   int64_t scans_ = 0;
 };
@@ -187,7 +205,6 @@ public:
   /// Opens the temporary file next to `path`, so that an unwritable path
   /// fails the run before its first step rather than after its last.
   Status begin(const SessionInfo &info) override;
-  Status beforeStep(StepContext &ctx) override;
   Status afterStep(const StepContext &ctx) override;
   /// Writes the trace to the temporary file and renames it to `path`.
   Status end(const SessionInfo &info) override;
@@ -209,7 +226,7 @@ private:
   bool written_ = false;
   std::string program_;
   int replicas_ = 0;
-  std::chrono::steady_clock::time_point origin_, inputReady_;
+  std::chrono::steady_clock::time_point origin_;
   std::vector<Event> events_;
 };
 

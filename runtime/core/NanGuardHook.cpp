@@ -59,7 +59,10 @@ Status NanGuardHook::scan(Finding &out) {
   return Status::ok();
 }
 
-Status NanGuardHook::begin(const SessionInfo &) {
+Status NanGuardHook::begin(const SessionInfo &info) {
+  hasNorm_ = std::find(info.outputs.begin(), info.outputs.end(), "grad_norm") !=
+             info.outputs.end();
+  everyStep_ = mode_ == Mode::everyTensor || !hasNorm_;
   int64_t largest = 0;
   for (int v = 0; v < variables_.count(); ++v)
     largest = std::max(largest, variables_.bytes(v));
@@ -92,18 +95,20 @@ Status NanGuardHook::afterStep(const StepContext &ctx) {
         break;
       }
   }
-  bool hasNorm = !ctx.result ||
-                 std::find(ctx.result->names.begin(), ctx.result->names.end(),
-                           "grad_norm") != ctx.result->names.end();
-  if (output.empty() && hasNorm && !std::isfinite(ctx.gradNorm)) {
+  if (output.empty() && hasNorm_ && !std::isfinite(ctx.gradNorm)) {
     output = "gradient norm";
     outputValue = ctx.gradNorm;
   }
   // The outputs vouch for the gradients; only --check-numerics, or a plan
   // whose step has no gradient norm, reads the variables of a clean step.
-  bool everyTensor = mode_ == Mode::everyTensor || !hasNorm;
+  const bool everyTensor = everyStep_;
   if (output.empty() && !everyTensor)
     return Status::ok();
+  // A step launched ahead may be running on the variables: it finishes
+  // first (then they are those after it, still non-finite once they were).
+  if (ctx.settle)
+    if (Status s = ctx.settle(); !s)
+      return s;
   Finding found;
   if (Status s = scan(found); !s)
     return s;

@@ -5,6 +5,7 @@
 #include "runtime/collectives/Workers.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 
 namespace graph::runtime {
@@ -90,16 +91,25 @@ Status Session::create(const LoadedPlan &plan, const SessionOptions &options,
   return Status::ok();
 }
 
+int Session::stepsInFlight() const {
+  int want = options_.stepsInFlight > 0
+                 ? options_.stepsInFlight
+                 : (options_.backend == Backend::cuda ? 2 : 1);
+  return std::clamp(want, 1, train_->maxStepsInFlight());
+}
+
 Status Session::train(data::BatchIterator &batches, int64_t maxSteps,
                       const std::vector<Hook *> &hooks) {
   SessionInfo info;
   info.model = plan_.plan->model() ? plan_.plan->model()->str() : "";
   info.program = train_->program().name()->str();
+  info.outputs = train_->prepared().outputNames;
   info.replicas = totalReplicas();
   info.backend = options_.backend;
   info.globalBatch = train_->globalBatch();
   info.initialStep = globalStep_;
   info.plannedSteps = maxSteps;
+  info.stepsInFlight = stepsInFlight();
   for (Hook *h : hooks)
     if (Status st = h->begin(info); !st)
       return st;
@@ -108,84 +118,179 @@ Status Session::train(data::BatchIterator &batches, int64_t maxSteps,
     return std::chrono::duration<double>(b - a).count();
   };
   auto start = Clock::now();
-  // Two batches: the step's and the next one's. The next is fetched and
-  // staged while the step runs, so on a GPU its copy overlaps the step.
-  data::Batch batch[2];
-  int current = 0;
-  StepResult result;
-  StepContext ctx;
-  Status status;
+
+  // A launched step, kept until its hooks saw it.
+  struct Launched {
+    StepContext ctx;
+    StepResult result;
+    int batch = 0;       // its batch in `batch`
+    bool waited = false; // the executor's wait() returned for it
+    Status waitStatus;   // what that wait() returned
+    // The fetch of the batch after it, made while it ran.
+    Clock::time_point fetchBegin, fetchEnd;
+  };
+  // Steps in flight, oldest at `head`; a ring of two, as the executor's
+  // queue (Executor::maxStepsInFlight) holds at most two.
+  std::array<Launched, 2> steps;
+  int head = 0, count = 0;
+  const int depth = std::min(info.stepsInFlight, 2);
+  // The batches of the steps in flight (their hooks read them) and the
+  // staged one.
+  data::Batch batch[3];
+  int stagedBatch = -1; // -1: nothing staged
+  // A failure fetching a batch ahead ends the run once the steps in flight
+  // finished and their hooks saw them.
+  Status status, ahead;
   bool dataEnd = maxSteps == 0;
-  ctx.begin = start; // the first step's time includes its batch
+  int64_t launched = 0;
   if (!dataEnd) {
-    status = batches.next(batch[current], dataEnd);
+    status = batches.next(batch[0], dataEnd);
     if (status && !dataEnd)
-      status = train_->stage(batch[current]);
+      status = train_->stage(batch[0]);
+    if (status && !dataEnd)
+      stagedBatch = 0;
   }
   double firstInput = seconds(start, Clock::now());
-  for (int64_t i = 0; status && !dataEnd; ++i) {
-    ctx.step = globalStep_ + 1;
-    ctx.globalBatch = info.globalBatch;
-    ctx.replicas = info.replicas;
-    ctx.result = nullptr;
-    ctx.batch = &batch[current];
-    if (options_.workers)
-      options_.workers->progress(ctx.step);
-    auto hooksBegin = Clock::now();
-    for (Hook *h : hooks)
-      if (status = h->beforeStep(ctx); !status)
-        break;
-    if (!status)
-      break;
-    ctx.hooksBeforeSeconds = seconds(hooksBegin, Clock::now());
-    if (status = train_->launch(ctx.step, result); !status)
-      break;
-    Status ahead;
-    auto fetchBegin = Clock::now();
-    dataEnd = maxSteps >= 0 && i + 1 >= maxSteps;
-    if (!dataEnd) {
-      ahead = batches.next(batch[1 - current], dataEnd);
-      if (ahead && !dataEnd)
-        ahead = train_->stage(batch[1 - current]);
+
+  auto at = [&](int i) -> Launched & { return steps[(head + i) % 2]; };
+  auto finish = [&](Launched &l) -> Status {
+    if (!l.waited) {
+      l.waited = true;
+      l.waitStatus = train_->wait();
     }
-    auto fetchEnd = Clock::now();
-    if (status = train_->wait(); !status)
+    return l.waitStatus;
+  };
+  // StepContext::settle: the steps launched after the oldest (whose hooks
+  // are running) finish on the devices.
+  auto settle = [&]() -> Status {
+    for (int i = 1; i < count; ++i)
+      if (Status st = finish(at(i)); !st)
+        return st;
+    return Status::ok();
+  };
+  auto needsState = [&](int64_t step) {
+    for (Hook *h : hooks)
+      if (h->needsStateAfter(step))
+        return true;
+    return false;
+  };
+
+  while (status) {
+    // Launch while the depth allows, unless a hook needs the devices'
+    // state after the last step launched.
+    while (status && stagedBatch >= 0 && count < depth &&
+           (count == 0 || !needsState(at(count - 1).ctx.step))) {
+      Launched &l = at(count);
+      StepContext &ctx = l.ctx;
+      ctx.step = globalStep_ + count + 1;
+      ctx.globalBatch = info.globalBatch;
+      ctx.replicas = info.replicas;
+      ctx.result = nullptr;
+      ctx.loss = ctx.gradNorm = std::nan("");
+      ctx.metrics.clear();
+      ctx.batch = &batch[stagedBatch];
+      if (!ctx.settle)
+        ctx.settle = settle;
+      // The first step's time includes its batch.
+      ctx.begin = launched == 0 ? start : Clock::now();
+      ctx.inputReady = Clock::now();
+      l.batch = stagedBatch;
+      if (options_.workers)
+        options_.workers->progress(ctx.step);
+      for (Hook *h : hooks)
+        if (status = h->beforeStep(ctx); !status)
+          break;
+      if (!status)
+        break;
+      ctx.hooksBeforeSeconds = seconds(ctx.inputReady, Clock::now());
+      if (status = train_->launch(ctx.step, l.result); !status)
+        break;
+      l.waited = false;
+      ++count;
+      ++launched;
+      stagedBatch = -1;
+      // The next batch is fetched and staged while the step runs, so on a
+      // GPU its copy overlaps the step; never one beyond maxSteps.
+      l.fetchBegin = Clock::now();
+      dataEnd = dataEnd || (maxSteps >= 0 && launched >= maxSteps);
+      if (!dataEnd && ahead) {
+        int free = 0;
+        for (int b = 0; b < 3; ++b) {
+          bool used = false;
+          for (int i = 0; i < count; ++i)
+            used = used || at(i).batch == b;
+          if (!used) {
+            free = b;
+            break;
+          }
+        }
+        ahead = batches.next(batch[free], dataEnd);
+        if (ahead && !dataEnd)
+          ahead = train_->stage(batch[free]);
+        if (ahead && !dataEnd)
+          stagedBatch = free;
+      }
+      l.fetchEnd = Clock::now();
+    }
+    if (!status || count == 0)
+      break;
+
+    // The oldest step: wait for it, then its hooks.
+    Launched &l = at(0);
+    StepContext &ctx = l.ctx;
+    if (status = finish(l); !status)
       break;
     // Every worker sees the job's loss and metrics, so that all make the
     // same decision on them (the NaN guard stops all or none).
-    if (status = meanOverWorkers(result); !status)
+    if (status = meanOverWorkers(l.result); !status)
       break;
     ++globalStep_;
     ctx.end = Clock::now();
-    // The devices waited for the fetch once their step was done.
-    auto devicesDone = fetchBegin;
-    for (const std::vector<Timestamp> &timeline : result.timestamps)
+    // The devices waited for the fetch made after this step's launch once
+    // they were done with it.
+    auto devicesDone = l.fetchBegin;
+    for (const std::vector<Timestamp> &timeline : l.result.timestamps)
       for (const Timestamp &t : timeline)
-        devicesDone = std::max(devicesDone, std::min(t.at, fetchEnd));
-    ctx.inputWaitSeconds =
-        (i == 0 ? firstInput : 0.0) + seconds(devicesDone, fetchEnd);
-    ctx.result = &result;
+        devicesDone = std::max(devicesDone, std::min(t.at, l.fetchEnd));
+    ctx.inputWaitSeconds = (ctx.step == info.initialStep + 1 ? firstInput : 0) +
+                           seconds(devicesDone, l.fetchEnd);
+    ctx.result = &l.result;
     ctx.metrics.clear();
     ctx.loss = std::nan("");
     ctx.gradNorm = std::nan("");
-    for (size_t o = 0; o < result.names.size(); ++o) {
-      if (result.names[o] == "loss")
-        ctx.loss = result.mean[o];
-      else if (result.names[o] == "grad_norm")
-        ctx.gradNorm = result.mean[o];
+    for (size_t o = 0; o < l.result.names.size(); ++o) {
+      if (l.result.names[o] == "loss")
+        ctx.loss = l.result.mean[o];
+      else if (l.result.names[o] == "grad_norm")
+        ctx.gradNorm = l.result.mean[o];
       else
-        ctx.metrics.emplace_back(result.names[o], result.mean[o]);
+        ctx.metrics.emplace_back(l.result.names[o], l.result.mean[o]);
     }
     for (Hook *h : hooks)
       if (status = h->afterStep(ctx); !status)
         break;
-    // The step ran and its hooks saw it; a failure fetching the next batch
-    // ends the run after it.
-    if (status)
-      status = ahead;
-    current = 1 - current;
-    ctx.begin = Clock::now();
+    head = (head + 1) % 2;
+    --count;
   }
+  // The steps launched ahead of a failure still finish: nothing may run on
+  // the variables once train() returns. They ran, so they count, though
+  // no hook saw them.
+  while (count > 0) {
+    Status st = finish(at(0));
+    head = (head + 1) % 2;
+    --count;
+    if (!st)
+      break;
+    ++globalStep_;
+  }
+  while (count > 0) { // after a failed one, the executor reports its own
+    (void)finish(at(0));
+    head = (head + 1) % 2;
+    --count;
+  }
+  // A fetch that failed ahead ends a run whose steps all ran.
+  if (status)
+    status = ahead;
   // A run that stopped early may leave the next batch staged.
   train_->discardStaged();
   info.stepsDone = globalStep_ - info.initialStep;

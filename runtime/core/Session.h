@@ -7,6 +7,14 @@
 // itself judges no value: stopping on a non-finite loss or variable is
 // NanGuardHook's job (Hooks.h), which graphrun always installs first.
 //
+// On a GPU the loop launches step k+1 before it waits for step k
+// (SessionOptions::stepsInFlight), so that the device runs the steps back
+// to back while the host reads step k's outputs and runs its hooks: no
+// step waits for a host round trip. Hooks then see step k while k+1 runs,
+// and beforeStep(k+1) comes before afterStep(k). A hook that reads the
+// variables after step k (a checkpoint, an evaluation) says so in
+// Hook::needsStateAfter, and the loop launches k+1 only after its hooks.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef RUNTIME_CORE_SESSION_H
@@ -38,6 +46,12 @@ struct SessionInfo {
   int64_t initialStep = 0;
   /// The steps train() was asked for (-1: until the data end).
   int64_t plannedSteps = -1;
+  /// The training program's scalar outputs ("loss", "accuracy",
+  /// "grad_norm"), in program order.
+  std::vector<std::string> outputs;
+  /// How many steps train() keeps launched at once (1: each step waits for
+  /// the previous one's hooks).
+  int stepsInFlight = 1;
   /// At end(): the steps this train() ran and their wall time.
   int64_t stepsDone = 0;
   double seconds = 0;
@@ -61,17 +75,23 @@ struct StepContext {
   /// The batch this process feeds the step (its rows' source positions in
   /// Batch::sourceIndices), valid during beforeStep and afterStep.
   const data::Batch *batch = nullptr;
-  /// Host time when the step began (after the previous step's hooks; for
-  /// the first step, before its batch was fetched) and when its outputs
-  /// were on the host. A step's wall time runs from its begin to the next
-  /// step's, hooks included, as Keras' TimeHistory measures it.
-  std::chrono::steady_clock::time_point begin, end;
+  /// Host time when the step began (when it was launched; for the first
+  /// step, before its batch was fetched), when its batch was ready and its
+  /// beforeStep hooks began, and when its outputs were on the host. A
+  /// step's wall time runs from its begin to the next step's, hooks
+  /// included, as Keras' TimeHistory measures it.
+  std::chrono::steady_clock::time_point begin, inputReady, end;
   /// Seconds of [begin, end] spent in the beforeStep hooks, and those in
   /// which the devices waited for input: the first step's batch, and the
   /// part of fetching and staging the next batch that outlasted the step
   /// on the devices (all of it on the host backends, which run the step
   /// before the fetch).
   double hooksBeforeSeconds = 0, inputWaitSeconds = 0;
+  /// During afterStep: finishes the steps launched after this one, so that
+  /// the variables hold the state after the last of them and no step runs
+  /// on them. A hook that must read them without having said so in
+  /// Hook::needsStateAfter (the NaN guard, once it trips) calls it first.
+  std::function<Status()> settle;
 };
 
 /// Sees the run's steps. A hook that returns an error stops the run with it
@@ -84,6 +104,10 @@ public:
   virtual Status beforeStep(StepContext &) { return Status::ok(); }
   virtual Status afterStep(const StepContext &) { return Status::ok(); }
   virtual Status end(const SessionInfo &) { return Status::ok(); }
+  /// True when afterStep(step) reads or changes the variables (saves a
+  /// checkpoint, evaluates): the session then launches the next step only
+  /// after this one's hooks. Asked before `step` has finished.
+  virtual bool needsStateAfter(int64_t /*step*/) const { return false; }
 };
 
 /// Runs an evaluation every `every` global steps, through a callback that
@@ -97,6 +121,9 @@ public:
       : every_(every), evaluate_(std::move(evaluate)) {}
 
   Status afterStep(const StepContext &ctx) override;
+  bool needsStateAfter(int64_t step) const override {
+    return every_ > 0 && step % every_ == 0;
+  }
 
 private:
   int64_t every_;
@@ -121,6 +148,12 @@ struct SessionOptions {
   int firstPhysicalDevice = 0;
   Precision precision = Precision::fp32;
   std::string convAlgoCachePath;
+  /// How many steps train() keeps launched at once: 2 launches step k+1
+  /// before waiting for step k; 0 takes the backend's choice (2 on a GPU,
+  /// whose launches return at once; 1 on the host backends, which run the
+  /// step inside its launch, so that launching ahead would only delay its
+  /// hooks). The executor's limit caps it (Executor::maxStepsInFlight).
+  int stepsInFlight = 0;
 
   /// The options of the executors this session creates.
   ExecutorOptions executorOptions() const;
@@ -161,7 +194,10 @@ public:
   /// Runs up to `maxSteps` steps (-1: until `batches` ends). While a step
   /// runs, the next batch is fetched and staged (Executor::stage), so on a
   /// GPU its copy overlaps the step; a hook sees a step only after it
-  /// finished, and the next step starts only after every hook returned.
+  /// finished. With stepsInFlight() 2 the next step is launched before the
+  /// hooks of the one before it run, unless one of them needsStateAfter
+  /// it; a run that a hook stops then still finishes the step launched
+  /// ahead, which counts in globalStep() though no hook saw it.
   Status train(data::BatchIterator &batches, int64_t maxSteps,
                const std::vector<Hook *> &hooks);
   /// Keeps the training data on the devices (Executor::cacheDataset):
@@ -192,6 +228,8 @@ public:
 
   /// The job's replicas: this process's times its workers.
   int totalReplicas() const;
+  /// How many steps train() keeps launched at once (SessionOptions).
+  int stepsInFlight() const;
 
 private:
   Session(const LoadedPlan &plan, const SessionOptions &options)

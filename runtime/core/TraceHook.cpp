@@ -95,16 +95,10 @@ Status TraceHook::begin(const SessionInfo &info) {
   return Status::ok();
 }
 
-Status TraceHook::beforeStep(StepContext &) {
-  // Hooks run after the batch arrived: this is the end of the input wait.
-  inputReady_ = Clock::now();
-  return Status::ok();
-}
-
 Status TraceHook::afterStep(const StepContext &ctx) {
   events_.push_back({"step", kHostProcess, 0, ctx.step, ctx.begin, ctx.end});
   events_.push_back(
-      {"input", kHostProcess, 0, ctx.step, ctx.begin, inputReady_});
+      {"input", kHostProcess, 0, ctx.step, ctx.begin, ctx.inputReady});
   if (!ctx.result)
     return Status::ok();
   const std::vector<std::vector<Timestamp>> &devices = ctx.result->timestamps;

@@ -898,6 +898,7 @@ Status TrainingJob::setUp(int &reportedBy) {
   so.seed = o_.seed;
   so.learningRate = o_.learningRate;
   so.cudaGraph = !o_.noCudaGraph;
+  so.stepsInFlight = o_.stepsInFlight;
   // TF32 convolutions and matrix products by default on a GPU (PyTorch's
   // cuDNN default); the host backends compute in fp32 regardless.
   if (placement_.backend == Backend::cuda) {
@@ -927,8 +928,10 @@ Status TrainingJob::setUp(int &reportedBy) {
        << " replica(s), backend " << backendName(backend) << ", precision "
        << (backend == Backend::cuda
                ? std::string(precisionName(so.precision))
-               : std::string("fp32 (") + backendName(backend) + ")")
-       << ", global batch " << globalBatch_ << " ("
+               : std::string("fp32 (") + backendName(backend) + ")");
+  if (o_.predict.empty() && session_->stepsInFlight() > 1)
+    out_ << ", " << session_->stepsInFlight() << " steps in flight";
+  out_ << ", global batch " << globalBatch_ << " ("
        << globalBatch_ / session_->totalReplicas() << " per replica), data "
        << (o_.predict.empty() ? o_.data : o_.predict) << " (" << train_->size()
        << " examples";

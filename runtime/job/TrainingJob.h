@@ -88,6 +88,9 @@ struct JobOptions {
   int64_t warmup = 5;
   std::string metrics;
   bool noCudaGraph = false;
+  /// Steps kept launched at once (SessionOptions::stepsInFlight; 0: the
+  /// backend's choice, 2 on a GPU).
+  int stepsInFlight = 0;
   bool cacheOnDevice = false;
   /// fp32 or tf32: the GPU's convolutions and matrix products (empty:
   /// tf32). The host backends compute in fp32 whatever it says.

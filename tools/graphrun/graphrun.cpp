@@ -218,6 +218,11 @@ int main(int argc, char **argv) {
   app.add_flag("--no-cuda-graph", o.noCudaGraph,
                "launch the step's kernels one by one instead of replaying "
                "it as a CUDA graph");
+  addInteger(app, "--steps-in-flight", o.stepsInFlight, 1, 2,
+             "steps launched before the host waits for the oldest: 2 "
+             "launches step k+1 before reading step k's outputs, so the "
+             "GPU runs the steps back to back (default 2 on a GPU, 1 on "
+             "the CPU)");
   app.add_flag("--cache-on-device", o.cacheOnDevice,
                "keep the training set in device memory and gather each "
                "batch there: per step only its indices travel (the same "

@@ -13,6 +13,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <sstream>
 
@@ -348,11 +349,63 @@ TEST(Executor, OutOfOrderCallsAreErrorsNotHangs) {
       << s.message();
   // The misuse left the executor usable: the staged batch still runs.
   ASSERT_TRUE(p.executor->launch(1, result));
+  ASSERT_TRUE(p.executor->stage(batch));
   s = p.executor->launch(2, result);
   ASSERT_FALSE(s);
-  EXPECT_NE(s.message().find("in flight"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("into the result of a step in flight"),
+            std::string::npos)
+      << s.message();
+  // A second step in flight, into its own result; a third is refused.
+  StepResult second, third;
+  ASSERT_EQ(p.executor->maxStepsInFlight(), 2);
+  ASSERT_TRUE(p.executor->launch(2, second));
+  EXPECT_EQ(p.executor->stepsInFlight(), 2);
+  ASSERT_TRUE(p.executor->stage(batch));
+  s = p.executor->launch(3, third);
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.message().find("while 2 step(s) are in flight"),
+            std::string::npos)
+      << s.message();
   ASSERT_TRUE(p.executor->wait());
   EXPECT_DOUBLE_EQ(result.value("loss"), 55.0);
+  ASSERT_TRUE(p.executor->wait());
+  EXPECT_EQ(p.executor->stepsInFlight(), 0);
+  EXPECT_TRUE(std::isfinite(second.value("loss")));
+}
+
+TEST(Executor, TwoStepsInFlightMatchOneAtATime) {
+  // launch(k+1) before wait(k), each into its own result: the results and
+  // the variables are those of one step at a time.
+  Prepared a, b;
+  ASSERT_TRUE(prepare(a, 2, 4));
+  ASSERT_TRUE(prepare(b, 2, 4));
+  std::vector<data::Batch> batches;
+  for (int k = 0; k < 4; ++k) {
+    batches.push_back(makeBatch(4));
+    for (float &x : batches.back().images)
+      x *= 1.0f - 0.4f * static_cast<float>(k);
+  }
+  std::vector<double> losses;
+  StepResult ra;
+  for (int k = 0; k < 4; ++k) {
+    ASSERT_TRUE(a.executor->run(batches[k], k + 1, ra));
+    losses.push_back(ra.value("loss"));
+  }
+  StepResult rb[2];
+  ASSERT_TRUE(b.executor->stage(batches[0]));
+  ASSERT_TRUE(b.executor->launch(1, rb[0]));
+  for (int k = 1; k <= 4; ++k) {
+    if (k < 4) {
+      ASSERT_TRUE(b.executor->stage(batches[k]));
+      ASSERT_TRUE(b.executor->launch(k + 1, rb[k % 2]));
+    }
+    Status s = b.executor->wait();
+    ASSERT_TRUE(s) << s.message();
+    EXPECT_DOUBLE_EQ(rb[(k - 1) % 2].value("loss"), losses[k - 1]) << k;
+  }
+  for (int d = 0; d < 2; ++d)
+    for (int j = 0; j < 2; ++j)
+      EXPECT_EQ(b.variables.f32(d, 0)[j], a.variables.f32(d, 0)[j]);
 }
 
 namespace {
@@ -457,7 +510,8 @@ public:
   std::vector<int64_t> steps;
 };
 
-Status makeSession(LoadedPlan &loaded, std::unique_ptr<Session> &out) {
+Status makeSession(LoadedPlan &loaded, std::unique_ptr<Session> &out,
+                   int stepsInFlight = 0) {
   registerTestKernels();
   loaded.path = "tiny.plan";
   loaded.bytes = buildPlan(2, 4);
@@ -467,8 +521,40 @@ Status makeSession(LoadedPlan &loaded, std::unique_ptr<Session> &out) {
     return s;
   SessionOptions options;
   options.replicas = 2;
+  options.stepsInFlight = stepsInFlight;
   return Session::create(loaded, options, out);
 }
+
+/// Batches whose rows differ from step to step, so that a step computed on
+/// the wrong variables shows in the loss.
+std::vector<std::vector<int64_t>> varyingOrder(int steps) {
+  std::vector<std::vector<int64_t>> order;
+  for (int k = 0; k < steps; ++k)
+    order.push_back({k % 6, (k + 2) % 6, (k + 3) % 6, (5 * k + 1) % 6});
+  return order;
+}
+
+/// Writes the order in which the session calls it ("b3" before step 3,
+/// "a3" after it) and each step's loss.
+class OrderHook : public Hook {
+public:
+  Status begin(const SessionInfo &info) override {
+    stepsInFlight = info.stepsInFlight;
+    return Status::ok();
+  }
+  Status beforeStep(StepContext &ctx) override {
+    calls += "b" + std::to_string(ctx.step) + " ";
+    return Status::ok();
+  }
+  Status afterStep(const StepContext &ctx) override {
+    calls += "a" + std::to_string(ctx.step) + " ";
+    losses.push_back(ctx.loss);
+    return Status::ok();
+  }
+  std::string calls;
+  std::vector<double> losses;
+  int stepsInFlight = 0;
+};
 } // namespace
 
 TEST(Session, TrainsOnCachedIndicesAsOnTheirBatches) {
@@ -580,6 +666,174 @@ TEST(Session, AHookThatStopsTheRunLeavesNothingStaged) {
   s = session->train(batches, 2, {});
   ASSERT_TRUE(s) << s.message();
   EXPECT_EQ(session->globalStep(), 4);
+}
+
+TEST(Session, LaunchingAheadTrainsAsOneStepAtATime) {
+  // Launched ahead, step k+1 starts before the hooks of step k: the hooks
+  // see the same losses and the run ends with the same variables.
+  LoadedPlan la, lb;
+  std::unique_ptr<Session> one, two;
+  ASSERT_TRUE(makeSession(la, one, 1));
+  ASSERT_TRUE(makeSession(lb, two, 2));
+  EXPECT_EQ(one->stepsInFlight(), 1);
+  EXPECT_EQ(two->stepsInFlight(), 2);
+  for (Session *s : {one.get(), two.get()})
+    ASSERT_TRUE(s->cacheTrainingData(makeDataset()));
+  IndexBatches ba(varyingOrder(5)), bb(varyingOrder(5));
+  OrderHook ha, hb;
+  ASSERT_TRUE(one->train(ba, -1, {&ha}));
+  ASSERT_TRUE(two->train(bb, -1, {&hb}));
+  EXPECT_EQ(ha.stepsInFlight, 1);
+  EXPECT_EQ(hb.stepsInFlight, 2);
+  EXPECT_EQ(ha.calls, "b1 a1 b2 a2 b3 a3 b4 a4 b5 a5 ");
+  EXPECT_EQ(hb.calls, "b1 b2 a1 b3 a2 b4 a3 b5 a4 a5 ");
+  ASSERT_EQ(ha.losses.size(), 5u);
+  EXPECT_EQ(ha.losses, hb.losses);
+  EXPECT_NE(ha.losses[1], ha.losses[2]); // the steps differ
+  EXPECT_EQ(two->globalStep(), 5);
+  float wa[2], wb[2];
+  ASSERT_TRUE(one->variables().read(0, wa));
+  ASSERT_TRUE(two->variables().read(0, wb));
+  EXPECT_EQ(wa[0], wb[0]);
+  EXPECT_EQ(wa[1], wb[1]);
+}
+
+TEST(Session, AHookThatNeedsTheStateAfterAStepGetsIt) {
+  // A hook that reads the variables after step 2 (a checkpoint) sees them
+  // as they were after step 2, not after a step 3 launched ahead: on the
+  // host backends a launched step has run, so a launch ahead would show.
+  LoadedPlan la, lb;
+  std::unique_ptr<Session> one, two;
+  ASSERT_TRUE(makeSession(la, one, 1));
+  ASSERT_TRUE(makeSession(lb, two, 2));
+  for (Session *s : {one.get(), two.get()})
+    ASSERT_TRUE(s->cacheTrainingData(makeDataset()));
+  class ReadAtTwo : public Hook {
+  public:
+    explicit ReadAtTwo(const Session &s) : session(s) {}
+    bool needsStateAfter(int64_t step) const override { return step == 2; }
+    Status beforeStep(StepContext &ctx) override {
+      calls += "b" + std::to_string(ctx.step) + " ";
+      return Status::ok();
+    }
+    Status afterStep(const StepContext &ctx) override {
+      calls += "a" + std::to_string(ctx.step) + " ";
+      if (ctx.step == 2)
+        return session.variables().read(0, w);
+      return Status::ok();
+    }
+    const Session &session;
+    float w[2] = {0, 0};
+    std::string calls;
+  } hook(*two);
+  IndexBatches ba(varyingOrder(4)), bb(varyingOrder(4));
+  ASSERT_TRUE(one->train(ba, 2, {}));
+  float after2[2];
+  ASSERT_TRUE(one->variables().read(0, after2));
+  ASSERT_TRUE(two->train(bb, 4, {&hook}));
+  EXPECT_EQ(hook.calls, "b1 b2 a1 a2 b3 b4 a3 a4 ");
+  EXPECT_EQ(hook.w[0], after2[0]);
+  EXPECT_EQ(hook.w[1], after2[1]);
+  EXPECT_NE(after2[1], 1.0f); // it trained
+}
+
+TEST(Session, SettleFinishesTheStepLaunchedAhead) {
+  // A hook that settles in afterStep(2) finds step 3 finished; the run
+  // goes on, and step 3's hooks still see it.
+  LoadedPlan la, lb;
+  std::unique_ptr<Session> one, two;
+  ASSERT_TRUE(makeSession(la, one, 1));
+  ASSERT_TRUE(makeSession(lb, two, 2));
+  for (Session *s : {one.get(), two.get()})
+    ASSERT_TRUE(s->cacheTrainingData(makeDataset()));
+  class SettleAtTwo : public OrderHook {
+  public:
+    explicit SettleAtTwo(const Session &s) : session(s) {}
+    Status afterStep(const StepContext &ctx) override {
+      if (Status s = OrderHook::afterStep(ctx); !s)
+        return s;
+      if (ctx.step != 2)
+        return Status::ok();
+      if (Status s = ctx.settle(); !s)
+        return s;
+      return session.variables().read(0, w);
+    }
+    const Session &session;
+    float w[2] = {0, 0};
+  } hook(*two);
+  IndexBatches ba(varyingOrder(5)), bb(varyingOrder(5));
+  OrderHook reference;
+  ASSERT_TRUE(one->train(ba, 3, {&reference}));
+  float after3[2];
+  ASSERT_TRUE(one->variables().read(0, after3));
+  ASSERT_TRUE(one->train(ba, 2, {&reference}));
+  ASSERT_TRUE(two->train(bb, 5, {&hook}));
+  EXPECT_EQ(hook.calls, "b1 b2 a1 b3 a2 b4 a3 b5 a4 a5 ");
+  EXPECT_EQ(hook.w[0], after3[0]);
+  EXPECT_EQ(hook.w[1], after3[1]);
+  EXPECT_EQ(hook.losses, reference.losses);
+  EXPECT_EQ(two->globalStep(), 5);
+}
+
+TEST(Session, AStopWithAStepLaunchedAheadFinishesAndCountsIt) {
+  // The hooks of step 2 stop the run while step 3 runs: step 3 finishes
+  // (nothing runs once train() returns) and counts, though no hook saw
+  // it; a later train() goes on from step 4.
+  LoadedPlan loaded;
+  std::unique_ptr<Session> session;
+  ASSERT_TRUE(makeSession(loaded, session, 2));
+  ASSERT_TRUE(session->cacheTrainingData(makeDataset()));
+  class StopAtTwo : public OrderHook {
+  public:
+    Status afterStep(const StepContext &ctx) override {
+      if (Status s = OrderHook::afterStep(ctx); !s)
+        return s;
+      return ctx.step == 2 ? Status::error("stop at 2") : Status::ok();
+    }
+  } stop;
+  IndexBatches batches(std::vector<std::vector<int64_t>>(10, {0, 1, 2, 3}));
+  Status s = session->train(batches, -1, {&stop});
+  ASSERT_FALSE(s);
+  EXPECT_EQ(s.message(), "stop at 2");
+  EXPECT_EQ(stop.calls, "b1 b2 a1 b3 a2 ");
+  EXPECT_EQ(session->globalStep(), 3);
+  OrderHook after;
+  s = session->train(batches, 2, {&after});
+  ASSERT_TRUE(s) << s.message();
+  EXPECT_EQ(after.calls, "b4 b5 a4 a5 ");
+  EXPECT_EQ(session->globalStep(), 5);
+}
+
+TEST(Session, LaunchingAheadFetchesNoBatchBeyondItsSteps) {
+  LoadedPlan loaded;
+  std::unique_ptr<Session> session;
+  ASSERT_TRUE(makeSession(loaded, session, 2));
+  ASSERT_TRUE(session->cacheTrainingData(makeDataset()));
+  IndexBatches batches(std::vector<std::vector<int64_t>>(10, {0, 1, 2, 3}));
+  CountingHook hook;
+  ASSERT_TRUE(session->train(batches, 3, {&hook}));
+  EXPECT_EQ(batches.calls, 3);
+  EXPECT_EQ(hook.steps, (std::vector<int64_t>{1, 2, 3}));
+  ASSERT_TRUE(session->train(batches, -1, {&hook}));
+  EXPECT_EQ(batches.calls, 11); // 7 batches and the end
+  EXPECT_EQ(session->globalStep(), 10);
+}
+
+TEST(Session, APipelineFailureWithAStepAheadEndsTheRunAfterBoth) {
+  // The third fetch fails after step 2 was launched, while steps 1 and 2
+  // run: both complete and their hooks see them, then the run fails.
+  LoadedPlan loaded;
+  std::unique_ptr<Session> session;
+  ASSERT_TRUE(makeSession(loaded, session, 2));
+  ASSERT_TRUE(session->cacheTrainingData(makeDataset()));
+  IndexBatches batches(std::vector<std::vector<int64_t>>(10, {0, 1, 2, 3}), 3);
+  OrderHook hook;
+  Status s = session->train(batches, -1, {&hook});
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.message().find("deliberate pipeline failure"), std::string::npos)
+      << s.message();
+  EXPECT_EQ(hook.calls, "b1 b2 a1 a2 ");
+  EXPECT_EQ(session->globalStep(), 2);
 }
 
 TEST(Executor, BackendWithoutDevicesIsNamed) {

@@ -106,6 +106,62 @@ TEST(StepTimerHook, PartsAddUpToTheWallTime) {
       << out.str();
 }
 
+/// With the next step launched ahead, beforeStep(k+1) comes before
+/// afterStep(k): each wall time still runs from a step's begin to the
+/// next's, and after-step hooks that ran while the next step did cost
+/// nothing; those of a step that was not launched ahead count again.
+TEST(StepTimerHook, StepsLaunchedAheadRunFromBeginToBegin) {
+  std::ostringstream out;
+  StepTimerHook timer(0, out);
+  SessionInfo info;
+  info.globalBatch = 8;
+  info.program = "train_x1";
+  info.stepsInFlight = 2;
+  ASSERT_TRUE(timer.begin(info).isOk());
+  Clock::time_point t0{};
+  auto at = [&](int ms) { return t0 + std::chrono::milliseconds(ms); };
+  auto begin = [&](int step, int ms) {
+    StepContext ctx;
+    ctx.step = step;
+    ctx.begin = at(ms);
+    return timer.beforeStep(ctx).isOk();
+  };
+  auto after = [&](int step, int beginMs, int endMs) {
+    StepContext ctx;
+    ctx.step = step;
+    ctx.begin = at(beginMs);
+    ctx.end = at(endMs);
+    return timer.afterStep(ctx).isOk();
+  };
+  // Steps 1 and 2 launched at 0 and 1 ms; step 1 ends at 10, step 3 is
+  // launched at 11, step 2 ends at 20. Step 3 is not launched ahead of
+  // step 4 (a checkpoint): it ends at 30, step 4 begins at 35.
+  ASSERT_TRUE(begin(1, 0));
+  ASSERT_TRUE(begin(2, 1));
+  ASSERT_TRUE(after(1, 0, 10));
+  ASSERT_EQ(timer.stepSeconds().size(), 1u); // 1's next step had begun
+  ASSERT_TRUE(begin(3, 11));
+  ASSERT_TRUE(after(2, 1, 20));
+  ASSERT_TRUE(after(3, 11, 30));
+  ASSERT_EQ(timer.stepSeconds().size(), 2u); // 3 waits for 4's begin
+  ASSERT_TRUE(begin(4, 35));
+  ASSERT_TRUE(after(4, 35, 40));
+  ASSERT_EQ(timer.stepParts().size(), 3u);
+  const auto &p = timer.stepParts();
+  EXPECT_NEAR(p[0].wall, 0.001, 1e-12);
+  EXPECT_NEAR(p[0].hooks, 0.0, 1e-12);
+  EXPECT_NEAR(p[1].wall, 0.010, 1e-12);
+  EXPECT_NEAR(p[1].hooks, 0.0, 1e-12);
+  EXPECT_NEAR(p[2].wall, 0.024, 1e-12);
+  EXPECT_NEAR(p[2].hooks, 0.005, 1e-12); // 30..35: the devices waited
+  for (const StepTimerHook::Parts &part : p)
+    EXPECT_NEAR(part.input + part.hooks + part.devices.total() + part.other,
+                part.wall, 1e-12);
+  info.stepsDone = 4;
+  ASSERT_TRUE(timer.end(info).isOk());
+  EXPECT_EQ(timer.stepSeconds().size(), 4u);
+}
+
 TEST(StepSplit, FromTimestamps) {
   Clock::time_point t0{};
   auto at = [&](int ms) { return t0 + std::chrono::milliseconds(ms); };
@@ -278,6 +334,14 @@ protected:
     ASSERT_TRUE(variables_.write(v, values.data()));
   }
 
+  /// A run whose step outputs `outputs` (by default with a gradient norm).
+  static SessionInfo info(std::vector<std::string> outputs = {
+                              "loss", "accuracy", "grad_norm"}) {
+    SessionInfo info;
+    info.outputs = std::move(outputs);
+    return info;
+  }
+
   static StepContext step(int64_t n, double loss, double accuracy = 0.5) {
     StepContext ctx;
     ctx.step = n;
@@ -295,7 +359,7 @@ protected:
 
 TEST_F(NanGuardTest, PassesFiniteStepsReadingNoVariable) {
   NanGuardHook guard(variables_);
-  ASSERT_TRUE(guard.begin(SessionInfo()));
+  ASSERT_TRUE(guard.begin(info()));
   EXPECT_EQ(guard.scans(), 1); // the variables the run starts from
   for (int i = 1; i <= 5; ++i) {
     Status s = guard.afterStep(step(i, 1.0 / i));
@@ -307,7 +371,7 @@ TEST_F(NanGuardTest, PassesFiniteStepsReadingNoVariable) {
 
 TEST_F(NanGuardTest, NamesTheStepTheLossAndTheFirstPoisonedVariable) {
   NanGuardHook guard(variables_);
-  ASSERT_TRUE(guard.begin(SessionInfo()));
+  ASSERT_TRUE(guard.begin(info()));
   ASSERT_TRUE(guard.afterStep(step(16, 0.5)));
   // Both later variables poisoned: the guard names the first in plan order.
   poison("dense_1/kernel", 12, nanf_);
@@ -321,7 +385,7 @@ TEST_F(NanGuardTest, NamesTheStepTheLossAndTheFirstPoisonedVariable) {
 
 TEST_F(NanGuardTest, TripsOnTheGradientNorm) {
   NanGuardHook guard(variables_);
-  ASSERT_TRUE(guard.begin(SessionInfo()));
+  ASSERT_TRUE(guard.begin(info()));
   poison("dense/kernel", 2, nanf_);
   StepContext ctx = step(5, 0.75);
   ctx.gradNorm = nan_;
@@ -338,8 +402,8 @@ TEST_F(NanGuardTest, EveryTensorModeFindsAPoisonedVariableBehindFiniteOutputs) {
   poison("dense_1/bias", 0, 1.0f);
   NanGuardHook cheap(variables_);
   NanGuardHook everyTensor(variables_, NanGuardHook::Mode::everyTensor);
-  ASSERT_TRUE(cheap.begin(SessionInfo()));
-  ASSERT_TRUE(everyTensor.begin(SessionInfo()));
+  ASSERT_TRUE(cheap.begin(info()));
+  ASSERT_TRUE(everyTensor.begin(info()));
   ASSERT_TRUE(everyTensor.afterStep(step(2, 0.5)));
   // An update that overflowed from finite gradients: the outputs of its
   // step are finite, so only --check-numerics sees it at once.
@@ -356,11 +420,9 @@ TEST_F(NanGuardTest, EveryTensorModeFindsAPoisonedVariableBehindFiniteOutputs) {
 
 TEST_F(NanGuardTest, ReadsEveryVariableWhenTheStepHasNoGradientNorm) {
   NanGuardHook guard(variables_);
-  ASSERT_TRUE(guard.begin(SessionInfo()));
-  StepResult result;
-  result.names = {"loss", "accuracy"};
+  ASSERT_TRUE(guard.begin(info({"loss", "accuracy"})));
+  EXPECT_TRUE(guard.needsStateAfter(4));
   StepContext ctx = step(4, 0.5);
-  ctx.result = &result;
   poison("dense/kernel", 1, nanf_);
   Status s = guard.afterStep(ctx);
   ASSERT_FALSE(s);
@@ -369,9 +431,33 @@ TEST_F(NanGuardTest, ReadsEveryVariableWhenTheStepHasNoGradientNorm) {
       << s.message();
 }
 
+TEST_F(NanGuardTest, SettlesTheStepLaunchedAheadBeforeReadingVariables) {
+  // Cheap mode never holds back a launch; when it trips, a step launched
+  // ahead may be running on the variables: it finishes before they are
+  // read, and its failure is the guard's.
+  NanGuardHook guard(variables_);
+  ASSERT_TRUE(guard.begin(info()));
+  EXPECT_FALSE(guard.needsStateAfter(3));
+  int settled = 0;
+  StepContext ctx = step(3, 0.5);
+  ctx.settle = [&] {
+    ++settled;
+    return Status::ok();
+  };
+  ASSERT_TRUE(guard.afterStep(ctx));
+  EXPECT_EQ(settled, 0);
+  ctx.loss = nan_;
+  EXPECT_FALSE(guard.afterStep(ctx));
+  EXPECT_EQ(settled, 1);
+  ctx.settle = [] { return Status::error("step 4 failed"); };
+  Status s = guard.afterStep(ctx);
+  ASSERT_FALSE(s);
+  EXPECT_EQ(s.message(), "step 4 failed");
+}
+
 TEST_F(NanGuardTest, SaysWhenOnlyTheLossIsNonFinite) {
   NanGuardHook guard(variables_);
-  ASSERT_TRUE(guard.begin(SessionInfo()));
+  ASSERT_TRUE(guard.begin(info()));
   Status s = guard.afterStep(step(8, std::numeric_limits<double>::infinity()));
   ASSERT_FALSE(s);
   EXPECT_EQ(s.message(), "step 8: non-finite loss (inf) while every variable "
@@ -381,7 +467,7 @@ TEST_F(NanGuardTest, SaysWhenOnlyTheLossIsNonFinite) {
 
 TEST_F(NanGuardTest, ChecksTheMetrics) {
   NanGuardHook guard(variables_);
-  ASSERT_TRUE(guard.begin(SessionInfo()));
+  ASSERT_TRUE(guard.begin(info()));
   Status s = guard.afterStep(step(2, 0.5, nan_));
   ASSERT_FALSE(s);
   EXPECT_EQ(s.message().rfind("step 2: non-finite metric 'accuracy' (nan) "
@@ -394,7 +480,7 @@ TEST_F(NanGuardTest, ChecksTheMetrics) {
 TEST_F(NanGuardTest, RefusesToStartFromNonFiniteVariables) {
   poison("dense/kernel", 1, nanf_);
   NanGuardHook guard(variables_);
-  Status s = guard.begin(SessionInfo());
+  Status s = guard.begin(info());
   ASSERT_FALSE(s);
   EXPECT_NE(s.message().find("before the first step, variable 'dense/kernel' "
                              "holds 1 non-finite values (of 20)"),
@@ -609,7 +695,7 @@ protected:
       ctx.step = i;
       ctx.replicas = 2;
       ctx.begin = Clock::now();
-      ASSERT_TRUE(hook.beforeStep(ctx));
+      ctx.inputReady = Clock::now(); // the input wait ends
       Clock::time_point t = Clock::now();
       StepResult result;
       for (int d = 0; d < 2; ++d) {
@@ -742,7 +828,7 @@ TEST_F(TraceHookTest, HostReductionsAreDrawnWhereTheThreadRanThem) {
     ctx.step = 1;
     ctx.replicas = 1;
     ctx.begin = Clock::now();
-    ASSERT_TRUE(hook.beforeStep(ctx));
+    ctx.inputReady = Clock::now();
     using std::chrono::microseconds;
     Clock::time_point t = Clock::now();
     // Backward 100..500 us with two reductions inside it, 40 and 60 us.
