@@ -11,12 +11,15 @@
 #      after 10 fp32 steps;
 #   3. images/s of the seed CNN (Adam 0.001) at global batch 256, then 1024
 #      (torch.compile last of all, at 256: its autotuning takes minutes):
-#      graphrun --gpus 1 (host input), --cache-on-device, --no-cuda-graph,
+#      graphrun --gpus 1 (host input), --cache-on-device, the same with
+#      --steps-in-flight 1 (each step waits for the one before: what
+#      launching ahead wins), --no-cuda-graph, --precision fp32,
 #      --gpus 2 and 4 (logical GPUs when there is one), PyTorch eager and
 #      torch.compile(mode="max-autotune") on the same GPU (cudnn.benchmark,
 #      fused Adam, TF32 as ours), the peers' data resident on the GPU, so our
 #      ratios use --cache-on-device: like for like;
-#      and the device's idle time between two steps (bench/trace_gaps.py);
+#      and the device's idle time between two steps (bench/trace_gaps.py),
+#      with two steps in flight and with one;
 #   4. wall time to 0.90 test accuracy (ours and PyTorch eager), and
 #      --gpus 2 --epochs 5 --eval on Fashion-MNIST.
 # Logs go under $OUT when set (else build-gpu/gpu-check): at most 8 files.
@@ -184,6 +187,7 @@ peer() { # batch extra... -> images/s
 }
 declare -A ips
 rows=("ours1:graphrun --gpus 1" "ours1c:graphrun --gpus 1 --cache-on-device"
+  "ours1c1:graphrun --gpus 1 --cache-on-device --steps-in-flight 1"
   "ours1ng:graphrun --gpus 1 --no-cuda-graph" "ours1f:graphrun --gpus 1 --precision fp32"
   "ours2:graphrun --gpus 2" "ours4:graphrun --gpus 4"
   "eager:PyTorch eager" "compile:torch.compile max-autotune")
@@ -194,26 +198,30 @@ for batch in "${batches[@]}"; do
   echo "$(date +%T) == batch $batch"
   ips[ours1_$batch]=$(ours "$plan" 1)
   ips[ours1c_$batch]=$(ours "$plan" 1 --cache-on-device)
+  ips[ours1c1_$batch]=$(ours "$plan" 1 --cache-on-device --steps-in-flight 1)
   ips[ours1ng_$batch]=$(ours "$plan" 1 --no-cuda-graph)
   ips[ours1f_$batch]=$(ours "$plan" 1 --precision fp32)
   ips[ours2_$batch]=$(ours "$plan" 2)
   ips[ours4_$batch]=$(ours "$plan" 4)
   ips[eager_$batch]=$(peer "$batch")
-  for key in ours1 ours1c ours1ng ours1f ours2 ours4 eager; do
+  for key in ours1 ours1c ours1c1 ours1ng ours1f ours2 ours4 eager; do
     note "batch $batch, $key: ${ips[${key}_$batch]:-n/a} images/s"
   done
 done
 
-# The device's idle time between two steps (the host's wait, read, hooks
-# and next launch), from graphrun's trace: what launching step k+1 before
-# reading step k would win.
+# The device's idle time between two steps, from graphrun's trace: with
+# one step in flight, the host's wait, read, hooks and next launch; with
+# two (the default), what launching ahead leaves of it.
 echo "$(date +%T) == gap between steps"
-if graphrun "$plans/seed_b256.plan" --gpus 1 --cache-on-device --data synthetic \
-  --steps 60 --log-every 100000 --trace "$work/trace.json" >>"$runs_log" 2>&1; then
-  note "batch 256, --cache-on-device: $($python "$root/bench/trace_gaps.py" "$work/trace.json" --skip 10 2>&1)"
-else
-  note "graphrun --trace failed (graphrun.log)"
-fi
+for inflight in 2 1; do
+  if graphrun "$plans/seed_b256.plan" --gpus 1 --cache-on-device --data synthetic \
+    --steps 60 --log-every 100000 --steps-in-flight "$inflight" \
+    --trace "$work/trace.json" >>"$runs_log" 2>&1; then
+    note "batch 256, --cache-on-device, --steps-in-flight $inflight: $($python "$root/bench/trace_gaps.py" "$work/trace.json" --skip 10 2>&1)"
+  else
+    note "graphrun --trace --steps-in-flight $inflight failed (graphrun.log)"
+  fi
+done
 
 # --- 4. accuracy ------------------------------------------------------------
 tta_ours="n/a" tta_eager="n/a" acc2="n/a"
@@ -275,15 +283,15 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a > 0 && b > 0) printf "%.2f", a 
 {
   echo
   echo "seed CNN training, images/s ($(nvidia-smi --query-gpu=name --format=csv,noheader | head -1); --gpus 2/4 are logical when there is one GPU)"
-  printf '%-36s %12s %12s\n' "" "batch 256" "batch 1024"
+  printf '%-58s %12s %12s\n' "" "batch 256" "batch 1024"
   for row in "${rows[@]}"; do
     key="${row%%:*}"
-    printf '%-36s %12s %12s\n' "${row#*:}" "${ips[${key}_256]:-n/a}" "${ips[${key}_1024]:-n/a}"
+    printf '%-58s %12s %12s\n' "${row#*:}" "${ips[${key}_256]:-n/a}" "${ips[${key}_1024]:-n/a}"
   done
-  printf '%-36s %12s %12s\n' "ratio cached/eager (goal 3)" \
+  printf '%-58s %12s %12s\n' "ratio cached/eager (goal 3)" \
     "$(ratio "${ips[ours1c_256]:-0}" "${ips[eager_256]:-0}")" \
     "$(ratio "${ips[ours1c_1024]:-0}" "${ips[eager_1024]:-0}")"
-  printf '%-36s %12s\n' "ratio cached/torch.compile (1.5)" \
+  printf '%-58s %12s\n' "ratio cached/torch.compile (1.5)" \
     "$(ratio "${ips[ours1c_256]:-0}" "${ips[compile_256]:-0}")"
   echo "time to 0.90 test accuracy (s): graphrun ${tta_ours:-not reached} | PyTorch eager ${tta_eager:-n/a}"
   echo "--gpus 2 --epochs 5 --eval: ${acc2:-n/a}"

@@ -16,6 +16,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 #include <exception>
 #include <map>
 #include <mutex>
@@ -274,39 +275,59 @@ public:
   Status stage(const std::vector<data::BatchSlice> &slices) override;
   Status launch(int64_t step) override;
   Status wait(StepResult &result) override;
+  int maxStepsInFlight() const override { return kParities; }
   Status cacheDataset(const data::Dataset &dataset,
                       data::LabelFormat format) override;
   void discardStaged() override;
 
 private:
+  /// A launched step: its parity (which of the per-step resources it
+  /// uses) and whether it replayed a graph.
+  struct InFlight {
+    int64_t step = 0;
+    int parity = 0;
+    bool graph = false;
+  };
+
   Status upload(int slot, const std::vector<data::BatchSlice> &slices,
                 bool indices);
-  Status enqueueStep(int slot, int64_t step);
+  Status enqueueStep(int slot, InFlight &step);
   Status newEvent(int ordinal, unsigned flags, cudaEvent_t &out);
   Status prepareStaging();
-  Status enqueueInputs(int slot, bool graphs);
+  Status enqueueInputs(int slot, int parity, bool graphs);
   class Launcher; // the StepLauncher that calls CUDA
-  Status enqueueOps(int64_t step, bool capturing);
-  Status enqueueEagerEnd();
-  Status captureGraphs(int64_t step);
-  Status launchGraphs();
-  Status waitForStep(int64_t step);
+  Status enqueueOps(int64_t step, int parity, bool capturing);
+  Status enqueueEagerEnd(int parity);
+  Status captureGraphs(int64_t step, int parity);
+  Status launchGraphs(int parity);
+  Status waitForStep(const InFlight &step);
   void waiterLoop();
-  Status readResults(StepResult &result);
-  cudaEvent_t doneEvent(int replica) const {
-    return graphsReady_ ? done_[groups_[groupOf_[replica]].members.front()]
-                        : done_[replica];
+  Status readResults(const InFlight &step, StepResult &result);
+  /// The event that completes replica `replica`'s part of `step`: its own,
+  /// or in a graph its GPU's origin's.
+  cudaEvent_t doneEvent(const InFlight &step, int replica) const {
+    return step.graph
+               ? done_[step.parity][groups_[groupOf_[replica]].members.front()]
+               : done_[step.parity][replica];
   }
   std::string where(const PreparedOp &op) const {
     return "program '" + program_.name + "', op " + std::to_string(op.index);
   }
 
+  /// Two steps may be in flight (Session::train launches step k+1 before
+  /// it waits for step k): what a step writes and the host reads after it
+  /// (the step scalar's staging, the outputs' staging, the timestamp and
+  /// completion events, and so a captured graph, whose nodes hold them)
+  /// exists twice, and step k uses parity k mod 2. The arena is shared: the
+  /// steps run one after the other on the device.
+  static constexpr int kParities = 2;
+
   struct GraphGroup {
     int ordinal = 0;
     std::vector<int> members; // replicas on this GPU; the first is the origin
     cudaEvent_t fork = nullptr;
-    cudaGraph_t graph = nullptr;
-    cudaGraphExec_t exec = nullptr;
+    std::array<cudaGraph_t, kParities> graph{};
+    std::array<cudaGraphExec_t, kParities> exec{};
   };
 
   /// One of the two input staging slots: stage(k+1) fills one while step
@@ -331,23 +352,28 @@ private:
   std::vector<CudaDevice *> devices_;   // [replica]
   std::vector<KernelContext> contexts_; // [replica]
   std::vector<std::pair<cudaEvent_t, int>> ownedEvents_;
-  std::vector<cudaEvent_t> planEvents_;      // [plan event]
-  std::vector<cudaEvent_t> timestampEvents_; // [op], null for other ops
-  std::vector<int64_t> outputOffset_;        // [op], -1 for other ops
-  PinnedMemory outputs_;                     // every output op's bytes
+  std::vector<cudaEvent_t> planEvents_; // [plan event]
+  // [parity][op], null for other ops
+  std::array<std::vector<cudaEvent_t>, kParities> timestampEvents_;
+  std::vector<int64_t> outputOffset_; // [op], -1 for other ops
+  // [parity]: every output op's bytes
+  std::array<PinnedMemory, kParities> outputs_;
   std::array<StagingSlot, kSlots> slots_;
   std::vector<size_t> payloadOffset_; // [input], in its replica's
   std::vector<size_t> replicaOffset_; // [replica], in a host slot
   std::vector<size_t> replicaBytes_;  // [replica], rows' payload
   int nextSlot_ = 0;
-  int stagedSlot_ = -1; // -1: nothing staged
-  bool inFlight_ = false;
+  int stagedSlot_ = -1;           // -1: nothing staged
+  std::deque<InFlight> inFlight_; // oldest first
   // Set by any failure after the first enqueue: the devices may still run
   // (or never finish) work of this runner, so nothing more is enqueued.
   bool broken_ = false;
-  int64_t stepInFlight_ = 0;
-  PinnedMemory stepHost_;                        // the step, for the scalars
-  std::vector<cudaEvent_t> inputReady_, done_;   // [replica]
+  // [parity]: the step, for the scalars
+  std::array<PinnedMemory, kParities> stepHost_;
+  std::vector<cudaEvent_t> inputReady_;                  // [replica]
+  std::array<std::vector<cudaEvent_t>, kParities> done_; // [parity][replica]
+  // [replica]: the event that completes the last step launched there
+  std::vector<cudaEvent_t> lastDone_;
   std::vector<std::array<cudaEvent_t, 3>> join_; // [replica][stream]
   std::vector<GraphGroup> groups_;
   std::vector<int> groupOf_;                                  // [replica]
@@ -361,8 +387,8 @@ private:
   std::map<int, CachedOnGpu> cached_; // by ordinal
   bool cachedOneHot_ = false;
   bool useGraphs_ = false;
-  bool graphsReady_ = false;
-  int64_t stepsRun_ = 0;
+  std::array<bool, kParities> graphReady_{}; // [parity]
+  int64_t stepsLaunched_ = 0;
 
   // The step's completion is waited for on the waiter thread, in
   // cudaEventSynchronize on the done_ events (cudaEventBlockingSync: the
@@ -374,6 +400,7 @@ private:
   std::mutex waitMutex_;
   std::condition_variable waitCv_;
   int64_t waitRequested_ = 0, waitServed_ = 0;
+  InFlight waitStep_; // the step of the latest request
   bool stopWaiter_ = false;
   std::vector<char> finished_; // [replica], this request's
   cudaError_t waitError_ = cudaSuccess;
@@ -409,10 +436,12 @@ CudaRunner::~CudaRunner() {
     (void)d->synchronize();
   for (GraphGroup &g : groups_) {
     (void)cudaSetDevice(g.ordinal);
-    if (g.exec)
-      (void)cudaGraphExecDestroy(g.exec);
-    if (g.graph)
-      (void)cudaGraphDestroy(g.graph);
+    for (int p = 0; p < kParities; ++p) {
+      if (g.exec[p])
+        (void)cudaGraphExecDestroy(g.exec[p]);
+      if (g.graph[p])
+        (void)cudaGraphDestroy(g.graph[p]);
+    }
   }
   for (auto &[event, ordinal] : ownedEvents_) {
     (void)cudaSetDevice(ordinal);
@@ -448,7 +477,9 @@ Status CudaRunner::prepare() {
   // Per replica: input hand-over, completion, and the joins of its comm
   // and copy streams into compute. Completion events time the step.
   inputReady_.resize(replicas_);
-  done_.resize(replicas_);
+  for (std::vector<cudaEvent_t> &done : done_)
+    done.resize(replicas_);
+  lastDone_.assign(replicas_, nullptr);
   join_.resize(replicas_);
   for (int r = 0; r < replicas_; ++r) {
     int ordinal = devices_[r]->ordinal();
@@ -457,8 +488,9 @@ Status CudaRunner::prepare() {
       return s;
     // Timed (timestamps are read against it) and waited for on the host
     // by a sleeping thread, not a spinning one.
-    if (Status s = newEvent(ordinal, cudaEventBlockingSync, done_[r]); !s)
-      return s;
+    for (std::vector<cudaEvent_t> &done : done_)
+      if (Status s = newEvent(ordinal, cudaEventBlockingSync, done[r]); !s)
+        return s;
     for (cudaEvent_t &e : join_[r])
       if (Status s = newEvent(ordinal, cudaEventDisableTiming, e); !s)
         return s;
@@ -489,7 +521,8 @@ Status CudaRunner::prepare() {
   bool crossGpuWait = false;
   planEvents_.assign(static_cast<size_t>(program_.numEvents), nullptr);
   std::vector<int> eventOrdinal(planEvents_.size(), -1);
-  timestampEvents_.assign(program_.ops.size(), nullptr);
+  for (std::vector<cudaEvent_t> &events : timestampEvents_)
+    events.assign(program_.ops.size(), nullptr);
   outputOffset_.assign(program_.ops.size(), -1);
   int64_t outputBytes = 0;
   bool hasAllReduce = false;
@@ -517,9 +550,9 @@ Status CudaRunner::prepare() {
         crossGpuWait = true;
       break;
     case plan::OpKind::timestamp:
-      if (Status s = newEvent(ordinal, cudaEventDefault, timestampEvents_[i]);
-          !s)
-        return s;
+      for (std::vector<cudaEvent_t> &events : timestampEvents_)
+        if (Status s = newEvent(ordinal, cudaEventDefault, events[i]); !s)
+          return s;
       break;
     case plan::OpKind::output:
       // Scalars (loss, metrics) and tensors (predictions) side by side,
@@ -544,8 +577,10 @@ Status CudaRunner::prepare() {
         !s)
       return Status::error(at + s.message());
 
-  if (Status s = allocatePinned(static_cast<size_t>(outputBytes), outputs_); !s)
-    return Status::error(at + "output staging: " + s.message());
+  for (PinnedMemory &outputs : outputs_)
+    if (Status s = allocatePinned(static_cast<size_t>(outputBytes), outputs);
+        !s)
+      return Status::error(at + "output staging: " + s.message());
   // Staging and the gather write replica r's inputs from replica r's
   // streams: an input on another device would be written unordered with
   // that device's streams. The compiler places each replica's inputs on
@@ -559,8 +594,9 @@ Status CudaRunner::prepare() {
                            "on its own device");
   if (Status s = prepareStaging(); !s)
     return Status::error(at + "input staging: " + s.message());
-  if (Status s = allocatePinned(sizeof(int64_t), stepHost_); !s)
-    return Status::error(at + "step staging: " + s.message());
+  for (PinnedMemory &step : stepHost_)
+    if (Status s = allocatePinned(sizeof(int64_t), step); !s)
+      return Status::error(at + "step staging: " + s.message());
   anchor_.resize(replicas_);
   finished_.assign(replicas_, 0);
   waiter_ = std::thread([this] { waiterLoop(); });
@@ -640,7 +676,7 @@ Status CudaRunner::prepareStaging() {
 
 Status CudaRunner::cacheDataset(const data::Dataset &dataset,
                                 data::LabelFormat format) {
-  if (inFlight_ || stagedSlot_ >= 0)
+  if (!inFlight_.empty() || stagedSlot_ >= 0)
     return Status::error("cannot cache a dataset while a step is staged or "
                          "in flight");
   if (program_.batch / replicas_ > 65535)
@@ -744,12 +780,18 @@ Status CudaRunner::upload(int slot, const std::vector<data::BatchSlice> &slices,
   return Status::ok();
 }
 
-Status CudaRunner::enqueueInputs(int slot, bool graphs) {
+Status CudaRunner::enqueueInputs(int slot, int parity, bool graphs) {
   StagingSlot &st = slots_[slot];
   for (int r = 0; r < replicas_; ++r) {
     CudaDevice &d = *devices_[r];
     RETURN_IF_CUDA_ERROR(cudaSetDevice(d.ordinal()));
     cudaStream_t compute = d.state().compute;
+    // The inputs and the step scalar are overwritten only after the step
+    // before has read them: an eager step ran on this stream, but a graph
+    // ran on its GPU's origin stream, which only the origin replica's
+    // compute stream is.
+    if (graphs && lastDone_[r])
+      RETURN_IF_CUDA_ERROR(cudaStreamWaitEvent(compute, lastDone_[r], 0));
     RETURN_IF_CUDA_ERROR(cudaStreamWaitEvent(compute, st.copied[r], 0));
     const std::byte *payload =
         static_cast<const std::byte *>(st.device[r].data());
@@ -778,9 +820,9 @@ Status CudaRunner::enqueueInputs(int slot, bool graphs) {
       }
     }
     RETURN_IF_CUDA_ERROR(cudaEventRecord(st.consumed[r], compute));
-    RETURN_IF_CUDA_ERROR(cudaMemcpyAsync(d.deviceStep(), stepHost_.get(),
-                                         sizeof(int64_t),
-                                         cudaMemcpyHostToDevice, compute));
+    RETURN_IF_CUDA_ERROR(
+        cudaMemcpyAsync(d.deviceStep(), stepHost_[parity].get(),
+                        sizeof(int64_t), cudaMemcpyHostToDevice, compute));
     RETURN_IF_CUDA_ERROR(cudaEventRecord(inputReady_[r], compute));
     if (graphs) {
       // A graph starts from its origin stream: the origin waits for every
@@ -804,8 +846,8 @@ Status CudaRunner::enqueueInputs(int slot, bool graphs) {
 /// NCCL on the runner's devices, streams and events.
 class CudaRunner::Launcher final : public StepLauncher {
 public:
-  Launcher(CudaRunner &runner, int64_t step, bool capturing)
-      : r_(runner), step_(step), capturing_(capturing) {}
+  Launcher(CudaRunner &runner, int64_t step, int parity, bool capturing)
+      : r_(runner), step_(step), parity_(parity), capturing_(capturing) {}
 
   Status kernel(size_t, const PreparedOp &op) override {
     CudaDevice *d = nullptr;
@@ -870,11 +912,12 @@ public:
       return s;
     // In a capture a plain record is only an edge; an external record
     // becomes a node that records the event on every replay.
+    cudaEvent_t event = r_.timestampEvents_[parity_][i];
     if (capturing_)
-      RETURN_IF_CUDA_ERROR(cudaEventRecordWithFlags(
-          r_.timestampEvents_[i], stream, cudaEventRecordExternal));
+      RETURN_IF_CUDA_ERROR(
+          cudaEventRecordWithFlags(event, stream, cudaEventRecordExternal));
     else
-      RETURN_IF_CUDA_ERROR(cudaEventRecord(r_.timestampEvents_[i], stream));
+      RETURN_IF_CUDA_ERROR(cudaEventRecord(event, stream));
     return Status::ok();
   }
   Status output(size_t i, const PreparedOp &op) override {
@@ -882,7 +925,7 @@ public:
     cudaStream_t stream = nullptr;
     if (Status s = enter(op, d, stream); !s)
       return s;
-    std::byte *outputs = static_cast<std::byte *>(r_.outputs_.get());
+    std::byte *outputs = static_cast<std::byte *>(r_.outputs_[parity_].get());
     RETURN_IF_CUDA_ERROR(
         cudaMemcpyAsync(outputs + r_.outputOffset_[i], op.ins[0].data,
                         op.ins[0].elements() * dtypeBytes(op.ins[0].dtype),
@@ -900,7 +943,8 @@ public:
   Status done(int replica) override {
     CudaDevice &d = *r_.devices_[replica];
     RETURN_IF_CUDA_ERROR(cudaSetDevice(d.ordinal()));
-    RETURN_IF_CUDA_ERROR(cudaEventRecord(r_.done_[replica], d.state().compute));
+    RETURN_IF_CUDA_ERROR(
+        cudaEventRecord(r_.done_[parity_][replica], d.state().compute));
     return Status::ok();
   }
 
@@ -914,20 +958,22 @@ private:
   }
   CudaRunner &r_;
   int64_t step_;
+  int parity_;
   bool capturing_;
 };
 
-Status CudaRunner::enqueueOps(int64_t step, bool capturing) {
-  Launcher launcher(*this, step, capturing);
+Status CudaRunner::enqueueOps(int64_t step, int parity, bool capturing) {
+  Launcher launcher(*this, step, parity, capturing);
   return scheduleOps(program_, launcher);
 }
 
-Status CudaRunner::enqueueEagerEnd() {
-  Launcher launcher(*this, /*step=*/0, /*capturing=*/false); // no kernels
+Status CudaRunner::enqueueEagerEnd(int parity) {
+  // No kernels: the step does not matter.
+  Launcher launcher(*this, /*step=*/0, parity, /*capturing=*/false);
   return scheduleEagerEnd(program_, launcher);
 }
 
-Status CudaRunner::captureGraphs(int64_t step) {
+Status CudaRunner::captureGraphs(int64_t step, int parity) {
   // Every GPU's capture starts before any op is enqueued: an all-reduce's
   // NCCL group spans the captures of all GPUs.
   size_t begun = 0;
@@ -951,7 +997,7 @@ Status CudaRunner::captureGraphs(int64_t step) {
       }
   }
   if (status)
-    status = enqueueOps(step, /*capturing=*/true);
+    status = enqueueOps(step, parity, /*capturing=*/true);
   // Every begun capture is ended, also after a failure, so no stream is
   // left capturing.
   for (size_t i = 0; i < begun; ++i) {
@@ -975,39 +1021,41 @@ Status CudaRunner::captureGraphs(int64_t step) {
     if (status && e != cudaSuccess)
       status = Status::error("cudaStreamEndCapture on GPU " +
                              std::to_string(g.ordinal) + ": " + resultText(e));
-    g.graph = graph;
+    g.graph[parity] = graph;
   }
   for (size_t i = 0; status && i < groups_.size(); ++i) {
     GraphGroup &g = groups_[i];
     status = CUDA_CALL_STATUS(cudaSetDevice(g.ordinal));
     if (status)
-      status = CUDA_CALL_STATUS(cudaGraphInstantiate(&g.exec, g.graph, 0));
+      status = CUDA_CALL_STATUS(
+          cudaGraphInstantiate(&g.exec[parity], g.graph[parity], 0));
   }
   if (!status) {
     (void)cudaGetLastError();
     for (GraphGroup &g : groups_) {
       (void)cudaSetDevice(g.ordinal);
-      if (g.exec)
-        (void)cudaGraphExecDestroy(g.exec);
-      if (g.graph)
-        (void)cudaGraphDestroy(g.graph);
-      g.exec = nullptr;
-      g.graph = nullptr;
+      if (g.exec[parity])
+        (void)cudaGraphExecDestroy(g.exec[parity]);
+      if (g.graph[parity])
+        (void)cudaGraphDestroy(g.graph[parity]);
+      g.exec[parity] = nullptr;
+      g.graph[parity] = nullptr;
     }
     return Status::error(status.message() +
                          " (while capturing the step into a CUDA graph; "
                          "--no-cuda-graph runs it without one)");
   }
-  graphsReady_ = true;
+  graphReady_[parity] = true;
   return Status::ok();
 }
 
-Status CudaRunner::launchGraphs() {
+Status CudaRunner::launchGraphs(int parity) {
   for (GraphGroup &g : groups_) {
     cudaStream_t origin = devices_[g.members.front()]->state().compute;
     RETURN_IF_CUDA_ERROR(cudaSetDevice(g.ordinal));
-    RETURN_IF_CUDA_ERROR(cudaGraphLaunch(g.exec, origin));
-    RETURN_IF_CUDA_ERROR(cudaEventRecord(done_[g.members.front()], origin));
+    RETURN_IF_CUDA_ERROR(cudaGraphLaunch(g.exec[parity], origin));
+    RETURN_IF_CUDA_ERROR(
+        cudaEventRecord(done_[parity][g.members.front()], origin));
   }
   return Status::ok();
 }
@@ -1020,8 +1068,9 @@ void CudaRunner::waiterLoop() {
     if (stopWaiter_)
       return;
     const int64_t request = waitRequested_;
+    const InFlight step = waitStep_;
     for (int r = 0; r < replicas_; ++r) {
-      cudaEvent_t done = doneEvent(r);
+      cudaEvent_t done = doneEvent(step, r);
       int ordinal = devices_[r]->ordinal();
       lock.unlock();
       cudaError_t e = cudaSetDevice(ordinal);
@@ -1046,15 +1095,16 @@ void CudaRunner::waiterLoop() {
   }
 }
 
-Status CudaRunner::waitForStep(int64_t step) {
+Status CudaRunner::waitForStep(const InFlight &step) {
   using Clock = std::chrono::steady_clock;
-  const std::string at =
-      "program '" + program_.name + "', step " + std::to_string(step) + ": ";
+  const std::string at = "program '" + program_.name + "', step " +
+                         std::to_string(step.step) + ": ";
   auto deadline = Clock::now() + options_.timeout;
   std::unique_lock<std::mutex> lock(waitMutex_);
   std::fill(finished_.begin(), finished_.end(), 0);
   waitError_ = cudaSuccess;
   waitErrorReplica_ = -1;
+  waitStep_ = step;
   const int64_t request = ++waitRequested_;
   waitCv_.notify_all();
   for (;;) {
@@ -1097,8 +1147,9 @@ Status CudaRunner::waitForStep(int64_t step) {
   }
 }
 
-Status CudaRunner::readResults(StepResult &result) {
-  const std::byte *outputs = static_cast<const std::byte *>(outputs_.get());
+Status CudaRunner::readResults(const InFlight &step, StepResult &result) {
+  const std::byte *outputs =
+      static_cast<const std::byte *>(outputs_[step.parity].get());
   for (size_t i = 0; i < program_.ops.size(); ++i) {
     const PreparedOp &op = program_.ops[i];
     if (op.kind != plan::OpKind::output)
@@ -1121,8 +1172,8 @@ Status CudaRunner::readResults(StepResult &result) {
     if (op.kind != plan::OpKind::timestamp)
       continue;
     float ms = 0;
-    cudaError_t e =
-        cudaEventElapsedTime(&ms, timestampEvents_[i], doneEvent(op.device));
+    cudaError_t e = cudaEventElapsedTime(&ms, timestampEvents_[step.parity][i],
+                                         doneEvent(step, op.device));
     if (e != cudaSuccess) {
       // Timing is diagnostics: a device that cannot time an event still
       // trains; the step split is then missing, and says why once.
@@ -1149,59 +1200,83 @@ Status CudaRunner::launch(int64_t step) {
       "program '" + program_.name + "', step " + std::to_string(step) + ": ";
   if (broken_)
     return Status::error(at + "an earlier step of this program failed");
-  if (inFlight_)
-    return Status::error(at + "launched while the previous step is in "
-                              "flight");
+  if (static_cast<int>(inFlight_.size()) >= kParities)
+    return Status::error(at + "launched while " +
+                         std::to_string(inFlight_.size()) +
+                         " steps are in flight");
   if (stagedSlot_ < 0)
     return Status::error(at + "launched with no staged batch");
   const int slot = stagedSlot_;
   stagedSlot_ = -1;
-  if (Status s = enqueueStep(slot, step); !s) {
+  InFlight launched;
+  launched.step = step;
+  launched.parity = static_cast<int>(stepsLaunched_ % kParities);
+  if (Status s = enqueueStep(slot, launched); !s) {
     broken_ = true;
     return s;
   }
-  inFlight_ = true;
-  stepInFlight_ = step;
+  ++stepsLaunched_;
+  inFlight_.push_back(launched);
   return Status::ok();
 }
 
-Status CudaRunner::enqueueStep(int slot, int64_t step) {
-  // The previous step has finished (wait() saw it), so its read of the
-  // step scalar's staging has too.
-  std::memcpy(stepHost_.get(), &step, sizeof step);
+Status CudaRunner::enqueueStep(int slot, InFlight &step) {
+  // The last step of this parity has finished (its wait() returned before
+  // this launch: at most kParities steps are in flight), so its read of
+  // the step scalar's staging has too.
+  const int parity = step.parity;
+  std::memcpy(stepHost_[parity].get(), &step.step, sizeof step.step);
 
   // Step 1 runs eagerly (kernels load, libraries warm up, nothing in it is
-  // captured); step 2 captures; every later step replays.
-  bool capture = useGraphs_ && !graphsReady_ && stepsRun_ >= 1;
-  if (Status s = enqueueInputs(slot, useGraphs_ && (graphsReady_ || capture));
-      !s)
+  // captured); steps 2 and 3 capture the graphs of the two parities; every
+  // later step replays its parity's.
+  bool capture = useGraphs_ && !graphReady_[parity] && stepsLaunched_ >= 1;
+  bool graph = useGraphs_ && (graphReady_[parity] || capture);
+  // A capture starts with the device idle, as one step at a time captured:
+  // no eager step's work (an NCCL call above all, whose communicator the
+  // captured step shares) is in flight meanwhile. Twice per run.
+  if (capture)
+    for (const InFlight &earlier : inFlight_)
+      if (Status s = waitForStep(earlier); !s)
+        return s;
+  if (Status s = enqueueInputs(slot, parity, graph); !s)
     return s;
   if (capture)
-    if (Status s = captureGraphs(step); !s)
+    if (Status s = captureGraphs(step.step, parity); !s)
       return s;
-  if (graphsReady_) {
-    if (Status s = launchGraphs(); !s)
+  if (graph) {
+    if (Status s = launchGraphs(parity); !s)
       return s;
   } else {
-    if (Status s = enqueueOps(step, /*capturing=*/false); !s)
+    if (Status s = enqueueOps(step.step, parity, /*capturing=*/false); !s)
       return s;
-    if (Status s = enqueueEagerEnd(); !s)
+    if (Status s = enqueueEagerEnd(parity); !s)
       return s;
   }
+  step.graph = graph;
+  for (int r = 0; r < replicas_; ++r)
+    lastDone_[r] = doneEvent(step, r);
   return Status::ok();
 }
 
 Status CudaRunner::wait(StepResult &result) {
-  if (!inFlight_)
+  if (inFlight_.empty())
     return Status::error("program '" + program_.name +
                          "': wait() with no step in flight");
-  inFlight_ = false;
-  if (Status s = waitForStep(stepInFlight_); !s) {
+  const InFlight step = inFlight_.front();
+  inFlight_.pop_front();
+  // Behind a step that hung, nothing will finish (and the waiter thread is
+  // stuck in the CUDA runtime).
+  if (gpuHung()) {
+    broken_ = true;
+    return hungError("program '" + program_.name + "', step " +
+                     std::to_string(step.step));
+  }
+  if (Status s = waitForStep(step); !s) {
     broken_ = true; // the step may still run: nothing may touch its buffers
     return s;
   }
-  ++stepsRun_;
-  return readResults(result);
+  return readResults(step, result);
 }
 
 } // namespace

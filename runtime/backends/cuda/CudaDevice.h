@@ -13,10 +13,10 @@
 // The runner enqueues a step from one host thread, in program order: each
 // op on its device's stream of the op's kind, plan events as CUDA events,
 // all-reduces through NCCL inside one group call. The first step runs
-// eagerly; the second captures the step once per physical GPU into a CUDA
-// graph (every logical device of that GPU in one graph, so the
-// logical all-reduce's cross-stream events stay inside one capture), which
-// every later step replays.
+// eagerly; the second and the third capture the step once per physical GPU
+// into a CUDA graph (every logical device of that GPU in one graph, so the
+// logical all-reduce's cross-stream events stay inside one capture), one
+// per parity (below), which the later steps replay.
 //
 // Inputs are double-buffered (ProgramRunner::stage/launch/wait): stage()
 // copies the next batch into one of two pinned host slots and starts its
@@ -30,6 +30,16 @@
 // plan's own copy ops, which the compiler does not emit today; if it ever
 // does, an eager step's upload would queue behind them (a dedicated upload
 // stream would then keep the overlap).
+//
+// Two steps may be in flight: a launch() of step k+1 before the wait() of
+// step k (Session::train's launch-ahead) enqueues it behind step k, so the
+// GPU runs the steps back to back while the host reads step k's outputs
+// and runs its hooks. What the host writes for a step or reads after it
+// exists once per parity (k mod 2): the step scalar's staging, the
+// outputs' pinned staging, the timestamp and completion events, and so
+// the captured graph, whose nodes hold them (steps 2 and 3 capture one
+// each, with nothing in flight). The arena is shared: the steps run in
+// order, and a graph's other replicas wait for the step before it.
 //
 // Timestamps are CUDA events recorded in the step (external event nodes in
 // a graph). run() waits for the step's completion events anyway (the

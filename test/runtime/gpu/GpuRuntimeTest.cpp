@@ -23,6 +23,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <random>
 #include <set>
 
@@ -375,6 +376,81 @@ TEST(GpuRuntime, StagingTheNextBatchDuringAStepMatchesRun) {
     }
 }
 
+/// Runs `steps` steps as Session::train does with two steps in flight:
+/// step k+1 is launched, and batch k+2 staged, before step k is waited
+/// for. Each step's loss and timestamps.
+Status trainAhead(Executor &executor,
+                  const std::function<data::Batch(int)> &batchOf, int steps,
+                  std::vector<double> &losses,
+                  std::vector<std::vector<std::vector<Timestamp>>> &times) {
+  StepResult results[2];
+  if (Status s = executor.stage(batchOf(1)); !s)
+    return s;
+  if (Status s = executor.launch(1, results[0]); !s)
+    return s;
+  for (int step = 1; step <= steps; ++step) {
+    if (step < steps) {
+      // Freed on return: the staging holds its own copy.
+      if (Status s = executor.stage(batchOf(step + 1)); !s)
+        return s;
+      if (Status s = executor.launch(step + 1, results[step % 2]); !s)
+        return s;
+    }
+    if (Status s = executor.wait(); !s)
+      return s;
+    const StepResult &r = results[(step - 1) % 2];
+    losses.push_back(r.value("loss"));
+    times.push_back(r.timestamps);
+  }
+  return Status::ok();
+}
+
+TEST(GpuRuntime, TwoStepsInFlightMatchOneAtATime) {
+  SKIP_WITHOUT_GPU();
+  // Step k+1 launched before step k is waited for (Session::train on a
+  // GPU): each step has its own step scalar, output staging, timestamp and
+  // completion events and graph, so the losses, the weights and each
+  // step's timestamps are those of one step at a time, under replay (steps
+  // 2 and 3 capture the two graphs) and eagerly, on one GPU and on two
+  // logical GPUs.
+  for (bool graph : {true, false})
+    for (int replicas : {1, 2}) {
+      SCOPED_TRACE(std::string(graph ? "graph" : "eager") + ", replicas " +
+                   std::to_string(replicas));
+      TinyRun byRun, ahead;
+      ASSERT_OK(prepareTiny(byRun, replicas, 8, cudaOptions(graph)));
+      ASSERT_OK(prepareTiny(ahead, replicas, 8, cudaOptions(graph)));
+      ASSERT_EQ(ahead.executor->maxStepsInFlight(), 2);
+      Trace want;
+      ASSERT_OK(trainTiny(byRun, 9, want));
+      std::vector<double> losses;
+      std::vector<std::vector<std::vector<Timestamp>>> times;
+      ASSERT_OK(trainAhead(
+          *ahead.executor,
+          [](int step) { return testplan::tinyBatch(8, step); }, 9, losses,
+          times));
+      ASSERT_EQ(losses.size(), want.losses.size());
+      for (size_t i = 0; i < losses.size(); ++i)
+        EXPECT_EQ(losses[i], want.losses[i]) << "step " << i + 1;
+      for (int r = 0; r < replicas; ++r) {
+        std::vector<float> w(2);
+        ASSERT_OK(ahead.variables.readCopy(r, 0, w.data()));
+        EXPECT_EQ(w, want.w[r]) << "replica " << r;
+      }
+      // Each step's own timestamp events, complete when it is: read while
+      // the next step re-records them, they would not be ready and the
+      // step would have no timestamps.
+      for (size_t k = 0; k < times.size(); ++k)
+        for (int r = 0; r < replicas; ++r) {
+          const std::vector<Timestamp> &t = times[k][r];
+          ASSERT_FALSE(t.empty()) << "step " << k + 1;
+          EXPECT_EQ(t.front().name, "step_begin");
+          EXPECT_EQ(t.back().name, "step_end");
+          EXPECT_LE(t.front().at, t.back().at) << "step " << k + 1;
+        }
+    }
+}
+
 TEST(GpuRuntime, TheGatherKernelWritesWhatTheHostGatherWrites) {
   SKIP_WITHOUT_GPU();
   // 28x28x1 rows take the float4 path, 1x2x3 rows the scalar one; both
@@ -582,10 +658,12 @@ data::Batch seedBatch(int64_t rows, int step) {
   return batch;
 }
 
-/// Trains the seed plan 10 steps; the losses and every variable after.
+/// Trains the seed plan 10 steps, one at a time or two in flight
+/// (`ahead`); the losses and every variable after.
 Status trainSeed(const LoadedPlan &loaded, int replicas,
                  const ExecutorOptions &options, std::vector<double> &losses,
-                 std::vector<std::vector<float>> &variables) {
+                 std::vector<std::vector<float>> &variables,
+                 bool ahead = false) {
   const plan::Program *program = nullptr;
   if (Status s = findProgram(*loaded.plan, plan::ProgramKind::train, replicas,
                              loaded.path, program);
@@ -599,12 +677,22 @@ Status trainSeed(const LoadedPlan &loaded, int replicas,
           Executor::create(*loaded.plan, *program, vars, options, executor);
       !s)
     return s;
-  StepResult result;
-  for (int step = 1; step <= 10; ++step) {
-    data::Batch batch = seedBatch(executor->globalBatch(), step);
-    if (Status s = executor->run(batch, step, result); !s)
+  if (ahead) {
+    std::vector<std::vector<std::vector<Timestamp>>> times;
+    const int64_t rows = executor->globalBatch();
+    if (Status s = trainAhead(
+            *executor, [&](int step) { return seedBatch(rows, step); }, 10,
+            losses, times);
+        !s)
       return s;
-    losses.push_back(result.value("loss"));
+  } else {
+    StepResult result;
+    for (int step = 1; step <= 10; ++step) {
+      data::Batch batch = seedBatch(executor->globalBatch(), step);
+      if (Status s = executor->run(batch, step, result); !s)
+        return s;
+      losses.push_back(result.value("loss"));
+    }
   }
   variables.assign(static_cast<size_t>(vars.count()), {});
   for (int v = 0; v < vars.count(); ++v) {
@@ -639,11 +727,14 @@ TEST(GpuRuntime, SeedModelAgreesOnCpuOneGpuAndTwoLogicalGpus) {
   }
   ExecutorOptions cpuOptions;
   cpuOptions.backend = Backend::cpu;
-  std::vector<double> cpuLosses, oneLosses, twoLosses;
-  std::vector<std::vector<float>> cpuVars, oneVars, twoVars;
+  std::vector<double> cpuLosses, oneLosses, twoLosses, aheadLosses;
+  std::vector<std::vector<float>> cpuVars, oneVars, twoVars, aheadVars;
   ASSERT_OK(trainSeed(loaded, 1, cpuOptions, cpuLosses, cpuVars));
   ASSERT_OK(trainSeed(loaded, 1, cudaOptions(true), oneLosses, oneVars));
   ASSERT_OK(trainSeed(loaded, 2, cudaOptions(true, 1), twoLosses, twoVars));
+  // Two steps in flight, as graphrun trains on a GPU.
+  ASSERT_OK(trainSeed(loaded, 1, cudaOptions(true), aheadLosses, aheadVars,
+                      /*ahead=*/true));
   // Float sums in other orders, TF32 in cuDNN/cuBLASLt and Adam's
   // normalisation of near-zero gradients move results by rounding-sized
   // amounts; a wrong gradient, step or all-reduce moves the loss by far more
@@ -654,6 +745,8 @@ TEST(GpuRuntime, SeedModelAgreesOnCpuOneGpuAndTwoLogicalGpus) {
         << "1 GPU, step " << i + 1;
     EXPECT_NEAR(twoLosses[i], cpuLosses[i], 1e-2 * std::fabs(cpuLosses[i]))
         << "2 logical GPUs, step " << i + 1;
+    EXPECT_NEAR(aheadLosses[i], cpuLosses[i], 1e-2 * std::fabs(cpuLosses[i]))
+        << "2 steps in flight, step " << i + 1;
   }
   auto maxAbsDiff = [](const std::vector<float> &a,
                        const std::vector<float> &b) {
@@ -666,5 +759,6 @@ TEST(GpuRuntime, SeedModelAgreesOnCpuOneGpuAndTwoLogicalGpus) {
   for (size_t v = 0; v < cpuVars.size(); ++v) {
     EXPECT_LT(maxAbsDiff(oneVars[v], cpuVars[v]), 2e-3) << "variable " << v;
     EXPECT_LT(maxAbsDiff(twoVars[v], cpuVars[v]), 2e-3) << "variable " << v;
+    EXPECT_LT(maxAbsDiff(aheadVars[v], cpuVars[v]), 2e-3) << "variable " << v;
   }
 }
