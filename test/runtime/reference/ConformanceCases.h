@@ -462,6 +462,25 @@ inline std::vector<Case> allCases() {
       {{4, 3}, {}, {4, 3}});
   add("accuracy", "one-hot", {}, {probs, oneHot}, {{}});
   add("accuracy", "indices", {}, {probs, indices}, {{}});
+  // A batch of 300 rows: the GPU's batch sums span 38 blocks.
+  {
+    std::vector<double> hot(300 * 10, 0.0);
+    std::vector<double> classes(300);
+    for (int r = 0; r < 300; ++r) {
+      classes[r] = (7 * r + 3) % 10;
+      hot[r * 10 + (7 * r + 3) % 10] = 1.0;
+    }
+    Tensor hot300 = Tensor::f32({300, 10}, hot);
+    Tensor classes300 = Tensor::i32({300}, classes);
+    Tensor logits300 = rnd({300, 10}, 38, -3, 3);
+    add("softmax_cross_entropy", "300 rows", {}, {logits300, hot300},
+        {{300, 10}, {}, {300, 10}});
+    add("categorical_crossentropy", "300 rows", logits, {logits300, hot300},
+        {{}});
+    add("sparse_categorical_crossentropy_grad", "300 rows", logits,
+        {logits300, classes300}, {{300, 10}});
+    add("accuracy", "300 rows", {}, {logits300, classes300}, {{}});
+  }
   auto opt = [](std::string kind,
                 std::vector<std::pair<std::string, double>> hyper) {
     KernelConfig c;
