@@ -385,36 +385,32 @@ Status Session::evaluate(data::BatchIterator &batches, EvalResult &out,
     out.classes = n / rows;
     out.confusion.assign(static_cast<size_t>(out.classes * out.classes), 0);
   }
-  data::Batch batch;
-  StepResult result;
   // Every output of the evaluation step is a weighted mean over its
   // replica's rows, sum_i w_i v_i / rows (padding rows weigh 0): the sums
   // over all batches, divided by the examples, are the means over the data
   // set, as Keras' evaluate reports them.
   const double rowsPerReplica = static_cast<double>(eval_->localBatch()) /
                                 static_cast<double>(eval_->replicas());
-  while (maxBatches < 0 || out.batches < maxBatches) {
-    bool end = false;
-    if (Status s = batches.next(batch, end); !s)
-      return s;
-    if (end)
-      break;
-    if (Status s = eval_->run(batch, globalStep_, result); !s)
-      return s;
-    if (out.names.empty()) {
-      out.names = result.names;
-      out.values.assign(result.names.size(), 0.0);
-    }
-    for (size_t o = 0; o < result.names.size(); ++o)
-      for (const std::vector<double> &replica : result.perReplica)
-        out.values[o] += replica[o] * rowsPerReplica;
-    for (size_t t = 0; t < result.tensorNames.size(); ++t)
-      if (result.tensorNames[t] == "predictions" && !batch.indicesOnly())
-        if (Status s = countConfusion(batch, result, t, out); !s)
-          return s;
-    ++out.batches;
-    out.examples += batch.examples();
-  }
+  Status run = runBatches(
+      *eval_, batches, maxBatches,
+      [&](const data::Batch &batch, const StepResult &result) -> Status {
+        if (out.names.empty()) {
+          out.names = result.names;
+          out.values.assign(result.names.size(), 0.0);
+        }
+        for (size_t o = 0; o < result.names.size(); ++o)
+          for (const std::vector<double> &replica : result.perReplica)
+            out.values[o] += replica[o] * rowsPerReplica;
+        for (size_t t = 0; t < result.tensorNames.size(); ++t)
+          if (result.tensorNames[t] == "predictions" && !batch.indicesOnly())
+            if (Status s = countConfusion(batch, result, t, out); !s)
+              return s;
+        ++out.batches;
+        out.examples += batch.examples();
+        return Status::ok();
+      });
+  if (!run)
+    return run;
   // Every worker's sums and examples: the whole test set's means.
   if (options_.workers && options_.workers->size() > 1) {
     std::vector<double> sums = out.values;
@@ -455,36 +451,92 @@ Status Session::predict(data::BatchIterator &batches,
   if (Status st = programExecutor(plan::ProgramKind::predict, predict_); !st)
     return st;
   const int64_t rows = predict_->localBatch() / predict_->replicas();
-  data::Batch batch;
-  StepResult result;
   std::vector<float> values;
-  for (;;) {
-    bool end = false;
-    if (Status s = batches.next(batch, end); !s)
-      return s;
+  return runBatches(
+      *predict_, batches, -1,
+      [&](const data::Batch &batch, const StepResult &result) -> Status {
+        auto named = std::find(result.tensorNames.begin(),
+                               result.tensorNames.end(), "predictions");
+        if (named == result.tensorNames.end())
+          return Status::error(plan_.path + ": the prediction program has no "
+                                            "'predictions' output");
+        size_t t = static_cast<size_t>(named - result.tensorNames.begin());
+        // Replica after replica, their rows are the batch's rows in order.
+        values.clear();
+        for (const std::vector<std::vector<float>> &replica : result.tensors)
+          values.insert(values.end(), replica[t].begin(), replica[t].end());
+        int64_t width =
+            rows > 0 ? static_cast<int64_t>(result.tensors[0][t].size()) / rows
+                     : 0;
+        if (width <= 0)
+          return Status::error(plan_.path + ": the predictions are empty");
+        return consume(values.data(), batch.examples(), width,
+                       batch.sourceIndices.data());
+      });
+}
+
+Status Session::runBatches(
+    Executor &executor, data::BatchIterator &batches, int64_t maxBatches,
+    const std::function<Status(const data::Batch &, const StepResult &)>
+        &consume) {
+  const int depth = std::min(stepsInFlight(), executor.maxStepsInFlight());
+  // The batches of the steps in flight (consume reads them) and the staged
+  // one; each step's result.
+  data::Batch batch[3];
+  StepResult result[2];
+  int batchOf[2] = {0, 0};
+  int head = 0, count = 0, staged = -1;
+  int64_t launched = 0;
+  bool end = maxBatches == 0;
+  auto fetch = [&]() -> Status {
+    end = end || (maxBatches >= 0 && launched >= maxBatches);
     if (end)
       return Status::ok();
-    if (Status s = predict_->run(batch, globalStep_, result); !s)
-      return s;
-    auto named = std::find(result.tensorNames.begin(), result.tensorNames.end(),
-                           "predictions");
-    if (named == result.tensorNames.end())
-      return Status::error(plan_.path + ": the prediction program has no "
-                                        "'predictions' output");
-    size_t t = static_cast<size_t>(named - result.tensorNames.begin());
-    // Replica after replica, their rows are the batch's rows in order.
-    values.clear();
-    for (const std::vector<std::vector<float>> &replica : result.tensors)
-      values.insert(values.end(), replica[t].begin(), replica[t].end());
-    int64_t width =
-        rows > 0 ? static_cast<int64_t>(result.tensors[0][t].size()) / rows : 0;
-    if (width <= 0)
-      return Status::error(plan_.path + ": the predictions are empty");
-    if (Status s = consume(values.data(), batch.examples(), width,
-                           batch.sourceIndices.data());
-        !s)
-      return s;
+    int free = 0;
+    for (int b = 0; b < 3; ++b) {
+      bool used = false;
+      for (int i = 0; i < count; ++i)
+        used = used || batchOf[(head + i) % 2] == b;
+      if (!used) {
+        free = b;
+        break;
+      }
+    }
+    Status s = batches.next(batch[free], end);
+    if (s && !end)
+      s = executor.stage(batch[free]);
+    if (s && !end)
+      staged = free;
+    return s;
+  };
+  Status status = fetch();
+  while (status) {
+    // Launch while the depth allows; the next batch is fetched and staged
+    // while the steps run.
+    while (status && staged >= 0 && count < depth) {
+      int slot = (head + count) % 2;
+      if (status = executor.launch(globalStep_, result[slot]); !status)
+        break;
+      batchOf[slot] = staged;
+      staged = -1;
+      ++count;
+      ++launched;
+      status = fetch();
+    }
+    if (!status || count == 0)
+      break;
+    int slot = head;
+    head = (head + 1) % 2;
+    --count;
+    if (status = executor.wait(); !status)
+      break;
+    status = consume(batch[batchOf[slot]], result[slot]);
   }
+  // Nothing runs once this returns.
+  for (; count > 0; --count)
+    (void)executor.wait();
+  executor.discardStaged();
+  return status;
 }
 
 } // namespace graph::runtime

@@ -204,7 +204,8 @@ public:
   /// train() then takes batches of indices (Pipeline::batchIndices).
   Status cacheTrainingData(std::shared_ptr<const data::Dataset> dataset);
   /// Runs the evaluation program over every batch of `batches`, or over
-  /// the first `maxBatches` (-1: all).
+  /// the first `maxBatches` (-1: all); on a GPU two batches in flight, as
+  /// train() runs its steps.
   Status evaluate(data::BatchIterator &batches, EvalResult &out,
                   int64_t maxBatches = -1);
   /// Runs the prediction program (the forward pass in inference mode, as
@@ -234,6 +235,15 @@ public:
 private:
   Session(const LoadedPlan &plan, const SessionOptions &options)
       : plan_(plan), options_(options) {}
+  /// Runs `executor` (an evaluation or prediction program, which changes
+  /// no variable) over `batches`, the first `maxBatches` of them (-1: all),
+  /// handing each batch and its result to `consume`, in order. The next
+  /// batch is staged while a step runs and, with stepsInFlight() 2, the
+  /// next step launched before the host reads the one before it.
+  Status runBatches(Executor &executor, data::BatchIterator &batches,
+                    int64_t maxBatches,
+                    const std::function<Status(const data::Batch &,
+                                               const StepResult &)> &consume);
   /// Replaces result.mean by the mean over every worker's replicas.
   Status meanOverWorkers(StepResult &result);
   /// The executor of the plan's `kind` program for the job's replicas,
