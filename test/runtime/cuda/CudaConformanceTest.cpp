@@ -327,6 +327,30 @@ std::vector<Case> seedCases() {
   add("fused_conv2d", "conv1", convRelu,
       {rnd({b, 28, 28, 1}, 101, 0, 1), rnd({3, 3, 1, 32}, 102), rnd({32}, 103)},
       {{b, 26, 26, 32}});
+  // Conv 1 as the plan runs it: fused with its pool, the direct forms
+  // (DirectConv.h, TilingPoolGrad.h) forward and backward.
+  {
+    KernelConfig fusedPool = convRelu;
+    fusedPool.set("pool_size", std::vector<int64_t>{2, 2});
+    fusedPool.set("pool_strides", std::vector<int64_t>{2, 2});
+    fusedPool.set("pool_padding", std::string("valid"));
+    cases.push_back({"fused_conv2d_pool",
+                     "conv1",
+                     fusedPool,
+                     {rnd({b, 28, 28, 1}, 101, 0, 1), rnd({3, 3, 1, 32}, 102),
+                      rnd({32}, 103)},
+                     {{b, 13, 13, 32}, {b, 13, 13, 32}},
+                     {},
+                     {graph::plan::DType::f32, graph::plan::DType::i32}});
+    add("conv2d_grad_kernel", "conv1", conv,
+        {rnd({b, 28, 28, 1}, 101, 0, 1), rnd({b, 26, 26, 32}, 130)},
+        {{3, 3, 1, 32}});
+    KernelConfig reluPool = poolConfig("valid", 2, 2);
+    reluPool.set("relu_grad", int64_t{1});
+    auto [y, argmax] = poolWithArgmax(rnd({b, 26, 26, 32}, 131), reluPool);
+    add("max_pool2d_argmax_grad", "pool1, relu_grad, input_grad_sum", reluPool,
+        {argmax, y, rnd({b, 13, 13, 32}, 132)}, {{b, 26, 26, 32}, {32}});
+  }
   add("fused_conv2d", "conv2", convRelu,
       {rnd({b, 13, 13, 32}, 104), rnd({3, 3, 32, 64}, 105), rnd({64}, 106)},
       {{b, 11, 11, 64}});

@@ -28,6 +28,10 @@
 // for sigmoid and tanh, cudnnConvolutionForward plus an own
 // bias-and-activation epilogue kernel (one more pass over y).
 //
+// With few input channels (a first layer), fused_conv2d_pool
+// (PoolNormKernels.cu) and conv2d_grad_kernel take the direct forms of
+// DirectConv.h instead of cuDNN.
+//
 // The algorithm is chosen once per shape at start-up, like PyTorch's
 // cudnn.benchmark: measured by cudnnFind*Algorithm (fastest deterministic
 // algorithm that fits the workspace first) and kept in the plan's
@@ -746,10 +750,30 @@ Status conv2dGradKernel(const KernelContext &ctx, const KernelConfig &cfg,
                                     " and input " + shapeText(x.shape) +
                                     " do not match kernel_grad " +
                                     shapeText(ks));
+  RETURN_IF_ERROR(deviceStateOf(kName, ctx, site->state));
+  // Few input channels: the direct form, its partial sums in the device
+  // workspace (DirectConv.h).
+  ConvChannels cc{site->groups, site->channelsPerGroup, site->filters};
+  DirectConv direct;
+  if (directConvOf(g, cc, direct)) {
+    const CudaDeviceState *state = site->state;
+    int64_t groups = directKernelGradGroups(direct, state->workspaceBytes);
+    if (groups > 0 && state->workspace) {
+      const float *xs = x.f32(), *dys = dy.f32();
+      float *grad = outs[0].f32();
+      auto *partials = static_cast<double *>(state->workspace);
+      out = [=](const KernelContext &, const KernelConfig &, const Tensors &,
+                const Tensors &) {
+        RETURN_IF_CUDA_ERROR(launchKernelGradDirect(
+            direct, xs, dys, grad, partials, groups, state->compute));
+        return Status::ok();
+      };
+      return Status::ok();
+    }
+  }
   site->x = x.f32();
   site->dy = dy.f32();
   site->out = outs[0].f32();
-  RETURN_IF_ERROR(deviceStateOf(kName, ctx, site->state));
   RETURN_IF_ERROR(prepare(kName, *site));
   out = kernelFnOf(std::move(site));
   return Status::ok();

@@ -11,8 +11,11 @@
 #ifndef RUNTIME_BACKENDS_CUDA_KERNELS_LAUNCHERS_H
 #define RUNTIME_BACKENDS_CUDA_KERNELS_LAUNCHERS_H
 
+#include "runtime/backends/cuda/kernels/DirectConv.h"
+
 #include <cuda_runtime.h>
 
+#include <cstddef>
 #include <cstdint>
 
 namespace graph::runtime::cuda {
@@ -70,6 +73,26 @@ struct PermuteGeometry {
 /// y = x with its axes permuted (graph.transpose).
 cudaError_t launchPermute(const float *x, float *y,
                           const PermuteGeometry &geometry, cudaStream_t stream);
+
+/// fused_conv2d_pool in its direct form (DirectConv.h): y and argmax, each
+/// [n, pool.outH, pool.outW, f]; `bias` may be null; relu or no activation.
+cudaError_t launchFusedConvPoolDirect(const DirectConv &cv,
+                                      const DirectPool &pool, const float *x,
+                                      const float *kernel, const float *bias,
+                                      bool relu, float *y, int32_t *argmax,
+                                      cudaStream_t stream);
+
+/// How many groups of positions conv2d_grad_kernel's direct form splits
+/// `cv` into, their partials fitting `workspaceBytes` (0: they do not).
+int64_t directKernelGradGroups(const DirectConv &cv, size_t workspaceBytes);
+
+/// conv2d_grad_kernel in its direct form: the HWIO kernel gradient from x
+/// and dy, through `groups` partial sums per tap and filter at `partials`
+/// (groups * taps * f doubles, e.g. the device workspace).
+cudaError_t launchKernelGradDirect(const DirectConv &cv, const float *x,
+                                   const float *dy, float *kernelGrad,
+                                   double *partials, int64_t groups,
+                                   cudaStream_t stream);
 
 } // namespace graph::runtime::cuda
 

@@ -10,14 +10,17 @@
 //     variance, or the unbiased one under `unbiased_moving_variance`, and
 //     takes gamma and beta as optional operands (`has_gamma`, `has_beta`).
 // The gradients are gathers (one thread per input element visits the
-// windows that cover it), so nothing is accumulated with atomics and every
-// run gives the same bits. Batch statistics are column reductions in
+// windows that cover it), or for max_pool2d_argmax_grad over windows that
+// tile the input a scatter that writes each element once
+// (TilingPoolGrad.h), so nothing is accumulated with atomics and every run
+// gives the same bits. Batch statistics are column reductions in
 // double.
 //
 //===----------------------------------------------------------------------===//
 
 #include "runtime/backends/cuda/kernels/ColumnReduction.cuh"
 #include "runtime/backends/cuda/kernels/CudaKernels.h"
+#include "runtime/backends/cuda/kernels/TilingPoolGrad.h"
 
 #include <cmath>
 #include <cstdint>
@@ -225,6 +228,19 @@ __global__ void maxPoolArgmaxGradKernel(const int32_t *__restrict__ argmax,
   }
 }
 
+/// max_pool2d_argmax_grad over windows that tile the input: a pooled
+/// output's thread writes its window (TilingPoolGrad.h).
+__global__ void tilingArgmaxGradKernel(TilingPool p,
+                                       const int32_t *__restrict__ argmax,
+                                       const float *__restrict__ y,
+                                       const float *__restrict__ dy,
+                                       float *__restrict__ dx, bool reluGrad,
+                                       int64_t total) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
+       i += int64_t(gridDim.x) * blockDim.x)
+    tilingArgmaxGradAt(p, argmax, y, dy, reluGrad, i, dx);
+}
+
 __global__ void avgPoolKernel(const float *__restrict__ x,
                               float *__restrict__ y, Pool p) {
   int64_t total = p.n * p.outH * p.outW * p.c;
@@ -371,11 +387,13 @@ Status maxPoolGrad(const KernelContext &ctx, const KernelConfig &cfg,
   return Status::ok();
 }
 
-/// fused_conv2d_pool. ins: x, HWIO kernel [, bias]; outs: y, argmax. This
-/// backend's fused_conv2d into a buffer of the launch site's, then one
-/// pooling kernel that records the argmax: on a GPU the convolution's
-/// output is stored (the chunked form is the cpu backend's), but the
-/// pool's gradient still reads the argmax instead of searching it.
+/// fused_conv2d_pool. ins: x, HWIO kernel [, bias]; outs: y, argmax. With
+/// few input channels the direct form (DirectConv.h), a pooled output per
+/// thread; otherwise this backend's fused_conv2d into a buffer of the
+/// launch site's, then one pooling kernel that records the argmax: the
+/// convolution's output is stored then (the chunked form is the cpu
+/// backend's), but the pool's gradient still reads the argmax instead of
+/// searching it.
 Status fusedConv2dPool(const KernelContext &ctx, const KernelConfig &cfg,
                        const Tensors &ins, const Tensors &outs, KernelFn &out) {
   static constexpr const char *kName = "fused_conv2d_pool";
@@ -392,16 +410,47 @@ Status fusedConv2dPool(const KernelContext &ctx, const KernelConfig &cfg,
   CudaDeviceState *state = nullptr;
   RETURN_IF_ERROR(deviceStateOf(kName, ctx, state));
   TensorRef conv{nullptr, {cg.n, cg.h.out, cg.w.out, cc.filters}};
-  auto buffer = std::make_shared<DeviceBuffer>();
-  RETURN_IF_ERROR(buffer->allocate(
-      state->ordinal, static_cast<size_t>(conv.elements()) * sizeof(float)));
-  conv.data = buffer->data();
   Pool p;
   RETURN_IF_ERROR(
       poolOf(kName, fusedPoolConfig(cfg), conv.shape, outs[0].shape, p));
   REQUIRE(outs[1].shape == outs[0].shape, "argmax " + shapeText(outs[1].shape) +
                                               " differs from the output " +
                                               shapeText(outs[0].shape));
+  // Few input channels: the direct form, whose convolution is never stored
+  // (DirectConv.h).
+  std::string activation = cfg.getString("activation", "none");
+  DirectConv direct;
+  if ((activation == "relu" || activation == "none") &&
+      directConvOf(cg, cc, direct)) {
+    REQUIRE(ins.size() < 3 || ins[2].elements() == cc.filters,
+            "bias " + shapeText(ins[2].shape) + " does not match " +
+                std::to_string(cc.filters) + " filters");
+    DirectPool pool;
+    pool.outH = static_cast<int32_t>(p.outH);
+    pool.outW = static_cast<int32_t>(p.outW);
+    pool.kh = static_cast<int32_t>(p.kh);
+    pool.kw = static_cast<int32_t>(p.kw);
+    pool.sh = static_cast<int32_t>(p.sh);
+    pool.sw = static_cast<int32_t>(p.sw);
+    pool.top = static_cast<int32_t>(p.top);
+    pool.left = static_cast<int32_t>(p.left);
+    const float *x = ins[0].f32(), *kernel = ins[1].f32();
+    const float *bias = ins.size() > 2 ? ins[2].f32() : nullptr;
+    bool relu = activation == "relu";
+    float *y = outs[0].f32();
+    int32_t *argmax = outs[1].i32();
+    out = [=](const KernelContext &, const KernelConfig &, const Tensors &,
+              const Tensors &) {
+      RETURN_IF_CUDA_ERROR(launchFusedConvPoolDirect(
+          direct, pool, x, kernel, bias, relu, y, argmax, state->compute));
+      return Status::ok();
+    };
+    return Status::ok();
+  }
+  auto buffer = std::make_shared<DeviceBuffer>();
+  RETURN_IF_ERROR(buffer->allocate(
+      state->ordinal, static_cast<size_t>(conv.elements()) * sizeof(float)));
+  conv.data = buffer->data();
   KernelFn convolve;
   Tensors convOuts = {conv};
   RETURN_IF_ERROR(KernelRegistry::global().instantiate(
@@ -450,6 +499,24 @@ Status maxPoolArgmaxGrad(const KernelContext &ctx, const KernelConfig &cfg,
   bool reluGrad = cfg.getInt("relu_grad", 0) != 0;
   ChannelSum channelSum;
   RETURN_IF_ERROR(channelSum.make(ctx, outs));
+  WindowGeometry g;
+  g.n = p.n;
+  g.c = p.c;
+  g.h = {p.inH, p.kh, p.sh, 1, p.outH, p.top, 0};
+  g.w = {p.inW, p.kw, p.sw, 1, p.outW, p.left, 0};
+  TilingPool tiles;
+  if (tilingPoolOf(g, tiles)) {
+    int64_t pooled = ins[2].elements();
+    out = [=](const KernelContext &ctx, const KernelConfig &, const Tensors &,
+              const Tensors &) {
+      tilingArgmaxGradKernel<<<blocksFor(pooled), kThreads, 0,
+                               state->compute>>>(tiles, argmax, y, dy, dx,
+                                                 reluGrad, pooled);
+      RETURN_IF_LAUNCH_FAILED("tilingArgmaxGradKernel");
+      return channelSum(ctx);
+    };
+    return Status::ok();
+  }
   out = [=](const KernelContext &ctx, const KernelConfig &, const Tensors &,
             const Tensors &) {
     maxPoolArgmaxGradKernel<<<blocksFor(total), kThreads, 0, state->compute>>>(
