@@ -92,9 +92,15 @@ Status Session::create(const LoadedPlan &plan, const SessionOptions &options,
 }
 
 int Session::stepsInFlight() const {
-  int want = options_.stepsInFlight > 0
-                 ? options_.stepsInFlight
-                 : (options_.backend == Backend::cuda ? 2 : 1);
+  const bool gpu = options_.backend == Backend::cuda;
+  // On the host backends a launch runs the step, its collectives across
+  // workers included: a worker whose hooks hold the next launch back (the
+  // chief's checkpoint) would meet the others' next all-reduce with its
+  // own outputs' exchange. So several workers there run one at a time.
+  if (!gpu && options_.workers && options_.workers->size() > 1)
+    return 1;
+  int want =
+      options_.stepsInFlight > 0 ? options_.stepsInFlight : (gpu ? 2 : 1);
   return std::clamp(want, 1, train_->maxStepsInFlight());
 }
 

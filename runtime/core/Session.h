@@ -152,7 +152,8 @@ struct SessionOptions {
   /// before waiting for step k; 0 takes the backend's choice (2 on a GPU,
   /// whose launches return at once; 1 on the host backends, which run the
   /// step inside its launch, so that launching ahead would only delay its
-  /// hooks). The executor's limit caps it (Executor::maxStepsInFlight).
+  /// hooks). The executor's limit caps it (Executor::maxStepsInFlight),
+  /// and several workers on a host backend run one at a time.
   int stepsInFlight = 0;
 
   /// The options of the executors this session creates.

@@ -287,6 +287,7 @@ private:
     int64_t step = 0;
     int parity = 0;
     bool graph = false;
+    bool waited = false; // waited for before a capture (anchors kept)
   };
 
   Status upload(int slot, const std::vector<data::BatchSlice> &slices,
@@ -368,6 +369,8 @@ private:
   // Set by any failure after the first enqueue: the devices may still run
   // (or never finish) work of this runner, so nothing more is enqueued.
   bool broken_ = false;
+  // Set when waiting for a step failed: no later step is waited for.
+  bool waitFailed_ = false;
   // [parity]: the step, for the scalars
   std::array<PinnedMemory, kParities> stepHost_;
   std::vector<cudaEvent_t> inputReady_;                  // [replica]
@@ -376,8 +379,10 @@ private:
   std::vector<cudaEvent_t> lastDone_;
   std::vector<std::array<cudaEvent_t, 3>> join_; // [replica][stream]
   std::vector<GraphGroup> groups_;
-  std::vector<int> groupOf_;                                  // [replica]
-  std::vector<std::chrono::steady_clock::time_point> anchor_; // [replica]
+  std::vector<int> groupOf_; // [replica]
+  // [parity][replica]: when the waiter saw the step's completion
+  std::array<std::vector<std::chrono::steady_clock::time_point>, kParities>
+      anchor_;
   // --cache-on-device: the dataset on each physical GPU, and the label
   // format the program's labels input wants.
   struct CachedOnGpu {
@@ -597,7 +602,8 @@ Status CudaRunner::prepare() {
   for (PinnedMemory &step : stepHost_)
     if (Status s = allocatePinned(sizeof(int64_t), step); !s)
       return Status::error(at + "step staging: " + s.message());
-  anchor_.resize(replicas_);
+  for (auto &anchors : anchor_)
+    anchors.resize(replicas_);
   finished_.assign(replicas_, 0);
   waiter_ = std::thread([this] { waiterLoop(); });
 
@@ -1087,7 +1093,7 @@ void CudaRunner::waiterLoop() {
       // that finished while an earlier one was waited for is anchored late
       // by that much, which shifts all its timestamps alike (the step split,
       // differences within a replica, is unaffected).
-      anchor_[r] = seen;
+      anchor_[step.parity][r] = seen;
       finished_[r] = 1;
     }
     waitServed_ = request;
@@ -1190,7 +1196,7 @@ Status CudaRunner::readResults(const InFlight &step, StepResult &result) {
         std::chrono::duration_cast<std::chrono::steady_clock::duration>(
             std::chrono::duration<double, std::milli>(ms));
     result.timestamps[op.device].push_back(
-        {op.name, anchor_[op.device] - before});
+        {op.name, anchor_[step.parity][op.device] - before});
   }
   return Status::ok();
 }
@@ -1236,9 +1242,13 @@ Status CudaRunner::enqueueStep(int slot, InFlight &step) {
   // no eager step's work (an NCCL call above all, whose communicator the
   // captured step shares) is in flight meanwhile. Twice per run.
   if (capture)
-    for (const InFlight &earlier : inFlight_)
-      if (Status s = waitForStep(earlier); !s)
+    for (InFlight &earlier : inFlight_) {
+      if (Status s = waitForStep(earlier); !s) {
+        waitFailed_ = true;
         return s;
+      }
+      earlier.waited = true;
+    }
   if (Status s = enqueueInputs(slot, parity, graph); !s)
     return s;
   if (capture)
@@ -1265,16 +1275,22 @@ Status CudaRunner::wait(StepResult &result) {
                          "': wait() with no step in flight");
   const InFlight step = inFlight_.front();
   inFlight_.pop_front();
-  // Behind a step that hung, nothing will finish (and the waiter thread is
-  // stuck in the CUDA runtime).
-  if (gpuHung()) {
+  // After a wait that failed the waiter may still be inside its request (a
+  // step that hung, or one whose NCCL call failed): a new request would
+  // race with it. The steps behind it are not waited for; the destructor
+  // waits for the devices.
+  if (waitFailed_ || gpuHung()) {
     broken_ = true;
-    return hungError("program '" + program_.name + "', step " +
-                     std::to_string(step.step));
+    return Status::error("program '" + program_.name + "', step " +
+                         std::to_string(step.step) +
+                         ": not waited for after an earlier step failed");
   }
-  if (Status s = waitForStep(step); !s) {
-    broken_ = true; // the step may still run: nothing may touch its buffers
-    return s;
+  if (!step.waited) {
+    if (Status s = waitForStep(step); !s) {
+      // The step may still run: nothing may touch its buffers.
+      broken_ = waitFailed_ = true;
+      return s;
+    }
   }
   return readResults(step, result);
 }

@@ -14,8 +14,9 @@
 //     C * kh * kw products summed over the group (a partial per tap), then
 //     the groups' partials in group order (ColumnReduction's second stage),
 //     so every run gives the same bits.
-// They take groups == 1 and at most kDirectMaxTaps taps (C * kh * kw);
-// anything else stays on cuDNN (directConvApplies).
+// They take groups == 1, at most kDirectMaxChannels input channels and
+// kDirectMaxTaps taps (C * kh * kw); anything else stays on cuDNN
+// (directConvOf).
 //
 // Each function computes one thread's element and is the same code on the
 // host and the device: DirectConvKernels.cu calls it per thread, and
@@ -42,13 +43,16 @@
 namespace graph::runtime::cuda {
 
 /// Products per output the direct forms take (registers: the weight
-/// gradient keeps one double per tap).
+/// gradient keeps one double per tap), and input channels: a first
+/// layer's image (grey, RGB, RGBA), not a 1x1 convolution over a few
+/// dozen channels, which is a matrix product cuDNN does well.
 inline constexpr int32_t kDirectMaxTaps = 32;
+inline constexpr int32_t kDirectMaxChannels = 4;
 
 /// A convolution's shapes: NHWC input [n, inH, inW, c], HWIO kernel
 /// [kh, kw, c, f], NHWC output [n, outH, outW, f]; input row
 /// oy * sh - padTop + ky * dh feeds output row oy through kernel row ky
-/// (columns alike). Every extent fits 32 bits (directConvApplies).
+/// (columns alike). Every extent fits 32 bits (directConvOf).
 struct DirectConv {
   int32_t n = 0, inH = 0, inW = 0, c = 0;
   int32_t outH = 0, outW = 0, f = 0;
@@ -199,7 +203,8 @@ GRAPH_HD inline void kernelGradPartialFor(const DirectConv &cv, const float *x,
 inline bool directConvOf(const WindowGeometry &g, const ConvChannels &cc,
                          DirectConv &out) {
   const int64_t limit = std::numeric_limits<int32_t>::max();
-  if (cc.groups != 1 || g.c * g.h.window * g.w.window > kDirectMaxTaps)
+  if (cc.groups != 1 || g.c > kDirectMaxChannels ||
+      g.c * g.h.window * g.w.window > kDirectMaxTaps)
     return false;
   for (int64_t v : {g.n, g.h.in, g.w.in, g.h.out, g.w.out, cc.filters,
                     g.n * g.h.in * g.w.in})

@@ -36,20 +36,20 @@ template <int32_t KH, int32_t KW, int32_t C>
 __global__ void
 kernelGradPartialsKernel(DirectConv cv, const float *__restrict__ x,
                          const float *__restrict__ dy, ColumnReduction r) {
-  int64_t t = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
-  if (t >= r.groups * cv.f)
-    return;
-  auto filter = static_cast<int32_t>(t % cv.f);
-  int64_t g = t / cv.f;
-  int64_t positions = cv.positions();
+  const int64_t positions = cv.positions(), threads = r.groups * cv.f;
   constexpr int32_t kTaps = KH && KW && C ? KH * KW * C : kDirectMaxTaps;
-  double acc[kTaps];
-  kernelGradPartial<KH, KW, C>(cv, x, dy, positions * g / r.groups,
-                               positions * (g + 1) / r.groups, filter, acc);
   const int32_t taps = KH && KW && C ? kTaps : cv.taps();
+  for (int64_t t = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; t < threads;
+       t += int64_t(gridDim.x) * blockDim.x) {
+    auto filter = static_cast<int32_t>(t % cv.f);
+    int64_t g = t / cv.f;
+    double acc[kTaps];
+    kernelGradPartial<KH, KW, C>(cv, x, dy, positions * g / r.groups,
+                                 positions * (g + 1) / r.groups, filter, acc);
 #pragma unroll
-  for (int32_t tap = 0; tap < taps; ++tap)
-    r.partials[g * r.cols + int64_t(tap) * cv.f + filter] = acc[tap];
+    for (int32_t tap = 0; tap < taps; ++tap)
+      r.partials[g * r.cols + int64_t(tap) * cv.f + filter] = acc[tap];
+  }
 }
 
 struct StoreKernelGrad {

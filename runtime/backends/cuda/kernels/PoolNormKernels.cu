@@ -419,9 +419,10 @@ Status fusedConv2dPool(const KernelContext &ctx, const KernelConfig &cfg,
   // Few input channels: the direct form, whose convolution is never stored
   // (DirectConv.h).
   std::string activation = cfg.getString("activation", "none");
+  const bool identity =
+      activation.empty() || activation == "none" || activation == "linear";
   DirectConv direct;
-  if ((activation == "relu" || activation == "none") &&
-      directConvOf(cg, cc, direct)) {
+  if ((activation == "relu" || identity) && directConvOf(cg, cc, direct)) {
     REQUIRE(ins.size() < 3 || ins[2].elements() == cc.filters,
             "bias " + shapeText(ins[2].shape) + " does not match " +
                 std::to_string(cc.filters) + " filters");

@@ -1,5 +1,4 @@
-//===- TilingPoolGrad.h - max-pool gradients of tiling windows ---*- C++
-//-*-===//
+//===- TilingPoolGrad.h - gradients of tiling max pools ---------*- C++ -*-===//
 //
 // max_pool2d_argmax_grad as a scatter when the pool's windows tile its
 // input (stride = window, nothing padded before: the 2x2 pools of image
