@@ -85,6 +85,30 @@ struct DirectConv {
   }
 };
 
+/// The (b, y, x, c) of flat NHWC index `i` over [.., h, w, c]; in 32-bit
+/// arithmetic where `i` fits (64-bit divisions cost a pooling gradient on
+/// an H100 most of its time).
+GRAPH_HD inline void nhwcPosition(int64_t i, int32_t h, int32_t w, int32_t c,
+                                  int32_t &b, int32_t &y, int32_t &x,
+                                  int32_t &ch) {
+  if (i <= INT32_MAX) {
+    auto rest = static_cast<uint32_t>(i);
+    ch = static_cast<int32_t>(rest % uint32_t(c));
+    rest /= uint32_t(c);
+    x = static_cast<int32_t>(rest % uint32_t(w));
+    rest /= uint32_t(w);
+    y = static_cast<int32_t>(rest % uint32_t(h));
+    b = static_cast<int32_t>(rest / uint32_t(h));
+    return;
+  }
+  ch = static_cast<int32_t>(i % c);
+  int64_t rest = i / c;
+  x = static_cast<int32_t>(rest % w);
+  rest /= w;
+  y = static_cast<int32_t>(rest % h);
+  b = static_cast<int32_t>(rest / h);
+}
+
 /// A max pool over a DirectConv's output: window (kh, kw), strides and the
 /// padding before (TensorFlow's `same` may put one more after); windows
 /// are clipped to the output, as max_pool2d's.
@@ -101,12 +125,8 @@ GRAPH_HD inline void fusedConvPoolAt(const DirectConv &cv, const DirectPool &p,
                                      const float *x, const float *w,
                                      const float *bias, bool relu, int64_t i,
                                      float &y, int32_t &argmax) {
-  auto filter = static_cast<int32_t>(i % cv.f);
-  int64_t rest = i / cv.f;
-  auto px = static_cast<int32_t>(rest % p.outW);
-  rest /= p.outW;
-  auto py = static_cast<int32_t>(rest % p.outH);
-  auto b = static_cast<int32_t>(rest / p.outH);
+  int32_t filter, px, py, b;
+  nhwcPosition(i, p.outH, p.outW, cv.f, b, py, px, filter);
   int32_t ys = py * p.sh - p.top, xs = px * p.sw - p.left;
   int32_t y0 = ys < 0 ? 0 : ys, x0 = xs < 0 ? 0 : xs;
   int32_t y1 = ys + p.kh < cv.outH ? ys + p.kh : cv.outH;

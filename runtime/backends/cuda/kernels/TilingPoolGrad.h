@@ -20,7 +20,7 @@
 #ifndef RUNTIME_BACKENDS_CUDA_KERNELS_TILINGPOOLGRAD_H
 #define RUNTIME_BACKENDS_CUDA_KERNELS_TILINGPOOLGRAD_H
 
-#include "runtime/backends/cuda/kernels/DirectConv.h" // GRAPH_HD
+#include "runtime/backends/cuda/kernels/DirectConv.h" // GRAPH_HD, nhwcPosition
 #include "runtime/core/WindowGeometry.h"
 
 #include <cstdint>
@@ -62,12 +62,8 @@ GRAPH_HD inline void tilingArgmaxGradAt(const TilingPool &p,
                                         const int32_t *argmax, const float *y,
                                         const float *dy, bool reluGrad,
                                         int64_t i, float *dx) {
-  auto ch = static_cast<int32_t>(i % p.c);
-  int64_t rest = i / p.c;
-  auto px = static_cast<int32_t>(rest % p.outW);
-  rest /= p.outW;
-  auto py = static_cast<int32_t>(rest % p.outH);
-  auto b = static_cast<int32_t>(rest / p.outH);
+  int32_t ch, px, py, b;
+  nhwcPosition(i, p.outH, p.outW, p.c, b, py, px, ch);
   const int32_t at = argmax[i];
   const float g = dy[i];
   const bool through = !reluGrad || y[i] > 0.0f;
