@@ -12,6 +12,7 @@
 #include "runtime/backends/cuda/InputGather.h"
 #include "runtime/collectives/NcclCollective.h"
 #include "runtime/core/Executor.h"
+#include "runtime/core/Session.h"
 #include "runtime/plan/PlanLoader.h"
 #include "test/runtime/SeedPlan.h"
 #include "test/runtime/TinyPlan.h"
@@ -20,10 +21,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <random>
 #include <set>
 
@@ -449,6 +452,92 @@ TEST(GpuRuntime, TwoStepsInFlightMatchOneAtATime) {
           EXPECT_LE(t.front().at, t.back().at) << "step " << k + 1;
         }
     }
+}
+
+/// The tiny plan's batches, step after step (testplan::tinyBatch).
+class TinyBatches : public data::BatchIterator {
+public:
+  explicit TinyBatches(int64_t rows) : rows_(rows) {}
+  Status next(data::Batch &out, bool &end) override {
+    end = false;
+    out = testplan::tinyBatch(rows_, ++step_);
+    return Status::ok();
+  }
+
+private:
+  int64_t rows_;
+  int step_ = 0;
+};
+
+/// Reads w as a checkpoint would after steps 3 and 6 (saying so), and
+/// after step 5 as the NaN guard does on a trip (settling first).
+class ReadingHook : public Hook {
+public:
+  explicit ReadingHook(const Session &session) : session_(session) {}
+  bool needsStateAfter(int64_t step) const override {
+    return step == 3 || step == 6;
+  }
+  Status afterStep(const StepContext &ctx) override {
+    losses.push_back(ctx.loss);
+    if (ctx.step == 5)
+      if (Status s = ctx.settle(); !s)
+        return s;
+    if (ctx.step == 3 || ctx.step == 5 || ctx.step == 6)
+      return session_.variables().read(0, w[ctx.step].data());
+    return Status::ok();
+  }
+  std::vector<double> losses;
+  std::map<int64_t, std::array<float, 2>> w;
+
+private:
+  const Session &session_;
+};
+
+TEST(GpuRuntime, SessionLaunchingAheadMatchesOneAtATime) {
+  SKIP_WITHOUT_GPU();
+  // Session::train on the GPU with step k+1 launched before step k's
+  // hooks: the same losses and weights as one step at a time; a hook that
+  // needs the state after step 3 or 6 reads it then (the variables are
+  // read on the copy stream, which the step launched ahead would race);
+  // one that settles after step 5 reads the state after step 6.
+  gputest::registerGpuTestKernels();
+  cuda::registerCudaBackend();
+  for (bool graph : {true, false}) {
+    SCOPED_TRACE(graph ? "graph" : "eager");
+    LoadedPlan plans[2];
+    std::unique_ptr<Session> sessions[2];
+    std::unique_ptr<ReadingHook> hooks[2];
+    for (int i = 0; i < 2; ++i) {
+      plans[i].path = "tiny.plan";
+      plans[i].bytes = testplan::buildTinyPlan(2, 8);
+      ASSERT_OK(verifyPlan(plans[i].bytes.data(), plans[i].bytes.size(),
+                           plans[i].path, plans[i].plan));
+      SessionOptions o;
+      o.replicas = 2;
+      o.backend = Backend::cuda;
+      o.cudaGraph = graph;
+      o.maxPhysicalDevices = 1;
+      o.timeout = std::chrono::milliseconds(30000);
+      o.stepsInFlight = i + 1;
+      ASSERT_OK(Session::create(plans[i], o, sessions[i]));
+      ASSERT_EQ(sessions[i]->stepsInFlight(), i + 1);
+      hooks[i] = std::make_unique<ReadingHook>(*sessions[i]);
+      TinyBatches batches(8);
+      ASSERT_OK(sessions[i]->train(batches, 8, {hooks[i].get()}));
+      EXPECT_EQ(sessions[i]->globalStep(), 8);
+    }
+    const ReadingHook &one = *hooks[0], &two = *hooks[1];
+    EXPECT_EQ(two.losses, one.losses);
+    EXPECT_EQ(two.w.at(3), one.w.at(3));
+    EXPECT_EQ(two.w.at(6), one.w.at(6));
+    EXPECT_EQ(two.w.at(5), one.w.at(6)); // settled: step 6 had run
+    EXPECT_NE(one.w.at(5), one.w.at(6)); // so the check has teeth
+    float w[2][2];
+    for (int i = 0; i < 2; ++i)
+      ASSERT_OK(sessions[i]->variables().read(0, w[i]));
+    EXPECT_EQ(w[1][0], w[0][0]);
+    EXPECT_EQ(w[1][1], w[0][1]);
+  }
 }
 
 TEST(GpuRuntime, TheGatherKernelWritesWhatTheHostGatherWrites) {
