@@ -1043,7 +1043,7 @@ Status Executor::wait() {
     return Status::error("program '" + program_.name()->str() +
                          "': wait() with no step launched");
   Launched oldest = std::move(inFlight_.front());
-  inFlight_.pop_front();
+  inFlight_.erase(inFlight_.begin());
   StepResult &result = *oldest.result;
   Status s = std::move(oldest.status);
   if (s && runner_)

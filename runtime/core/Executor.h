@@ -30,7 +30,6 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -269,7 +268,9 @@ private:
     StepResult *result = nullptr;
     double crossWorkerSeconds = 0; // the host path's, taken at launch
   };
-  std::deque<Launched> inFlight_;    // oldest first
+  // Oldest first; at most two, so a vector that stops allocating once it
+  // held two.
+  std::vector<Launched> inFlight_;
   StepResult *hostResult_ = nullptr; // the step runHost() runs
   int64_t step_ = 0;
   uint64_t stepId_ = 0;

@@ -99,7 +99,7 @@ void StepTimerHook::closeReady(std::optional<TimePoint> now) {
     const Open &o = open_.front();
     // The begin of the step after it, the first one after its own.
     while (!begins_.empty() && begins_.front() <= o.begin)
-      begins_.pop_front();
+      begins_.erase(begins_.begin());
     if (begins_.empty() && !now)
       return;
     TimePoint next = begins_.empty() ? *now : begins_.front();
@@ -112,7 +112,7 @@ void StepTimerHook::closeReady(std::optional<TimePoint> now) {
     p.other = p.wall - p.input - p.hooks - p.devices.total();
     steps_.push_back(p.wall);
     parts_.push_back(p);
-    open_.pop_front();
+    open_.erase(open_.begin());
   }
 }
 

@@ -22,7 +22,6 @@
 
 #include <chrono>
 #include <cstdint>
-#include <deque>
 #include <fstream>
 #include <optional>
 #include <ostream>
@@ -92,8 +91,9 @@ private:
   int64_t globalBatch_ = 0;
   std::vector<double> steps_;
   std::vector<Parts> parts_;
-  std::deque<Open> open_;        // oldest first
-  std::deque<TimePoint> begins_; // steps' begins, from the oldest open's
+  // Oldest first, a few of each: vectors, which stop allocating.
+  std::vector<Open> open_;
+  std::vector<TimePoint> begins_; // steps' begins, from the oldest open's
 };
 
 class LoggerHook : public Hook {

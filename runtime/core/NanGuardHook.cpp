@@ -101,8 +101,7 @@ Status NanGuardHook::afterStep(const StepContext &ctx) {
   }
   // The outputs vouch for the gradients; only --check-numerics, or a plan
   // whose step has no gradient norm, reads the variables of a clean step.
-  const bool everyTensor = everyStep_;
-  if (output.empty() && !everyTensor)
+  if (output.empty() && !everyStep_)
     return Status::ok();
   // A step launched ahead may be running on the variables: it finishes
   // first (then they are those after it, still non-finite once they were).
@@ -123,7 +122,7 @@ Status NanGuardHook::afterStep(const StepContext &ctx) {
     variable = "'" + variables_.name(found.variable) + "' (" +
                std::to_string(found.nonFinite) + " of " +
                std::to_string(found.elements) + " values)" +
-               (everyTensor ? ", the update of " + step + " produced it" : "");
+               (everyStep_ ? ", the update of " + step + " produced it" : "");
   if (output.empty())
     return Status::error(step + ": non-finite variable " + variable +
                          " after a finite loss (" + describe(ctx.loss) +

@@ -91,6 +91,22 @@ Status Session::create(const LoadedPlan &plan, const SessionOptions &options,
   return Status::ok();
 }
 
+namespace {
+/// Of the three batch buffers of a loop with up to two steps in flight
+/// (each keeps its batch until its hooks ran) and one staged batch, one
+/// that none of the `count` steps in flight holds (`heldBy(i)`: step i's).
+template <typename HeldBy> int freeBatch(int count, HeldBy heldBy) {
+  for (int b = 0; b < 3; ++b) {
+    bool held = false;
+    for (int i = 0; i < count; ++i)
+      held = held || heldBy(i) == b;
+    if (!held)
+      return b;
+  }
+  return 0;
+}
+} // namespace
+
 int Session::stepsInFlight() const {
   const bool gpu = options_.backend == Backend::cuda;
   // On the host backends a launch runs the step, its collectives across
@@ -220,16 +236,7 @@ Status Session::train(data::BatchIterator &batches, int64_t maxSteps,
       l.fetchBegin = Clock::now();
       dataEnd = dataEnd || (maxSteps >= 0 && launched >= maxSteps);
       if (!dataEnd && ahead) {
-        int free = 0;
-        for (int b = 0; b < 3; ++b) {
-          bool used = false;
-          for (int i = 0; i < count; ++i)
-            used = used || at(i).batch == b;
-          if (!used) {
-            free = b;
-            break;
-          }
-        }
+        int free = freeBatch(count, [&](int i) { return at(i).batch; });
         ahead = batches.next(batch[free], dataEnd);
         if (ahead && !dataEnd)
           ahead = train_->stage(batch[free]);
@@ -498,16 +505,7 @@ Status Session::runBatches(
     end = end || (maxBatches >= 0 && launched >= maxBatches);
     if (end)
       return Status::ok();
-    int free = 0;
-    for (int b = 0; b < 3; ++b) {
-      bool used = false;
-      for (int i = 0; i < count; ++i)
-        used = used || batchOf[(head + i) % 2] == b;
-      if (!used) {
-        free = b;
-        break;
-      }
-    }
+    int free = freeBatch(count, [&](int i) { return batchOf[(head + i) % 2]; });
     Status s = batches.next(batch[free], end);
     if (s && !end)
       s = executor.stage(batch[free]);

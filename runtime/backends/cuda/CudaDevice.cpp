@@ -16,7 +16,6 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstring>
-#include <deque>
 #include <exception>
 #include <map>
 #include <mutex>
@@ -364,8 +363,8 @@ private:
   std::vector<size_t> replicaOffset_; // [replica], in a host slot
   std::vector<size_t> replicaBytes_;  // [replica], rows' payload
   int nextSlot_ = 0;
-  int stagedSlot_ = -1;           // -1: nothing staged
-  std::deque<InFlight> inFlight_; // oldest first
+  int stagedSlot_ = -1;            // -1: nothing staged
+  std::vector<InFlight> inFlight_; // oldest first (a vector: no allocation)
   // Set by any failure after the first enqueue: the devices may still run
   // (or never finish) work of this runner, so nothing more is enqueued.
   bool broken_ = false;
@@ -375,8 +374,7 @@ private:
   std::array<PinnedMemory, kParities> stepHost_;
   std::vector<cudaEvent_t> inputReady_;                  // [replica]
   std::array<std::vector<cudaEvent_t>, kParities> done_; // [parity][replica]
-  // [replica]: the event that completes the last step launched there
-  std::vector<cudaEvent_t> lastDone_;
+  InFlight lastLaunched_; // valid once stepsLaunched_ > 0
   std::vector<std::array<cudaEvent_t, 3>> join_; // [replica][stream]
   std::vector<GraphGroup> groups_;
   std::vector<int> groupOf_; // [replica]
@@ -484,7 +482,6 @@ Status CudaRunner::prepare() {
   inputReady_.resize(replicas_);
   for (std::vector<cudaEvent_t> &done : done_)
     done.resize(replicas_);
-  lastDone_.assign(replicas_, nullptr);
   join_.resize(replicas_);
   for (int r = 0; r < replicas_; ++r) {
     int ordinal = devices_[r]->ordinal();
@@ -796,8 +793,9 @@ Status CudaRunner::enqueueInputs(int slot, int parity, bool graphs) {
     // before has read them: an eager step ran on this stream, but a graph
     // ran on its GPU's origin stream, which only the origin replica's
     // compute stream is.
-    if (graphs && lastDone_[r])
-      RETURN_IF_CUDA_ERROR(cudaStreamWaitEvent(compute, lastDone_[r], 0));
+    if (graphs && stepsLaunched_ > 0)
+      RETURN_IF_CUDA_ERROR(
+          cudaStreamWaitEvent(compute, doneEvent(lastLaunched_, r), 0));
     RETURN_IF_CUDA_ERROR(cudaStreamWaitEvent(compute, st.copied[r], 0));
     const std::byte *payload =
         static_cast<const std::byte *>(st.device[r].data());
@@ -1264,8 +1262,7 @@ Status CudaRunner::enqueueStep(int slot, InFlight &step) {
       return s;
   }
   step.graph = graph;
-  for (int r = 0; r < replicas_; ++r)
-    lastDone_[r] = doneEvent(step, r);
+  lastLaunched_ = step;
   return Status::ok();
 }
 
@@ -1274,7 +1271,7 @@ Status CudaRunner::wait(StepResult &result) {
     return Status::error("program '" + program_.name +
                          "': wait() with no step in flight");
   const InFlight step = inFlight_.front();
-  inFlight_.pop_front();
+  inFlight_.erase(inFlight_.begin());
   // After a wait that failed the waiter may still be inside its request (a
   // step that hung, or one whose NCCL call failed): a new request would
   // race with it. The steps behind it are not waited for; the destructor

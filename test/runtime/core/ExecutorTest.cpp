@@ -525,6 +525,23 @@ Status makeSession(LoadedPlan &loaded, std::unique_ptr<Session> &out,
   return Session::create(loaded, options, out);
 }
 
+/// Two sessions on the cached dataset: one step at a time, and two in
+/// flight.
+struct OneAndTwoInFlight {
+  LoadedPlan plans[2];
+  std::unique_ptr<Session> one, two;
+  Status make() {
+    if (Status s = makeSession(plans[0], one, 1); !s)
+      return s;
+    if (Status s = makeSession(plans[1], two, 2); !s)
+      return s;
+    for (Session *session : {one.get(), two.get()})
+      if (Status s = session->cacheTrainingData(makeDataset()); !s)
+        return s;
+    return Status::ok();
+  }
+};
+
 /// Batches whose rows differ from step to step, so that a step computed on
 /// the wrong variables shows in the loss.
 std::vector<std::vector<int64_t>> varyingOrder(int steps) {
@@ -671,14 +688,11 @@ TEST(Session, AHookThatStopsTheRunLeavesNothingStaged) {
 TEST(Session, LaunchingAheadTrainsAsOneStepAtATime) {
   // Launched ahead, step k+1 starts before the hooks of step k: the hooks
   // see the same losses and the run ends with the same variables.
-  LoadedPlan la, lb;
-  std::unique_ptr<Session> one, two;
-  ASSERT_TRUE(makeSession(la, one, 1));
-  ASSERT_TRUE(makeSession(lb, two, 2));
+  OneAndTwoInFlight sessions;
+  ASSERT_TRUE(sessions.make());
+  std::unique_ptr<Session> &one = sessions.one, &two = sessions.two;
   EXPECT_EQ(one->stepsInFlight(), 1);
   EXPECT_EQ(two->stepsInFlight(), 2);
-  for (Session *s : {one.get(), two.get()})
-    ASSERT_TRUE(s->cacheTrainingData(makeDataset()));
   IndexBatches ba(varyingOrder(5)), bb(varyingOrder(5));
   OrderHook ha, hb;
   ASSERT_TRUE(one->train(ba, -1, {&ha}));
@@ -702,12 +716,9 @@ TEST(Session, AHookThatNeedsTheStateAfterAStepGetsIt) {
   // A hook that reads the variables after step 2 (a checkpoint) sees them
   // as they were after step 2, not after a step 3 launched ahead: on the
   // host backends a launched step has run, so a launch ahead would show.
-  LoadedPlan la, lb;
-  std::unique_ptr<Session> one, two;
-  ASSERT_TRUE(makeSession(la, one, 1));
-  ASSERT_TRUE(makeSession(lb, two, 2));
-  for (Session *s : {one.get(), two.get()})
-    ASSERT_TRUE(s->cacheTrainingData(makeDataset()));
+  OneAndTwoInFlight sessions;
+  ASSERT_TRUE(sessions.make());
+  std::unique_ptr<Session> &one = sessions.one, &two = sessions.two;
   class ReadAtTwo : public Hook {
   public:
     explicit ReadAtTwo(const Session &s) : session(s) {}
@@ -740,12 +751,9 @@ TEST(Session, AHookThatNeedsTheStateAfterAStepGetsIt) {
 TEST(Session, SettleFinishesTheStepLaunchedAhead) {
   // A hook that settles in afterStep(2) finds step 3 finished; the run
   // goes on, and step 3's hooks still see it.
-  LoadedPlan la, lb;
-  std::unique_ptr<Session> one, two;
-  ASSERT_TRUE(makeSession(la, one, 1));
-  ASSERT_TRUE(makeSession(lb, two, 2));
-  for (Session *s : {one.get(), two.get()})
-    ASSERT_TRUE(s->cacheTrainingData(makeDataset()));
+  OneAndTwoInFlight sessions;
+  ASSERT_TRUE(sessions.make());
+  std::unique_ptr<Session> &one = sessions.one, &two = sessions.two;
   class SettleAtTwo : public OrderHook {
   public:
     explicit SettleAtTwo(const Session &s) : session(s) {}

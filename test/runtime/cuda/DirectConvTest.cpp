@@ -26,18 +26,6 @@ using graph::runtime::cuda::DirectPool;
 
 namespace {
 
-std::vector<Tensor> runReference(Case c) {
-  std::vector<Tensor> outs = outputsOf(c);
-  std::vector<Tensor *> in, out;
-  for (Tensor &t : c.ins)
-    in.push_back(&t);
-  for (Tensor &t : outs)
-    out.push_back(&t);
-  Status s = launch(c.kernel, c.cfg, in, out, c.ctx, Backend::reference);
-  EXPECT_TRUE(s.isOk()) << c.kernel << " (" << c.label << "): " << s.message();
-  return outs;
-}
-
 /// The direct form of case `c` (fused_conv2d_pool: x, kernel; or
 /// conv2d_grad_kernel: x, kernel_grad's shape), or false.
 bool directOf(const Case &c, DirectConv &cv) {
@@ -54,7 +42,7 @@ bool directOf(const Case &c, DirectConv &cv) {
 }
 
 void checkFusedConvPool(const Case &c, const DirectConv &cv) {
-  std::vector<Tensor> expected = runReference(c);
+  std::vector<Tensor> expected = runCase(c, Backend::reference);
   WindowGeometry pool;
   KernelConfig pc = fusedPoolConfig(c.cfg);
   auto [ph, pw] = pc.getPair("pool_size", 2);
@@ -82,7 +70,7 @@ void checkFusedConvPool(const Case &c, const DirectConv &cv) {
 }
 
 void checkKernelGrad(const Case &c, const DirectConv &cv) {
-  std::vector<Tensor> expected = runReference(c);
+  std::vector<Tensor> expected = runCase(c, Backend::reference);
   // Threads of 3 groups of positions (an uneven split, as the GPU's), each
   // filter's partials then added in group order.
   const int64_t positions = cv.positions(), groups = 3;

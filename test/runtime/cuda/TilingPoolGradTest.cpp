@@ -49,15 +49,7 @@ TEST(TilingPoolGrad, MatchesTheReferenceOnTheConformanceCases) {
     if (!cuda::tilingPoolOf(g, p))
       continue;
     SCOPED_TRACE(c.label);
-    Case run = c;
-    std::vector<Tensor> expected = outputsOf(run);
-    std::vector<Tensor *> in, out;
-    for (Tensor &t : run.ins)
-      in.push_back(&t);
-    for (Tensor &t : expected)
-      out.push_back(&t);
-    ASSERT_TRUE(
-        launch(c.kernel, c.cfg, in, out, c.ctx, Backend::reference).isOk());
+    std::vector<Tensor> expected = runCase(c, Backend::reference);
     std::vector<float> dx(expected[0].f.size(),
                           std::numeric_limits<float>::quiet_NaN());
     bool reluGrad = c.cfg.getInt("relu_grad", 0) != 0;

@@ -46,6 +46,26 @@ inline std::vector<Tensor> outputsOf(const Case &c) {
   return outs;
 }
 
+/// Case `c`'s outputs on `backend` (max_pool2d_grad's pooled input, the
+/// reference's max_pool2d of x, computed first).
+inline std::vector<Tensor> runCase(Case c, Backend backend) {
+  if (c.kernel == "max_pool2d_grad") {
+    Tensor &y = c.ins[1];
+    Status s = launch("max_pool2d", c.cfg, {&c.ins[0]}, {&y});
+    EXPECT_TRUE(s.isOk()) << s.message();
+  }
+  std::vector<Tensor> outs = outputsOf(c);
+  std::vector<Tensor *> in, out;
+  for (Tensor &t : c.ins)
+    in.push_back(&t);
+  for (Tensor &t : outs)
+    out.push_back(&t);
+  Status s = launch(c.kernel, c.cfg, in, out, c.ctx, backend);
+  EXPECT_TRUE(s.isOk()) << c.kernel << " (" << c.label << ") on "
+                        << backendName(backend) << ": " << s.message();
+  return outs;
+}
+
 /// A max pool of `x` ([N, H, W, C]) under `pool` (a max_pool2d config):
 /// the pooled values and each window's argmax as fused_conv2d_pool records
 /// it (runtime/core/WindowGeometry.h), computed here, independently of

@@ -21,24 +21,6 @@ using namespace graph::runtime::testing;
 
 namespace {
 
-std::vector<Tensor> runCase(Case c, Backend backend) {
-  if (c.kernel == "max_pool2d_grad") {
-    Tensor &y = c.ins[1];
-    Status s = launch("max_pool2d", c.cfg, {&c.ins[0]}, {&y});
-    EXPECT_TRUE(s.isOk()) << s.message();
-  }
-  std::vector<Tensor> outs = outputsOf(c);
-  std::vector<Tensor *> in, out;
-  for (Tensor &t : c.ins)
-    in.push_back(&t);
-  for (Tensor &t : outs)
-    out.push_back(&t);
-  Status s = launch(c.kernel, c.cfg, in, out, c.ctx, backend);
-  EXPECT_TRUE(s.isOk()) << c.kernel << " (" << c.label << ") on "
-                        << backendName(backend) << ": " << s.message();
-  return outs;
-}
-
 class Conformance : public ::testing::TestWithParam<Backend> {
 protected:
   void SetUp() override {

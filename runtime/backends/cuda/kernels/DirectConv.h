@@ -153,7 +153,7 @@ GRAPH_HD inline void fusedConvPoolAt(const DirectConv &cv, const DirectPool &p,
 /// (flat over [n, outH, outW]) for one filter: acc[tap] (tap = (ky * kw +
 /// kx) * c + ch, the HWIO kernel's row) += dy * x, in position order. KH,
 /// KW and C, when not 0, are the window and channels as constants: the
-/// loops unroll and acc stays in registers (kernelGradPartialFor picks).
+/// loops unroll and acc stays in registers (withUnrolledShape picks).
 template <int32_t KH = 0, int32_t KW = 0, int32_t C = 0>
 GRAPH_HD inline void
 kernelGradPartial(const DirectConv &cv, const float *x, const float *dy,
@@ -202,20 +202,35 @@ kernelGradPartial(const DirectConv &cv, const float *x, const float *dy,
   }
 }
 
-/// kernelGradPartial, unrolled for the common first layers (3x3 over 1 or
-/// 3 channels, 5x5 over 1), else with the shape read at run time.
-GRAPH_HD inline void kernelGradPartialFor(const DirectConv &cv, const float *x,
-                                          const float *dy, int64_t first,
-                                          int64_t last, int32_t filter,
-                                          double *acc) {
+/// A window and channel count as constants (0: read at run time).
+template <int32_t KH, int32_t KW, int32_t C> struct UnrolledShape {
+  static constexpr int32_t kh = KH, kw = KW, c = C;
+};
+
+/// Calls `f(UnrolledShape<...>())` with `cv`'s shape where the weight
+/// gradient unrolls it (3x3 over 1 or 3 channels, 5x5 over 1), else with
+/// UnrolledShape<0, 0, 0>: the one list of those shapes, for the kernel's
+/// launch and its CPU test alike.
+template <typename F>
+inline void withUnrolledShape(const DirectConv &cv, F &&f) {
   if (cv.kh == 3 && cv.kw == 3 && cv.c == 1)
-    kernelGradPartial<3, 3, 1>(cv, x, dy, first, last, filter, acc);
+    f(UnrolledShape<3, 3, 1>());
   else if (cv.kh == 3 && cv.kw == 3 && cv.c == 3)
-    kernelGradPartial<3, 3, 3>(cv, x, dy, first, last, filter, acc);
+    f(UnrolledShape<3, 3, 3>());
   else if (cv.kh == 5 && cv.kw == 5 && cv.c == 1)
-    kernelGradPartial<5, 5, 1>(cv, x, dy, first, last, filter, acc);
+    f(UnrolledShape<5, 5, 1>());
   else
-    kernelGradPartial(cv, x, dy, first, last, filter, acc);
+    f(UnrolledShape<0, 0, 0>());
+}
+
+/// kernelGradPartial as the GPU runs it for `cv` (the CPU test's entry).
+inline void kernelGradPartialFor(const DirectConv &cv, const float *x,
+                                 const float *dy, int64_t first, int64_t last,
+                                 int32_t filter, double *acc) {
+  withUnrolledShape(cv, [&](auto shape) {
+    using S = decltype(shape);
+    kernelGradPartial<S::kh, S::kw, S::c>(cv, x, dy, first, last, filter, acc);
+  });
 }
 
 /// The direct form of convolution `g` with channels `cc`, when it takes it:

@@ -99,20 +99,12 @@ cudaError_t launchKernelGradDirect(const DirectConv &cv, const float *x,
   r.partials = partials;
   if (r.cols == 0)
     return cudaSuccess;
-  // The shapes kernelGradPartialFor unrolls.
   unsigned blocks = blocksFor(groups * cv.f);
-  if (cv.kh == 3 && cv.kw == 3 && cv.c == 1)
-    kernelGradPartialsKernel<3, 3, 1>
+  withUnrolledShape(cv, [&](auto shape) {
+    using S = decltype(shape);
+    kernelGradPartialsKernel<S::kh, S::kw, S::c>
         <<<blocks, kThreads, 0, stream>>>(cv, x, dy, r);
-  else if (cv.kh == 3 && cv.kw == 3 && cv.c == 3)
-    kernelGradPartialsKernel<3, 3, 3>
-        <<<blocks, kThreads, 0, stream>>>(cv, x, dy, r);
-  else if (cv.kh == 5 && cv.kw == 5 && cv.c == 1)
-    kernelGradPartialsKernel<5, 5, 1>
-        <<<blocks, kThreads, 0, stream>>>(cv, x, dy, r);
-  else
-    kernelGradPartialsKernel<0, 0, 0>
-        <<<blocks, kThreads, 0, stream>>>(cv, x, dy, r);
+  });
   if (cudaError_t e = cudaGetLastError(); e != cudaSuccess)
     return e;
   auto finishBlocks = static_cast<unsigned>(

@@ -298,6 +298,16 @@ Status poolOf(const char *kName, const KernelConfig &cfg,
   return Status::ok();
 }
 
+/// `p` as a WindowGeometry (no dilation), for the forms that take one.
+WindowGeometry geometryOf(const Pool &p) {
+  WindowGeometry g;
+  g.n = p.n;
+  g.c = p.c;
+  g.h = {p.inH, p.kh, p.sh, 1, p.outH, p.top, 0};
+  g.w = {p.inW, p.kw, p.sw, 1, p.outW, p.left, 0};
+  return g;
+}
+
 enum class PoolKind { max, average };
 
 /// max_pool2d and avg_pool2d. ins: x; out: y.
@@ -426,15 +436,7 @@ Status fusedConv2dPool(const KernelContext &ctx, const KernelConfig &cfg,
     REQUIRE(ins.size() < 3 || ins[2].elements() == cc.filters,
             "bias " + shapeText(ins[2].shape) + " does not match " +
                 std::to_string(cc.filters) + " filters");
-    DirectPool pool;
-    pool.outH = static_cast<int32_t>(p.outH);
-    pool.outW = static_cast<int32_t>(p.outW);
-    pool.kh = static_cast<int32_t>(p.kh);
-    pool.kw = static_cast<int32_t>(p.kw);
-    pool.sh = static_cast<int32_t>(p.sh);
-    pool.sw = static_cast<int32_t>(p.sw);
-    pool.top = static_cast<int32_t>(p.top);
-    pool.left = static_cast<int32_t>(p.left);
+    DirectPool pool = directPoolOf(geometryOf(p));
     const float *x = ins[0].f32(), *kernel = ins[1].f32();
     const float *bias = ins.size() > 2 ? ins[2].f32() : nullptr;
     bool relu = activation == "relu";
@@ -500,13 +502,8 @@ Status maxPoolArgmaxGrad(const KernelContext &ctx, const KernelConfig &cfg,
   bool reluGrad = cfg.getInt("relu_grad", 0) != 0;
   ChannelSum channelSum;
   RETURN_IF_ERROR(channelSum.make(ctx, outs));
-  WindowGeometry g;
-  g.n = p.n;
-  g.c = p.c;
-  g.h = {p.inH, p.kh, p.sh, 1, p.outH, p.top, 0};
-  g.w = {p.inW, p.kw, p.sw, 1, p.outW, p.left, 0};
   TilingPool tiles;
-  if (tilingPoolOf(g, tiles)) {
+  if (tilingPoolOf(geometryOf(p), tiles)) {
     int64_t pooled = ins[2].elements();
     out = [=](const KernelContext &ctx, const KernelConfig &, const Tensors &,
               const Tensors &) {
