@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <string>
+#include <tuple>
 
 namespace graph::runtime {
 
@@ -56,31 +57,52 @@ Status resolveWindow(const char *kernel, const KernelConfig &config,
   return Status::ok();
 }
 
+std::pair<int64_t, int64_t>
+convKernelWindow(const KernelConfig &config,
+                 const std::vector<int64_t> &kernelShape) {
+  if (kernelShape.size() != 4)
+    return {1, 1};
+  if (config.getString("filter_layout", "hwio") == "ohwi")
+    return {kernelShape[1], kernelShape[2]};
+  return {kernelShape[0], kernelShape[1]};
+}
+
 Status resolveConvChannels(const char *kernel, const KernelConfig &config,
                            int64_t inputChannels,
                            const std::vector<int64_t> &kernelShape,
                            ConvChannels &channels) {
   std::string name(kernel);
+  std::string layout = config.getString("filter_layout", "hwio");
+  if (layout != "hwio" && layout != "ohwi")
+    return Status::error(name + ": unknown filter_layout '" + layout +
+                         "' (hwio or ohwi)");
+  bool ohwi = layout == "ohwi";
   if (kernelShape.size() != 4)
-    return Status::error(name + ": needs an HWIO kernel, got " +
+    return Status::error(name + ": needs an " + layout + " kernel, got " +
                          shapeText(kernelShape));
   int64_t groups = config.getInt("groups", 1);
   if (groups < 1)
     return Status::error(name + ": groups must be >= 1, got " +
                          std::to_string(groups));
-  bool depthwiseForm =
-      groups > 1 && groups == inputChannels && kernelShape[2] == inputChannels;
-  if (!depthwiseForm && kernelShape[2] * groups != inputChannels)
+  int64_t kernelInputs = ohwi ? kernelShape[3] : kernelShape[2];
+  int64_t kernelFilters = ohwi ? kernelShape[0] : kernelShape[3];
+  // Keras' depthwise [kh, kw, C, m] exists in hwio only; ohwi stores it as
+  // the grouped form [C * m, kh, kw, 1].
+  bool depthwiseForm = !ohwi && groups > 1 && groups == inputChannels &&
+                       kernelInputs == inputChannels;
+  if (!depthwiseForm && kernelInputs * groups != inputChannels)
     return Status::error(
-        name + ": kernel " + shapeText(kernelShape) + " takes " +
-        std::to_string(kernelShape[2]) + " input channels" +
+        name + ": " + layout + " kernel " + shapeText(kernelShape) + " takes " +
+        std::to_string(kernelInputs) + " input channels" +
         (groups > 1 ? " per group (" + std::to_string(groups) + " groups)"
                     : std::string()) +
         ", the input has " + std::to_string(inputChannels));
   channels.groups = groups;
   channels.channelsPerGroup = inputChannels / groups;
   channels.filters =
-      depthwiseForm ? inputChannels * kernelShape[3] : kernelShape[3];
+      depthwiseForm ? inputChannels * kernelFilters : kernelFilters;
+  channels.layout = ohwi ? FilterLayout::ohwi : FilterLayout::hwio;
+  std::tie(channels.kh, channels.kw) = convKernelWindow(config, kernelShape);
   if (channels.filters < 1 || channels.filters % groups != 0)
     return Status::error(name + ": kernel " + shapeText(kernelShape) + " has " +
                          std::to_string(channels.filters) +

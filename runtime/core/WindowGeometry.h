@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 namespace graph::runtime {
@@ -45,19 +46,44 @@ Status resolveWindow(const char *kernel, const KernelConfig &config,
                      const std::vector<int64_t> &input, int64_t kh, int64_t kw,
                      bool dilated, WindowGeometry &g);
 
-/// A convolution kernel's channels: `groups` (the config's, 1 unless set)
-/// groups of `channelsPerGroup` input channels and `filters` / groups
-/// filters each. The kernel is HWIO [kh, kw, C / groups, F], filter f in
-/// group f / (F / groups); with groups = C > 1 also Keras' depthwise
-/// [kh, kw, C, m], the same memory as [kh, kw, 1, C * m].
+/// How a convolution's kernel is laid out in memory, the config's
+/// `filter_layout` ("hwio" unless set):
+///   - hwio: Keras' [kh, kw, C / groups, F], filter f in group
+///     f / (F / groups); with groups = C > 1 also Keras' depthwise
+///     [kh, kw, C, m], the same memory as [kh, kw, 1, C * m];
+///   - ohwi: [F, kh, kw, C / groups] (cuDNN's KRSC, oneDNN's ohwi), which
+///     graphc gives a kernel variable that only convolutions read
+///     (compiler/AssignFilterLayoutPass.cpp), so no backend transposes it
+///     per step. A depthwise kernel is then [C * m, kh, kw, 1].
+enum class FilterLayout { hwio, ohwi };
+
+/// The window (kh, kw) of a rank-4 convolution kernel of shape
+/// `kernelShape` in the config's filter layout (hwio where the config names
+/// none or an unknown one: resolveConvChannels reports that).
+std::pair<int64_t, int64_t>
+convKernelWindow(const KernelConfig &config,
+                 const std::vector<int64_t> &kernelShape);
+
+/// A convolution kernel's layout, window and channels: `groups` (the
+/// config's, 1 unless set) groups of `channelsPerGroup` input channels and
+/// `filters` / groups filters each.
 struct ConvChannels {
   int64_t groups = 1, channelsPerGroup = 0, filters = 0;
+  FilterLayout layout = FilterLayout::hwio;
+  int64_t kh = 1, kw = 1;
 
   int64_t filtersPerGroup() const { return filters / groups; }
+  /// The kernel element of tap (i, j), channel c of its group and filter f.
+  int64_t offset(int64_t i, int64_t j, int64_t c, int64_t f) const {
+    return layout == FilterLayout::hwio
+               ? ((i * kw + j) * channelsPerGroup + c) * filters + f
+               : ((f * kh + i) * kw + j) * channelsPerGroup + c;
+  }
 };
 
-/// Resolves `kernel`'s channels against `inputChannels` and the config's
-/// `groups`; an error naming the kernel when they do not match.
+/// Resolves `kernel`'s layout, window and channels against `inputChannels`
+/// and the config's `filter_layout` and `groups`; an error naming the
+/// kernel when they do not match.
 Status resolveConvChannels(const char *kernel, const KernelConfig &config,
                            int64_t inputChannels,
                            const std::vector<int64_t> &kernelShape,

@@ -2,9 +2,9 @@
 //
 // Kernels for Backend::cpu: oneDNN 2.6 primitives where oneDNN has them
 // (Dnnl*Kernels.cpp), own vectorised loops elsewhere (Vector*Kernels.cpp).
-// Layouts are the plan's: NHWC activations, HWIO conv kernels, [in, out]
-// dense kernels. Every kernel is checked against the reference backend by
-// test/runtime/reference/ConformanceTest.cpp.
+// Layouts are the plan's: NHWC activations, HWIO or OHWI conv kernels (the
+// config's filter_layout), [in, out] dense kernels. Every kernel is checked
+// against the reference backend by test/runtime/reference/ConformanceTest.cpp.
 //
 // Threads: one OpenMP pool. N replicas in one process run on N device
 // threads; each takes an equal share of the process' threads

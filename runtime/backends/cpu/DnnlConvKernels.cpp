@@ -13,15 +13,21 @@
 // activations (nChw8c) plus reorders was slower on the first two layers
 // (conv 2 forward 11.7 against 9.0 ms, conv 1 backward weights 16.9
 // against 3.8 ms) and within 10% on the third. Weights take the layout the
-// primitive picks and are reordered from (or to) HWIO on every run, since
-// the optimizer updates them in place every step (the largest is 144 KiB);
-// plain HWIO weights push oneDNN onto its gemm convolution (conv 2 forward
-// 25.9 ms).
+// primitive picks and are reordered from (or to) the plan's kernel on every
+// run, since the optimizer updates them in place every step (the largest is
+// 144 KiB); plain HWIO weights push oneDNN onto its gemm convolution (conv 2
+// forward 25.9 ms).
 //
+// The plan's kernel is HWIO [kh, kw, C, F] or, with the config's
+// filter_layout = ohwi, OHWI [F, kh, kw, C] (runtime/core/WindowGeometry.h):
+// oneDNN's hwio and ohwi format tags describe either memory as it lies, so
+// the reorder oneDNN does anyway reads it; nothing is transposed by hand.
 // Grouped convolutions (`groups` > 1, depthwise included) take oneDNN's
 // 5-D grouped weights [G, F / G, C / G, kh, kw]; HWIO with filter f in
 // group f / (F / G) is its hwigo layout, and so is Keras' depthwise kernel
-// [kh, kw, C, m] (the same memory as [kh, kw, 1, C * m]).
+// [kh, kw, C, m] (the same memory as [kh, kw, 1, C * m]); OHWI
+// [F, kh, kw, C / G] is its gohwi layout (a depthwise kernel
+// [C * m, kh, kw, 1] included).
 //
 //===----------------------------------------------------------------------===//
 
@@ -42,8 +48,9 @@ using Tensors = std::vector<TensorRef>;
 using Tag = memory::format_tag;
 constexpr auto kF32 = memory::data_type::f32;
 
-/// A convolution's geometry from NHWC `input`, HWIO `kernel` and NHWC
-/// `output` shapes; an error naming `kName` when they do not match.
+/// A convolution's geometry from NHWC `input`, `kernel` (HWIO or OHWI, the
+/// config's filter_layout) and NHWC `output` shapes; an error naming
+/// `kName` when they do not match.
 struct ConvShape {
   WindowGeometry g;
   ConvChannels channels;
@@ -59,25 +66,35 @@ struct ConvShape {
     return {filters, g.c, g.h.window, g.w.window};
   }
   memory::desc weightsAny() const { return {weightDims(), kF32, Tag::any}; }
-  memory::desc weightsHwio() const {
-    return {weightDims(), kF32, grouped() ? Tag::hwigo : Tag::hwio};
+  /// The plan's kernel as it lies in memory.
+  memory::desc weightsPlan() const {
+    const bool ohwi = channels.layout == FilterLayout::ohwi;
+    if (grouped())
+      return {weightDims(), kF32, ohwi ? Tag::gohwi : Tag::hwigo};
+    return {weightDims(), kF32, ohwi ? Tag::ohwi : Tag::hwio};
   }
 };
+
+/// The window and channels of a convolution over NHWC `input` with kernel
+/// `kernel` in the config's filter_layout: the channels first, so a bad
+/// filter_layout or kernel is named as such rather than as a window that
+/// does not fit.
+Status resolveConv(const char *kName, const KernelConfig &cfg,
+                   const std::vector<int64_t> &input,
+                   const std::vector<int64_t> &kernel, WindowGeometry &g,
+                   ConvChannels &cc) {
+  if (input.size() == 4)
+    if (Status st = resolveConvChannels(kName, cfg, input[3], kernel, cc); !st)
+      return st;
+  return resolveWindow(kName, cfg, input, cc.kh, cc.kw, true, g);
+}
 
 Status convShape(const char *kName, const KernelConfig &cfg,
                  const std::vector<int64_t> &input,
                  const std::vector<int64_t> &kernel,
                  const std::vector<int64_t> &output, ConvShape &s) {
   std::string name(kName);
-  if (kernel.size() != 4)
-    return Status::error(name + ": needs an HWIO kernel, got " +
-                         shapeText(kernel));
-  if (Status st =
-          resolveWindow(kName, cfg, input, kernel[0], kernel[1], true, s.g);
-      !st)
-    return st;
-  if (Status st = resolveConvChannels(kName, cfg, s.g.c, kernel, s.channels);
-      !st)
+  if (Status st = resolveConv(kName, cfg, input, kernel, s.g, s.channels); !st)
     return st;
   s.filters = s.channels.filters;
   std::vector<int64_t> expected = {s.g.n, s.g.h.out, s.g.w.out, s.filters};
@@ -190,7 +207,7 @@ Status makeForward(const char *kName, bool fused, const KernelContext &ctx,
         forwardDesc(part, hasBias ? &biasDesc : nullptr), attr, dnnlEngine());
     DnnlLaunch launch(kName);
     memory weights =
-        launch.input(pd.weights_desc(), bind(shape.weightsHwio(), ins[1].data));
+        launch.input(pd.weights_desc(), bind(shape.weightsPlan(), ins[1].data));
     addParts(launch, dnnl::convolution_forward(pd), pd, parts,
              [&](int p, int parts) {
                std::unordered_map<int, memory> args = {
@@ -268,15 +285,9 @@ Status ConvPool::make(const KernelContext &ctx, const KernelConfig &cfg,
     return s;
   auto self = std::make_shared<ConvPool>();
   const std::vector<int64_t> &k = ins[1].shape;
-  if (k.size() != 4)
-    return Status::error(std::string(kName) + ": needs an HWIO kernel, got " +
-                         shapeText(k));
   WindowGeometry cg;
-  if (Status s = resolveWindow(kName, cfg, ins[0].shape, k[0], k[1], true, cg);
-      !s)
-    return s;
   ConvChannels cc;
-  if (Status s = resolveConvChannels(kName, cfg, cg.c, k, cc); !s)
+  if (Status s = resolveConv(kName, cfg, ins[0].shape, k, cg, cc); !s)
     return s;
   std::vector<int64_t> convOut = {cg.n, cg.h.out, cg.w.out, cc.filters};
   if (Status s = convShape(kName, cfg, ins[0].shape, k, convOut, self->shape_);
@@ -323,7 +334,7 @@ Status ConvPool::make(const KernelContext &ctx, const KernelConfig &cfg,
       self->primitive_ = dnnl::convolution_forward(pd);
     }
     self->weights_ = self->reorder_.input(
-        pd.weights_desc(), bind(self->shape_.weightsHwio(), ins[1].data));
+        pd.weights_desc(), bind(self->shape_.weightsPlan(), ins[1].data));
     if (hasBias)
       self->bias_ = bind(biasDesc, ins[2].data);
     for (int t = 0; t < threads; ++t) {
@@ -492,7 +503,7 @@ Status makeConv2dGradInput(const KernelContext &ctx, const KernelConfig &cfg,
         userScratchpad(), dnnlEngine(), hint);
     DnnlLaunch launch(kName);
     memory weights =
-        launch.input(pd.weights_desc(), bind(shape.weightsHwio(), ins[1].data));
+        launch.input(pd.weights_desc(), bind(shape.weightsPlan(), ins[1].data));
     addParts(launch, dnnl::convolution_backward_data(pd), pd, parts,
              [&](int p, int parts) -> std::unordered_map<int, memory> {
                return {
@@ -508,8 +519,8 @@ Status makeConv2dGradInput(const KernelContext &ctx, const KernelConfig &cfg,
   return Status::ok();
 }
 
-/// ins: input, output_grad; out: kernel_grad (HWIO; its shape gives the
-/// window).
+/// ins: input, output_grad; out: kernel_grad (in the config's
+/// filter_layout; its shape gives the window).
 Status makeConv2dGradKernel(const KernelContext &ctx, const KernelConfig &cfg,
                             const Tensors &ins, const Tensors &outs,
                             KernelFn &out) {
@@ -539,7 +550,7 @@ Status makeConv2dGradKernel(const KernelContext &ctx, const KernelConfig &cfg,
     // the output); they are added up in part order afterwards, so the sum
     // does not depend on which thread finished first.
     std::vector<memory> partial{launch.output(
-        pd.diff_weights_desc(), bind(shape.weightsHwio(), outs[0].data))};
+        pd.diff_weights_desc(), bind(shape.weightsPlan(), outs[0].data))};
     for (int p = 1; p < parts; ++p)
       partial.emplace_back(pd.diff_weights_desc(), dnnlEngine());
     addParts(launch, dnnl::convolution_backward_weights(pd), pd, parts,

@@ -158,9 +158,25 @@ Status applyActivation(const char *kName, const std::string &activation,
 // Convolution
 //===----------------------------------------------------------------------===//
 
-#define RESOLVE_CHANNELS(channels, kernelShape, cc)                            \
+/// A convolution's kernel layout, channels and window (runtime/core/
+/// WindowGeometry.h) from NHWC `input` and the kernel's shape: the
+/// channels first, so a bad `filter_layout` or kernel is named as such
+/// rather than as a window that does not fit.
+Status resolveConv(const char *kName, const KernelConfig &cfg,
+                   const std::vector<int64_t> &input,
+                   const std::vector<int64_t> &kernelShape, WindowGeometry &g,
+                   ConvChannels &cc) {
+  if (input.size() == 4)
+    if (Status s = resolveConvChannels(kName, cfg, input[3], kernelShape, cc);
+        !s)
+      return s;
+  RESOLVE_WINDOW(input, cc.kh, cc.kw, true, g);
+  return Status::ok();
+}
+
+#define RESOLVE_CONV(input, kernelShape, g, cc)                                \
   do {                                                                         \
-    Status s_ = resolveConvChannels(kName, cfg, channels, kernelShape, cc);    \
+    Status s_ = resolveConv(kName, cfg, input, kernelShape, g, cc);            \
     if (!s_)                                                                   \
       return s_;                                                               \
   } while (false)
@@ -168,15 +184,14 @@ Status applyActivation(const char *kName, const std::string &activation,
 /// y[n, oh, ow, f] = sum_{kh, kw, c} x[n, oh*sh - pt + kh*dh,
 /// ow*sw - pl + kw*dw, group(f) * cg + c] * k[kh, kw, c, f], out-of-range
 /// taps read zero; cg = C / groups input channels per group, group(f) =
-/// f / (F / groups).
+/// f / (F / groups); k[kh, kw, c, f] is at ConvChannels::offset in the
+/// config's filter_layout (hwio or ohwi).
 Status convForward(const char *kName, const KernelConfig &cfg,
                    const Tensors &ins, const Tensors &outs, bool fused) {
   const TensorRef &x = ins[0], &k = ins[1];
-  REQUIRE(k.shape.size() == 4, "needs an HWIO kernel");
   WindowGeometry g;
-  RESOLVE_WINDOW(x.shape, k.shape[0], k.shape[1], true, g);
   ConvChannels cc;
-  RESOLVE_CHANNELS(g.c, k.shape, cc);
+  RESOLVE_CONV(x.shape, k.shape, g, cc);
   int64_t f = cc.filters, cg = cc.channelsPerGroup, fg = cc.filtersPerGroup();
   std::vector<int64_t> expected = {g.n, g.h.out, g.w.out, f};
   REQUIRE(outs[0].shape == expected, "output is " + shapeText(outs[0].shape) +
@@ -203,7 +218,7 @@ Status convForward(const char *kName, const KernelConfig &cfg,
               for (int64_t c = 0; c < cg; ++c)
                 sum +=
                     xv[nhwc(n, ih, iw, o / fg * cg + c, g.h.in, g.w.in, g.c)] *
-                    kv[((kh * g.w.window + kw) * cg + c) * f + o];
+                    kv[cc.offset(kh, kw, c, o)];
             }
           }
           y[nhwc(n, oh, ow, o, g.h.out, g.w.out, f)] = sum;
@@ -237,11 +252,9 @@ Status conv2dGradInput(const KernelContext &, const KernelConfig &cfg,
   static constexpr const char *kName = "conv2d_grad_input";
   CHECK_ARITY(2, 2, 1);
   const TensorRef &dy = ins[0], &k = ins[1];
-  REQUIRE(k.shape.size() == 4, "needs an HWIO kernel");
   WindowGeometry g;
-  RESOLVE_WINDOW(outs[0].shape, k.shape[0], k.shape[1], true, g);
   ConvChannels cc;
-  RESOLVE_CHANNELS(g.c, k.shape, cc);
+  RESOLVE_CONV(outs[0].shape, k.shape, g, cc);
   int64_t f = cc.filters, cg = cc.channelsPerGroup, fg = cc.filtersPerGroup();
   std::vector<int64_t> expected = {g.n, g.h.out, g.w.out, f};
   REQUIRE(dy.shape == expected,
@@ -262,7 +275,7 @@ Status conv2dGradInput(const KernelContext &, const KernelConfig &cfg,
                 continue;
               for (int64_t c = 0; c < cg; ++c)
                 dx[nhwc(n, ih, iw, o / fg * cg + c, g.h.in, g.w.in, g.c)] +=
-                    d * kv[((kh * g.w.window + kw) * cg + c) * f + o];
+                    d * kv[cc.offset(kh, kw, c, o)];
             }
           }
         }
@@ -270,18 +283,17 @@ Status conv2dGradInput(const KernelContext &, const KernelConfig &cfg,
   return Status::ok();
 }
 
-/// ins: x, dy; out: dk (its shape gives the window).
+/// ins: x, dy; out: dk in the config's filter_layout (its shape gives the
+/// window).
 Status conv2dGradKernel(const KernelContext &, const KernelConfig &cfg,
                         const Tensors &ins, const Tensors &outs) {
   static constexpr const char *kName = "conv2d_grad_kernel";
   CHECK_ARITY(2, 2, 1);
   const TensorRef &x = ins[0], &dy = ins[1];
   const std::vector<int64_t> &ks = outs[0].shape;
-  REQUIRE(ks.size() == 4, "needs an HWIO kernel_grad");
   WindowGeometry g;
-  RESOLVE_WINDOW(x.shape, ks[0], ks[1], true, g);
   ConvChannels cc;
-  RESOLVE_CHANNELS(g.c, ks, cc);
+  RESOLVE_CONV(x.shape, ks, g, cc);
   int64_t f = cc.filters, cg = cc.channelsPerGroup, fg = cc.filtersPerGroup();
   std::vector<int64_t> expected = {g.n, g.h.out, g.w.out, f};
   REQUIRE(dy.shape == expected,
@@ -307,7 +319,7 @@ Status conv2dGradKernel(const KernelContext &, const KernelConfig &cfg,
                     dyv[nhwc(n, oh, ow, o, g.h.out, g.w.out, f)];
               }
             }
-          dk[((kh * g.w.window + kw) * cg + c) * f + o] = sum;
+          dk[cc.offset(kh, kw, c, o)] = sum;
         }
   store(outs[0], dk);
   return Status::ok();
@@ -441,12 +453,10 @@ Status fusedConv2dPool(const KernelContext &, const KernelConfig &cfg,
   static constexpr const char *kName = "fused_conv2d_pool";
   CHECK_ARITY(2, 3, 2);
   const TensorRef &k = ins[1];
-  REQUIRE(k.shape.size() == 4, "needs an HWIO kernel");
   REQUIRE(outs[1].dtype == plan::DType::i32, "argmax must be i32");
   WindowGeometry cg;
-  RESOLVE_WINDOW(ins[0].shape, k.shape[0], k.shape[1], true, cg);
   ConvChannels cc;
-  RESOLVE_CHANNELS(cg.c, k.shape, cc);
+  RESOLVE_CONV(ins[0].shape, k.shape, cg, cc);
   std::vector<float> convOut(cg.n * cg.h.out * cg.w.out * cc.filters);
   TensorRef conv{convOut.data(), {cg.n, cg.h.out, cg.w.out, cc.filters}};
   if (Status s = convForward(kName, cfg, ins, {conv}, true); !s)

@@ -1,8 +1,9 @@
 //===- ReferenceKernels.h - the reference backend ---------------*- C++ -*-===//
 //
 // Naive kernels for every graph op the compiler launches, written for
-// obvious correctness rather than speed: NHWC activations, HWIO conv
-// kernels, [in, out] dense kernels, every sum accumulated in double. They
+// obvious correctness rather than speed: NHWC activations, conv kernels
+// HWIO or OHWI (the config's filter_layout, runtime/core/WindowGeometry.h),
+// [in, out] dense kernels, every sum accumulated in double. They
 // take f32 tensors (i32 or i64 class-index labels) and also f64 tensors, so
 // the tests can check gradients by finite differences in double precision.
 //

@@ -20,6 +20,10 @@
 // margin for the transforms and still fails any indexing mistake by orders
 // of magnitude.
 //
+// Every convolution case runs with its kernel in HWIO and in OHWI
+// (filter_layout; ConformanceCases.h's ohwiTwin), the layout cuDNN reads
+// without a transpose.
+//
 // The dropout test checks the device mask bit for bit against
 // reference::dropoutKeep; the optimizer test runs an in-place Adam update
 // over several steps, as the plan launches it.
@@ -403,6 +407,14 @@ std::vector<Case> seedCases() {
        rnd({64}, 127, 0, 0.1)},
       {{3, 3, 32, 64}, {64}, {3, 3, 32, 64}, {3, 3, 32, 64}, {64}, {64}},
       step7);
+  // The convolutions again with their kernels in OHWI (filter_layout ohwi,
+  // as graphc stores a kernel variable only convolutions read): cuDNN
+  // reads the kernel and writes its gradient without a transpose, and the
+  // direct forms (conv 1) index it by layout.
+  const size_t hwioCases = cases.size();
+  for (size_t i = 0; i < hwioCases; ++i)
+    if (isConvolution(cases[i].kernel))
+      cases.push_back(ohwiTwin(cases[i]));
   return cases;
 }
 

@@ -76,26 +76,48 @@ TEST(CudaKernelRegistration, FactoriesRejectBadOperandsWithoutADevice) {
   cuda::registerCudaKernels();
   KernelConfig valid = config({{"padding", std::string("valid")},
                                {"strides", std::vector<int64_t>{1, 1}}});
+  KernelConfig ohwi = valid;
+  ohwi.set("filter_layout", std::string("ohwi"));
   std::vector<BadLaunch> cases = {
       {"conv2d",
        valid,
        {operand({2, 6, 5, 3}), operand({3, 3, 2, 4})},
        {operand({2, 4, 3, 4})},
-       "conv2d: kernel [3, 3, 2, 4] takes 2 input channels, the input has "
-       "3"},
+       "conv2d: hwio kernel [3, 3, 2, 4] takes 2 input channels, the input "
+       "has 3"},
       {"conv2d_grad_input",
        config({{"padding", std::string("valid")},
                {"strides", std::vector<int64_t>{1, 1}},
                {"groups", int64_t{2}}}),
        {operand({2, 4, 3, 4}), operand({3, 3, 3, 4})},
        {operand({2, 6, 5, 4})},
-       "conv2d_grad_input: kernel [3, 3, 3, 4] takes 3 input channels per "
-       "group (2 groups), the input has 4"},
+       "conv2d_grad_input: hwio kernel [3, 3, 3, 4] takes 3 input channels "
+       "per group (2 groups), the input has 4"},
       {"conv2d_grad_kernel",
        valid,
        {operand({2, 6, 5, 3}), operand({2, 4, 4, 4})},
        {operand({3, 3, 3, 4})},
        "conv2d_grad_kernel: output_grad [2, 4, 4, 4]"},
+      // filter_layout ohwi: [F, kh, kw, C / groups]; the window is axes 1
+      // and 2 ([4, 3, 3, 3] over 6x5 valid: 4x3 outputs, 4 filters).
+      {"conv2d",
+       ohwi,
+       {operand({2, 6, 5, 3}), operand({4, 3, 3, 2})},
+       {operand({2, 4, 3, 4})},
+       "conv2d: ohwi kernel [4, 3, 3, 2] takes 2 input channels, the input "
+       "has 3"},
+      {"conv2d_grad_kernel",
+       ohwi,
+       {operand({2, 6, 5, 3}), operand({2, 4, 3, 4})},
+       {operand({3, 3, 3, 4})},
+       "conv2d_grad_kernel: ohwi kernel [3, 3, 3, 4] takes 4 input channels, "
+       "the input has 3"},
+      {"conv2d_grad_kernel",
+       ohwi,
+       {operand({2, 6, 5, 3}), operand({2, 4, 4, 4})},
+       {operand({4, 3, 3, 3})},
+       "conv2d_grad_kernel: output_grad [2, 4, 4, 4] and input [2, 6, 5, 3] "
+       "do not match kernel_grad [4, 3, 3, 3]"},
       {"fused_dense",
        {},
        {operand({3, 4}), operand({4, 5}), operand({5})},
@@ -153,7 +175,42 @@ TEST(CudaKernelRegistration, FactoriesRejectBadOperandsWithoutADevice) {
        {operand({4})},
        {operand({4})},
        "relu: no CUDA device state"},
+      {"conv2d",
+       ohwi,
+       {operand({2, 6, 5, 3}), operand({4, 3, 3, 3})},
+       {operand({2, 4, 3, 4})},
+       "conv2d: no CUDA device state"},
   };
+  // filter_layout is hwio or ohwi: the five convolution kernels refuse
+  // anything else, even where the kernel would fit read as HWIO.
+  KernelConfig oihw = config({{"padding", std::string("valid")},
+                              {"strides", std::vector<int64_t>{1, 1}},
+                              {"filter_layout", std::string("oihw")},
+                              {"pool_size", std::vector<int64_t>{2, 2}},
+                              {"pool_strides", std::vector<int64_t>{2, 2}}});
+  const std::string why = ": unknown filter_layout 'oihw' (hwio or ohwi)";
+  for (const char *kernel : {"conv2d", "fused_conv2d"})
+    cases.push_back({kernel,
+                     oihw,
+                     {operand({2, 6, 5, 3}), operand({3, 3, 3, 4})},
+                     {operand({2, 4, 3, 4})},
+                     kernel + why});
+  cases.push_back(
+      {"fused_conv2d_pool",
+       oihw,
+       {operand({2, 6, 5, 3}), operand({3, 3, 3, 4})},
+       {operand({2, 2, 1, 4}), operand({2, 2, 1, 4}, plan::DType::i32)},
+       "fused_conv2d_pool" + why});
+  cases.push_back({"conv2d_grad_input",
+                   oihw,
+                   {operand({2, 4, 3, 4}), operand({3, 3, 3, 4})},
+                   {operand({2, 6, 5, 3})},
+                   "conv2d_grad_input" + why});
+  cases.push_back({"conv2d_grad_kernel",
+                   oihw,
+                   {operand({2, 6, 5, 3}), operand({2, 4, 3, 4})},
+                   {operand({3, 3, 3, 4})},
+                   "conv2d_grad_kernel" + why});
   for (const BadLaunch &c : cases) {
     KernelFn fn;
     Status s = KernelRegistry::global().instantiate(

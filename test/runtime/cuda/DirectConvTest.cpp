@@ -4,9 +4,10 @@
 // conv2d_grad_kernel for few input channels (DirectConv.h) are per-thread
 // functions shared by the host and the device. Here they run on the CPU,
 // every thread in turn, over the conformance cases they take and over the
-// seed CNN's first convolution, against the reference backend: the
-// indexing of the GPU kernels is checked on a machine without a GPU (the
-// GPU itself runs them in cuda-kernel-tests' conformance suite).
+// seed CNN's first convolution, against the reference backend, with HWIO
+// and OHWI kernels (filter_layout): the indexing of the GPU kernels is
+// checked on a machine without a GPU (the GPU itself runs them in
+// cuda-kernel-tests' conformance suite).
 //
 //===----------------------------------------------------------------------===//
 
@@ -27,13 +28,15 @@ using graph::runtime::cuda::DirectPool;
 namespace {
 
 /// The direct form of case `c` (fused_conv2d_pool: x, kernel; or
-/// conv2d_grad_kernel: x, kernel_grad's shape), or false.
+/// conv2d_grad_kernel: x, kernel_grad's shape; either in the config's
+/// filter_layout), or false.
 bool directOf(const Case &c, DirectConv &cv) {
   const std::vector<int64_t> &x = c.ins[0].shape;
   const std::vector<int64_t> &k =
       c.kernel == "conv2d_grad_kernel" ? c.outs[0] : c.ins[1].shape;
   WindowGeometry g;
-  Status s = resolveWindow(c.kernel.c_str(), c.cfg, x, k[0], k[1], true, g);
+  auto [kh, kw] = convKernelWindow(c.cfg, k);
+  Status s = resolveWindow(c.kernel.c_str(), c.cfg, x, kh, kw, true, g);
   EXPECT_TRUE(s.isOk()) << s.message();
   ConvChannels cc;
   s = resolveConvChannels(c.kernel.c_str(), c.cfg, g.c, k, cc);
@@ -72,7 +75,8 @@ void checkFusedConvPool(const Case &c, const DirectConv &cv) {
 void checkKernelGrad(const Case &c, const DirectConv &cv) {
   std::vector<Tensor> expected = runCase(c, Backend::reference);
   // Threads of 3 groups of positions (an uneven split, as the GPU's), each
-  // filter's partials then added in group order.
+  // filter's partials then added in group order and stored where the GPU's
+  // last stage stores them (DirectConv::weightIndex: the kernel's layout).
   const int64_t positions = cv.positions(), groups = 3;
   std::vector<double> sum(size_t(cv.taps()) * cv.f, 0.0);
   double acc[cuda::kDirectMaxTaps];
@@ -83,7 +87,7 @@ void checkKernelGrad(const Case &c, const DirectConv &cv) {
       cuda::kernelGradPartialFor(cv, c.ins[0].f.data(), c.ins[1].f.data(),
                                  first, last, f, acc);
       for (int32_t t = 0; t < cv.taps(); ++t)
-        sum[size_t(t) * cv.f + f] += acc[t];
+        sum[size_t(cv.weightIndex(t, f))] += acc[t];
     }
   ASSERT_EQ(int64_t(sum.size()), expected[0].elements());
   for (size_t i = 0; i < sum.size(); ++i) {
@@ -110,13 +114,20 @@ TEST(DirectConv, TakesOneGroupAndFewTaps) {
   EXPECT_FALSE(cuda::directConvOf(g, cc, cv));
   g.c = 3;
   EXPECT_TRUE(cuda::directConvOf(g, cc, cv));
-  cc.groups = 3; // grouped: cuDNN's
+  EXPECT_FALSE(cv.ohwi);
+  EXPECT_EQ(cv.weightIndex(5, 7), 5 * 32 + 7); // HWIO [3, 3, 3, 32]
+  cc.layout = FilterLayout::ohwi;
+  ASSERT_TRUE(cuda::directConvOf(g, cc, cv));
+  EXPECT_TRUE(cv.ohwi);
+  EXPECT_EQ(cv.weightIndex(5, 7), 7 * 27 + 5); // OHWI [32, 3, 3, 3]
+  cc.groups = 3;                               // grouped: cuDNN's
   EXPECT_FALSE(cuda::directConvOf(g, cc, cv));
 }
 
 TEST(DirectConv, MatchesTheReferenceOnTheConformanceCases) {
   reference::registerReferenceKernels();
-  int fused = 0, grads = 0;
+  // Per layout (0: hwio, 1: ohwi).
+  int fused[2] = {0, 0}, grads[2] = {0, 0};
   for (const Case &c : allCases()) {
     if (c.kernel != "fused_conv2d_pool" && c.kernel != "conv2d_grad_kernel")
       continue;
@@ -124,18 +135,23 @@ TEST(DirectConv, MatchesTheReferenceOnTheConformanceCases) {
     if (!directOf(c, cv))
       continue;
     SCOPED_TRACE(c.kernel + " (" + c.label + ")");
+    const bool ohwi = c.cfg.getString("filter_layout", "hwio") == "ohwi";
+    EXPECT_EQ(cv.ohwi, ohwi);
     if (c.kernel == "fused_conv2d_pool") {
       checkFusedConvPool(c, cv);
-      ++fused;
+      ++fused[ohwi];
     } else {
       checkKernelGrad(c, cv);
-      ++grads;
+      ++grads[ohwi];
     }
   }
-  // Cases the direct forms take: strides, dilations, `same` padding
-  // (odd totals too), overlapping and tiling pools, with and without bias.
-  EXPECT_GE(fused, 2);
-  EXPECT_GE(grads, 4);
+  // Cases the direct forms take, in either layout: strides, dilations,
+  // `same` padding (odd totals too), overlapping and tiling pools, with and
+  // without bias.
+  for (int ohwi : {0, 1}) {
+    EXPECT_GE(fused[ohwi], 2) << (ohwi ? "ohwi" : "hwio");
+    EXPECT_GE(grads[ohwi], 4) << (ohwi ? "ohwi" : "hwio");
+  }
 }
 
 TEST(DirectConv, TheSeedCnnsFirstConvolution) {
@@ -155,14 +171,23 @@ TEST(DirectConv, TheSeedCnnsFirstConvolution) {
              {{8, 13, 13, 32}, {8, 13, 13, 32}},
              {},
              {graph::plan::DType::f32, graph::plan::DType::i32}};
-  DirectConv cv;
-  ASSERT_TRUE(directOf(fused, cv));
-  checkFusedConvPool(fused, cv);
   Case grad{"conv2d_grad_kernel",
             "seed conv 1",
             window("valid", {1, 1}, {1, 1}),
             {rnd({8, 28, 28, 1}, 90), rnd({8, 26, 26, 32}, 93)},
             {{3, 3, 1, 32}}};
-  ASSERT_TRUE(directOf(grad, cv));
-  checkKernelGrad(grad, cv);
+  // As Keras stores the kernel (HWIO) and as graphc stores a kernel
+  // variable only convolutions read (OHWI [32, 3, 3, 1]).
+  for (bool ohwi : {false, true}) {
+    SCOPED_TRACE(ohwi ? "ohwi" : "hwio");
+    Case f = ohwi ? ohwiTwin(fused) : fused;
+    Case k = ohwi ? ohwiTwin(grad) : grad;
+    DirectConv cv;
+    ASSERT_TRUE(directOf(f, cv));
+    EXPECT_EQ(cv.ohwi, ohwi);
+    checkFusedConvPool(f, cv);
+    ASSERT_TRUE(directOf(k, cv));
+    EXPECT_EQ(cv.ohwi, ohwi);
+    checkKernelGrad(k, cv);
+  }
 }

@@ -136,6 +136,32 @@ inline KernelConfig window(const std::string &padding,
   return cfg;
 }
 
+/// The five kernels that read or write a convolution kernel.
+inline bool isConvolution(const std::string &kernel) {
+  return kernel == "conv2d" || kernel == "fused_conv2d" ||
+         kernel == "fused_conv2d_pool" || kernel == "conv2d_grad_input" ||
+         kernel == "conv2d_grad_kernel";
+}
+
+/// Convolution case `c` (an HWIO kernel) with filter_layout ohwi: the same
+/// kernel values permuted to OHWI (hwioToOhwi), or, for
+/// conv2d_grad_kernel, the kernel gradient asked for in OHWI. Its outputs
+/// are `c`'s, the gradient permuted.
+inline Case ohwiTwin(const Case &c) {
+  Case t = c;
+  t.label = c.label.empty() ? "ohwi" : c.label + ", ohwi";
+  t.cfg.set("filter_layout", std::string("ohwi"));
+  const int64_t groups = c.cfg.getInt("groups", 1);
+  if (c.kernel == "conv2d_grad_kernel") {
+    t.outs[0] = ohwiShapeOf(c.outs[0], c.ins[0].shape[3], groups);
+  } else {
+    const int64_t channels =
+        c.kernel == "conv2d_grad_input" ? c.outs[0][3] : c.ins[0].shape[3];
+    t.ins[1] = hwioToOhwi(c.ins[1], channels, groups);
+  }
+  return t;
+}
+
 inline std::vector<Case> allCases() {
   std::vector<Case> cases;
   auto add = [&](std::string kernel, std::string label, KernelConfig cfg,
@@ -937,6 +963,13 @@ inline std::vector<Case> allCases() {
                                "tanh_grad(a2, t1) -> t2; yield t2"));
   add("elementwise", "", body,
       {rnd({3, 4}, 60), rnd({3, 4}, 61), rnd({3, 4}, 62)}, {{3, 4}});
+  // Every convolution case again with its kernel in OHWI (filter_layout
+  // ohwi, graphc's layout for a kernel variable only convolutions read):
+  // grouped, depthwise, fused_conv2d_pool and the transposed form included.
+  const size_t hwioCases = cases.size();
+  for (size_t i = 0; i < hwioCases; ++i)
+    if (isConvolution(cases[i].kernel))
+      cases.push_back(ohwiTwin(cases[i]));
   return cases;
 }
 

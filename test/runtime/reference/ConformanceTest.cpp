@@ -136,6 +136,50 @@ TEST_P(Conformance, RefusesMismatchedOperandsNamingTheKernel) {
   }
 }
 
+/// filter_layout is hwio or ohwi: any other value is refused by the five
+/// convolution kernels, naming the kernel and the value.
+TEST_P(Conformance, RefusesAnUnknownFilterLayout) {
+  Backend backend = GetParam();
+  KernelConfig conv = window("valid", {1, 1}, {1, 1});
+  conv.set("filter_layout", std::string("oihw"));
+  KernelConfig pool = conv;
+  pool.set("pool_size", std::vector<int64_t>{2, 2})
+      .set("pool_strides", std::vector<int64_t>{2, 2})
+      .set("pool_padding", std::string("valid"));
+  // A kernel that fits read as HWIO or OHWI: only the layout is wrong.
+  std::vector<int64_t> x = {1, 5, 5, 3}, k = {3, 3, 3, 3}, y = {1, 3, 3, 3};
+  const Case bad[] = {
+      {"conv2d", "", conv, {rnd(x, 1), rnd(k, 2)}, {y}, {}},
+      {"fused_conv2d", "", conv, {rnd(x, 1), rnd(k, 2), rnd({3}, 3)}, {y}, {}},
+      {"fused_conv2d_pool",
+       "",
+       pool,
+       {rnd(x, 1), rnd(k, 2)},
+       {{1, 1, 1, 3}, {1, 1, 1, 3}},
+       {},
+       {graph::plan::DType::f32, graph::plan::DType::i32}},
+      {"conv2d_grad_input", "", conv, {rnd(y, 4), rnd(k, 2)}, {x}, {}},
+      {"conv2d_grad_kernel", "", conv, {rnd(x, 1), rnd(y, 4)}, {k}, {}},
+  };
+  int refused = 0;
+  for (Case c : bad) {
+    if (!KernelRegistry::global().has(c.kernel, backend))
+      continue;
+    std::vector<Tensor> outs = outputsOf(c);
+    std::vector<Tensor *> in, out;
+    for (Tensor &t : c.ins)
+      in.push_back(&t);
+    for (Tensor &t : outs)
+      out.push_back(&t);
+    Status s = launch(c.kernel, c.cfg, in, out, c.ctx, backend);
+    EXPECT_FALSE(s.isOk()) << c.kernel;
+    EXPECT_EQ(s.message(),
+              c.kernel + ": unknown filter_layout 'oihw' (hwio or ohwi)");
+    ++refused;
+  }
+  EXPECT_EQ(refused, 5);
+}
+
 /// Inference-mode batch_norm's input gradient (a frozen Keras
 /// BatchNormalization) against its formula, dx = dy * gamma / sqrt(var +
 /// eps) per channel of the last axis, written out here rather than taken

@@ -185,6 +185,47 @@ TEST(FiniteDifference, GroupedAndDepthwiseConv2DInputAndKernel) {
   }
 }
 
+/// filter_layout ohwi: the gradients of conv2d with an OHWI kernel
+/// [F, kh, kw, C / groups] (a depthwise one [C * m, kh, kw, 1]), checked
+/// in that layout against the OHWI forward, on non-square windows.
+TEST(FiniteDifference, OhwiConv2DInputAndKernel) {
+  struct C {
+    std::string padding;
+    int64_t stride, dilation, groups;
+    std::vector<int64_t> xs, ks; // ks: OHWI
+  };
+  for (C c : {C{"valid", 1, 1, 1, {2, 5, 6, 2}, {3, 3, 2, 2}},
+              C{"same", 2, 2, 1, {2, 5, 6, 2}, {3, 2, 3, 2}},
+              C{"same", 2, 1, 2, {2, 5, 6, 4}, {4, 3, 2, 2}},
+              C{"valid", 1, 1, 3, {2, 5, 6, 3}, {6, 2, 3, 1}},
+              C{"same", 1, 2, 3, {2, 5, 6, 3}, {3, 3, 2, 1}}}) {
+    std::string what = c.padding + " s" + std::to_string(c.stride) + " d" +
+                       std::to_string(c.dilation) + " groups " +
+                       std::to_string(c.groups);
+    Forward f;
+    f.kernel = "conv2d";
+    f.cfg = convConfig(c.padding, c.stride, c.dilation);
+    f.cfg.set("groups", c.groups);
+    f.cfg.set("filter_layout", std::string("ohwi"));
+    auto elements = [](const std::vector<int64_t> &shape) {
+      return std::accumulate(shape.begin(), shape.end(), int64_t{1},
+                             std::multiplies<int64_t>());
+    };
+    f.ins = {Tensor::f64(c.xs, uniform(elements(c.xs), -1, 1, 44)),
+             Tensor::f64(c.ks, uniform(elements(c.ks), -1, 1, 45))};
+    bool same = c.padding == "same";
+    f.outShapes = {{2, outSize(5, c.ks[1], c.stride, c.dilation, same),
+                    outSize(6, c.ks[2], c.stride, c.dilation, same), c.ks[0]}};
+    std::vector<double> w = f.weights(46);
+    Tensor dy = dyOf(f, w);
+    expectGradient(analytic("conv2d_grad_input", f.cfg, {dy, f.ins[1]}, {c.xs}),
+                   f.numeric(0, w), "conv2d_grad_input " + what);
+    expectGradient(
+        analytic("conv2d_grad_kernel", f.cfg, {f.ins[0], dy}, {c.ks}),
+        f.numeric(1, w), "conv2d_grad_kernel " + what);
+  }
+}
+
 TEST(FiniteDifference, DenseInputAndKernel) {
   for (std::vector<int64_t> xs :
        {std::vector<int64_t>{3, 4}, std::vector<int64_t>{2, 3, 4}}) {

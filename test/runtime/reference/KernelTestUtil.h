@@ -159,6 +159,66 @@ inline void expectAllNear(const std::vector<double> &actual,
         << what << " at element " << k;
 }
 
+// Convolution kernels in both filter layouts (the config's filter_layout,
+// runtime/core/WindowGeometry.h), permuted here element by element,
+// independently of the runtime's indexing. An HWIO kernel
+// [kh, kw, C / groups, F] is the OHWI kernel [F, kh, kw, C / groups];
+// Keras' depthwise [kh, kw, C, m] (groups == C > 1) is the memory of
+// [kh, kw, 1, C * m], so its OHWI form is [C * m, kh, kw, 1].
+
+/// The HWIO kernel `hwio` as [kh, kw, C / groups, F], its depthwise form
+/// unfolded (`inputChannels` C, `groups` the config's).
+inline std::vector<int64_t> hwioGroupedShape(const std::vector<int64_t> &hwio,
+                                             int64_t inputChannels,
+                                             int64_t groups) {
+  EXPECT_EQ(hwio.size(), 4u);
+  if (groups > 1 && groups == inputChannels && hwio[2] == inputChannels)
+    return {hwio[0], hwio[1], 1, hwio[2] * hwio[3]};
+  return hwio;
+}
+
+/// The OHWI shape of HWIO kernel shape `hwio`.
+inline std::vector<int64_t> ohwiShapeOf(const std::vector<int64_t> &hwio,
+                                        int64_t inputChannels, int64_t groups) {
+  std::vector<int64_t> k = hwioGroupedShape(hwio, inputChannels, groups);
+  return {k[3], k[0], k[1], k[2]};
+}
+
+/// HWIO kernel `hwio` as the same kernel in OHWI: out[f, i, j, c] =
+/// hwio[i, j, c, f].
+inline Tensor hwioToOhwi(const Tensor &hwio, int64_t inputChannels,
+                         int64_t groups) {
+  std::vector<int64_t> k = hwioGroupedShape(hwio.shape, inputChannels, groups);
+  const int64_t kh = k[0], kw = k[1], cg = k[2], f = k[3];
+  Tensor out = Tensor::make({f, kh, kw, cg}, hwio.dtype);
+  for (int64_t i = 0; i < kh; ++i)
+    for (int64_t j = 0; j < kw; ++j)
+      for (int64_t c = 0; c < cg; ++c)
+        for (int64_t o = 0; o < f; ++o)
+          out.at(((o * kh + i) * kw + j) * cg + c,
+                 hwio.get(((i * kw + j) * cg + c) * f + o));
+  return out;
+}
+
+/// OHWI kernel `ohwi` ([F, kh, kw, C / groups]) as the same kernel in
+/// HWIO of shape `hwioShape` (Keras' depthwise form too): out[i, j, c, f] =
+/// ohwi[f, i, j, c].
+inline Tensor ohwiToHwio(const Tensor &ohwi,
+                         const std::vector<int64_t> &hwioShape) {
+  EXPECT_EQ(ohwi.shape.size(), 4u);
+  const int64_t f = ohwi.shape[0], kh = ohwi.shape[1], kw = ohwi.shape[2],
+                cg = ohwi.shape[3];
+  Tensor out = Tensor::make(hwioShape, ohwi.dtype);
+  EXPECT_EQ(out.elements(), ohwi.elements());
+  for (int64_t i = 0; i < kh; ++i)
+    for (int64_t j = 0; j < kw; ++j)
+      for (int64_t c = 0; c < cg; ++c)
+        for (int64_t o = 0; o < f; ++o)
+          out.at(((i * kw + j) * cg + c) * f + o,
+                 ohwi.get(((o * kh + i) * kw + j) * cg + c));
+  return out;
+}
+
 /// The configuration of a square pooling window.
 inline KernelConfig poolConfig(const std::string &padding, int64_t size,
                                int64_t stride) {

@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ConformanceCases.h"
 #include "KernelTestUtil.h"
 
 #include <algorithm>
@@ -148,6 +149,109 @@ TEST(ReferenceKernels, GroupedConv2DIsBlockDiagonalConv2D) {
       expectAllNear(y.values(), expected.values(), 1e-12,
                     c.label + " " + padding);
     }
+}
+
+/// filter_layout ohwi: every convolution case of ConformanceCases.h (all
+/// five kernels; plain, grouped, depthwise, fused_conv2d_pool) run with its
+/// HWIO kernel and again with the same values permuted to OHWI here
+/// (hwioToOhwi: [kh, kw, C / g, F] to [F, kh, kw, C / g], Keras' depthwise
+/// [kh, kw, C, m] to [C * m, kh, kw, 1]) computes the same bits: the taps
+/// are summed in the same order whatever the layout. conv2d_grad_kernel's
+/// OHWI gradient, permuted back to HWIO, is the HWIO gradient.
+TEST(ReferenceKernels, OhwiKernelsComputeWhatHwioKernelsDo) {
+  std::map<std::string, int> compared;
+  int grouped = 0, depthwise = 0;
+  for (const Case &c : allCases()) {
+    if (!isConvolution(c.kernel) || c.cfg.has("filter_layout"))
+      continue;
+    SCOPED_TRACE(c.kernel + " (" + c.label + ")");
+    Case twin = ohwiTwin(c);
+    const std::vector<int64_t> &hwio =
+        c.kernel == "conv2d_grad_kernel" ? c.outs[0] : c.ins[1].shape;
+    const std::vector<int64_t> &ohwi =
+        c.kernel == "conv2d_grad_kernel" ? twin.outs[0] : twin.ins[1].shape;
+    // The OHWI shape names the window in axes 1, 2 and the filters first.
+    EXPECT_EQ(ohwi[1], hwio[0]);
+    EXPECT_EQ(ohwi[2], hwio[1]);
+    std::vector<Tensor> expected = runCase(c, Backend::reference);
+    std::vector<Tensor> actual = runCase(twin, Backend::reference);
+    ASSERT_EQ(actual.size(), expected.size());
+    if (c.kernel == "conv2d_grad_kernel") {
+      EXPECT_EQ(actual[0].shape, ohwi);
+      actual[0] = ohwiToHwio(actual[0], hwio);
+    }
+    for (size_t o = 0; o < expected.size(); ++o)
+      EXPECT_EQ(actual[o].values(), expected[o].values()) << "output " << o;
+    ++compared[c.kernel];
+    int64_t groups = c.cfg.getInt("groups", 1);
+    grouped += groups > 1;
+    depthwise += groups > 1 && ohwi[3] == 1;
+  }
+  for (const char *kernel : {"conv2d", "fused_conv2d", "fused_conv2d_pool",
+                             "conv2d_grad_input", "conv2d_grad_kernel"})
+    EXPECT_GE(compared[kernel], 3) << kernel;
+  EXPECT_GE(grouped, 20);
+  EXPECT_GE(depthwise, 15);
+}
+
+/// An OHWI kernel by hand: conv2d of a 1x3x3x2 input with two filters
+/// [F = 2, kh = 2, kw = 1, C = 2], valid: y[0, i, j, f] =
+/// sum_{a, c} x[0, i + a, j, c] * k[f, a, 0, c].
+TEST(ReferenceKernels, OhwiConv2DHandValues) {
+  std::vector<double> xs(18);
+  for (int64_t i = 0; i < 18; ++i)
+    xs[i] = double(i + 1);
+  Tensor x = Tensor::f64({1, 3, 3, 2}, xs);
+  // Filter 0 takes channel 0 of the upper tap, filter 1 channel 1 of the
+  // lower tap minus channel 0 of the upper.
+  Tensor k = Tensor::f64({2, 2, 1, 2}, {1, 0, 0, 0, /**/ -1, 0, 0, 1});
+  KernelConfig cfg = convConfig("valid", 1, 1);
+  cfg.set("filter_layout", std::string("ohwi"));
+  Tensor y = Tensor::f64({1, 2, 3, 2});
+  RUN_OK("conv2d", cfg, {&x, &k}, {&y});
+  std::vector<double> want;
+  for (int64_t i = 0; i < 2; ++i)
+    for (int64_t j = 0; j < 3; ++j) {
+      double up0 = xs[(i * 3 + j) * 2], down1 = xs[((i + 1) * 3 + j) * 2 + 1];
+      want.push_back(up0);
+      want.push_back(down1 - up0);
+    }
+  EXPECT_EQ(y.values(), want);
+  // The same memory read as HWIO is a 2x2 window over one input channel,
+  // which the two-channel input refuses: the layout is the config's.
+  Tensor h = Tensor::f64({1, 2, 3, 2});
+  cfg.set("filter_layout", std::string("hwio"));
+  EXPECT_FALSE(launch("conv2d", cfg, {&x, &k}, {&h}).isOk());
+}
+
+/// filter_layout takes hwio or ohwi only; anything else is refused by each
+/// of the five kernels, naming it and the value, even where the kernel
+/// read as HWIO would not fit the input.
+TEST(ReferenceKernels, RefusesAnUnknownFilterLayout) {
+  KernelConfig cfg = convConfig("valid", 1, 1);
+  cfg.set("filter_layout", std::string("OHWI"));
+  KernelConfig pool = cfg;
+  pool.set("pool_size", std::vector<int64_t>{2, 2})
+      .set("pool_strides", std::vector<int64_t>{2, 2})
+      .set("pool_padding", std::string("valid"));
+  // An OHWI kernel [8, 3, 3, 3] over 4x4: read as HWIO its window is 8x3.
+  Tensor x = Tensor::f32({1, 4, 4, 3}), k = Tensor::f32({8, 3, 3, 3});
+  Tensor y = Tensor::f32({1, 2, 2, 8}), dx = Tensor::f32({1, 4, 4, 3});
+  Tensor dk = Tensor::f32({8, 3, 3, 3});
+  Tensor py = Tensor::f32({1, 1, 1, 8}), at = Tensor::i32({1, 1, 1, 8});
+  const std::string why = ": unknown filter_layout 'OHWI' (hwio or ohwi)";
+  RUN_FAILS("conv2d" + why, "conv2d", cfg, {&x, &k}, {&y});
+  RUN_FAILS("fused_conv2d" + why, "fused_conv2d", cfg, {&x, &k}, {&y});
+  RUN_FAILS("fused_conv2d_pool" + why, "fused_conv2d_pool", pool, {&x, &k},
+            {&py, &at});
+  RUN_FAILS("conv2d_grad_input" + why, "conv2d_grad_input", cfg, {&y, &k},
+            {&dx});
+  RUN_FAILS("conv2d_grad_kernel" + why, "conv2d_grad_kernel", cfg, {&x, &y},
+            {&dk});
+  // The same operands with ohwi are accepted.
+  cfg.set("filter_layout", std::string("ohwi"));
+  RUN_OK("conv2d", cfg, {&x, &k}, {&y});
+  RUN_OK("conv2d_grad_kernel", cfg, {&x, &y}, {&dk});
 }
 
 TEST(ReferenceKernels, FusedConv2DIsConvBiasActivation) {

@@ -2,22 +2,28 @@
 //
 // conv2d, fused_conv2d, conv2d_grad_input and conv2d_grad_kernel on cuDNN's
 // convolution API: NHWC tensors and an OHWI filter (cuDNN's KRSC, format
-// CUDNN_TENSOR_NHWC). The math is the device's precision
-// (CudaDeviceState::tf32): FMA math in fp32, so no TF32 rounding and results
-// match the reference within float tolerance; in tf32 cuDNN's default math,
-// which lets it pick tensor-op algorithms (PyTorch's
+// CUDNN_TENSOR_NHWC). The plan's kernel is that filter when the config's
+// filter_layout is ohwi ([F, kh, kw, C / groups], graphc's layout for a
+// kernel variable only convolutions read): cuDNN reads it, and the
+// backward-filter pass writes the gradient, where they lie. The math is the
+// device's precision (CudaDeviceState::tf32): FMA math in fp32, so no TF32
+// rounding and results match the reference within float tolerance; in tf32
+// cuDNN's default math, which lets it pick tensor-op algorithms (PyTorch's
 // allow_tf32 for cuDNN does the same).
 //
 // Per step, in the launch site's scratch (the front of the device
 // workspace, or memory of its own when that is too small):
-//   - the HWIO kernel transposed to OHWI (forward, backward data), or the
-//     OHWI filter gradient transposed back to HWIO (backward filter);
-//     grouped convolutions (`groups` > 1, depthwise included) are one cuDNN
-//     convolution with cudnnSetConvolutionGroupCount: their HWIO kernel is
+//   - for an HWIO kernel only (filter_layout hwio, the default): the kernel
+//     transposed to OHWI (forward, backward data), or the OHWI filter
+//     gradient transposed back to HWIO (backward filter); an OHWI kernel
+//     takes no transpose and no filter scratch. Grouped convolutions
+//     (`groups` > 1, depthwise included) are one cuDNN convolution with
+//     cudnnSetConvolutionGroupCount: their HWIO kernel is
 //     [kh, kw, C / groups, F] with filter f in group f / (F / groups) (or
 //     Keras' depthwise [kh, kw, C, m], the same memory as [kh, kw, 1, C * m]),
 //     so the same transpose gives cuDNN's grouped KRSC filter [F, kh, kw,
-//     C / groups];
+//     C / groups], which is also the OHWI kernel (a depthwise one
+//     [C * m, kh, kw, 1]);
 //   - for a `same` padding with an odd total, which cuDNN cannot express
 //     (it pads symmetrically), a zero-padded copy of the input (forward,
 //     backward filter) or of the input gradient (backward data, cropped
@@ -101,6 +107,9 @@ struct ConvSite {
   // Grouped convolution: `groups` groups of C / groups input channels.
   int64_t groups = 1;
   int64_t channelsPerGroup = 0;
+  // The plan's kernel layout: HWIO is transposed every step, OHWI is
+  // cuDNN's filter as it lies.
+  FilterLayout layout = FilterLayout::hwio;
   // The launch's buffers. forward: x, kernel -> y (plus bias);
   // backwardData: dy, kernel -> dx; backwardFilter: x, dy -> kernel grad.
   const float *x = nullptr;
@@ -135,6 +144,12 @@ struct ConvSite {
 
   int64_t filterRows() const {
     return g.h.window * g.w.window * channelsPerGroup;
+  }
+  bool transposesFilter() const { return layout == FilterLayout::hwio; }
+  /// The OHWI filter cuDNN reads (forward, backward data): the plan's
+  /// kernel, or its transpose in the scratch.
+  const float *filter() const {
+    return transposesFilter() ? filterScratch : kernel;
   }
   int64_t yElements() const { return g.n * g.h.out * g.w.out * filters; }
 };
@@ -497,15 +512,21 @@ Status prepare(const char *kName, ConvSite &s) {
               " where the op has " +
               shapeText({g.n, g.h.out, g.w.out, s.filters}));
 
-  // Scratch: the transposed filter, then the padded copy.
+  // Scratch: the transposed filter (an HWIO kernel only), then the padded
+  // copy; none for an OHWI kernel without odd padding.
   size_t filterBytes =
-      alignUp(size_t(s.filterRows() * s.filters) * sizeof(float));
+      s.transposesFilter()
+          ? alignUp(size_t(s.filterRows() * s.filters) * sizeof(float))
+          : 0;
   size_t paddedBytes =
       s.padded ? alignUp(size_t(s.padding.paddedElements()) * sizeof(float))
                : 0;
   size_t scratchBytes = filterBytes + paddedBytes;
   char *scratch = nullptr;
-  if (s.state->workspace && scratchBytes <= s.state->workspaceBytes) {
+  if (scratchBytes == 0) {
+    s.cudnnWorkspace = s.state->workspace;
+    s.cudnnWorkspaceBytes = s.state->workspace ? s.state->workspaceBytes : 0;
+  } else if (s.state->workspace && scratchBytes <= s.state->workspaceBytes) {
     scratch = static_cast<char *>(s.state->workspace);
     s.cudnnWorkspace = scratch + scratchBytes;
     s.cudnnWorkspaceBytes = s.state->workspaceBytes - scratchBytes;
@@ -515,7 +536,8 @@ Status prepare(const char *kName, ConvSite &s) {
     s.cudnnWorkspace = s.state->workspace;
     s.cudnnWorkspaceBytes = s.state->workspace ? s.state->workspaceBytes : 0;
   }
-  s.filterScratch = reinterpret_cast<float *>(scratch);
+  if (s.transposesFilter())
+    s.filterScratch = reinterpret_cast<float *>(scratch);
   if (s.padded)
     s.paddedScratch = reinterpret_cast<float *>(scratch + filterBytes);
   if (s.cudnnWorkspaceBytes == 0)
@@ -529,8 +551,9 @@ Status runConv(const ConvSite &s) {
   const float one = 1.0f, zero = 0.0f;
   switch (s.pass) {
   case Pass::forward: {
-    RETURN_IF_CUDA_ERROR(launchTranspose(s.kernel, s.filterScratch,
-                                         s.filterRows(), s.filters, stream));
+    if (s.transposesFilter())
+      RETURN_IF_CUDA_ERROR(launchTranspose(s.kernel, s.filterScratch,
+                                           s.filterRows(), s.filters, stream));
     const float *x = s.x;
     if (s.padded) {
       RETURN_IF_CUDA_ERROR(
@@ -540,27 +563,28 @@ Status runConv(const ConvSite &s) {
     if (s.fusedBiasAct) {
       // y = act(conv(x) + 0 * y + bias): z is y, weighted 0.
       RETURN_IF_CUDA_ERROR(cudnnConvolutionBiasActivationForward(
-          h, &one, s.xDesc.get(), x, s.wDesc.get(), s.filterScratch,
+          h, &one, s.xDesc.get(), x, s.wDesc.get(), s.filter(),
           s.convDesc.get(), static_cast<cudnnConvolutionFwdAlgo_t>(s.fusedAlgo),
           s.cudnnWorkspace, s.cudnnWorkspaceBytes, &zero, s.yDesc.get(), s.out,
           s.biasDesc.get(), s.bias, s.actDesc.get(), s.yDesc.get(), s.out));
       return Status::ok();
     }
     RETURN_IF_CUDA_ERROR(cudnnConvolutionForward(
-        h, &one, s.xDesc.get(), x, s.wDesc.get(), s.filterScratch,
-        s.convDesc.get(), static_cast<cudnnConvolutionFwdAlgo_t>(s.algo),
-        s.cudnnWorkspace, s.cudnnWorkspaceBytes, &zero, s.yDesc.get(), s.out));
+        h, &one, s.xDesc.get(), x, s.wDesc.get(), s.filter(), s.convDesc.get(),
+        static_cast<cudnnConvolutionFwdAlgo_t>(s.algo), s.cudnnWorkspace,
+        s.cudnnWorkspaceBytes, &zero, s.yDesc.get(), s.out));
     if (s.epilogue)
       RETURN_IF_CUDA_ERROR(launchBiasActivation(
           s.out, s.bias, s.yElements(), s.filters, s.activation, stream));
     return Status::ok();
   }
   case Pass::backwardData: {
-    RETURN_IF_CUDA_ERROR(launchTranspose(s.kernel, s.filterScratch,
-                                         s.filterRows(), s.filters, stream));
+    if (s.transposesFilter())
+      RETURN_IF_CUDA_ERROR(launchTranspose(s.kernel, s.filterScratch,
+                                           s.filterRows(), s.filters, stream));
     float *dx = s.padded ? s.paddedScratch : s.out;
     RETURN_IF_CUDA_ERROR(cudnnConvolutionBackwardData(
-        h, &one, s.wDesc.get(), s.filterScratch, s.yDesc.get(), s.dy,
+        h, &one, s.wDesc.get(), s.filter(), s.yDesc.get(), s.dy,
         s.convDesc.get(), static_cast<cudnnConvolutionBwdDataAlgo_t>(s.algo),
         s.cudnnWorkspace, s.cudnnWorkspaceBytes, &zero, s.xDesc.get(), dx));
     if (s.padded)
@@ -575,12 +599,15 @@ Status runConv(const ConvSite &s) {
           launchPadNhwc(s.x, s.paddedScratch, s.padding, stream));
       x = s.paddedScratch;
     }
+    // An OHWI gradient is cuDNN's: written where it lies.
+    float *dw = s.transposesFilter() ? s.filterScratch : s.out;
     RETURN_IF_CUDA_ERROR(cudnnConvolutionBackwardFilter(
         h, &one, s.xDesc.get(), x, s.yDesc.get(), s.dy, s.convDesc.get(),
         static_cast<cudnnConvolutionBwdFilterAlgo_t>(s.algo), s.cudnnWorkspace,
-        s.cudnnWorkspaceBytes, &zero, s.wDesc.get(), s.filterScratch));
-    RETURN_IF_CUDA_ERROR(launchTranspose(s.filterScratch, s.out, s.filters,
-                                         s.filterRows(), stream));
+        s.cudnnWorkspaceBytes, &zero, s.wDesc.get(), dw));
+    if (s.transposesFilter())
+      RETURN_IF_CUDA_ERROR(launchTranspose(s.filterScratch, s.out, s.filters,
+                                           s.filterRows(), stream));
     return Status::ok();
   }
   }
@@ -622,10 +649,9 @@ Status prepareFusedBiasActivation(ConvSite &s) {
   const float one = 1.0f, zero = 0.0f;
   const float *x = s.padded ? s.paddedScratch : s.x;
   cudnnStatus_t tried = cudnnConvolutionBiasActivationForward(
-      h, &one, s.xDesc.get(), x, s.wDesc.get(), s.filterScratch,
-      s.convDesc.get(), algo, s.cudnnWorkspace, s.cudnnWorkspaceBytes, &zero,
-      s.yDesc.get(), s.out, s.biasDesc.get(), s.bias, s.actDesc.get(),
-      s.yDesc.get(), s.out);
+      h, &one, s.xDesc.get(), x, s.wDesc.get(), s.filter(), s.convDesc.get(),
+      algo, s.cudnnWorkspace, s.cudnnWorkspaceBytes, &zero, s.yDesc.get(),
+      s.out, s.biasDesc.get(), s.bias, s.actDesc.get(), s.yDesc.get(), s.out);
   if (tried != CUDNN_STATUS_SUCCESS)
     return Status::ok(); // not offered for this combination: the epilogue
   RETURN_IF_CUDA_ERROR(cudaStreamSynchronize(s.state->compute));
@@ -635,15 +661,20 @@ Status prepareFusedBiasActivation(ConvSite &s) {
   return Status::ok();
 }
 
-/// The site's filters and groups from the HWIO kernel `kernelShape` and
-/// the config's `groups` (runtime/core/WindowGeometry.h).
-Status setChannels(const char *kName, const KernelConfig &cfg,
-                   const std::vector<int64_t> &kernelShape, ConvSite &site) {
-  ConvChannels cc;
-  RETURN_IF_ERROR(resolveConvChannels(kName, cfg, site.g.c, kernelShape, cc));
+/// The site's geometry, filters, groups and kernel layout from NHWC
+/// `input`, the kernel's shape `kernelShape` and the config's
+/// `filter_layout` and `groups` (resolveConvWindow); `cc` gets the
+/// channels.
+Status setGeometry(const char *kName, const KernelConfig &cfg,
+                   const std::vector<int64_t> &input,
+                   const std::vector<int64_t> &kernelShape, ConvSite &site,
+                   ConvChannels &cc) {
+  RETURN_IF_ERROR(
+      resolveConvWindow(kName, cfg, input, kernelShape, site.g, cc));
   site.filters = cc.filters;
   site.groups = cc.groups;
   site.channelsPerGroup = cc.channelsPerGroup;
+  site.layout = cc.layout;
   return Status::ok();
 }
 
@@ -652,21 +683,18 @@ KernelFn kernelFnOf(std::shared_ptr<ConvSite> site) {
                 const Tensors &) { return runConv(*site); };
 }
 
-/// conv2d and fused_conv2d. ins: x, HWIO kernel [, bias]; out: y.
+/// conv2d and fused_conv2d. ins: x, kernel (HWIO or OHWI) [, bias]; out: y.
 Status instantiateForward(const char *kName, bool fused,
                           const KernelContext &ctx, const KernelConfig &cfg,
                           const Tensors &ins, const Tensors &outs,
                           KernelFn &out) {
   RETURN_IF_ERROR(checkOperands(kName, ins, outs, 2, fused ? 3 : 2, 1));
   const TensorRef &x = ins[0], &k = ins[1];
-  REQUIRE(k.shape.size() == 4,
-          "needs an HWIO kernel, got " + shapeText(k.shape));
   auto site = std::make_shared<ConvSite>();
   site->pass = Pass::forward;
   WindowGeometry &g = site->g;
-  RETURN_IF_ERROR(resolveNonEmptyWindow(kName, cfg, x.shape, k.shape[0],
-                                        k.shape[1], true, g));
-  RETURN_IF_ERROR(setChannels(kName, cfg, k.shape, *site));
+  ConvChannels cc;
+  RETURN_IF_ERROR(setGeometry(kName, cfg, x.shape, k.shape, *site, cc));
   std::vector<int64_t> expected = {g.n, g.h.out, g.w.out, site->filters};
   REQUIRE(outs[0].shape == expected, "output is " + shapeText(outs[0].shape) +
                                          ", expected " + shapeText(expected));
@@ -702,20 +730,17 @@ Status fusedConv2d(const KernelContext &ctx, const KernelConfig &cfg,
   return instantiateForward("fused_conv2d", true, ctx, cfg, ins, outs, out);
 }
 
-/// ins: dy, HWIO kernel; out: dx (the forward input's shape).
+/// ins: dy, kernel (HWIO or OHWI); out: dx (the forward input's shape).
 Status conv2dGradInput(const KernelContext &ctx, const KernelConfig &cfg,
                        const Tensors &ins, const Tensors &outs, KernelFn &out) {
   static constexpr const char *kName = "conv2d_grad_input";
   RETURN_IF_ERROR(checkOperands(kName, ins, outs, 2, 2, 1));
   const TensorRef &dy = ins[0], &k = ins[1];
-  REQUIRE(k.shape.size() == 4,
-          "needs an HWIO kernel, got " + shapeText(k.shape));
   auto site = std::make_shared<ConvSite>();
   site->pass = Pass::backwardData;
   WindowGeometry &g = site->g;
-  RETURN_IF_ERROR(resolveNonEmptyWindow(kName, cfg, outs[0].shape, k.shape[0],
-                                        k.shape[1], true, g));
-  RETURN_IF_ERROR(setChannels(kName, cfg, k.shape, *site));
+  ConvChannels cc;
+  RETURN_IF_ERROR(setGeometry(kName, cfg, outs[0].shape, k.shape, *site, cc));
   std::vector<int64_t> expected = {g.n, g.h.out, g.w.out, site->filters};
   REQUIRE(dy.shape == expected, "output_grad " + shapeText(dy.shape) +
                                     " and kernel " + shapeText(k.shape) +
@@ -730,7 +755,8 @@ Status conv2dGradInput(const KernelContext &ctx, const KernelConfig &cfg,
   return Status::ok();
 }
 
-/// ins: x, dy; out: the HWIO kernel gradient (its shape gives the window).
+/// ins: x, dy; out: the kernel gradient in the config's filter_layout (its
+/// shape gives the window).
 Status conv2dGradKernel(const KernelContext &ctx, const KernelConfig &cfg,
                         const Tensors &ins, const Tensors &outs,
                         KernelFn &out) {
@@ -738,13 +764,11 @@ Status conv2dGradKernel(const KernelContext &ctx, const KernelConfig &cfg,
   RETURN_IF_ERROR(checkOperands(kName, ins, outs, 2, 2, 1));
   const TensorRef &x = ins[0], &dy = ins[1];
   const std::vector<int64_t> &ks = outs[0].shape;
-  REQUIRE(ks.size() == 4, "needs an HWIO kernel_grad, got " + shapeText(ks));
   auto site = std::make_shared<ConvSite>();
   site->pass = Pass::backwardFilter;
   WindowGeometry &g = site->g;
-  RETURN_IF_ERROR(
-      resolveNonEmptyWindow(kName, cfg, x.shape, ks[0], ks[1], true, g));
-  RETURN_IF_ERROR(setChannels(kName, cfg, ks, *site));
+  ConvChannels cc;
+  RETURN_IF_ERROR(setGeometry(kName, cfg, x.shape, ks, *site, cc));
   std::vector<int64_t> expected = {g.n, g.h.out, g.w.out, site->filters};
   REQUIRE(dy.shape == expected, "output_grad " + shapeText(dy.shape) +
                                     " and input " + shapeText(x.shape) +
@@ -752,8 +776,7 @@ Status conv2dGradKernel(const KernelContext &ctx, const KernelConfig &cfg,
                                     shapeText(ks));
   RETURN_IF_ERROR(deviceStateOf(kName, ctx, site->state));
   // Few input channels: the direct form, its partial sums in the device
-  // workspace (DirectConv.h).
-  ConvChannels cc{site->groups, site->channelsPerGroup, site->filters};
+  // workspace (DirectConv.h), written in the kernel's layout.
   DirectConv direct;
   if (directConvOf(g, cc, direct)) {
     const CudaDeviceState *state = site->state;

@@ -69,6 +69,16 @@ Status resolveNonEmptyWindow(const char *kName, const KernelConfig &config,
   return Status::ok();
 }
 
+Status resolveConvWindow(const char *kName, const KernelConfig &config,
+                         const std::vector<int64_t> &input,
+                         const std::vector<int64_t> &kernelShape,
+                         WindowGeometry &g, ConvChannels &cc) {
+  if (input.size() == 4)
+    RETURN_IF_ERROR(
+        resolveConvChannels(kName, config, input[3], kernelShape, cc));
+  return resolveNonEmptyWindow(kName, config, input, cc.kh, cc.kw, true, g);
+}
+
 Status parseActivation(const char *kName, const std::string &name,
                        Activation &out) {
   if (name.empty() || name == "none" || name == "linear")

@@ -49,8 +49,9 @@ namespace graph::runtime::cuda {
 inline constexpr int32_t kDirectMaxTaps = 32;
 inline constexpr int32_t kDirectMaxChannels = 4;
 
-/// A convolution's shapes: NHWC input [n, inH, inW, c], HWIO kernel
-/// [kh, kw, c, f], NHWC output [n, outH, outW, f]; input row
+/// A convolution's shapes: NHWC input [n, inH, inW, c], kernel HWIO
+/// [kh, kw, c, f] or, with `ohwi` (the config's filter_layout), OHWI
+/// [f, kh, kw, c], NHWC output [n, outH, outW, f]; input row
 /// oy * sh - padTop + ky * dh feeds output row oy through kernel row ky
 /// (columns alike). Every extent fits 32 bits (directConvOf).
 struct DirectConv {
@@ -58,9 +59,15 @@ struct DirectConv {
   int32_t outH = 0, outW = 0, f = 0;
   int32_t kh = 1, kw = 1, sh = 1, sw = 1, dh = 1, dw = 1;
   int32_t padTop = 0, padLeft = 0;
+  bool ohwi = false;
 
   GRAPH_HD int32_t taps() const { return kh * kw * c; }
   GRAPH_HD int64_t positions() const { return int64_t(n) * outH * outW; }
+  /// The kernel element of tap (ky * kw + kx) * c + ch and `filter`: HWIO's
+  /// row `tap`, column `filter`; OHWI's row `filter`, column `tap`.
+  GRAPH_HD int64_t weightIndex(int32_t tap, int32_t filter) const {
+    return ohwi ? int64_t(filter) * taps() + tap : int64_t(tap) * f + filter;
+  }
 
   /// Output (b, oy, ox, filter): `start` (the bias) plus the taps in
   /// (ky, kx, c) order, in double, as the reference sums them.
@@ -76,9 +83,10 @@ struct DirectConv {
         if (ix < 0 || ix >= inW)
           continue;
         const float *xs = x + ((int64_t(b) * inH + iy) * inW + ix) * c;
-        const float *ws = w + (int64_t(ky * kw + kx) * c) * f + filter;
+        const float *ws = w + weightIndex((ky * kw + kx) * c, filter);
+        const int64_t step = ohwi ? 1 : f; // from one channel to the next
         for (int32_t ch = 0; ch < c; ++ch)
-          sum += double(xs[ch]) * double(ws[int64_t(ch) * f]);
+          sum += double(xs[ch]) * double(ws[ch * step]);
       }
     }
     return sum;
@@ -151,7 +159,8 @@ GRAPH_HD inline void fusedConvPoolAt(const DirectConv &cv, const DirectPool &p,
 
 /// conv2d_grad_kernel's partial sums over output positions [first, last)
 /// (flat over [n, outH, outW]) for one filter: acc[tap] (tap = (ky * kw +
-/// kx) * c + ch, the HWIO kernel's row) += dy * x, in position order. KH,
+/// kx) * c + ch; the gradient's element weightIndex(tap, filter)) +=
+/// dy * x, in position order. KH,
 /// KW and C, when not 0, are the window and channels as constants: the
 /// loops unroll and acc stays in registers (withUnrolledShape picks).
 template <int32_t KH = 0, int32_t KW = 0, int32_t C = 0>
@@ -261,6 +270,7 @@ inline bool directConvOf(const WindowGeometry &g, const ConvChannels &cc,
   out.dw = i(g.w.dilation);
   out.padTop = i(g.h.padBefore);
   out.padLeft = i(g.w.padBefore);
+  out.ohwi = cc.layout == FilterLayout::ohwi;
   return true;
 }
 

@@ -52,10 +52,15 @@ kernelGradPartialsKernel(DirectConv cv, const float *__restrict__ x,
   }
 }
 
+/// Column tap * f + filter of the partials into the gradient, in the
+/// kernel's layout (DirectConv::weightIndex: HWIO's element `col`).
 struct StoreKernelGrad {
+  DirectConv cv;
   float *dw;
   __device__ void operator()(int64_t col, const double *sums) const {
-    dw[col] = static_cast<float>(sums[0]);
+    auto tap = static_cast<int32_t>(col / cv.f);
+    auto filter = static_cast<int32_t>(col % cv.f);
+    dw[cv.weightIndex(tap, filter)] = static_cast<float>(sums[0]);
   }
 };
 
@@ -110,7 +115,7 @@ cudaError_t launchKernelGradDirect(const DirectConv &cv, const float *x,
   auto finishBlocks = static_cast<unsigned>(
       std::min<int64_t>((r.cols + kFinishWarps - 1) / kFinishWarps, 65535));
   columnFinishKernel<1><<<finishBlocks, kFinishWarps * 32, 0, stream>>>(
-      r, StoreKernelGrad{kernelGrad});
+      r, StoreKernelGrad{cv, kernelGrad});
   return cudaGetLastError();
 }
 

@@ -30,7 +30,8 @@ cudaError_t launchBiasActivation(float *y, const float *bias, int64_t elements,
                                  cudaStream_t stream);
 
 /// dst = transpose(src) for a row-major `rows` x `cols` src: an HWIO conv
-/// kernel ([H*W*I, O]) to cuDNN's OHWI ([O, H*W*I]) and back.
+/// kernel ([H*W*I, O]) to cuDNN's OHWI ([O, H*W*I]) and back (a kernel of
+/// filter_layout ohwi is cuDNN's already and is not transposed).
 cudaError_t launchTranspose(const float *src, float *dst, int64_t rows,
                             int64_t cols, cudaStream_t stream);
 
@@ -86,9 +87,10 @@ cudaError_t launchFusedConvPoolDirect(const DirectConv &cv,
 /// `cv` into, their partials fitting `workspaceBytes` (0: they do not).
 int64_t directKernelGradGroups(const DirectConv &cv, size_t workspaceBytes);
 
-/// conv2d_grad_kernel in its direct form: the HWIO kernel gradient from x
-/// and dy, through `groups` partial sums per tap and filter at `partials`
-/// (groups * taps * f doubles, e.g. the device workspace).
+/// conv2d_grad_kernel in its direct form: the kernel gradient (HWIO, or
+/// OHWI with `cv.ohwi`) from x and dy, through `groups` partial sums per tap
+/// and filter at `partials` (groups * taps * f doubles, e.g. the device
+/// workspace).
 cudaError_t launchKernelGradDirect(const DirectConv &cv, const float *x,
                                    const float *dy, float *kernelGrad,
                                    double *partials, int64_t groups,

@@ -1,7 +1,8 @@
 //===- LayoutKernels.cu - transposes and padding
 //---------------------------===//
 //
-// The plan keeps Keras' layouts (HWIO conv kernels) and TensorFlow's
+// The plan keeps Keras' layouts (HWIO conv kernels, unless graphc gave a
+// kernel filter_layout ohwi, which cuDNN reads as it is) and TensorFlow's
 // padding (an odd `same` total puts the extra row after); cuDNN wants OHWI
 // filters next to NHWC tensors and pads symmetrically. These kernels bridge
 // the two in the convolution's scratch space. graph.pad and

@@ -397,7 +397,8 @@ Status maxPoolGrad(const KernelContext &ctx, const KernelConfig &cfg,
   return Status::ok();
 }
 
-/// fused_conv2d_pool. ins: x, HWIO kernel [, bias]; outs: y, argmax. With
+/// fused_conv2d_pool. ins: x, kernel (HWIO or OHWI, the config's
+/// filter_layout) [, bias]; outs: y, argmax. With
 /// few input channels the direct form (DirectConv.h), a pooled output per
 /// thread; otherwise this backend's fused_conv2d into a buffer of the
 /// launch site's, then one pooling kernel that records the argmax: the
@@ -410,13 +411,10 @@ Status fusedConv2dPool(const KernelContext &ctx, const KernelConfig &cfg,
   REQUIRE(outs.size() == 2 && outs[1].dtype == plan::DType::i32 && outs[1].data,
           "writes the pooled output and an i32 argmax");
   RETURN_IF_ERROR(checkOperands(kName, ins, {outs[0]}, 2, 3, 1));
-  const std::vector<int64_t> &k = ins[1].shape;
-  REQUIRE(k.size() == 4, "needs an HWIO kernel, got " + shapeText(k));
   WindowGeometry cg;
-  RETURN_IF_ERROR(
-      resolveNonEmptyWindow(kName, cfg, ins[0].shape, k[0], k[1], true, cg));
   ConvChannels cc;
-  RETURN_IF_ERROR(resolveConvChannels(kName, cfg, cg.c, k, cc));
+  RETURN_IF_ERROR(
+      resolveConvWindow(kName, cfg, ins[0].shape, ins[1].shape, cg, cc));
   CudaDeviceState *state = nullptr;
   RETURN_IF_ERROR(deviceStateOf(kName, ctx, state));
   TensorRef conv{nullptr, {cg.n, cg.h.out, cg.w.out, cc.filters}};
