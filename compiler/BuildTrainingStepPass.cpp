@@ -609,7 +609,8 @@ void TrainingStepBuilder::addSlotVariables() {
       VariableOp::create(b, var.getLoc(), slotName(var, slot),
                          var.getTensorType(),
                          slot == "accumulator" ? accumulator : zeros,
-                         /*trainable=*/false);
+                         /*trainable=*/false, /*logical_shape=*/nullptr,
+                         /*logical_permutation=*/nullptr);
   }
 }
 

@@ -254,7 +254,7 @@ static void fuseEpilogue(Operation *producer) {
     fused = FusedConv2DOp::create(
         builder, loc, value.getType(), conv.getInput(), conv.getKernel(), bias,
         conv.getStridesAttr(), conv.getPaddingAttr(), conv.getDilationsAttr(),
-        activationAttr, conv.getGroupsAttr());
+        activationAttr, conv.getGroupsAttr(), conv.getFilterLayoutAttr());
   else {
     auto dense = cast<DenseOp>(producer);
     fused =
@@ -351,7 +351,8 @@ static void fuseConvIntoPool(MaxPool2DOp pool) {
       pooled.clone(builder.getI32Type()), conv.getInput(), conv.getKernel(),
       conv.getBias(), conv.getStridesAttr(), conv.getPaddingAttr(),
       conv.getDilationsAttr(), conv.getActivationAttr(), conv.getGroupsAttr(),
-      pool.getPoolSizeAttr(), pool.getStridesAttr(), pool.getPaddingAttr());
+      conv.getFilterLayoutAttr(), pool.getPoolSizeAttr(), pool.getStridesAttr(),
+      pool.getPaddingAttr());
   pool.getOutput().replaceAllUsesWith(fused.getOutput());
   if (grad) {
     builder.setInsertionPoint(grad);

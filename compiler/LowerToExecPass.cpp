@@ -97,6 +97,9 @@ static Attribute configValue(Attribute attr) {
   if (auto activation = dyn_cast<graph::EpilogueActivationAttr>(attr))
     return StringAttr::get(
         ctx, graph::stringifyEpilogueActivation(activation.getValue()));
+  if (auto layout = dyn_cast<graph::FilterLayoutAttr>(attr))
+    return StringAttr::get(ctx,
+                           graph::stringifyFilterLayout(layout.getValue()));
   if (auto loss = dyn_cast<graph::LossKindAttr>(attr))
     return StringAttr::get(ctx, graph::stringifyLossKind(loss.getValue()));
   return attr;
@@ -124,6 +127,10 @@ static SmallVector<NamedAttribute> kernelAttributes(Operation *op) {
     // A convolution's groups only when grouped (the kernels default to 1),
     // so the plans of ungrouped models stay as they were.
     if (name == "groups" && isUngroupedConvolution(op))
+      continue;
+    // Likewise its filter layout only when not Keras' HWIO.
+    if (auto layout = dyn_cast<graph::FilterLayoutAttr>(attr.getValue());
+        layout && layout.getValue() == graph::FilterLayout::hwio)
       continue;
     attrs.emplace_back(attr.getName(), configValue(attr.getValue()));
   }

@@ -1,7 +1,8 @@
 //===- Passes.td - the graphc passes -----------------------*- tablegen -*-===//
 //
 // The training pipeline, in order (see docs/architecture.md):
-//   graph-build-training-step, graph-fuse, dist-replicate,
+//   graph-build-training-step, graph-fuse, graph-assign-filter-layout,
+//   dist-replicate,
 //   dist-insert-all-reduce, graph-lower-to-exec, exec-insert-timestamps,
 //   exec-plan-memory; then the plan emitter.
 //
@@ -52,6 +53,20 @@ def Fuse : Pass<"graph-fuse", "::mlir::ModuleOp"> {
     `max_pool2d_argmax_grad`); chains of elementwise ops become one
     `graph.elementwise`; all `optimizer_update`s of a step become one
     multi-tensor update. Idempotent.
+  }];
+  let dependentDialects = ["::mlir::graph::GraphDialect"];
+}
+
+def AssignFilterLayout : Pass<"graph-assign-filter-layout", "::mlir::ModuleOp"> {
+  let summary = "stores convolution kernels OHWI, the layout cuDNN reads";
+  let description = [{
+    A kernel variable read only by convolutions (and trained through a
+    conv2d_grad_kernel) is stored OHWI [F, kh, kw, C / groups] instead of
+    Keras' HWIO, with its optimizer slots: the variable names its Keras form
+    (`logical_shape`, `logical_permutation`) and the convolutions and the
+    kernel gradient get `filter_layout = ohwi`, so no backend transposes a
+    filter per step. Variables with other uses keep Keras' layout.
+    Idempotent.
   }];
   let dependentDialects = ["::mlir::graph::GraphDialect"];
 }

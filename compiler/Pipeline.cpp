@@ -100,6 +100,7 @@ mlir::graphc::compileTraining(ModuleOp input, const PipelineOptions &options) {
         pm.addPass(createBuildTrainingStep());
         if (options.fuse)
           pm.addPass(createFuse());
+        pm.addPass(createAssignFilterLayout());
       })))
     return failure();
 

@@ -50,10 +50,21 @@ public:
           init.getMinval().convertToDouble(),
           init.getMaxval().convertToDouble(), init.getValue().convertToDouble(),
           init.getSeed().value_or(0), init.getSeed().has_value());
+      fb::Offset<fb::Vector<int64_t>> logicalShape;
+      fb::Offset<fb::Vector<int32_t>> logicalPermutation;
+      if (std::optional<ArrayRef<int64_t>> shape = var.getLogicalShape()) {
+        logicalShape = fbb.CreateVector(shape->vec());
+        std::vector<int32_t> permutation;
+        // A copy: ranging over *getLogicalPermutation() would dangle.
+        ArrayRef<int64_t> axes = *var.getLogicalPermutation();
+        for (int64_t axis : axes)
+          permutation.push_back(static_cast<int32_t>(axis));
+        logicalPermutation = fbb.CreateVector(permutation);
+      }
       variables.push_back(plan::CreateVariable(
           fbb, fbb.CreateString(var.getSymName().str()),
           fbb.CreateVector(var.getTensorType().getShape().vec()), *dtype,
-          initializer, var.getTrainable()));
+          initializer, var.getTrainable(), logicalShape, logicalPermutation));
     }
 
     auto trainings = llvm::to_vector(module.getOps<mlir::graph::TrainingOp>());

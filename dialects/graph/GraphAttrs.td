@@ -18,6 +18,17 @@ def Graph_Padding : I32EnumAttr<"Padding", "Keras padding mode", [
 }
 def Graph_PaddingAttr : EnumAttr<Graph_Dialect, Graph_Padding, "padding">;
 
+// How a convolution reads its kernel: Keras' HWIO [kh, kw, C / groups, F],
+// or OHWI [F, kh, kw, C / groups] (cuDNN's KRSC), which
+// graph-assign-filter-layout gives kernels that only convolutions read.
+def Graph_FilterLayout : I32EnumAttr<"FilterLayout", "convolution kernel layout", [
+    I32EnumAttrCase<"hwio", 0>, I32EnumAttrCase<"ohwi", 1>]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::mlir::graph";
+}
+def Graph_FilterLayoutAttr
+    : EnumAttr<Graph_Dialect, Graph_FilterLayout, "filter_layout">;
+
 def Graph_InitKind : I32EnumAttr<"InitKind", "Keras weight initializer", [
     I32EnumAttrCase<"zeros", 0>,
     I32EnumAttrCase<"ones", 1>,

@@ -90,6 +90,39 @@ slideWindow(std::optional<Location> loc, RankedTensorType input,
 // Structure
 //===----------------------------------------------------------------------===//
 
+LogicalResult VariableOp::verify() {
+  std::optional<ArrayRef<int64_t>> shape = getLogicalShape();
+  std::optional<ArrayRef<int64_t>> permutation = getLogicalPermutation();
+  if (!shape && !permutation)
+    return success();
+  if (!shape || !permutation)
+    return emitOpError("logical_shape and logical_permutation go together");
+  if (shape->size() != permutation->size())
+    return emitOpError("logical_permutation has ")
+           << permutation->size() << " axes, logical_shape " << shape->size();
+  SmallVector<bool> seen(shape->size(), false);
+  for (int64_t axis : *permutation) {
+    if (axis < 0 || axis >= static_cast<int64_t>(shape->size()) || seen[axis])
+      return emitOpError("logical_permutation is not a permutation of ")
+             << shape->size() << " axes";
+    seen[axis] = true;
+  }
+  int64_t elements = 1;
+  for (int64_t d : *shape) {
+    std::optional<int64_t> product =
+        d < 1 ? std::nullopt : llvm::checkedMul(elements, d);
+    if (!product)
+      return emitOpError("logical_shape must have dimensions >= 1 whose "
+                         "product fits in 64 bits");
+    elements = *product;
+  }
+  if (elements != getTensorType().getNumElements())
+    return emitOpError("logical_shape has ")
+           << elements << " elements, the type "
+           << getTensorType().getNumElements();
+  return success();
+}
+
 LogicalResult
 ReadVariableOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   auto variable =
@@ -217,16 +250,26 @@ LogicalResult TrainingOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
 static FailureOr<RankedTensorType>
 inferConv2D(std::optional<Location> loc, Value inputValue, Value kernelValue,
             ArrayRef<int64_t> strides, Padding padding,
-            ArrayRef<int64_t> dilations, int64_t groups,
+            ArrayRef<int64_t> dilations, int64_t groups, FilterLayout layout,
             StringRef inputName = "input", StringRef kernelName = "kernel") {
   auto input = rankedOperand(loc, inputValue, inputName, 4, "NHWC");
   if (failed(input))
     return failure();
-  auto kernel = rankedOperand(loc, kernelValue, kernelName, 4, "HWIO");
+  auto kernel = rankedOperand(loc, kernelValue, kernelName, 4,
+                              layout == FilterLayout::ohwi ? "OHWI" : "HWIO");
   if (failed(kernel))
     return failure();
-  return inferConv2DType(loc, *input, *kernel, strides, padding, dilations,
-                         groups);
+  return inferConv2DType(loc, *input, hwioKernelType(*kernel, layout), strides,
+                         padding, dilations, groups);
+}
+
+RankedTensorType mlir::graph::hwioKernelType(RankedTensorType kernel,
+                                             FilterLayout layout) {
+  if (layout == FilterLayout::hwio || kernel.getRank() != 4)
+    return kernel;
+  ArrayRef<int64_t> d = kernel.getShape();
+  return RankedTensorType::get({d[1], d[2], d[3], d[0]},
+                               kernel.getElementType());
 }
 
 FailureOr<RankedTensorType>
@@ -281,7 +324,8 @@ LogicalResult Conv2DOp::inferReturnTypes(MLIRContext *,
                                          SmallVectorImpl<Type> &results) {
   auto type = inferConv2D(loc, adaptor.getInput(), adaptor.getKernel(),
                           adaptor.getStrides(), adaptor.getPadding(),
-                          adaptor.getDilations(), adaptor.getGroups());
+                          adaptor.getDilations(), adaptor.getGroups(),
+                          adaptor.getFilterLayout());
   if (failed(type))
     return failure();
   results.push_back(*type);
@@ -898,9 +942,9 @@ static LogicalResult expectType(Operation *op, Type actual, Type expected,
 }
 
 LogicalResult Conv2DGradInputOp::verify() {
-  auto forward = inferConv2D(getLoc(), getInputGrad(), getKernel(),
-                             getStrides(), getPadding(), getDilations(),
-                             getGroups(), "input_grad", "kernel");
+  auto forward = inferConv2D(
+      getLoc(), getInputGrad(), getKernel(), getStrides(), getPadding(),
+      getDilations(), getGroups(), getFilterLayout(), "input_grad", "kernel");
   if (failed(forward))
     return failure();
   return expectType(*this, getOutputGrad().getType(), *forward,
@@ -908,9 +952,9 @@ LogicalResult Conv2DGradInputOp::verify() {
 }
 
 LogicalResult Conv2DGradKernelOp::verify() {
-  auto forward = inferConv2D(getLoc(), getInput(), getKernelGrad(),
-                             getStrides(), getPadding(), getDilations(),
-                             getGroups(), "input", "kernel_grad");
+  auto forward = inferConv2D(
+      getLoc(), getInput(), getKernelGrad(), getStrides(), getPadding(),
+      getDilations(), getGroups(), getFilterLayout(), "input", "kernel_grad");
   if (failed(forward))
     return failure();
   return expectType(*this, getOutputGrad().getType(), *forward,
@@ -1239,8 +1283,9 @@ static LogicalResult verifyFusedBias(Operation *op, Value bias,
 }
 
 LogicalResult FusedConv2DOp::verify() {
-  auto forward = inferConv2D(getLoc(), getInput(), getKernel(), getStrides(),
-                             getPadding(), getDilations(), getGroups());
+  auto forward =
+      inferConv2D(getLoc(), getInput(), getKernel(), getStrides(), getPadding(),
+                  getDilations(), getGroups(), getFilterLayout());
   if (failed(forward) ||
       failed(expectType(*this, getOutput().getType(), *forward, "output")))
     return failure();
@@ -1248,8 +1293,9 @@ LogicalResult FusedConv2DOp::verify() {
 }
 
 LogicalResult FusedConv2DPoolOp::verify() {
-  auto conv = inferConv2D(getLoc(), getInput(), getKernel(), getStrides(),
-                          getPadding(), getDilations(), getGroups());
+  auto conv =
+      inferConv2D(getLoc(), getInput(), getKernel(), getStrides(), getPadding(),
+                  getDilations(), getGroups(), getFilterLayout());
   if (failed(conv) || failed(verifyFusedBias(*this, getBias(), *conv)))
     return failure();
   auto pooled = inferPool2DType(getLoc(), *conv, getPoolSize(),

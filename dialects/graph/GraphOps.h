@@ -23,6 +23,11 @@ class OutputOp;
 int64_t windowOutputSize(int64_t input, int64_t window, int64_t stride,
                          int64_t dilation, Padding padding);
 
+/// A convolution kernel of type `kernel`, stored in `layout`, as the HWIO
+/// type the convolution's shape rules speak of: OHWI [F, kh, kw, C / g]
+/// reads as [kh, kw, C / g, F]; an HWIO kernel is returned as it is.
+RankedTensorType hwioKernelType(RankedTensorType kernel, FilterLayout layout);
+
 /// The result type of a conv2d of `input` (NHWC) by `kernel` (HWIO, input
 /// channels per group when `groups` > 1), or failure with a diagnostic at
 /// `loc` when given.

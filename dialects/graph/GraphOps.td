@@ -56,12 +56,27 @@ def Graph_VariableOp : Graph_Op<"variable", [Symbol, HasParent<"::mlir::ModuleOp
 
     `trainable = false` (a frozen layer, or a statistic such as batch norm's
     moving mean) means the variable receives no gradient.
+
+    A variable stored in another layout than Keras' (set by
+    graph-assign-filter-layout) names its Keras form: `logical_shape` is
+    Keras' shape and `logical_permutation` how the stored value is
+    transposed from it (stored axis i is Keras axis permutation[i]); its
+    type holds the same elements in that order. Initializers, checkpoints
+    and weight files speak of the Keras form; the runtime converts.
+
+    ```mlir
+    graph.variable @"conv2d/kernel" : tensor<32x3x3x1xf32> = #graph.init<glorot_uniform>
+        {logical_permutation = array<i64: 3, 0, 1, 2>, logical_shape = array<i64: 3, 3, 1, 32>}
+    ```
   }];
   let arguments = (ins SymbolNameAttr:$sym_name,
                        TypeAttrOf<Graph_FloatTensor>:$type,
                        Graph_InitializerAttr:$initializer,
-                       DefaultValuedAttr<BoolAttr, "true">:$trainable);
+                       DefaultValuedAttr<BoolAttr, "true">:$trainable,
+                       OptionalAttr<DenseI64ArrayAttr>:$logical_shape,
+                       OptionalAttr<DenseI64ArrayAttr>:$logical_permutation);
   let assemblyFormat = "$sym_name `:` $type `=` qualified($initializer) attr-dict";
+  let hasVerifier = 1;
   let extraClassDeclaration = [{
     ::mlir::RankedTensorType getTensorType() {
       return ::llvm::cast<::mlir::RankedTensorType>(getType());
@@ -211,11 +226,14 @@ def Graph_Conv2DOp : Graph_Op<"conv2d", [Pure, InferTypeOpAdaptor]> {
   let arguments = (ins Graph_FloatTensor:$input, Graph_FloatTensor:$kernel,
                        Graph_Pair:$strides, Graph_PaddingAttr:$padding,
                        Graph_Pair:$dilations,
-                       DefaultValuedAttr<I64Attr, "1">:$groups);
+                       DefaultValuedAttr<I64Attr, "1">:$groups,
+                       DefaultValuedAttr<Graph_FilterLayoutAttr,
+                           "::mlir::graph::FilterLayout::hwio">:$filter_layout);
   let results = (outs Graph_FloatTensor:$output);
   let assemblyFormat = [{
     $input `,` $kernel `strides` `=` $strides `padding` `=` `` $padding
-    `dilations` `=` $dilations (`groups` `=` $groups^)? attr-dict
+    `dilations` `=` $dilations (`groups` `=` $groups^)?
+    (`filter_layout` `=` `` $filter_layout^)? attr-dict
     `:` functional-type(operands, results)
   }];
 }
@@ -657,11 +675,14 @@ def Graph_Conv2DGradInputOp : Graph_Op<"conv2d_grad_input", [Pure]> {
   let arguments = (ins Graph_FloatTensor:$output_grad, Graph_FloatTensor:$kernel,
                        Graph_Pair:$strides, Graph_PaddingAttr:$padding,
                        Graph_Pair:$dilations,
-                       DefaultValuedAttr<I64Attr, "1">:$groups);
+                       DefaultValuedAttr<I64Attr, "1">:$groups,
+                       DefaultValuedAttr<Graph_FilterLayoutAttr,
+                           "::mlir::graph::FilterLayout::hwio">:$filter_layout);
   let results = (outs Graph_FloatTensor:$input_grad);
   let assemblyFormat = [{
     $output_grad `,` $kernel `strides` `=` $strides `padding` `=` `` $padding
-    `dilations` `=` $dilations (`groups` `=` $groups^)? attr-dict
+    `dilations` `=` $dilations (`groups` `=` $groups^)?
+    (`filter_layout` `=` `` $filter_layout^)? attr-dict
     `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
@@ -672,11 +693,14 @@ def Graph_Conv2DGradKernelOp : Graph_Op<"conv2d_grad_kernel", [Pure]> {
   let arguments = (ins Graph_FloatTensor:$input, Graph_FloatTensor:$output_grad,
                        Graph_Pair:$strides, Graph_PaddingAttr:$padding,
                        Graph_Pair:$dilations,
-                       DefaultValuedAttr<I64Attr, "1">:$groups);
+                       DefaultValuedAttr<I64Attr, "1">:$groups,
+                       DefaultValuedAttr<Graph_FilterLayoutAttr,
+                           "::mlir::graph::FilterLayout::hwio">:$filter_layout);
   let results = (outs Graph_FloatTensor:$kernel_grad);
   let assemblyFormat = [{
     $input `,` $output_grad `strides` `=` $strides `padding` `=` `` $padding
-    `dilations` `=` $dilations (`groups` `=` $groups^)? attr-dict
+    `dilations` `=` $dilations (`groups` `=` $groups^)?
+    (`filter_layout` `=` `` $filter_layout^)? attr-dict
     `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
@@ -1081,12 +1105,15 @@ def Graph_FusedConv2DOp : Graph_Op<"fused_conv2d", [Pure]> {
                        Graph_Pair:$strides, Graph_PaddingAttr:$padding,
                        Graph_Pair:$dilations,
                        Graph_EpilogueActivationAttr:$activation,
-                       DefaultValuedAttr<I64Attr, "1">:$groups);
+                       DefaultValuedAttr<I64Attr, "1">:$groups,
+                       DefaultValuedAttr<Graph_FilterLayoutAttr,
+                           "::mlir::graph::FilterLayout::hwio">:$filter_layout);
   let results = (outs Graph_FloatTensor:$output);
   let assemblyFormat = [{
     $input `,` $kernel (`bias` $bias^)? `strides` `=` $strides
     `padding` `=` `` $padding `dilations` `=` $dilations
-    (`groups` `=` $groups^)? `activation` `=` `` $activation attr-dict
+    (`groups` `=` $groups^)?
+    (`filter_layout` `=` `` $filter_layout^)? `activation` `=` `` $activation attr-dict
     `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
@@ -1115,13 +1142,16 @@ def Graph_FusedConv2DPoolOp : Graph_Op<"fused_conv2d_pool", [Pure]> {
                        Graph_Pair:$dilations,
                        Graph_EpilogueActivationAttr:$activation,
                        DefaultValuedAttr<I64Attr, "1">:$groups,
+                       DefaultValuedAttr<Graph_FilterLayoutAttr,
+                           "::mlir::graph::FilterLayout::hwio">:$filter_layout,
                        Graph_Pair:$pool_size, Graph_Pair:$pool_strides,
                        Graph_PaddingAttr:$pool_padding);
   let results = (outs Graph_FloatTensor:$output, Graph_I32Tensor:$argmax);
   let assemblyFormat = [{
     $input `,` $kernel (`bias` $bias^)? `strides` `=` $strides
     `padding` `=` `` $padding `dilations` `=` $dilations
-    (`groups` `=` $groups^)? `activation` `=` `` $activation
+    (`groups` `=` $groups^)?
+    (`filter_layout` `=` `` $filter_layout^)? `activation` `=` `` $activation
     `pool_size` `=` $pool_size `pool_strides` `=` $pool_strides
     `pool_padding` `=` `` $pool_padding attr-dict
     `:` functional-type(operands, results)

@@ -275,7 +275,8 @@ public:
       builder.setInsertionPoint(modelOp);
       var = VariableOp::create(builder, layer.loc,
                                layer.name + "/" + weight.str(), type, attr,
-                               trainable);
+                               trainable, /*logical_shape=*/nullptr,
+                               /*logical_permutation=*/nullptr);
     }
     return ReadVariableOp::create(builder, layer.loc, type, var.getSymName())
         .getValue();

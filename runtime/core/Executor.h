@@ -69,6 +69,10 @@ public:
   const float *f32(int device, int variable) const {
     return reinterpret_cast<const float *>(data(device, variable));
   }
+  /// The variable's Keras shape. A variable stored in another layout (a
+  /// conv kernel stored OHWI: plan.fbs' logical_permutation) is converted
+  /// by initialize(), read(), readCopy() and write(), so everything outside
+  /// the devices sees Keras' layout; data() is the stored layout.
   const std::vector<int64_t> &shape(int variable) const {
     return shapes_[variable];
   }
@@ -88,6 +92,9 @@ private:
   std::vector<std::string> names_;
   std::vector<int64_t> bytes_;
   std::vector<std::vector<int64_t>> shapes_;
+  /// Per variable: stored axis i is Keras axis permutation[i]; empty when
+  /// stored as Keras lays it out.
+  std::vector<std::vector<int>> permutations_;
   std::vector<std::vector<DeviceMemory>> storage_; // [device][variable]
   std::shared_ptr<DeviceSet> placement_;
 };

@@ -121,6 +121,8 @@ public:
       if (!checkedBytes(v->shape(), v->dtype()))
         return fail("variable '" + v->name()->str() +
                     "': " + shapeFault(v->shape(), v->dtype()));
+      if (std::string fault = logicalFormFault(*v); !fault.empty())
+        return fail("variable '" + v->name()->str() + "': " + fault);
     }
     for (const plan::Input *in : *plan.inputs()) {
       if (!in->shape() || in->shape()->size() == 0)
@@ -158,6 +160,29 @@ private:
         return "negative dimension";
     return "more than " + std::to_string(kMaxTensorBytes >> 30) +
            " GiB in one tensor";
+  }
+
+  /// Why a variable's Keras form (logical_shape, logical_permutation) is
+  /// not one its stored shape can come from; empty when it is.
+  static std::string logicalFormFault(const plan::Variable &v) {
+    const auto *shape = v.logical_shape();
+    const auto *permutation = v.logical_permutation();
+    if (!shape && !permutation)
+      return {};
+    if (!shape || !permutation || shape->size() != permutation->size() ||
+        !isAligned(shape) || !isAligned(permutation))
+      return "logical_shape and logical_permutation must come together, "
+             "with one axis each";
+    std::vector<bool> seen(shape->size(), false);
+    for (int32_t axis : *permutation) {
+      if (axis < 0 || static_cast<size_t>(axis) >= seen.size() || seen[axis])
+        return "logical_permutation is not a permutation";
+      seen[axis] = true;
+    }
+    std::optional<int64_t> logical = checkedBytes(shape, v.dtype());
+    if (!logical || *logical != checkedBytes(v.shape(), v.dtype()))
+      return "logical_shape does not hold as many elements as the shape";
+    return {};
   }
 
   static bool attrsAligned(

@@ -22,7 +22,7 @@ namespace graph::runtime {
 
 /// The version this build writes and reads. Bump it when plan.fbs changes
 /// meaning.
-constexpr uint32_t kPlanVersion = 3;
+constexpr uint32_t kPlanVersion = 4;
 
 /// A plan file held in memory; `plan` points into `bytes`.
 struct LoadedPlan {

@@ -1378,3 +1378,53 @@ graph.model @conv_pool_argmax_of_wrong_shape {
   %y, %a = graph.fused_conv2d_pool %x, %k strides = [1, 1] padding = valid dilations = [1, 1] activation = relu pool_size = [2, 2] pool_strides = [2, 2] pool_padding = valid : (tensor<2x10x10x3xf32>, tensor<3x3x3x8xf32>) -> (tensor<2x4x4x8xf32>, tensor<2x2x2x8xi32>)
   graph.output %y : tensor<2x4x4x8xf32>
 }
+
+// -----
+
+// A variable stored in another layout than Keras' names its Keras form.
+
+// expected-error@+1 {{logical_shape and logical_permutation go together}}
+graph.variable @"a/kernel" : tensor<4x3x3x2xf32> = #graph.init<zeros> {logical_shape = array<i64: 3, 3, 2, 4>}
+
+// -----
+
+// expected-error@+1 {{logical_permutation has 3 axes, logical_shape 4}}
+graph.variable @"a/kernel" : tensor<4x3x3x2xf32> = #graph.init<zeros> {logical_permutation = array<i64: 2, 0, 1>, logical_shape = array<i64: 3, 3, 2, 4>}
+
+// -----
+
+// expected-error@+1 {{logical_permutation is not a permutation of 4 axes}}
+graph.variable @"a/kernel" : tensor<4x3x3x2xf32> = #graph.init<zeros> {logical_permutation = array<i64: 3, 0, 0, 2>, logical_shape = array<i64: 3, 3, 2, 4>}
+
+// -----
+
+// expected-error@+1 {{logical_shape has 96 elements, the type 72}}
+graph.variable @"a/kernel" : tensor<4x3x3x2xf32> = #graph.init<zeros> {logical_permutation = array<i64: 3, 0, 1, 2>, logical_shape = array<i64: 3, 4, 2, 4>}
+
+// -----
+
+// expected-error@+1 {{logical_shape must have dimensions >= 1 whose product fits in 64 bits}}
+graph.variable @"a/kernel" : tensor<4x3x3x2xf32> = #graph.init<zeros> {logical_permutation = array<i64: 3, 0, 1, 2>, logical_shape = array<i64: 3, 0, 2, 4>}
+
+// -----
+
+// An OHWI kernel [F, kh, kw, C / groups] is checked as the HWIO one it
+// holds: here 2 input channels where the input has 3.
+graph.model @m {
+  %x = graph.input "x" : tensor<2x8x8x3xf32>
+  %k = graph.input "k" : tensor<4x3x3x2xf32>
+  // expected-error@+2 {{kernel input channels (2) must match input channels (3)}}
+  // expected-error@+1 {{'graph.conv2d' op failed to infer returned types}}
+  %y = graph.conv2d %x, %k strides = [1, 1] padding = valid dilations = [1, 1] filter_layout = ohwi : (tensor<2x8x8x3xf32>, tensor<4x3x3x2xf32>) -> tensor<2x6x6x4xf32>
+  graph.output %y : tensor<2x6x6x4xf32>
+}
+
+// -----
+
+graph.model @m {
+  %x = graph.input "x" : tensor<2x8x8x2xf32>
+  %dy = graph.input "dy" : tensor<2x6x6x4xf32>
+  // expected-error@+1 {{'graph.conv2d_grad_kernel' op output_grad (the forward conv2d's result) must be 'tensor<2x6x6x3xf32>', got 'tensor<2x6x6x4xf32>'}}
+  %dk = graph.conv2d_grad_kernel %x, %dy strides = [1, 1] padding = valid dilations = [1, 1] filter_layout = ohwi : (tensor<2x8x8x2xf32>, tensor<2x6x6x4xf32>) -> tensor<3x3x3x2xf32>
+  graph.output %dk : tensor<3x3x3x2xf32>
+}

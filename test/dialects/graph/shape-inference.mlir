@@ -219,3 +219,29 @@ graph.model @conv_groups {
   %f = graph.fused_conv2d %x, %dk bias %b strides = [2, 2] padding = same dilations = [1, 1] groups = 4 activation = relu : (tensor<2x7x9x4xf32>, tensor<3x3x4x2xf32>, tensor<8xf32>) -> tensor<2x4x5x8xf32>
   graph.output %y : tensor<2x5x7x6xf32>
 }
+
+// -----
+
+// filter_layout = ohwi: the kernel is [F, kh, kw, C / groups] (a depthwise
+// one [C * m, kh, kw, 1]); the window and the filters come from those axes,
+// and hwio, the default, prints nothing.
+// CHECK-LABEL: graph.model @conv_ohwi
+// CHECK: graph.conv2d {{.*}} padding = valid dilations = [1, 1] filter_layout = ohwi : (tensor<2x7x9x4xf32>, tensor<6x3x5x4xf32>) -> tensor<2x5x5x6xf32>
+// CHECK: graph.conv2d {{.*}} groups = 4 filter_layout = ohwi : (tensor<2x7x9x4xf32>, tensor<8x3x3x1xf32>) -> tensor<2x4x5x8xf32>
+// CHECK: graph.conv2d {{.*}} dilations = [1, 1] : (tensor<2x7x9x4xf32>, tensor<3x5x4x6xf32>) -> tensor<2x5x5x6xf32>
+// CHECK: graph.conv2d_grad_input {{.*}} filter_layout = ohwi : (tensor<2x5x5x6xf32>, tensor<6x3x5x4xf32>) -> tensor<2x7x9x4xf32>
+// CHECK: graph.conv2d_grad_kernel {{.*}} filter_layout = ohwi : (tensor<2x7x9x4xf32>, tensor<2x5x5x6xf32>) -> tensor<6x3x5x4xf32>
+// CHECK: graph.fused_conv2d_pool {{.*}} filter_layout = ohwi activation = relu {{.*}} : (tensor<2x7x9x4xf32>, tensor<6x3x5x4xf32>) -> (tensor<2x2x2x6xf32>, tensor<2x2x2x6xi32>)
+graph.model @conv_ohwi {
+  %x = graph.input "x" : tensor<2x7x9x4xf32>
+  %k = graph.input "k" : tensor<6x3x5x4xf32>
+  %dk = graph.input "dk" : tensor<8x3x3x1xf32>
+  %hk = graph.input "hk" : tensor<3x5x4x6xf32>
+  %y = graph.conv2d %x, %k strides = [1, 1] padding = valid dilations = [1, 1] filter_layout = ohwi : (tensor<2x7x9x4xf32>, tensor<6x3x5x4xf32>) -> tensor<2x5x5x6xf32>
+  %d = graph.conv2d %x, %dk strides = [2, 2] padding = same dilations = [1, 1] groups = 4 filter_layout = ohwi : (tensor<2x7x9x4xf32>, tensor<8x3x3x1xf32>) -> tensor<2x4x5x8xf32>
+  %h = graph.conv2d %x, %hk strides = [1, 1] padding = valid dilations = [1, 1] filter_layout = hwio : (tensor<2x7x9x4xf32>, tensor<3x5x4x6xf32>) -> tensor<2x5x5x6xf32>
+  %dx = graph.conv2d_grad_input %y, %k strides = [1, 1] padding = valid dilations = [1, 1] filter_layout = ohwi : (tensor<2x5x5x6xf32>, tensor<6x3x5x4xf32>) -> tensor<2x7x9x4xf32>
+  %gk = graph.conv2d_grad_kernel %x, %y strides = [1, 1] padding = valid dilations = [1, 1] filter_layout = ohwi : (tensor<2x7x9x4xf32>, tensor<2x5x5x6xf32>) -> tensor<6x3x5x4xf32>
+  %p, %a = graph.fused_conv2d_pool %x, %k strides = [1, 1] padding = valid dilations = [1, 1] filter_layout = ohwi activation = relu pool_size = [2, 2] pool_strides = [2, 2] pool_padding = valid : (tensor<2x7x9x4xf32>, tensor<6x3x5x4xf32>) -> (tensor<2x2x2x6xf32>, tensor<2x2x2x6xi32>)
+  graph.output %y, %d, %h, %dx, %gk, %p : tensor<2x5x5x6xf32>, tensor<2x4x5x8xf32>, tensor<2x5x5x6xf32>, tensor<2x7x9x4xf32>, tensor<6x3x5x4xf32>, tensor<2x2x2x6xf32>
+}

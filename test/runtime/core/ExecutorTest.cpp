@@ -7,6 +7,7 @@
 
 #include "runtime/core/Executor.h"
 #include "runtime/core/Hooks.h"
+#include "runtime/core/Initializers.h"
 #include "runtime/core/Session.h"
 #include "runtime/plan/PlanLoader.h"
 #include "test/runtime/TinyPlan.h"
@@ -250,6 +251,82 @@ TEST(Executor, VariablesAreTheSameOnEveryDevice) {
   ASSERT_TRUE(vars.initialize(*plan, 4, 123));
   for (int d = 1; d < 4; ++d)
     EXPECT_EQ(std::memcmp(vars.data(0, 0), vars.data(d, 0), 8), 0);
+}
+
+// A conv kernel stored OHWI (and a depthwise one, stored [C * m, kh, kw, 1])
+// is drawn, read and written in Keras' HWIO: its values do not depend on how
+// it is stored, and checkpoints see Keras' layout.
+TEST(Executor, VariablesStoredInAnotherLayoutSpeakKeras) {
+  flatbuffers::FlatBufferBuilder b;
+  const std::vector<int64_t> hwio{2, 3, 4, 5}, ohwi{5, 2, 3, 4};
+  const std::vector<int64_t> depthwise{3, 3, 2, 2}, stored{4, 3, 3, 1};
+  auto glorot = [&] {
+    return plan::CreateInitializer(b, plan::InitKind::glorot_uniform);
+  };
+  std::vector<flatbuffers::Offset<plan::Variable>> variables{
+      plan::CreateVariable(b, b.CreateString("conv/kernel"),
+                           b.CreateVector(ohwi), plan::DType::f32, glorot(),
+                           true, b.CreateVector(hwio),
+                           b.CreateVector(std::vector<int32_t>{3, 0, 1, 2})),
+      plan::CreateVariable(b, b.CreateString("dw/depthwise_kernel"),
+                           b.CreateVector(stored), plan::DType::f32, glorot(),
+                           true, b.CreateVector(depthwise),
+                           b.CreateVector(std::vector<int32_t>{2, 3, 0, 1}))};
+  b.Finish(plan::CreatePlan(b, kPlanVersion, 0, b.CreateVector(variables)));
+  const plan::Plan *p = flatbuffers::GetRoot<plan::Plan>(b.GetBufferPointer());
+
+  MirroredVariables vars;
+  ASSERT_TRUE(vars.initialize(*p, 2, 7));
+  EXPECT_EQ(vars.shape(0), hwio);
+  EXPECT_EQ(vars.shape(1), depthwise);
+
+  // What an HWIO variable of the same name would hold.
+  std::vector<float> keras(120), dwKeras(36);
+  InitSpec init;
+  init.kind = plan::InitKind::glorot_uniform;
+  ASSERT_TRUE(initializeVariable("conv/kernel", hwio, init, 7, keras.data()));
+  ASSERT_TRUE(initializeVariable("dw/depthwise_kernel", depthwise, init, 7,
+                                 dwKeras.data()));
+  auto hwioAt = [](int64_t i, int64_t j, int64_t c, int64_t f) {
+    return ((i * 3 + j) * 4 + c) * 5 + f;
+  };
+  for (int d = 0; d < 2; ++d) {
+    const float *k = vars.f32(d, 0);
+    for (int64_t f = 0; f < 5; ++f)
+      for (int64_t i = 0; i < 2; ++i)
+        for (int64_t j = 0; j < 3; ++j)
+          for (int64_t c = 0; c < 4; ++c)
+            ASSERT_EQ(k[((f * 2 + i) * 3 + j) * 4 + c],
+                      keras[hwioAt(i, j, c, f)]);
+    // Depthwise [kh, kw, C, m] -> filter c * m + q at [c * m + q, kh, kw].
+    const float *dw = vars.f32(d, 1);
+    for (int64_t c = 0; c < 2; ++c)
+      for (int64_t q = 0; q < 2; ++q)
+        for (int64_t i = 0; i < 3; ++i)
+          for (int64_t j = 0; j < 3; ++j)
+            ASSERT_EQ(dw[((c * 2 + q) * 3 + i) * 3 + j],
+                      dwKeras[((i * 3 + j) * 2 + c) * 2 + q]);
+  }
+
+  std::vector<float> read(120);
+  ASSERT_TRUE(vars.read(0, read.data()));
+  EXPECT_EQ(read, keras);
+  ASSERT_TRUE(vars.readCopy(1, 0, read.data()));
+  EXPECT_EQ(read, keras);
+  std::vector<float> dwRead(36);
+  ASSERT_TRUE(vars.read(1, dwRead.data()));
+  EXPECT_EQ(dwRead, dwKeras);
+
+  // Written in Keras' layout, stored OHWI on every device.
+  std::vector<float> written(120);
+  for (size_t e = 0; e < written.size(); ++e)
+    written[e] = static_cast<float>(e);
+  ASSERT_TRUE(vars.write(0, written.data()));
+  for (int d = 0; d < 2; ++d)
+    EXPECT_EQ(vars.f32(d, 0)[((4 * 2 + 1) * 3 + 2) * 4 + 3],
+              static_cast<float>(hwioAt(1, 2, 3, 4)));
+  ASSERT_TRUE(vars.read(0, read.data()));
+  EXPECT_EQ(read, written);
 }
 
 namespace {

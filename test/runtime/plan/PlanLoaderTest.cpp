@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <limits>
+#include <optional>
 #include <random>
 
 namespace graph::runtime {
@@ -36,6 +37,9 @@ struct PlanSpec {
   int32_t numEvents = 1;
   bool withProgram = true;
   std::string variableName = "dense/bias";
+  /// The variable's Keras form, when stored in another layout.
+  std::optional<std::vector<int64_t>> logicalShape;
+  std::optional<std::vector<int32_t>> logicalPermutation;
   /// More copies of the launch, as a model with many layers has.
   int32_t extraLaunches = 0;
 };
@@ -46,9 +50,13 @@ std::vector<uint8_t> buildPlan(const PlanSpec &s) {
   auto shape43 = b.CreateVector(std::vector<int64_t>{4, 3});
   auto variableShape = b.CreateVector(s.variableShape);
   auto allocShape = b.CreateVector(s.allocShape);
+  auto logicalShape = s.logicalShape ? b.CreateVector(*s.logicalShape) : 0;
+  auto logicalPermutation =
+      s.logicalPermutation ? b.CreateVector(*s.logicalPermutation) : 0;
   auto variable = plan::CreateVariable(
       b, b.CreateString(s.variableName), variableShape, plan::DType::f32,
-      plan::CreateInitializer(b, plan::InitKind::zeros));
+      plan::CreateInitializer(b, plan::InitKind::zeros), true, logicalShape,
+      logicalPermutation);
   auto input = plan::CreateInput(b, b.CreateString("input_layer"), shape43,
                                  plan::DType::f32);
   auto training =
@@ -158,6 +166,34 @@ TEST(PlanLoader, RejectsEachSemanticFault) {
         std::string("\xed\xa0\x80"), std::string("tab\there"), std::string()})
     expectFault({.variableName = name},
                 "has a name that is empty or not printable UTF-8");
+}
+
+// A variable stored in another layout names a Keras form its stored value
+// can come from.
+TEST(PlanLoader, ChecksAVariablesKerasForm) {
+  // Stored [3], Keras' [1, 3].
+  Status s =
+      check(buildPlan({.logicalShape = std::vector<int64_t>{1, 3},
+                       .logicalPermutation = std::vector<int32_t>{1, 0}}));
+  EXPECT_TRUE(s.isOk()) << s.message();
+  const char *together = "must come together, with one axis each";
+  expectFault({.logicalShape = std::vector<int64_t>{3}}, together);
+  expectFault({.logicalPermutation = std::vector<int32_t>{0}}, together);
+  expectFault({.logicalShape = std::vector<int64_t>{1, 3},
+               .logicalPermutation = std::vector<int32_t>{0}},
+              together);
+  expectFault({.logicalShape = std::vector<int64_t>{1, 3},
+               .logicalPermutation = std::vector<int32_t>{1, 1}},
+              "logical_permutation is not a permutation");
+  expectFault({.logicalShape = std::vector<int64_t>{1, 3},
+               .logicalPermutation = std::vector<int32_t>{2, 0}},
+              "logical_permutation is not a permutation");
+  expectFault({.logicalShape = std::vector<int64_t>{2, 3},
+               .logicalPermutation = std::vector<int32_t>{1, 0}},
+              "logical_shape does not hold as many elements as the shape");
+  expectFault({.logicalShape = std::vector<int64_t>{-1, -3},
+               .logicalPermutation = std::vector<int32_t>{1, 0}},
+              "logical_shape does not hold as many elements as the shape");
 }
 
 // Sizes and offsets near 2^63 used to overflow (undefined behaviour; the

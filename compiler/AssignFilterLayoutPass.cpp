@@ -1,0 +1,264 @@
+//===- AssignFilterLayoutPass.cpp - convolution kernels stored as OHWI ----===//
+//
+// Keras stores a convolution kernel HWIO [kh, kw, C / g, F]; cuDNN reads
+// OHWI [F, kh, kw, C / g] (KRSC), and so does oneDNN's `ohwi`. A kernel
+// variable kept HWIO is transposed by the CUDA backend in every step: twice
+// for the forward and input-gradient convolutions, once more for the kernel
+// gradient. This pass stores such a variable OHWI instead, with what follows
+// from it, so that no step transposes a filter:
+//   - the variable and its optimizer slots get the OHWI type and name their
+//     Keras form (`logical_shape`, `logical_permutation`), through which the
+//     runtime initializes, checkpoints and saves them in Keras' layout;
+//   - every convolution that reads it, and the conv2d_grad_kernel that
+//     computes its gradient, get `filter_layout = ohwi`;
+//   - the optimizer update, the gradient norm and the assignments are
+//     elementwise in it, so they only change type.
+// A Keras depthwise kernel [kh, kw, C, m] becomes [C * m, kh, kw, 1]
+// (stored axes C, m, kh, kw).
+//
+// Only a variable whose every use is one of these is converted: read as a
+// convolution's kernel (all of them in one form), or as an optimizer
+// update's parameter whose gradient is a conv2d_grad_kernel read only by
+// updates and the gradient norm, and whose slots are used by that update
+// alone. Anything else (a regularizer reading the kernel, a kernel shared
+// by two layers, whose gradient is a sum) keeps Keras' layout and the
+// per-step transposes; the IR stays correct either way. Idempotent.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Passes.h"
+
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/SetVector.h"
+
+namespace mlir::graphc {
+#define GEN_PASS_DEF_ASSIGNFILTERLAYOUT
+#include "compiler/Passes.h.inc"
+} // namespace mlir::graphc
+
+using namespace mlir;
+using namespace mlir::graph;
+
+namespace {
+
+/// How a variable's HWIO kernel is rearranged: a permutation of its Keras
+/// axes and the OHWI type that results.
+struct KernelForm {
+  bool depthwise = false;
+
+  SmallVector<int64_t> permutation() const {
+    // [kh, kw, C/g, F] -> [F, kh, kw, C/g]; depthwise [kh, kw, C, m] ->
+    // [C, m, kh, kw], the memory of [C * m, kh, kw, 1].
+    return depthwise ? SmallVector<int64_t>{2, 3, 0, 1}
+                     : SmallVector<int64_t>{3, 0, 1, 2};
+  }
+  RankedTensorType ohwiType(RankedTensorType hwio) const {
+    ArrayRef<int64_t> d = hwio.getShape();
+    SmallVector<int64_t> shape =
+        depthwise ? SmallVector<int64_t>{d[2] * d[3], d[0], d[1], 1}
+                  : SmallVector<int64_t>{d[3], d[0], d[1], d[2]};
+    return RankedTensorType::get(shape, hwio.getElementType());
+  }
+};
+
+/// One parameter of one optimizer update: its index among the params.
+struct UpdateSlot {
+  OptimizerUpdateOp update;
+  unsigned index;
+};
+
+/// What converting one variable changes.
+struct Conversion {
+  KernelForm form;
+  SmallVector<Operation *> convolutions; // read the kernel: get ohwi
+  SmallVector<Conv2DGradKernelOp> gradients;
+  SmallVector<UpdateSlot> updates;
+  SmallVector<VariableOp> slots;
+};
+
+/// The kernel operand's form for a convolution `op` reading `kernel` as its
+/// kernel, or nullopt when `op` is not a convolution reading it as one in
+/// Keras' layout.
+std::optional<KernelForm> kernelFormOf(Operation *op, Value kernel) {
+  auto form = [&](auto conv, Value input) -> std::optional<KernelForm> {
+    if (conv.getKernel() != kernel ||
+        conv.getFilterLayout() != FilterLayout::hwio)
+      return std::nullopt;
+    int64_t channels = cast<RankedTensorType>(input.getType()).getDimSize(3);
+    auto type = cast<RankedTensorType>(kernel.getType());
+    int64_t groups = conv.getGroups();
+    // Keras' depthwise form, as inferConv2DType tells it apart.
+    return KernelForm{groups > 1 && groups == channels &&
+                      type.getDimSize(2) == channels};
+  };
+  if (auto conv = dyn_cast<Conv2DOp>(op))
+    return form(conv, conv.getInput());
+  if (auto conv = dyn_cast<FusedConv2DOp>(op))
+    return form(conv, conv.getInput());
+  if (auto conv = dyn_cast<FusedConv2DPoolOp>(op))
+    return form(conv, conv.getInput());
+  if (auto conv = dyn_cast<Conv2DGradInputOp>(op))
+    return form(conv, conv.getInputGrad());
+  return std::nullopt;
+}
+
+struct AssignFilterLayoutPass
+    : graphc::impl::AssignFilterLayoutBase<AssignFilterLayoutPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    llvm::MapVector<StringAttr, SmallVector<ReadVariableOp>> reads;
+    llvm::DenseMap<StringAttr, SmallVector<AssignVariableOp>> assigns;
+    module.walk([&](Operation *op) {
+      if (auto read = dyn_cast<ReadVariableOp>(op))
+        reads[read.getVariableAttr().getAttr()].push_back(read);
+      else if (auto assign = dyn_cast<AssignVariableOp>(op))
+        assigns[assign.getVariableAttr().getAttr()].push_back(assign);
+    });
+    SymbolTable symbols(module);
+    auto readsOf = [&](VariableOp v) -> ArrayRef<ReadVariableOp> {
+      auto it = reads.find(v.getSymNameAttr());
+      return it == reads.end() ? ArrayRef<ReadVariableOp>() : it->second;
+    };
+    auto assignsOf = [&](VariableOp v) -> ArrayRef<AssignVariableOp> {
+      auto it = assigns.find(v.getSymNameAttr());
+      return it == assigns.end() ? ArrayRef<AssignVariableOp>() : it->second;
+    };
+
+    // Slot variables are analysed with their parameter, not on their own.
+    llvm::DenseSet<Operation *> slotVariables;
+    for (VariableOp v : module.getOps<VariableOp>()) {
+      if (slotVariables.contains(v) || v.getLogicalPermutation() ||
+          v.getTensorType().getRank() != 4)
+        continue;
+      std::optional<Conversion> c =
+          analyse(v, readsOf(v), assignsOf(v), symbols, readsOf, assignsOf);
+      if (!c)
+        continue;
+      for (VariableOp slot : c->slots)
+        slotVariables.insert(slot);
+      apply(v, *c, readsOf);
+    }
+  }
+
+private:
+  using ReadsOf = llvm::function_ref<ArrayRef<ReadVariableOp>(VariableOp)>;
+  using AssignsOf = llvm::function_ref<ArrayRef<AssignVariableOp>(VariableOp)>;
+
+  /// What converting `v` takes, or nullopt when some use of it (or of its
+  /// gradient or slots) needs Keras' layout.
+  static std::optional<Conversion>
+  analyse(VariableOp v, ArrayRef<ReadVariableOp> reads,
+          ArrayRef<AssignVariableOp> assigns, SymbolTable &symbols,
+          ReadsOf readsOf, AssignsOf assignsOf) {
+    Conversion c;
+    std::optional<bool> depthwise;
+    for (ReadVariableOp read : reads) {
+      for (OpOperand &use : read.getValue().getUses()) {
+        Operation *user = use.getOwner();
+        if (auto update = dyn_cast<OptimizerUpdateOp>(user)) {
+          unsigned first = update.getParams().getBeginOperandIndex();
+          unsigned index = use.getOperandNumber() - first;
+          if (use.getOperandNumber() < first ||
+              index >= update.getParams().size())
+            return std::nullopt;
+          c.updates.push_back({update, index});
+          continue;
+        }
+        std::optional<KernelForm> form = kernelFormOf(user, read.getValue());
+        if (!form || (depthwise && *depthwise != form->depthwise))
+          return std::nullopt;
+        depthwise = form->depthwise;
+        c.convolutions.push_back(user);
+      }
+    }
+    if (!depthwise)
+      return std::nullopt; // no convolution reads it
+    c.form.depthwise = *depthwise;
+
+    // Every write is one of the updates' new values for it.
+    for (AssignVariableOp assign : assigns) {
+      auto result = dyn_cast<OpResult>(assign.getValue());
+      auto update = result ? dyn_cast<OptimizerUpdateOp>(result.getOwner())
+                           : OptimizerUpdateOp();
+      if (!update || !llvm::any_of(c.updates, [&](const UpdateSlot &u) {
+            return u.update == update &&
+                   update.getNewParams()[u.index] == result;
+          }))
+        return std::nullopt;
+    }
+
+    for (UpdateSlot u : c.updates) {
+      OptimizerUpdateOp update = u.update;
+      // The gradient: a conv2d_grad_kernel of this kernel's form, read only
+      // where layout does not matter.
+      auto grad =
+          update.getGrads()[u.index].getDefiningOp<Conv2DGradKernelOp>();
+      if (!grad || grad.getFilterLayout() != FilterLayout::hwio)
+        return std::nullopt;
+      for (Operation *user : grad.getKernelGrad().getUsers())
+        if (!isa<OptimizerUpdateOp, GlobalNormOp>(user))
+          return std::nullopt;
+      c.gradients.push_back(grad);
+      // The new value goes back into v only.
+      for (Operation *user : update.getNewParams()[u.index].getUsers()) {
+        auto assign = dyn_cast<AssignVariableOp>(user);
+        if (!assign || assign.getVariable() != v.getSymName())
+          return std::nullopt;
+      }
+      // Its slots: variables this update alone reads and writes.
+      unsigned k = OptimizerUpdateOp::slotsPerVariable(update.getOptimizer());
+      for (unsigned s = 0; s < k; ++s) {
+        unsigned at = u.index * k + s;
+        auto read = update.getSlots()[at].getDefiningOp<ReadVariableOp>();
+        if (!read || !read.getValue().hasOneUse())
+          return std::nullopt;
+        auto slot = symbols.lookup<VariableOp>(read.getVariable());
+        if (!slot || slot.getLogicalPermutation() || readsOf(slot).size() != 1)
+          return std::nullopt;
+        Value updated = update.getNewSlots()[at];
+        for (AssignVariableOp assign : assignsOf(slot))
+          if (assign.getValue() != updated)
+            return std::nullopt;
+        for (Operation *user : updated.getUsers())
+          if (auto assign = dyn_cast<AssignVariableOp>(user);
+              !assign || assign.getVariable() != slot.getSymName())
+            return std::nullopt;
+        c.slots.push_back(slot);
+      }
+    }
+    return c;
+  }
+
+  /// Stores `v` (and its slots) OHWI, retyping everything that carries it.
+  static void apply(VariableOp v, const Conversion &c, ReadsOf readsOf) {
+    RankedTensorType hwio = v.getTensorType();
+    RankedTensorType ohwi = c.form.ohwiType(hwio);
+    Builder b(v.getContext());
+    auto store = [&](VariableOp variable) {
+      variable.setType(ohwi);
+      variable.setLogicalShapeAttr(b.getDenseI64ArrayAttr(hwio.getShape()));
+      variable.setLogicalPermutationAttr(
+          b.getDenseI64ArrayAttr(c.form.permutation()));
+      for (ReadVariableOp read : readsOf(variable))
+        read.getValue().setType(ohwi);
+    };
+    store(v);
+    for (VariableOp slot : c.slots)
+      store(slot);
+    auto layout = FilterLayoutAttr::get(v.getContext(), FilterLayout::ohwi);
+    for (Operation *conv : c.convolutions)
+      conv->setAttr("filter_layout", layout);
+    for (Conv2DGradKernelOp grad : c.gradients) {
+      grad.setFilterLayoutAttr(layout);
+      grad.getKernelGrad().setType(ohwi);
+    }
+    for (UpdateSlot u : c.updates) {
+      u.update.getNewParams()[u.index].setType(ohwi);
+      unsigned k = OptimizerUpdateOp::slotsPerVariable(u.update.getOptimizer());
+      for (unsigned s = 0; s < k; ++s)
+        u.update.getNewSlots()[u.index * k + s].setType(ohwi);
+    }
+  }
+};
+
+} // namespace
