@@ -100,7 +100,8 @@ mlir::graphc::compileTraining(ModuleOp input, const PipelineOptions &options) {
         pm.addPass(createBuildTrainingStep());
         if (options.fuse)
           pm.addPass(createFuse());
-        pm.addPass(createAssignFilterLayout());
+        if (options.assignFilterLayout)
+          pm.addPass(createAssignFilterLayout());
       })))
     return failure();
 

@@ -22,6 +22,9 @@ struct PipelineOptions {
   std::vector<int64_t> replicas;
   int64_t bucketBytes = 4 << 20;
   bool fuse = true;
+  /// Store conv kernels OHWI (graph-assign-filter-layout); off keeps Keras'
+  /// HWIO, which the backends then transpose per step (for comparison).
+  bool assignFilterLayout = true;
   /// The most bytes one device's arena may take: a bigger plan is refused at
   /// compile time, naming its largest buffer.
   int64_t maxArenaBytes = kDefaultMaxArenaBytes;

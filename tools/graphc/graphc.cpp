@@ -1,7 +1,8 @@
 //===- graphc.cpp - compile a model to a training plan --------------------===//
 //
 //   graphc model.mlir -o model.plan [--replicas 1,2] [--bucket-bytes N]
-//                     [--max-arena-bytes N] [--no-fuse] [--emit=mlir]
+//                     [--max-arena-bytes N] [--no-fuse]
+//                     [--keras-filter-layout] [--emit=mlir]
 //                     [--mlir-timing]
 //                     [--print-ir-after-all]
 //   graphc --inspect model.plan
@@ -57,6 +58,11 @@ static cl::opt<int64_t> maxArenaBytes(
     cl::value_desc("n"), cl::cat(graphcCategory));
 static cl::opt<bool> noFuse("no-fuse", cl::desc("skip graph-fuse"),
                             cl::cat(graphcCategory));
+static cl::opt<bool> kerasFilterLayout(
+    "keras-filter-layout",
+    cl::desc("keep conv kernels in Keras' HWIO layout instead of OHWI (the "
+             "backends then transpose them in every step; for comparison)"),
+    cl::cat(graphcCategory));
 static cl::opt<std::string>
     emit("emit", cl::init("plan"),
          cl::desc("what to write: plan (default) or mlir (the lowered IR)"),
@@ -140,6 +146,7 @@ int main(int argc, char **argv) {
   options.replicas.assign(replicas.begin(), replicas.end());
   options.bucketBytes = bucketBytes;
   options.fuse = !noFuse;
+  options.assignFilterLayout = !kerasFilterLayout;
   options.maxArenaBytes = maxArenaBytes;
   options.configure = [&](PassManager &pm) {
     // Pipelines run one after another: close the previous one's scope.
