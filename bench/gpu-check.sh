@@ -13,7 +13,9 @@
 #      (torch.compile last of all, at 256: its autotuning takes minutes):
 #      graphrun --gpus 1 (host input), --cache-on-device, the same with
 #      --steps-in-flight 1 (each step waits for the one before: what
-#      launching ahead wins), --no-cuda-graph, --precision fp32,
+#      launching ahead wins), the same on a plan whose conv kernels stay
+#      HWIO (graphc --keras-filter-layout: what the per-step filter
+#      transposes cost), --no-cuda-graph, --precision fp32,
 #      --gpus 2 and 4 (logical GPUs when there is one), PyTorch eager and
 #      torch.compile(mode="max-autotune") on the same GPU (cudnn.benchmark,
 #      fused Adam, TF32 as ours), the peers' data resident on the GPU, so our
@@ -188,6 +190,7 @@ peer() { # batch extra... -> images/s
 declare -A ips
 rows=("ours1:graphrun --gpus 1" "ours1c:graphrun --gpus 1 --cache-on-device"
   "ours1c1:graphrun --gpus 1 --cache-on-device --steps-in-flight 1"
+  "ours1ch:graphrun --gpus 1 --cache-on-device, HWIO kernels"
   "ours1ng:graphrun --gpus 1 --no-cuda-graph" "ours1f:graphrun --gpus 1 --precision fp32"
   "ours2:graphrun --gpus 2" "ours4:graphrun --gpus 4"
   "eager:PyTorch eager" "compile:torch.compile max-autotune")
@@ -199,12 +202,14 @@ for batch in "${batches[@]}"; do
   ips[ours1_$batch]=$(ours "$plan" 1)
   ips[ours1c_$batch]=$(ours "$plan" 1 --cache-on-device)
   ips[ours1c1_$batch]=$(ours "$plan" 1 --cache-on-device --steps-in-flight 1)
+  [[ -f "$plans/seed_b${batch}_hwio.plan" ]] &&
+    ips[ours1ch_$batch]=$(ours "$plans/seed_b${batch}_hwio.plan" 1 --cache-on-device)
   ips[ours1ng_$batch]=$(ours "$plan" 1 --no-cuda-graph)
   ips[ours1f_$batch]=$(ours "$plan" 1 --precision fp32)
   ips[ours2_$batch]=$(ours "$plan" 2)
   ips[ours4_$batch]=$(ours "$plan" 4)
   ips[eager_$batch]=$(peer "$batch")
-  for key in ours1 ours1c ours1c1 ours1ng ours1f ours2 ours4 eager; do
+  for key in ours1 ours1c ours1c1 ours1ch ours1ng ours1f ours2 ours4 eager; do
     note "batch $batch, $key: ${ips[${key}_$batch]:-n/a} images/s"
   done
 done

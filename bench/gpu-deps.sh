@@ -33,7 +33,8 @@ programs=(bin/graphrun test/runtime/gpu/gpu-runtime-tests
 own='^(linux-vdso|ld-linux|libc|libm|libdl|librt|libpthread|libresolv|libcudart|libcublas|libcublasLt|libcudnn|libnccl)\.so'
 
 # The seed CNN: batch 64 for the GPU tests, 256 and 1024 for the figures,
-# each for 1, 2 and 4 replicas (logical GPUs on one device).
+# each for 1, 2 and 4 replicas (logical GPUs on one device); and at 256 with
+# conv kernels kept HWIO (what the per-step filter transposes cost).
 compile_plans() { # out-dir
   local dir="$1" tools="$build/bin"
   mkdir -p "$dir"
@@ -42,6 +43,10 @@ compile_plans() { # out-dir
       --batch-size "$batch" -o "$dir/seed_b$batch.mlir"
     "$tools/graphc" "$dir/seed_b$batch.mlir" --replicas 1,2,4 \
       -o "$dir/seed_b$batch.plan"
+    if [[ $batch -eq 256 ]]; then
+      "$tools/graphc" "$dir/seed_b$batch.mlir" --replicas 1 \
+        --keras-filter-layout -o "$dir/seed_b${batch}_hwio.plan"
+    fi
     rm "$dir/seed_b$batch.mlir"
   done
 }
