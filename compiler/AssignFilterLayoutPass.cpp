@@ -29,7 +29,6 @@
 #include "compiler/Passes.h"
 
 #include "llvm/ADT/MapVector.h"
-#include "llvm/ADT/SetVector.h"
 
 namespace mlir::graphc {
 #define GEN_PASS_DEF_ASSIGNFILTERLAYOUT
@@ -76,12 +75,13 @@ struct Conversion {
   SmallVector<VariableOp> slots;
 };
 
-/// The kernel operand's form for a convolution `op` reading `kernel` as its
-/// kernel, or nullopt when `op` is not a convolution reading it as one in
-/// Keras' layout.
-std::optional<KernelForm> kernelFormOf(Operation *op, Value kernel) {
+/// The kernel's form where `use` is a convolution's kernel operand in
+/// Keras' layout; nullopt for any other use (a convolution's input
+/// included).
+std::optional<KernelForm> kernelFormOf(OpOperand &use) {
+  Value kernel = use.get();
   auto form = [&](auto conv, Value input) -> std::optional<KernelForm> {
-    if (conv.getKernel() != kernel ||
+    if (use.getOperandNumber() != conv.getKernelMutable().getOperandNumber() ||
         conv.getFilterLayout() != FilterLayout::hwio)
       return std::nullopt;
     int64_t channels = cast<RankedTensorType>(input.getType()).getDimSize(3);
@@ -91,6 +91,7 @@ std::optional<KernelForm> kernelFormOf(Operation *op, Value kernel) {
     return KernelForm{groups > 1 && groups == channels &&
                       type.getDimSize(2) == channels};
   };
+  Operation *op = use.getOwner();
   if (auto conv = dyn_cast<Conv2DOp>(op))
     return form(conv, conv.getInput());
   if (auto conv = dyn_cast<FusedConv2DOp>(op))
@@ -164,7 +165,7 @@ private:
           c.updates.push_back({update, index});
           continue;
         }
-        std::optional<KernelForm> form = kernelFormOf(user, read.getValue());
+        std::optional<KernelForm> form = kernelFormOf(use);
         if (!form || (depthwise && *depthwise != form->depthwise))
           return std::nullopt;
         depthwise = form->depthwise;
@@ -195,9 +196,21 @@ private:
           update.getGrads()[u.index].getDefiningOp<Conv2DGradKernelOp>();
       if (!grad || grad.getFilterLayout() != FilterLayout::hwio)
         return std::nullopt;
-      for (Operation *user : grad.getKernelGrad().getUsers())
-        if (!isa<OptimizerUpdateOp, GlobalNormOp>(user))
+      for (OpOperand &use : grad.getKernelGrad().getUses()) {
+        if (isa<GlobalNormOp>(use.getOwner()))
+          continue;
+        // Else only as this variable's gradient in one of its updates.
+        auto other = dyn_cast<OptimizerUpdateOp>(use.getOwner());
+        if (!other)
           return std::nullopt;
+        unsigned first = other.getGrads().getBeginOperandIndex();
+        unsigned at = use.getOperandNumber() - first;
+        if (use.getOperandNumber() < first || at >= other.getGrads().size() ||
+            !llvm::any_of(c.updates, [&](const UpdateSlot &v) {
+              return v.update == other && v.index == at;
+            }))
+          return std::nullopt;
+      }
       c.gradients.push_back(grad);
       // The new value goes back into v only.
       for (Operation *user : update.getNewParams()[u.index].getUsers()) {

@@ -101,12 +101,14 @@ emitOperandGradients(OpBuilder &b, Operation *op, Value dy,
           give(1, Conv2DGradKernelOp::create(
                       b, loc, op.getKernel().getType(), op.getInput(), dy,
                       op.getStridesAttr(), op.getPaddingAttr(),
-                      op.getDilationsAttr(), op.getGroupsAttr()));
+                      op.getDilationsAttr(), op.getGroupsAttr(),
+                      op.getFilterLayoutAttr()));
         if (wanted(0))
           give(0, Conv2DGradInputOp::create(
                       b, loc, op.getInput().getType(), dy, op.getKernel(),
                       op.getStridesAttr(), op.getPaddingAttr(),
-                      op.getDilationsAttr(), op.getGroupsAttr()));
+                      op.getDilationsAttr(), op.getGroupsAttr(),
+                      op.getFilterLayoutAttr()));
       })
       .Case([&](Conv2DGradInputOp op) {
         // In the forward model (Conv2DTranspose): a convolution's adjoint,
@@ -118,12 +120,14 @@ emitOperandGradients(OpBuilder &b, Operation *op, Value dy,
           give(1, Conv2DGradKernelOp::create(
                       b, loc, op.getKernel().getType(), dy, op.getOutputGrad(),
                       op.getStridesAttr(), op.getPaddingAttr(),
-                      op.getDilationsAttr(), op.getGroupsAttr()));
+                      op.getDilationsAttr(), op.getGroupsAttr(),
+                      op.getFilterLayoutAttr()));
         if (wanted(0))
-          give(0, Conv2DOp::create(b, loc, op.getOutputGrad().getType(), dy,
-                                   op.getKernel(), op.getStridesAttr(),
-                                   op.getPaddingAttr(), op.getDilationsAttr(),
-                                   op.getGroupsAttr()));
+          give(0,
+               Conv2DOp::create(b, loc, op.getOutputGrad().getType(), dy,
+                                op.getKernel(), op.getStridesAttr(),
+                                op.getPaddingAttr(), op.getDilationsAttr(),
+                                op.getGroupsAttr(), op.getFilterLayoutAttr()));
       })
       .Case([&](DenseOp op) {
         if (wanted(1))
@@ -606,11 +610,13 @@ void TrainingStepBuilder::addSlotVariables() {
   for (VariableOp var : planned.trained) {
     b.setInsertionPointAfter(var);
     for (StringRef slot : variableSlotNames())
-      VariableOp::create(b, var.getLoc(), slotName(var, slot),
-                         var.getTensorType(),
-                         slot == "accumulator" ? accumulator : zeros,
-                         /*trainable=*/false, /*logical_shape=*/nullptr,
-                         /*logical_permutation=*/nullptr);
+      VariableOp::create(
+          b, var.getLoc(), slotName(var, slot), var.getTensorType(),
+          slot == "accumulator" ? accumulator : zeros,
+          /*trainable=*/false,
+          // Stored as the variable is (an OHWI kernel's
+          // slots OHWI), named in the same Keras form.
+          var.getLogicalShapeAttr(), var.getLogicalPermutationAttr());
   }
 }
 

@@ -259,6 +259,19 @@ inferConv2D(std::optional<Location> loc, Value inputValue, Value kernelValue,
                               layout == FilterLayout::ohwi ? "OHWI" : "HWIO");
   if (failed(kernel))
     return failure();
+  if (layout == FilterLayout::ohwi) {
+    // Checked on the stored type, so messages name the operand's own.
+    if (llvm::any_of(kernel->getShape(), [](int64_t d) { return d < 1; }))
+      return emitOptionalError(loc, "kernel dimensions must be >= 1, got ",
+                               *kernel);
+    // OHWI has no depthwise form of its own ([C * m, kh, kw, 1] is the
+    // grouped one), so a grouped kernel holds exactly C / groups channels.
+    int64_t channels = input->getDimSize(3), perGroup = kernel->getDimSize(3);
+    if (groups > 1 && (channels % groups != 0 || perGroup != channels / groups))
+      return emitOptionalError(loc, "ohwi kernel input channels (", perGroup,
+                               ") times groups (", groups,
+                               ") must match input channels (", channels, ")");
+  }
   return inferConv2DType(loc, *input, hwioKernelType(*kernel, layout), strides,
                          padding, dilations, groups);
 }

@@ -103,3 +103,37 @@ graph.model @m {
   graph.output %6 : tensor<2x3xf32>
 }
 graph.training @m loss = categorical_crossentropy optimizer = #graph.sgd<learning_rate = 0.1, momentum = 0.9, nesterov = false> metrics = ["accuracy"] global_batch_size = 2
+
+// -----
+
+// A Conv2DTranspose (conv2d_grad_input in the forward model) reads its
+// kernel as the convolution it transposes does: stored OHWI, its kernel
+// gradient too, with clipnorm's graph.global_norm of that gradient. A
+// kernel something else reads (here a graph.add) keeps Keras' layout.
+
+// CHECK-LABEL: graph.variable @"up/kernel" : tensor<3x3x3x2xf32> = #graph.init<glorot_uniform> {logical_permutation = array<i64: 3, 0, 1, 2>, logical_shape = array<i64: 3, 3, 2, 3>}
+// CHECK-NEXT:  graph.variable @"up/kernel/momentum" : tensor<3x3x3x2xf32> = #graph.init<zeros> {logical_permutation = array<i64: 3, 0, 1, 2>, logical_shape = array<i64: 3, 3, 2, 3>, trainable = false}
+// CHECK-NEXT:  graph.variable @"sum/kernel" : tensor<1x1x2x2xf32> = #graph.init<glorot_uniform>{{$}}
+// CHECK-LABEL: graph.model @train_step
+// CHECK:       graph.conv2d_grad_input {{.+}} filter_layout = ohwi : (tensor<2x4x4x3xf32>, tensor<3x3x3x2xf32>) -> tensor<2x6x6x2xf32>
+// CHECK:       graph.fused_conv2d {{.+}} dilations = [1, 1] activation = none : (tensor<2x6x6x2xf32>, tensor<1x1x2x2xf32>)
+// CHECK:       %[[G:.+]] = graph.conv2d_grad_kernel {{.+}} filter_layout = ohwi : (tensor<2x6x6x2xf32>, tensor<2x4x4x3xf32>) -> tensor<3x3x3x2xf32>
+// CHECK:       graph.global_norm %[[G]] : tensor<3x3x3x2xf32> -> tensor<f32>
+
+graph.variable @"up/kernel" : tensor<3x3x2x3xf32> = #graph.init<glorot_uniform>
+graph.variable @"sum/kernel" : tensor<1x1x2x2xf32> = #graph.init<glorot_uniform>
+graph.variable @"dense/kernel" : tensor<72x3xf32> = #graph.init<glorot_uniform>
+graph.model @m {
+  %x = graph.input "input_layer" : tensor<2x4x4x3xf32>
+  %k = graph.read_variable @"up/kernel" : tensor<3x3x2x3xf32>
+  %0 = graph.conv2d_grad_input %x, %k strides = [1, 1] padding = valid dilations = [1, 1] : (tensor<2x4x4x3xf32>, tensor<3x3x2x3xf32>) -> tensor<2x6x6x2xf32>
+  %s = graph.read_variable @"sum/kernel" : tensor<1x1x2x2xf32>
+  %s2 = graph.add %s, %s : tensor<1x1x2x2xf32>
+  %1 = graph.conv2d %0, %s2 strides = [1, 1] padding = valid dilations = [1, 1] : (tensor<2x6x6x2xf32>, tensor<1x1x2x2xf32>) -> tensor<2x6x6x2xf32>
+  %2 = graph.reshape %1 : tensor<2x6x6x2xf32> -> tensor<2x72xf32>
+  %kd = graph.read_variable @"dense/kernel" : tensor<72x3xf32>
+  %3 = graph.dense %2, %kd : (tensor<2x72xf32>, tensor<72x3xf32>) -> tensor<2x3xf32>
+  %4 = graph.softmax %3 : tensor<2x3xf32>
+  graph.output %4 : tensor<2x3xf32>
+}
+graph.training @m loss = categorical_crossentropy optimizer = #graph.sgd<learning_rate = 0.1, momentum = 0.9, nesterov = false, clipnorm = 0.5> metrics = ["accuracy"] global_batch_size = 2

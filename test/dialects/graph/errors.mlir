@@ -1428,3 +1428,28 @@ graph.model @m {
   %dk = graph.conv2d_grad_kernel %x, %dy strides = [1, 1] padding = valid dilations = [1, 1] filter_layout = ohwi : (tensor<2x8x8x2xf32>, tensor<2x6x6x4xf32>) -> tensor<3x3x3x2xf32>
   graph.output %dk : tensor<3x3x3x2xf32>
 }
+
+// -----
+
+// OHWI has no depthwise form of its own: a grouped OHWI kernel holds
+// C / groups channels ([C * m, kh, kw, 1] for a depthwise one).
+graph.model @m {
+  %x = graph.input "x" : tensor<4x5x5x3xf32>
+  %k = graph.input "k" : tensor<2x3x3x3xf32>
+  // expected-error@+2 {{ohwi kernel input channels (3) times groups (3) must match input channels (3)}}
+  // expected-error@+1 {{'graph.conv2d' op failed to infer returned types}}
+  %y = graph.conv2d %x, %k strides = [1, 1] padding = valid dilations = [1, 1] groups = 3 filter_layout = ohwi : (tensor<4x5x5x3xf32>, tensor<2x3x3x3xf32>) -> tensor<4x3x3x6xf32>
+  graph.output %y : tensor<4x3x3x6xf32>
+}
+
+// -----
+
+// An OHWI kernel's dimensions are reported as the operand has them.
+graph.model @m {
+  %x = graph.input "x" : tensor<2x8x8x2xf32>
+  %k = graph.input "k" : tensor<4x0x3x2xf32>
+  // expected-error@+2 {{kernel dimensions must be >= 1, got 'tensor<4x0x3x2xf32>'}}
+  // expected-error@+1 {{'graph.conv2d' op failed to infer returned types}}
+  %y = graph.conv2d %x, %k strides = [1, 1] padding = same dilations = [1, 1] filter_layout = ohwi : (tensor<2x8x8x2xf32>, tensor<4x0x3x2xf32>) -> tensor<2x8x8x4xf32>
+  graph.output %y : tensor<2x8x8x4xf32>
+}

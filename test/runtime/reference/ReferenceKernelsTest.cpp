@@ -185,7 +185,11 @@ TEST(ReferenceKernels, OhwiKernelsComputeWhatHwioKernelsDo) {
     ++compared[c.kernel];
     int64_t groups = c.cfg.getInt("groups", 1);
     grouped += groups > 1;
-    depthwise += groups > 1 && ohwi[3] == 1;
+    // Keras' depthwise form [kh, kw, C, m]: C input channels per kernel
+    // slice where a grouped kernel has C / groups.
+    int64_t channels =
+        c.kernel == "conv2d_grad_input" ? c.outs[0][3] : c.ins[0].shape[3];
+    depthwise += groups > 1 && groups == channels && hwio[2] == channels;
   }
   for (const char *kernel : {"conv2d", "fused_conv2d", "fused_conv2d_pool",
                              "conv2d_grad_input", "conv2d_grad_kernel"})
