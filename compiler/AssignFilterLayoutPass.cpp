@@ -20,9 +20,10 @@
 // convolution's kernel (all of them in one form), or as an optimizer
 // update's parameter whose gradient is a conv2d_grad_kernel read only by
 // updates and the gradient norm, and whose slots are used by that update
-// alone. Anything else (a regularizer reading the kernel, a kernel shared
-// by two layers, whose gradient is a sum) keeps Keras' layout and the
-// per-step transposes; the IR stays correct either way. Idempotent.
+// alone (Keras' use_ema: an EMA update of its new value, with an average
+// variable of its own). Anything else (a regularizer reading the kernel, a
+// kernel shared by two layers, whose gradient is a sum) keeps Keras' layout
+// and the per-step transposes; the IR stays correct either way. Idempotent.
 //
 //===----------------------------------------------------------------------===//
 
@@ -72,7 +73,8 @@ struct Conversion {
   SmallVector<Operation *> convolutions; // read the kernel: get ohwi
   SmallVector<Conv2DGradKernelOp> gradients;
   SmallVector<UpdateSlot> updates;
-  SmallVector<VariableOp> slots;
+  SmallVector<EmaUpdateOp> emas; // use_ema: the average follows the update
+  SmallVector<VariableOp> slots; // the optimizer's, and the EMA averages
 };
 
 /// The kernel's form where `use` is a convolution's kernel operand in
@@ -176,17 +178,23 @@ private:
       return std::nullopt; // no convolution reads it
     c.form.depthwise = *depthwise;
 
-    // Every write is one of the updates' new values for it.
-    for (AssignVariableOp assign : assigns) {
-      auto result = dyn_cast<OpResult>(assign.getValue());
+    // Every write is one of the updates' new values for it, or (use_ema)
+    // the value an EMA update passes on from one.
+    auto isNewValue = [&](Value value) {
+      if (auto ema = value.getDefiningOp<EmaUpdateOp>();
+          ema && ema.getNewValue() == value)
+        value = ema.getValue();
+      auto result = dyn_cast<OpResult>(value);
       auto update = result ? dyn_cast<OptimizerUpdateOp>(result.getOwner())
                            : OptimizerUpdateOp();
-      if (!update || !llvm::any_of(c.updates, [&](const UpdateSlot &u) {
-            return u.update == update &&
-                   update.getNewParams()[u.index] == result;
-          }))
+      return update && llvm::any_of(c.updates, [&](const UpdateSlot &u) {
+               return u.update == update &&
+                      update.getNewParams()[u.index] == result;
+             });
+    };
+    for (AssignVariableOp assign : assigns)
+      if (!isNewValue(assign.getValue()))
         return std::nullopt;
-    }
 
     for (UpdateSlot u : c.updates) {
       OptimizerUpdateOp update = u.update;
@@ -212,34 +220,63 @@ private:
           return std::nullopt;
       }
       c.gradients.push_back(grad);
-      // The new value goes back into v only.
-      for (Operation *user : update.getNewParams()[u.index].getUsers()) {
-        auto assign = dyn_cast<AssignVariableOp>(user);
-        if (!assign || assign.getVariable() != v.getSymName())
+      // The new value goes back into v, directly or through an EMA update
+      // (Keras' use_ema) whose average is a variable of its own.
+      auto intoV = [&](Value value) {
+        return llvm::all_of(value.getUsers(), [&](Operation *user) {
+          auto assign = dyn_cast<AssignVariableOp>(user);
+          return assign && assign.getVariable() == v.getSymName();
+        });
+      };
+      for (OpOperand &use : update.getNewParams()[u.index].getUses()) {
+        if (auto assign = dyn_cast<AssignVariableOp>(use.getOwner());
+            assign && assign.getVariable() == v.getSymName())
+          continue;
+        auto ema = dyn_cast<EmaUpdateOp>(use.getOwner());
+        if (!ema || use.get() != ema.getValue() || !intoV(ema.getNewValue()))
           return std::nullopt;
+        VariableOp average = ownedSlot(ema.getAverage(), ema.getNewAverage(),
+                                       symbols, readsOf, assignsOf);
+        if (!average)
+          return std::nullopt;
+        c.emas.push_back(ema);
+        c.slots.push_back(average);
       }
       // Its slots: variables this update alone reads and writes.
       unsigned k = OptimizerUpdateOp::slotsPerVariable(update.getOptimizer());
       for (unsigned s = 0; s < k; ++s) {
         unsigned at = u.index * k + s;
-        auto read = update.getSlots()[at].getDefiningOp<ReadVariableOp>();
-        if (!read || !read.getValue().hasOneUse())
+        VariableOp slot =
+            ownedSlot(update.getSlots()[at], update.getNewSlots()[at], symbols,
+                      readsOf, assignsOf);
+        if (!slot)
           return std::nullopt;
-        auto slot = symbols.lookup<VariableOp>(read.getVariable());
-        if (!slot || slot.getLogicalPermutation() || readsOf(slot).size() != 1)
-          return std::nullopt;
-        Value updated = update.getNewSlots()[at];
-        for (AssignVariableOp assign : assignsOf(slot))
-          if (assign.getValue() != updated)
-            return std::nullopt;
-        for (Operation *user : updated.getUsers())
-          if (auto assign = dyn_cast<AssignVariableOp>(user);
-              !assign || assign.getVariable() != slot.getSymName())
-            return std::nullopt;
         c.slots.push_back(slot);
       }
     }
     return c;
+  }
+
+  /// The variable `value` reads, when one op alone reads it (as `value`)
+  /// and only `updated` is written back into it, and `updated` goes
+  /// nowhere else: a slot that takes its parameter's layout. Null
+  /// otherwise.
+  static VariableOp ownedSlot(Value value, Value updated, SymbolTable &symbols,
+                              ReadsOf readsOf, AssignsOf assignsOf) {
+    auto read = value.getDefiningOp<ReadVariableOp>();
+    if (!read || !read.getValue().hasOneUse())
+      return {};
+    auto slot = symbols.lookup<VariableOp>(read.getVariable());
+    if (!slot || slot.getLogicalPermutation() || readsOf(slot).size() != 1)
+      return {};
+    for (AssignVariableOp assign : assignsOf(slot))
+      if (assign.getValue() != updated)
+        return {};
+    for (Operation *user : updated.getUsers())
+      if (auto assign = dyn_cast<AssignVariableOp>(user);
+          !assign || assign.getVariable() != slot.getSymName())
+        return {};
+    return slot;
   }
 
   /// Stores `v` (and its slots) OHWI, retyping everything that carries it.
@@ -264,6 +301,10 @@ private:
     for (Conv2DGradKernelOp grad : c.gradients) {
       grad.setFilterLayoutAttr(layout);
       grad.getKernelGrad().setType(ohwi);
+    }
+    for (EmaUpdateOp ema : c.emas) {
+      ema.getNewAverage().setType(ohwi);
+      ema.getNewValue().setType(ohwi);
     }
     for (UpdateSlot u : c.updates) {
       u.update.getNewParams()[u.index].setType(ohwi);
