@@ -105,6 +105,16 @@ std::optional<KernelForm> kernelFormOf(OpOperand &use) {
   return std::nullopt;
 }
 
+/// `use`'s position in `segment` (an op's variadic operands), or nullopt
+/// when it is another operand.
+std::optional<unsigned> indexIn(OpOperand &use, OperandRange segment) {
+  unsigned first = segment.getBeginOperandIndex();
+  if (use.getOperandNumber() < first ||
+      use.getOperandNumber() - first >= segment.size())
+    return std::nullopt;
+  return use.getOperandNumber() - first;
+}
+
 struct AssignFilterLayoutPass
     : graphc::impl::AssignFilterLayoutBase<AssignFilterLayoutPass> {
   void runOnOperation() override {
@@ -159,12 +169,10 @@ private:
       for (OpOperand &use : read.getValue().getUses()) {
         Operation *user = use.getOwner();
         if (auto update = dyn_cast<OptimizerUpdateOp>(user)) {
-          unsigned first = update.getParams().getBeginOperandIndex();
-          unsigned index = use.getOperandNumber() - first;
-          if (use.getOperandNumber() < first ||
-              index >= update.getParams().size())
+          std::optional<unsigned> index = indexIn(use, update.getParams());
+          if (!index)
             return std::nullopt;
-          c.updates.push_back({update, index});
+          c.updates.push_back({update, *index});
           continue;
         }
         std::optional<KernelForm> form = kernelFormOf(use);
@@ -209,13 +217,10 @@ private:
           continue;
         // Else only as this variable's gradient in one of its updates.
         auto other = dyn_cast<OptimizerUpdateOp>(use.getOwner());
-        if (!other)
-          return std::nullopt;
-        unsigned first = other.getGrads().getBeginOperandIndex();
-        unsigned at = use.getOperandNumber() - first;
-        if (use.getOperandNumber() < first || at >= other.getGrads().size() ||
-            !llvm::any_of(c.updates, [&](const UpdateSlot &v) {
-              return v.update == other && v.index == at;
+        std::optional<unsigned> at =
+            other ? indexIn(use, other.getGrads()) : std::nullopt;
+        if (!at || !llvm::any_of(c.updates, [&](const UpdateSlot &v) {
+              return v.update == other && v.index == *at;
             }))
           return std::nullopt;
       }

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <string>
-#include <tuple>
 
 namespace graph::runtime {
 
@@ -57,16 +56,6 @@ Status resolveWindow(const char *kernel, const KernelConfig &config,
   return Status::ok();
 }
 
-std::pair<int64_t, int64_t>
-convKernelWindow(const KernelConfig &config,
-                 const std::vector<int64_t> &kernelShape) {
-  if (kernelShape.size() != 4)
-    return {1, 1};
-  if (config.getString("filter_layout", "hwio") == "ohwi")
-    return {kernelShape[1], kernelShape[2]};
-  return {kernelShape[0], kernelShape[1]};
-}
-
 Status resolveConvChannels(const char *kernel, const KernelConfig &config,
                            int64_t inputChannels,
                            const std::vector<int64_t> &kernelShape,
@@ -102,13 +91,27 @@ Status resolveConvChannels(const char *kernel, const KernelConfig &config,
   channels.filters =
       depthwiseForm ? inputChannels * kernelFilters : kernelFilters;
   channels.layout = ohwi ? FilterLayout::ohwi : FilterLayout::hwio;
-  std::tie(channels.kh, channels.kw) = convKernelWindow(config, kernelShape);
+  channels.kh = ohwi ? kernelShape[1] : kernelShape[0];
+  channels.kw = ohwi ? kernelShape[2] : kernelShape[1];
   if (channels.filters < 1 || channels.filters % groups != 0)
     return Status::error(name + ": kernel " + shapeText(kernelShape) + " has " +
                          std::to_string(channels.filters) +
                          " filters, not a positive multiple of " +
                          std::to_string(groups) + " groups");
   return Status::ok();
+}
+
+Status resolveConv(const char *kernel, const KernelConfig &config,
+                   const std::vector<int64_t> &input,
+                   const std::vector<int64_t> &kernelShape, WindowGeometry &g,
+                   ConvChannels &channels) {
+  if (input.size() == 4)
+    if (Status s = resolveConvChannels(kernel, config, input[3], kernelShape,
+                                       channels);
+        !s)
+      return s;
+  return resolveWindow(kernel, config, input, channels.kh, channels.kw, true,
+                       g);
 }
 
 KernelConfig fusedPoolConfig(const KernelConfig &fused) {

@@ -57,13 +57,6 @@ Status resolveWindow(const char *kernel, const KernelConfig &config,
 ///     per step. A depthwise kernel is then [C * m, kh, kw, 1].
 enum class FilterLayout { hwio, ohwi };
 
-/// The window (kh, kw) of a rank-4 convolution kernel of shape
-/// `kernelShape` in the config's filter layout (hwio where the config names
-/// none or an unknown one: resolveConvChannels reports that).
-std::pair<int64_t, int64_t>
-convKernelWindow(const KernelConfig &config,
-                 const std::vector<int64_t> &kernelShape);
-
 /// A convolution kernel's layout, window and channels: `groups` (the
 /// config's, 1 unless set) groups of `channelsPerGroup` input channels and
 /// `filters` / groups filters each.
@@ -88,6 +81,15 @@ Status resolveConvChannels(const char *kernel, const KernelConfig &config,
                            int64_t inputChannels,
                            const std::vector<int64_t> &kernelShape,
                            ConvChannels &channels);
+
+/// A convolution's channels (resolveConvChannels) and window (resolveWindow,
+/// dilated) over NHWC `input` with a kernel of shape `kernelShape`: the
+/// channels first, so a bad filter_layout or kernel is named as such rather
+/// than as a window that does not fit.
+Status resolveConv(const char *kernel, const KernelConfig &config,
+                   const std::vector<int64_t> &input,
+                   const std::vector<int64_t> &kernelShape, WindowGeometry &g,
+                   ConvChannels &channels);
 
 /// fused_conv2d_pool's pool window as a max_pool2d's configuration: its
 /// pool_size, pool_strides and pool_padding as pool_size, strides and

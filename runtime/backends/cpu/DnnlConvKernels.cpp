@@ -75,20 +75,6 @@ struct ConvShape {
   }
 };
 
-/// The window and channels of a convolution over NHWC `input` with kernel
-/// `kernel` in the config's filter_layout: the channels first, so a bad
-/// filter_layout or kernel is named as such rather than as a window that
-/// does not fit.
-Status resolveConv(const char *kName, const KernelConfig &cfg,
-                   const std::vector<int64_t> &input,
-                   const std::vector<int64_t> &kernel, WindowGeometry &g,
-                   ConvChannels &cc) {
-  if (input.size() == 4)
-    if (Status st = resolveConvChannels(kName, cfg, input[3], kernel, cc); !st)
-      return st;
-  return resolveWindow(kName, cfg, input, cc.kh, cc.kw, true, g);
-}
-
 Status convShape(const char *kName, const KernelConfig &cfg,
                  const std::vector<int64_t> &input,
                  const std::vector<int64_t> &kernel,

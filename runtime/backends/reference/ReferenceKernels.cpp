@@ -158,22 +158,6 @@ Status applyActivation(const char *kName, const std::string &activation,
 // Convolution
 //===----------------------------------------------------------------------===//
 
-/// A convolution's kernel layout, channels and window (runtime/core/
-/// WindowGeometry.h) from NHWC `input` and the kernel's shape: the
-/// channels first, so a bad `filter_layout` or kernel is named as such
-/// rather than as a window that does not fit.
-Status resolveConv(const char *kName, const KernelConfig &cfg,
-                   const std::vector<int64_t> &input,
-                   const std::vector<int64_t> &kernelShape, WindowGeometry &g,
-                   ConvChannels &cc) {
-  if (input.size() == 4)
-    if (Status s = resolveConvChannels(kName, cfg, input[3], kernelShape, cc);
-        !s)
-      return s;
-  RESOLVE_WINDOW(input, cc.kh, cc.kw, true, g);
-  return Status::ok();
-}
-
 #define RESOLVE_CONV(input, kernelShape, g, cc)                                \
   do {                                                                         \
     Status s_ = resolveConv(kName, cfg, input, kernelShape, g, cc);            \

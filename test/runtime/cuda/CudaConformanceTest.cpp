@@ -64,17 +64,8 @@ double toleranceFor(const std::string &kernel) {
 
 /// The reference's outputs for `c` (whose max_pool2d_grad y it fills in).
 std::vector<Tensor> runReference(Case &c) {
-  if (c.kernel == "max_pool2d_grad") {
-    Status s = launch("max_pool2d", c.cfg, {&c.ins[0]}, {&c.ins[1]});
-    EXPECT_TRUE(s.isOk()) << s.message();
-  }
-  std::vector<Tensor> outs = outputsOf(c);
-  std::vector<Tensor *> in, out;
-  for (Tensor &t : c.ins)
-    in.push_back(&t);
-  for (Tensor &t : outs)
-    out.push_back(&t);
-  Status s = launch(c.kernel, c.cfg, in, out, c.ctx);
+  std::vector<Tensor> outs;
+  Status s = launchCase(c, Backend::reference, outs);
   EXPECT_TRUE(s.isOk()) << c.kernel << " (" << c.label
                         << ") on the reference: " << s.message();
   return outs;

@@ -35,11 +35,8 @@ bool directOf(const Case &c, DirectConv &cv) {
   const std::vector<int64_t> &k =
       c.kernel == "conv2d_grad_kernel" ? c.outs[0] : c.ins[1].shape;
   WindowGeometry g;
-  auto [kh, kw] = convKernelWindow(c.cfg, k);
-  Status s = resolveWindow(c.kernel.c_str(), c.cfg, x, kh, kw, true, g);
-  EXPECT_TRUE(s.isOk()) << s.message();
   ConvChannels cc;
-  s = resolveConvChannels(c.kernel.c_str(), c.cfg, g.c, k, cc);
+  Status s = resolveConv(c.kernel.c_str(), c.cfg, x, k, g, cc);
   EXPECT_TRUE(s.isOk()) << s.message();
   return s.isOk() && cuda::directConvOf(g, cc, cv);
 }

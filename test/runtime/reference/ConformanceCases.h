@@ -46,21 +46,28 @@ inline std::vector<Tensor> outputsOf(const Case &c) {
   return outs;
 }
 
-/// Case `c`'s outputs on `backend` (max_pool2d_grad's pooled input, the
-/// reference's max_pool2d of x, computed first).
-inline std::vector<Tensor> runCase(Case c, Backend backend) {
+/// Launches case `c` on `backend` into `outs` (outputsOf(c)), filling in
+/// max_pool2d_grad's pooled input first (the reference's max_pool2d of x,
+/// kept in `c`).
+inline Status launchCase(Case &c, Backend backend, std::vector<Tensor> &outs) {
   if (c.kernel == "max_pool2d_grad") {
     Tensor &y = c.ins[1];
     Status s = launch("max_pool2d", c.cfg, {&c.ins[0]}, {&y});
     EXPECT_TRUE(s.isOk()) << s.message();
   }
-  std::vector<Tensor> outs = outputsOf(c);
+  outs = outputsOf(c);
   std::vector<Tensor *> in, out;
   for (Tensor &t : c.ins)
     in.push_back(&t);
   for (Tensor &t : outs)
     out.push_back(&t);
-  Status s = launch(c.kernel, c.cfg, in, out, c.ctx, backend);
+  return launch(c.kernel, c.cfg, in, out, c.ctx, backend);
+}
+
+/// Case `c`'s outputs on `backend`, which must run it.
+inline std::vector<Tensor> runCase(Case c, Backend backend) {
+  std::vector<Tensor> outs;
+  Status s = launchCase(c, backend, outs);
   EXPECT_TRUE(s.isOk()) << c.kernel << " (" << c.label << ") on "
                         << backendName(backend) << ": " << s.message();
   return outs;

@@ -165,13 +165,8 @@ TEST_P(Conformance, RefusesAnUnknownFilterLayout) {
   for (Case c : bad) {
     if (!KernelRegistry::global().has(c.kernel, backend))
       continue;
-    std::vector<Tensor> outs = outputsOf(c);
-    std::vector<Tensor *> in, out;
-    for (Tensor &t : c.ins)
-      in.push_back(&t);
-    for (Tensor &t : outs)
-      out.push_back(&t);
-    Status s = launch(c.kernel, c.cfg, in, out, c.ctx, backend);
+    std::vector<Tensor> outs;
+    Status s = launchCase(c, backend, outs);
     EXPECT_FALSE(s.isOk()) << c.kernel;
     EXPECT_EQ(s.message(),
               c.kernel + ": unknown filter_layout 'oihw' (hwio or ohwi)");

@@ -118,6 +118,33 @@ int64_t outSize(int64_t in, int64_t k, int64_t s, int64_t d, bool same) {
   return same ? (in + s - 1) / s : (in - ((k - 1) * d + 1)) / s + 1;
 }
 
+/// conv2d's input and kernel gradients under `cfg` against finite
+/// differences of its forward: input `xs`, kernel `ks`, output `ys`; x, the
+/// kernel and the loss weights drawn with seeds `seed`, `seed` + 1 and
+/// `seed` + 2.
+void expectConvGradients(const KernelConfig &cfg,
+                         const std::vector<int64_t> &xs,
+                         const std::vector<int64_t> &ks,
+                         const std::vector<int64_t> &ys, unsigned seed,
+                         const std::string &what) {
+  auto elements = [](const std::vector<int64_t> &shape) {
+    return std::accumulate(shape.begin(), shape.end(), int64_t{1},
+                           std::multiplies<int64_t>());
+  };
+  Forward f;
+  f.kernel = "conv2d";
+  f.cfg = cfg;
+  f.ins = {Tensor::f64(xs, uniform(elements(xs), -1, 1, seed)),
+           Tensor::f64(ks, uniform(elements(ks), -1, 1, seed + 1))};
+  f.outShapes = {ys};
+  std::vector<double> w = f.weights(seed + 2);
+  Tensor dy = dyOf(f, w);
+  expectGradient(analytic("conv2d_grad_input", f.cfg, {dy, f.ins[1]}, {xs}),
+                 f.numeric(0, w), "conv2d_grad_input " + what);
+  expectGradient(analytic("conv2d_grad_kernel", f.cfg, {f.ins[0], dy}, {ks}),
+                 f.numeric(1, w), "conv2d_grad_kernel " + what);
+}
+
 TEST(FiniteDifference, Conv2DInputAndKernel) {
   struct C {
     std::string padding;
@@ -128,21 +155,12 @@ TEST(FiniteDifference, Conv2DInputAndKernel) {
         C{"valid", 1, 2}, C{"same", 1, 2}, C{"same", 2, 2}}) {
     std::string what = c.padding + " s" + std::to_string(c.stride) + " d" +
                        std::to_string(c.dilation);
-    Forward f;
-    f.kernel = "conv2d";
-    f.cfg = convConfig(c.padding, c.stride, c.dilation);
-    std::vector<int64_t> xs = {2, 6, 7, 2}, ks = {3, 2, 2, 3};
-    f.ins = {Tensor::f64(xs, uniform(2 * 6 * 7 * 2, -1, 1, 21)),
-             Tensor::f64(ks, uniform(3 * 2 * 2 * 3, -1, 1, 22))};
     bool same = c.padding == "same";
-    f.outShapes = {{2, outSize(6, 3, c.stride, c.dilation, same),
-                    outSize(7, 2, c.stride, c.dilation, same), 3}};
-    std::vector<double> w = f.weights(23);
-    Tensor dy = dyOf(f, w);
-    expectGradient(analytic("conv2d_grad_input", f.cfg, {dy, f.ins[1]}, {xs}),
-                   f.numeric(0, w), "conv2d_grad_input " + what);
-    expectGradient(analytic("conv2d_grad_kernel", f.cfg, {f.ins[0], dy}, {ks}),
-                   f.numeric(1, w), "conv2d_grad_kernel " + what);
+    expectConvGradients(convConfig(c.padding, c.stride, c.dilation),
+                        {2, 6, 7, 2}, {3, 2, 2, 3},
+                        {2, outSize(6, 3, c.stride, c.dilation, same),
+                         outSize(7, 2, c.stride, c.dilation, same), 3},
+                        21, what);
   }
 }
 
@@ -161,27 +179,14 @@ TEST(FiniteDifference, GroupedAndDepthwiseConv2DInputAndKernel) {
                        std::to_string(c.dilation) + " groups " +
                        std::to_string(c.groups) + " kernel " +
                        std::to_string(c.ks[2]) + "x" + std::to_string(c.ks[3]);
-    Forward f;
-    f.kernel = "conv2d";
-    f.cfg = convConfig(c.padding, c.stride, c.dilation);
-    f.cfg.set("groups", c.groups);
-    auto elements = [](const std::vector<int64_t> &shape) {
-      return std::accumulate(shape.begin(), shape.end(), int64_t{1},
-                             std::multiplies<int64_t>());
-    };
-    f.ins = {Tensor::f64(c.xs, uniform(elements(c.xs), -1, 1, 41)),
-             Tensor::f64(c.ks, uniform(elements(c.ks), -1, 1, 42))};
+    KernelConfig cfg = convConfig(c.padding, c.stride, c.dilation);
+    cfg.set("groups", c.groups);
     bool same = c.padding == "same";
-    f.outShapes = {{2, outSize(5, c.ks[0], c.stride, c.dilation, same),
-                    outSize(6, c.ks[1], c.stride, c.dilation, same),
-                    c.filters}};
-    std::vector<double> w = f.weights(43);
-    Tensor dy = dyOf(f, w);
-    expectGradient(analytic("conv2d_grad_input", f.cfg, {dy, f.ins[1]}, {c.xs}),
-                   f.numeric(0, w), "conv2d_grad_input " + what);
-    expectGradient(
-        analytic("conv2d_grad_kernel", f.cfg, {f.ins[0], dy}, {c.ks}),
-        f.numeric(1, w), "conv2d_grad_kernel " + what);
+    expectConvGradients(cfg, c.xs, c.ks,
+                        {2, outSize(5, c.ks[0], c.stride, c.dilation, same),
+                         outSize(6, c.ks[1], c.stride, c.dilation, same),
+                         c.filters},
+                        41, what);
   }
 }
 
@@ -202,27 +207,15 @@ TEST(FiniteDifference, OhwiConv2DInputAndKernel) {
     std::string what = c.padding + " s" + std::to_string(c.stride) + " d" +
                        std::to_string(c.dilation) + " groups " +
                        std::to_string(c.groups);
-    Forward f;
-    f.kernel = "conv2d";
-    f.cfg = convConfig(c.padding, c.stride, c.dilation);
-    f.cfg.set("groups", c.groups);
-    f.cfg.set("filter_layout", std::string("ohwi"));
-    auto elements = [](const std::vector<int64_t> &shape) {
-      return std::accumulate(shape.begin(), shape.end(), int64_t{1},
-                             std::multiplies<int64_t>());
-    };
-    f.ins = {Tensor::f64(c.xs, uniform(elements(c.xs), -1, 1, 44)),
-             Tensor::f64(c.ks, uniform(elements(c.ks), -1, 1, 45))};
+    KernelConfig cfg = convConfig(c.padding, c.stride, c.dilation);
+    cfg.set("groups", c.groups);
+    cfg.set("filter_layout", std::string("ohwi"));
     bool same = c.padding == "same";
-    f.outShapes = {{2, outSize(5, c.ks[1], c.stride, c.dilation, same),
-                    outSize(6, c.ks[2], c.stride, c.dilation, same), c.ks[0]}};
-    std::vector<double> w = f.weights(46);
-    Tensor dy = dyOf(f, w);
-    expectGradient(analytic("conv2d_grad_input", f.cfg, {dy, f.ins[1]}, {c.xs}),
-                   f.numeric(0, w), "conv2d_grad_input " + what);
-    expectGradient(
-        analytic("conv2d_grad_kernel", f.cfg, {f.ins[0], dy}, {c.ks}),
-        f.numeric(1, w), "conv2d_grad_kernel " + what);
+    expectConvGradients(cfg, c.xs, c.ks,
+                        {2, outSize(5, c.ks[1], c.stride, c.dilation, same),
+                         outSize(6, c.ks[2], c.stride, c.dilation, same),
+                         c.ks[0]},
+                        44, what);
   }
 }
 

@@ -73,10 +73,9 @@ Status resolveConvWindow(const char *kName, const KernelConfig &config,
                          const std::vector<int64_t> &input,
                          const std::vector<int64_t> &kernelShape,
                          WindowGeometry &g, ConvChannels &cc) {
-  if (input.size() == 4)
-    RETURN_IF_ERROR(
-        resolveConvChannels(kName, config, input[3], kernelShape, cc));
-  return resolveNonEmptyWindow(kName, config, input, cc.kh, cc.kw, true, g);
+  RETURN_IF_ERROR(resolveConv(kName, config, input, kernelShape, g, cc));
+  REQUIRE(g.n > 0 && g.c > 0, "empty input " + shapeText(input));
+  return Status::ok();
 }
 
 Status parseActivation(const char *kName, const std::string &name,

@@ -75,11 +75,8 @@ Status resolveNonEmptyWindow(const char *kName, const KernelConfig &config,
                              const std::vector<int64_t> &input, int64_t kh,
                              int64_t kw, bool dilated, WindowGeometry &g);
 
-/// A convolution's channels and window (resolveConvChannels, then
-/// resolveNonEmptyWindow with its dilations) over NHWC `input` with a
-/// kernel of shape `kernelShape` in the config's filter_layout: the
-/// channels first, so a bad filter_layout or kernel is named as such rather
-/// than as a window that does not fit.
+/// resolveConv (runtime/core/WindowGeometry.h), refusing an empty input
+/// as resolveNonEmptyWindow does.
 Status resolveConvWindow(const char *kName, const KernelConfig &config,
                          const std::vector<int64_t> &input,
                          const std::vector<int64_t> &kernelShape,

@@ -32,6 +32,7 @@
 #include "runtime/core/WindowGeometry.h"
 
 #include <cstdint>
+#include <initializer_list>
 #include <limits>
 
 #if defined(__CUDACC__)
@@ -48,6 +49,15 @@ namespace graph::runtime::cuda {
 /// dozen channels, which is a matrix product cuDNN does well.
 inline constexpr int32_t kDirectMaxTaps = 32;
 inline constexpr int32_t kDirectMaxChannels = 4;
+
+/// Whether every extent in `extents` fits the 32-bit indices of the direct
+/// kernels.
+inline bool fitsInt32(std::initializer_list<int64_t> extents) {
+  for (int64_t v : extents)
+    if (v > std::numeric_limits<int32_t>::max())
+      return false;
+  return true;
+}
 
 /// A convolution's shapes: NHWC input [n, inH, inW, c], kernel HWIO
 /// [kh, kw, c, f] or, with `ohwi` (the config's filter_layout), OHWI
@@ -246,14 +256,11 @@ inline void kernelGradPartialFor(const DirectConv &cv, const float *x,
 /// one group, at most kDirectMaxTaps taps, extents that fit 32 bits.
 inline bool directConvOf(const WindowGeometry &g, const ConvChannels &cc,
                          DirectConv &out) {
-  const int64_t limit = std::numeric_limits<int32_t>::max();
   if (cc.groups != 1 || g.c > kDirectMaxChannels ||
-      g.c * g.h.window * g.w.window > kDirectMaxTaps)
+      g.c * g.h.window * g.w.window > kDirectMaxTaps ||
+      !fitsInt32({g.n, g.h.in, g.w.in, g.h.out, g.w.out, cc.filters,
+                  g.n * g.h.in * g.w.in}))
     return false;
-  for (int64_t v : {g.n, g.h.in, g.w.in, g.h.out, g.w.out, cc.filters,
-                    g.n * g.h.in * g.w.in})
-    if (v > limit)
-      return false;
   auto i = [](int64_t v) { return static_cast<int32_t>(v); };
   out.n = i(g.n);
   out.inH = i(g.h.in);

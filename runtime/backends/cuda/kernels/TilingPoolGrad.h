@@ -20,11 +20,10 @@
 #ifndef RUNTIME_BACKENDS_CUDA_KERNELS_TILINGPOOLGRAD_H
 #define RUNTIME_BACKENDS_CUDA_KERNELS_TILINGPOOLGRAD_H
 
-#include "runtime/backends/cuda/kernels/DirectConv.h" // GRAPH_HD, nhwcPosition
+#include "runtime/backends/cuda/kernels/DirectConv.h" // GRAPH_HD, helpers
 #include "runtime/core/WindowGeometry.h"
 
 #include <cstdint>
-#include <limits>
 
 namespace graph::runtime::cuda {
 
@@ -39,12 +38,9 @@ struct TilingPool {
 /// extents fit 32 bits.
 inline bool tilingPoolOf(const WindowGeometry &g, TilingPool &out) {
   if (g.h.stride != g.h.window || g.w.stride != g.w.window ||
-      g.h.padBefore != 0 || g.w.padBefore != 0 || g.h.out < 1 || g.w.out < 1)
+      g.h.padBefore != 0 || g.w.padBefore != 0 || g.h.out < 1 || g.w.out < 1 ||
+      !fitsInt32({g.n, g.c, g.h.in, g.w.in, g.n * g.h.in * g.w.in}))
     return false;
-  const int64_t limit = std::numeric_limits<int32_t>::max();
-  for (int64_t v : {g.n, g.c, g.h.in, g.w.in, g.n * g.h.in * g.w.in})
-    if (v > limit)
-      return false;
   auto i = [](int64_t v) { return static_cast<int32_t>(v); };
   out.n = i(g.n);
   out.c = i(g.c);
