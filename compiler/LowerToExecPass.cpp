@@ -22,6 +22,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "compiler/ElementwiseBodyEncoding.h"
 #include "compiler/Passes.h"
 
 #include "mlir/IR/Builders.h"
@@ -152,7 +153,8 @@ static SmallVector<NamedAttribute> kernelAttributes(Operation *op) {
   return attrs;
 }
 
-/// A config literal of the elementwise body encoding (see encodeBody).
+/// A config literal of the elementwise body encoding (see
+/// encodeElementwiseBody).
 static std::string bodyLiteral(Attribute attr) {
   if (auto f = dyn_cast<FloatAttr>(attr)) {
     // Shortest text that reads back as the same double.
@@ -189,7 +191,7 @@ static std::string bodyLiteral(Attribute attr) {
 /// literals are integers, floats in shortest round-trip form (`0.2`), `true`
 /// or `false` (unit attributes print `true`) and enum names. Example:
 /// "relu_grad(a0, a1) -> t0; add(t0, a2) -> t1; yield t1".
-static FailureOr<std::string> encodeBody(graph::ElementwiseOp op) {
+FailureOr<std::string> graphc::encodeElementwiseBody(graph::ElementwiseOp op) {
   Block &body = op.getBody().front();
   llvm::DenseMap<Value, std::string> names;
   for (BlockArgument arg : body.getArguments())
@@ -435,7 +437,7 @@ LogicalResult StepLowering::lowerLaunch(Operation *op) {
   }
   SmallVector<NamedAttribute> config;
   if (auto elementwise = dyn_cast<graph::ElementwiseOp>(op)) {
-    FailureOr<std::string> body = encodeBody(elementwise);
+    FailureOr<std::string> body = graphc::encodeElementwiseBody(elementwise);
     if (failed(body))
       return failure();
     config.push_back(

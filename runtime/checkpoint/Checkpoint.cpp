@@ -2,7 +2,7 @@
 
 #include "runtime/checkpoint/Checkpoint.h"
 
-#include "runtime/checkpoint/AtomicFile.h"
+#include "runtime/base/AtomicFile.h"
 #include "runtime/checkpoint/Weights.h"
 
 #include <algorithm>

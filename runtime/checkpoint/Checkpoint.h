@@ -23,10 +23,10 @@
 #ifndef RUNTIME_CHECKPOINT_CHECKPOINT_H
 #define RUNTIME_CHECKPOINT_CHECKPOINT_H
 
+#include "runtime/base/Status.h"
 #include "runtime/checkpoint/Safetensors.h"
-#include "runtime/core/Executor.h"
+#include "runtime/core/MirroredVariables.h"
 #include "runtime/core/Session.h"
-#include "runtime/core/Status.h"
 
 #include <cstdint>
 #include <string>

@@ -6,8 +6,6 @@
 
 #include <hdf5.h>
 #include <nlohmann/json.hpp>
-#include <zip.h>
-#include <zlib.h>
 
 #include <algorithm>
 #include <atomic>
@@ -971,124 +969,44 @@ Status assignWeights(const H5File &f, const std::vector<FileLayer> &file,
 // .keras archives
 // ---------------------------------------------------------------------------
 
-struct ZipCloser {
-  void operator()(zip_t *archive) const { zip_discard(archive); }
-};
-struct ZipFileCloser {
-  void operator()(zip_file_t *file) const { zip_fclose(file); }
-};
-
-/// Above this size a member must be at most kMaxExpansion times its
-/// compressed size: Keras' own zip-bomb rule (saving_lib._reject_zip_bomb).
-constexpr uint64_t kExpansionFloor = uint64_t(256) << 20;
-constexpr uint64_t kMaxExpansion = 100;
-
-/// The bytes of member `name`, checked as the Keras importer checks
-/// config.json: at most `limit` bytes, and the size and CRC-32 the archive
-/// declares (libzip checks the CRC only when a read reaches the member's
-/// end; zlib checks it again, whatever libzip's version does). `present`
-/// is false when the archive holds no such member.
-Status readMember(zip_t *archive, const std::string &path, const char *name,
-                  uint64_t limit, std::string &out, bool &present) {
-  present = false;
-  std::string where = path + ": " + name + ": ";
-  zip_int64_t index = zip_name_locate(archive, name, 0);
-  zip_stat_t stat;
-  zip_stat_init(&stat);
-  if (index < 0)
+/// Member `name` of `archive` (at most `limit` bytes), its errors naming
+/// `path`; `present` is false when the archive holds no such member.
+Status readMember(const ZipArchive &archive, const std::string &path,
+                  const char *name, uint64_t limit, std::string &out,
+                  bool &present) {
+  present = archive.find(name) != nullptr;
+  if (!present)
     return Status::ok();
-  present = true;
-  if (zip_stat_index(archive, static_cast<zip_uint64_t>(index), 0, &stat) !=
-          0 ||
-      !(stat.valid & ZIP_STAT_SIZE))
-    return Status::error(where + "cannot read its size in the archive");
-  if (stat.size > limit)
-    return Status::error(where + "declares " + std::to_string(stat.size) +
-                         " bytes uncompressed; at most " +
-                         std::to_string(limit >> 20) + " MiB are read");
-  if (stat.size > kExpansionFloor && (stat.valid & ZIP_STAT_COMP_SIZE) &&
-      stat.size / kMaxExpansion > stat.comp_size)
-    return Status::error(where + "declares " + std::to_string(stat.size) +
-                         " bytes from " + std::to_string(stat.comp_size) +
-                         " compressed, more than Keras' limit of " +
-                         std::to_string(kMaxExpansion) +
-                         "x (refused as a zip bomb)");
-  std::unique_ptr<zip_file_t, ZipFileCloser> file(
-      zip_fopen_index(archive, static_cast<zip_uint64_t>(index), 0));
-  if (!file)
-    return Status::error(where + "cannot open it in the archive: " +
-                         zip_error_strerror(zip_get_error(archive)));
-  out.clear();
-  try {
-    out.reserve(stat.size);
-  } catch (const std::bad_alloc &) {
-    return Status::error(where + "cannot hold its " +
-                         std::to_string(stat.size) + " bytes in memory");
-  }
-  std::vector<char> chunk(1 << 16);
-  while (true) {
-    zip_int64_t read = zip_fread(file.get(), chunk.data(), chunk.size());
-    if (read == 0)
-      break;
-    if (read < 0) {
-      zip_error_t *error = zip_file_get_error(file.get());
-      if (zip_error_code_zip(error) == ZIP_ER_CRC)
-        return Status::error(where + "CRC mismatch (archive corrupt)");
-      return Status::error(where + "cannot read it from the archive: " +
-                           zip_error_strerror(error));
-    }
-    out.append(chunk.data(), static_cast<size_t>(read));
-    if (out.size() > stat.size)
-      return Status::error(where + "holds more than the " +
-                           std::to_string(stat.size) +
-                           " bytes the archive declares (archive corrupt)");
-  }
-  if (out.size() != stat.size)
-    return Status::error(where + "holds " + std::to_string(out.size()) +
-                         " bytes, not the " + std::to_string(stat.size) +
-                         " the archive declares (archive corrupt)");
-  if (stat.valid & ZIP_STAT_CRC) {
-    uLong crc = crc32(0, nullptr, 0);
-    for (size_t at = 0; at < out.size();) {
-      // zlib's length is a uInt.
-      size_t n = std::min<size_t>(out.size() - at, size_t(1) << 30);
-      crc = crc32(crc, reinterpret_cast<const Bytef *>(out.data() + at),
-                  static_cast<uInt>(n));
-      at += n;
-    }
-    if (crc != stat.crc)
-      return Status::error(where + "CRC mismatch (archive corrupt)");
-  }
-  return Status::ok();
+  Status s = archive.read(name, limit, out);
+  if (s.code() == StatusCode::resourceExhausted)
+    return Status::error(s.code(), path + ": " + s.message() + "; at most " +
+                                       std::to_string(limit >> 20) +
+                                       " MiB are read");
+  return s.withContext(path + ": ");
 }
 
 /// Opens a .keras archive's weights member as an in-memory HDF5 file, and
 /// maps its groups through config.json for files that record no names.
 Status openArchive(const std::string &path, H5File &f,
                    std::map<std::string, std::string> &configGroups) {
-  int code = 0;
-  std::unique_ptr<zip_t, ZipCloser> archive(
-      zip_open(path.c_str(), ZIP_RDONLY, &code));
-  if (!archive) {
-    zip_error_t error;
-    zip_error_init_with_code(&error, code);
-    std::string message = zip_error_strerror(&error);
-    zip_error_fini(&error);
-    if (code == ZIP_ER_NOZIP)
-      return Status::error(path +
-                           ": not a zip archive (a .keras file is a "
-                           "zip archive holding " +
-                           std::string(kKerasWeightsMember) + ")");
-    return Status::error(path + ": cannot open the zip archive: " + message);
+  ZipArchive archive;
+  if (Status s = ZipArchive::open(path, archive); !s) {
+    if (s.code() == StatusCode::invalidInput) // not a zip archive
+      return Status::error(s.code(), path + ": " + s.message() +
+                                         " (a .keras file is a zip archive "
+                                         "holding " +
+                                         std::string(kKerasWeightsMember) +
+                                         ")");
+    return s.withContext(path + ": ");
   }
   std::string bytes;
   bool present = false;
-  if (Status s = readMember(archive.get(), path, kKerasWeightsMember,
+  if (Status s = readMember(archive, path, kKerasWeightsMember,
                             kMaxWeightsMemberBytes, bytes, present);
       !s)
     return s;
   if (!present) {
-    bool npz = zip_name_locate(archive.get(), "model.weights.npz", 0) >= 0;
+    bool npz = archive.find("model.weights.npz") != nullptr;
     return Status::error(
         path + ": the archive holds no " + kKerasWeightsMember +
         (npz ? "; it holds model.weights.npz, which graphrun does not read "
@@ -1097,8 +1015,8 @@ Status openArchive(const std::string &path, H5File &f,
                "config.json, metadata.json and model.weights.h5)"));
   }
   std::string config;
-  if (Status s = readMember(archive.get(), path, "config.json",
-                            uint64_t(64) << 20, config, present);
+  if (Status s = readMember(archive, path, "config.json", uint64_t(64) << 20,
+                            config, present);
       !s)
     return s;
   configGroups = groupsOfConfig(config);
@@ -1124,12 +1042,6 @@ Status openArchive(const std::string &path, H5File &f,
 
 bool looksLikeHdf5(std::string_view head) {
   return head.starts_with(std::string_view("\x89HDF\r\n\x1a\n", 8));
-}
-
-bool looksLikeZip(std::string_view head) {
-  // A local file header, or the end-of-central-directory record that opens
-  // an empty archive.
-  return head.starts_with("PK\x03\x04") || head.starts_with("PK\x05\x06");
 }
 
 Status loadKerasWeights(const std::string &path, bool archive,

@@ -61,9 +61,10 @@
 #ifndef RUNTIME_CHECKPOINT_KERASWEIGHTS_H
 #define RUNTIME_CHECKPOINT_KERASWEIGHTS_H
 
+#include "runtime/base/Status.h"
+#include "runtime/base/ZipArchive.h"
 #include "runtime/checkpoint/Weights.h"
-#include "runtime/core/Executor.h"
-#include "runtime/core/Status.h"
+#include "runtime/core/MirroredVariables.h"
 
 #include <cstdint>
 #include <string>
@@ -81,8 +82,7 @@ inline constexpr const char *kKerasWeightsMember = "model.weights.h5";
 
 /// True if `head` (a file's first bytes) begins with HDF5's signature.
 bool looksLikeHdf5(std::string_view head);
-/// True if `head` begins like a zip archive (a .keras file is one).
-bool looksLikeZip(std::string_view head);
+// looksLikeZip (a .keras file is a zip archive): runtime/base/ZipArchive.h.
 
 /// Sets the model weights `which` from the Keras weights file `path`: an
 /// HDF5 file (legacy or Keras 3 layout), or with `archive` a .keras zip

@@ -2,7 +2,7 @@
 
 #include "runtime/checkpoint/Npy.h"
 
-#include "runtime/checkpoint/AtomicFile.h"
+#include "runtime/base/AtomicFile.h"
 
 #include <cstring>
 

@@ -8,7 +8,7 @@
 #ifndef RUNTIME_CHECKPOINT_NPY_H
 #define RUNTIME_CHECKPOINT_NPY_H
 
-#include "runtime/core/Status.h"
+#include "runtime/base/Status.h"
 
 #include <cstdint>
 #include <string>

@@ -2,7 +2,7 @@
 
 #include "runtime/checkpoint/Safetensors.h"
 
-#include "runtime/checkpoint/AtomicFile.h"
+#include "runtime/base/AtomicFile.h"
 #include "runtime/core/Kernel.h"
 
 #include <nlohmann/json.hpp>

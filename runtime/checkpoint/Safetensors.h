@@ -19,7 +19,7 @@
 #ifndef RUNTIME_CHECKPOINT_SAFETENSORS_H
 #define RUNTIME_CHECKPOINT_SAFETENSORS_H
 
-#include "runtime/core/Status.h"
+#include "runtime/base/Status.h"
 
 #include <cstdint>
 #include <map>

@@ -19,9 +19,9 @@
 #ifndef RUNTIME_CHECKPOINT_WEIGHTS_H
 #define RUNTIME_CHECKPOINT_WEIGHTS_H
 
+#include "runtime/base/Status.h"
 #include "runtime/checkpoint/Safetensors.h"
-#include "runtime/core/Executor.h"
-#include "runtime/core/Status.h"
+#include "runtime/core/MirroredVariables.h"
 
 #include <map>
 #include <string>

@@ -4,15 +4,18 @@
 // PyTorch's c10d Backend or Horovod's operation manager: the executor asks
 // for "all-reduce this bucket" and never learns what carries it. Each local
 // replica calls allReduce with its own copy of the bucket, in the same
-// order of buckets on every replica and every worker. The transports, all
-// in this folder, are chosen by what the job spans:
+// order of buckets on every replica and every worker. The transports are
+// chosen by what the job spans:
 //
 //   LocalCollective   host replicas (threads) of this process, and when
 //                     the job has several workers, the MPI step between
 //                     them (Workers.h) on the reduced bucket
 //   NcclCollective    GPUs: NCCL over the GPUs of every worker (its unique
 //                     id bootstrapped through Workers), a kernel among
-//                     logical GPUs that share one
+//                     logical GPUs that share one. It is the CUDA
+//                     backend's (runtime/backends/cuda, as IREE keeps its
+//                     nccl_channel in its CUDA driver), so this folder
+//                     holds no CUDA header.
 //
 // Host transports return when the result is in every local copy. Device
 // transports return once the reduction is enqueued on the replicas' comm
@@ -25,7 +28,7 @@
 #ifndef RUNTIME_COLLECTIVES_COLLECTIVE_H
 #define RUNTIME_COLLECTIVES_COLLECTIVE_H
 
-#include "runtime/core/Status.h"
+#include "runtime/base/Status.h"
 
 #include <chrono>
 #include <cstdint>

@@ -123,7 +123,7 @@ private:
                std::to_string(rank) +
                " was waiting): a replica is stuck or failed";
     cv_.notify_all();
-    return Status::error(aborted_);
+    return Status::timeout(aborted_);
   }
 
   Status fail(const std::string &reason) {

@@ -22,7 +22,7 @@
 #ifndef RUNTIME_COLLECTIVES_WORKERS_H
 #define RUNTIME_COLLECTIVES_WORKERS_H
 
-#include "runtime/core/Status.h"
+#include "runtime/base/Status.h"
 
 #include <chrono>
 #include <cstddef>

@@ -9,7 +9,7 @@
 #ifndef RUNTIME_CORE_ARENA_H
 #define RUNTIME_CORE_ARENA_H
 
-#include "runtime/core/Status.h"
+#include "runtime/base/Status.h"
 
 #include <atomic>
 #include <cstddef>

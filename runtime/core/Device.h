@@ -7,7 +7,8 @@
 // communicators are made once); a ProgramRunner runs a prepared program's
 // step on them.
 //
-// The host path (reference and cpu backends) is built into the executor.
+// The host path (reference and cpu backends) is built into the runtime
+// (Device.cpp's host devices; the executor's threads run their programs).
 // Other backends register a DevicePlatform (the CUDA backend does in
 // cuda::registerCudaBackend()), so runtime/core never includes a CUDA header
 // and builds without one.
@@ -17,9 +18,9 @@
 #ifndef RUNTIME_CORE_DEVICE_H
 #define RUNTIME_CORE_DEVICE_H
 
+#include "runtime/base/Status.h"
 #include "runtime/collectives/Collective.h"
 #include "runtime/core/Kernel.h"
-#include "runtime/core/Status.h"
 #include "runtime/data/Batch.h"
 #include "runtime/plan/plan_generated.h"
 
@@ -27,6 +28,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -34,7 +36,54 @@
 
 namespace graph::runtime {
 
-struct ExecutorOptions; // Executor.h
+class Workers; // collectives/Workers.h
+
+/// The arithmetic of convolutions and matrix products on a GPU: fp32
+/// throughout, or operands rounded to TF32 on the tensor cores (PyTorch's
+/// default for cuDNN convolutions; about 3e-4 relative). Everything else
+/// (elementwise ops, normalisation statistics, losses, optimizers) is fp32
+/// under either. The host backends always compute in fp32.
+enum class Precision { fp32, tf32 };
+const char *precisionName(Precision precision);
+/// The precision named `name` ("fp32", "tf32").
+std::optional<Precision> parsePrecision(const std::string &name);
+
+/// How a run executes its programs: read by the executor and by a
+/// backend's devices and runners (seed, timeout and workers as much as the
+/// CUDA-only fields below), so they travel as one.
+struct ExecutorOptions {
+  Backend backend = Backend::reference;
+  /// The run's seed: kernels mix it into dropout masks.
+  uint64_t seed = 0;
+  /// How long a device waits for another (all-reduce, event) before the
+  /// step fails naming the late replica.
+  std::chrono::milliseconds timeout{60000};
+  /// Replaces the plan's learning rate in every optimizer_update (negative:
+  /// keep the plan's).
+  double learningRate = -1;
+  /// CUDA: capture the training step as a CUDA graph after one eager
+  /// warm-up step and replay it (`graphrun --no-cuda-graph` turns it off).
+  bool cudaGraph = true;
+  /// CUDA: the physical GPUs to spread the logical devices over, round
+  /// robin (0: all present). Tests set 1 to put two logical GPUs on one.
+  int maxPhysicalDevices = 0;
+  /// CUDA: the first physical GPU this process uses; workers that share a
+  /// host take disjoint ranges (NCCL refuses one GPU in two ranks).
+  int firstPhysicalDevice = 0;
+  /// CUDA: convolutions' and matrix products' arithmetic (graphrun's
+  /// --precision, default tf32 there; fp32 here, so tests compare with the
+  /// reference at float tolerance unless they ask).
+  Precision precision = Precision::fp32;
+  /// CUDA: the file of measured cuDNN algorithms, read when the devices are
+  /// made and written after a program's kernels are (graphrun: beside the
+  /// plan). Empty: measured choices last this process only.
+  std::string convAlgoCachePath;
+  /// The job's workers (null: this process is the whole job). A program
+  /// for N replicas then runs N / W of them here: replicas [rank * N / W,
+  /// (rank + 1) * N / W), on this process's devices 0..N / W - 1, and its
+  /// all-reduces span the workers.
+  Workers *workers = nullptr;
+};
 
 /// Memory one device allocated; released by the function the device gave.
 /// Move-only.
@@ -250,6 +299,14 @@ struct DevicePlatform {
   std::function<bool()> lost;
 };
 
+/// Whether `backend` runs on the host (reference, cpu): its devices are
+/// host memory and the executor's threads run their programs.
+bool isHostBackend(Backend backend);
+/// `bytes` of zeroed host memory, 64-byte aligned (an Arena, counted by
+/// Arena::allocations()): a host device's, or a variable's before it is
+/// placed on a device.
+Status allocateHostMemory(int64_t bytes, DeviceMemory &out);
+
 /// Registers the platform of `backend` (replacing an earlier one).
 void registerDevicePlatform(Backend backend, DevicePlatform platform);
 /// Whether a platform is registered for `backend`.
@@ -260,8 +317,9 @@ int physicalDeviceCount(Backend backend);
 /// Whether any registered platform declared a device lost (DevicePlatform::
 /// lost): a tool prints its error, flushes and calls std::_Exit.
 bool deviceLost();
-/// Creates `logicalDevices` devices of `backend` through its platform; an
-/// error naming the backend when none is registered.
+/// Creates `logicalDevices` devices of `backend`: host devices for a host
+/// backend, else through its platform; an error naming the backend when
+/// none is registered.
 Status createDeviceSet(Backend backend, int logicalDevices,
                        const ExecutorOptions &options,
                        std::shared_ptr<DeviceSet> &out);

@@ -10,19 +10,22 @@
 // of all of them. On other backends (CUDA) a ProgramRunner of the backend's
 // DeviceSet runs the same prepared program (Device.h).
 //
-// Variables live outside the executor, in MirroredVariables, because the
-// training and the evaluation program of a run share them.
+// Variables live outside the executor, in MirroredVariables
+// (MirroredVariables.h), because the training and the evaluation program of
+// a run share them; the options it runs under are Device.h's, since a
+// backend's runner reads them too.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef RUNTIME_CORE_EXECUTOR_H
 #define RUNTIME_CORE_EXECUTOR_H
 
+#include "runtime/base/Status.h"
 #include "runtime/collectives/Collective.h"
 #include "runtime/core/Arena.h"
 #include "runtime/core/Device.h"
 #include "runtime/core/Kernel.h"
-#include "runtime/core/Status.h"
+#include "runtime/core/MirroredVariables.h"
 #include "runtime/data/Batch.h"
 #include "runtime/plan/plan_generated.h"
 
@@ -39,109 +42,6 @@
 #include <vector>
 
 namespace graph::runtime {
-
-/// Every variable of a plan, one copy per device (TensorFlow's mirrored
-/// variables). All copies start from the same values: the initializers are
-/// keyed by name and seed, not by device. They are initialized in host
-/// memory (64-byte aligned); placeOn() moves them into a DeviceSet's memory
-/// (the CUDA executor does, so each replica's copy is in its GPU's memory).
-class MirroredVariables {
-public:
-  /// Allocates and initializes `devices` copies of the plan's variables in
-  /// host memory.
-  Status initialize(const plan::Plan &plan, int devices, uint64_t seed);
-  /// Moves every copy into the memory of `devices` (copy d to device d):
-  /// host-initialized values, copied once. A no-op when already there.
-  Status placeOn(std::shared_ptr<DeviceSet> devices);
-  /// The DeviceSet holding the copies; null while they are in host memory.
-  const std::shared_ptr<DeviceSet> &placement() const { return placement_; }
-
-  int devices() const { return static_cast<int>(storage_.size()); }
-  int count() const { return static_cast<int>(names_.size()); }
-  const std::string &name(int variable) const { return names_[variable]; }
-  int64_t bytes(int variable) const { return bytes_[variable]; }
-  /// Device `device`'s copy: a device pointer once placed on a GPU.
-  void *data(int device, int variable) const {
-    return storage_[device][variable].data();
-  }
-  /// The variable as floats on `device` (f32 variables in host memory
-  /// only; use read() for a placed copy).
-  const float *f32(int device, int variable) const {
-    return reinterpret_cast<const float *>(data(device, variable));
-  }
-  /// The variable's Keras shape. A variable stored in another layout (a
-  /// conv kernel stored OHWI: plan.fbs' logical_permutation) is converted
-  /// by initialize(), read(), readCopy() and write(), so everything outside
-  /// the devices sees Keras' layout; data() is the stored layout.
-  const std::vector<int64_t> &shape(int variable) const {
-    return shapes_[variable];
-  }
-  /// The index of the variable named `name`, or -1.
-  int find(const std::string &name) const;
-  /// Copies the variable's value (device 0's copy; all copies are equal
-  /// between steps) to `bytes(variable)` bytes at `dst`. Checkpoints and
-  /// --save-weights read variables only through here, so a backend whose
-  /// variables live in device memory changes only read() and write().
-  Status read(int variable, void *dst) const;
-  /// Device `device`'s copy (tests compare the mirrors through it).
-  Status readCopy(int device, int variable, void *dst) const;
-  /// Sets every device's copy of the variable from `src`.
-  Status write(int variable, const void *src);
-
-private:
-  std::vector<std::string> names_;
-  std::vector<int64_t> bytes_;
-  std::vector<std::vector<int64_t>> shapes_;
-  /// Per variable: stored axis i is Keras axis permutation[i]; empty when
-  /// stored as Keras lays it out.
-  std::vector<std::vector<int>> permutations_;
-  std::vector<std::vector<DeviceMemory>> storage_; // [device][variable]
-  std::shared_ptr<DeviceSet> placement_;
-};
-
-/// The arithmetic of convolutions and matrix products on a GPU: fp32
-/// throughout, or operands rounded to TF32 on the tensor cores (PyTorch's
-/// default for cuDNN convolutions; about 3e-4 relative). Everything else
-/// (elementwise ops, normalisation statistics, losses, optimizers) is fp32
-/// under either. The host backends always compute in fp32.
-enum class Precision { fp32, tf32 };
-const char *precisionName(Precision precision);
-/// The precision named `name` ("fp32", "tf32").
-std::optional<Precision> parsePrecision(const std::string &name);
-
-struct ExecutorOptions {
-  Backend backend = Backend::reference;
-  /// The run's seed: kernels mix it into dropout masks.
-  uint64_t seed = 0;
-  /// How long a device waits for another (all-reduce, event) before the
-  /// step fails naming the late replica.
-  std::chrono::milliseconds timeout{60000};
-  /// Replaces the plan's learning rate in every optimizer_update (negative:
-  /// keep the plan's).
-  double learningRate = -1;
-  /// CUDA: capture the training step as a CUDA graph after one eager
-  /// warm-up step and replay it (`graphrun --no-cuda-graph` turns it off).
-  bool cudaGraph = true;
-  /// CUDA: the physical GPUs to spread the logical devices over, round
-  /// robin (0: all present). Tests set 1 to put two logical GPUs on one.
-  int maxPhysicalDevices = 0;
-  /// CUDA: the first physical GPU this process uses; workers that share a
-  /// host take disjoint ranges (NCCL refuses one GPU in two ranks).
-  int firstPhysicalDevice = 0;
-  /// CUDA: convolutions' and matrix products' arithmetic (graphrun's
-  /// --precision, default tf32 there; fp32 here, so tests compare with the
-  /// reference at float tolerance unless they ask).
-  Precision precision = Precision::fp32;
-  /// CUDA: the file of measured cuDNN algorithms, read when the devices are
-  /// made and written after a program's kernels are (graphrun: beside the
-  /// plan). Empty: measured choices last this process only.
-  std::string convAlgoCachePath;
-  /// The job's workers (null: this process is the whole job). A program
-  /// for N replicas then runs N / W of them here: replicas [rank * N / W,
-  /// (rank + 1) * N / W), on this process's devices 0..N / W - 1, and its
-  /// all-reduces span the workers.
-  Workers *workers = nullptr;
-};
 
 class Executor {
 public:
@@ -229,7 +129,6 @@ public:
   /// The devices the program runs on (variables and executors share them).
   DeviceSet &devices() const { return *deviceSet_; }
 
-  struct HostDevice; // Executor.cpp
 private:
   Executor(const plan::Plan &plan, const plan::Program &program);
   Status prepare(MirroredVariables &variables, const ExecutorOptions &options);

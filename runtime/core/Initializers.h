@@ -11,7 +11,7 @@
 #ifndef RUNTIME_CORE_INITIALIZERS_H
 #define RUNTIME_CORE_INITIALIZERS_H
 
-#include "runtime/core/Status.h"
+#include "runtime/base/Status.h"
 #include "runtime/plan/plan_generated.h"
 
 #include <array>

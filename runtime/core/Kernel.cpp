@@ -171,4 +171,39 @@ std::vector<std::string> KernelRegistry::names(Backend backend) const {
   return out;
 }
 
+Status checkOperands(const char *kernel, const std::vector<TensorRef> &ins,
+                     const std::vector<TensorRef> &outs, size_t minIns,
+                     size_t maxIns, size_t numOuts, const OperandRule &rule) {
+  std::string name(kernel);
+  if (ins.size() < minIns || ins.size() > maxIns)
+    return Status::error(
+        name + ": takes " + std::to_string(minIns) +
+        (maxIns != minIns ? ".." + std::to_string(maxIns) : "") +
+        " inputs, got " + std::to_string(ins.size()));
+  if (outs.size() != numOuts)
+    return Status::error(name + ": writes " + std::to_string(numOuts) +
+                         " outputs, got " + std::to_string(outs.size()));
+  for (size_t i = 0; i < ins.size() + outs.size(); ++i) {
+    bool input = i < ins.size();
+    const TensorRef &t = input ? ins[i] : outs[i - ins.size()];
+    std::string what = input ? "input " + std::to_string(i)
+                             : "output " + std::to_string(i - ins.size());
+    if (!t.data && t.elements() != 0)
+      return Status::error(name + ": " + what + " has no buffer");
+    bool labels = input && static_cast<int>(i) == rule.labels;
+    bool integer = t.dtype == plan::DType::i32 || t.dtype == plan::DType::i64;
+    bool allowed = t.dtype == plan::DType::f32 ||
+                   (rule.numeric && (t.dtype == plan::DType::f64 || integer)) ||
+                   (labels && integer);
+    if (!allowed)
+      return Status::error(name + ": " + what + " is " +
+                           plan::EnumNameDType(t.dtype) +
+                           (rule.numeric ? ", expected f32, f64, i32 or i64"
+                            : labels     ? ", expected f32, i32 or i64"
+                                         : ", expected f32") +
+                           rule.why);
+  }
+  return Status::ok();
+}
+
 } // namespace graph::runtime

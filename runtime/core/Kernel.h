@@ -19,7 +19,7 @@
 #ifndef RUNTIME_CORE_KERNEL_H
 #define RUNTIME_CORE_KERNEL_H
 
-#include "runtime/core/Status.h"
+#include "runtime/base/Status.h"
 #include "runtime/plan/plan_generated.h"
 
 #include <cstdint>
@@ -119,6 +119,44 @@ using KernelFactory =
     std::function<Status(const KernelContext &ctx, const KernelConfig &config,
                          const std::vector<TensorRef> &ins,
                          const std::vector<TensorRef> &outs, KernelFn &out)>;
+
+/// What a kernel's operands may be, for checkOperands: f32 (the cpu and
+/// cuda backends), optionally with one input of integer class indices, or
+/// any of f32, f64, i32 and i64 (the reference backend, which also takes
+/// f64 for finite differences).
+struct OperandRule {
+  static OperandRule f32() { return {}; }
+  /// f32, and input `input` may also hold i32 or i64 labels.
+  static OperandRule f32WithLabels(int input) {
+    OperandRule r;
+    r.labels = input;
+    return r;
+  }
+  static OperandRule anyNumeric() {
+    OperandRule r;
+    r.numeric = true;
+    return r;
+  }
+  /// The same rule, its wrong-type message ending with `reason`.
+  OperandRule because(const char *reason) const {
+    OperandRule r = *this;
+    r.why = reason;
+    return r;
+  }
+
+  bool numeric = false;
+  int labels = -1;
+  const char *why = "";
+};
+
+/// The one check of a launch's operands every backend makes: between
+/// `minIns` and `maxIns` inputs, `numOuts` outputs, every non-empty operand
+/// with a buffer and of a type `rule` allows. The error names the kernel
+/// and the operand: "relu: input 0 is f64, expected f32".
+Status checkOperands(const char *kernel, const std::vector<TensorRef> &ins,
+                     const std::vector<TensorRef> &outs, size_t minIns,
+                     size_t maxIns, size_t numOuts,
+                     const OperandRule &rule = OperandRule::f32());
 
 enum class Backend { reference, cpu, cuda };
 const char *backendName(Backend backend);

@@ -20,8 +20,8 @@
 #ifndef RUNTIME_CORE_SESSION_H
 #define RUNTIME_CORE_SESSION_H
 
+#include "runtime/base/Status.h"
 #include "runtime/core/Executor.h"
-#include "runtime/core/Status.h"
 #include "runtime/data/Pipeline.h"
 #include "runtime/plan/PlanLoader.h"
 

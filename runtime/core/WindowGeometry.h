@@ -11,8 +11,8 @@
 #ifndef RUNTIME_CORE_WINDOWGEOMETRY_H
 #define RUNTIME_CORE_WINDOWGEOMETRY_H
 
+#include "runtime/base/Status.h"
 #include "runtime/core/Kernel.h"
-#include "runtime/core/Status.h"
 
 #include <algorithm>
 #include <cstdint>

@@ -9,7 +9,7 @@
 #ifndef RUNTIME_DATA_BATCH_H
 #define RUNTIME_DATA_BATCH_H
 
-#include "runtime/core/Status.h"
+#include "runtime/base/Status.h"
 #include "runtime/data/Dataset.h"
 
 #include <cstdint>

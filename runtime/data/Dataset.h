@@ -15,7 +15,7 @@
 #ifndef RUNTIME_DATA_DATASET_H
 #define RUNTIME_DATA_DATASET_H
 
-#include "runtime/core/Status.h"
+#include "runtime/base/Status.h"
 
 #include <cstdint>
 #include <string>

@@ -11,7 +11,7 @@
 #ifndef RUNTIME_DATA_IDXREADER_H
 #define RUNTIME_DATA_IDXREADER_H
 
-#include "runtime/core/Status.h"
+#include "runtime/base/Status.h"
 #include "runtime/data/Dataset.h"
 
 #include <cstdint>

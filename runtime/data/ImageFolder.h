@@ -81,7 +81,7 @@
 #ifndef RUNTIME_DATA_IMAGEFOLDER_H
 #define RUNTIME_DATA_IMAGEFOLDER_H
 
-#include "runtime/core/Status.h"
+#include "runtime/base/Status.h"
 #include "runtime/data/BilinearResize.h"
 #include "runtime/data/Dataset.h"
 #include "runtime/data/Pipeline.h"

@@ -19,7 +19,7 @@
 #ifndef RUNTIME_DATA_JPEGDECODER_H
 #define RUNTIME_DATA_JPEGDECODER_H
 
-#include "runtime/core/Status.h"
+#include "runtime/base/Status.h"
 
 #include <cstddef>
 #include <cstdint>

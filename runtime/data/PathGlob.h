@@ -14,7 +14,7 @@
 #ifndef RUNTIME_DATA_PATHGLOB_H
 #define RUNTIME_DATA_PATHGLOB_H
 
-#include "runtime/core/Status.h"
+#include "runtime/base/Status.h"
 
 #include <string>
 #include <vector>

@@ -72,7 +72,7 @@
 #ifndef RUNTIME_DATA_PIPELINE_H
 #define RUNTIME_DATA_PIPELINE_H
 
-#include "runtime/core/Status.h"
+#include "runtime/base/Status.h"
 #include "runtime/data/Batch.h"
 #include "runtime/data/Dataset.h"
 

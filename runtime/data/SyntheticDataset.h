@@ -10,7 +10,7 @@
 #ifndef RUNTIME_DATA_SYNTHETICDATASET_H
 #define RUNTIME_DATA_SYNTHETICDATASET_H
 
-#include "runtime/core/Status.h"
+#include "runtime/base/Status.h"
 #include "runtime/data/Dataset.h"
 
 #include <cstdint>

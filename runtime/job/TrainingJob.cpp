@@ -25,7 +25,7 @@
 #include "runtime/backends/cuda/CudaDevice.h"
 #endif
 #include "runtime/backends/reference/ReferenceKernels.h"
-#include "runtime/checkpoint/AtomicFile.h"
+#include "runtime/base/AtomicFile.h"
 #include "runtime/checkpoint/Checkpoint.h"
 #include "runtime/checkpoint/Npy.h"
 #include "runtime/checkpoint/Weights.h"
@@ -33,11 +33,9 @@
 #include "runtime/core/Device.h"
 #include "runtime/core/Hooks.h"
 #include "runtime/core/Session.h"
-#include "runtime/data/FashionMnist.h"
-#include "runtime/data/ImageFolder.h"
+#include "runtime/data/DataSource.h"
 #include "runtime/data/Pipeline.h"
 #include "runtime/data/SplitMix64.h"
-#include "runtime/data/SyntheticDataset.h"
 #include "runtime/plan/PlanLoader.h"
 
 #include <algorithm>
@@ -65,158 +63,17 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr const char *kImagesPrefix = "images:";
-
-bool isImageFolder(const std::string &spec) {
-  return spec.starts_with(kImagesPrefix);
-}
-
-/// Training, test or prediction data: examples in memory (the IDX files,
-/// synthetic data), or an image folder listed up front and decoded in the
-/// pipeline, ahead of the step, on `decodeThreads` threads.
-struct DataSource {
-  std::string spec; // as the flag gave it: fashion_mnist, images:DIR, ...
-  std::shared_ptr<const data::Dataset> memory;
-  std::optional<data::ImageFolderSource> images;
-  int decodeThreads = 1;
-
-  const std::string &name() const {
-    return images ? images->root() : memory->name;
-  }
-  int64_t size() const { return images ? images->size() : memory->size(); }
-  int32_t numClasses() const {
-    return images ? static_cast<int32_t>(images->classNames().size())
-                  : memory->numClasses;
-  }
-  data::ExampleShape shape() const {
-    return images ? images->shape() : memory->shape;
-  }
-  /// A pipeline over the examples: pixels for data in memory, labels only
-  /// for a folder (decode() adds the stage that makes the pixels).
-  data::Pipeline pipeline() const {
-    return images ? data::Pipeline(images->examples()) : data::Pipeline(memory);
-  }
-  /// Adds the decoding map of a folder; nothing for data in memory. A bad
-  /// file's error says how to skip it.
-  void decode(data::Pipeline &p) const {
-    if (!images)
-      return;
-    data::MapFn decoder = images->decoder();
-    bool skipping = images->options().skipBadImages;
-    p.map(
-        [decoder, skipping](data::Example &e) -> Status {
-          Status s = decoder(e);
-          if (!s && !skipping)
-            return Status::error(s.message() +
-                                 " (or pass --skip-bad-images to skip and "
-                                 "count the files that cannot be decoded)");
-          return s;
-        },
-        decodeThreads, images->shape());
-  }
-  /// Where example `index` came from, for --predict's list: the image's
-  /// path, or the data set's name and the position in it.
-  std::string source(int64_t index) const {
-    if (images)
-      return images->files()[static_cast<size_t>(index)].path;
-    return memory->name + "#" + std::to_string(index);
-  }
-};
-
-/// An image folder of `spec` (images:DIR), decoded to the model's input
-/// `shape` as the flags say, its classes `classNames` (empty: the
-/// sub-folders, sorted).
-Status openImages(const JobOptions &o, const std::string &spec,
-                  const data::ExampleShape &shape,
-                  const std::vector<std::string> &classNames, DataSource &out) {
-  data::ImageFolderOptions io;
-  io.path = spec.substr(std::string(kImagesPrefix).size());
-  if (io.path.empty())
-    return Status::error(spec + ": name the folder, images:DIR or "
-                                "images:DIR/**/*.jpeg");
-  io.classNames = classNames;
-  io.shape = shape;
-  if (o.preprocess == "unit")
-    io.preprocessing = data::ImagePreprocessing::unitRange;
-  else if (o.preprocess == "caffe")
-    io.preprocessing = data::ImagePreprocessing::caffe;
-  else if (o.preprocess == "raw")
-    io.preprocessing = data::ImagePreprocessing::raw;
-  else
-    return Status::error("--preprocess " + o.preprocess +
-                         ": unknown (unit, caffe or raw)");
-  if (o.resize == "half-pixel")
-    io.resize = data::ResizeConvention::halfPixel;
-  else if (o.resize == "legacy")
-    io.resize = data::ResizeConvention::legacy;
-  else
-    return Status::error("--resize " + o.resize +
-                         ": unknown (half-pixel or legacy)");
-  io.skipBadImages = o.skipBadImages;
-  io.dctScaling = !o.tfDecode;
-  io.fastIdct = o.tfDecode;
-  if (shape.channels != 1 && shape.channels != 3)
-    return Status::error(
-        spec + ": the plan's input is " + shape.str() + ", " +
-        std::to_string(shape.channels) +
-        " channels; a JPEG decodes to 1 (grayscale) or 3 (RGB): give the "
-        "model a 1- or 3-channel input");
-  data::ImageFolderSource folder;
-  if (Status s = data::openImageFolder(io, folder); !s) {
-    std::string m = s.message();
-    if (m.ends_with("skip bad images"))
-      m += " (--skip-bad-images)";
-    return Status::error(m);
-  }
-  out.spec = spec;
-  out.images = std::move(folder);
-  unsigned cores = std::thread::hardware_concurrency();
-  out.decodeThreads = o.decodeThreads > 0
-                          ? o.decodeThreads
-                          : static_cast<int>(std::max(1u, cores));
-  return Status::ok();
-}
-
-/// The data `spec` names (--data, --eval-data or --predict): the training or
-/// the test split of the IDX files or of synthetic data, or an image folder.
-Status loadData(const JobOptions &o, const std::string &spec, bool test,
-                const data::ExampleShape &shape, int32_t classes,
-                const std::vector<std::string> &classNames, DataSource &out) {
-  if (isImageFolder(spec))
-    return openImages(o, spec, shape, classNames, out);
-  auto ds = std::make_shared<data::Dataset>();
-  if (spec == "fashion_mnist") {
-    std::string dir =
-        o.dataDir.empty() ? data::kFashionMnistDefaultDir : o.dataDir;
-    if (Status s = data::loadFashionMnist(dir,
-                                          test ? data::FashionMnistSplit::Test
-                                               : data::FashionMnistSplit::Train,
-                                          *ds);
-        !s)
-      return Status::error(s.message() + " (or train on --data synthetic)");
-  } else if (spec == "synthetic") {
-    data::SyntheticDatasetOptions so;
-    // Fashion-MNIST's split sizes, as long as they fit in kSyntheticBytes:
-    // 60,000 examples of a 224x224x3 input would be 36 GB.
-    constexpr int64_t kSyntheticBytes = int64_t(1) << 30;
-    const int64_t exampleBytes =
-        std::max<int64_t>(1, shape.elements()) * int64_t(sizeof(float));
-    so.numExamples =
-        std::max<int64_t>(1, std::min<int64_t>(test ? 10000 : 60000,
-                                               kSyntheticBytes / exampleBytes));
-    so.shape = shape;
-    so.numClasses = classes;
-    so.seed = o.seed + (test ? 1 : 0);
-    if (Status s = data::makeSyntheticDataset(so, *ds); !s)
-      return s;
-    ds->name = test ? "synthetic test" : "synthetic train";
-  } else {
-    return Status::error(spec + ": unknown data (fashion_mnist, synthetic or "
-                                "images:DIR)");
-  }
-  out.spec = spec;
-  out.memory = std::move(ds);
-  return Status::ok();
+/// What opening a data flag takes from the job's flags.
+data::DataSourceOptions sourceOptions(const JobOptions &o) {
+  data::DataSourceOptions so;
+  so.dataDir = o.dataDir;
+  so.seed = o.seed;
+  so.preprocess = o.preprocess;
+  so.resize = o.resize;
+  so.skipBadImages = o.skipBadImages;
+  so.tfDecode = o.tfDecode;
+  so.decodeThreads = o.decodeThreads;
+  return so;
 }
 
 /// The memory this process may still take, in bytes: the host's available
@@ -440,7 +297,7 @@ private:
   data::ExampleShape shape_;
   int32_t classes_ = 10;
   bool sparseLabels2d_ = false;
-  std::optional<DataSource> train_, test_;
+  std::optional<data::DataSource> train_, test_;
   int64_t epochExamples_ = 0; // this worker's shard of an epoch
   int64_t shuffleBuffer_ = 5000;
   std::unique_ptr<Session> session_;
@@ -580,7 +437,8 @@ Status TrainingJob::checkLocally() {
   // The data: the training set, and the test set now rather than after
   // training when the run evaluates.
   // Prediction reads no label: its data's classes are not checked.
-  auto checkFits = [&](const DataSource &ds, bool labelled = true) -> Status {
+  auto checkFits = [&](const data::DataSource &ds,
+                       bool labelled = true) -> Status {
     if (!(ds.shape() == shape_))
       return Status::error(ds.name() + ": examples are " + ds.shape().str() +
                            ", the plan's input is " + shape_.str());
@@ -591,11 +449,11 @@ Status TrainingJob::checkLocally() {
     return Status::ok();
   };
   // An image folder's classes and counts, once, before anything runs.
-  auto describe = [&](const char *role, const DataSource &ds) {
+  auto describe = [&](const char *role, const data::DataSource &ds) {
     if (ds.images)
       out_ << "graphrun: " << role << ": " << ds.images->summary() << "\n";
   };
-  if (o_.cacheOnDevice && isImageFolder(o_.data))
+  if (o_.cacheOnDevice && data::isImageFolder(o_.data))
     return Status::error("--cache-on-device keeps the training set, decoded, "
                          "in device memory; " +
                          o_.data +
@@ -605,8 +463,8 @@ Status TrainingJob::checkLocally() {
     // The data predicted on stands in for the training data: the job
     // steps through it once, in order.
     train_.emplace();
-    if (Status s = loadData(o_, o_.predict, true, shape_, classes_, o_.labels,
-                            *train_);
+    if (Status s = data::openDataSource(sourceOptions(o_), o_.predict, true,
+                                        shape_, classes_, o_.labels, *train_);
         !s)
       return Status::error("--predict " + o_.predict + ": " + s.message());
     if (Status s = checkFits(*train_, false); !s)
@@ -615,10 +473,12 @@ Status TrainingJob::checkLocally() {
     return checkPrediction();
   }
   train_.emplace();
-  if (Status s =
-          loadData(o_, o_.data, false, shape_, classes_, o_.labels, *train_);
+  if (Status s = data::openDataSource(sourceOptions(o_), o_.data, false, shape_,
+                                      classes_, o_.labels, *train_);
       !s)
-    return isImageFolder(o_.data) ? Status::error("--data: " + s.message()) : s;
+    return data::isImageFolder(o_.data)
+               ? Status::error("--data: " + s.message())
+               : s;
   if (Status s = checkFits(*train_); !s)
     return s;
   describe("training data", *train_);
@@ -635,7 +495,7 @@ Status TrainingJob::checkLocally() {
                          "one, or drop --eval-data");
   if (evaluates) {
     std::string spec = o_.evalData.empty() ? o_.data : o_.evalData;
-    if (o_.evalData.empty() && isImageFolder(o_.data))
+    if (o_.evalData.empty() && data::isImageFolder(o_.data))
       return Status::error("--eval with --data " + o_.data +
                            ": an image folder has no test split of its own; "
                            "name the folder to evaluate on with --eval-data "
@@ -643,10 +503,11 @@ Status TrainingJob::checkLocally() {
     // The test folder's labels are the training folder's: the same names
     // in the same order, whatever else the test folder holds.
     std::vector<std::string> names = o_.labels;
-    if (train_->images && isImageFolder(spec))
+    if (train_->images && data::isImageFolder(spec))
       names = train_->images->classNames();
     test_.emplace();
-    if (Status s = loadData(o_, spec, true, shape_, classes_, names, *test_);
+    if (Status s = data::openDataSource(sourceOptions(o_), spec, true, shape_,
+                                        classes_, names, *test_);
         !s)
       return Status::error(
           "the test set (--eval" +
@@ -1117,7 +978,7 @@ Status TrainingJob::predict() {
   std::string list;
   for (int64_t index : sources)
     list += train_->source(index) + "\n";
-  if (Status w = ckpt::writeFileAtomically(o_.predictions + ".txt", list); !w)
+  if (Status w = writeFileAtomically(o_.predictions + ".txt", list); !w)
     return Status::error("--predictions: " + w.message());
   out_ << "graphrun: predictions of " << examples << " examples (" << width
        << " values each) written to " << o_.predictions << ", their sources to "
@@ -1159,7 +1020,7 @@ bool TrainingJob::cacheFits() {
 void TrainingJob::reportSkipped() {
   if (!o_.skipBadImages)
     return;
-  for (const std::optional<DataSource> *ds : {&train_, &test_}) {
+  for (const std::optional<data::DataSource> *ds : {&train_, &test_}) {
     if (!*ds || !(*ds)->images)
       continue;
     std::vector<data::SkippedImage> skipped = (*ds)->images->skippedImages();

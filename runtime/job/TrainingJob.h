@@ -15,7 +15,7 @@
 #ifndef RUNTIME_JOB_TRAININGJOB_H
 #define RUNTIME_JOB_TRAININGJOB_H
 
-#include "runtime/core/Status.h"
+#include "runtime/base/Status.h"
 
 #include <cstdint>
 #include <ostream>

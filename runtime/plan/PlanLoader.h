@@ -10,7 +10,7 @@
 #ifndef RUNTIME_PLAN_PLANLOADER_H
 #define RUNTIME_PLAN_PLANLOADER_H
 
-#include "runtime/core/Status.h"
+#include "runtime/base/Status.h"
 #include "runtime/plan/plan_generated.h"
 
 #include <cstdint>

@@ -20,6 +20,10 @@
 
 namespace graph::runtime::cpu {
 
+/// The cpu kernels' operands: f32 only (checkOperands' rule).
+inline const OperandRule kCpuOperands =
+    OperandRule::f32().because(" (the cpu backend computes in f32 only)");
+
 /// Registers every cpu kernel in KernelRegistry::global() under
 /// Backend::cpu. Idempotent.
 void registerCpuKernels();

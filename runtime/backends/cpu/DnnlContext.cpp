@@ -156,32 +156,6 @@ Status DnnlLaunch::operator()(const KernelContext &ctx, const KernelConfig &,
   return Status::ok();
 }
 
-Status checkOperands(const char *kernel, const std::vector<TensorRef> &ins,
-                     const std::vector<TensorRef> &outs, size_t minIns,
-                     size_t maxIns, size_t numOuts) {
-  std::string name(kernel);
-  if (ins.size() < minIns || ins.size() > maxIns)
-    return Status::error(
-        name + ": takes " + std::to_string(minIns) +
-        (maxIns != minIns ? ".." + std::to_string(maxIns) : "") +
-        " inputs, got " + std::to_string(ins.size()));
-  if (outs.size() != numOuts)
-    return Status::error(name + ": writes " + std::to_string(numOuts) +
-                         " outputs, got " + std::to_string(outs.size()));
-  for (size_t i = 0; i < ins.size() + outs.size(); ++i) {
-    const TensorRef &t = i < ins.size() ? ins[i] : outs[i - ins.size()];
-    std::string what = i < ins.size()
-                           ? "input " + std::to_string(i)
-                           : "output " + std::to_string(i - ins.size());
-    if (t.dtype != plan::DType::f32)
-      return Status::error(name + ": " + what +
-                           " is not f32 (the cpu backend computes in f32)");
-    if (!t.data && t.elements() != 0)
-      return Status::error(name + ": " + what + " has no buffer");
-  }
-  return Status::ok();
-}
-
 Status appendEpilogue(const char *kernel, const KernelConfig &config,
                       dnnl::post_ops &ops) {
   std::string activation = config.getString("activation", "none");

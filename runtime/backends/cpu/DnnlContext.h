@@ -16,6 +16,7 @@
 #ifndef RUNTIME_BACKENDS_CPU_DNNLCONTEXT_H
 #define RUNTIME_BACKENDS_CPU_DNNLCONTEXT_H
 
+#include "runtime/backends/cpu/CpuKernels.h"
 #include "runtime/core/Kernel.h"
 #include "runtime/core/WindowGeometry.h"
 
@@ -159,12 +160,6 @@ inline dnnl::memory::dims dnnlPadBefore(const WindowGeometry &g) {
 inline dnnl::memory::dims dnnlPadAfter(const WindowGeometry &g) {
   return {g.h.padAfter, g.w.padAfter};
 }
-
-/// Checks the operand counts and that every operand is an f32 buffer; the
-/// error names the kernel.
-Status checkOperands(const char *kernel, const std::vector<TensorRef> &ins,
-                     const std::vector<TensorRef> &outs, size_t minIns,
-                     size_t maxIns, size_t numOuts);
 
 /// Appends the eltwise post-op of a fused op's `activation` (relu, sigmoid,
 /// tanh; none or linear append nothing) to `ops`; an error naming the

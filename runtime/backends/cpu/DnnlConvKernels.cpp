@@ -165,7 +165,9 @@ memory slice(const memory::desc &desc, const TensorRef &t, int p, int parts) {
 Status makeForward(const char *kName, bool fused, const KernelContext &ctx,
                    const KernelConfig &cfg, const Tensors &ins,
                    const Tensors &outs, KernelFn &out) {
-  if (Status s = checkOperands(kName, ins, outs, 2, fused ? 3 : 2, 1); !s)
+  if (Status s =
+          checkOperands(kName, ins, outs, 2, fused ? 3 : 2, 1, kCpuOperands);
+      !s)
     return s;
   ConvShape shape;
   if (Status s = convShape(kName, cfg, ins[0].shape, ins[1].shape,
@@ -267,7 +269,8 @@ Status ConvPool::make(const KernelContext &ctx, const KernelConfig &cfg,
   if (outs.size() != 2 || outs[1].dtype != plan::DType::i32 || !outs[1].data)
     return Status::error(std::string(kName) +
                          ": writes the pooled output and an i32 argmax");
-  if (Status s = checkOperands(kName, ins, {outs[0]}, 2, 3, 1); !s)
+  if (Status s = checkOperands(kName, ins, {outs[0]}, 2, 3, 1, kCpuOperands);
+      !s)
     return s;
   auto self = std::make_shared<ConvPool>();
   const std::vector<int64_t> &k = ins[1].shape;
@@ -467,7 +470,7 @@ Status makeConv2dGradInput(const KernelContext &ctx, const KernelConfig &cfg,
                            const Tensors &ins, const Tensors &outs,
                            KernelFn &out) {
   static constexpr const char *kName = "conv2d_grad_input";
-  if (Status s = checkOperands(kName, ins, outs, 2, 2, 1); !s)
+  if (Status s = checkOperands(kName, ins, outs, 2, 2, 1, kCpuOperands); !s)
     return s;
   ConvShape shape;
   if (Status s = convShape(kName, cfg, outs[0].shape, ins[1].shape,
@@ -511,7 +514,7 @@ Status makeConv2dGradKernel(const KernelContext &ctx, const KernelConfig &cfg,
                             const Tensors &ins, const Tensors &outs,
                             KernelFn &out) {
   static constexpr const char *kName = "conv2d_grad_kernel";
-  if (Status s = checkOperands(kName, ins, outs, 2, 2, 1); !s)
+  if (Status s = checkOperands(kName, ins, outs, 2, 2, 1, kCpuOperands); !s)
     return s;
   ConvShape shape;
   if (Status s = convShape(kName, cfg, ins[0].shape, outs[0].shape,

@@ -71,7 +71,9 @@ Status makeMatmul(const char *kName, const KernelContext &ctx,
 Status makeForward(const char *kName, bool fused, const KernelContext &ctx,
                    const KernelConfig &cfg, const Tensors &ins,
                    const Tensors &outs, KernelFn &out) {
-  if (Status s = checkOperands(kName, ins, outs, 2, fused ? 3 : 2, 1); !s)
+  if (Status s =
+          checkOperands(kName, ins, outs, 2, fused ? 3 : 2, 1, kCpuOperands);
+      !s)
     return s;
   const TensorRef &x = ins[0], &k = ins[1];
   if (k.shape.size() != 2 || x.shape.empty() || x.shape.back() != k.shape[0])
@@ -110,7 +112,7 @@ Status makeDenseGradInput(const KernelContext &ctx, const KernelConfig &,
                           const Tensors &ins, const Tensors &outs,
                           KernelFn &out) {
   static constexpr const char *kName = "dense_grad_input";
-  if (Status s = checkOperands(kName, ins, outs, 2, 2, 1); !s)
+  if (Status s = checkOperands(kName, ins, outs, 2, 2, 1, kCpuOperands); !s)
     return s;
   const TensorRef &dy = ins[0], &k = ins[1];
   if (k.shape.size() != 2 || dy.shape.empty() || dy.shape.back() != k.shape[1])
@@ -132,7 +134,7 @@ Status makeDenseGradKernel(const KernelContext &ctx, const KernelConfig &,
                            const Tensors &ins, const Tensors &outs,
                            KernelFn &out) {
   static constexpr const char *kName = "dense_grad_kernel";
-  if (Status s = checkOperands(kName, ins, outs, 2, 2, 1); !s)
+  if (Status s = checkOperands(kName, ins, outs, 2, 2, 1, kCpuOperands); !s)
     return s;
   const TensorRef &x = ins[0], &dy = ins[1];
   if (x.shape.empty() || dy.shape.empty())

@@ -106,7 +106,7 @@ dnnl::batch_normalization_forward::desc forwardDesc(dnnl::prop_kind prop,
 Status makeBatchNorm(const KernelContext &ctx, const KernelConfig &cfg,
                      const Tensors &ins, const Tensors &outs, KernelFn &out) {
   static constexpr const char *kName = "batch_norm";
-  if (Status s = checkOperands(kName, ins, outs, 3, 5, 1); !s)
+  if (Status s = checkOperands(kName, ins, outs, 3, 5, 1, kCpuOperands); !s)
     return s;
   NormShape shape;
   if (Status s = normShape(kName, ins[0], {&outs[0]}, refs(ins, 1, 5), shape);
@@ -226,7 +226,7 @@ Status makeBatchNormTrain(const KernelContext &ctx, const KernelConfig &cfg,
                           const Tensors &ins, const Tensors &outs,
                           KernelFn &out) {
   static constexpr const char *kName = "batch_norm_train";
-  if (Status s = checkOperands(kName, ins, outs, 3, 5, 5); !s)
+  if (Status s = checkOperands(kName, ins, outs, 3, 5, 5, kCpuOperands); !s)
     return s;
   std::vector<const TensorRef *> perChannel = refs(ins, 1, 5);
   for (const TensorRef *t : refs(outs, 1, 5))
@@ -307,7 +307,7 @@ Status makeBatchNormGrad(const KernelContext &ctx, const KernelConfig &,
                          const Tensors &ins, const Tensors &outs,
                          KernelFn &out) {
   static constexpr const char *kName = "batch_norm_grad";
-  if (Status s = checkOperands(kName, ins, outs, 4, 5, 3); !s)
+  if (Status s = checkOperands(kName, ins, outs, 4, 5, 3, kCpuOperands); !s)
     return s;
   std::vector<const TensorRef *> perChannel = refs(ins, 2, 5);
   perChannel.push_back(&outs[1]);
@@ -388,7 +388,7 @@ Status makeBatchNormInferenceGrad(const KernelContext &,
                                   const KernelConfig &cfg, const Tensors &ins,
                                   const Tensors &outs, KernelFn &out) {
   static constexpr const char *kName = "batch_norm_inference_grad";
-  if (Status s = vec::checkF32Operands(kName, ins, outs, 2, 3, 1); !s)
+  if (Status s = checkOperands(kName, ins, outs, 2, 3, 1, kCpuOperands); !s)
     return s;
   NormShape shape;
   if (Status s = normShape(kName, ins[0], {&outs[0]}, refs(ins, 1, 3), shape);
@@ -434,7 +434,7 @@ Status makeChannelScale(const KernelContext &, const KernelConfig &,
                         const Tensors &ins, const Tensors &outs,
                         KernelFn &out) {
   static constexpr const char *kName = "channel_scale";
-  if (Status s = vec::checkF32Operands(kName, ins, outs, 2, 2, 1); !s)
+  if (Status s = checkOperands(kName, ins, outs, 2, 2, 1, kCpuOperands); !s)
     return s;
   NormShape shape;
   if (Status s = normShape(kName, ins[0], {&outs[0]}, {&ins[1]}, shape); !s)
@@ -454,7 +454,7 @@ Status makeChannelScale(const KernelContext &, const KernelConfig &,
 Status makeLayerNorm(const KernelContext &, const KernelConfig &cfg,
                      const Tensors &ins, const Tensors &outs, KernelFn &out) {
   static constexpr const char *kName = "layer_norm";
-  if (Status s = vec::checkF32Operands(kName, ins, outs, 1, 3, 1); !s)
+  if (Status s = checkOperands(kName, ins, outs, 1, 3, 1, kCpuOperands); !s)
     return s;
   NormShape shape;
   if (Status s = normShape(kName, ins[0], {&outs[0]}, refs(ins, 1, 3), shape);
@@ -505,7 +505,7 @@ Status makeLayerNormGrad(const KernelContext &, const KernelConfig &cfg,
                          const Tensors &ins, const Tensors &outs,
                          KernelFn &out) {
   static constexpr const char *kName = "layer_norm_grad";
-  if (Status s = vec::checkF32Operands(kName, ins, outs, 2, 3, 3); !s)
+  if (Status s = checkOperands(kName, ins, outs, 2, 3, 3, kCpuOperands); !s)
     return s;
   NormShape shape;
   std::vector<const TensorRef *> perChannel = refs(ins, 2, 3);

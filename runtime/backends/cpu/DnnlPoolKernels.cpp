@@ -126,7 +126,7 @@ Status makeAvgBackward(const char *kName, const KernelContext &ctx,
 Status makeMaxPool2d(const KernelContext &ctx, const KernelConfig &cfg,
                      const Tensors &ins, const Tensors &outs, KernelFn &out) {
   static constexpr const char *kName = "max_pool2d";
-  if (Status s = checkOperands(kName, ins, outs, 1, 1, 1); !s)
+  if (Status s = checkOperands(kName, ins, outs, 1, 1, 1, kCpuOperands); !s)
     return s;
   WindowGeometry g;
   if (Status s = poolShape(kName, cfg, ins[0].shape, outs[0].shape, g); !s)
@@ -138,7 +138,7 @@ Status makeMaxPool2d(const KernelContext &ctx, const KernelConfig &cfg,
 Status makeAvgPool2d(const KernelContext &ctx, const KernelConfig &cfg,
                      const Tensors &ins, const Tensors &outs, KernelFn &out) {
   static constexpr const char *kName = "avg_pool2d";
-  if (Status s = checkOperands(kName, ins, outs, 1, 1, 1); !s)
+  if (Status s = checkOperands(kName, ins, outs, 1, 1, 1, kCpuOperands); !s)
     return s;
   WindowGeometry g;
   if (Status s = poolShape(kName, cfg, ins[0].shape, outs[0].shape, g); !s)
@@ -152,7 +152,7 @@ Status makeAvgPool2dGrad(const KernelContext &ctx, const KernelConfig &cfg,
                          const Tensors &ins, const Tensors &outs,
                          KernelFn &out) {
   static constexpr const char *kName = "avg_pool2d_grad";
-  if (Status s = checkOperands(kName, ins, outs, 1, 1, 1); !s)
+  if (Status s = checkOperands(kName, ins, outs, 1, 1, 1, kCpuOperands); !s)
     return s;
   WindowGeometry g;
   if (Status s = poolShape(kName, cfg, outs[0].shape, ins[0].shape, g); !s)
@@ -177,7 +177,7 @@ Status makeGlobalAvgPool2d(const KernelContext &ctx, const KernelConfig &,
                            const Tensors &ins, const Tensors &outs,
                            KernelFn &out) {
   static constexpr const char *kName = "global_avg_pool2d";
-  if (Status s = checkOperands(kName, ins, outs, 1, 1, 1); !s)
+  if (Status s = checkOperands(kName, ins, outs, 1, 1, 1, kCpuOperands); !s)
     return s;
   WindowGeometry g;
   if (Status s = globalShape(kName, ins[0].shape, outs[0].shape, g); !s)
@@ -190,7 +190,7 @@ Status makeGlobalAvgPool2dGrad(const KernelContext &ctx, const KernelConfig &,
                                const Tensors &ins, const Tensors &outs,
                                KernelFn &out) {
   static constexpr const char *kName = "global_avg_pool2d_grad";
-  if (Status s = checkOperands(kName, ins, outs, 1, 1, 1); !s)
+  if (Status s = checkOperands(kName, ins, outs, 1, 1, 1, kCpuOperands); !s)
     return s;
   WindowGeometry g;
   if (Status s = globalShape(kName, outs[0].shape, ins[0].shape, g); !s)
@@ -429,7 +429,9 @@ Status makeMaxPool2dGrad(const KernelContext &, const KernelConfig &cfg,
   if (outs.size() != 1 && outs.size() != 2)
     return fail(kName, "writes input_grad and optionally input_grad_sum, got " +
                            std::to_string(outs.size()) + " outputs");
-  if (Status s = checkOperands(kName, ins, outs, 3, 3, outs.size()); !s)
+  if (Status s =
+          checkOperands(kName, ins, outs, 3, 3, outs.size(), kCpuOperands);
+      !s)
     return s;
   WindowGeometry g;
   if (Status s = poolShape(kName, cfg, ins[0].shape, ins[2].shape, g); !s)
@@ -560,8 +562,8 @@ Status makeMaxPool2dArgmaxGrad(const KernelContext &, const KernelConfig &cfg,
                            std::to_string(outs.size()) + " outputs");
   if (ins.size() != 3 || ins[0].dtype != plan::DType::i32 || !ins[0].data)
     return fail(kName, "takes an i32 argmax, the output and output_grad");
-  if (Status s =
-          checkOperands(kName, {ins[1], ins[2]}, outs, 2, 2, outs.size());
+  if (Status s = checkOperands(kName, {ins[1], ins[2]}, outs, 2, 2, outs.size(),
+                               kCpuOperands);
       !s)
     return s;
   WindowGeometry g;

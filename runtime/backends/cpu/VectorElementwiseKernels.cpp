@@ -3,7 +3,7 @@
 // Every per-element kernel (the activations, their gradients, add, and the
 // fused `elementwise` chain) is one small program: a list of instructions
 // over launch inputs and temporaries. The factory builds it once, the
-// fused chain's from its body through the reference backend's parser (one
+// fused chain's from its body through the plan's parser (one
 // grammar). A step runs it over tiles of kTile floats, one instruction at a
 // time across the whole tile, so each instruction is a `#pragma omp simd`
 // loop the compiler vectorises and the temporaries stay in L1; tiles are
@@ -13,8 +13,8 @@
 
 #include "runtime/backends/cpu/CpuKernels.h"
 #include "runtime/backends/cpu/VectorKernels.h"
-#include "runtime/backends/reference/ReferenceKernels.h"
 #include "runtime/core/DropoutMask.h"
+#include "runtime/plan/ElementwiseBody.h"
 
 #include <omp.h>
 
@@ -56,7 +56,7 @@ enum class OpCode : uint8_t {
   geluTanhGrad,
 };
 
-/// Operands as in reference::ElementwiseProgram::Stmt: >= 0 is a launch
+/// Operands as in ElementwiseBody::Stmt: >= 0 is a launch
 /// input, -(s + 1) is the result of instruction s.
 struct Instruction {
   OpCode op{};
@@ -255,8 +255,9 @@ KernelFactory singleOpFactory(const char *name) {
         bool isAdd = std::string(name) == "add";
         bool isGrad = std::string(name).ends_with("_grad");
         size_t arity = isGrad ? 2 : 1;
-        if (Status s = checkF32Operands(name, ins, outs, arity,
-                                        isAdd ? size_t{1} << 20 : arity, 1);
+        if (Status s =
+                checkOperands(name, ins, outs, arity,
+                              isAdd ? size_t{1} << 20 : arity, 1, kCpuOperands);
             !s)
           return s;
         if (Status s = checkSameSize(name, ins, outs); !s)
@@ -283,11 +284,13 @@ Status elementwiseFactory(const KernelContext &, const KernelConfig &cfg,
                           const Tensors &ins, const Tensors &outs,
                           KernelFn &out) {
   static constexpr const char *kName = "elementwise";
-  if (Status s = checkF32Operands(kName, ins, outs, 1, size_t{1} << 20, 1); !s)
+  if (Status s =
+          checkOperands(kName, ins, outs, 1, size_t{1} << 20, 1, kCpuOperands);
+      !s)
     return s;
   if (Status s = checkSameSize(kName, ins, outs); !s)
     return s;
-  reference::ElementwiseProgram parsed;
+  ElementwiseBody parsed;
   std::string error;
   if (!parsed.parse(cfg.getString("body"), error))
     return kernelError(kName, "body: " + error);
@@ -297,7 +300,7 @@ Status elementwiseFactory(const KernelContext &, const KernelConfig &cfg,
                                   " but the launch has " +
                                   std::to_string(ins.size()) + " inputs");
   Program program;
-  for (const reference::ElementwiseProgram::Stmt &stmt : parsed.statements()) {
+  for (const ElementwiseBody::Stmt &stmt : parsed.statements()) {
     Instruction in;
     if (!opCodeOf(stmt.op, stmt.approximate, in.op))
       return kernelError(kName, "no cpu instruction for '" + stmt.op + "'");
@@ -343,7 +346,7 @@ Status checkChannels(const char *kName, const TensorRef &data,
 Status biasAddFactory(const KernelContext &, const KernelConfig &,
                       const Tensors &ins, const Tensors &outs, KernelFn &out) {
   static constexpr const char *kName = "bias_add";
-  if (Status s = checkF32Operands(kName, ins, outs, 2, 2, 1); !s)
+  if (Status s = checkOperands(kName, ins, outs, 2, 2, 1, kCpuOperands); !s)
     return s;
   if (Status s = checkChannels(kName, ins[0], ins[1].elements()); !s)
     return s;
@@ -453,7 +456,7 @@ Status biasAddGradFactory(const KernelContext &, const KernelConfig &,
                           const Tensors &ins, const Tensors &outs,
                           KernelFn &out) {
   static constexpr const char *kName = "bias_add_grad";
-  if (Status s = checkF32Operands(kName, ins, outs, 1, 1, 1); !s)
+  if (Status s = checkOperands(kName, ins, outs, 1, 1, 1, kCpuOperands); !s)
     return s;
   if (Status s = checkChannels(kName, ins[0], outs[0].elements()); !s)
     return s;
@@ -480,7 +483,7 @@ KernelFactory dropoutFactory(const char *kName) {
   return [kName](const KernelContext &, const KernelConfig &cfg,
                  const Tensors &ins, const Tensors &outs,
                  KernelFn &out) -> Status {
-    if (Status s = checkF32Operands(kName, ins, outs, 1, 1, 1); !s)
+    if (Status s = checkOperands(kName, ins, outs, 1, 1, 1, kCpuOperands); !s)
       return s;
     if (outs[0].elements() != ins[0].elements())
       return kernelError(kName, "output " + shapeText(outs[0].shape) +
@@ -583,7 +586,9 @@ KernelFactory extraElementwiseFactory(const char *name) {
                     : op.ends_with("_grad") ? 2
                                             : 1;
     size_t maxIns = nary || op == "maximum_grad" ? size_t{1} << 20 : minIns;
-    if (Status s = checkF32Operands(name, ins, outs, minIns, maxIns, 1); !s)
+    if (Status s =
+            checkOperands(name, ins, outs, minIns, maxIns, 1, kCpuOperands);
+        !s)
       return s;
     if (Status s = checkSameSize(name, ins, outs); !s)
       return s;
@@ -679,7 +684,7 @@ Status normalizeFactory(const KernelContext &, const KernelConfig &cfg,
                         const Tensors &ins, const Tensors &outs,
                         KernelFn &out) {
   static constexpr const char *kName = "normalize";
-  if (Status s = checkF32Operands(kName, ins, outs, 2, 3, 1); !s)
+  if (Status s = checkOperands(kName, ins, outs, 2, 3, 1, kCpuOperands); !s)
     return s;
   if (ins[0].shape.empty() || outs[0].elements() != ins[0].elements())
     return kernelError(kName, "input " + shapeText(ins[0].shape) +
@@ -723,7 +728,7 @@ Status channelScaleShiftFactory(const KernelContext &, const KernelConfig &cfg,
                                 const Tensors &ins, const Tensors &outs,
                                 KernelFn &out) {
   static constexpr const char *kName = "channel_scale_shift";
-  if (Status s = checkF32Operands(kName, ins, outs, 1, 1, 1); !s)
+  if (Status s = checkOperands(kName, ins, outs, 1, 1, 1, kCpuOperands); !s)
     return s;
   if (ins[0].shape.empty() || outs[0].elements() != ins[0].elements())
     return kernelError(kName, "input " + shapeText(ins[0].shape) +

@@ -27,7 +27,7 @@ KernelFactory imageTransformFactory(const char *kName, bool gradient) {
   return [kName, gradient](const KernelContext &, const KernelConfig &cfg,
                            const Tensors &ins, const Tensors &outs,
                            KernelFn &out) -> Status {
-    if (Status s = checkF32Operands(kName, ins, outs, 1, 1, 1); !s)
+    if (Status s = checkOperands(kName, ins, outs, 1, 1, 1, kCpuOperands); !s)
       return s;
     const TensorRef &image = gradient ? outs[0] : ins[0];
     const TensorRef &transformed = gradient ? ins[0] : outs[0];
@@ -91,7 +91,9 @@ KernelFactory contrastFactory(const char *kName, bool gradient) {
                            const Tensors &ins, const Tensors &outs,
                            KernelFn &out) -> Status {
     size_t arity = gradient ? 2 : 1;
-    if (Status s = checkF32Operands(kName, ins, outs, arity, arity, 1); !s)
+    if (Status s =
+            checkOperands(kName, ins, outs, arity, arity, 1, kCpuOperands);
+        !s)
       return s;
     const TensorRef &image = ins[arity - 1];
     if (image.shape.size() != 4 || outs[0].shape != image.shape ||

@@ -13,6 +13,7 @@
 #ifndef RUNTIME_BACKENDS_CPU_VECTORKERNELS_H
 #define RUNTIME_BACKENDS_CPU_VECTORKERNELS_H
 
+#include "runtime/backends/cpu/CpuKernels.h"
 #include "runtime/core/Kernel.h"
 
 #include <algorithm>
@@ -46,42 +47,6 @@ template <typename T, int Slot = 0> T *threadScratch(size_t count) {
 /// `kernel: message`, the form of every factory error.
 inline Status kernelError(const char *kernel, const std::string &message) {
   return Status::error(std::string(kernel) + ": " + message);
-}
-
-/// Checks operand counts, and that every buffer is present and f32.
-inline Status checkF32Operands(const char *kernel,
-                               const std::vector<TensorRef> &ins,
-                               const std::vector<TensorRef> &outs,
-                               size_t minIns, size_t maxIns, size_t numOuts) {
-  if (ins.size() < minIns || ins.size() > maxIns)
-    return kernelError(
-        kernel,
-        "takes " + std::to_string(minIns) +
-            (maxIns != minIns ? ".." + std::to_string(maxIns) : std::string()) +
-            " inputs, got " + std::to_string(ins.size()));
-  if (outs.size() != numOuts)
-    return kernelError(kernel, "writes " + std::to_string(numOuts) +
-                                   " outputs, got " +
-                                   std::to_string(outs.size()));
-  auto check = [&](const TensorRef &t, const char *what,
-                   size_t index) -> Status {
-    if (t.dtype != plan::DType::f32)
-      return kernelError(kernel, std::string(what) + " " +
-                                     std::to_string(index) +
-                                     " is not f32 (the cpu backend "
-                                     "computes in f32 only)");
-    if (!t.data && t.elements() != 0)
-      return kernelError(kernel, std::string(what) + " " +
-                                     std::to_string(index) + " has no buffer");
-    return Status::ok();
-  };
-  for (size_t i = 0; i < ins.size(); ++i)
-    if (Status s = check(ins[i], "input", i); !s)
-      return s;
-  for (size_t i = 0; i < outs.size(); ++i)
-    if (Status s = check(outs[i], "output", i); !s)
-      return s;
-  return Status::ok();
 }
 
 /// outer x size x inner around `axis` (negative counts from the end); false

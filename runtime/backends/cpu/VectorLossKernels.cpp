@@ -175,7 +175,7 @@ void softmaxBackward(const SoftmaxGeometry &g, const float *dy, const float *y,
 Status softmaxFactory(const KernelContext &, const KernelConfig &cfg,
                       const Tensors &ins, const Tensors &outs, KernelFn &out) {
   static constexpr const char *kName = "softmax";
-  if (Status s = checkF32Operands(kName, ins, outs, 1, 1, 1); !s)
+  if (Status s = checkOperands(kName, ins, outs, 1, 1, 1, kCpuOperands); !s)
     return s;
   SoftmaxGeometry g;
   if (Status s = softmaxGeometry(kName, cfg, ins[0], g); !s)
@@ -197,7 +197,7 @@ Status softmaxGradFactory(const KernelContext &, const KernelConfig &cfg,
                           const Tensors &ins, const Tensors &outs,
                           KernelFn &out) {
   static constexpr const char *kName = "softmax_grad";
-  if (Status s = checkF32Operands(kName, ins, outs, 2, 2, 1); !s)
+  if (Status s = checkOperands(kName, ins, outs, 2, 2, 1, kCpuOperands); !s)
     return s;
   SoftmaxGeometry g;
   if (Status s = softmaxGeometry(kName, cfg, ins[1], g); !s)
@@ -450,7 +450,8 @@ KernelFactory crossEntropyFactory(const char *kName, bool sparse,
                                     : "takes predictions, labels and an "
                                       "optional sample_weight and writes one "
                                       "output");
-    if (Status s = checkF32Operands(kName, {ins[0]}, outs, 1, 1, 1); !s)
+    if (Status s = checkOperands(kName, {ins[0]}, outs, 1, 1, 1, kCpuOperands);
+        !s)
       return s;
     Labels labels;
     if (Status s = resolveLabels(kName, ins[0], ins[1], sparse, labels); !s)
@@ -542,7 +543,8 @@ Status softmaxCrossEntropyFactory(const KernelContext &, const KernelConfig &,
     return kernelError(kName, "takes logits, labels and an optional "
                               "sample_weight and writes probabilities, loss "
                               "and logits_grad");
-  if (Status s = checkF32Operands(kName, {ins[0]}, outs, 1, 1, 3); !s)
+  if (Status s = checkOperands(kName, {ins[0]}, outs, 1, 1, 3, kCpuOperands);
+      !s)
     return s;
   Labels labels;
   if (Status s = resolveLabels(kName, ins[0], ins[1], false, labels); !s)
@@ -584,7 +586,8 @@ Status accuracyFactory(const KernelContext &, const KernelConfig &,
   if ((ins.size() != 2 && ins.size() != 3) || outs.size() != 1)
     return kernelError(kName, "takes predictions, labels and an optional "
                               "sample_weight and writes one output");
-  if (Status s = checkF32Operands(kName, {ins[0]}, outs, 1, 1, 1); !s)
+  if (Status s = checkOperands(kName, {ins[0]}, outs, 1, 1, 1, kCpuOperands);
+      !s)
     return s;
   if (outs[0].elements() != 1)
     return kernelError(kName, "accuracy must be a scalar, got " +

@@ -464,8 +464,8 @@ Status optimizerUpdateFactory(const KernelContext &, const KernelConfig &cfg,
                                   (h.byNorm() ? " and a norm" : "") +
                                   " per variable for " + kind);
   size_t n = ins.size() / perVariable;
-  if (Status s = checkF32Operands(kName, ins, outs, ins.size(), ins.size(),
-                                  n * (1 + h.allSlots));
+  if (Status s = checkOperands(kName, ins, outs, ins.size(), ins.size(),
+                               n * (1 + h.allSlots), kCpuOperands);
       !s)
     return s;
   std::vector<OptimizerUpdate::Chunk> chunks;
@@ -548,7 +548,9 @@ Status globalNormFactory(const KernelContext &, const KernelConfig &,
                          const Tensors &ins, const Tensors &outs,
                          KernelFn &out) {
   static constexpr const char *kName = "global_norm";
-  if (Status s = checkF32Operands(kName, ins, outs, 1, ins.size(), 1); !s)
+  if (Status s =
+          checkOperands(kName, ins, outs, 1, ins.size(), 1, kCpuOperands);
+      !s)
     return s;
   if (ins.empty() || outs[0].elements() != 1)
     return kernelError(kName, "takes tensors and writes one scalar");
@@ -573,7 +575,7 @@ Status emaUpdateFactory(const KernelContext &, const KernelConfig &cfg,
                         const Tensors &ins, const Tensors &outs,
                         KernelFn &out) {
   static constexpr const char *kName = "ema_update";
-  if (Status s = checkF32Operands(kName, ins, outs, 2, 2, 2); !s)
+  if (Status s = checkOperands(kName, ins, outs, 2, 2, 2, kCpuOperands); !s)
     return s;
   int64_t n = ins[0].elements();
   if (ins[1].elements() != n || outs[0].elements() != n ||

@@ -36,23 +36,23 @@ void parallelCopy(float *to, const float *from, int64_t n) {
 }
 
 KernelFactory copyFactory(const char *kName) {
-  return
-      [kName](const KernelContext &, const KernelConfig &, const Tensors &ins,
-              const Tensors &outs, KernelFn &out) -> Status {
-        if (Status s = checkF32Operands(kName, ins, outs, 1, 1, 1); !s)
-          return s;
-        if (outs[0].elements() != ins[0].elements())
-          return kernelError(
-              kName, "changes the element count: " + shapeText(ins[0].shape) +
-                         " to " + shapeText(outs[0].shape));
-        out = [](const KernelContext &ctx, const KernelConfig &,
-                 const Tensors &ins, const Tensors &outs) {
-          useReplicaThreads(ctx);
-          parallelCopy(outs[0].f32(), ins[0].f32(), ins[0].elements());
-          return Status::ok();
-        };
-        return Status::ok();
-      };
+  return [kName](const KernelContext &, const KernelConfig &,
+                 const Tensors &ins, const Tensors &outs,
+                 KernelFn &out) -> Status {
+    if (Status s = checkOperands(kName, ins, outs, 1, 1, 1, kCpuOperands); !s)
+      return s;
+    if (outs[0].elements() != ins[0].elements())
+      return kernelError(
+          kName, "changes the element count: " + shapeText(ins[0].shape) +
+                     " to " + shapeText(outs[0].shape));
+    out = [](const KernelContext &ctx, const KernelConfig &, const Tensors &ins,
+             const Tensors &outs) {
+      useReplicaThreads(ctx);
+      parallelCopy(outs[0].f32(), ins[0].f32(), ins[0].elements());
+      return Status::ok();
+    };
+    return Status::ok();
+  };
 }
 
 /// Copies `outer` runs of `run` floats from `from` (stride `fromStride`) to
@@ -68,7 +68,9 @@ Status concatenateFactory(const KernelContext &, const KernelConfig &cfg,
                           const Tensors &ins, const Tensors &outs,
                           KernelFn &out) {
   static constexpr const char *kName = "concatenate";
-  if (Status s = checkF32Operands(kName, ins, outs, 1, size_t{1} << 20, 1); !s)
+  if (Status s =
+          checkOperands(kName, ins, outs, 1, size_t{1} << 20, 1, kCpuOperands);
+      !s)
     return s;
   const std::vector<int64_t> &shape = outs[0].shape;
   int64_t outer, size, inner, axis;
@@ -114,7 +116,7 @@ Status concatenateFactory(const KernelContext &, const KernelConfig &cfg,
 Status sliceFactory(const KernelContext &, const KernelConfig &cfg,
                     const Tensors &ins, const Tensors &outs, KernelFn &out) {
   static constexpr const char *kName = "slice";
-  if (Status s = checkF32Operands(kName, ins, outs, 1, 1, 1); !s)
+  if (Status s = checkOperands(kName, ins, outs, 1, 1, 1, kCpuOperands); !s)
     return s;
   const std::vector<int64_t> &in = ins[0].shape, &res = outs[0].shape;
   int64_t outer, size, inner, axis;
@@ -153,7 +155,7 @@ Status sliceFactory(const KernelContext &, const KernelConfig &cfg,
 Status padFactory(const KernelContext &, const KernelConfig &cfg,
                   const Tensors &ins, const Tensors &outs, KernelFn &out) {
   static constexpr const char *kName = "pad";
-  if (Status s = checkF32Operands(kName, ins, outs, 1, 1, 1); !s)
+  if (Status s = checkOperands(kName, ins, outs, 1, 1, 1, kCpuOperands); !s)
     return s;
   const std::vector<int64_t> &in = ins[0].shape, &res = outs[0].shape;
   std::vector<int64_t> low = cfg.getInts("low"), high = cfg.getInts("high");
@@ -248,7 +250,7 @@ Status transposeFactory(const KernelContext &, const KernelConfig &cfg,
                         const Tensors &ins, const Tensors &outs,
                         KernelFn &out) {
   static constexpr const char *kName = "transpose";
-  if (Status s = checkF32Operands(kName, ins, outs, 1, 1, 1); !s)
+  if (Status s = checkOperands(kName, ins, outs, 1, 1, 1, kCpuOperands); !s)
     return s;
   const std::vector<int64_t> &in = ins[0].shape, &res = outs[0].shape;
   std::vector<int64_t> perm = cfg.getInts("permutation");
@@ -303,7 +305,7 @@ Status broadcastFactory(const KernelContext &, const KernelConfig &,
                         const Tensors &ins, const Tensors &outs,
                         KernelFn &out) {
   static constexpr const char *kName = "broadcast";
-  if (Status s = checkF32Operands(kName, ins, outs, 1, 1, 1); !s)
+  if (Status s = checkOperands(kName, ins, outs, 1, 1, 1, kCpuOperands); !s)
     return s;
   std::vector<int64_t> from, res = outs[0].shape;
   if (Status s = broadcastStrides(kName, ins[0].shape, res, from); !s)
@@ -317,7 +319,7 @@ Status broadcastFactory(const KernelContext &, const KernelConfig &,
 Status sumToFactory(const KernelContext &, const KernelConfig &,
                     const Tensors &ins, const Tensors &outs, KernelFn &out) {
   static constexpr const char *kName = "sum_to";
-  if (Status s = checkF32Operands(kName, ins, outs, 1, 1, 1); !s)
+  if (Status s = checkOperands(kName, ins, outs, 1, 1, 1, kCpuOperands); !s)
     return s;
   const std::vector<int64_t> &in = ins[0].shape, &res = outs[0].shape;
   std::vector<int64_t> unused;

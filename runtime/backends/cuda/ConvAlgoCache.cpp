@@ -2,7 +2,7 @@
 
 #include "runtime/backends/cuda/ConvAlgoCache.h"
 
-#include "runtime/checkpoint/AtomicFile.h"
+#include "runtime/base/AtomicFile.h"
 
 #include <charconv>
 #include <fstream>
@@ -215,7 +215,7 @@ std::string ConvAlgoCache::serialize() const {
 
 Status ConvAlgoCache::save(const std::string &path) {
   std::string text = serialize();
-  if (Status s = checkpoint::writeFileAtomically(path, text); !s)
+  if (Status s = writeFileAtomically(path, text); !s)
     return s;
   std::lock_guard<std::mutex> lock(mutex_);
   dirty_ = false;

@@ -28,7 +28,7 @@
 #ifndef RUNTIME_BACKENDS_CUDA_CONVALGOCACHE_H
 #define RUNTIME_BACKENDS_CUDA_CONVALGOCACHE_H
 
-#include "runtime/core/Status.h"
+#include "runtime/base/Status.h"
 
 #include <cstdint>
 #include <map>

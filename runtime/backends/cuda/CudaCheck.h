@@ -13,7 +13,7 @@
 #ifndef RUNTIME_BACKENDS_CUDA_CUDACHECK_H
 #define RUNTIME_BACKENDS_CUDA_CUDACHECK_H
 
-#include "runtime/core/Status.h"
+#include "runtime/base/Status.h"
 
 #include <cublasLt.h>
 #include <cuda_runtime.h>

@@ -1141,7 +1141,7 @@ Status CudaRunner::waitForStep(const InFlight &step) {
       lock.unlock();
       if (collective_)
         collective_->abort();
-      return Status::error(
+      return Status::timeout(
           at + "replica(s) " + late + " did not finish within " +
           std::to_string(options_.timeout.count()) + " ms" +
           (done.empty() ? std::string() : " (finished: " + done + ")") +

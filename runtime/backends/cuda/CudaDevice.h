@@ -8,7 +8,7 @@
 // step scalar. `--gpus N` with fewer physical GPUs maps logical device d to
 // GPU d mod P (a warning says so once): each logical device keeps its own
 // streams and arena, and the all-reduce among the logical devices of one GPU
-// is a kernel (runtime/collectives/NcclCollective.h).
+// is a kernel (runtime/backends/cuda/NcclCollective.h).
 //
 // The runner enqueues a step from one host thread, in program order: each
 // op on its device's stream of the op's kind, plan events as CUDA events,
@@ -60,9 +60,8 @@
 
 #include "runtime/backends/cuda/ConvAlgoCache.h"
 #include "runtime/backends/cuda/CudaDeviceState.h"
-#include "runtime/collectives/NcclCollective.h"
+#include "runtime/backends/cuda/NcclCollective.h"
 #include "runtime/core/Device.h"
-#include "runtime/core/Executor.h"
 
 #include <atomic>
 #include <cstdint>

@@ -51,11 +51,6 @@ double readAt(const TensorRef &t, int64_t i) {
   }
 }
 
-bool supported(plan::DType d) {
-  return d == plan::DType::f32 || d == plan::DType::f64 ||
-         d == plan::DType::i32 || d == plan::DType::i64;
-}
-
 Vec load(const TensorRef &t) {
   Vec v(t.elements());
   for (int64_t i = 0; i < t.elements(); ++i)
@@ -84,28 +79,10 @@ void store(const TensorRef &t, const Vec &v) {
   }
 }
 
-/// Checks the operand counts and that every buffer is present and typed.
-Status checkArity(const char *kName, const Tensors &ins, const Tensors &outs,
-                  size_t minIns, size_t maxIns, size_t numOuts) {
-  REQUIRE(ins.size() >= minIns && ins.size() <= maxIns,
-          "takes " + std::to_string(minIns) +
-              (maxIns != minIns ? ".." + std::to_string(maxIns) : "") +
-              " inputs, got " + std::to_string(ins.size()));
-  REQUIRE(outs.size() == numOuts, "writes " + std::to_string(numOuts) +
-                                      " outputs, got " +
-                                      std::to_string(outs.size()));
-  for (const TensorRef &t : ins)
-    REQUIRE((t.data || t.elements() == 0) && supported(t.dtype),
-            "an input is missing or of an unsupported type");
-  for (const TensorRef &t : outs)
-    REQUIRE((t.data || t.elements() == 0) && supported(t.dtype),
-            "an output is missing or of an unsupported type");
-  return Status::ok();
-}
-
 #define CHECK_ARITY(minIns, maxIns, numOuts)                                   \
   do {                                                                         \
-    Status s_ = checkArity(kName, ins, outs, minIns, maxIns, numOuts);         \
+    Status s_ = checkOperands(kName, ins, outs, minIns, maxIns, numOuts,       \
+                              OperandRule::anyNumeric());                      \
     if (!s_)                                                                   \
       return s_;                                                               \
   } while (false)
@@ -2237,7 +2214,7 @@ Status elementwise(const KernelContext &, const KernelConfig &cfg,
                    const Tensors &ins, const Tensors &outs) {
   static constexpr const char *kName = "elementwise";
   CHECK_ARITY(1, 1 << 20, 1);
-  ElementwiseProgram program;
+  ElementwiseBody program;
   std::string error;
   REQUIRE(program.parse(cfg.getString("body"), error), "body: " + error);
   REQUIRE(program.numInputs() <= static_cast<int>(ins.size()),
@@ -2253,7 +2230,7 @@ Status elementwise(const KernelContext &, const KernelConfig &cfg,
   for (int64_t i = 0; i < size; ++i) {
     for (size_t a = 0; a < ins.size(); ++a)
       args[a] = in[a][i];
-    y[i] = program.evaluate(args.data(), scratch);
+    y[i] = evaluateElementwise(program, args.data(), scratch);
   }
   store(outs[0], y);
   return Status::ok();

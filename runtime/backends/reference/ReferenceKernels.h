@@ -13,6 +13,7 @@
 #define RUNTIME_BACKENDS_REFERENCE_REFERENCEKERNELS_H
 
 #include "runtime/core/Kernel.h"
+#include "runtime/plan/ElementwiseBody.h"
 
 #include <cstdint>
 #include <string>
@@ -35,31 +36,9 @@ std::vector<std::string> referenceKernelNames();
 bool dropoutKeep(int64_t opSeed, uint64_t runSeed, int64_t step, int64_t index,
                  double rate);
 
-/// A parsed `graph.elementwise` body (see docs/compiler-ir.md, section 5).
-class ElementwiseProgram {
-public:
-  struct Stmt {
-    std::string op;
-    std::vector<int> args; // >= 0: launch input; < 0: -(statement + 1)
-    double alpha = 0.0;
-    bool hasAlpha = false;
-    bool approximate = false;
-  };
-  /// Parses `body`; on failure returns false and sets `error`.
-  bool parse(const std::string &body, std::string &error);
-  /// Evaluates the body on one element of each launch input.
-  double evaluate(const double *inputs, std::vector<double> &scratch) const;
-  int numInputs() const { return maxInput + 1; }
-  /// The parsed statements and the result (same encoding as Stmt::args),
-  /// for backends that compile the body into their own form.
-  const std::vector<Stmt> &statements() const { return stmts; }
-  int resultValue() const { return result; }
-
-private:
-  std::vector<Stmt> stmts;
-  int result = 0; // same encoding as Stmt::args
-  int maxInput = -1;
-};
+/// The value of `body` on one element of each launch input (in double).
+double evaluateElementwise(const ElementwiseBody &body, const double *inputs,
+                           std::vector<double> &scratch);
 
 /// Scalar forms shared by the kernels and the elementwise interpreter.
 double geluForward(double x, bool approximate);

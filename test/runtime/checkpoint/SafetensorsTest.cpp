@@ -1,7 +1,7 @@
 //===- SafetensorsTest.cpp - the safetensors reader and writer ------------===//
 
 #include "runtime/checkpoint/Safetensors.h"
-#include "runtime/checkpoint/AtomicFile.h"
+#include "runtime/base/AtomicFile.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -311,8 +311,8 @@ TEST_F(CpuVectorKernels, ElementwiseRejectsBadBodiesAtInstantiation) {
             "elementwise: input 0 [4] differs in size from the output [3]");
   Tensor doubles = Tensor::f64({4});
   EXPECT_EQ(factoryError("relu", {}, {&doubles}, {&y}),
-            "relu: input 0 is not f32 (the cpu backend computes in f32 "
-            "only)");
+            "relu: input 0 is f64, expected f32 (the cpu backend computes "
+            "in f32 only)");
 }
 
 //===----------------------------------------------------------------------===//

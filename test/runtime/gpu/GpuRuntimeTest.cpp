@@ -10,7 +10,7 @@
 #include "runtime/backends/cpu/CpuKernels.h"
 #include "runtime/backends/cuda/CudaDevice.h"
 #include "runtime/backends/cuda/InputGather.h"
-#include "runtime/collectives/NcclCollective.h"
+#include "runtime/backends/cuda/NcclCollective.h"
 #include "runtime/core/Executor.h"
 #include "runtime/core/Session.h"
 #include "runtime/plan/PlanLoader.h"

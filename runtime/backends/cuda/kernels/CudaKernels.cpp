@@ -21,38 +21,6 @@ void registerCudaKernels() {
   });
 }
 
-Status checkOperands(const char *kName, const Tensors &ins, const Tensors &outs,
-                     size_t minIns, size_t maxIns, size_t numOuts,
-                     int labelsInput) {
-  REQUIRE(ins.size() >= minIns && ins.size() <= maxIns,
-          "takes " + std::to_string(minIns) +
-              (maxIns != minIns ? ".." + std::to_string(maxIns) : "") +
-              " inputs, got " + std::to_string(ins.size()));
-  REQUIRE(outs.size() == numOuts, "writes " + std::to_string(numOuts) +
-                                      " outputs, got " +
-                                      std::to_string(outs.size()));
-  for (size_t i = 0; i < ins.size(); ++i) {
-    const TensorRef &t = ins[i];
-    REQUIRE(t.data || t.elements() == 0,
-            "input " + std::to_string(i) + " has no buffer");
-    bool labels = static_cast<int>(i) == labelsInput;
-    REQUIRE(
-        t.dtype == plan::DType::f32 ||
-            (labels &&
-             (t.dtype == plan::DType::i32 || t.dtype == plan::DType::i64)),
-        "input " + std::to_string(i) + " is " + plan::EnumNameDType(t.dtype) +
-            (labels ? ", expected f32, i32 or i64 labels" : ", expected f32"));
-  }
-  for (size_t i = 0; i < outs.size(); ++i) {
-    REQUIRE(outs[i].data || outs[i].elements() == 0,
-            "output " + std::to_string(i) + " has no buffer");
-    REQUIRE(outs[i].dtype == plan::DType::f32,
-            "output " + std::to_string(i) + " is " +
-                plan::EnumNameDType(outs[i].dtype) + ", expected f32");
-  }
-  return Status::ok();
-}
-
 Status deviceStateOf(const char *kName, const KernelContext &ctx,
                      CudaDeviceState *&out) {
   out = static_cast<CudaDeviceState *>(ctx.deviceState);

@@ -57,13 +57,6 @@ using Tensors = std::vector<TensorRef>;
       return s_;                                                               \
   } while (false)
 
-/// Checks the operand counts and that every buffer is present; every
-/// operand is f32 except operand `labelsInput` of `ins` (when >= 0), which
-/// may also be i32 or i64 class indices.
-Status checkOperands(const char *kName, const Tensors &ins, const Tensors &outs,
-                     size_t minIns, size_t maxIns, size_t numOuts,
-                     int labelsInput = -1);
-
 /// The launch site's device, or an error naming the kernel when the
 /// context carries none (a kernel instantiated outside a CUDA device).
 Status deviceStateOf(const char *kName, const KernelContext &ctx,

@@ -1,7 +1,7 @@
 //===- ElementwiseKernels.cu - pointwise ops, bias, dropout ---------------===//
 //
 // One interpreter kernel runs every pointwise op: a fused `elementwise`
-// body, parsed once per launch site by the reference backend's parser (one
+// body, parsed once per launch site by the plan's parser (one
 // grammar for every backend) and encoded as a fixed-size instruction array
 // passed by value, and each activation, activation gradient and `add`,
 // which are one-instruction programs. Per element the math is float, as
@@ -19,8 +19,8 @@
 #include "runtime/backends/cuda/kernels/ColumnReduction.cuh"
 #include "runtime/backends/cuda/kernels/CudaKernels.h"
 
-#include "runtime/backends/reference/ReferenceKernels.h"
 #include "runtime/core/DropoutMask.h"
+#include "runtime/plan/ElementwiseBody.h"
 
 #include <algorithm>
 #include <memory>
@@ -64,7 +64,7 @@ struct Instruction {
   float alpha = 0.0f;
 };
 
-/// Operands and the result use ElementwiseProgram's encoding: >= 0 is
+/// Operands and the result use ElementwiseBody's encoding: >= 0 is
 /// launch input n, < 0 is the value of instruction -(v + 1).
 struct Program {
   int32_t size = 0;
@@ -311,7 +311,7 @@ Status elementwise(const KernelContext &ctx, const KernelConfig &cfg,
                    const Tensors &ins, const Tensors &outs, KernelFn &out) {
   static constexpr const char *kName = "elementwise";
   RETURN_IF_ERROR(checkOperands(kName, ins, outs, 1, 1 << 20, 1));
-  reference::ElementwiseProgram parsed;
+  ElementwiseBody parsed;
   std::string error;
   REQUIRE(parsed.parse(cfg.getString("body"), error), "body: " + error);
   REQUIRE(parsed.numInputs() <= static_cast<int>(ins.size()),
@@ -319,7 +319,7 @@ Status elementwise(const KernelContext &ctx, const KernelConfig &cfg,
               " but the launch has " + std::to_string(ins.size()) + " inputs");
   std::shared_ptr<PointwiseSite> site;
   RETURN_IF_ERROR(pointwiseSite(kName, ctx, ins, outs, site));
-  for (const reference::ElementwiseProgram::Stmt &stmt : parsed.statements()) {
+  for (const ElementwiseBody::Stmt &stmt : parsed.statements()) {
     Op op;
     REQUIRE(opOf(stmt.op, op), "op '" + stmt.op + "' has no CUDA form");
     REQUIRE(append(site->program, op, stmt.args, stmt.alpha, stmt.approximate),

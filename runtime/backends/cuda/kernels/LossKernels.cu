@@ -508,7 +508,8 @@ KernelFactory crossEntropyFactory(const char *name, bool sparse,
                                   const KernelConfig &cfg, const Tensors &ins,
                                   const Tensors &outs, KernelFn &out) {
     const char *kName = name;
-    RETURN_IF_ERROR(checkOperands(kName, ins, outs, 2, gradient ? 2 : 3, 1, 1));
+    RETURN_IF_ERROR(checkOperands(kName, ins, outs, 2, gradient ? 2 : 3, 1,
+                                  OperandRule::f32WithLabels(1)));
     int64_t rows = 0, classes = 0;
     RETURN_IF_ERROR(batchOf(kName, ins[0], rows, classes));
     Labels labels;
@@ -553,7 +554,8 @@ Status softmaxCrossEntropy(const KernelContext &ctx, const KernelConfig &,
                            const Tensors &ins, const Tensors &outs,
                            KernelFn &out) {
   static constexpr const char *kName = "softmax_cross_entropy";
-  RETURN_IF_ERROR(checkOperands(kName, ins, outs, 2, 3, 3, 1));
+  RETURN_IF_ERROR(
+      checkOperands(kName, ins, outs, 2, 3, 3, OperandRule::f32WithLabels(1)));
   int64_t rows = 0, classes = 0;
   RETURN_IF_ERROR(batchOf(kName, ins[0], rows, classes));
   Labels labels;
@@ -588,7 +590,8 @@ Status softmaxCrossEntropy(const KernelContext &ctx, const KernelConfig &,
 Status accuracy(const KernelContext &ctx, const KernelConfig &,
                 const Tensors &ins, const Tensors &outs, KernelFn &out) {
   static constexpr const char *kName = "accuracy";
-  RETURN_IF_ERROR(checkOperands(kName, ins, outs, 2, 3, 1, 1));
+  RETURN_IF_ERROR(
+      checkOperands(kName, ins, outs, 2, 3, 1, OperandRule::f32WithLabels(1)));
   int64_t rows = 0, classes = 0;
   RETURN_IF_ERROR(batchOf(kName, ins[0], rows, classes));
   REQUIRE(outs[0].elements() == 1,

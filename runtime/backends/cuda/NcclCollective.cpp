@@ -1,10 +1,10 @@
 //===- NcclCollective.cpp - all-reduce across GPUs and workers ------------===//
 
-#include "runtime/collectives/NcclCollective.h"
+#include "runtime/backends/cuda/NcclCollective.h"
 
 #include "runtime/backends/cuda/CudaCheck.h"
 #include "runtime/backends/cuda/GpuHang.h"
-#include "runtime/collectives/LogicalAllReduce.h"
+#include "runtime/backends/cuda/LogicalAllReduce.h"
 #include "runtime/collectives/Workers.h"
 
 #include <cstring>

@@ -1,6 +1,6 @@
 //===- AtomicFile.cpp - write a file so readers see all of it or none ----===//
 
-#include "runtime/checkpoint/AtomicFile.h"
+#include "runtime/base/AtomicFile.h"
 
 #include <cerrno>
 #include <cstring>
@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <unistd.h>
 
-namespace graph::runtime::checkpoint {
+namespace graph::runtime {
 
 namespace {
 
@@ -102,4 +102,4 @@ Status syncDirectory(const std::string &directory) {
   return Status::ok();
 }
 
-} // namespace graph::runtime::checkpoint
+} // namespace graph::runtime

@@ -27,8 +27,8 @@
 #ifndef RUNTIME_COLLECTIVES_NCCLCOLLECTIVE_H
 #define RUNTIME_COLLECTIVES_NCCLCOLLECTIVE_H
 
+#include "runtime/base/Status.h"
 #include "runtime/collectives/Collective.h"
-#include "runtime/core/Status.h"
 
 #include <cuda_runtime.h>
 #include <nccl.h>

@@ -1,43 +1,11 @@
-//===- ElementwiseBody.cpp - the graph.elementwise interpreter ------------===//
-//
-// A fused elementwise body travels as text (docs/compiler-ir.md, section 5):
-//
-//   "add(a0, a1) -> t0; leaky_relu(t0) {alpha=0.2} -> t1; yield t1"
-//
-// It is parsed once per launch and evaluated once per element.
-//
-//===----------------------------------------------------------------------===//
+//===- ElementwiseBody.cpp - a fused elementwise body, parsed -------------===//
 
-#include "runtime/backends/reference/ReferenceKernels.h"
+#include "runtime/plan/ElementwiseBody.h"
 
-#include <cmath>
+#include <algorithm>
 #include <cstdlib>
-#include <numbers>
 
-namespace graph::runtime::reference {
-
-static constexpr double kGeluTanhCoefficient = 0.044715;
-
-double geluForward(double x, bool approximate) {
-  if (approximate) {
-    double s = std::sqrt(2.0 / std::numbers::pi);
-    return 0.5 * x *
-           (1.0 + std::tanh(s * (x + kGeluTanhCoefficient * x * x * x)));
-  }
-  return 0.5 * x * (1.0 + std::erf(x / std::numbers::sqrt2));
-}
-
-double geluDerivative(double x, bool approximate) {
-  if (approximate) {
-    double s = std::sqrt(2.0 / std::numbers::pi);
-    double t = std::tanh(s * (x + kGeluTanhCoefficient * x * x * x));
-    return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * s *
-                                 (1.0 + 3.0 * kGeluTanhCoefficient * x * x);
-  }
-  double cdf = 0.5 * (1.0 + std::erf(x / std::numbers::sqrt2));
-  double pdf = std::exp(-0.5 * x * x) / std::sqrt(2.0 * std::numbers::pi);
-  return cdf + x * pdf;
-}
+namespace graph::runtime {
 
 namespace {
 std::string trim(const std::string &s) {
@@ -90,7 +58,7 @@ int arity(const std::string &op) {
 }
 } // namespace
 
-bool ElementwiseProgram::parse(const std::string &body, std::string &error) {
+bool ElementwiseBody::parse(const std::string &body, std::string &error) {
   stmts.clear();
   maxInput = -1;
   bool yielded = false;
@@ -186,48 +154,4 @@ bool ElementwiseProgram::parse(const std::string &body, std::string &error) {
   return true;
 }
 
-double ElementwiseProgram::evaluate(const double *inputs,
-                                    std::vector<double> &t) const {
-  t.resize(stmts.size());
-  auto value = [&](int v) { return v >= 0 ? inputs[v] : t[-v - 1]; };
-  for (size_t s = 0; s < stmts.size(); ++s) {
-    const Stmt &st = stmts[s];
-    double x = value(st.args[0]);
-    double r = 0.0;
-    const std::string &op = st.op;
-    if (op == "add") {
-      for (int a : st.args)
-        r += value(a);
-    } else if (op == "relu") {
-      r = x > 0 ? x : 0.0;
-    } else if (op == "sigmoid") {
-      r = 1.0 / (1.0 + std::exp(-x));
-    } else if (op == "tanh") {
-      r = std::tanh(x);
-    } else if (op == "elu") {
-      r = x > 0 ? x : st.alpha * (std::exp(x) - 1.0);
-    } else if (op == "leaky_relu") {
-      r = x > 0 ? x : st.alpha * x;
-    } else if (op == "gelu") {
-      r = geluForward(x, st.approximate);
-    } else {
-      double s2 = value(st.args[1]); // dy, saved
-      if (op == "relu_grad")
-        r = s2 > 0 ? x : 0.0;
-      else if (op == "sigmoid_grad")
-        r = x * s2 * (1.0 - s2);
-      else if (op == "tanh_grad")
-        r = x * (1.0 - s2 * s2);
-      else if (op == "elu_grad")
-        r = s2 > 0 ? x : x * (s2 + st.alpha);
-      else if (op == "leaky_relu_grad")
-        r = s2 > 0 ? x : st.alpha * x;
-      else if (op == "gelu_grad")
-        r = x * geluDerivative(s2, st.approximate);
-    }
-    t[s] = r;
-  }
-  return value(result);
-}
-
-} // namespace graph::runtime::reference
+} // namespace graph::runtime

@@ -9,16 +9,16 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef RUNTIME_CHECKPOINT_ATOMICFILE_H
-#define RUNTIME_CHECKPOINT_ATOMICFILE_H
+#ifndef RUNTIME_BASE_ATOMICFILE_H
+#define RUNTIME_BASE_ATOMICFILE_H
 
-#include "runtime/core/Status.h"
+#include "runtime/base/Status.h"
 
 #include <cstddef>
 #include <string>
 #include <string_view>
 
-namespace graph::runtime::checkpoint {
+namespace graph::runtime {
 
 /// What a temporary file's name ends with: "<final name>.tmp".
 inline constexpr std::string_view kTemporarySuffix = ".tmp";
@@ -53,6 +53,6 @@ Status writeFileAtomically(const std::string &path, std::string_view bytes);
 /// Flushes the entries of `directory` (a rename or unlink in it) to disk.
 Status syncDirectory(const std::string &directory);
 
-} // namespace graph::runtime::checkpoint
+} // namespace graph::runtime
 
-#endif // RUNTIME_CHECKPOINT_ATOMICFILE_H
+#endif // RUNTIME_BASE_ATOMICFILE_H

@@ -1,6 +1,6 @@
 //===- LogicalAllReduce.cu - all-reduce among buffers of one GPU ----------===//
 
-#include "runtime/collectives/LogicalAllReduce.h"
+#include "runtime/backends/cuda/LogicalAllReduce.h"
 
 #include <algorithm>
 
