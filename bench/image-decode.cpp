@@ -153,17 +153,18 @@ int main(int argc, char **argv) {
         double t0 = cpuSeconds();
         if (Status s = decoder.decode(
                 src.files()[i].path, files[i].data(), files[i].size(),
-                static_cast<int>(o.shape.channels), scaled ? o.shape.width : 0,
-                scaled ? o.shape.height : 0, image, o.fastIdct);
+                static_cast<int>(o.shape.channels()),
+                scaled ? o.shape.width() : 0, scaled ? o.shape.height() : 0,
+                image, o.fastIdct);
             !s)
           return fail(s);
         double t1 = cpuSeconds();
         resizeBilinear(image.pixels.data(), image.height, image.width,
-                       image.channels, out.data(), o.shape.height,
-                       o.shape.width, o.resize);
+                       image.channels, out.data(), o.shape.height(),
+                       o.shape.width(), o.resize);
         double t2 = cpuSeconds();
-        preprocessImage(out.data(), o.shape.height * o.shape.width,
-                        o.shape.channels, o.preprocessing);
+        preprocessImage(out.data(), o.shape.height() * o.shape.width(),
+                        o.shape.channels(), o.preprocessing);
         decodeCpu += t1 - t0;
         resizeCpu += t2 - t1;
         preprocessCpu += cpuSeconds() - t2;

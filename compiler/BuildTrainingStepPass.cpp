@@ -457,6 +457,8 @@ private:
   bool isSparse() {
     return training.getLoss() == LossKind::sparse_categorical_crossentropy;
   }
+  /// The loss compares each prediction with a target of its shape.
+  bool isPointwise() { return isPointwiseLoss(training.getLoss()); }
   VariableOp variableOf(ReadVariableOp read) {
     return symbols.lookup<VariableOp>(read.getVariable());
   }
@@ -643,7 +645,14 @@ SmallVector<Value> TrainingStepBuilder::lossAndMetrics(Value predictions,
   Location loc = training.getLoc();
   UnitAttr fromLogits = training.getFromLogitsAttr();
   SmallVector<Value> outputs;
-  if (isSparse())
+  if (isPointwise())
+    outputs.push_back(
+        reduce(PointwiseLossOp::create(b, loc, training.getLossAttr(),
+                                       predictions, labels, weights, fromLogits,
+                                       training.getLabelSmoothingAttr(),
+                                       training.getDeltaAttr()),
+               predictions));
+  else if (isSparse())
     outputs.push_back(
         reduce(SparseCategoricalCrossentropyOp::create(
                    b, loc, predictions, labels, weights, fromLogits),
@@ -654,15 +663,30 @@ SmallVector<Value> TrainingStepBuilder::lossAndMetrics(Value predictions,
                                           lossLabels(predictions, labels),
                                           weights, fromLogits),
         predictions));
-  // graph.training's verifier admits only "accuracy".
-  for (size_t i = 0; i < training.getMetrics().size(); ++i)
-    outputs.push_back(AccuracyOp::create(b, loc, predictions, labels, weights));
+  // Keras' compile_utils.get_metric: "accuracy" is binary accuracy for an
+  // output whose last axis is 1, else categorical (or sparse) accuracy;
+  // the error metrics compare predictions with targets as the losses do
+  // (graph.training's verifier admits no other name).
+  auto predType = cast<RankedTensorType>(predictions.getType());
+  for (StringRef metric : training.getMetrics().getAsValueRange<StringAttr>()) {
+    std::optional<LossKind> kind = pointwiseMetricKind(metric);
+    if (!kind && predType.getShape().back() == 1 && isPointwise())
+      kind = LossKind::binary_accuracy;
+    if (kind)
+      outputs.push_back(PointwiseLossOp::create(
+          b, loc, LossKindAttr::get(b.getContext(), *kind), predictions, labels,
+          weights, UnitAttr(), FloatAttr(), FloatAttr()));
+    else
+      outputs.push_back(
+          AccuracyOp::create(b, loc, predictions, labels, weights));
+  }
   return outputs;
 }
 
 Value TrainingStepBuilder::lossLabels(Value predictions, Value labels) {
   std::optional<llvm::APFloat> smoothingF = training.getLabelSmoothing();
-  if (!smoothingF || smoothingF->isZero())
+  // A pointwise loss smooths its targets itself (binary_crossentropy).
+  if (!smoothingF || smoothingF->isZero() || isPointwise())
     return labels;
   std::optional<double> smoothing = smoothingF->convertToDouble();
   // Keras (losses.py, categorical_crossentropy): y * (1 - ls) + ls / C.
@@ -676,8 +700,15 @@ Value TrainingStepBuilder::lossLabels(Value predictions, Value labels) {
 Value TrainingStepBuilder::reduce(Value value, Value predictions) {
   if (training.getReduction() != std::optional<StringRef>("sum"))
     return value;
-  double batch = static_cast<double>(
-      cast<RankedTensorType>(predictions.getType()).getDimSize(0));
+  // The sum over the per-sample losses: the batch for the class losses,
+  // every position but the last axis for a pointwise loss (Keras reduces
+  // over the last axis only).
+  auto type = cast<RankedTensorType>(predictions.getType());
+  double batch = 1;
+  for (int64_t d = 0; d + 1 < type.getRank(); ++d)
+    batch *= static_cast<double>(type.getDimSize(d));
+  if (!isPointwise())
+    batch = static_cast<double>(type.getDimSize(0));
   return ScaleShiftOp::create(b, training.getLoc(), value,
                               b.getF64FloatAttr(batch), b.getF64FloatAttr(0.0));
 }
@@ -753,8 +784,14 @@ void TrainingStepBuilder::buildTrainStep() {
   Location loc = training.getLoc();
   Type predType = trainPredictions.getType();
   UnitAttr fromLogits = training.getFromLogitsAttr();
-  Value seed = isSparse()
-                   ? SparseCategoricalCrossentropyGradOp::create(
+  Value seed =
+      isPointwise()
+          ? PointwiseLossGradOp::create(
+                b, loc, predType, training.getLossAttr(), trainPredictions,
+                labels, fromLogits, training.getLabelSmoothingAttr(),
+                training.getDeltaAttr())
+                .getResult()
+      : isSparse() ? SparseCategoricalCrossentropyGradOp::create(
                          b, loc, predType, trainPredictions, labels, fromLogits)
                          .getResult()
                    : CategoricalCrossentropyGradOp::create(

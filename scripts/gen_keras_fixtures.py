@@ -14,6 +14,8 @@ Outputs (paths relative to the repository root):
   keras3:
     examples/fashion_mnist_cnn.json
     examples/mgpu_mlp.json
+    examples/regression_mlp.json, examples/binary_mlp.json (written with
+      the tensorflow backend, keras==3.15.1, tensorflow-cpu==2.21.0)
     examples/multiworker_cnn.json
     examples/vgg16_oct.json
     examples/residual_concat.json
@@ -128,6 +130,35 @@ def mgpu_mlp(keras, flavor):
         optimizer=keras.optimizers.Adam(),
         loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
         metrics=[keras.metrics.SparseCategoricalAccuracy()])
+    return model
+
+
+def regression_mlp(keras, flavor):
+    # Regression on 8 features (a known function of them in the tests):
+    # mean squared error, mean absolute error as the metric.
+    L = keras.layers
+    inputs = keras.Input(shape=(8,))
+    x = L.Dense(64, activation="relu")(inputs)
+    x = L.Dense(64, activation="relu")(x)
+    outputs = L.Dense(1)(x)
+    model = keras.Model(inputs, outputs)
+    model.compile(optimizer=keras.optimizers.Adam(learning_rate=0.003),
+                  loss="mse", metrics=["mae"])
+    return model
+
+
+def binary_mlp(keras, flavor):
+    # Binary classification, Keras' transfer-learning guide's head: one
+    # logit, BinaryCrossentropy(from_logits=True), accuracy (which Keras
+    # resolves to binary accuracy for one output unit).
+    L = keras.layers
+    inputs = keras.Input(shape=(784,))
+    x = L.Dense(128, activation="relu")(inputs)
+    outputs = L.Dense(1)(x)
+    model = keras.Model(inputs, outputs)
+    model.compile(optimizer=keras.optimizers.Adam(),
+                  loss=keras.losses.BinaryCrossentropy(from_logits=True),
+                  metrics=["accuracy"])
     return model
 
 
@@ -399,6 +430,8 @@ def run_keras3(args):
     builders = [
         ("fashion_mnist_cnn", fashion_mnist_cnn, True),
         ("mgpu_mlp", mgpu_mlp, False),
+        ("regression_mlp", regression_mlp, False),
+        ("binary_mlp", binary_mlp, False),
         ("multiworker_cnn", multiworker_cnn, False),
         ("vgg16_oct", vgg16_oct, False),
         ("residual_concat", residual_concat, True),

@@ -46,9 +46,24 @@ def Graph_InitKind : I32EnumAttr<"InitKind", "Keras weight initializer", [
   let cppNamespace = "::mlir::graph";
 }
 
+// The first two take class labels; the rest compare each prediction with
+// its target, element by element (graph.pointwise_loss).
 def Graph_LossKind : I32EnumAttr<"LossKind", "training loss", [
     I32EnumAttrCase<"categorical_crossentropy", 0>,
-    I32EnumAttrCase<"sparse_categorical_crossentropy", 1>]> {
+    I32EnumAttrCase<"sparse_categorical_crossentropy", 1>,
+    I32EnumAttrCase<"binary_crossentropy", 2>,
+    I32EnumAttrCase<"mean_squared_error", 3>,
+    I32EnumAttrCase<"mean_absolute_error", 4>,
+    I32EnumAttrCase<"mean_absolute_percentage_error", 5>,
+    I32EnumAttrCase<"mean_squared_logarithmic_error", 6>,
+    I32EnumAttrCase<"huber", 7>,
+    I32EnumAttrCase<"log_cosh", 8>,
+    I32EnumAttrCase<"poisson", 9>,
+    I32EnumAttrCase<"kl_divergence", 10>,
+    I32EnumAttrCase<"hinge", 11>,
+    I32EnumAttrCase<"squared_hinge", 12>,
+    // A metric, not a loss: (p > 0.5) == t, element by element.
+    I32EnumAttrCase<"binary_accuracy", 13>]> {
   let genSpecializedAttr = 0;
   let cppNamespace = "::mlir::graph";
 }

@@ -13,6 +13,7 @@
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringSet.h"
+#include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/CheckedArithmetic.h"
 
 using namespace mlir;
@@ -184,20 +185,49 @@ double TrainingOp::getLearningRate() {
   return getOptimizerOptions(getOptimizer()).learningRate;
 }
 
+static LogicalResult verifyLossOptions(std::optional<Location> loc,
+                                       LossKind kind, bool fromLogits,
+                                       std::optional<llvm::APFloat> smoothing,
+                                       std::optional<llvm::APFloat> delta);
+
+std::optional<LossKind> mlir::graph::pointwiseMetricKind(StringRef metric) {
+  return llvm::StringSwitch<std::optional<LossKind>>(metric)
+      .Cases("mae", "mean_absolute_error", LossKind::mean_absolute_error)
+      .Cases("mse", "mean_squared_error", LossKind::mean_squared_error)
+      .Cases("mape", "mean_absolute_percentage_error",
+             LossKind::mean_absolute_percentage_error)
+      .Cases("msle", "mean_squared_logarithmic_error",
+             LossKind::mean_squared_logarithmic_error)
+      .Case("binary_accuracy", LossKind::binary_accuracy)
+      .Default(std::nullopt);
+}
+
 LogicalResult TrainingOp::verify() {
   for (StringRef metric : getMetrics().getAsValueRange<StringAttr>())
-    if (metric != "accuracy")
+    if (metric != "accuracy" && !pointwiseMetricKind(metric))
       return emitOpError("unknown metric '")
-             << metric << "' (supported: accuracy)";
+             << metric
+             << "' (supported: accuracy, binary_accuracy, mae, mse, mape, "
+                "msle and their long names)";
+  if (getLoss() == LossKind::binary_accuracy)
+    return emitOpError("binary_accuracy is a metric, not a loss");
+  for (StringRef metric : getMetrics().getAsValueRange<StringAttr>())
+    if (pointwiseMetricKind(metric) && !isPointwiseLoss(getLoss()))
+      return emitOpError("metric '")
+             << metric << "' compares predictions with targets; loss "
+             << stringifyLossKind(getLoss()) << " takes class labels";
   if (std::optional<llvm::APFloat> smoothing = getLabelSmoothing()) {
     double ls = smoothing->convertToDouble();
-    if (!(ls >= 0 && ls < 1))
+    if (getLoss() == LossKind::categorical_crossentropy && !(ls >= 0 && ls < 1))
       return emitOpError("needs label_smoothing in [0, 1), got ")
              << formatF64(ls);
-    if (getLoss() != LossKind::categorical_crossentropy)
+    if (getLoss() == LossKind::sparse_categorical_crossentropy)
       return emitOpError("label_smoothing needs categorical_crossentropy "
                          "(Keras' sparse cross-entropy has none)");
   }
+  if (failed(verifyLossOptions(getLoc(), getLoss(), getFromLogits(),
+                               getLabelSmoothing(), getDelta())))
+    return failure();
   if (std::optional<StringRef> reduction = getReduction();
       reduction && *reduction != "sum")
     return emitOpError("unknown reduction '")
@@ -227,8 +257,14 @@ LogicalResult TrainingOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   if (!output || output.getOutputs().size() != 1)
     return emitOpError("needs a model with exactly one output");
   auto predictions = cast<RankedTensorType>(output.getOutputs()[0].getType());
-  if (predictions.getRank() != 2 ||
-      !isa<FloatType>(predictions.getElementType()))
+  if (isPointwiseLoss(getLoss())) {
+    if (predictions.getRank() < 2 ||
+        !isa<FloatType>(predictions.getElementType()))
+      return emitOpError("loss ")
+             << stringifyLossKind(getLoss())
+             << " needs float model output [batch, ...], got " << predictions;
+  } else if (predictions.getRank() != 2 ||
+             !isa<FloatType>(predictions.getElementType()))
     return emitOpError("loss ")
            << stringifyLossKind(getLoss())
            << " needs float model output [batch, classes], got " << predictions;
@@ -913,6 +949,112 @@ LogicalResult SparseCategoricalCrossentropyOp::inferReturnTypes(
   return inferClassification(loc, adaptor.getPredictions(), adaptor.getLabels(),
                              adaptor.getSampleWeight(), /*sparse=*/true,
                              results);
+}
+
+/// Whether `kind` is computed element by element (graph.pointwise_loss),
+/// not from class labels.
+bool mlir::graph::isPointwiseLoss(LossKind kind) {
+  return kind != LossKind::categorical_crossentropy &&
+         kind != LossKind::sparse_categorical_crossentropy;
+}
+
+/// The options of a pointwise loss (or of graph.training with one): each
+/// only on the loss that takes it, each in its range.
+static LogicalResult verifyLossOptions(std::optional<Location> loc,
+                                       LossKind kind, bool fromLogits,
+                                       std::optional<llvm::APFloat> smoothing,
+                                       std::optional<llvm::APFloat> delta) {
+  if (fromLogits && kind != LossKind::binary_crossentropy &&
+      isPointwiseLoss(kind))
+    return emitOptionalError(loc, "from_logits is binary_crossentropy's, not ",
+                             stringifyLossKind(kind), "'s");
+  if (smoothing) {
+    double ls = smoothing->convertToDouble();
+    if (!(ls >= 0 && ls <= 1))
+      return emitOptionalError(loc, "needs label_smoothing in [0, 1], got ",
+                               formatF64(ls));
+    if (kind != LossKind::binary_crossentropy &&
+        kind != LossKind::categorical_crossentropy)
+      return emitOptionalError(
+          loc,
+          "label_smoothing needs categorical_crossentropy or "
+          "binary_crossentropy, not ",
+          stringifyLossKind(kind));
+  }
+  if (delta) {
+    double d = delta->convertToDouble();
+    if (kind != LossKind::huber)
+      return emitOptionalError(loc, "delta is huber's, not ",
+                               stringifyLossKind(kind), "'s");
+    if (!(d > 0) || !std::isfinite(d))
+      return emitOptionalError(loc, "needs a positive delta, got ",
+                               formatF64(d));
+  }
+  return success();
+}
+
+/// Predictions and targets of one shape, floats; sample weights [batch].
+static LogicalResult verifyPointwiseOperands(std::optional<Location> loc,
+                                             LossKind kind, Value predValue,
+                                             Value targetValue,
+                                             Value weightsValue) {
+  // (binary_accuracy, a metric, is refused as a gradient by the caller.)
+  if (!isPointwiseLoss(kind))
+    return emitOptionalError(loc, stringifyLossKind(kind),
+                             " takes class labels, not element-wise targets");
+  auto predictions = rankedOperand(loc, predValue, "predictions", -1);
+  if (failed(predictions))
+    return failure();
+  auto targets = rankedOperand(loc, targetValue, "targets", -1);
+  if (failed(targets))
+    return failure();
+  if (predictions->getRank() < 1)
+    return emitOptionalError(loc, "predictions need a batch dimension, got ",
+                             *predictions);
+  if (targets->getShape() != predictions->getShape() ||
+      targets->getElementType() != predictions->getElementType())
+    return emitOptionalError(loc, "targets ", *targets,
+                             " must have the predictions' type ", *predictions);
+  if (weightsValue) {
+    auto weights =
+        rankedOperand(loc, weightsValue, "sample_weight", 1, "[batch]");
+    if (failed(weights))
+      return failure();
+    if (weights->getDimSize(0) != predictions->getDimSize(0))
+      return emitOptionalError(loc, "sample_weight batch (",
+                               weights->getDimSize(0),
+                               ") differs from predictions batch (",
+                               predictions->getDimSize(0), ")");
+  }
+  return success();
+}
+
+LogicalResult
+PointwiseLossOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                  Adaptor adaptor,
+                                  SmallVectorImpl<Type> &results) {
+  LossKind kind = adaptor.getKind();
+  if (failed(verifyPointwiseOperands(loc, kind, adaptor.getPredictions(),
+                                     adaptor.getTargets(),
+                                     adaptor.getSampleWeight())) ||
+      failed(verifyLossOptions(loc, kind, adaptor.getFromLogits(),
+                               adaptor.getLabelSmoothing(),
+                               adaptor.getDelta())))
+    return failure();
+  results.push_back(RankedTensorType::get(
+      {}, cast<RankedTensorType>(adaptor.getPredictions().getType())
+              .getElementType()));
+  return success();
+}
+
+LogicalResult PointwiseLossGradOp::verify() {
+  if (getKind() == LossKind::binary_accuracy)
+    return emitOpError("binary_accuracy is a metric: it has no gradient");
+  if (failed(verifyPointwiseOperands(getLoc(), getKind(), getPredictions(),
+                                     getTargets(), Value())))
+    return failure();
+  return verifyLossOptions(getLoc(), getKind(), getFromLogits(),
+                           getLabelSmoothing(), getDelta());
 }
 
 LogicalResult AccuracyOp::inferReturnTypes(MLIRContext *,

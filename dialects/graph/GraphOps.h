@@ -42,6 +42,14 @@ FailureOr<RankedTensorType> inferPool2DType(std::optional<Location> loc,
                                             ArrayRef<int64_t> poolSize,
                                             ArrayRef<int64_t> strides,
                                             Padding padding);
+
+/// Whether loss `kind` compares each prediction with its target (computed by
+/// graph.pointwise_loss), rather than taking class labels.
+bool isPointwiseLoss(LossKind kind);
+/// The pointwise kind computing Keras metric `metric` ("mae",
+/// "mean_squared_error", "binary_accuracy", ...), or none ("accuracy" is
+/// resolved by the loss and the output's shape).
+std::optional<LossKind> pointwiseMetricKind(StringRef metric);
 } // namespace mlir::graph
 
 #define GET_OP_CLASSES

@@ -154,9 +154,12 @@ def Graph_TrainingOp : Graph_Op<"training", [HasParent<"::mlir::ModuleOp">,
     The loss is the mean over the global batch. `from_logits` says the
     model's output is logits rather than probabilities.
 
-    `label_smoothing` (categorical_crossentropy only, in [0, 1)) mixes the
+    `label_smoothing` (categorical_crossentropy, in [0, 1)) mixes the
     one-hot labels with the uniform distribution, as Keras does:
-    `labels * (1 - ls) + ls / classes`. `reduction = "sum"` makes the loss
+    `labels * (1 - ls) + ls / classes`; for binary_crossentropy it mixes
+    the targets with 0.5. The element-wise losses (binary_crossentropy,
+    mean_squared_error, huber with `delta`, ...) take targets of the
+    model output's shape (graph.pointwise_loss). `reduction = "sum"` makes the loss
     the sum over the global batch instead of its mean (Keras'
     `reduction="sum"`): the mean times the global batch. With replicas each
     replica's gradient is then its own sum times the number of replicas,
@@ -175,6 +178,7 @@ def Graph_TrainingOp : Graph_Op<"training", [HasParent<"::mlir::ModuleOp">,
                        Graph_LossKindAttr:$loss,
                        UnitAttr:$from_logits,
                        OptionalAttr<F64Attr>:$label_smoothing,
+                       OptionalAttr<F64Attr>:$delta,
                        OptionalAttr<StrAttr>:$reduction,
                        OptionalAttr<F64Attr>:$ema_momentum,
                        OptionalAttr<I64Attr>:$ema_overwrite_frequency,
@@ -186,6 +190,7 @@ def Graph_TrainingOp : Graph_Op<"training", [HasParent<"::mlir::ModuleOp">,
   let assemblyFormat = [{
     $model `loss` `=` `` $loss (`from_logits` $from_logits^)?
     (`label_smoothing` `=` $label_smoothing^)?
+    (`delta` `=` $delta^)?
     (`reduction` `=` $reduction^)?
     (`ema_momentum` `=` $ema_momentum^)?
     (`ema_overwrite_frequency` `=` $ema_overwrite_frequency^)?
@@ -641,6 +646,39 @@ def Graph_SparseCategoricalCrossentropyOp
     : Graph_LossOp<"sparse_categorical_crossentropy",
                    "cross-entropy against integer class labels [B]">;
 
+def Graph_PointwiseLossOp
+    : Graph_Op<"pointwise_loss", [Pure, InferTypeOpAdaptor]> {
+  let summary = "a Keras loss computed element by element, mean over the batch";
+  let description = [{
+    ```mlir
+    %l = graph.pointwise_loss huber %p, %t delta = 1.5
+        : tensor<8x3xf32>, tensor<8x3xf32> -> tensor<f32>
+    ```
+    Every Keras loss that compares each prediction with its target (mean
+    squared error, binary cross-entropy, Huber, ...; `kind`), as Keras
+    computes it: the per-sample loss is the mean of f(p, t) over the last
+    axis (the sum for `kl_divergence`), and the result their mean over the
+    batch (`sum_over_batch_size`; with `sample_weight` [batch], each
+    sample's loss weighted, still divided by the batch). Targets have the
+    predictions' shape. `from_logits` and `label_smoothing` (mixing the
+    targets with 0.5) are binary_crossentropy's, `delta` is huber's.
+  }];
+  let arguments = (ins Graph_LossKindAttr:$kind, Graph_FloatTensor:$predictions,
+                       Graph_FloatTensor:$targets,
+                       Optional<Graph_FloatTensor>:$sample_weight,
+                       UnitAttr:$from_logits,
+                       OptionalAttr<F64Attr>:$label_smoothing,
+                       OptionalAttr<F64Attr>:$delta);
+  let results = (outs Graph_Scalar:$loss);
+  let assemblyFormat = [{
+    `` $kind $predictions `,` $targets (`weights` $sample_weight^)?
+    (`from_logits` $from_logits^)?
+    (`label_smoothing` `=` $label_smoothing^)? (`delta` `=` $delta^)?
+    attr-dict `:` type($predictions) `,` type($targets)
+    (`,` type($sample_weight)^)? `->` type($loss)
+  }];
+}
+
 def Graph_AccuracyOp : Graph_Op<"accuracy", [Pure, InferTypeOpAdaptor]> {
   let summary = "fraction of the batch whose arg-max matches the label";
   let description = [{
@@ -980,6 +1018,26 @@ def Graph_CategoricalCrossentropyGradOp
 def Graph_SparseCategoricalCrossentropyGradOp
     : Graph_LossGradOp<"sparse_categorical_crossentropy_grad",
                        "gradient of sparse_categorical_crossentropy">;
+
+def Graph_PointwiseLossGradOp : Graph_Op<"pointwise_loss_grad", [Pure,
+    AllTypesMatch<["predictions", "targets", "predictions_grad"]>]> {
+  let summary = "gradient of graph.pointwise_loss";
+  let description = [{
+    The gradient of the batch-mean loss with respect to the predictions
+    (the mean's division included), the start of backpropagation.
+  }];
+  let arguments = (ins Graph_LossKindAttr:$kind, Graph_FloatTensor:$predictions,
+                       Graph_FloatTensor:$targets, UnitAttr:$from_logits,
+                       OptionalAttr<F64Attr>:$label_smoothing,
+                       OptionalAttr<F64Attr>:$delta);
+  let results = (outs Graph_FloatTensor:$predictions_grad);
+  let assemblyFormat = [{
+    `` $kind $predictions `,` $targets (`from_logits` $from_logits^)?
+    (`label_smoothing` `=` $label_smoothing^)? (`delta` `=` $delta^)?
+    attr-dict `:` type($predictions)
+  }];
+  let hasVerifier = 1;
+}
 
 def Graph_EmaUpdateOp : Graph_Op<"ema_update", [Pure,
     AllTypesMatch<["value", "average", "new_average", "new_value"]>]> {

@@ -1516,6 +1516,9 @@ OwningOpRef<ModuleOp> ModelBuilder::finish(llvm::ArrayRef<Tensor> outputs,
     mlir::FloatAttr labelSmoothing;
     if (training->label_smoothing > 0)
       labelSmoothing = builder.getF64FloatAttr(training->label_smoothing);
+    mlir::FloatAttr delta;
+    if (training->delta)
+      delta = builder.getF64FloatAttr(*training->delta);
     mlir::StringAttr reduction;
     if (training->sum_reduction)
       reduction = builder.getStringAttr("sum");
@@ -1529,7 +1532,7 @@ OwningOpRef<ModuleOp> ModelBuilder::finish(llvm::ArrayRef<Tensor> outputs,
     }
     TrainingOp::create(builder, training->loc.value_or(baseLoc),
                        model.getSymName(), training->loss,
-                       training->from_logits, labelSmoothing, reduction,
+                       training->from_logits, labelSmoothing, delta, reduction,
                        emaMomentum, emaFrequency, optimizer,
                        builder.getStrArrayAttr(metrics), batchSize);
   }

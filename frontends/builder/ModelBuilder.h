@@ -393,8 +393,11 @@ using Optimizer = std::variant<SGD, Adam, RMSprop, Adagrad, Adamax, Nadam>;
 struct Training {
   LossKind loss = LossKind::categorical_crossentropy;
   bool from_logits = false;
-  /// Keras' label_smoothing (categorical cross-entropy only; 0 is off).
+  /// Keras' label_smoothing (categorical and binary cross-entropy; 0 is
+  /// off).
   double label_smoothing = 0;
+  /// Keras' Huber delta (unset: Keras' default, 1).
+  std::optional<double> delta;
   /// Keras' reduction="sum" (else sum_over_batch_size, the mean).
   bool sum_reduction = false;
   /// Keras' use_ema: the moving average's momentum (unset: off) and

@@ -42,24 +42,53 @@ double roundToFloat32(double value) {
   return rounded;
 }
 
+/// The loss a Keras 3 name (keras.losses.get: the function's, the class's
+/// or an alias like "mse"; tf.keras 2 writes the same names) means.
+std::optional<LossKind> lossKindOf(llvm::StringRef name) {
+  return llvm::StringSwitch<std::optional<LossKind>>(name)
+      .Cases({"categorical_crossentropy", "CategoricalCrossentropy"},
+             LossKind::categorical_crossentropy)
+      .Cases(
+          {"sparse_categorical_crossentropy", "SparseCategoricalCrossentropy"},
+          LossKind::sparse_categorical_crossentropy)
+      .Cases({"binary_crossentropy", "BinaryCrossentropy", "bce", "BCE"},
+             LossKind::binary_crossentropy)
+      .Cases({"mean_squared_error", "MeanSquaredError", "mse", "MSE"},
+             LossKind::mean_squared_error)
+      .Cases({"mean_absolute_error", "MeanAbsoluteError", "mae", "MAE"},
+             LossKind::mean_absolute_error)
+      .Cases({"mean_absolute_percentage_error", "MeanAbsolutePercentageError",
+              "mape", "MAPE"},
+             LossKind::mean_absolute_percentage_error)
+      .Cases({"mean_squared_logarithmic_error", "MeanSquaredLogarithmicError",
+              "msle", "MSLE"},
+             LossKind::mean_squared_logarithmic_error)
+      .Cases({"huber", "Huber", "huber_loss"}, LossKind::huber)
+      .Cases({"log_cosh", "LogCosh", "logcosh"}, LossKind::log_cosh)
+      .Cases({"poisson", "Poisson"}, LossKind::poisson)
+      .Cases({"kl_divergence", "KLDivergence", "kld", "KLD",
+              "kullback_leibler_divergence"},
+             LossKind::kl_divergence)
+      .Cases({"hinge", "Hinge"}, LossKind::hinge)
+      .Cases({"squared_hinge", "SquaredHinge"}, LossKind::squared_hinge)
+      .Default(std::nullopt);
+}
+
+constexpr llvm::StringLiteral kSupportedLosses =
+    "supported: categorical_crossentropy, sparse_categorical_crossentropy, "
+    "binary_crossentropy, mean_squared_error, mean_absolute_error, "
+    "mean_absolute_percentage_error, mean_squared_logarithmic_error, huber, "
+    "log_cosh, poisson, kl_divergence, hinge, squared_hinge, by function, "
+    "class or alias name";
+
 LogicalResult readLoss(ConfigReader &compile, std::optional<LossKind> &loss,
                        bool &fromLogits, double &labelSmoothing,
-                       bool &sumReduction) {
+                       std::optional<double> &delta, bool &sumReduction) {
   const json::Value *field = compile.getSet("loss");
   if (!field)
     return success();
-  auto kindOf = [](llvm::StringRef name) {
-    return llvm::StringSwitch<std::optional<LossKind>>(name)
-        .Cases({"categorical_crossentropy", "CategoricalCrossentropy"},
-               LossKind::categorical_crossentropy)
-        .Cases({"sparse_categorical_crossentropy",
-                "SparseCategoricalCrossentropy"},
-               LossKind::sparse_categorical_crossentropy)
-        .Default(std::nullopt);
-  };
-  constexpr llvm::StringLiteral expected =
-      "expected 'categorical_crossentropy' or "
-      "'sparse_categorical_crossentropy'";
+  auto kindOf = [](llvm::StringRef name) { return lossKindOf(name); };
+  constexpr llvm::StringLiteral expected = kSupportedLosses;
   if (std::optional<llvm::StringRef> name = field->getAsString()) {
     loss = kindOf(*name);
     if (!loss)
@@ -104,8 +133,9 @@ LogicalResult readLoss(ConfigReader &compile, std::optional<LossKind> &loss,
   sumReduction = reduction == "sum";
   config->ignore("name");
   config->ignore("dtype");
-  // label_smoothing: CategoricalCrossentropy's (in [0, 1)); Keras'
-  // SparseCategoricalCrossentropy has none.
+  // label_smoothing: CategoricalCrossentropy's (in [0, 1)) and
+  // BinaryCrossentropy's (in [0, 1]); Keras' SparseCategoricalCrossentropy
+  // has none.
   if (const json::Value *ls = config->getSet("label_smoothing")) {
     std::optional<double> value = ls->getAsNumber();
     if (*loss == LossKind::sparse_categorical_crossentropy) {
@@ -114,11 +144,24 @@ LogicalResult readLoss(ConfigReader &compile, std::optional<LossKind> &loss,
                              "SparseCategoricalCrossentropy has no label "
                              "smoothing in Keras; use "
                              "CategoricalCrossentropy with one-hot labels");
+    } else if (*loss == LossKind::binary_crossentropy) {
+      if (!value || !(*value >= 0 && *value <= 1))
+        return config->unsupportedValue("label_smoothing",
+                                        "expected a number in [0, 1]");
+      labelSmoothing = roundToFloat32(*value);
     } else {
       if (!value || !(*value >= 0 && *value < 1))
         return config->unsupportedValue("label_smoothing",
                                         "expected a number in [0, 1)");
       labelSmoothing = roundToFloat32(*value);
+    }
+  }
+  if (*loss == LossKind::huber) {
+    if (const json::Value *d = config->getSet("delta")) {
+      std::optional<double> value = d->getAsNumber();
+      if (!value || !(*value > 0) || !std::isfinite(*value))
+        return config->unsupportedValue("delta", "expected a positive number");
+      delta = *value;
     }
   }
   if (failed(config->expectNumber("axis", -1.0)) ||
@@ -473,7 +516,33 @@ LogicalResult readMetrics(ConfigReader &compile,
         "CategoricalAccuracy",
         "SparseCategoricalAccuracy"};
     bool accuracy = name && llvm::is_contained(accuracyNames, *name);
-    if (!accuracy) {
+    // The error metrics and binary accuracy, under the name Keras' logs
+    // give them: the string as written, or the metric object's own name.
+    std::optional<std::string> pointwise;
+    if (name && !accuracy) {
+      static constexpr std::pair<llvm::StringLiteral, llvm::StringLiteral>
+          classes[] = {
+              {"MeanAbsoluteError", "mean_absolute_error"},
+              {"MeanSquaredError", "mean_squared_error"},
+              {"MeanAbsolutePercentageError", "mean_absolute_percentage_error"},
+              {"MeanSquaredLogarithmicError", "mean_squared_logarithmic_error"},
+              {"BinaryAccuracy", "binary_accuracy"}};
+      std::string canonical = name->str();
+      for (const auto &[className, function] : classes)
+        if (*name == className)
+          canonical = function.str();
+      if (mlir::graph::pointwiseMetricKind(canonical)) {
+        pointwise = canonical;
+        if (const json::Object *object = metric.getAsObject())
+          if (const json::Object *config = object->getObject("config"))
+            if (std::optional<llvm::StringRef> own = config->getString("name"))
+              pointwise = own->str();
+        // The log name must still say which metric it is.
+        if (!mlir::graph::pointwiseMetricKind(*pointwise))
+          pointwise = canonical;
+      }
+    }
+    if (!accuracy && !pointwise) {
       // Built by appending: GCC 12 warns (-Wrestrict, a false positive) on
       // "'" + std::string&&.
       std::string what = "unsupported metric ";
@@ -481,10 +550,14 @@ LogicalResult readMetrics(ConfigReader &compile,
         what.append("'").append(name->str()).append("'");
       else
         what.append(describe(metric));
-      return compile.error("metrics", what + " (only accuracy is supported)");
+      return compile.error("metrics",
+                           what + " (supported: accuracy, binary_accuracy, "
+                                  "mae, mse, mape, msle, their long and "
+                                  "class names)");
     }
-    if (!llvm::is_contained(out, "accuracy"))
-      out.push_back("accuracy");
+    std::string logName = accuracy ? std::string("accuracy") : *pointwise;
+    if (!llvm::is_contained(out, logName))
+      out.push_back(logName);
   }
   return success();
 }
@@ -512,11 +585,9 @@ LogicalResult checkImportOptions(const ImportOptions &options,
       !(std::isfinite(*options.learningRate) && *options.learningRate > 0))
     return fileError(fileLoc, "learning rate must be positive, got " +
                                   formatNumber(*options.learningRate));
-  if (options.loss && *options.loss != "categorical_crossentropy" &&
-      *options.loss != "sparse_categorical_crossentropy")
+  if (options.loss && !lossKindOf(*options.loss))
     return fileError(fileLoc, "unsupported loss option '" + *options.loss +
-                                  "' (expected 'categorical_crossentropy' or "
-                                  "'sparse_categorical_crossentropy')");
+                                  "' (" + kSupportedLosses + ")");
   std::pair<const char *, const std::optional<double> &> numbers[] = {
       {"clipnorm", options.clipnorm},
       {"global clipnorm", options.globalClipnorm},
@@ -551,12 +622,21 @@ LogicalResult readTraining(ConfigReader &root, const ImportOptions &options,
     std::unique_ptr<ConfigReader> compile = root.child("compile_config");
     if (!compile ||
         failed(readLoss(*compile, loss, fromLogits, training.label_smoothing,
-                        training.sum_reduction)) ||
+                        training.delta, training.sum_reduction)) ||
         failed(readOptimizer(*compile, optimizer, training)) ||
         failed(readMetrics(*compile, training.metrics)) ||
         failed(compile->expectUnset("loss_weights",
                                     "loss weights are not supported")))
       return failure();
+    if (loss && !mlir::graph::isPointwiseLoss(*loss))
+      for (const std::string &metric : training.metrics)
+        if (mlir::graph::pointwiseMetricKind(metric))
+          return compile->error(
+              "metrics", "metric '" + metric +
+                             "' compares predictions with targets of their "
+                             "shape; the loss " +
+                             mlir::graph::stringifyLossKind(*loss).str() +
+                             " takes class labels");
     if (const json::Value *weighted = compile->getSet("weighted_metrics")) {
       const json::Array *list = weighted->getAsArray();
       if (!list || !list->empty())
@@ -573,9 +653,7 @@ LogicalResult readTraining(ConfigReader &root, const ImportOptions &options,
   // Without a compile_config the builder's metrics (accuracy) stay.
 
   if (options.loss)
-    loss = *options.loss == "categorical_crossentropy"
-               ? LossKind::categorical_crossentropy
-               : LossKind::sparse_categorical_crossentropy;
+    loss = lossKindOf(*options.loss);
   if (!loss) {
     if (options.optimizer || options.learningRate || options.fromLogits ||
         options.clipnorm || options.globalClipnorm || options.clipvalue ||
@@ -597,7 +675,8 @@ LogicalResult readTraining(ConfigReader &root, const ImportOptions &options,
   training.loss = *loss;
   training.from_logits = options.fromLogits.value_or(fromLogits);
   if (training.label_smoothing > 0 &&
-      training.loss != LossKind::categorical_crossentropy)
+      training.loss != LossKind::categorical_crossentropy &&
+      training.loss != LossKind::binary_crossentropy)
     return fileError(root.document().fileLoc(),
                      "the compile_config's label_smoothing needs "
                      "categorical_crossentropy, but the loss option is "

@@ -139,7 +139,8 @@ Status Executor::prepare(MirroredVariables &variables,
   if (labelInput >= 0)
     labelFormat_ = inputs[labelInput]->dtype() == plan::DType::i32
                        ? data::LabelFormat::Sparse
-                       : data::LabelFormat::OneHot;
+                   : takesTargets(plan_) ? data::LabelFormat::Dense
+                                         : data::LabelFormat::OneHot;
   if (globalBatch_ % span_.total != 0)
     return Status::error(where + ": global batch " +
                          std::to_string(globalBatch_) +
@@ -643,14 +644,15 @@ Status Executor::checkBatch(const data::Batch &batch) {
       break;
     }
     if (have != in.bytes)
-      return Status::error(where() + ": the batch's " + partName(in.part) +
-                           " (" + batch.shape.str() + ", " +
-                           std::to_string(batch.numClasses) + " classes, " +
-                           (batch.labelFormat == data::LabelFormat::Sparse
-                                ? "sparse"
-                                : "one-hot") +
-                           " labels) do not fit the plan's input of " +
-                           std::to_string(in.bytes) + " bytes per replica");
+      return Status::error(
+          where() + ": the batch's " + partName(in.part) + " (" +
+          batch.shape.str() + ", " + std::to_string(batch.numClasses) +
+          " classes, " +
+          (batch.labelFormat == data::LabelFormat::Sparse  ? "sparse"
+           : batch.labelFormat == data::LabelFormat::Dense ? "target"
+                                                           : "one-hot") +
+          " labels) do not fit the plan's input of " +
+          std::to_string(in.bytes) + " bytes per replica");
   }
   return Status::ok();
 }

@@ -331,4 +331,15 @@ void MetricsFileHook::writeEvaluation(int64_t step,
   out_.flush();
 }
 
+void MetricsFileHook::writeValidation(int64_t step, int64_t epoch,
+                                      const std::vector<std::string> &names,
+                                      const std::vector<double> &values) {
+  out_ << "{\"validation\": true, \"step\": " << step
+       << ", \"epoch\": " << epoch;
+  for (size_t i = 0; i < names.size() && i < values.size(); ++i)
+    out_ << ", \"val_" << names[i] << "\": " << jsonNumber(values[i]);
+  out_ << "}\n";
+  out_.flush();
+}
+
 } // namespace graph::runtime

@@ -132,6 +132,11 @@ public:
   void writeEvaluation(int64_t step, const std::vector<std::string> &names,
                        const std::vector<double> &values,
                        const std::vector<int64_t> &confusion = {});
+  /// Writes a validation at the end of `epoch` (after `step` steps): its
+  /// values under Keras' log names, val_loss and val_<metric>.
+  void writeValidation(int64_t step, int64_t epoch,
+                       const std::vector<std::string> &names,
+                       const std::vector<double> &values);
 
 private:
   int64_t every_;

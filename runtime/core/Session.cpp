@@ -393,8 +393,11 @@ Status Session::evaluate(data::BatchIterator &batches, EvalResult &out,
   // Sized before the first batch, so that every worker's matrix has the
   // same size even when its share of the data is empty.
   const int64_t rows = eval_->localBatch() / eval_->replicas();
+  // Targets (an element-wise loss: regression, binary labels) have no
+  // classes to confuse.
+  const bool classes = eval_->labelFormat() != data::LabelFormat::Dense;
   if (int64_t n = eval_->tensorOutputElements("predictions");
-      n > 0 && rows > 0 && n % rows == 0) {
+      classes && n > 0 && rows > 0 && n % rows == 0) {
     out.classes = n / rows;
     out.confusion.assign(static_cast<size_t>(out.classes * out.classes), 0);
   }
@@ -415,7 +418,8 @@ Status Session::evaluate(data::BatchIterator &batches, EvalResult &out,
           for (const std::vector<double> &replica : result.perReplica)
             out.values[o] += replica[o] * rowsPerReplica;
         for (size_t t = 0; t < result.tensorNames.size(); ++t)
-          if (result.tensorNames[t] == "predictions" && !batch.indicesOnly())
+          if (classes && result.tensorNames[t] == "predictions" &&
+              !batch.indicesOnly())
             if (Status s = countConfusion(batch, result, t, out); !s)
               return s;
         ++out.batches;

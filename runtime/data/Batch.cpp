@@ -77,6 +77,12 @@ void gatherExamples(const Dataset &dataset, const int64_t *indices,
   }
   auto *out = static_cast<float *>(labelsOut);
   const int64_t classes = dataset.numClasses;
+  if (labels == LabelFormat::Dense) {
+    for (int64_t row = 0; row < rows; ++row)
+      std::memcpy(out + row * classes, dataset.target(indices[row]),
+                  static_cast<size_t>(classes) * sizeof(float));
+    return;
+  }
   std::fill(out, out + rows * classes, 0.0f);
   for (int64_t row = 0; row < rows; ++row)
     out[row * classes + dataset.labels[indices[row]]] = 1.0f;

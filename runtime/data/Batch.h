@@ -23,6 +23,10 @@ enum class LabelFormat {
   Sparse,
   /// float32 [B, C]: one 1 per row (categorical_crossentropy).
   OneHot,
+  /// float32 [B, W]: each example's targets as they are (the element-wise
+  /// losses: binary cross-entropy, mean squared error, ...); W is the
+  /// dataset's target width, numClasses.
+  Dense,
 };
 
 struct Batch {
@@ -35,7 +39,8 @@ struct Batch {
   std::vector<float> images;
   /// int32 [B] when labelFormat is Sparse, else empty.
   std::vector<int32_t> sparseLabels;
-  /// float32 [B, numClasses] when labelFormat is OneHot, else empty.
+  /// float32 [B, numClasses] when labelFormat is OneHot (one 1 a row) or
+  /// Dense (the targets), else empty.
   std::vector<float> oneHotLabels;
   /// [B]: each row's position in the source dataset (-1 for padding).
   std::vector<int64_t> sourceIndices;
@@ -68,7 +73,7 @@ struct BatchSlice {
   const float *images = nullptr;
   /// int32 [rows], or null.
   const int32_t *sparseLabels = nullptr;
-  /// float32 [rows, numClasses], or null.
+  /// float32 [rows, numClasses] (one-hot or Dense targets), or null.
   const float *oneHotLabels = nullptr;
   /// [rows]: the rows' positions in the source dataset. For a batch of
   /// indices only, the other pointers are null.

@@ -6,6 +6,8 @@
 #include "runtime/data/SyntheticDataset.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <thread>
 #include <utility>
 
@@ -47,10 +49,15 @@ Status openImages(const DataSourceOptions &o, const std::string &spec,
   io.skipBadImages = o.skipBadImages;
   io.dctScaling = !o.tfDecode;
   io.fastIdct = o.tfDecode;
-  if (shape.channels != 1 && shape.channels != 3)
+  if (!shape.isImage())
+    return Status::error(spec + ": the plan's input is " + shape.str() +
+                         "; an image folder feeds an image input (height, "
+                         "width, channels): use --data arrays:FILE.npz for "
+                         "other inputs");
+  if (shape.channels() != 1 && shape.channels() != 3)
     return Status::error(
         spec + ": the plan's input is " + shape.str() + ", " +
-        std::to_string(shape.channels) +
+        std::to_string(shape.channels()) +
         " channels; a JPEG decodes to 1 (grayscale) or 3 (RGB): give the "
         "model a 1- or 3-channel input");
   ImageFolderSource folder;
@@ -71,6 +78,107 @@ Status openImages(const DataSourceOptions &o, const std::string &spec,
 
 } // namespace
 
+void DataSource::decode(Pipeline &p) const {
+  if (mapped) {
+    p.map(mapped->loader(), decodeThreads, mapped->shape);
+    return;
+  }
+  if (!images)
+    return;
+  MapFn decoder = images->decoder();
+  bool skipping = images->options().skipBadImages;
+  p.map(
+      [decoder, skipping](Example &e) -> Status {
+        Status s = decoder(e);
+        if (!s && !skipping)
+          return Status::error(s.message() +
+                               " (or pass --skip-bad-images to skip and "
+                               "count the files that cannot be decoded)");
+        return s;
+      },
+      decodeThreads, images->shape());
+}
+
+namespace {
+
+/// Examples [first, first + count) of `ds`, a Dataset of their own.
+std::shared_ptr<Dataset> sliceOf(const Dataset &ds, int64_t first,
+                                 int64_t count, const std::string &name) {
+  auto out = std::make_shared<Dataset>();
+  out->name = name;
+  out->shape = ds.shape;
+  out->numClasses = ds.numClasses;
+  const int64_t e = ds.shape.elements();
+  out->images.assign(ds.images.begin() + first * e,
+                     ds.images.begin() + (first + count) * e);
+  out->labels.assign(ds.labels.begin() + first,
+                     ds.labels.begin() + first + count);
+  if (!ds.targets.empty())
+    out->targets.assign(ds.targets.begin() + first * ds.numClasses,
+                        ds.targets.begin() + (first + count) * ds.numClasses);
+  return out;
+}
+
+/// Examples [first, first + count) of `list`.
+std::shared_ptr<ExampleList> sliceOf(const ExampleList &list, int64_t first,
+                                     int64_t count, const std::string &name) {
+  auto out = std::make_shared<ExampleList>();
+  out->name = name;
+  out->numClasses = list.numClasses;
+  out->labels.assign(list.labels.begin() + first,
+                     list.labels.begin() + first + count);
+  if (!list.targets.empty())
+    out->targets.assign(list.targets.begin() + first * list.numClasses,
+                        list.targets.begin() +
+                            (first + count) * list.numClasses);
+  return out;
+}
+
+} // namespace
+
+Status splitValidation(DataSource &train, double fraction,
+                       DataSource &validation) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", fraction);
+  if (!(fraction > 0 && fraction < 1))
+    return Status::invalidInput(
+        std::string("--validation-split ") + text +
+        ": the fraction held out must lie strictly between 0 and 1");
+  if (!isArraysSpec(train.spec) || train.images)
+    return Status::invalidInput(
+        "--validation-split takes its examples from arrays, as Keras' "
+        "validation_split does; " +
+        train.spec + " is not arrays: give --validation-data");
+  const int64_t n = train.size();
+  // keras/src/trainers/data_adapters/array_slicing.py,
+  // train_validation_split: split_at = floor(N * (1 - validation_split)).
+  const int64_t splitAt =
+      static_cast<int64_t>(std::floor(static_cast<double>(n) * (1 - fraction)));
+  if (splitAt <= 0 || splitAt >= n)
+    return Status::invalidInput(
+        std::string("--validation-split ") + text + " of " + std::to_string(n) +
+        " examples leaves " + (splitAt <= 0 ? "no training" : "no validation") +
+        " example");
+  const std::string name = train.name();
+  validation = DataSource();
+  validation.spec = train.spec;
+  validation.decodeThreads = train.decodeThreads;
+  std::string trainName = name + " [0, " + std::to_string(splitAt) + ")";
+  std::string valName =
+      name + " [" + std::to_string(splitAt) + ", " + std::to_string(n) + ")";
+  if (train.memory) {
+    validation.memory = sliceOf(*train.memory, splitAt, n - splitAt, valName);
+    train.memory = sliceOf(*train.memory, 0, splitAt, trainName);
+  } else {
+    MappedExamples v = *train.mapped;
+    v.list = sliceOf(*train.mapped->list, splitAt, n - splitAt, valName);
+    v.firstRow = train.mapped->firstRow + splitAt;
+    validation.mapped = std::move(v);
+    train.mapped->list = sliceOf(*train.mapped->list, 0, splitAt, trainName);
+  }
+  return Status::ok();
+}
+
 bool isImageFolder(const std::string &spec) {
   return spec.starts_with(kImagesPrefix);
 }
@@ -79,8 +187,34 @@ Status openDataSource(const DataSourceOptions &o, const std::string &spec,
                       bool test, const ExampleShape &shape, int32_t classes,
                       const std::vector<std::string> &classNames,
                       DataSource &out) {
+  if (o.targetShape.rank() > 0 && !isArraysSpec(spec))
+    return Status::invalidInput(
+        spec + ": holds class labels; the model's loss compares its output (" +
+        o.targetShape.str() +
+        " an example) with targets of that shape: give them as arrays, "
+        "--data arrays:FILE.npz (x and y) or csv:FILE");
   if (isImageFolder(spec))
     return openImages(o, spec, shape, classNames, out);
+  if (isArraysSpec(spec)) {
+    ArraysOptions ao;
+    ao.inputName = o.inputName;
+    ao.shape = shape;
+    ao.classes = o.labelClasses;
+    ao.targetShape = o.targetShape;
+    ao.needsLabels = o.needsLabels;
+    ao.labelColumns = o.labelColumns;
+    ao.featureColumns = o.featureColumns;
+    ao.inMemoryBytes = o.inMemoryBytes;
+    out = DataSource();
+    if (Status s = openArrays(spec, ao, out.memory, out.mapped); !s)
+      return s;
+    out.spec = spec;
+    unsigned cores = std::thread::hardware_concurrency();
+    out.decodeThreads = o.decodeThreads > 0
+                            ? o.decodeThreads
+                            : static_cast<int>(std::max(1u, cores));
+    return Status::ok();
+  }
   auto ds = std::make_shared<Dataset>();
   if (spec == "fashion_mnist") {
     std::string dir = o.dataDir.empty() ? kFashionMnistDefaultDir : o.dataDir;
@@ -106,8 +240,9 @@ Status openDataSource(const DataSourceOptions &o, const std::string &spec,
       return s;
     ds->name = test ? "synthetic test" : "synthetic train";
   } else {
-    return Status::error(spec + ": unknown data (fashion_mnist, synthetic or "
-                                "images:DIR)");
+    return Status::error(spec + ": unknown data (fashion_mnist, synthetic, "
+                                "images:DIR, arrays:FILE.npz, "
+                                "arrays:X.npy,Y.npy or csv:FILE)");
   }
   out.spec = spec;
   out.memory = std::move(ds);

@@ -2,10 +2,12 @@
 //-*-===//
 //
 // graphrun's --data, --eval-data and --predict name their data by a spec:
-// `fashion_mnist` (the IDX files), `synthetic`, or `images:DIR` (a folder of
-// JPEG files per class). openDataSource() turns a spec into a DataSource:
-// examples in memory, or an image folder listed up front and decoded in the
-// pipeline, ahead of the step.
+// `fashion_mnist` (the IDX files), `synthetic`, `images:DIR` (a folder of
+// JPEG files per class), `arrays:FILE.npz`, `arrays:X.npy,Y.npy` or
+// `csv:FILE` (ArraysDataset.h). openDataSource() turns a spec into a
+// DataSource: examples in memory, or examples listed up front (an image
+// folder, a memory-mapped array) whose features a map of the pipeline
+// makes, ahead of the step.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,6 +15,7 @@
 #define RUNTIME_DATA_DATASOURCE_H
 
 #include "runtime/base/Status.h"
+#include "runtime/data/ArraysDataset.h"
 #include "runtime/data/Dataset.h"
 #include "runtime/data/ImageFolder.h"
 #include "runtime/data/Pipeline.h"
@@ -38,8 +41,21 @@ struct DataSourceOptions {
   bool skipBadImages = false;
   /// Image folders: decode as TensorFlow does (no DCT scaling).
   bool tfDecode = false;
-  /// Image folders: decoding threads (0: one per core).
+  /// Image folders and mapped arrays: the map's threads (0: one per core).
   int decodeThreads = 0;
+  /// Arrays: the model input's name, the classes of one-hot labels (0:
+  /// class indices), whether labels must be there (not for --predict).
+  std::string inputName;
+  int32_t labelClasses = 0;
+  bool needsLabels = true;
+  /// A loss that compares predictions with targets: one example's targets
+  /// (the model output's shape). Empty: class labels.
+  ExampleShape targetShape;
+  /// csv: --label-columns and --feature-columns.
+  std::vector<std::string> labelColumns;
+  std::vector<std::string> featureColumns;
+  /// Arrays: features up to this many bytes (float32) are held in memory.
+  int64_t inMemoryBytes = int64_t(1) << 30;
 };
 
 /// Whether `spec` names an image folder (images:DIR).
@@ -52,50 +68,54 @@ struct DataSource {
   std::string spec; // as the flag gave it: fashion_mnist, images:DIR, ...
   std::shared_ptr<const Dataset> memory;
   std::optional<ImageFolderSource> images;
+  std::optional<MappedExamples> mapped;
   int decodeThreads = 1;
 
   const std::string &name() const {
-    return images ? images->root() : memory->name;
+    return images ? images->root() : mapped ? mapped->list->name : memory->name;
   }
-  int64_t size() const { return images ? images->size() : memory->size(); }
+  int64_t size() const {
+    return images   ? images->size()
+           : mapped ? mapped->list->size()
+                    : memory->size();
+  }
   int32_t numClasses() const {
-    return images ? static_cast<int32_t>(images->classNames().size())
-                  : memory->numClasses;
+    return images   ? static_cast<int32_t>(images->classNames().size())
+           : mapped ? mapped->list->numClasses
+                    : memory->numClasses;
   }
   ExampleShape shape() const {
-    return images ? images->shape() : memory->shape;
+    return images ? images->shape() : mapped ? mapped->shape : memory->shape;
   }
-  /// A pipeline over the examples: pixels for data in memory, labels only
-  /// for a folder (decode() adds the stage that makes the pixels).
+  /// Whether the examples are in memory (not made by a map of the pipeline).
+  bool inMemory() const { return memory != nullptr; }
+  /// A pipeline over the examples: features for data in memory, labels
+  /// only for a folder or a mapped array (decode() adds the stage that
+  /// makes the features).
   Pipeline pipeline() const {
-    return images ? Pipeline(images->examples()) : Pipeline(memory);
+    return images   ? Pipeline(images->examples())
+           : mapped ? Pipeline(mapped->list)
+                    : Pipeline(memory);
   }
-  /// Adds the decoding map of a folder; nothing for data in memory. A bad
-  /// file's error says how to skip it.
-  void decode(Pipeline &p) const {
-    if (!images)
-      return;
-    MapFn decoder = images->decoder();
-    bool skipping = images->options().skipBadImages;
-    p.map(
-        [decoder, skipping](Example &e) -> Status {
-          Status s = decoder(e);
-          if (!s && !skipping)
-            return Status::error(s.message() +
-                                 " (or pass --skip-bad-images to skip and "
-                                 "count the files that cannot be decoded)");
-          return s;
-        },
-        decodeThreads, images->shape());
-  }
+  /// Adds the decoding map of a folder or the loading map of a mapped
+  /// array; nothing for data in memory. A bad file's error says how to
+  /// skip it.
+  void decode(Pipeline &p) const;
   /// Where example `index` came from, for --predict's list: the image's
   /// path, or the data set's name and the position in it.
   std::string source(int64_t index) const {
     if (images)
       return images->files()[static_cast<size_t>(index)].path;
-    return memory->name + "#" + std::to_string(index);
+    return name() + "#" + std::to_string(index);
   }
 };
+
+/// Keras' validation_split: moves the last `fraction` (0 < fraction < 1)
+/// of `train`'s examples, floor(N * (1 - fraction)) onwards as Keras cuts
+/// them, into `validation`. Arrays only (in memory or mapped), as Keras
+/// splits only arrays; an error when either part would be empty.
+Status splitValidation(DataSource &train, double fraction,
+                       DataSource &validation);
 
 /// The data `spec` names (--data, --eval-data or --predict): the training or
 /// the test split (`test`) of the IDX files or of synthetic data, or an

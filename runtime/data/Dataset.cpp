@@ -18,13 +18,33 @@ Status validateLabels(const std::string &name,
 
 } // namespace
 
+int64_t ExampleShape::elements() const {
+  if (dims.empty())
+    return 0;
+  int64_t n = 1;
+  for (int64_t d : dims)
+    n *= d;
+  return n;
+}
+
+bool ExampleShape::positive() const {
+  if (dims.empty())
+    return false;
+  for (int64_t d : dims)
+    if (d <= 0)
+      return false;
+  return true;
+}
+
 std::string ExampleShape::str() const {
-  return std::to_string(height) + "x" + std::to_string(width) + "x" +
-         std::to_string(channels);
+  std::string text;
+  for (int64_t d : dims)
+    text += (text.empty() ? "" : "x") + std::to_string(d);
+  return text.empty() ? "()" : text;
 }
 
 Status Dataset::validate() const {
-  if (shape.height <= 0 || shape.width <= 0 || shape.channels <= 0)
+  if (!shape.positive())
     return Status::error(name + ": example shape " + shape.str() +
                          " is not positive; give every dimension a size");
   if (numClasses <= 0)
@@ -36,6 +56,12 @@ Status Dataset::validate() const {
         std::to_string(size()) + " labels of shape " + shape.str() +
         " (expected " + std::to_string(size() * shape.elements()) +
         "); images and labels must describe the same examples");
+  if (!targets.empty() &&
+      static_cast<int64_t>(targets.size()) != size() * numClasses)
+    return Status::error(name + ": " + std::to_string(targets.size()) +
+                         " targets for " + std::to_string(size()) +
+                         " examples of " + std::to_string(numClasses) +
+                         "; every example needs its targets");
   return validateLabels(name, labels, numClasses);
 }
 
@@ -43,6 +69,12 @@ Status ExampleList::validate() const {
   if (numClasses <= 0)
     return Status::error(name + ": " + std::to_string(numClasses) +
                          " classes; a dataset needs at least one");
+  if (!targets.empty() &&
+      static_cast<int64_t>(targets.size()) != size() * numClasses)
+    return Status::error(name + ": " + std::to_string(targets.size()) +
+                         " targets for " + std::to_string(size()) +
+                         " examples of " + std::to_string(numClasses) +
+                         "; every example needs its targets");
   return validateLabels(name, labels, numClasses);
 }
 

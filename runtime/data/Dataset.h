@@ -1,9 +1,10 @@
 //===- Dataset.h - an in-memory dataset of labelled examples ----*- C++ -*-===//
 //
-// Every source of the input pipeline (IDX files, synthetic data) decodes into
-// a Dataset: N examples of one fixed shape, float32 [N, H, W, C] scaled to
-// [0, 1] (NHWC, as Keras' channels_last), and one int32 class label each.
-// Holding decoded examples means an in-memory source is cached already.
+// Every source of the input pipeline (IDX files, NumPy arrays, synthetic
+// data) decodes into a Dataset: N examples of one fixed shape of any rank
+// (an image [H, W, C], NHWC as Keras' channels_last; a vector [F]; a
+// sequence [T, F]), float32, and one int32 class label each. Holding
+// decoded examples means an in-memory source is cached already.
 //
 // A source too large to hold decoded (a folder of 84,000 JPEGs) is an
 // ExampleList instead: a label per example and nothing else, whose pixels a
@@ -18,28 +19,44 @@
 #include "runtime/base/Status.h"
 
 #include <cstdint>
+#include <initializer_list>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace graph::runtime::data {
 
-/// The shape of one example: height x width x channels.
+/// The shape of one example, without the batch: the model input's shape
+/// ([H, W, C] for an image, [F] for a vector, [T, F] for a sequence).
 struct ExampleShape {
-  int64_t height = 0;
-  int64_t width = 0;
-  int64_t channels = 0;
+  std::vector<int64_t> dims;
 
-  int64_t elements() const { return height * width * channels; }
-  /// "28x28x1", for messages.
+  ExampleShape() = default;
+  ExampleShape(std::initializer_list<int64_t> d) : dims(d) {}
+  explicit ExampleShape(std::vector<int64_t> d) : dims(std::move(d)) {}
+
+  int64_t rank() const { return static_cast<int64_t>(dims.size()); }
+  /// An image's sizes (rank 3, NHWC without the N).
+  bool isImage() const { return rank() == 3; }
+  int64_t height() const { return dims.at(0); }
+  int64_t width() const { return dims.at(1); }
+  int64_t channels() const { return dims.at(2); }
+  /// The product of the dimensions (0 for no dimension).
+  int64_t elements() const;
+  /// Every dimension positive, and at least one.
+  bool positive() const;
+  /// "28x28x1", "784", for messages.
   std::string str() const;
   bool operator==(const ExampleShape &) const = default;
 };
 
 /// One example on its way through a pipeline.
 struct Example {
-  /// H * W * C floats, row-major (NHWC without the N).
+  /// The example's floats, row-major (for an image NHWC without the N).
   std::vector<float> image;
   int32_t label = 0;
+  /// Its targets, for the element-wise losses (empty for class labels).
+  std::vector<float> target;
   /// The example's position in its source dataset; shuffles and shards move
   /// it along, so a test or a trace can tell which example this is.
   int64_t index = -1;
@@ -49,15 +66,21 @@ struct Dataset {
   /// Where it came from, for messages: "/usr/share/.../train-images-...".
   std::string name;
   ExampleShape shape;
-  /// Labels lie in [0, numClasses).
+  /// Labels lie in [0, numClasses); with targets, numClasses floats each.
   int32_t numClasses = 0;
-  /// size() * shape.elements() floats in [0, 1].
+  /// size() * shape.elements() floats.
   std::vector<float> images;
   std::vector<int32_t> labels;
+  /// Empty, or size() * numClasses floats: each example's targets, for the
+  /// element-wise losses (then every label is 0).
+  std::vector<float> targets;
 
   int64_t size() const { return static_cast<int64_t>(labels.size()); }
   const float *image(int64_t i) const {
     return images.data() + i * shape.elements();
+  }
+  const float *target(int64_t i) const {
+    return targets.data() + i * numClasses;
   }
 
   /// Checks that the parts agree: a positive shape, as many images as
@@ -74,9 +97,11 @@ struct Dataset {
 struct ExampleList {
   /// Where it came from, for messages: "/data/OCT2017/train".
   std::string name;
-  /// Labels lie in [0, numClasses).
+  /// Labels lie in [0, numClasses); with targets, numClasses floats each.
   int32_t numClasses = 0;
   std::vector<int32_t> labels;
+  /// As Dataset::targets.
+  std::vector<float> targets;
 
   int64_t size() const { return static_cast<int64_t>(labels.size()); }
 

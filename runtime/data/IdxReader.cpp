@@ -4,6 +4,7 @@
 
 #include <zlib.h>
 
+#include <bit>
 #include <cerrno>
 #include <climits>
 #include <cstring>
@@ -13,7 +14,6 @@
 namespace graph::runtime::data {
 namespace {
 
-constexpr uint8_t kUnsignedByte = 0x08;
 /// Larger than any image set a host can hold decoded; a header beyond it is
 /// corrupt, and the check keeps the size arithmetic from overflowing.
 constexpr int64_t kMaxElements = int64_t(1) << 40;
@@ -161,11 +161,12 @@ Status readIdxFile(const std::string &path, IdxArray &out) {
                    ", expected 0x0000TTRR (two zero bytes, an element type, a "
                    "rank of at least 1); check that the path names an IDX "
                    "file");
-  if (magic[2] != kUnsignedByte)
-    return in.fail("element type " + hex(magic[2], 2) + " (" +
-                   idxTypeName(magic[2]) +
-                   ") is not supported; only unsigned bytes (0x08) are read, "
-                   "as MNIST-format images and labels use");
+  const uint8_t type = magic[2];
+  if (type != kIdxUnsignedByte && type != kIdxFloat32)
+    return in.fail("element type " + hex(type, 2) + " (" + idxTypeName(type) +
+                   ") is not supported; only unsigned bytes (0x08), as "
+                   "MNIST-format images and labels use, and float32 (0x0d) "
+                   "are read; convert the file to one of those");
   int rank = magic[3];
   std::vector<uint8_t> header(4 * rank);
   if (Status s =
@@ -185,14 +186,31 @@ Status readIdxFile(const std::string &path, IdxArray &out) {
                      "the header is corrupt");
     elements *= dims[i];
   }
-  std::vector<uint8_t> data(static_cast<size_t>(elements));
   std::string what = "the " + dimsString(dims) + " data";
-  if (Status s = in.read(data.data(), data.size(), what); !s)
-    return s;
+  std::vector<uint8_t> data;
+  std::vector<float> floats;
+  if (type == kIdxUnsignedByte) {
+    data.resize(static_cast<size_t>(elements));
+    if (Status s = in.read(data.data(), data.size(), what); !s)
+      return s;
+  } else {
+    floats.resize(static_cast<size_t>(elements));
+    if (Status s = in.read(floats.data(), floats.size() * sizeof(float), what);
+        !s)
+      return s;
+    // The file's floats are big-endian, like its header.
+    if constexpr (std::endian::native == std::endian::little) {
+      auto *words = reinterpret_cast<uint32_t *>(floats.data());
+      for (size_t i = 0, e = floats.size(); i < e; ++i)
+        words[i] = __builtin_bswap32(words[i]);
+    }
+  }
   if (Status s = in.expectEnd(what); !s)
     return s;
   out.dims = std::move(dims);
+  out.elementType = type;
   out.data = std::move(data);
+  out.floats = std::move(floats);
   return Status::ok();
 }
 
@@ -216,6 +234,13 @@ Status loadIdxDataset(const std::string &imagesPath,
                          dimsString(labels.dims) +
                          "); a label file holds [N]; check that this is the "
                          "label file of the pair");
+  if (labels.elementType != kIdxUnsignedByte)
+    return Status::error(labelsPath + ": labels of element type " +
+                         hex(labels.elementType, 2) + " (" +
+                         idxTypeName(labels.elementType) +
+                         "); a label file holds unsigned bytes (0x08), one "
+                         "class index per example; check that this is the "
+                         "label file of the pair");
   if (images.dims[0] != labels.dims[0])
     return Status::error(imagesPath + " holds " +
                          std::to_string(images.dims[0]) + " images but " +
@@ -236,11 +261,16 @@ Status loadIdxDataset(const std::string &imagesPath,
           std::to_string(numClasses) + "); the file does not belong to a " +
           std::to_string(numClasses) + "-class dataset");
   ds.labels.assign(labels.data.begin(), labels.data.end());
-  ds.images.resize(images.data.size());
-  const uint8_t *src = images.data.data();
-  float *dst = ds.images.data();
-  for (size_t i = 0, e = images.data.size(); i < e; ++i)
-    dst[i] = static_cast<float>(src[i]) / 255.0f;
+  if (images.elementType == kIdxFloat32) {
+    // Already scaled by whoever wrote them: taken as they are.
+    ds.images = std::move(images.floats);
+  } else {
+    ds.images.resize(images.data.size());
+    const uint8_t *src = images.data.data();
+    float *dst = ds.images.data();
+    for (size_t i = 0, e = images.data.size(); i < e; ++i)
+      dst[i] = static_cast<float>(src[i]) / 255.0f;
+  }
   if (Status s = ds.validate(); !s)
     return s;
   out = std::move(ds);

@@ -107,20 +107,28 @@ std::string checkFileHead(const std::string &path) {
 
 Status checkOptions(const ImageFolderOptions &o) {
   const ExampleShape &s = o.shape;
-  if (s.height <= 0 || s.width <= 0 || s.height > 65535 || s.width > 65535)
+  if (!s.isImage())
+    return Status::error(o.path +
+                         ": images decode to an input of rank 3 "
+                         "(height, width, channels); the model's "
+                         "input is " +
+                         s.str());
+  if (s.height() <= 0 || s.width() <= 0 || s.height() > 65535 ||
+      s.width() > 65535)
     return Status::error(o.path + ": images resized to " + s.str() +
                          "; give a height and a width in [1, 65535], the "
                          "model's input size");
-  if (s.channels != 1 && s.channels != 3)
-    return Status::error(o.path + ": images of " + std::to_string(s.channels) +
+  if (s.channels() != 1 && s.channels() != 3)
+    return Status::error(o.path + ": images of " +
+                         std::to_string(s.channels()) +
                          " channels asked; a JPEG decodes to 1 (grayscale) "
                          "or 3 (RGB)");
-  if (o.preprocessing == ImagePreprocessing::caffe && s.channels != 3)
+  if (o.preprocessing == ImagePreprocessing::caffe && s.channels() != 3)
     return Status::error(o.path +
                          ": VGG's caffe preprocessing (RGB to BGR, "
                          "minus the ImageNet means) takes 3 "
                          "channels, not " +
-                         std::to_string(s.channels) +
+                         std::to_string(s.channels()) +
                          "; decode to RGB or use [0, 1] scaling");
   std::set<std::string> seen;
   for (const std::string &name : o.classNames) {
@@ -216,33 +224,33 @@ Status decodeFile(const ImageFolderState &st, int64_t index,
   const std::string &path = st.files[index].path;
   Status s = readImageFile(path, scratch.bytes);
   if (s) {
-    int64_t minWidth = o.dctScaling ? o.shape.width : 0;
-    int64_t minHeight = o.dctScaling ? o.shape.height : 0;
+    int64_t minWidth = o.dctScaling ? o.shape.width() : 0;
+    int64_t minHeight = o.dctScaling ? o.shape.height() : 0;
     // RGB asked of a grayscale file (an OCT scan, an X-ray): decoded and
     // resized as one channel, then copied to three, which is what libjpeg's
     // grey-to-RGB conversion and a 3-channel resize would give, at a third
     // of the resize's cost.
     s = scratch.jpeg.decode(path, scratch.bytes.data(), scratch.bytes.size(),
-                            o.shape.channels == 3 ? 0 : 1, minWidth, minHeight,
-                            scratch.image, o.fastIdct);
+                            o.shape.channels() == 3 ? 0 : 1, minWidth,
+                            minHeight, scratch.image, o.fastIdct);
   }
   if (s) {
     out.resize(static_cast<size_t>(o.shape.elements()));
     const DecodedImage &im = scratch.image;
-    const int64_t pixels = o.shape.height * o.shape.width;
-    if (im.channels == o.shape.channels) {
+    const int64_t pixels = o.shape.height() * o.shape.width();
+    if (im.channels == o.shape.channels()) {
       resizeBilinear(im.pixels.data(), im.height, im.width, im.channels,
-                     out.data(), o.shape.height, o.shape.width, o.resize);
+                     out.data(), o.shape.height(), o.shape.width(), o.resize);
     } else {
       scratch.grey.resize(static_cast<size_t>(pixels));
       resizeBilinear(im.pixels.data(), im.height, im.width, 1,
-                     scratch.grey.data(), o.shape.height, o.shape.width,
+                     scratch.grey.data(), o.shape.height(), o.shape.width(),
                      o.resize);
       float *rgb = out.data();
       for (int64_t p = 0; p < pixels; ++p)
         rgb[3 * p] = rgb[3 * p + 1] = rgb[3 * p + 2] = scratch.grey[p];
     }
-    preprocessImage(out.data(), pixels, o.shape.channels, o.preprocessing);
+    preprocessImage(out.data(), pixels, o.shape.channels(), o.preprocessing);
   }
   scratch.trim();
   return s;

@@ -89,6 +89,9 @@ public:
     const float *image = dataset_->image(pos_);
     out.image.assign(image, image + dataset_->shape.elements());
     out.label = dataset_->labels[pos_];
+    if (!dataset_->targets.empty())
+      out.target.assign(dataset_->target(pos_),
+                        dataset_->target(pos_) + dataset_->numClasses);
     out.index = pos_++;
     return Status::ok();
   }
@@ -132,6 +135,10 @@ public:
       return Status::ok();
     out.image.clear();
     out.label = list_->labels[pos_];
+    if (!list_->targets.empty()) {
+      const float *t = list_->targets.data() + pos_ * list_->numClasses;
+      out.target.assign(t, t + list_->numClasses);
+    }
     out.index = pos_++;
     return Status::ok();
   }
@@ -751,10 +758,20 @@ private:
         continue;
       std::memcpy(b.images.data() + row * elements, example_.image.data(),
                   elements * sizeof(float));
-      if (labelFormat_ == LabelFormat::Sparse)
+      if (labelFormat_ == LabelFormat::Sparse) {
         b.sparseLabels[row] = example_.label;
-      else
+      } else if (labelFormat_ == LabelFormat::Dense) {
+        if (static_cast<int64_t>(example_.target.size()) != numClasses_)
+          return Status::error(
+              name_ + ": example " + std::to_string(example_.index) + " has " +
+              std::to_string(example_.target.size()) +
+              " targets, the loss takes " + std::to_string(numClasses_) +
+              " (the model output's width): feed targets of its shape");
+        std::memcpy(b.oneHotLabels.data() + row * numClasses_,
+                    example_.target.data(), numClasses_ * sizeof(float));
+      } else {
         b.oneHotLabels[row * numClasses_ + example_.label] = 1.0f;
+      }
     }
     out = std::move(b);
     end = false;
@@ -967,8 +984,7 @@ Pipeline &Pipeline::map(MapFn fn, int threads, ExampleShape outputShape) {
     fail(call, "no function given");
   else if (threads < 1)
     fail(call, "the thread count must be 1 or more");
-  else if (outputShape.height <= 0 || outputShape.width <= 0 ||
-           outputShape.channels <= 0)
+  else if (!outputShape.positive())
     fail(call, "the output shape " + outputShape.str() + " is not positive");
   else {
     stage_ = std::make_shared<MapStage>(stage_, std::move(fn), threads);

@@ -13,7 +13,7 @@ Status makeSyntheticDataset(const SyntheticDatasetOptions &options,
     return Status::error(
         "synthetic data: " + std::to_string(options.numExamples) +
         " examples; ask for at least one");
-  if (shape.height <= 0 || shape.width <= 0 || shape.channels <= 0)
+  if (!shape.positive())
     return Status::error("synthetic data: example shape " + shape.str() +
                          " is not positive; give every dimension a size");
   if (options.numClasses <= 0)

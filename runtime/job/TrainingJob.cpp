@@ -26,6 +26,7 @@
 #endif
 #include "runtime/backends/reference/ReferenceKernels.h"
 #include "runtime/base/AtomicFile.h"
+#include "runtime/base/HostMemory.h"
 #include "runtime/checkpoint/Checkpoint.h"
 #include "runtime/checkpoint/Npy.h"
 #include "runtime/checkpoint/Weights.h"
@@ -73,32 +74,9 @@ data::DataSourceOptions sourceOptions(const JobOptions &o) {
   so.skipBadImages = o.skipBadImages;
   so.tfDecode = o.tfDecode;
   so.decodeThreads = o.decodeThreads;
+  so.labelColumns = o.labelColumns;
+  so.featureColumns = o.featureColumns;
   return so;
-}
-
-/// The memory this process may still take, in bytes: the host's available
-/// memory, or less where a cgroup limit (a container's) leaves less.
-int64_t availableMemory() {
-  int64_t available = -1;
-  std::ifstream meminfo("/proc/meminfo");
-  for (std::string key; meminfo >> key;) {
-    int64_t kib = 0;
-    meminfo >> kib;
-    if (key == "MemAvailable:") {
-      available = kib * 1024;
-      break;
-    }
-    meminfo.ignore(std::numeric_limits<std::streamsize>::max(), '\n');
-  }
-  std::ifstream maxFile("/sys/fs/cgroup/memory.max"),
-      currentFile("/sys/fs/cgroup/memory.current");
-  std::string max;
-  int64_t current = 0;
-  if (maxFile >> max && max != "max" && currentFile >> current) {
-    int64_t left = std::max<int64_t>(0, std::stoll(max) - current);
-    available = available < 0 ? left : std::min(available, left);
-  }
-  return available;
 }
 
 std::string mebibytes(int64_t bytes) {
@@ -277,6 +255,13 @@ private:
   Status broadcastVariables();
   std::string dataDescription() const;
   Status evaluate(int64_t step, bool final);
+  /// One pass over `source` (this worker's shard, the last batch padded
+  /// and its padding weighted 0) into `out`.
+  Status evaluateOn(const data::DataSource &source, int64_t maxBatches,
+                    EvalResult &out);
+  /// Keras' per-epoch validation, at the end of epoch `step /
+  /// stepsPerEpoch`: val_loss and val_<metric>.
+  Status validate(int64_t step, int64_t stepsPerEpoch);
   /// --cache over an image folder: whether this worker's decoded shard fits
   /// in the memory available, saying so either way.
   bool cacheFits();
@@ -294,10 +279,28 @@ private:
   int firstGpu_ = 0; // this worker's first GPU on its host
   LoadedPlan loaded_;
   int64_t globalBatch_ = 0, localBatch_ = 0;
+  /// What opening a data flag takes: the flags, and the plan's input.
+  data::DataSourceOptions sourceOptions(bool labelled) const {
+    data::DataSourceOptions so = job::sourceOptions(o_);
+    so.inputName = inputName_;
+    so.labelClasses = sparseLabels2d_ ? classes_ : 0;
+    so.targetShape = targetShape_;
+    so.needsLabels = labelled;
+    int64_t available = availableMemory();
+    if (available > 0)
+      so.inMemoryBytes = std::min<int64_t>(so.inMemoryBytes, available / 4);
+    return so;
+  }
   data::ExampleShape shape_;
+  /// The model input graphrun feeds (the plan's name for it).
+  std::string inputName_;
+  /// With an element-wise loss, one example's targets (else empty).
+  data::ExampleShape targetShape_;
   int32_t classes_ = 10;
   bool sparseLabels2d_ = false;
   std::optional<data::DataSource> train_, test_;
+  /// --validation-split or --validation-data: evaluated every epoch.
+  std::optional<data::DataSource> validation_;
   int64_t epochExamples_ = 0; // this worker's shard of an epoch
   int64_t shuffleBuffer_ = 5000;
   std::unique_ptr<Session> session_;
@@ -370,31 +373,50 @@ Status TrainingJob::checkLocally() {
   if (Status s = loadPlan(o_.plan, loaded_); !s)
     return s;
   const plan::Plan &p = *loaded_.plan;
-  // The image input and the labels, as the plan declares them (the
+  // The model's input and the labels, as the plan declares them (the
   // evaluation program's sample_weight is the runtime's own).
-  const plan::Input *image = nullptr, *labels = nullptr;
+  const plan::Input *features = nullptr, *labels = nullptr;
+  std::string inputNames;
   for (const plan::Input *in : *p.inputs()) {
     std::string name = in->name()->str();
-    if (name == "labels")
+    if (name == "labels") {
       labels = in;
-    else if (name != "sample_weight")
-      image = in;
+    } else if (name != "sample_weight") {
+      inputNames += (inputNames.empty() ? "'" : ", '") + name + "'";
+      if (features)
+        return Status::error(o_.plan + ": the model has several inputs (" +
+                             inputNames + "); graphrun feeds one input yet");
+      features = in;
+    }
   }
-  if (!image || image->shape()->size() != 4)
-    return Status::error(o_.plan + ": graphrun feeds an NHWC image input; "
+  if (!features || features->shape()->size() < 2)
+    return Status::error(o_.plan + ": graphrun feeds one input of examples "
+                                   "(a batch dimension and the example's); "
                                    "the plan has none");
-  globalBatch_ = image->shape()->Get(0);
+  if (features->dtype() != plan::DType::f32)
+    return Status::error(o_.plan + ": input '" + features->name()->str() +
+                         "' is " + plan::EnumNameDType(features->dtype()) +
+                         "; graphrun feeds float32 inputs");
+  globalBatch_ = features->shape()->Get(0);
   if (o_.batchSize > 0 && o_.batchSize != globalBatch_)
     return Status::error("--batch-size " + std::to_string(o_.batchSize) + ": " +
                          o_.plan + " was compiled for a global batch of " +
                          std::to_string(globalBatch_) +
                          "; recompile it with graph-import --batch-size " +
                          std::to_string(o_.batchSize) + " and graphc");
-  shape_ = {image->shape()->Get(1), image->shape()->Get(2),
-            image->shape()->Get(3)};
-  sparseLabels2d_ = labels && labels->shape()->size() == 2;
-  if (sparseLabels2d_)
-    classes_ = static_cast<int32_t>(labels->shape()->Get(1));
+  inputName_ = features->name()->str();
+  shape_ = data::ExampleShape(std::vector<int64_t>(
+      features->shape()->begin() + 1, features->shape()->end()));
+  // An element-wise loss takes targets of the output's shape; the class
+  // losses class labels, one-hot rows when the labels are [batch, classes].
+  if (labels && takesTargets(p)) {
+    targetShape_ = data::ExampleShape(std::vector<int64_t>(
+        labels->shape()->begin() + 1, labels->shape()->end()));
+  } else {
+    sparseLabels2d_ = labels && labels->shape()->size() == 2;
+    if (sparseLabels2d_)
+      classes_ = static_cast<int32_t>(labels->shape()->Get(1));
+  }
   // The job's replicas: every worker's, each running its slice of the
   // program for all of them.
   int total = placement_.replicas * workerCount();
@@ -463,7 +485,7 @@ Status TrainingJob::checkLocally() {
     // The data predicted on stands in for the training data: the job
     // steps through it once, in order.
     train_.emplace();
-    if (Status s = data::openDataSource(sourceOptions(o_), o_.predict, true,
+    if (Status s = data::openDataSource(sourceOptions(false), o_.predict, true,
                                         shape_, classes_, o_.labels, *train_);
         !s)
       return Status::error("--predict " + o_.predict + ": " + s.message());
@@ -473,21 +495,53 @@ Status TrainingJob::checkLocally() {
     return checkPrediction();
   }
   train_.emplace();
-  if (Status s = data::openDataSource(sourceOptions(o_), o_.data, false, shape_,
-                                      classes_, o_.labels, *train_);
+  if (Status s = data::openDataSource(sourceOptions(true), o_.data, false,
+                                      shape_, classes_, o_.labels, *train_);
       !s)
-    return data::isImageFolder(o_.data)
+    return data::isImageFolder(o_.data) || data::isArraysSpec(o_.data)
                ? Status::error("--data: " + s.message())
                : s;
   if (Status s = checkFits(*train_); !s)
     return s;
+  if (o_.cacheOnDevice && !train_->inMemory())
+    return Status::error("--cache-on-device keeps the training set in device "
+                         "memory; " +
+                         train_->name() +
+                         " is too large to hold in host memory and stays "
+                         "mapped: drop --cache-on-device");
   describe("training data", *train_);
+  if (o_.validationSplit > 0) {
+    validation_.emplace();
+    if (Status s =
+            data::splitValidation(*train_, o_.validationSplit, *validation_);
+        !s)
+      return s;
+  } else if (!o_.validationData.empty()) {
+    validation_.emplace();
+    std::vector<std::string> names = o_.labels;
+    if (train_->images && data::isImageFolder(o_.validationData))
+      names = train_->images->classNames();
+    if (Status s =
+            data::openDataSource(sourceOptions(true), o_.validationData, true,
+                                 shape_, classes_, names, *validation_);
+        !s)
+      return Status::error("--validation-data " + o_.validationData + ": " +
+                           s.message());
+    if (Status s = checkFits(*validation_); !s)
+      return Status::error("--validation-data: " + s.message());
+  }
+  if (validation_ &&
+      shardSize(validation_->size(), workerCount(), workers_.rank()) == 0)
+    return Status::error("the validation data: " + validation_->name() +
+                         " holds " + std::to_string(validation_->size()) +
+                         " examples, none for " +
+                         workers_.name(workers_.rank()));
   // A folder is listed class by class: only a buffer of all of it mixes the
   // classes, and it costs 4 bytes an example (labels, not pixels) unless
   // --cache puts the pixels before it.
-  shuffleBuffer_ = o_.shuffleBuffer > 0 ? o_.shuffleBuffer
-                   : train_->images     ? std::max<int64_t>(1, train_->size())
-                                        : 5000;
+  shuffleBuffer_ = o_.shuffleBuffer > 0  ? o_.shuffleBuffer
+                   : !train_->inMemory() ? std::max<int64_t>(1, train_->size())
+                                         : 5000;
   bool evaluates = o_.eval || o_.evalEvery > 0;
   if (!o_.evalData.empty() && !evaluates)
     return Status::error("--eval-data " + o_.evalData +
@@ -500,13 +554,18 @@ Status TrainingJob::checkLocally() {
                            ": an image folder has no test split of its own; "
                            "name the folder to evaluate on with --eval-data "
                            "images:DIR");
+    if (o_.evalData.empty() && data::isArraysSpec(o_.data))
+      return Status::error("--eval with --data " + o_.data +
+                           ": arrays have no test split of their own; name "
+                           "the test arrays with --eval-data (Keras' "
+                           "evaluate(x_test, y_test))");
     // The test folder's labels are the training folder's: the same names
     // in the same order, whatever else the test folder holds.
     std::vector<std::string> names = o_.labels;
     if (train_->images && data::isImageFolder(spec))
       names = train_->images->classNames();
     test_.emplace();
-    if (Status s = data::openDataSource(sourceOptions(o_), spec, true, shape_,
+    if (Status s = data::openDataSource(sourceOptions(true), spec, true, shape_,
                                         classes_, names, *test_);
         !s)
       return Status::error(
@@ -515,7 +574,11 @@ Status TrainingJob::checkLocally() {
           "): " + s.message());
     if (Status s = checkFits(*test_); !s)
       return Status::error("the test set (--eval): " + s.message());
-    if (test_->numClasses() != train_->numClasses())
+    // (Class indices from arrays count their classes by the largest label,
+    // which a test set may lack.)
+    if (test_->numClasses() != train_->numClasses() &&
+        !(data::isArraysSpec(spec) && !sparseLabels2d_ &&
+          targetShape_.rank() == 0))
       return Status::error("the test set (--eval): " + test_->name() + " has " +
                            std::to_string(test_->numClasses()) +
                            " classes, the training data " +
@@ -575,6 +638,9 @@ Status TrainingJob::compareWorkers() {
        << "images=" << o_.preprocess << "/" << o_.resize << "/"
        << o_.skipBadImages << "/" << o_.tfDecode << "\n"
        << "test data=" << (test_ ? std::to_string(test_->size()) : "none")
+       << " examples\n"
+       << "validation=" << o_.validationSplit << "/" << o_.validationData
+       << ", " << (validation_ ? std::to_string(validation_->size()) : "none")
        << " examples\n";
   std::vector<std::string> all;
   if (Status s = workers_.allGather(view.str(), all); !s)
@@ -809,22 +875,47 @@ Status TrainingJob::setUp(int &reportedBy) {
   return restoreState(reportedBy);
 }
 
+Status TrainingJob::evaluateOn(const data::DataSource &source,
+                               int64_t maxBatches, EvalResult &out) {
+  // Every worker its shard, the last batch padded and its padding
+  // weighted 0: every example once, over all workers.
+  data::Pipeline pipeline = source.pipeline();
+  if (workerCount() > 1)
+    pipeline.shard(workerCount(), workers_.rank());
+  source.decode(pipeline);
+  pipeline.batch(localBatch_, session_->labelFormat(), data::Remainder::pad)
+      .prefetch(o_.prefetch);
+  std::unique_ptr<data::BatchIterator> batches;
+  if (Status s = pipeline.open(batches); !s)
+    return s;
+  return session_->evaluate(*batches, out, maxBatches);
+}
+
+Status TrainingJob::validate(int64_t step, int64_t stepsPerEpoch) {
+  EvalResult result;
+  if (Status s = evaluateOn(*validation_, -1, result); !s)
+    return s;
+  const int64_t epoch = step / std::max<int64_t>(1, stepsPerEpoch);
+  if (metrics_)
+    metrics_->writeValidation(step, epoch, result.names, result.values);
+  std::string line = "epoch " + std::to_string(epoch) + " (step " +
+                     std::to_string(step) + "):";
+  if (showProgress_)
+    line = "\n" + line;
+  for (size_t i = 0; i < result.names.size(); ++i) {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "%s val_%s = %.6f", i ? "," : "",
+                  result.names[i].c_str(), result.values[i]);
+    line += buf;
+  }
+  out_ << line << " (" << result.examples << " validation examples)\n";
+  out_.flush();
+  return Status::ok();
+}
+
 Status TrainingJob::evaluate(int64_t step, bool final) {
   if (step != lastEvalStep_) {
-    // Every worker its shard of the test set, the last batch padded and its
-    // padding weighted 0: every test example once, over all workers.
-    data::Pipeline evalPipeline = test_->pipeline();
-    if (workerCount() > 1)
-      evalPipeline.shard(workerCount(), workers_.rank());
-    test_->decode(evalPipeline);
-    evalPipeline
-        .batch(localBatch_, session_->labelFormat(), data::Remainder::pad)
-        .prefetch(o_.prefetch);
-    std::unique_ptr<data::BatchIterator> evalBatches;
-    if (Status s = evalPipeline.open(evalBatches); !s)
-      return s;
-    if (Status s = session_->evaluate(*evalBatches, lastEval_, o_.evalSteps);
-        !s)
+    if (Status s = evaluateOn(*test_, o_.evalSteps, lastEval_); !s)
       return s;
     lastEvalStep_ = step;
     if (metrics_)
@@ -990,15 +1081,20 @@ Status TrainingJob::predict() {
 
 bool TrainingJob::cacheFits() {
   // The cache, and the shuffle buffer after it, which holds copies.
-  int64_t bytes = train_->images->decodedBytes(epochExamples_);
+  auto decodedBytes = [&](int64_t examples) {
+    return train_->images
+               ? train_->images->decodedBytes(examples)
+               : examples * train_->shape().elements() * int64_t(sizeof(float));
+  };
+  int64_t bytes = decodedBytes(epochExamples_);
   if (!o_.noShuffle)
-    bytes +=
-        train_->images->decodedBytes(std::min(shuffleBuffer_, epochExamples_));
+    bytes += decodedBytes(std::min(shuffleBuffer_, epochExamples_));
   int64_t available = availableMemory();
   // A margin for the model, the batches and the rest of the host.
   bool fits = available < 0 || bytes <= available / 10 * 8;
   if (fits) {
-    out_ << "graphrun: --cache: the decoded images"
+    out_ << "graphrun: --cache: the decoded "
+         << (train_->images ? "images" : "examples")
          << (o_.noShuffle ? "" : " and the shuffle buffer's copies") << " take "
          << mebibytes(bytes)
          << (available >= 0 ? " of the " + mebibytes(available) + " available"
@@ -1006,8 +1102,8 @@ bool TrainingJob::cacheFits() {
          << "; each is decoded once, in the first epoch\n";
     out_.flush();
   } else {
-    warn("--cache: the " + std::to_string(epochExamples_) +
-         " decoded images of " + train_->name() +
+    warn("--cache: the " + std::to_string(epochExamples_) + " decoded " +
+         (train_->images ? "images" : "examples") + " of " + train_->name() +
          (o_.noShuffle ? "" : " and the shuffle buffer's copies") +
          " would take " + mebibytes(bytes) + ", more than 80% of the " +
          mebibytes(available) +
@@ -1076,7 +1172,7 @@ Status TrainingJob::run() {
   // An image folder is decoded after the shuffle and the repeat, which move
   // labels only; with --cache, before them, so that the cache holds pixels
   // and each image is decoded once.
-  bool cache = o_.cache && (!train_->images || cacheFits());
+  bool cache = o_.cache && (train_->inMemory() || cacheFits());
   if (cache) {
     train_->decode(pipeline);
     pipeline.cache();
@@ -1140,6 +1236,14 @@ Status TrainingJob::run() {
     hooks.push_back(timer.get());
     if (metrics_)
       hooks.push_back(metrics_.get());
+  }
+  std::unique_ptr<EvaluationHook> validationHook;
+  if (validation_) {
+    validationHook = std::make_unique<EvaluationHook>(
+        std::max<int64_t>(1, stepsPerEpoch), [&, stepsPerEpoch](int64_t step) {
+          return validate(step, stepsPerEpoch);
+        });
+    hooks.push_back(validationHook.get());
   }
   std::unique_ptr<EvaluationHook> evalHook;
   if (o_.evalEvery > 0) {

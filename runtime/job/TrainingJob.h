@@ -33,15 +33,25 @@ struct JobOptions {
   int gpus = 0;
   /// reference, cpu or cuda; empty: cuda with GPUs, else cpu.
   std::string backend;
-  /// fashion_mnist, synthetic, or images:DIR: a folder with one sub-folder
+  /// fashion_mnist, synthetic, images:DIR: a folder with one sub-folder
   /// of JPEGs per class, or a glob under one (images:DIR/**/*.jpeg),
-  /// decoded in the input pipeline (runtime/data/ImageFolder.h).
+  /// decoded in the input pipeline (runtime/data/ImageFolder.h), or
+  /// arrays:FILE.npz, arrays:X.npy,Y.npy, csv:FILE (ArraysDataset.h).
   std::string data = "fashion_mnist";
+  /// csv: the label and the feature columns (empty features: the rest).
+  std::vector<std::string> labelColumns;
+  std::vector<std::string> featureColumns;
   std::string dataDir;
   /// What --eval and --eval-every evaluate on: empty, the test split of
   /// `data` (fashion_mnist, synthetic); or images:DIR. Image training data
   /// need it (a folder has no test split of its own).
   std::string evalData;
+  /// Keras' validation_split (arrays only: the last fraction of the
+  /// training examples, before any shuffle) or validation_data: evaluated
+  /// at every epoch's end, logged as val_loss and val_<metric>. 0 / empty:
+  /// none.
+  double validationSplit = 0;
+  std::string validationData;
   /// Image folders' class names in label order; empty: the sub-folders'
   /// names, sorted. Every sub-folder must then be one of them.
   std::vector<std::string> labels;

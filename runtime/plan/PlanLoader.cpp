@@ -133,6 +133,10 @@ public:
     }
     if (!attrsAligned(plan.training()->hyper_parameters()))
       return fail("training: misaligned attribute values");
+    if (plan.training()->loss() < plan::LossKind::MIN ||
+        plan.training()->loss() > plan::LossKind::MAX)
+      return fail("training: unknown loss kind " +
+                  std::to_string(static_cast<int>(plan.training()->loss())));
     if (plan.programs()->size() == 0)
       return fail("no program");
     for (const plan::Program *p : *plan.programs()) {

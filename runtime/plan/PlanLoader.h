@@ -22,7 +22,17 @@ namespace graph::runtime {
 
 /// The version this build writes and reads. Bump it when plan.fbs changes
 /// meaning.
-constexpr uint32_t kPlanVersion = 4;
+constexpr uint32_t kPlanVersion = 5;
+
+/// Whether the plan's loss compares predictions with float targets of their
+/// shape (binary cross-entropy, mean squared error, ...), rather than with
+/// class labels: its "labels" input then takes each example's targets.
+inline bool takesTargets(const plan::Plan &plan) {
+  return plan.training() &&
+         plan.training()->loss() != plan::LossKind::categorical_crossentropy &&
+         plan.training()->loss() !=
+             plan::LossKind::sparse_categorical_crossentropy;
+}
 
 /// A plan file held in memory; `plan` points into `bytes`.
 struct LoadedPlan {

@@ -17,7 +17,8 @@ def losses(path):
     with open(path) as f:
         for line in f:
             record = json.loads(line)
-            if not record.get("eval"):
+            # Training steps only: evaluations and validations apart.
+            if not record.get("eval") and "loss" in record:
                 out[record["step"]] = record["loss"]
     return out
 

@@ -25,6 +25,7 @@
 #include <iostream>
 #include <limits>
 #include <string>
+#include <string_view>
 
 using graph::runtime::Status;
 using graph::runtime::job::JobOptions;
@@ -103,16 +104,20 @@ CLI::Option *addShard(CLI::App &app, JobOptions &o) {
       ->type_name("INDEX/COUNT");
 }
 
-/// --data, --eval-data, --predict: a data set's name, or images:DIR.
+/// --data, --eval-data, --predict: a data set's name, images:DIR,
+/// arrays:FILE.npz, arrays:X.npy,Y.npy or csv:FILE.
 const CLI::Validator dataSpec(
     [](std::string &text) -> std::string {
       if (text == "fashion_mnist" || text == "synthetic")
         return "";
-      if (text.starts_with("images:") && text.size() > 7)
-        return "";
+      for (const char *prefix : {"images:", "arrays:", "csv:"})
+        if (text.starts_with(prefix) &&
+            text.size() > std::string_view(prefix).size())
+          return "";
       return "'" + text +
-             "' is not fashion_mnist, synthetic or images:DIR (a folder "
-             "with one sub-folder of JPEGs per class)";
+             "' is not fashion_mnist, synthetic, images:DIR (a folder "
+             "with one sub-folder of JPEGs per class), arrays:FILE.npz, "
+             "arrays:X.npy,Y.npy or csv:FILE";
     },
     "DATA");
 
@@ -132,14 +137,34 @@ int main(int argc, char **argv) {
              "sharing them); default: every GPU, else one CPU replica")
       ->excludes(cpus);
   app.add_option("--data", o.data,
-                 "fashion_mnist, synthetic, or images:DIR (one sub-folder of "
-                 "JPEGs per class; or images:DIR/**/*.jpeg)")
+                 "fashion_mnist, synthetic, images:DIR (one sub-folder of "
+                 "JPEGs per class; or images:DIR/**/*.jpeg), arrays:FILE.npz "
+                 "(NumPy arrays x and y), arrays:X.npy,Y.npy, or csv:FILE "
+                 "(with --label-columns)")
       ->check(dataSpec)
       ->capture_default_str();
   app.add_option("--eval-data", o.evalData,
                  "what --eval and --eval-every evaluate on (default: the "
-                 "test split of --data; needed for images:DIR)")
+                 "test split of --data; needed for images:DIR, arrays: and "
+                 "csv:)")
       ->check(dataSpec);
+  auto *validationSplit = addPositive(
+      app, "--validation-split", o.validationSplit, 1.0,
+      "Keras' validation_split: evaluate on the last fraction F (0 < F < 1) "
+      "of the training arrays, taken out before the shuffle, at every "
+      "epoch's end (val_loss, val_<metric>)");
+  app.add_option("--validation-data", o.validationData,
+                 "Keras' validation_data: evaluate on this data at every "
+                 "epoch's end (val_loss, val_<metric>)")
+      ->check(dataSpec)
+      ->excludes(validationSplit);
+  app.add_option("--label-columns", o.labelColumns,
+                 "csv: the columns that hold the labels, comma-separated")
+      ->delimiter(',');
+  app.add_option("--feature-columns", o.featureColumns,
+                 "csv: the columns that hold the features, comma-separated "
+                 "(default: every column but the labels)")
+      ->delimiter(',');
   app.add_option("--labels", o.labels,
                  "image folders: the class names in label order, "
                  "comma-separated (default: the sub-folders, sorted); every "

@@ -5,7 +5,9 @@
 // softmax denominator, dot products, the loss over the batch) accumulate in
 // double. Rows are split across the replica's threads when the tensor is
 // big enough, and per-row losses are summed in row order afterwards, so
-// the loss does not depend on the thread count.
+// the loss does not depend on the thread count. The element-wise losses
+// (pointwise_loss) split fixed chunks of elements instead of rows, and sum
+// them in chunk order, for the same reason.
 //
 // Cross-entropy from probabilities (not logits) is computed in double, as
 // the reference does: its clip at epsilon decides which terms have a
@@ -16,10 +18,14 @@
 #include "runtime/backends/cpu/CpuKernels.h"
 #include "runtime/backends/cpu/VectorKernels.h"
 
+#include <algorithm>
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <memory>
 #include <span>
+#include <type_traits>
 
 namespace graph::runtime::cpu {
 
@@ -568,6 +574,454 @@ Status softmaxCrossEntropyFactory(const KernelContext &, const KernelConfig &,
 }
 
 //===----------------------------------------------------------------------===//
+// pointwise_loss and pointwise_loss_grad: Keras 3's element-wise losses
+//
+// The reference's formulas (keras/src/losses/losses.py and TensorFlow's
+// gradients), per element in float; each launch is cut into fixed chunks
+// of kPointwiseChunk elements, shared among the threads, and the chunks'
+// double sums are added in chunk order, so the loss does not depend on the
+// thread count.
+//===----------------------------------------------------------------------===//
+
+/// log(x) to about 1 ulp (Cephes' logf), for simd loops: log(0) = -inf,
+/// log(+inf) = +inf, NaN for x < 0 and for NaN.
+[[gnu::always_inline]] inline float simdLog(float x) {
+  // Subnormals are scaled by 2^23 into the normal range first.
+  bool tiny = x < 1.17549435e-38f;
+  uint32_t bits = std::bit_cast<uint32_t>(simdSelect(tiny, x * 8388608.0f, x));
+  // x = m 2^e with m in [0.5, 1), then m in [sqrt(1/2), sqrt(2)) - 1.
+  int32_t e = static_cast<int32_t>((bits >> 23) & 0xFFu) - 126 -
+              (23 & -static_cast<int32_t>(tiny));
+  float m = std::bit_cast<float>((bits & 0x007FFFFFu) | 0x3F000000u);
+  bool low = m < 0.707106781186547524f;
+  e -= static_cast<int32_t>(low);
+  float r = simdSelect(low, m + m, m) - 1.0f;
+  float z = r * r;
+  float y = 7.0376836292e-2f;
+  y = y * r - 1.1514610310e-1f;
+  y = y * r + 1.1676998740e-1f;
+  y = y * r - 1.2420140846e-1f;
+  y = y * r + 1.4249322787e-1f;
+  y = y * r - 1.6668057665e-1f;
+  y = y * r + 2.0000714765e-1f;
+  y = y * r - 2.4999993993e-1f;
+  y = y * r + 3.3333331174e-1f;
+  float fe = static_cast<float>(e);
+  y = y * r * z - 2.12194440e-4f * fe - 0.5f * z;
+  float result = r + y + 0.693359375f * fe;
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+  result = simdSelect(
+      x > 0.0f, result,
+      simdSelect(x == 0.0f, -kInf, std::numeric_limits<float>::quiet_NaN()));
+  return simdSelect(x == kInf, kInf, result);
+}
+
+/// log(1 + y) for y > -1, accurate for small y too: log(u) y / (u - 1)
+/// with u = 1 + y rounded cancels u's rounding (Goldberg).
+[[gnu::always_inline]] inline float simdLog1p(float y) {
+  float u = 1.0f + y;
+  return simdSelect(u == 1.0f, y, simdLog(u) * (y / (u - 1.0f)));
+}
+
+/// std::max and std::min (NaN in `a` stays) as blends: GCC leaves a loop
+/// scalar when a float operation uses the result of their ?: (see
+/// simdSelect).
+[[gnu::always_inline]] inline float simdMax(float a, float b) {
+  return simdSelect(a < b, b, a);
+}
+[[gnu::always_inline]] inline float simdMin(float a, float b) {
+  return simdSelect(b < a, b, a);
+}
+
+/// sign(x), 0 at 0 and NaN at NaN, as tf.sign.
+[[gnu::always_inline]] inline float simdSign(float x) {
+  return simdSelect(x > 0.0f, 1.0f, simdSelect(x < 0.0f, -1.0f, x));
+}
+
+/// log cosh(x) for |x| <= 0.5 by its Taylor series through x^14 (under
+/// 2e-8 relative), where the closed form's log 2 would cancel.
+[[gnu::always_inline]] inline float logCoshSeries(float x) {
+  float z = x * x;
+  float s = 10922.0f / 42567525.0f;
+  s = s * z - 691.0f / 935550.0f;
+  s = s * z + 31.0f / 14175.0f;
+  s = s * z - 17.0f / 2520.0f;
+  s = s * z + 1.0f / 45.0f;
+  s = s * z - 1.0f / 12.0f;
+  s = s * z + 0.5f;
+  return s * z;
+}
+
+enum class Pointwise {
+  meanSquaredError,
+  meanAbsoluteError,
+  meanAbsolutePercentageError,
+  meanSquaredLogarithmicError,
+  huber,
+  logCosh,
+  binaryCrossentropy,
+  binaryCrossentropyLogits,
+  poisson,
+  klDivergence,
+  hinge,
+  squaredHinge,
+  /// A metric: (p > 0.5) == t, forward only (Keras' binary_accuracy).
+  binaryAccuracy,
+};
+
+struct PointwiseKindName {
+  const char *name;
+  Pointwise kind;
+};
+
+const PointwiseKindName kPointwiseKinds[] = {
+    {"mean_squared_error", Pointwise::meanSquaredError},
+    {"mean_absolute_error", Pointwise::meanAbsoluteError},
+    {"mean_absolute_percentage_error", Pointwise::meanAbsolutePercentageError},
+    {"mean_squared_logarithmic_error", Pointwise::meanSquaredLogarithmicError},
+    {"huber", Pointwise::huber},
+    {"log_cosh", Pointwise::logCosh},
+    {"binary_crossentropy", Pointwise::binaryCrossentropy},
+    {"poisson", Pointwise::poisson},
+    {"kl_divergence", Pointwise::klDivergence},
+    {"hinge", Pointwise::hinge},
+    {"squared_hinge", Pointwise::squaredHinge},
+    {"binary_accuracy", Pointwise::binaryAccuracy},
+};
+
+/// What one element's loss needs besides p and t: the targets' map
+/// t * targetScale + targetShift (label smoothing, hinge's -1/1 labels)
+/// and huber's delta.
+struct PointwiseParams {
+  float targetScale = 1.0f, targetShift = 0.0f, delta = 1.0f;
+};
+
+constexpr float kEps = static_cast<float>(kEpsilon);
+constexpr float kLog2 = 0.693147180559945309f;
+
+/// f(p, t) of kind K; `t` is already mapped.
+template <Pointwise K>
+[[gnu::always_inline]] inline float pointwiseValue(float p, float t,
+                                                   const PointwiseParams &c) {
+  const float e = p - t;
+  if constexpr (K == Pointwise::meanSquaredError) {
+    return e * e;
+  } else if constexpr (K == Pointwise::meanAbsoluteError) {
+    return std::fabs(e);
+  } else if constexpr (K == Pointwise::meanAbsolutePercentageError) {
+    return 100.0f * std::fabs(t - p) / simdMax(std::fabs(t), kEps);
+  } else if constexpr (K == Pointwise::meanSquaredLogarithmicError) {
+    float d =
+        simdLog(simdMax(p, kEps) + 1.0f) - simdLog(simdMax(t, kEps) + 1.0f);
+    return d * d;
+  } else if constexpr (K == Pointwise::huber) {
+    float a = std::fabs(e);
+    return simdSelect(a <= c.delta, 0.5f * e * e,
+                      c.delta * a - 0.5f * c.delta * c.delta);
+  } else if constexpr (K == Pointwise::logCosh) {
+    float a = std::fabs(e);
+    return simdSelect(a <= 0.5f, logCoshSeries(a),
+                      a + simdLog1p(simdExp(-2.0f * a)) - kLog2);
+  } else if constexpr (K == Pointwise::binaryCrossentropy) {
+    float q = simdMin(simdMax(p, kEps), 1.0f - kEps);
+    // 1 - q where p is clipped at the top is the reference's 1 - (1 - eps)
+    // = eps, not 1 - float(1 - eps) = 1.19e-7.
+    float oneMinusQ = simdSelect(p > 1.0f - kEps, kEps, 1.0f - q);
+    return -(t * simdLog(q) + (1.0f - t) * simdLog(oneMinusQ));
+  } else if constexpr (K == Pointwise::binaryCrossentropyLogits) {
+    return simdMax(p, 0.0f) - p * t + simdLog1p(simdExp(-std::fabs(p)));
+  } else if constexpr (K == Pointwise::poisson) {
+    return p - t * simdLog(p + kEps);
+  } else if constexpr (K == Pointwise::klDivergence) {
+    float tc = simdMin(simdMax(t, kEps), 1.0f);
+    float pc = simdMin(simdMax(p, kEps), 1.0f);
+    return tc * simdLog(tc / pc);
+  } else if constexpr (K == Pointwise::hinge) {
+    return simdMax(1.0f - t * p, 0.0f);
+  } else if constexpr (K == Pointwise::binaryAccuracy) {
+    return simdSelect(simdSelect(p > 0.5f, 1.0f, 0.0f) == t, 1.0f, 0.0f);
+  } else {
+    float m = simdMax(1.0f - t * p, 0.0f);
+    return m * m;
+  }
+}
+
+/// df/dp of kind K, TensorFlow's at the kinks and clips (see the
+/// reference).
+template <Pointwise K>
+[[gnu::always_inline]] inline float pointwiseGrad(float p, float t,
+                                                  const PointwiseParams &c) {
+  const float e = p - t;
+  if constexpr (K == Pointwise::meanSquaredError) {
+    return 2.0f * e;
+  } else if constexpr (K == Pointwise::meanAbsoluteError) {
+    return simdSign(e);
+  } else if constexpr (K == Pointwise::meanAbsolutePercentageError) {
+    return 100.0f * simdSign(e) / simdMax(std::fabs(t), kEps);
+  } else if constexpr (K == Pointwise::meanSquaredLogarithmicError) {
+    float pm = simdMax(p, kEps) + 1.0f;
+    float d = simdLog(pm) - simdLog(simdMax(t, kEps) + 1.0f);
+    return simdSelect(p >= kEps, 2.0f * d / pm, 0.0f);
+  } else if constexpr (K == Pointwise::huber) {
+    return simdSelect(std::fabs(e) <= c.delta, e, c.delta * simdSign(e));
+  } else if constexpr (K == Pointwise::logCosh) {
+    return simdTanh(e);
+  } else if constexpr (K == Pointwise::binaryCrossentropy) {
+    float q = simdMin(simdMax(p, kEps), 1.0f - kEps);
+    return simdSelect((p >= kEps) & (p <= 1.0f - kEps),
+                      -t / q + (1.0f - t) / (1.0f - q), 0.0f);
+  } else if constexpr (K == Pointwise::binaryCrossentropyLogits) {
+    return simdSigmoid(p) - t;
+  } else if constexpr (K == Pointwise::poisson) {
+    return 1.0f - t / (p + kEps);
+  } else if constexpr (K == Pointwise::klDivergence) {
+    float tc = simdMin(simdMax(t, kEps), 1.0f);
+    float pc = simdMin(simdMax(p, kEps), 1.0f);
+    return simdSelect((p >= kEps) & (p <= 1.0f), -tc / pc, 0.0f);
+  } else if constexpr (K == Pointwise::hinge) {
+    return simdSelect(1.0f - t * p >= 0.0f, -t, 0.0f);
+  } else if constexpr (K == Pointwise::binaryAccuracy) {
+    return 0.0f; // a metric: its factory refuses a gradient
+  } else {
+    return -2.0f * t * simdMax(1.0f - t * p, 0.0f);
+  }
+}
+
+/// Calls `f` with kind `k` as a compile-time constant.
+template <typename F> void withPointwiseKind(Pointwise k, F &&f) {
+  using P = Pointwise;
+  switch (k) {
+  case P::meanSquaredError:
+    return f(std::integral_constant<P, P::meanSquaredError>{});
+  case P::meanAbsoluteError:
+    return f(std::integral_constant<P, P::meanAbsoluteError>{});
+  case P::meanAbsolutePercentageError:
+    return f(std::integral_constant<P, P::meanAbsolutePercentageError>{});
+  case P::meanSquaredLogarithmicError:
+    return f(std::integral_constant<P, P::meanSquaredLogarithmicError>{});
+  case P::huber:
+    return f(std::integral_constant<P, P::huber>{});
+  case P::logCosh:
+    return f(std::integral_constant<P, P::logCosh>{});
+  case P::binaryCrossentropy:
+    return f(std::integral_constant<P, P::binaryCrossentropy>{});
+  case P::binaryCrossentropyLogits:
+    return f(std::integral_constant<P, P::binaryCrossentropyLogits>{});
+  case P::poisson:
+    return f(std::integral_constant<P, P::poisson>{});
+  case P::klDivergence:
+    return f(std::integral_constant<P, P::klDivergence>{});
+  case P::hinge:
+    return f(std::integral_constant<P, P::hinge>{});
+  case P::squaredHinge:
+    return f(std::integral_constant<P, P::squaredHinge>{});
+  case P::binaryAccuracy:
+    return f(std::integral_constant<P, P::binaryAccuracy>{});
+  }
+}
+
+/// Elements per chunk: 16 KiB of values in a thread's scratch.
+constexpr int64_t kPointwiseChunk = 4096;
+
+/// One launch site of pointwise_loss or pointwise_loss_grad, its geometry
+/// fixed at instantiation.
+class PointwiseLossKernel {
+public:
+  PointwiseLossKernel(Pointwise kind, PointwiseParams params, bool hingeLabels,
+                      bool gradient, int64_t n, int64_t perRow, double divisor)
+      : kind(kind), params(params), hingeLabels(hingeLabels),
+        gradient(gradient), n(n), perRow(perRow), divisor(divisor),
+        chunkSums(gradient ? 0 : (n + kPointwiseChunk - 1) / kPointwiseChunk) {}
+
+  Status operator()(const KernelContext &ctx, const KernelConfig &,
+                    const Tensors &ins, const Tensors &outs) {
+    useReplicaThreads(ctx);
+    const float *p = ins[0].f32(), *t = ins[1].f32();
+    PointwiseParams c = params;
+    if (hingeLabels && binaryTargets(t)) {
+      c.targetScale = 2.0f; // keras convert_binary_labels_to_hinge
+      c.targetShift = -1.0f;
+    }
+    if (gradient) {
+      withPointwiseKind(kind, [&](auto k) {
+        backward<decltype(k)::value>(p, t, c, outs[0].f32());
+      });
+      return Status::ok();
+    }
+    const float *w = ins.size() > 2 ? ins[2].f32() : nullptr;
+    withPointwiseKind(kind,
+                      [&](auto k) { forward<decltype(k)::value>(p, t, w, c); });
+    double total = 0.0;
+    for (double s : chunkSums)
+      total += s;
+    outs[0].f32()[0] = static_cast<float>(total / divisor);
+    return Status::ok();
+  }
+
+private:
+  /// Whether every target is 0 or 1 (decided over the whole launch).
+  bool binaryTargets(const float *t) const {
+    int64_t others = 0;
+#pragma omp parallel for simd schedule(static) reduction(+ : others) if (n >= kParallelElements)
+    for (int64_t i = 0; i < n; ++i)
+      others += (t[i] != 0.0f) & (t[i] != 1.0f);
+    return others == 0;
+  }
+
+  /// chunkSums[k] = sum over chunk k of w_b(i) f(p_i, t_i), in double.
+  template <Pointwise K>
+  void forward(const float *p, const float *t, const float *w,
+               const PointwiseParams &c) {
+    const int64_t chunks = static_cast<int64_t>(chunkSums.size());
+#pragma omp parallel if (n >= kParallelElements)
+    {
+      float *f = threadScratch<float>(kPointwiseChunk);
+#pragma omp for schedule(static)
+      for (int64_t k = 0; k < chunks; ++k) {
+        const int64_t begin = k * kPointwiseChunk,
+                      end = std::min(n, begin + kPointwiseChunk);
+        const int64_t len = end - begin;
+        const float *pk = p + begin, *tk = t + begin;
+#pragma omp simd
+        for (int64_t i = 0; i < len; ++i)
+          f[i] = pointwiseValue<K>(pk[i], tk[i] * c.targetScale + c.targetShift,
+                                   c);
+        double sum = 0.0;
+        if (!w) {
+#pragma omp simd reduction(+ : sum)
+          for (int64_t i = 0; i < len; ++i)
+            sum += f[i];
+        } else {
+          // The chunk's rows, each its sum times its weight.
+          for (int64_t at = begin; at < end;) {
+            const int64_t row = at / perRow;
+            const int64_t stop = std::min(end, (row + 1) * perRow);
+            double rowSum = 0.0;
+#pragma omp simd reduction(+ : rowSum)
+            for (int64_t i = at - begin; i < stop - begin; ++i)
+              rowSum += f[i];
+            sum += static_cast<double>(w[row]) * rowSum;
+            at = stop;
+          }
+        }
+        chunkSums[k] = sum;
+      }
+    }
+  }
+
+  /// dp = f'(p, t) / divisor.
+  template <Pointwise K>
+  void backward(const float *p, const float *t, const PointwiseParams &c,
+                float *dp) const {
+    const float scale = static_cast<float>(1.0 / divisor);
+    const int64_t chunks = (n + kPointwiseChunk - 1) / kPointwiseChunk;
+#pragma omp parallel for schedule(static) if (n >= kParallelElements)
+    for (int64_t k = 0; k < chunks; ++k) {
+      const int64_t begin = k * kPointwiseChunk,
+                    len = std::min(n, begin + kPointwiseChunk) - begin;
+      const float *pk = p + begin, *tk = t + begin;
+      float *dk = dp + begin;
+#pragma omp simd
+      for (int64_t i = 0; i < len; ++i)
+        dk[i] =
+            pointwiseGrad<K>(pk[i], tk[i] * c.targetScale + c.targetShift, c) *
+            scale;
+    }
+  }
+
+  Pointwise kind;
+  PointwiseParams params;
+  bool hingeLabels, gradient;
+  int64_t n, perRow;
+  double divisor;
+  std::vector<double> chunkSums; // reused every step
+};
+
+/// The kind and options of `cfg`, checked as the reference checks them.
+Status parsePointwiseLoss(const char *kName, const KernelConfig &cfg,
+                          Pointwise &kind, PointwiseParams &params) {
+  std::string kinds;
+  for (const PointwiseKindName &k : kPointwiseKinds)
+    kinds += std::string(kinds.empty() ? "" : ", ") + k.name;
+  if (!cfg.has("kind"))
+    return kernelError(kName, "needs a kind (" + kinds + ")");
+  std::string name = cfg.getString("kind");
+  const PointwiseKindName *found = nullptr;
+  for (const PointwiseKindName &k : kPointwiseKinds)
+    if (name == k.name)
+      found = &k;
+  if (!found)
+    return kernelError(kName, "kind '" + name +
+                                  "' is not an element-wise loss (" + kinds +
+                                  ")");
+  kind = found->kind;
+  bool bce = kind == Pointwise::binaryCrossentropy;
+  for (const char *option : {"from_logits", "label_smoothing"})
+    if (!bce && cfg.has(option))
+      return kernelError(kName, std::string(option) +
+                                    " is binary_crossentropy's option, not " +
+                                    name + "'s");
+  if (kind != Pointwise::huber && cfg.has("delta"))
+    return kernelError(kName, "delta is huber's option, not " + name + "'s");
+  if (bce && cfg.getInt("from_logits", 0) != 0)
+    kind = Pointwise::binaryCrossentropyLogits;
+  if (bce) {
+    double ls = cfg.getFloat("label_smoothing", 0.0);
+    params.targetScale = static_cast<float>(1.0 - ls);
+    params.targetShift = static_cast<float>(0.5 * ls);
+  }
+  params.delta = static_cast<float>(cfg.getFloat("delta", 1.0));
+  return Status::ok();
+}
+
+KernelFactory pointwiseLossFactory(const char *kName, bool gradient) {
+  return [=](const KernelContext &, const KernelConfig &cfg, const Tensors &ins,
+             const Tensors &outs, KernelFn &out) -> Status {
+    if (Status s = checkOperands(kName, ins, outs, 2, gradient ? 2 : 3, 1,
+                                 kCpuOperands);
+        !s)
+      return s;
+    Pointwise kind = Pointwise::meanSquaredError;
+    PointwiseParams params;
+    if (Status s = parsePointwiseLoss(kName, cfg, kind, params); !s)
+      return s;
+    if (gradient && kind == Pointwise::binaryAccuracy)
+      return kernelError(kName, "binary_accuracy is a metric: it has no "
+                                "gradient");
+    const TensorRef &p = ins[0], &t = ins[1];
+    if (p.shape.empty())
+      return kernelError(kName, "needs predictions [B, ..., K], got a scalar");
+    if (t.shape != p.shape)
+      return kernelError(kName, "targets " + shapeText(t.shape) +
+                                    " do not match predictions " +
+                                    shapeText(p.shape));
+    const int64_t n = p.elements(), rows = p.shape[0];
+    if (n == 0)
+      return kernelError(kName, "empty predictions " + shapeText(p.shape));
+    if (Status s = checkSampleWeight(kName, ins, 2, rows); !s)
+      return s;
+    if (gradient && outs[0].shape != p.shape)
+      return kernelError(kName, "predictions_grad " + shapeText(outs[0].shape) +
+                                    " does not match predictions " +
+                                    shapeText(p.shape));
+    if (!gradient && outs[0].elements() != 1)
+      return kernelError(kName, "the loss must be a scalar, got " +
+                                    shapeText(outs[0].shape));
+    double divisor = static_cast<double>(
+        kind == Pointwise::klDivergence ? n / p.shape.back() : n);
+    bool hingeLabels =
+        kind == Pointwise::hinge || kind == Pointwise::squaredHinge;
+    auto kernel = std::make_shared<PointwiseLossKernel>(
+        kind, params, hingeLabels, gradient, n, n / rows, divisor);
+    out = [kernel](const KernelContext &ctx, const KernelConfig &cfg,
+                   const Tensors &ins, const Tensors &outs) {
+      return (*kernel)(ctx, cfg, ins, outs);
+    };
+    return Status::ok();
+  };
+}
+
+//===----------------------------------------------------------------------===//
 // accuracy
 //===----------------------------------------------------------------------===//
 
@@ -639,6 +1093,10 @@ void registerVectorLossKernels(KernelRegistry &registry) {
   registry.addFactory("softmax_cross_entropy", Backend::cpu,
                       softmaxCrossEntropyFactory);
   registry.addFactory("accuracy", Backend::cpu, accuracyFactory);
+  registry.addFactory("pointwise_loss", Backend::cpu,
+                      pointwiseLossFactory("pointwise_loss", false));
+  registry.addFactory("pointwise_loss_grad", Backend::cpu,
+                      pointwiseLossFactory("pointwise_loss_grad", true));
 }
 
 } // namespace graph::runtime::cpu

@@ -685,6 +685,12 @@ Status CudaRunner::cacheDataset(const data::Dataset &dataset,
   if (program_.batch / replicas_ > 65535)
     return Status::error(std::to_string(program_.batch / replicas_) +
                          " rows per replica; the gather takes at most 65535");
+  // The gather kernel writes class labels (indices or one-hot rows); float
+  // targets stay on the host path until a GPU run has measured one.
+  if (format == data::LabelFormat::Dense)
+    return Status::invalidInput(
+        "float targets (an element-wise loss) are not kept on the GPU yet: "
+        "drop --cache-on-device");
   const int64_t imageBytes = dataset.size() * dataset.shape.elements() *
                              static_cast<int64_t>(sizeof(float));
   const int64_t labelBytes =

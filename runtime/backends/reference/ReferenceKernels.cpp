@@ -1902,6 +1902,242 @@ Status softmaxCrossEntropy(const KernelContext &, const KernelConfig &,
   return Status::ok();
 }
 
+//===----------------------------------------------------------------------===//
+// pointwise_loss and pointwise_loss_grad: Keras 3's element-wise losses
+//
+// keras/src/losses/losses.py, with binary_crossentropy from
+// keras/src/backend/tensorflow/nn.py. Each kind is f(p, t) on one element;
+// the per-sample loss is its mean over the last axis (kl_divergence: the
+// sum), and the launch's loss their mean over the batch
+// (sum_over_batch_size): sum_i w_b(i) f_i / N, or / (N / K) for
+// kl_divergence, with N elements, K the last axis and b(i) the element's
+// batch row. Gradients are TensorFlow's: tf.abs and tf.sign give 0 at 0;
+// tf.maximum's goes to its first operand where it is >= the second;
+// tf.clip_by_value's passes where eps <= x <= max.
+//===----------------------------------------------------------------------===//
+
+enum class PointwiseKind {
+  meanSquaredError,
+  meanAbsoluteError,
+  meanAbsolutePercentageError,
+  meanSquaredLogarithmicError,
+  huber,
+  logCosh,
+  binaryCrossentropy,
+  poisson,
+  klDivergence,
+  hinge,
+  squaredHinge,
+  /// A metric: (p > 0.5) == t, forward only (Keras' binary_accuracy).
+  binaryAccuracy,
+};
+
+struct PointwiseKindName {
+  const char *name;
+  PointwiseKind kind;
+};
+
+const PointwiseKindName kPointwiseKinds[] = {
+    {"mean_squared_error", PointwiseKind::meanSquaredError},
+    {"mean_absolute_error", PointwiseKind::meanAbsoluteError},
+    {"mean_absolute_percentage_error",
+     PointwiseKind::meanAbsolutePercentageError},
+    {"mean_squared_logarithmic_error",
+     PointwiseKind::meanSquaredLogarithmicError},
+    {"huber", PointwiseKind::huber},
+    {"log_cosh", PointwiseKind::logCosh},
+    {"binary_crossentropy", PointwiseKind::binaryCrossentropy},
+    {"poisson", PointwiseKind::poisson},
+    {"kl_divergence", PointwiseKind::klDivergence},
+    {"hinge", PointwiseKind::hinge},
+    {"squared_hinge", PointwiseKind::squaredHinge},
+    {"binary_accuracy", PointwiseKind::binaryAccuracy},
+};
+
+/// A pointwise_loss launch's configuration: kind, from_logits and
+/// label_smoothing (binary_crossentropy's), delta (huber's).
+struct PointwiseLoss {
+  PointwiseKind kind = PointwiseKind::meanSquaredError;
+  bool fromLogits = false;
+  double labelSmoothing = 0.0, delta = 1.0;
+};
+
+Status parsePointwiseLoss(const char *kName, const KernelConfig &cfg,
+                          PointwiseLoss &out) {
+  std::string kinds;
+  for (const PointwiseKindName &k : kPointwiseKinds)
+    kinds += std::string(kinds.empty() ? "" : ", ") + k.name;
+  std::string name = cfg.getString("kind");
+  const PointwiseKindName *found = nullptr;
+  for (const PointwiseKindName &k : kPointwiseKinds)
+    if (name == k.name)
+      found = &k;
+  REQUIRE(cfg.has("kind"), "needs a kind (" + kinds + ")");
+  REQUIRE(found,
+          "kind '" + name + "' is not an element-wise loss (" + kinds + ")");
+  out.kind = found->kind;
+  bool bce = out.kind == PointwiseKind::binaryCrossentropy;
+  for (const char *option : {"from_logits", "label_smoothing"})
+    REQUIRE(bce || !cfg.has(option),
+            std::string(option) + " is binary_crossentropy's option, not " +
+                name + "'s");
+  REQUIRE(out.kind == PointwiseKind::huber || !cfg.has("delta"),
+          "delta is huber's option, not " + name + "'s");
+  out.fromLogits = truthy(cfg, "from_logits");
+  out.labelSmoothing = cfg.getFloat("label_smoothing", 0.0);
+  out.delta = cfg.getFloat("delta", 1.0);
+  return Status::ok();
+}
+
+/// sign(x), 0 at 0 and NaN at NaN, as tf.sign.
+double signOf(double x) { return x > 0 ? 1.0 : x < 0 ? -1.0 : x; }
+
+/// f(p, t) of `loss`, and df/dp into `grad`; `t` is already mapped (label
+/// smoothing, hinge's -1/1 labels).
+double pointwiseValue(const PointwiseLoss &loss, double p, double t,
+                      double &grad) {
+  const double e = p - t;
+  switch (loss.kind) {
+  case PointwiseKind::meanSquaredError:
+    grad = 2.0 * e;
+    return e * e;
+  case PointwiseKind::meanAbsoluteError:
+    grad = signOf(e);
+    return std::abs(e);
+  case PointwiseKind::meanAbsolutePercentageError: {
+    double m = std::max(std::abs(t), kEpsilon);
+    grad = 100.0 * signOf(e) / m;
+    return 100.0 * std::abs(t - p) / m;
+  }
+  case PointwiseKind::meanSquaredLogarithmicError: {
+    double pm = std::max(p, kEpsilon);
+    double d = std::log(pm + 1.0) - std::log(std::max(t, kEpsilon) + 1.0);
+    grad = p >= kEpsilon ? 2.0 * d / (pm + 1.0) : 0.0;
+    return d * d;
+  }
+  case PointwiseKind::huber: {
+    double a = std::abs(e), delta = loss.delta;
+    bool quadratic = a <= delta;
+    grad = quadratic ? e : delta * signOf(e);
+    return quadratic ? 0.5 * e * e : delta * a - 0.5 * delta * delta;
+  }
+  case PointwiseKind::logCosh: {
+    // e + softplus(-2e) - log 2, which log cosh's evenness makes
+    // |e| + log1p(exp(-2|e|)) - log 2: no overflow for any e.
+    double a = std::abs(e);
+    grad = std::tanh(e);
+    return a + std::log1p(std::exp(-2.0 * a)) - std::log(2.0);
+  }
+  case PointwiseKind::binaryCrossentropy: {
+    if (loss.fromLogits) {
+      // tf.nn.sigmoid_cross_entropy_with_logits.
+      grad = sigmoid(p) - t;
+      return std::max(p, 0.0) - p * t + std::log1p(std::exp(-std::abs(p)));
+    }
+    double c = clip(p);
+    grad = p >= kEpsilon && p <= 1.0 - kEpsilon ? -t / c + (1.0 - t) / (1.0 - c)
+                                                : 0.0;
+    return -(t * std::log(c) + (1.0 - t) * std::log(1.0 - c));
+  }
+  case PointwiseKind::poisson:
+    grad = 1.0 - t / (p + kEpsilon);
+    return p - t * std::log(p + kEpsilon);
+  case PointwiseKind::klDivergence: {
+    double tc = std::min(std::max(t, kEpsilon), 1.0);
+    double pc = std::min(std::max(p, kEpsilon), 1.0);
+    grad = p >= kEpsilon && p <= 1.0 ? -tc / pc : 0.0;
+    return tc * std::log(tc / pc);
+  }
+  case PointwiseKind::hinge: {
+    double m = 1.0 - t * p;
+    grad = m >= 0 ? -t : 0.0;
+    return std::max(m, 0.0);
+  }
+  case PointwiseKind::squaredHinge: {
+    double m = std::max(1.0 - t * p, 0.0);
+    grad = -2.0 * t * m;
+    return m * m;
+  }
+  case PointwiseKind::binaryAccuracy:
+    // keras.metrics.binary_accuracy: equal(t, cast(p > 0.5)).
+    grad = 0.0;
+    return (p > 0.5 ? 1.0 : 0.0) == t ? 1.0 : 0.0;
+  }
+  return std::numeric_limits<double>::quiet_NaN();
+}
+
+/// ins: predictions [B, ..., K], targets (the same shape) and, for the
+/// loss, an optional sample_weight [B]; out: the loss (a scalar) or
+/// d loss / d predictions (the predictions' shape).
+Status pointwiseLossKernel(const char *kName, const KernelConfig &cfg,
+                           const Tensors &ins, const Tensors &outs,
+                           bool gradient) {
+  CHECK_ARITY(2, gradient ? 2 : 3, 1);
+  PointwiseLoss loss;
+  if (Status s = parsePointwiseLoss(kName, cfg, loss); !s)
+    return s;
+  REQUIRE(!gradient || loss.kind != PointwiseKind::binaryAccuracy,
+          "binary_accuracy is a metric: it has no gradient");
+  const TensorRef &pt = ins[0], &tt = ins[1];
+  REQUIRE(!pt.shape.empty(), "needs predictions [B, ..., K], got a scalar");
+  REQUIRE(tt.shape == pt.shape, "targets " + shapeText(tt.shape) +
+                                    " do not match predictions " +
+                                    shapeText(pt.shape));
+  const int64_t n = pt.elements(), rows = pt.shape[0];
+  REQUIRE(n > 0, "empty predictions " + shapeText(pt.shape));
+  Vec w;
+  if (Status s = sampleWeights(kName, ins, 2, rows, w); !s)
+    return s;
+  if (gradient)
+    REQUIRE(outs[0].shape == pt.shape,
+            "predictions_grad " + shapeText(outs[0].shape) +
+                " does not match predictions " + shapeText(pt.shape));
+  else
+    REQUIRE(outs[0].elements() == 1,
+            "the loss must be a scalar, got " + shapeText(outs[0].shape));
+  Vec p = load(pt), t = load(tt);
+  if (loss.kind == PointwiseKind::binaryCrossentropy)
+    for (double &v : t)
+      v = v * (1.0 - loss.labelSmoothing) + 0.5 * loss.labelSmoothing;
+  // keras convert_binary_labels_to_hinge: 0/1 targets become -1/1 when
+  // every target of the launch is 0 or 1.
+  if (loss.kind == PointwiseKind::hinge ||
+      loss.kind == PointwiseKind::squaredHinge) {
+    bool binary = std::all_of(t.begin(), t.end(),
+                              [](double v) { return v == 0.0 || v == 1.0; });
+    if (binary)
+      for (double &v : t)
+        v = 2.0 * v - 1.0;
+  }
+  const int64_t perRow = n / rows;
+  const double divisor = static_cast<double>(
+      loss.kind == PointwiseKind::klDivergence ? n / pt.shape.back() : n);
+  Vec grad(gradient ? n : 0);
+  double total = 0.0;
+  for (int64_t i = 0; i < n; ++i) {
+    double g;
+    double f = pointwiseValue(loss, p[i], t[i], g);
+    if (gradient)
+      grad[i] = g / divisor;
+    else
+      total += w[i / perRow] * f;
+  }
+  if (gradient)
+    store(outs[0], grad);
+  else
+    store(outs[0], Vec{total / divisor});
+  return Status::ok();
+}
+
+Status pointwiseLoss(const KernelContext &, const KernelConfig &cfg,
+                     const Tensors &ins, const Tensors &outs) {
+  return pointwiseLossKernel("pointwise_loss", cfg, ins, outs, false);
+}
+Status pointwiseLossGrad(const KernelContext &, const KernelConfig &cfg,
+                         const Tensors &ins, const Tensors &outs) {
+  return pointwiseLossKernel("pointwise_loss_grad", cfg, ins, outs, true);
+}
+
 /// The fraction of rows whose arg-max (first maximum) is the label's; with
 /// sample_weight, sum_i w_i hit_i / B.
 Status accuracy(const KernelContext &, const KernelConfig &, const Tensors &ins,
@@ -2316,6 +2552,8 @@ const Entry kKernels[] = {
     {"categorical_crossentropy_grad", categoricalCrossentropyGrad},
     {"sparse_categorical_crossentropy_grad", sparseCategoricalCrossentropyGrad},
     {"softmax_cross_entropy", softmaxCrossEntropy},
+    {"pointwise_loss", pointwiseLoss},
+    {"pointwise_loss_grad", pointwiseLossGrad},
     {"accuracy", accuracy},
     {"global_norm", globalNorm},
     {"optimizer_update", optimizerUpdate},

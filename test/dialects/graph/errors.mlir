@@ -195,9 +195,9 @@ graph.training @m loss = categorical_crossentropy optimizer = #graph.sgd<learnin
 // Enums
 //===----------------------------------------------------------------------===//
 
-// expected-error@+2 {{expected ::mlir::graph::LossKind to be one of: categorical_crossentropy, sparse_categorical_crossentropy}}
+// expected-error@+2 {{expected ::mlir::graph::LossKind to be one of: categorical_crossentropy, sparse_categorical_crossentropy, binary_crossentropy, mean_squared_error, mean_absolute_error, mean_absolute_percentage_error, mean_squared_logarithmic_error, huber, log_cosh, poisson, kl_divergence, hinge, squared_hinge, binary_accuracy}}
 // expected-error@+1 {{failed to parse Graph_LossKindAttr parameter 'value'}}
-graph.training @m loss = hinge optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.0, nesterov = false> metrics = [] global_batch_size = 2
+graph.training @m loss = cosine_similarity optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.0, nesterov = false> metrics = [] global_batch_size = 2
 
 // -----
 
@@ -380,8 +380,61 @@ graph.model @m {
   %x = graph.input "x" : tensor<2x3xf32>
   graph.output %x : tensor<2x3xf32>
 }
-// expected-error@+1 {{'graph.training' op unknown metric 'mae' (supported: accuracy)}}
+// expected-error@+1 {{'graph.training' op unknown metric 'auc' (supported: accuracy, binary_accuracy, mae, mse, mape, msle and their long names)}}
+graph.training @m loss = categorical_crossentropy optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.0, nesterov = false> metrics = ["accuracy", "auc"] global_batch_size = 2
+
+// -----
+
+graph.model @m {
+  %x = graph.input "x" : tensor<2x3xf32>
+  graph.output %x : tensor<2x3xf32>
+}
+// expected-error@+1 {{'graph.training' op metric 'mae' compares predictions with targets; loss categorical_crossentropy takes class labels}}
 graph.training @m loss = categorical_crossentropy optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.0, nesterov = false> metrics = ["accuracy", "mae"] global_batch_size = 2
+
+// -----
+
+graph.model @m {
+  %x = graph.input "x" : tensor<2x3xf32>
+  graph.output %x : tensor<2x3xf32>
+}
+// expected-error@+1 {{delta is huber's, not mean_squared_error's}}
+graph.training @m loss = mean_squared_error delta = 2.0 optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.0, nesterov = false> metrics = [] global_batch_size = 2
+
+// -----
+
+graph.model @m {
+  %x = graph.input "x" : tensor<2x3xf32>
+  graph.output %x : tensor<2x3xf32>
+}
+// expected-error@+1 {{'graph.training' op binary_accuracy is a metric, not a loss}}
+graph.training @m loss = binary_accuracy optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.0, nesterov = false> metrics = [] global_batch_size = 2
+
+// -----
+
+func.func @pointwise_targets(%p: tensor<4x3xf32>, %t: tensor<4x2xf32>) -> tensor<f32> {
+  // expected-error@+2 {{targets 'tensor<4x2xf32>' must have the predictions' type 'tensor<4x3xf32>'}}
+  // expected-error@+1 {{'graph.pointwise_loss' op failed to infer returned types}}
+  %l = graph.pointwise_loss mean_squared_error %p, %t : tensor<4x3xf32>, tensor<4x2xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+func.func @pointwise_class_loss(%p: tensor<4x3xf32>, %t: tensor<4x3xf32>) -> tensor<f32> {
+  // expected-error@+2 {{categorical_crossentropy takes class labels, not element-wise targets}}
+  // expected-error@+1 {{'graph.pointwise_loss' op failed to infer returned types}}
+  %l = graph.pointwise_loss categorical_crossentropy %p, %t : tensor<4x3xf32>, tensor<4x3xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+func.func @pointwise_grad_metric(%p: tensor<4x3xf32>, %t: tensor<4x3xf32>) -> tensor<4x3xf32> {
+  // expected-error@+1 {{binary_accuracy is a metric: it has no gradient}}
+  %g = graph.pointwise_loss_grad binary_accuracy %p, %t : tensor<4x3xf32>
+  return %g : tensor<4x3xf32>
+}
 
 // -----
 

@@ -561,6 +561,33 @@ graph.model @categorical_crossentropy {
 
 // -----
 
+// The element-wise losses: a kind, targets of the predictions' type, the
+// options of the kinds that take them, sample weights, and the gradient.
+// CHECK-LABEL: graph.model @pointwise_loss {
+// CHECK-NEXT: %[[P:.*]] = graph.input "p" : tensor<8x3xf32>
+// CHECK-NEXT: %[[T:.*]] = graph.input "t" : tensor<8x3xf32>
+// CHECK-NEXT: %[[W:.*]] = graph.input "w" : tensor<8xf32>
+// CHECK-NEXT: %[[MSE:.*]] = graph.pointwise_loss mean_squared_error %[[P]], %[[T]] : tensor<8x3xf32>, tensor<8x3xf32> -> tensor<f32>
+// CHECK-NEXT: %[[BCE:.*]] = graph.pointwise_loss binary_crossentropy %[[P]], %[[T]] weights %[[W]] from_logits label_smoothing = 2.000000e-01 : tensor<8x3xf32>, tensor<8x3xf32>, tensor<8xf32> -> tensor<f32>
+// CHECK-NEXT: %[[HUBER:.*]] = graph.pointwise_loss huber %[[P]], %[[T]] delta = 1.500000e+00 : tensor<8x3xf32>, tensor<8x3xf32> -> tensor<f32>
+// CHECK-NEXT: %[[ACC:.*]] = graph.pointwise_loss binary_accuracy %[[P]], %[[T]] : tensor<8x3xf32>, tensor<8x3xf32> -> tensor<f32>
+// CHECK-NEXT: %[[G:.*]] = graph.pointwise_loss_grad huber %[[P]], %[[T]] delta = 1.500000e+00 : tensor<8x3xf32>
+// CHECK-NEXT: graph.output %[[MSE]], %[[BCE]], %[[HUBER]], %[[ACC]], %[[G]] : tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<8x3xf32>
+// CHECK-NEXT: }
+graph.model @pointwise_loss {
+  %p = graph.input "p" : tensor<8x3xf32>
+  %t = graph.input "t" : tensor<8x3xf32>
+  %w = graph.input "w" : tensor<8xf32>
+  %mse = graph.pointwise_loss mean_squared_error %p, %t : tensor<8x3xf32>, tensor<8x3xf32> -> tensor<f32>
+  %bce = graph.pointwise_loss binary_crossentropy %p, %t weights %w from_logits label_smoothing = 0.2 : tensor<8x3xf32>, tensor<8x3xf32>, tensor<8xf32> -> tensor<f32>
+  %huber = graph.pointwise_loss huber %p, %t delta = 1.5 : tensor<8x3xf32>, tensor<8x3xf32> -> tensor<f32>
+  %acc = graph.pointwise_loss binary_accuracy %p, %t : tensor<8x3xf32>, tensor<8x3xf32> -> tensor<f32>
+  %g = graph.pointwise_loss_grad huber %p, %t delta = 1.5 : tensor<8x3xf32>
+  graph.output %mse, %bce, %huber, %acc, %g : tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<8x3xf32>
+}
+
+// -----
+
 // sparse_categorical_crossentropy with i32 and i64 class indices.
 // CHECK-LABEL: graph.model @sparse_categorical_crossentropy {
 // CHECK-NEXT: %[[P:.*]] = graph.input "p" : tensor<8x10xf32>

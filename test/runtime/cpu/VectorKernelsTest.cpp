@@ -617,6 +617,225 @@ TEST_F(CpuVectorKernels, LossesRejectOutOfRangeLabelsEveryStep) {
 }
 
 //===----------------------------------------------------------------------===//
+// pointwise_loss, pointwise_loss_grad
+//===----------------------------------------------------------------------===//
+
+struct PointwiseKind {
+  std::string label;
+  KernelConfig cfg;
+  double pLo, pHi, tLo, tHi;
+  bool binaryTargets = false;
+};
+
+std::vector<PointwiseKind> pointwiseKinds() {
+  auto kind = [](const std::string &name) {
+    KernelConfig cfg;
+    cfg.set("kind", name);
+    return cfg;
+  };
+  KernelConfig huber = kind("huber"), smooth = kind("binary_crossentropy"),
+               logits = kind("binary_crossentropy");
+  huber.set("delta", 0.3);
+  smooth.set("label_smoothing", 0.1);
+  logits.set("from_logits", int64_t{1});
+  // mape's targets stay away from 0, where its 100 / eps gradients would
+  // swamp the comparison's scale.
+  return {
+      {"mean_squared_error", kind("mean_squared_error"), -3, 3, -3, 3},
+      {"mean_absolute_error", kind("mean_absolute_error"), -3, 3, -3, 3},
+      {"mean_absolute_percentage_error", kind("mean_absolute_percentage_error"),
+       -3, 3, 0.5, 3},
+      {"mean_squared_logarithmic_error", kind("mean_squared_logarithmic_error"),
+       0, 5, 0, 5},
+      {"huber", kind("huber"), -3, 3, -1, 1},
+      {"huber delta 0.3", huber, -1, 1, -1, 1},
+      {"log_cosh", kind("log_cosh"), -4, 4, -1, 1},
+      // Both sides of the series' 0.5, where the closed form cancels.
+      {"log_cosh near 0", kind("log_cosh"), -0.6, 0.6, -0.05, 0.05},
+      {"binary_crossentropy", kind("binary_crossentropy"), 0, 1, 0, 1},
+      {"binary_crossentropy label_smoothing", smooth, 0, 1, 0, 1, true},
+      {"binary_crossentropy from_logits", logits, -30, 30, 0, 1},
+      {"poisson", kind("poisson"), 0, 4, 0, 3},
+      {"kl_divergence", kind("kl_divergence"), 0, 1, 0, 1},
+      {"hinge", kind("hinge"), -2, 2, 0, 1, true},
+      {"hinge -1/1", kind("hinge"), -2, 2, -1, 1, true},
+      {"squared_hinge", kind("squared_hinge"), -2, 2, 0, 1, true},
+  };
+}
+
+/// The operands of kind `k` over `shape`: predictions, targets, weights.
+std::vector<Tensor> pointwiseOperands(const PointwiseKind &k,
+                                      const std::vector<int64_t> &shape,
+                                      unsigned seed) {
+  int64_t n = count(shape);
+  std::vector<double> t = uniform(n, k.tLo, k.tHi, seed + 1);
+  if (k.binaryTargets)
+    for (double &v : t)
+      v = v > 0.5 * (k.tLo + k.tHi) ? k.tHi : k.tLo;
+  return {Tensor::f32(shape, uniform(n, k.pLo, k.pHi, seed)),
+          Tensor::f32(shape, t),
+          Tensor::f32({shape[0]}, uniform(shape[0], 0, 2, seed + 2))};
+}
+
+/// Each element within tol of the reference's, relative to
+/// max(|reference|, the mean |reference|) (for a loss: to the loss): the
+/// float forms of log and of differences such as msle's log(p + 1) -
+/// log(t + 1) are accurate to the terms' size, not to their difference's.
+void expectRelativeMatch(const Tensor &actual, const Tensor &expected,
+                         double tol, const std::string &what) {
+  std::vector<double> a = actual.values(), e = expected.values();
+  ASSERT_EQ(a.size(), e.size()) << what;
+  double mean = 0.0;
+  for (double v : e)
+    mean += std::abs(v) / static_cast<double>(e.size());
+  int64_t bad = 0, first = -1;
+  for (size_t k = 0; k < a.size(); ++k)
+    if (!(std::abs(a[k] - e[k]) <= tol * std::max(std::abs(e[k]), mean)) &&
+        bad++ == 0)
+      first = static_cast<int64_t>(k);
+  if (bad)
+    ADD_FAILURE() << what << ": " << bad << " of " << a.size()
+                  << " elements differ; first at " << first << ": cpu "
+                  << a[first] << ", reference " << e[first];
+}
+
+TEST_F(CpuVectorKernels, PointwiseLossesMatchTheReferenceAtEverySize) {
+  // The OpenMP path (40960 elements, 40003 in one row and in 40003 rows of
+  // one), a chunk boundary inside a row ([9, 1000, 3]) and a short tail.
+  const std::vector<std::vector<int64_t>> shapes = {
+      {8192, 5}, {1, 40003}, {40003, 1}, {9, 1000, 3}, {3, 7}};
+  unsigned seed = 80;
+  for (const PointwiseKind &k : pointwiseKinds())
+    for (const auto &shape : shapes) {
+      std::vector<Tensor> in = pointwiseOperands(k, shape, seed += 3);
+      std::string what = k.label + " " + shapeText(shape);
+      // A mean of float-accurate terms, summed in double: 1e-6 relative.
+      Outputs loss = runBoth("pointwise_loss", k.cfg, {in[0], in[1]}, {{}});
+      expectRelativeMatch(loss.actual[0], loss.expected[0], 1e-6, what);
+      Outputs weighted = runBoth("pointwise_loss", k.cfg, in, {{}});
+      expectRelativeMatch(weighted.actual[0], weighted.expected[0], 1e-6,
+                          what + " weighted");
+      Outputs grad =
+          runBoth("pointwise_loss_grad", k.cfg, {in[0], in[1]}, {shape});
+      expectRelativeMatch(grad.actual[0], grad.expected[0], 1e-5,
+                          what + " grad");
+    }
+}
+
+TEST_F(CpuVectorKernels, PointwiseLossIsTheSameOnEveryThreadCount) {
+  std::vector<int64_t> shape = {4096, 37};
+  for (const PointwiseKind &k : pointwiseKinds()) {
+    std::vector<Tensor> in = pointwiseOperands(k, shape, 90);
+    Tensor once = Tensor::f32({}), again = Tensor::f32({}),
+           oneThread = Tensor::f32({});
+    Instance all, single;
+    ASSERT_TRUE(all.make("pointwise_loss", Backend::cpu, k.cfg,
+                         {&in[0], &in[1], &in[2]}, {&once})
+                    .isOk());
+    ASSERT_TRUE(all.run().isOk());
+    again.f = once.f;
+    ASSERT_TRUE(all.run().isOk()); // the instance's chunk sums, reused
+    KernelContext half;            // two replicas: half the threads each
+    half.replicas = 2;
+    ASSERT_TRUE(single
+                    .make("pointwise_loss", Backend::cpu, k.cfg,
+                          {&in[0], &in[1], &in[2]}, {&oneThread}, half)
+                    .isOk());
+    ASSERT_TRUE(single.run(half).isOk());
+    EXPECT_EQ(once.f, again.f) << k.label;
+    EXPECT_EQ(once.f, oneThread.f) << k.label;
+  }
+}
+
+TEST_F(CpuVectorKernels, PointwiseLossesAtExtremeArguments) {
+  auto kind = [](const std::string &name) {
+    KernelConfig cfg;
+    cfg.set("kind", name);
+    return cfg;
+  };
+  KernelConfig logits = kind("binary_crossentropy");
+  logits.set("from_logits", int64_t{1});
+  struct Extreme {
+    std::string label;
+    KernelConfig cfg;
+    std::vector<double> p, t;
+  };
+  const Extreme cases[] = {
+      // Saturated and clipped probabilities, 1e-7 itself included.
+      {"binary_crossentropy",
+       kind("binary_crossentropy"),
+       {0, 1, 1e-7, 1 - 1e-7, 1e-9, 0.99999994, 1, 0},
+       {0.5, 0.5, 1, 0, 0.3, 0.2, 0, 1}},
+      {"binary_crossentropy from_logits",
+       logits,
+       {1e4, -1e4, 100, -100, 88.5, -88.5, 17, -17},
+       {1, 1, 0, 0, 0.5, 0.5, 1, 0}},
+      {"log_cosh",
+       kind("log_cosh"),
+       {1000, -800, 0.39, -0.41, 1e-4, 0, 20, -9},
+       {0, 0, 0, 0, 0, 0, 0, 0}},
+      {"log_cosh near 0",
+       kind("log_cosh"),
+       {0.5, 0.50001, -0.3, 1e-3, -1e-2, 0.2, 1e-20, -0.45},
+       {0, 0, 0, 0, 0, 0, 0, 0}},
+      {"kl_divergence",
+       kind("kl_divergence"),
+       {0, 1.5, 1, 1e-7, 1e-12, 0.5, 0.25, 2},
+       {0.5, 0.5, 0, 1, 0.5, 0, 1.5, 1}},
+      {"poisson",
+       kind("poisson"),
+       {0, 0, 1e-9, 50, 0.5, 3, 1e-7, 7},
+       {0, 1, 1, 0, 0, 2, 0.5, 7}},
+      {"mean_squared_logarithmic_error",
+       kind("mean_squared_logarithmic_error"),
+       {-1, 0, 1e-7, 1e6, 3, 0.5, 1e-12, 2},
+       {0.5, 0, 0, 1e6, -1, 0.5, 1, 2}},
+      {"mean_absolute_percentage_error",
+       kind("mean_absolute_percentage_error"),
+       {1, 0.5, -2, 0, 1e-9, 3, 1, 1},
+       {1, 0, -2, 1e-9, 0, -3, 1e-8, 5}},
+  };
+  for (const Extreme &c : cases) {
+    int64_t n = static_cast<int64_t>(c.p.size());
+    Tensor p = Tensor::f32({2, n / 2}, c.p), t = Tensor::f32({2, n / 2}, c.t);
+    Outputs loss = runBoth("pointwise_loss", c.cfg, {p, t}, {{}});
+    expectRelativeMatch(loss.actual[0], loss.expected[0], 1e-6,
+                        c.label + " at extremes");
+    Outputs grad = runBoth("pointwise_loss_grad", c.cfg, {p, t}, {{2, n / 2}});
+    expectAllMatch(grad, 1e-6, c.label + "_grad at extremes");
+    expectRelativeMatch(grad.actual[0], grad.expected[0], 1e-5,
+                        c.label + "_grad at extremes, relative");
+  }
+}
+
+TEST_F(CpuVectorKernels, PointwiseLossRejectsBadLaunchesAtInstantiation) {
+  Tensor p = Tensor::f32({2, 3}), t = Tensor::f32({2, 3}),
+         wide = Tensor::f32({2, 4}), w = Tensor::f32({3}),
+         loss = Tensor::f32({});
+  KernelConfig mse, unknown, huberDelta;
+  mse.set("kind", std::string("mean_squared_error"));
+  unknown.set("kind", std::string("focal"));
+  EXPECT_EQ(factoryError("pointwise_loss", unknown, {&p, &t}, {&loss})
+                .rfind("pointwise_loss: kind 'focal' is not an element-wise "
+                       "loss (mean_squared_error, ",
+                       0),
+            0u);
+  EXPECT_EQ(factoryError("pointwise_loss", mse, {&p, &wide}, {&loss}),
+            "pointwise_loss: targets [2, 4] do not match predictions [2, 3]");
+  huberDelta = mse;
+  huberDelta.set("delta", 2.0);
+  EXPECT_EQ(factoryError("pointwise_loss_grad", huberDelta, {&p, &t}, {&p}),
+            "pointwise_loss_grad: delta is huber's option, not "
+            "mean_squared_error's");
+  EXPECT_EQ(factoryError("pointwise_loss", mse, {&p, &t, &w}, {&loss}),
+            "pointwise_loss: sample_weight [3] must be f32 [2]");
+  Tensor p64 = Tensor::f64({2, 3});
+  EXPECT_EQ(factoryError("pointwise_loss", mse, {&p64, &t}, {&loss}),
+            "pointwise_loss: input 0 is f64, expected f32 (the cpu backend "
+            "computes in f32 only)");
+}
+
+//===----------------------------------------------------------------------===//
 // optimizer_update
 //===----------------------------------------------------------------------===//
 

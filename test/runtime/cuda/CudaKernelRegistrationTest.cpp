@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "KernelTestUtil.h"
+#include "KernelsNotOnCudaYet.h"
 
 #include "runtime/backends/cuda/CudaDeviceState.h"
 
@@ -23,8 +24,23 @@ namespace {
 TEST(CudaKernelRegistration, EveryReferenceKernelHasACudaKernel) {
   cuda::registerCudaKernels();
   for (const std::string &name : reference::referenceKernelNames())
-    EXPECT_TRUE(KernelRegistry::global().has(name, Backend::cuda))
-        << "no CUDA kernel for " << name;
+    if (!graph::runtime::testing::kKernelsNotOnCudaYet.count(name))
+      EXPECT_TRUE(KernelRegistry::global().has(name, Backend::cuda))
+          << "no CUDA kernel for " << name;
+}
+
+TEST(CudaKernelRegistration, TheKernelsNotOnCudaYetAreExactlyThose) {
+  cuda::registerCudaKernels();
+  std::vector<std::string> reference = reference::referenceKernelNames();
+  for (const std::string &name :
+       graph::runtime::testing::kKernelsNotOnCudaYet) {
+    EXPECT_TRUE(std::count(reference.begin(), reference.end(), name))
+        << name << " is no reference kernel";
+    EXPECT_FALSE(KernelRegistry::global().has(name, Backend::cuda))
+        << name
+        << " has a CUDA kernel now: take it off "
+           "KernelsNotOnCudaYet.h";
+  }
 }
 
 TEST(CudaKernelRegistration, EveryCudaKernelIsAGraphOp) {
@@ -33,7 +49,9 @@ TEST(CudaKernelRegistration, EveryCudaKernelIsAGraphOp) {
   std::set<std::string> known(reference.begin(), reference.end());
   std::vector<std::string> names =
       KernelRegistry::global().names(Backend::cuda);
-  EXPECT_EQ(names.size(), known.size());
+  EXPECT_EQ(names.size(),
+            known.size() -
+                graph::runtime::testing::kKernelsNotOnCudaYet.size());
   for (const std::string &name : names)
     EXPECT_TRUE(known.count(name)) << name << " is not a graph op";
 }

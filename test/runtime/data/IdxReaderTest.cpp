@@ -3,14 +3,50 @@
 #include "runtime/data/IdxReader.h"
 
 #include "IdxFileWriter.h"
+#include "PythonFixture.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <cstring>
+#include <fstream>
+#include <iterator>
 
 namespace graph::runtime::data::test {
 namespace {
 
 using ::testing::HasSubstr;
+
+std::vector<float> readFloats(const std::string &path) {
+  std::ifstream f(path, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(f)),
+                    std::istreambuf_iterator<char>());
+  std::vector<float> v(bytes.size() / sizeof(float));
+  std::memcpy(v.data(), bytes.data(), v.size() * sizeof(float));
+  return v;
+}
+
+/// Three 2x2 float32 images, big-endian as the format wants, raw and
+/// gzipped, with the values also written little-endian (the expectation) and
+/// a label file of unsigned bytes and one of floats.
+const char *kFloatIdxScript = R"PY(
+values = [0.0, -1.5, 3.25, 1e-3, 255.0, -0.0, 1e30, 0.1,
+          -7.0, 2.0 ** -140, 65504.5, 1.0 / 3]
+header = struct.pack('>BBBB', 0, 0, 0x0d, 3) + struct.pack('>III', 3, 2, 2)
+body = struct.pack('>12f', *values)
+with open(d + '/images', 'wb') as f:
+    f.write(header + body)
+with gzip.open(d + '/images.gz', 'wb') as f:
+    f.write(header + body)
+with open(d + '/images-short', 'wb') as f:
+    f.write(header + body[:-3])
+with open(d + '/expected.f32', 'wb') as f:
+    f.write(struct.pack('<12f', *values))
+with open(d + '/labels', 'wb') as f:
+    f.write(struct.pack('>BBBBI', 0, 0, 0x08, 1, 3) + bytes([2, 0, 1]))
+with open(d + '/float-labels', 'wb') as f:
+    f.write(struct.pack('>BBBBI', 0, 0, 0x0d, 1, 3) + struct.pack('>3f', 2, 0, 1))
+)PY";
 
 class IdxReaderTest : public TempDirTest {
 protected:
@@ -101,13 +137,85 @@ TEST_F(IdxReaderTest, WrongMagic) {
 }
 
 TEST_F(IdxReaderTest, UnsupportedElementType) {
-  writeRaw(path("floats"), idxBytes({1}, {0, 0, 0, 0}, 0x0D));
+  struct Case {
+    uint8_t type;
+    const char *name;
+  };
+  for (const Case &c :
+       {Case{0x09, "0x09 (signed byte)"}, Case{0x0B, "0x0b (int16)"},
+        Case{0x0C, "0x0c (int32)"}, Case{0x0E, "0x0e (float64)"}}) {
+    SCOPED_TRACE(c.name);
+    writeRaw(path("other"), idxBytes({1}, std::vector<uint8_t>(8), c.type));
+    IdxArray a;
+    Status s = readIdxFile(path("other"), a);
+    ASSERT_FALSE(s);
+    EXPECT_THAT(s.message(), HasSubstr(path("other") + ": element type " +
+                                       c.name + " is not supported"));
+    EXPECT_THAT(s.message(), HasSubstr("float32 (0x0d)"));
+  }
+}
+
+TEST_F(IdxReaderTest, ReadsFloat32File) {
+  ASSERT_TRUE(runPython(dir_.string(), kFloatIdxScript));
+  std::vector<float> want = readFloats(path("expected.f32"));
+  ASSERT_EQ(want.size(), 12u);
+  for (const char *name : {"images", "images.gz"}) {
+    SCOPED_TRACE(name);
+    IdxArray a;
+    Status s = readIdxFile(path(name), a);
+    ASSERT_TRUE(s) << s.message();
+    EXPECT_EQ(a.elementType, kIdxFloat32);
+    EXPECT_EQ(a.dims, (std::vector<int64_t>{3, 2, 2}));
+    EXPECT_TRUE(a.data.empty());
+    ASSERT_EQ(a.floats.size(), want.size());
+    EXPECT_EQ(std::memcmp(a.floats.data(), want.data(), 12 * sizeof(float)), 0);
+    EXPECT_TRUE(std::signbit(a.floats[5]));
+  }
+  // The unsigned-byte path says what it read too.
+  writeRaw(path("bytes"), images());
+  IdxArray b;
+  ASSERT_TRUE(readIdxFile(path("bytes"), b));
+  EXPECT_EQ(b.elementType, kIdxUnsignedByte);
+  EXPECT_TRUE(b.floats.empty());
+}
+
+TEST_F(IdxReaderTest, LoadsFloat32ImagesAsTheyAre) {
+  ASSERT_TRUE(runPython(dir_.string(), kFloatIdxScript));
+  std::vector<float> want = readFloats(path("expected.f32"));
+  for (const char *name : {"images", "images.gz"}) {
+    SCOPED_TRACE(name);
+    Dataset ds;
+    Status s = loadIdxDataset(path(name), path("labels"), 3, ds);
+    ASSERT_TRUE(s) << s.message();
+    EXPECT_EQ(ds.size(), 3);
+    EXPECT_EQ(ds.shape, (ExampleShape{2, 2, 1}));
+    EXPECT_EQ(ds.labels, (std::vector<int32_t>{2, 0, 1}));
+    ASSERT_EQ(ds.images.size(), 12u);
+    // Not divided by 255.
+    EXPECT_EQ(std::memcmp(ds.images.data(), want.data(), 12 * sizeof(float)),
+              0);
+  }
+}
+
+TEST_F(IdxReaderTest, TruncatedFloat32File) {
+  ASSERT_TRUE(runPython(dir_.string(), kFloatIdxScript));
   IdxArray a;
-  Status s = readIdxFile(path("floats"), a);
+  Status s = readIdxFile(path("images-short"), a);
   ASSERT_FALSE(s);
-  EXPECT_THAT(s.message(), HasSubstr(path("floats") + ": element type 0x0d "
-                                                      "(float32) is not "
-                                                      "supported"));
+  EXPECT_THAT(s.message(), HasSubstr(path("images-short") +
+                                     ": truncated: the 3x2x2 data needs 48 "
+                                     "bytes but the file holds only 45"));
+}
+
+TEST_F(IdxReaderTest, Float32LabelsAreRefused) {
+  ASSERT_TRUE(runPython(dir_.string(), kFloatIdxScript));
+  Dataset ds;
+  Status s = loadIdxDataset(path("images"), path("float-labels"), 3, ds);
+  ASSERT_FALSE(s);
+  EXPECT_THAT(s.message(),
+              HasSubstr(path("float-labels") + ": labels of element type 0x0d "
+                                               "(float32); a label file holds "
+                                               "unsigned bytes (0x08)"));
 }
 
 TEST_F(IdxReaderTest, TruncatedRawFile) {

@@ -780,9 +780,9 @@ TEST_F(ImageFolderTest, AGreyFileForAnRgbInputIsItsGreyResizedAndCopied) {
     e.index = 0;
     ASSERT_TRUE(open(o).decoder()(e));
     std::vector<float> expected(static_cast<size_t>(shape.elements()));
-    resizeBilinear(rgb.data(), 23, 31, 3, expected.data(), shape.height,
-                   shape.width, ResizeConvention::halfPixel);
-    preprocessImage(expected.data(), shape.height * shape.width, 3, mode);
+    resizeBilinear(rgb.data(), 23, 31, 3, expected.data(), shape.height(),
+                   shape.width(), ResizeConvention::halfPixel);
+    preprocessImage(expected.data(), shape.height() * shape.width(), 3, mode);
     EXPECT_EQ(e.image, expected) << shape.str();
   }
 }

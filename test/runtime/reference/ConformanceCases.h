@@ -970,6 +970,66 @@ inline std::vector<Case> allCases() {
                                "tanh_grad(a2, t1) -> t2; yield t2"));
   add("elementwise", "", body,
       {rnd({3, 4}, 60), rnd({3, 4}, 61), rnd({3, 4}, 62)}, {{3, 4}});
+  // The element-wise losses, every kind on a rank-2 and a rank-3 shape,
+  // with and without sample_weight: predictions in (0, 1) for the clipped
+  // probabilities (binary_crossentropy, kl_divergence), positive for
+  // poisson and msle; targets in [0, 1] there, {0, 1} for the hinges (which
+  // convert them to -1/1) and {-1, 1} once more (which they do not).
+  {
+    struct Pointwise {
+      std::string label;
+      KernelConfig cfg;
+      double pLo, pHi, tLo, tHi;
+      bool binaryTargets = false;
+    };
+    auto kind = [](std::string name) {
+      KernelConfig c;
+      c.set("kind", name);
+      return c;
+    };
+    KernelConfig huber = kind("huber"), bceLogits = kind("binary_crossentropy"),
+                 bceSmooth = kind("binary_crossentropy");
+    huber.set("delta", 0.5);
+    bceLogits.set("from_logits", int64_t{1}).set("label_smoothing", 0.1);
+    bceSmooth.set("label_smoothing", 0.2);
+    const Pointwise kinds[] = {
+        {"mean_squared_error", kind("mean_squared_error"), -2, 2, -2, 2},
+        {"mean_absolute_error", kind("mean_absolute_error"), -2, 2, -2, 2},
+        {"mean_absolute_percentage_error",
+         kind("mean_absolute_percentage_error"), -2, 2, -2, 2},
+        {"mean_squared_logarithmic_error",
+         kind("mean_squared_logarithmic_error"), 0.01, 3, 0, 3},
+        {"huber delta 0.5", huber, -2, 2, -2, 2},
+        {"huber", kind("huber"), -3, 3, -1, 1},
+        {"log_cosh", kind("log_cosh"), -3, 3, -2, 2},
+        {"binary_crossentropy", kind("binary_crossentropy"), 0.02, 0.98, 0, 1},
+        {"binary_crossentropy label_smoothing", bceSmooth, 0.02, 0.98, 0, 1},
+        {"binary_crossentropy from_logits label_smoothing", bceLogits, -6, 6, 0,
+         1},
+        {"poisson", kind("poisson"), 0.05, 3, 0, 1},
+        {"kl_divergence", kind("kl_divergence"), 0.02, 0.98, 0, 1},
+        {"hinge", kind("hinge"), -2, 2, 0, 1, true},
+        {"squared_hinge", kind("squared_hinge"), -2, 2, 0, 1, true},
+        {"hinge -1/1", kind("hinge"), -2, 2, -1, 1, true},
+        {"binary_accuracy", kind("binary_accuracy"), 0, 1, 0, 1, true},
+    };
+    unsigned seed = 200;
+    for (const Pointwise &k : kinds)
+      for (std::vector<int64_t> shape :
+           {std::vector<int64_t>{7, 5}, std::vector<int64_t>{3, 4, 2}}) {
+        Tensor p = rnd(shape, seed++, k.pLo, k.pHi);
+        Tensor t = rnd(shape, seed++, k.tLo, k.tHi);
+        if (k.binaryTargets)
+          for (float &v : t.f)
+            v = v > 0.5f * (k.tLo + k.tHi) ? k.tHi : k.tLo;
+        Tensor w = rnd({shape[0]}, seed++, 0, 2);
+        std::string label = k.label + " " + shapeText(shape);
+        add("pointwise_loss", label, k.cfg, {p, t}, {{}});
+        add("pointwise_loss", label + " weighted", k.cfg, {p, t, w}, {{}});
+        if (k.label != "binary_accuracy") // a metric: no gradient
+          add("pointwise_loss_grad", label, k.cfg, {p, t}, {shape});
+      }
+  }
   // Every convolution case again with its kernel in OHWI (filter_layout
   // ohwi, graphc's layout for a kernel variable only convolutions read):
   // grouped, depthwise, fused_conv2d_pool and the transposed form included.

@@ -136,6 +136,117 @@ TEST_P(Conformance, RefusesMismatchedOperandsNamingTheKernel) {
   }
 }
 
+/// pointwise_loss refuses a kind it does not know, an option of another
+/// kind and operands that do not fit, with the same words on every
+/// backend (the reference when it runs, the others when they
+/// instantiate).
+TEST_P(Conformance, PointwiseLossRefusesBadLaunches) {
+  Backend backend = GetParam();
+  const std::string kinds =
+      " (mean_squared_error, mean_absolute_error, "
+      "mean_absolute_percentage_error, mean_squared_logarithmic_error, huber, "
+      "log_cosh, binary_crossentropy, poisson, kl_divergence, hinge, "
+      "squared_hinge, binary_accuracy)";
+  auto kind = [](std::string name) {
+    KernelConfig c;
+    c.set("kind", name);
+    return c;
+  };
+  KernelConfig mseDelta = kind("mean_squared_error");
+  mseDelta.set("delta", 1.5);
+  KernelConfig huberLogits = kind("huber");
+  huberLogits.set("from_logits", int64_t{1});
+  KernelConfig hingeSmooth = kind("hinge");
+  hingeSmooth.set("label_smoothing", 0.1);
+  struct Bad {
+    std::string kernel;
+    KernelConfig cfg;
+    std::vector<std::vector<int64_t>> ins, outs;
+    std::string message; // the whole message; "" for the kernel's name only
+  };
+  const Bad bad[] = {
+      {"pointwise_loss",
+       kind("cross_entropy"),
+       {{2, 3}, {2, 3}},
+       {{}},
+       "pointwise_loss: kind 'cross_entropy' is not an element-wise loss" +
+           kinds},
+      {"pointwise_loss_grad",
+       {},
+       {{2, 3}, {2, 3}},
+       {{2, 3}},
+       "pointwise_loss_grad: needs a kind" + kinds},
+      {"pointwise_loss",
+       kind("mean_squared_error"),
+       {{2, 3}, {2, 4}},
+       {{}},
+       "pointwise_loss: targets [2, 4] do not match predictions [2, 3]"},
+      {"pointwise_loss_grad",
+       kind("poisson"),
+       {{2, 3}, {3, 2}},
+       {{2, 3}},
+       "pointwise_loss_grad: targets [3, 2] do not match predictions [2, 3]"},
+      {"pointwise_loss",
+       mseDelta,
+       {{2, 3}, {2, 3}},
+       {{}},
+       "pointwise_loss: delta is huber's option, not mean_squared_error's"},
+      {"pointwise_loss_grad",
+       huberLogits,
+       {{2, 3}, {2, 3}},
+       {{2, 3}},
+       "pointwise_loss_grad: from_logits is binary_crossentropy's option, not "
+       "huber's"},
+      {"pointwise_loss",
+       hingeSmooth,
+       {{2, 3}, {2, 3}},
+       {{}},
+       "pointwise_loss: label_smoothing is binary_crossentropy's option, not "
+       "hinge's"},
+      {"pointwise_loss_grad",
+       kind("huber"),
+       {{2, 3}, {2, 3}},
+       {{3, 2}},
+       "pointwise_loss_grad: predictions_grad [3, 2] does not match "
+       "predictions [2, 3]"},
+      {"pointwise_loss",
+       kind("huber"),
+       {{2, 3}, {2, 3}},
+       {{2}},
+       "pointwise_loss: the loss must be a scalar, got [2]"},
+      {"pointwise_loss",
+       kind("huber"),
+       {{}, {}},
+       {{}},
+       "pointwise_loss: needs predictions [B, ..., K], got a scalar"},
+      {"pointwise_loss", kind("hinge"), {{2, 3}, {2, 3}, {3}}, {{}}, ""},
+      {"pointwise_loss_grad",
+       kind("hinge"),
+       {{2, 3}, {2, 3}, {2}},
+       {{2, 3}},
+       ""},
+  };
+  for (const Bad &c : bad) {
+    std::vector<Tensor> ins, outs;
+    unsigned seed = 1;
+    for (const auto &shape : c.ins)
+      ins.push_back(rnd(shape, seed++));
+    for (const auto &shape : c.outs)
+      outs.push_back(Tensor::f32(shape));
+    std::vector<Tensor *> in, out;
+    for (Tensor &t : ins)
+      in.push_back(&t);
+    for (Tensor &t : outs)
+      out.push_back(&t);
+    Status s = launch(c.kernel, c.cfg, in, out, {}, backend);
+    ASSERT_FALSE(s.isOk()) << c.kernel << " accepted: " << c.message;
+    if (c.message.empty())
+      EXPECT_EQ(s.message().rfind(c.kernel + ": ", 0), 0u) << s.message();
+    else
+      EXPECT_EQ(s.message(), c.message);
+  }
+}
+
 /// filter_layout is hwio or ohwi: any other value is refused by the five
 /// convolution kernels, naming the kernel and the value.
 TEST_P(Conformance, RefusesAnUnknownFilterLayout) {

@@ -629,6 +629,111 @@ TEST(FiniteDifference, LossGradientIsZeroWhereClipped) {
   EXPECT_NEAR(an[2], num[2], 1e-4);
 }
 
+/// Every pointwise_loss kind, its gradient kernel against central
+/// differences of the loss, at points away from kinks and clips: |p - t|
+/// at least 0.05 (mae, mape, huber's delta 0.075 among them), probabilities
+/// in (0.1, 0.9), hinge margins 1 - t p at least 0.1 from zero.
+TEST(FiniteDifference, PointwiseLosses) {
+  const std::vector<int64_t> shape = {3, 4};
+  std::vector<double> p = uniform(12, 0.15, 0.85, 121);
+  std::vector<double> gap = uniform(12, 0.05, 0.1, 122);
+  std::vector<double> t(12);
+  for (int i = 0; i < 12; ++i)
+    t[i] = p[i] + (i % 2 ? gap[i] : -gap[i]);
+  std::vector<double> z = uniform(12, -3, 3, 123);
+  const std::vector<double> hp = {-1.8, -0.5, 0.3, 1.6,  0.7,  -1.3,
+                                  2.2,  -0.2, 0.9, 1.25, -0.7, 0.45};
+  const std::vector<double> binary = {1, 0, 0, 1, 1, 0, 1, 0, 1, 0, 1, 0};
+  std::vector<double> signs(12);
+  for (int i = 0; i < 12; ++i)
+    signs[i] = i % 2 ? -1.0 : 1.0;
+  struct C {
+    std::string label;
+    KernelConfig cfg;
+    std::vector<double> p, t;
+  };
+  auto kind = [](const std::string &name) {
+    KernelConfig cfg;
+    cfg.set("kind", name);
+    return cfg;
+  };
+  KernelConfig huber = kind("huber"), smooth = kind("binary_crossentropy"),
+               logits = kind("binary_crossentropy");
+  huber.set("delta", 0.075);
+  smooth.set("label_smoothing", 0.1);
+  logits.set("from_logits", int64_t{1}).set("label_smoothing", 0.2);
+  const C cases[] = {
+      {"mean_squared_error", kind("mean_squared_error"), p, t},
+      {"mean_absolute_error", kind("mean_absolute_error"), p, t},
+      {"mean_absolute_percentage_error", kind("mean_absolute_percentage_error"),
+       p, t},
+      {"mean_squared_logarithmic_error", kind("mean_squared_logarithmic_error"),
+       p, t},
+      {"huber", kind("huber"), p, t},
+      {"huber delta 0.075", huber, p, t},
+      {"log_cosh", kind("log_cosh"), z, t},
+      {"binary_crossentropy", kind("binary_crossentropy"), p, t},
+      {"binary_crossentropy label_smoothing", smooth, p, binary},
+      {"binary_crossentropy from_logits", logits, z, t},
+      {"poisson", kind("poisson"), p, t},
+      {"kl_divergence", kind("kl_divergence"), p, t},
+      {"hinge", kind("hinge"), hp, binary},
+      {"hinge, -1/1 targets", kind("hinge"), hp, signs},
+      {"squared_hinge, -1/1 targets", kind("squared_hinge"), hp, signs},
+      {"squared_hinge", kind("squared_hinge"), hp, binary},
+  };
+  for (const C &c : cases) {
+    Forward f;
+    f.kernel = "pointwise_loss";
+    f.cfg = c.cfg;
+    f.ins = {Tensor::f64(shape, c.p), Tensor::f64(shape, c.t)};
+    f.outShapes = {{}};
+    expectGradient(analytic("pointwise_loss_grad", c.cfg, f.ins, {shape}),
+                   f.numeric(0, {1.0}), "pointwise_loss_grad " + c.label);
+  }
+}
+
+/// Where Keras' formula has a kink or a clip, the gradient is
+/// TensorFlow's: clip_by_value passes it for eps <= p <= max only, the
+/// maximum's goes to its first operand where it is >= the second, and abs'
+/// is 0 at 0 (each checked against TensorFlow 2.21).
+TEST(FiniteDifference, PointwiseLossGradientsAtKinksAndClips) {
+  auto gradOf = [](const std::string &kind, std::vector<double> p,
+                   std::vector<double> t) {
+    KernelConfig cfg;
+    cfg.set("kind", kind);
+    std::vector<int64_t> shape = {1, static_cast<int64_t>(p.size())};
+    return analytic("pointwise_loss_grad", cfg,
+                    {Tensor::f64(shape, p), Tensor::f64(shape, t)}, {shape});
+  };
+  // Clipped predictions have no gradient; 1e-7 itself is inside.
+  std::vector<double> bce = gradOf("binary_crossentropy", {0.0, 1.0, 1e-7, 0.5},
+                                   {0.5, 0.5, 0.5, 0.5});
+  EXPECT_EQ(bce[0], 0.0);
+  EXPECT_EQ(bce[1], 0.0);
+  EXPECT_NEAR(bce[2], (-0.5 / 1e-7 + 0.5 / (1 - 1e-7)) / 4, 1e-3);
+  std::vector<double> kl =
+      gradOf("kl_divergence", {1.5, 1.0, 1e-7, 0.0}, {0.5, 0.5, 0.5, 0.5});
+  expectAllNear(kl, {0.0, -0.5, -5e6, 0.0}, 1e-9, "kl_divergence");
+  std::vector<double> msle =
+      gradOf("mean_squared_logarithmic_error", {-1.0, 0.0}, {0.5, 0.5});
+  expectAllNear(msle, {0.0, 0.0}, 0, "msle below eps");
+  // abs and sign: 0 at p == t.
+  expectAllNear(gradOf("mean_absolute_error", {0.5, 0.7}, {0.5, 0.2}),
+                {0.0, 0.5}, 1e-12, "mae at 0");
+  expectAllNear(
+      gradOf("mean_absolute_percentage_error", {1.0, 0.5}, {1.0, 0.0}),
+      {0.0, 100 / 1e-7 / 2}, 1e-12, "mape at 0 and t = 0");
+  // hinge at its kink, 1 - t p == 0: -t (targets -1/1 here).
+  expectAllNear(gradOf("hinge", {1.0, -1.0, 0.5}, {1.0, -1.0, -1.0}),
+                {-1.0 / 3, 1.0 / 3, 1.0 / 3}, 1e-12, "hinge at the kink");
+  expectAllNear(gradOf("squared_hinge", {1.0, 0.5}, {1.0, 1.0}), {0.0, -0.5},
+                1e-12, "squared_hinge at the kink");
+  // log_cosh far out: tanh saturates, nothing overflows.
+  expectAllNear(gradOf("log_cosh", {1000.0, -800.0, 0.0}, {0.0, 0.0, 0.0}),
+                {1.0 / 3, -1.0 / 3, 0.0}, 1e-12, "log_cosh");
+}
+
 TEST(FiniteDifference, SoftmaxCrossEntropy) {
   Tensor oneHot = Tensor::f64({3, 4}, {0, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 1});
   Tensor indices = Tensor::i32({3}, {1, 0, 3});

@@ -577,6 +577,344 @@ TEST(ReferenceKernels, LossesMatchKerasDocumentation) {
   EXPECT_NEAR(l64.get(0), -std::log(0.75), 1e-12);
 }
 
+//===----------------------------------------------------------------------===//
+// pointwise_loss: Keras 3's element-wise losses
+//===----------------------------------------------------------------------===//
+
+KernelConfig lossKind(const std::string &kind) {
+  KernelConfig cfg;
+  cfg.set("kind", kind);
+  return cfg;
+}
+
+/// pointwise_loss of f64 predictions and targets of `shape`, weighted
+/// when `w` is given.
+double pointwiseLossOf(const KernelConfig &cfg, std::vector<int64_t> shape,
+                       const std::vector<double> &p,
+                       const std::vector<double> &t,
+                       const std::vector<double> &w = {}) {
+  Tensor pt = Tensor::f64(shape, p), tt = Tensor::f64(shape, t);
+  Tensor wt = Tensor::f64({shape[0]},
+                          w.empty() ? std::vector<double>(shape[0], 1.0) : w);
+  Tensor loss = Tensor::f64({});
+  std::vector<Tensor *> ins = {&pt, &tt};
+  if (!w.empty())
+    ins.push_back(&wt);
+  Status s = launch("pointwise_loss", cfg, ins, {&loss});
+  EXPECT_TRUE(s.isOk()) << s.message();
+  return loss.get(0);
+}
+
+std::vector<double> pointwiseGradOf(const KernelConfig &cfg,
+                                    std::vector<int64_t> shape,
+                                    const std::vector<double> &p,
+                                    const std::vector<double> &t) {
+  Tensor pt = Tensor::f64(shape, p), tt = Tensor::f64(shape, t);
+  Tensor dp = Tensor::f64(shape);
+  Status s = launch("pointwise_loss_grad", cfg, {&pt, &tt}, {&dp});
+  EXPECT_TRUE(s.isOk()) << s.message();
+  return dp.values();
+}
+
+/// Keras 3.15 on TensorFlow 2.21 in float64: the loss object's value on
+/// [2, 3] tensors, with sample_weight [0.5, 2], and tf.GradientTape's
+/// d loss / d predictions without, e.g.
+///   keras.losses.Huber(delta=1.5, dtype="float64")(t, p, sample_weight=w)
+struct KerasLoss {
+  std::string label;
+  KernelConfig cfg;
+  std::vector<double> p, t;
+  double loss, weighted;
+  std::vector<double> grad;
+  double tol = 1e-12;
+};
+
+TEST(ReferenceKernels, PointwiseLossesMatchKeras) {
+  const std::vector<double> p = {0.9, 0.2, 0.6, 0.3, 0.8, 0.1};
+  const std::vector<double> t = {1.0, 0.0, 0.5, 0.2, 1.0, 0.0};
+  KernelConfig huber = lossKind("huber");
+  huber.set("delta", 1.5);
+  KernelConfig smooth = lossKind("binary_crossentropy");
+  smooth.set("label_smoothing", 0.2);
+  KernelConfig logits = lossKind("binary_crossentropy");
+  logits.set("from_logits", int64_t{1});
+  KernelConfig logitsSmooth = logits;
+  logitsSmooth.set("label_smoothing", 0.1);
+  const std::vector<double> z = {40.0, -35.0, 2.0, -60.0, 0.5, 100.0};
+  const std::vector<double> zt = {1.0, 0.0, 0.3, 1.0, 0.0, 0.0};
+  const std::vector<double> hp = {0.3, -0.8, 1.5, -0.2, 0.4, 2.5};
+  const std::vector<double> binary = {1.0, 0.0, 1.0, 0.0, 0.0, 1.0};
+  const std::vector<double> signs = {1.0, -1.0, 1.0, -1.0, 1.0, 0.5};
+  const double s6 = 1.0 / 6;
+  const KerasLoss cases[] = {
+      {"mean_squared_error",
+       lossKind("mean_squared_error"),
+       p,
+       t,
+       0.019999999999999997,
+       0.024999999999999994,
+       {-0.033333333333333326, 0.066666666666666666, 0.033333333333333326,
+        0.033333333333333326, -0.066666666666666652, 0.033333333333333333}},
+      {"mean_absolute_error",
+       lossKind("mean_absolute_error"),
+       p,
+       t,
+       0.1333333333333333,
+       0.16666666666666663,
+       {-s6, s6, s6, s6, -s6, s6}},
+      {"mean_absolute_percentage_error",
+       lossKind("mean_absolute_percentage_error"),
+       p,
+       t,
+       50000016.666666672,
+       50000025.833333343,
+       {-16.666666666666668, 166666666.66666669, 33.333333333333336,
+        83.333333333333329, -16.666666666666668, 166666666.66666669}},
+      {"mean_squared_logarithmic_error",
+       lossKind("mean_squared_logarithmic_error"),
+       p,
+       t,
+       0.011104836831820945,
+       0.012200339571835916,
+       {-0.00899882357676326, 0.050644849109432899, 0.013445525236993997,
+        0.020523771198342682, -0.019511206603301155, 0.028881842364948104}},
+      {"huber",
+       lossKind("huber"),
+       p,
+       t,
+       0.0099999999999999985,
+       0.012499999999999997,
+       {-0.016666666666666663, 0.033333333333333333, 0.016666666666666663,
+        0.016666666666666663, -0.033333333333333326, 0.016666666666666666}},
+      {"huber delta 1.5, both sides",
+       huber,
+       {0.5, 3.0, -2.0, 1.0, 0.0, 1.4},
+       {0.0, 0.0, 0.0, 1.0, 2.0, 0.0},
+       1.3716666666666666,
+       1.3995833333333334,
+       {0.083333333333333329, 0.25, -0.25, 0, -0.25, 0.23333333333333331}},
+      {"log_cosh",
+       lossKind("log_cosh"),
+       p,
+       t,
+       0.00995048125644582,
+       0.012438101570557247,
+       {-0.01661133243749266, 0.032895886704150668, 0.016611332437492632,
+        0.016611332437492632, -0.03289588670415064, 0.016611332437492632},
+       // Keras' log 2 is float32's even in float64 (ops.log(2.0), then the
+       // cast): 1.9e-9 above log 2.
+       3e-9},
+      {"binary_crossentropy",
+       lossKind("binary_crossentropy"),
+       p,
+       t,
+       0.31611680463005304,
+       0.37171804806207887,
+       {-0.18518518518518517, 0.20833333333333331, 0.06944444444444442,
+        0.079365079365079347, -0.20833333333333331, 0.18518518518518517}},
+      {"binary_crossentropy label_smoothing 0.2",
+       smooth,
+       p,
+       t,
+       0.44404041451579535,
+       0.5379772943721608,
+       {0, 0.10416666666666667, 0.06944444444444442, 0.031746031746031717,
+        -0.10416666666666667, 0}},
+      {"binary_crossentropy from_logits, large |z|",
+       logits,
+       z,
+       zt,
+       27.08350083253718,
+       53.785269662313617,
+       {-7.0805904254859815e-19, 1.0508527933578308e-16, 0.096799512996313744,
+        -0.16666666666666666, 0.10374322186697575, 0.16666666666666666}},
+      {"binary_crossentropy from_logits label_smoothing 0.1",
+       logitsSmooth,
+       z,
+       zt,
+       26.364334165870517,
+       51.419436328980289,
+       {0.0083333333333333315, -0.0083333333333332274, 0.093466179662980403,
+        -0.15833333333333333, 0.09540988853364242, 0.15833333333333333}},
+      {"poisson",
+       lossKind("poisson"),
+       p,
+       t,
+       0.62078517560152335,
+       0.72637706792894907,
+       {-0.018518497942389134, 0.16666666666666666, 0.027777800925922053,
+        0.055555592592580236, -0.041666640625003248, 0.16666666666666666}},
+      {"kl_divergence",
+       lossKind("kl_divergence"),
+       p,
+       t,
+       0.078123717268298157,
+       0.14559871974028993,
+       {-0.55555555555555547, -2.4999999999999994e-07, -0.41666666666666669,
+        -0.33333333333333343, -0.625, -4.9999999999999987e-07}},
+      {"hinge, 0/1 targets",
+       lossKind("hinge"),
+       hp,
+       binary,
+       0.51666666666666672,
+       0.80833333333333335,
+       {-s6, s6, 0, s6, s6, 0}},
+      {"hinge, other targets",
+       lossKind("hinge"),
+       hp,
+       signs,
+       0.3833333333333333,
+       0.54166666666666663,
+       {-s6, s6, 0, s6, -s6, 0}},
+      {"squared_hinge, 0/1 targets",
+       lossKind("squared_hinge"),
+       hp,
+       binary,
+       0.52166666666666661,
+       0.91083333333333327,
+       {-0.23333333333333331, 0.066666666666666652, 0, 0.26666666666666666,
+        0.46666666666666662, 0}},
+      {"squared_hinge, other targets",
+       lossKind("squared_hinge"),
+       hp,
+       signs,
+       0.255,
+       0.37749999999999995,
+       {-0.23333333333333331, 0.066666666666666652, 0, 0.26666666666666666,
+        -0.19999999999999998, 0}},
+  };
+  for (const KerasLoss &c : cases) {
+    EXPECT_NEAR(pointwiseLossOf(c.cfg, {2, 3}, c.p, c.t), c.loss,
+                c.tol * std::max(1.0, std::abs(c.loss)))
+        << c.label;
+    EXPECT_NEAR(pointwiseLossOf(c.cfg, {2, 3}, c.p, c.t, {0.5, 2.0}),
+                c.weighted, c.tol * std::max(1.0, std::abs(c.weighted)))
+        << c.label << ", weighted";
+    expectAllNear(pointwiseGradOf(c.cfg, {2, 3}, c.p, c.t), c.grad, 1e-12,
+                  c.label + " grad");
+  }
+}
+
+/// The same losses written out from Keras' formulas, on the cases that
+/// each decide something: hinge's label conversion over the whole launch,
+/// huber's two sides, label smoothing, logits far from zero,
+/// kl_divergence's sum over the last axis and the weights of a rank-3
+/// batch.
+TEST(ReferenceKernels, BinaryAccuracyIsKerasThreshold) {
+  // keras.metrics.binary_accuracy: equal(t, p > 0.5), the mean over every
+  // element (0.5 itself is not above the threshold); a metric, so it has
+  // no gradient.
+  const std::vector<int64_t> shape = {2, 3};
+  EXPECT_NEAR(pointwiseLossOf(lossKind("binary_accuracy"), shape,
+                              {0.9, 0.5, 0.2, 0.51, -3.0, 7.0},
+                              {1, 1, 0, 0, 0, 1}),
+              4.0 / 6, 1e-12);
+  Tensor p = Tensor::f32({2, 3}), t = Tensor::f32({2, 3}),
+         g = Tensor::f32({2, 3});
+  Status s = launch("pointwise_loss_grad", lossKind("binary_accuracy"),
+                    {&p, &t}, {&g});
+  EXPECT_FALSE(s);
+  EXPECT_EQ(s.message(), "pointwise_loss_grad: binary_accuracy is a metric: it "
+                         "has no gradient");
+}
+
+TEST(ReferenceKernels, PointwiseLossesFollowKerasFormulas) {
+  const std::vector<int64_t> shape = {2, 3};
+  // hinge: all-0/1 targets become -1/1 ...
+  const std::vector<double> hp = {0.3, -0.8, 1.5, -0.2, 0.4, 2.5};
+  EXPECT_NEAR(pointwiseLossOf(lossKind("hinge"), shape, hp, {1, 0, 1, 0, 0, 1}),
+              (0.7 + 0.2 + 0 + 0.8 + 1.4 + 0) / 6, 1e-12);
+  EXPECT_NEAR(
+      pointwiseLossOf(lossKind("squared_hinge"), shape, hp, {1, 0, 1, 0, 0, 1}),
+      (0.49 + 0.04 + 0 + 0.64 + 1.96 + 0) / 6, 1e-12);
+  // ... but one 0.5 among them keeps every target as it is.
+  EXPECT_NEAR(
+      pointwiseLossOf(lossKind("hinge"), shape, hp, {1, 0, 1, 0, 0, 0.5}),
+      (0.7 + 1 + 0 + 1 + 1 + 0) / 6, 1e-12);
+  expectAllNear(
+      pointwiseGradOf(lossKind("hinge"), shape, hp, {1, 0, 1, 0, 0, 0.5}),
+      {-1.0 / 6, 0, 0, 0, 0, 0}, 1e-12, "hinge grad, 0.5 target");
+  // huber, delta 0.5: 0.5 e^2 up to |e| = delta, delta |e| - delta^2 / 2
+  // beyond; the gradient e, then delta sign(e).
+  KernelConfig huber = lossKind("huber");
+  huber.set("delta", 0.5);
+  const std::vector<double> hz(6, 0.0), he = {0.2, -0.4, 0.5, 0.9, -1.5, 3.0};
+  EXPECT_NEAR(
+      pointwiseLossOf(huber, shape, he, hz),
+      (0.02 + 0.08 + 0.125 + (0.45 - 0.125) + (0.75 - 0.125) + (1.5 - 0.125)) /
+          6,
+      1e-12);
+  expectAllNear(pointwiseGradOf(huber, shape, he, hz),
+                {0.2 / 6, -0.4 / 6, 0.5 / 6, 0.5 / 6, -0.5 / 6, 0.5 / 6}, 1e-12,
+                "huber grad");
+  // binary_crossentropy with label_smoothing 0.3: t * 0.7 + 0.15.
+  KernelConfig smooth = lossKind("binary_crossentropy");
+  smooth.set("label_smoothing", 0.3);
+  const std::vector<double> bp = {0.9, 0.2, 0.6, 0.3, 0.8, 0.1},
+                            bt = {1, 0, 1, 0, 1, 0};
+  double bce = 0.0;
+  std::vector<double> bceGrad;
+  for (int i = 0; i < 6; ++i) {
+    double ts = bt[i] * 0.7 + 0.15;
+    bce -= ts * std::log(bp[i]) + (1 - ts) * std::log(1 - bp[i]);
+    bceGrad.push_back((-ts / bp[i] + (1 - ts) / (1 - bp[i])) / 6);
+  }
+  EXPECT_NEAR(pointwiseLossOf(smooth, shape, bp, bt), bce / 6, 1e-12);
+  expectAllNear(pointwiseGradOf(smooth, shape, bp, bt), bceGrad, 1e-12,
+                "bce grad, label smoothing");
+  // From logits far from zero: max(z, 0) - z t + log1p(exp(-|z|)), finite.
+  KernelConfig logits = lossKind("binary_crossentropy");
+  logits.set("from_logits", int64_t{1});
+  const std::vector<double> z = {800, -800, 800, -800, 50, -50},
+                            zt = {1, 0, 0, 1, 0.5, 0.5};
+  EXPECT_NEAR(pointwiseLossOf(logits, shape, z, zt),
+              (0 + 0 + 800 + 800 + 25 + 25) / 6, 1e-12);
+  expectAllNear(pointwiseGradOf(logits, shape, z, zt),
+                {0, 0, 1.0 / 6, -1.0 / 6, 0.5 / 6, -0.5 / 6}, 1e-12,
+                "bce from logits grad");
+  // kl_divergence sums over the last axis: the mean over the B * ... rows.
+  const std::vector<double> kp = {0.2, 0.3, 0.5, 0.6, 0.3, 0.1},
+                            kt = {0.1, 0.6, 0.3, 0.5, 0.5, 0.0};
+  double kl = 0.0;
+  for (int i = 0; i < 6; ++i) {
+    double tc = std::max(kt[i], 1e-7);
+    kl += tc * std::log(tc / kp[i]);
+  }
+  EXPECT_NEAR(pointwiseLossOf(lossKind("kl_divergence"), shape, kp, kt), kl / 2,
+              1e-12);
+  EXPECT_NEAR(pointwiseGradOf(lossKind("kl_divergence"), shape, kp, kt)[1],
+              -0.6 / 0.3 / 2, 1e-12);
+  // Rank 3, [2, 2, 3]: each weight weighs its batch row's 6 elements, and
+  // the sum is divided by all 12 (Keras: per-sample losses [2, 2], their
+  // sum over the 4). Keras gives 0.084791666666666682 unweighted. Called
+  // with sample_weight [2] it multiplies the [2, 2] losses by it
+  // numpy-style, along their last axis (only because 2 == 2; any other
+  // middle size is a broadcast error), so its 0.0908333 there is not a
+  // per-row weighting and is not this kernel's.
+  const std::vector<double> p3 = {0.9, 0.2, 0.6, 0.3,  0.8,  0.1,
+                                  0.5, 0.4, 0.7, 0.25, 0.65, 0.15},
+                            t3 = {1,   0,   0.5, 0.2, 1,   0,
+                                  0.1, 0.9, 0.3, 0.6, 0.2, 0.2};
+  double first = 0.0, second = 0.0;
+  for (int i = 0; i < 12; ++i)
+    (i < 6 ? first : second) += (p3[i] - t3[i]) * (p3[i] - t3[i]);
+  KernelConfig mse = lossKind("mean_squared_error");
+  EXPECT_NEAR(pointwiseLossOf(mse, {2, 2, 3}, p3, t3), (first + second) / 12,
+              1e-12);
+  EXPECT_NEAR(pointwiseLossOf(mse, {2, 2, 3}, p3, t3, {0.5, 2.0}),
+              (0.5 * first + 2.0 * second) / 12, 1e-12);
+  EXPECT_NEAR(pointwiseLossOf(mse, {2, 2, 3}, p3, t3), 0.084791666666666682,
+              1e-12);
+  // kl_divergence of rank 3 divides by the 4 rows of 3: Keras 0.204509534...
+  EXPECT_NEAR(pointwiseLossOf(lossKind("kl_divergence"), {2, 2, 3}, p3, t3),
+              0.204509534351522, 1e-12);
+  // f32 operands: the same loss, rounded once.
+  Tensor pf = Tensor::f32({2, 2, 3}, p3), tf = Tensor::f32({2, 2, 3}, t3);
+  Tensor lf = Tensor::f32({});
+  RUN_OK("pointwise_loss", mse, {&pf, &tf}, {&lf});
+  EXPECT_NEAR(lf.get(0), 0.084791666666666682, 1e-7);
+}
+
 TEST(ReferenceKernels, SoftmaxCrossEntropy) {
   Tensor z = Tensor::f64({2, 2}, {0, 0, 1, 3});
   Tensor idx = Tensor::i32({2}, {0, 1});
@@ -914,6 +1252,8 @@ const std::vector<std::string> kLaunchable = {
     "normalize",
     "optimizer_update",
     "pad",
+    "pointwise_loss",
+    "pointwise_loss_grad",
     "random_contrast",
     "random_contrast_grad",
     "random_image_transform",

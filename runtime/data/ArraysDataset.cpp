@@ -1,0 +1,429 @@
+//===- ArraysDataset.cpp - a model's examples from NumPy or CSV -----------===//
+
+#include "runtime/data/ArraysDataset.h"
+
+#include "runtime/data/CsvTable.h"
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
+namespace graph::runtime::data {
+
+namespace {
+
+constexpr const char *kArraysPrefix = "arrays:";
+constexpr const char *kCsvPrefix = "csv:";
+
+/// NumPy's way of writing a shape: "(60000, 28, 28)", "(5,)".
+std::string numpyShape(const std::vector<int64_t> &dims) {
+  std::string text = "(";
+  for (size_t i = 0; i < dims.size(); ++i)
+    text += (i ? ", " : "") + std::to_string(dims[i]);
+  return text + (dims.size() == 1 ? ",)" : ")");
+}
+
+std::string expectedShape(const ExampleShape &shape) {
+  std::vector<int64_t> dims{0};
+  dims.insert(dims.end(), shape.dims.begin(), shape.dims.end());
+  std::string text = numpyShape(dims);
+  return "(N" + text.substr(2);
+}
+
+std::vector<std::string> split(const std::string &text, char separator) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  while (true) {
+    size_t at = text.find(separator, start);
+    parts.push_back(text.substr(start, at - start));
+    if (at == std::string::npos)
+      return parts;
+    start = at + 1;
+  }
+}
+
+/// Labels as class indices, from `values` ([rows, width] doubles, row-major,
+/// read from `what`): width 1 holds indices, a larger width one-hot rows.
+Status toClassLabels(const std::string &what, const std::vector<double> &values,
+                     int64_t rows, int64_t width, int32_t classes,
+                     std::vector<int32_t> &labels, int32_t &numClasses) {
+  labels.resize(static_cast<size_t>(rows));
+  if (width > 1 && classes > 0 && width != classes)
+    return Status::invalidInput(
+        what + ": one-hot rows of " + std::to_string(width) +
+        " classes; the model's labels have " + std::to_string(classes));
+  int32_t largest = -1;
+  for (int64_t r = 0; r < rows; ++r) {
+    const double *row = values.data() + r * width;
+    std::string at = what + ": example " + std::to_string(r) + ": ";
+    double label = row[0];
+    if (width > 1) {
+      // One-hot: exactly one 1, every other value 0.
+      int64_t hot = -1;
+      for (int64_t c = 0; c < width; ++c) {
+        if (std::isnan(row[c]))
+          return Status::invalidInput(at + "label is NaN");
+        if (row[c] == 1.0 && hot < 0)
+          hot = c;
+        else if (row[c] != 0.0)
+          return Status::invalidInput(
+              at + "a one-hot label row must hold one 1 and zeros; it holds " +
+              std::to_string(row[c]) + " at class " + std::to_string(c) +
+              " (soft labels need a loss that takes them)");
+      }
+      if (hot < 0)
+        return Status::invalidInput(at + "the one-hot label row is all zeros");
+      label = static_cast<double>(hot);
+    } else {
+      if (std::isnan(label))
+        return Status::invalidInput(at + "label is NaN");
+      if (label < 0 || label != std::floor(label) || label >= 2147483647.0)
+        return Status::invalidInput(
+            at + "label " + std::to_string(label) +
+            " is not a class index (a whole number from 0); the model's loss "
+            "classifies");
+      if (classes > 0 && label >= classes)
+        return Status::invalidInput(
+            at + "label " + std::to_string(static_cast<int64_t>(label)) +
+            " is not below the model's " + std::to_string(classes) +
+            " classes");
+    }
+    labels[static_cast<size_t>(r)] = static_cast<int32_t>(label);
+    largest = std::max(largest, labels[static_cast<size_t>(r)]);
+  }
+  // One-hot rows say their classes; class indices by the largest.
+  numClasses = classes > 0 ? classes
+               : width > 1 ? static_cast<int32_t>(width)
+                           : largest + 1;
+  return Status::ok();
+}
+
+/// x and y disagree on the examples: "data.npz: x holds 300 examples, y
+/// 299" (or the two .npy files by name).
+std::string lengthMismatch(const std::string &name, const NumpyArray &x,
+                           const NumpyArray &y) {
+  std::string tail = " holds " + std::to_string(x.rows()) + " examples, " +
+                     y.name() + " " + std::to_string(y.rows()) +
+                     ": every array needs one row per example";
+  return x.name() == name ? x.name() + tail : name + ": " + x.name() + tail;
+}
+
+/// Float targets of `shape` per example, from `values` ([rows, width]
+/// doubles read from `what`, of row shape `dims`).
+Status toTargets(const std::string &what, const std::vector<double> &values,
+                 int64_t rows, const std::vector<int64_t> &dims,
+                 const ExampleShape &shape, std::vector<float> &targets) {
+  bool expands = dims.empty() && shape.dims == std::vector<int64_t>{1};
+  if (dims != shape.dims && !expands)
+    return Status::invalidInput(
+        what + ": targets of shape " + numpyShape(dims) +
+        " per example; the model's output (and so its loss) takes " +
+        numpyShape(shape.dims) + " per example");
+  targets.resize(static_cast<size_t>(rows * shape.elements()));
+  for (size_t i = 0; i < targets.size(); ++i) {
+    if (std::isnan(values[i]))
+      return Status::invalidInput(
+          what + ": example " +
+          std::to_string(static_cast<int64_t>(i) / shape.elements()) +
+          ": target is NaN");
+    targets[i] = static_cast<float>(values[i]);
+  }
+  return Status::ok();
+}
+
+/// The pair (x, y) of arrays `spec` names: an .npz's members, or two .npy
+/// files. `y` stays empty when the spec has none and none is needed.
+Status openPair(const std::string &spec, const std::string &inputName,
+                bool needsLabels, std::shared_ptr<NumpyArray> &x,
+                std::shared_ptr<NumpyArray> &y, std::string &name) {
+  if (!spec.starts_with(kArraysPrefix))
+    return Status::internal(spec + ": not an arrays: spec");
+  std::string rest = spec.substr(std::string(kArraysPrefix).size());
+  if (rest.empty())
+    return Status::invalidInput(spec + ": name the arrays: arrays:FILE.npz or "
+                                       "arrays:X.npy,Y.npy");
+  std::vector<std::string> paths = split(rest, ',');
+  if (paths.size() > 2)
+    return Status::invalidInput(spec + ": at most two files, arrays:X.npy,"
+                                       "Y.npy (or one .npz)");
+  if (paths.size() == 2 || rest.ends_with(".npy")) {
+    for (const std::string &path : paths)
+      if (path.empty())
+        return Status::invalidInput(spec + ": an empty file name");
+    x = std::make_shared<NumpyArray>();
+    if (Status s = openNpy(paths[0], *x); !s)
+      return s;
+    name = paths[0];
+    if (paths.size() == 2) {
+      y = std::make_shared<NumpyArray>();
+      if (Status s = openNpy(paths[1], *y); !s)
+        return s;
+    } else if (needsLabels) {
+      return Status::invalidInput(
+          spec + ": the labels are missing: arrays:X.npy,Y.npy (a single "
+                 ".npy file holds the inputs only, enough for --predict)");
+    }
+    return Status::ok();
+  }
+  std::vector<NumpyArray> members;
+  if (Status s = openNpz(rest, members); !s)
+    return s;
+  name = rest;
+  auto find = [&](const std::string &member) -> const NumpyArray * {
+    for (const NumpyArray &a : members)
+      if (a.name() == member)
+        return &a;
+    return nullptr;
+  };
+  std::string names;
+  for (const NumpyArray &a : members)
+    names += (names.empty() ? "'" : ", '") + a.name() + "'";
+  const NumpyArray *xs = find(inputName);
+  if (!xs)
+    xs = find("x");
+  if (!xs)
+    return Status::invalidInput(
+        rest + ": no array 'x' nor '" + inputName +
+        "' (the model's input) among " + names +
+        " (save the inputs as np.savez(f, x=..., y=...))");
+  const NumpyArray *ys = find("y");
+  if (!ys) {
+    // Keras' dict form names y after the output layer, a name the plan does
+    // not keep: with one array besides x, that is it.
+    std::vector<const NumpyArray *> others;
+    for (const NumpyArray &a : members)
+      if (&a != xs && a.name() != "sample_weight")
+        others.push_back(&a);
+    if (others.size() == 1)
+      ys = others[0];
+    else if (needsLabels)
+      return Status::invalidInput(
+          rest + ": no array 'y' (the labels) among " + names +
+          (others.empty() ? std::string()
+                          : ": name the labels y, np.savez(f, x=..., y=...)"));
+  }
+  x = std::make_shared<NumpyArray>(*xs);
+  if (ys)
+    y = std::make_shared<NumpyArray>(*ys);
+  return Status::ok();
+}
+
+Status openNumpy(const std::string &spec, const ArraysOptions &o,
+                 std::shared_ptr<const Dataset> &memory,
+                 std::optional<MappedExamples> &mapped) {
+  std::shared_ptr<NumpyArray> x, y;
+  std::string name;
+  if (Status s = openPair(spec, o.inputName, o.needsLabels, x, y, name); !s)
+    return s;
+  // x: one row per example, of the input's shape.
+  std::vector<int64_t> row(x->shape().begin() + (x->shape().empty() ? 0 : 1),
+                           x->shape().end());
+  if (x->shape().empty() || row != o.shape.dims)
+    return Status::invalidInput(
+        x->source() + ": shape " + numpyShape(x->shape()) + " (" +
+        elementTypeName(x->type()) + "); the model's input '" + o.inputName +
+        "' takes " + expectedShape(o.shape) +
+        ": one row per example, of the input's shape");
+  const int64_t n = x->rows();
+  if (n == 0)
+    return Status::invalidInput(x->source() + ": holds no examples");
+  // y: class labels, one per example.
+  std::vector<int32_t> labels(static_cast<size_t>(n), 0);
+  int32_t numClasses = std::max<int32_t>(o.classes, 1);
+  std::vector<float> targets;
+  const bool dense = o.targetShape.rank() > 0;
+  if (dense)
+    numClasses = static_cast<int32_t>(o.targetShape.elements());
+  if (y && dense) {
+    if (y->shape().empty() || y->rows() != n)
+      return Status::invalidInput(lengthMismatch(name, *x, *y));
+    std::vector<double> values(static_cast<size_t>(n * y->rowElements()));
+    y->rowsToDouble(0, n, values.data());
+    std::vector<int64_t> dims(y->shape().begin() + 1, y->shape().end());
+    if (Status s =
+            toTargets(y->source(), values, n, dims, o.targetShape, targets);
+        !s)
+      return s;
+  } else if (dense) {
+    targets.assign(static_cast<size_t>(n * numClasses), 0.0f);
+  } else if (y) {
+    const std::vector<int64_t> &ys = y->shape();
+    if (ys.empty() || ys.size() > 2 || y->rowElements() == 0)
+      return Status::invalidInput(
+          y->source() + ": shape " + numpyShape(ys) +
+          "; labels are (N,) or (N, 1) class indices, or (N, C) one-hot rows");
+    if (y->rows() != n)
+      return Status::invalidInput(lengthMismatch(name, *x, *y));
+    std::vector<double> values(static_cast<size_t>(n * y->rowElements()));
+    y->rowsToDouble(0, n, values.data());
+    if (Status s = toClassLabels(y->source(), values, n, y->rowElements(),
+                                 o.classes, labels, numClasses);
+        !s)
+      return s;
+  }
+  const int64_t bytes = n * x->rowElements() * int64_t(sizeof(float));
+  if (bytes <= o.inMemoryBytes) {
+    auto ds = std::make_shared<Dataset>();
+    ds->name = x->source();
+    ds->shape = o.shape;
+    ds->numClasses = numClasses;
+    ds->images.resize(static_cast<size_t>(n * x->rowElements()));
+    x->rowsToFloat(0, n, ds->images.data());
+    ds->labels = std::move(labels);
+    ds->targets = std::move(targets);
+    if (Status s = ds->validate(); !s)
+      return s;
+    memory = std::move(ds);
+    return Status::ok();
+  }
+  auto list = std::make_shared<ExampleList>();
+  list->name = x->source();
+  list->numClasses = numClasses;
+  list->labels = std::move(labels);
+  list->targets = std::move(targets);
+  if (Status s = list->validate(); !s)
+    return s;
+  mapped = MappedExamples{std::move(list), std::move(x), o.shape};
+  return Status::ok();
+}
+
+Status openCsv(const std::string &spec, const ArraysOptions &o,
+               std::shared_ptr<const Dataset> &memory) {
+  std::string path = spec.substr(std::string(kCsvPrefix).size());
+  if (path.empty())
+    return Status::invalidInput(spec + ": name the file, csv:FILE");
+  CsvTable table;
+  if (Status s = readCsv(path, table); !s)
+    return s;
+  auto indexOf = [&](const std::string &column, const char *flag,
+                     int &out) -> Status {
+    out = table.column(column);
+    if (out < 0) {
+      std::string names;
+      for (const std::string &c : table.columns)
+        names += (names.empty() ? "'" : ", '") + c + "'";
+      return Status::invalidInput(path + ": " + flag + " '" + column +
+                                  "': no such column (the columns: " + names +
+                                  ")");
+    }
+    return Status::ok();
+  };
+  std::vector<int> labelColumns, featureColumns;
+  if (o.needsLabels && o.labelColumns.empty())
+    return Status::invalidInput(path + ": say which columns are the labels, "
+                                       "--label-columns NAME[,NAME]");
+  for (const std::string &c : o.labelColumns) {
+    int i;
+    if (Status s = indexOf(c, "--label-columns", i); !s)
+      return s;
+    labelColumns.push_back(i);
+  }
+  for (const std::string &c : o.featureColumns) {
+    int i;
+    if (Status s = indexOf(c, "--feature-columns", i); !s)
+      return s;
+    if (std::find(labelColumns.begin(), labelColumns.end(), i) !=
+        labelColumns.end())
+      return Status::invalidInput(path + ": column '" + c +
+                                  "' is both a label and a feature");
+    if (std::find(featureColumns.begin(), featureColumns.end(), i) !=
+        featureColumns.end())
+      return Status::invalidInput(path + ": --feature-columns names '" + c +
+                                  "' twice");
+    featureColumns.push_back(i);
+  }
+  if (o.featureColumns.empty())
+    for (int i = 0; i < static_cast<int>(table.columns.size()); ++i)
+      if (std::find(labelColumns.begin(), labelColumns.end(), i) ==
+          labelColumns.end())
+        featureColumns.push_back(i);
+  const int64_t width = static_cast<int64_t>(featureColumns.size());
+  if (o.shape.elements() != width || o.shape.rank() != 1)
+    return Status::invalidInput(
+        path + ": " + std::to_string(width) +
+        " feature columns; the model's input '" + o.inputName + "' takes " +
+        expectedShape(o.shape) +
+        (o.shape.rank() == 1 ? std::string(": name the features with "
+                                           "--feature-columns")
+                             : std::string(": a CSV file feeds a vector "
+                                           "input")));
+  const int64_t n = table.rows;
+  const size_t columns = table.columns.size();
+  auto ds = std::make_shared<Dataset>();
+  ds->name = path;
+  ds->shape = o.shape;
+  ds->images.resize(static_cast<size_t>(n * width));
+  for (int64_t r = 0; r < n; ++r)
+    for (int64_t j = 0; j < width; ++j)
+      ds->images[static_cast<size_t>(r * width + j)] = static_cast<float>(
+          table.values[static_cast<size_t>(r) * columns +
+                       static_cast<size_t>(featureColumns[j])]);
+  ds->labels.assign(static_cast<size_t>(n), 0);
+  ds->numClasses = std::max<int32_t>(o.classes, 1);
+  if (o.targetShape.rank() > 0) {
+    const int64_t lw = static_cast<int64_t>(labelColumns.size());
+    ds->numClasses = static_cast<int32_t>(o.targetShape.elements());
+    std::vector<double> values(static_cast<size_t>(n * lw));
+    for (int64_t r = 0; r < n; ++r)
+      for (int64_t j = 0; j < lw; ++j)
+        values[static_cast<size_t>(r * lw + j)] =
+            table.values[static_cast<size_t>(r) * columns +
+                         static_cast<size_t>(labelColumns[j])];
+    if (labelColumns.empty())
+      ds->targets.assign(static_cast<size_t>(n * ds->numClasses), 0.0f);
+    else if (Status s = toTargets(path + ": --label-columns", values, n,
+                                  lw == 1 ? std::vector<int64_t>{}
+                                          : std::vector<int64_t>{lw},
+                                  o.targetShape, ds->targets);
+             !s)
+      return s;
+  } else if (!labelColumns.empty()) {
+    const int64_t lw = static_cast<int64_t>(labelColumns.size());
+    std::vector<double> values(static_cast<size_t>(n * lw));
+    for (int64_t r = 0; r < n; ++r)
+      for (int64_t j = 0; j < lw; ++j)
+        values[static_cast<size_t>(r * lw + j)] =
+            table.values[static_cast<size_t>(r) * columns +
+                         static_cast<size_t>(labelColumns[j])];
+    std::string what = path + ": --label-columns";
+    if (Status s = toClassLabels(what, values, n, lw, o.classes, ds->labels,
+                                 ds->numClasses);
+        !s)
+      return s;
+  }
+  if (Status s = ds->validate(); !s)
+    return s;
+  memory = std::move(ds);
+  return Status::ok();
+}
+
+} // namespace
+
+MapFn MappedExamples::loader() const {
+  std::shared_ptr<const NumpyArray> x = features;
+  const int64_t first = firstRow;
+  return [x, first](Example &e) -> Status {
+    if (e.index < 0 || first + e.index >= x->rows())
+      return Status::internal(x->source() + ": no example " +
+                              std::to_string(first + e.index));
+    e.image.resize(static_cast<size_t>(x->rowElements()));
+    x->rowsToFloat(first + e.index, 1, e.image.data());
+    return Status::ok();
+  };
+}
+
+bool isArraysSpec(const std::string &spec) {
+  return spec.starts_with(kArraysPrefix) || spec.starts_with(kCsvPrefix);
+}
+
+Status openArrays(const std::string &spec, const ArraysOptions &options,
+                  std::shared_ptr<const Dataset> &memory,
+                  std::optional<MappedExamples> &mapped) {
+  if (!options.shape.positive())
+    return Status::internal(spec + ": the model's input has no shape");
+  if (spec.starts_with(kCsvPrefix))
+    return openCsv(spec, options, memory);
+  return openNumpy(spec, options, memory, mapped);
+}
+
+} // namespace graph::runtime::data

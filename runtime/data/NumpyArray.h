@@ -1,0 +1,117 @@
+//===- NumpyArray.h - NumPy's .npy files and .npz archives ------*- C++ -*-===//
+//
+// Most data a user brings already sits in NumPy arrays, saved with np.save
+// (one .npy file) or np.savez / np.savez_compressed (an .npz, a zip of
+// NAME.npy members). A .npy file is a magic string, a version, a header that
+// is a Python dict literal ({'descr': '<f4', 'fortran_order': False,
+// 'shape': (3, 4), }) and the raw elements. The reader takes only numeric
+// arrays: an object array's data is a pickle, and unpickling a file runs any
+// code it names, so such a file is refused, never loaded.
+//
+// A .npy file is memory-mapped, not read: a data set larger than the memory
+// costs only the pages the pipeline touches, and the rows are converted to
+// float32 (or double) as they are asked for, whatever the stored type, byte
+// order and memory order, so the file never needs converting first.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef RUNTIME_DATA_NUMPYARRAY_H
+#define RUNTIME_DATA_NUMPYARRAY_H
+
+#include "runtime/base/Status.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace graph::runtime::data {
+
+/// The element types of the arrays the reader takes: NumPy's numeric dtypes
+/// (float128 and the complex types excepted) and bool.
+enum class ElementType {
+  f16,
+  f32,
+  f64,
+  i8,
+  i16,
+  i32,
+  i64,
+  u8,
+  u16,
+  u32,
+  u64,
+  boolean
+};
+
+/// NumPy's name of the type: "float16", "float32", "int64", "uint8", "bool",
+/// ...
+const char *elementTypeName(ElementType type);
+
+/// One NumPy array: its header, and its bytes: memory-mapped (read-only,
+/// MAP_SHARED, never copied) from a .npy file, or owned (an .npz member, read
+/// and decompressed). Copies share the bytes, which live as long as any copy.
+class NumpyArray {
+public:
+  /// The array's name: an .npz member's name without ".npy" ("x"), or a .npy
+  /// file's path.
+  const std::string &name() const { return name_; }
+  /// For messages: "data.npz: x" or the .npy file's path.
+  const std::string &source() const { return source_; }
+  ElementType type() const { return type_; }
+  /// Empty for a 0-d array.
+  const std::vector<int64_t> &shape() const { return shape_; }
+  bool fortranOrder() const { return fortranOrder_; }
+  /// shape()[0] (0 for a 0-d array).
+  int64_t rows() const;
+  /// The product of shape()[1:] (1 for rank <= 1).
+  int64_t rowElements() const;
+
+  /// Converts rows [first, first + count) to float32 in C (row-major) order,
+  /// count * rowElements() floats at `out`, whatever the stored type, byte
+  /// order and memory order (Fortran order is a strided gather). Bool is 0/1.
+  /// The caller checks the range; a 0-d array's one element is read as
+  /// rowsToFloat(0, 1, out). Thread-safe (const, read-only): a parallel map
+  /// calls it for one row at a time.
+  void rowsToFloat(int64_t first, int64_t count, float *out) const;
+  /// The same to double (labels are checked for NaN and integrality through
+  /// it).
+  void rowsToDouble(int64_t first, int64_t count, double *out) const;
+
+private:
+  friend Status openNpy(const std::string &path, NumpyArray &out);
+  friend Status openNpz(const std::string &path, std::vector<NumpyArray> &out);
+
+  /// Parses the .npy image `bytes` (held alive by `storage`) into `out`.
+  /// Errors begin with `source`.
+  static Status parse(const uint8_t *bytes, size_t size,
+                      std::shared_ptr<const void> storage, std::string name,
+                      std::string source, NumpyArray &out);
+
+  template <typename Dst>
+  void convertRows(int64_t first, int64_t count, Dst *out) const;
+
+  std::string name_;
+  std::string source_;
+  ElementType type_ = ElementType::f32;
+  std::vector<int64_t> shape_;
+  bool fortranOrder_ = false;
+  /// The elements' byte order differs from the host's.
+  bool swapBytes_ = false;
+  /// Keeps the mapping (or the decompressed member) alive.
+  std::shared_ptr<const void> storage_;
+  /// The first element, inside storage_.
+  const uint8_t *data_ = nullptr;
+};
+
+/// Opens a .npy file, mapping its data. Errors name the file and the fault.
+Status openNpy(const std::string &path, NumpyArray &out);
+
+/// Opens every member of an .npz archive (np.savez or np.savez_compressed),
+/// in the archive's order, each member read, size- and CRC-checked and
+/// decompressed into memory. Errors name the archive and the member.
+Status openNpz(const std::string &path, std::vector<NumpyArray> &out);
+
+} // namespace graph::runtime::data
+
+#endif // RUNTIME_DATA_NUMPYARRAY_H

@@ -1,0 +1,51 @@
+// RUN: graph-opt %s --split-input-file --graph-build-training-step | FileCheck %s
+// RUN: graph-opt %s --split-input-file --graph-build-training-step | graph-opt --split-input-file | FileCheck %s
+
+// An element-wise loss (graph.pointwise_loss): the labels are float targets
+// of the output's shape, the backward starts at graph.pointwise_loss_grad
+// with the loss's options, "accuracy" on one output unit is binary accuracy
+// (Keras' compile_utils.get_metric) and "mae" the mean absolute error; the
+// evaluation step weights them by sample_weight.
+
+graph.variable @"dense/kernel" : tensor<3x1xf32> = #graph.init<glorot_uniform>
+graph.model @m {
+  %x = graph.input "input_layer" : tensor<4x3xf32>
+  %k = graph.read_variable @"dense/kernel" : tensor<3x1xf32>
+  %y = graph.dense %x, %k : (tensor<4x3xf32>, tensor<3x1xf32>) -> tensor<4x1xf32>
+  graph.output %y : tensor<4x1xf32>
+}
+graph.training @m loss = binary_crossentropy from_logits label_smoothing = 1.000000e-01 optimizer = #graph.sgd<learning_rate = 0.1, momentum = 0.0, nesterov = false> metrics = ["accuracy", "mae"] global_batch_size = 4
+
+// CHECK-LABEL: graph.model @train_step
+// CHECK: %[[T:.*]] = graph.input "labels" : tensor<4x1xf32>
+// CHECK: %[[Y:.*]] = graph.dense
+// CHECK-NEXT: %[[L:.*]] = graph.pointwise_loss binary_crossentropy %[[Y]], %[[T]] from_logits label_smoothing = 1.000000e-01 : tensor<4x1xf32>, tensor<4x1xf32> -> tensor<f32>
+// CHECK-NEXT: %[[A:.*]] = graph.pointwise_loss binary_accuracy %[[Y]], %[[T]] : tensor<4x1xf32>, tensor<4x1xf32> -> tensor<f32>
+// CHECK-NEXT: %[[M:.*]] = graph.pointwise_loss mean_absolute_error %[[Y]], %[[T]] : tensor<4x1xf32>, tensor<4x1xf32> -> tensor<f32>
+// CHECK-NEXT: %[[G:.*]] = graph.pointwise_loss_grad binary_crossentropy %[[Y]], %[[T]] from_logits label_smoothing = 1.000000e-01 : tensor<4x1xf32>
+// CHECK: graph.dense_grad_kernel %{{.*}}, %[[G]]
+// CHECK-LABEL: graph.model @eval_step
+// CHECK: %[[ET:.*]] = graph.input "labels" : tensor<4x1xf32>
+// CHECK: %[[W:.*]] = graph.input "sample_weight" : tensor<4xf32>
+// CHECK: graph.pointwise_loss binary_crossentropy %{{.*}}, %[[ET]] weights %[[W]] from_logits label_smoothing = 1.000000e-01
+// CHECK: graph.pointwise_loss binary_accuracy %{{.*}}, %[[ET]] weights %[[W]]
+
+// -----
+
+// reduction = "sum" on a [B, T, K] output: the loss (and its gradient) times
+// B * T, the per-sample losses' count (Keras reduces over the last axis).
+
+graph.variable @"dense/kernel" : tensor<3x2xf32> = #graph.init<glorot_uniform>
+graph.model @m {
+  %x = graph.input "input_layer" : tensor<4x5x3xf32>
+  %k = graph.read_variable @"dense/kernel" : tensor<3x2xf32>
+  %y = graph.dense %x, %k : (tensor<4x5x3xf32>, tensor<3x2xf32>) -> tensor<4x5x2xf32>
+  graph.output %y : tensor<4x5x2xf32>
+}
+graph.training @m loss = huber delta = 5.000000e-01 reduction = "sum" optimizer = #graph.sgd<learning_rate = 0.1, momentum = 0.0, nesterov = false> metrics = [] global_batch_size = 4
+
+// CHECK-LABEL: graph.model @train_step
+// CHECK: %[[L:.*]] = graph.pointwise_loss huber %{{.*}}, %{{.*}} delta = 5.000000e-01 : tensor<4x5x2xf32>, tensor<4x5x2xf32> -> tensor<f32>
+// CHECK-NEXT: graph.scale_shift %[[L]] {scale = 2.000000e+01 : f64} : tensor<f32>
+// CHECK: %[[G:.*]] = graph.pointwise_loss_grad huber %{{.*}}, %{{.*}} delta = 5.000000e-01 : tensor<4x5x2xf32>
+// CHECK-NEXT: graph.scale_shift %[[G]] {scale = 2.000000e+01 : f64} : tensor<4x5x2xf32>

@@ -1,0 +1,56 @@
+"""Writes arrays that graphrun must refuse before the first step.
+
+  bad_arrays.py OUT_DIR
+
+Each file breaks one rule, for the multi-GPU guide's MLP (input (N, 784),
+class-index labels); arrays-bad-input.test names what graphrun must say.
+"""
+
+import os
+import sys
+
+import numpy as np
+
+
+def main():
+    out = sys.argv[1]
+    os.makedirs(out, exist_ok=True)
+    rng = np.random.default_rng(0)
+    x = rng.random((300, 784), dtype=np.float32)
+    y = rng.integers(0, 10, 300).astype(np.uint8)
+    p = lambda name: os.path.join(out, name)
+    np.savez(p("good.npz"), x=x, y=y)
+    np.savez(p("lengths.npz"), x=x, y=y[:299])
+    np.savez(p("noinput.npz"), pixels=x, labels=y)
+    np.savez(p("shape.npz"), x=x.reshape(300, 28, 28), y=y)
+    np.savez(p("complex.npz"), x=x.astype(np.complex64), y=y)
+    labels = y.astype(np.float32)
+    labels[17] = np.nan
+    np.savez(p("nanlabel.npz"), x=x, y=labels)
+    fraction = y.astype(np.float32)
+    fraction[3] = 2.5
+    np.savez(p("fraction.npz"), x=x, y=fraction)
+    np.save(p("x.npy"), x)
+    np.save(p("y.npy"), y)
+    with open(p("x.npy"), "rb") as f:
+        whole = f.read()
+    with open(p("truncated.npy"), "wb") as f:
+        f.write(whole[: len(whole) - 1000])
+    with open(p("notzip.npz"), "wb") as f:
+        f.write(b"x,y\n1,2\n")
+    open(p("empty.npy"), "wb").close()
+    objects = np.empty(300, dtype=object)
+    objects[:] = [{"label": int(v)} for v in y]
+    np.save(p("pickled.npy"), objects, allow_pickle=True)
+    with open(p("bad.csv"), "w") as f:
+        f.write(",".join("p%d" % i for i in range(784)) + ",label\n")
+        for r in range(5):
+            cells = ["0.5"] * 784 + [str(r % 10)]
+            if r == 3:
+                cells[12] = "abc"
+            f.write(",".join(cells) + "\n")
+    open(p("empty.csv"), "w").close()
+
+
+if __name__ == "__main__":
+    main()
