@@ -882,6 +882,20 @@ LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *,
 // Losses and metrics
 //===----------------------------------------------------------------------===//
 
+/// Sample weights [batch], one per row of a batch of `batch`.
+static LogicalResult verifySampleWeight(std::optional<Location> loc,
+                                        Value weightsValue, int64_t batch) {
+  auto weights =
+      rankedOperand(loc, weightsValue, "sample_weight", 1, "[batch]");
+  if (failed(weights))
+    return failure();
+  if (weights->getDimSize(0) != batch)
+    return emitOptionalError(loc, "sample_weight batch (",
+                             weights->getDimSize(0),
+                             ") differs from predictions batch (", batch, ")");
+  return success();
+}
+
 /// Checks predictions [B, C] against one-hot labels [B, C] (float) or class
 /// indices [B] (integer) and yields the scalar result type.
 static LogicalResult inferClassification(std::optional<Location> loc,
@@ -920,17 +934,9 @@ static LogicalResult inferClassification(std::optional<Location> loc,
     return emitOptionalError(loc, "labels batch (", labels->getDimSize(0),
                              ") differs from predictions batch (",
                              predictions->getDimSize(0), ")");
-  if (weightsValue) {
-    auto weights =
-        rankedOperand(loc, weightsValue, "sample_weight", 1, "[batch]");
-    if (failed(weights))
-      return failure();
-    if (weights->getDimSize(0) != predictions->getDimSize(0))
-      return emitOptionalError(loc, "sample_weight batch (",
-                               weights->getDimSize(0),
-                               ") differs from predictions batch (",
-                               predictions->getDimSize(0), ")");
-  }
+  if (weightsValue &&
+      failed(verifySampleWeight(loc, weightsValue, predictions->getDimSize(0))))
+    return failure();
   results.push_back(RankedTensorType::get({}, predictions->getElementType()));
   return success();
 }
@@ -1015,17 +1021,9 @@ static LogicalResult verifyPointwiseOperands(std::optional<Location> loc,
       targets->getElementType() != predictions->getElementType())
     return emitOptionalError(loc, "targets ", *targets,
                              " must have the predictions' type ", *predictions);
-  if (weightsValue) {
-    auto weights =
-        rankedOperand(loc, weightsValue, "sample_weight", 1, "[batch]");
-    if (failed(weights))
-      return failure();
-    if (weights->getDimSize(0) != predictions->getDimSize(0))
-      return emitOptionalError(loc, "sample_weight batch (",
-                               weights->getDimSize(0),
-                               ") differs from predictions batch (",
-                               predictions->getDimSize(0), ")");
-  }
+  if (weightsValue &&
+      failed(verifySampleWeight(loc, weightsValue, predictions->getDimSize(0))))
+    return failure();
   return success();
 }
 

@@ -61,6 +61,17 @@ static Status listMembers(zip_t *archive,
   return Status::ok();
 }
 
+Status ZipArchive::adopt(void *handle, ZipArchive &out) {
+  auto *archive = static_cast<zip_t *>(handle);
+  ZipArchive opened;
+  opened.impl_ = std::make_unique<Impl>();
+  opened.impl_->archive = archive; // owned from here, also on failure
+  if (Status s = listMembers(archive, opened.members_); !s)
+    return s;
+  out = std::move(opened);
+  return Status::ok();
+}
+
 Status ZipArchive::open(const std::string &path, ZipArchive &out) {
   int code = 0;
   zip_t *archive = zip_open(path.c_str(), ZIP_RDONLY, &code);
@@ -75,13 +86,7 @@ Status ZipArchive::open(const std::string &path, ZipArchive &out) {
       return Status::notFound("cannot open the zip archive: " + message);
     return Status::error("cannot open the zip archive: " + message);
   }
-  ZipArchive opened;
-  opened.impl_ = std::make_unique<Impl>();
-  opened.impl_->archive = archive;
-  if (Status s = listMembers(archive, opened.members_); !s)
-    return s;
-  out = std::move(opened);
-  return Status::ok();
+  return adopt(archive, out);
 }
 
 Status ZipArchive::openBuffer(std::string_view bytes, ZipArchive &out) {
@@ -106,13 +111,7 @@ Status ZipArchive::openBuffer(std::string_view bytes, ZipArchive &out) {
     return Status::error("cannot open the zip archive: " + message);
   }
   zip_error_fini(&error);
-  ZipArchive opened;
-  opened.impl_ = std::make_unique<Impl>();
-  opened.impl_->archive = archive;
-  if (Status s = listMembers(archive, opened.members_); !s)
-    return s;
-  out = std::move(opened);
-  return Status::ok();
+  return adopt(archive, out);
 }
 
 const ZipArchive::Member *ZipArchive::find(std::string_view name) const {

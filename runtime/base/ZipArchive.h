@@ -63,6 +63,10 @@ public:
   Status read(std::string_view name, uint64_t limit, std::string &out) const;
 
 private:
+  /// Takes over an opened libzip archive (a zip_t, kept out of this header)
+  /// and lists its members.
+  static Status adopt(void *archive, ZipArchive &out);
+
   struct Impl;
   std::unique_ptr<Impl> impl_;
   std::vector<Member> members_;

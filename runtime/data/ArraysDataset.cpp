@@ -360,15 +360,16 @@ Status openCsv(const std::string &spec, const ArraysOptions &o,
                        static_cast<size_t>(featureColumns[j])]);
   ds->labels.assign(static_cast<size_t>(n), 0);
   ds->numClasses = std::max<int32_t>(o.classes, 1);
+  // The label columns' values, [rows, label columns].
+  const int64_t lw = static_cast<int64_t>(labelColumns.size());
+  std::vector<double> values(static_cast<size_t>(n * lw));
+  for (int64_t r = 0; r < n; ++r)
+    for (int64_t j = 0; j < lw; ++j)
+      values[static_cast<size_t>(r * lw + j)] =
+          table.values[static_cast<size_t>(r) * columns +
+                       static_cast<size_t>(labelColumns[j])];
   if (o.targetShape.rank() > 0) {
-    const int64_t lw = static_cast<int64_t>(labelColumns.size());
     ds->numClasses = static_cast<int32_t>(o.targetShape.elements());
-    std::vector<double> values(static_cast<size_t>(n * lw));
-    for (int64_t r = 0; r < n; ++r)
-      for (int64_t j = 0; j < lw; ++j)
-        values[static_cast<size_t>(r * lw + j)] =
-            table.values[static_cast<size_t>(r) * columns +
-                         static_cast<size_t>(labelColumns[j])];
     if (labelColumns.empty())
       ds->targets.assign(static_cast<size_t>(n * ds->numClasses), 0.0f);
     else if (Status s = toTargets(path + ": --label-columns", values, n,
@@ -378,13 +379,6 @@ Status openCsv(const std::string &spec, const ArraysOptions &o,
              !s)
       return s;
   } else if (!labelColumns.empty()) {
-    const int64_t lw = static_cast<int64_t>(labelColumns.size());
-    std::vector<double> values(static_cast<size_t>(n * lw));
-    for (int64_t r = 0; r < n; ++r)
-      for (int64_t j = 0; j < lw; ++j)
-        values[static_cast<size_t>(r * lw + j)] =
-            table.values[static_cast<size_t>(r) * columns +
-                         static_cast<size_t>(labelColumns[j])];
     std::string what = path + ": --label-columns";
     if (Status s = toClassLabels(what, values, n, lw, o.classes, ds->labels,
                                  ds->numClasses);

@@ -16,6 +16,19 @@ Status validateLabels(const std::string &name,
   return Status::ok();
 }
 
+/// Targets, when there are any, are `width` floats for each example.
+Status validateTargets(const std::string &name,
+                       const std::vector<float> &targets, int64_t examples,
+                       int32_t width) {
+  if (targets.empty() ||
+      static_cast<int64_t>(targets.size()) == examples * width)
+    return Status::ok();
+  return Status::error(name + ": " + std::to_string(targets.size()) +
+                       " targets for " + std::to_string(examples) +
+                       " examples of " + std::to_string(width) +
+                       "; every example needs its targets");
+}
+
 } // namespace
 
 int64_t ExampleShape::elements() const {
@@ -56,12 +69,8 @@ Status Dataset::validate() const {
         std::to_string(size()) + " labels of shape " + shape.str() +
         " (expected " + std::to_string(size() * shape.elements()) +
         "); images and labels must describe the same examples");
-  if (!targets.empty() &&
-      static_cast<int64_t>(targets.size()) != size() * numClasses)
-    return Status::error(name + ": " + std::to_string(targets.size()) +
-                         " targets for " + std::to_string(size()) +
-                         " examples of " + std::to_string(numClasses) +
-                         "; every example needs its targets");
+  if (Status s = validateTargets(name, targets, size(), numClasses); !s)
+    return s;
   return validateLabels(name, labels, numClasses);
 }
 
@@ -69,12 +78,8 @@ Status ExampleList::validate() const {
   if (numClasses <= 0)
     return Status::error(name + ": " + std::to_string(numClasses) +
                          " classes; a dataset needs at least one");
-  if (!targets.empty() &&
-      static_cast<int64_t>(targets.size()) != size() * numClasses)
-    return Status::error(name + ": " + std::to_string(targets.size()) +
-                         " targets for " + std::to_string(size()) +
-                         " examples of " + std::to_string(numClasses) +
-                         "; every example needs its targets");
+  if (Status s = validateTargets(name, targets, size(), numClasses); !s)
+    return s;
   return validateLabels(name, labels, numClasses);
 }
 

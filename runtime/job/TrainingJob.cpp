@@ -64,6 +64,18 @@ namespace fs = std::filesystem;
 
 namespace {
 
+/// " loss = 0.25, accuracy = 0.9": an evaluation's values, each name after
+/// `prefix` (Keras' val_ for validation).
+std::string namedValues(const EvalResult &result, const std::string &prefix) {
+  std::string text;
+  for (size_t i = 0; i < result.names.size(); ++i) {
+    char value[32];
+    std::snprintf(value, sizeof value, "%.6f", result.values[i]);
+    text += (i ? ", " : " ") + prefix + result.names[i] + " = " + value;
+  }
+  return text;
+}
+
 /// What opening a data flag takes from the job's flags.
 data::DataSourceOptions sourceOptions(const JobOptions &o) {
   data::DataSourceOptions so;
@@ -902,12 +914,7 @@ Status TrainingJob::validate(int64_t step, int64_t stepsPerEpoch) {
                      std::to_string(step) + "):";
   if (showProgress_)
     line = "\n" + line;
-  for (size_t i = 0; i < result.names.size(); ++i) {
-    char buf[160];
-    std::snprintf(buf, sizeof buf, "%s val_%s = %.6f", i ? "," : "",
-                  result.names[i].c_str(), result.values[i]);
-    line += buf;
-  }
+  line += namedValues(result, "val_");
   out_ << line << " (" << result.examples << " validation examples)\n";
   out_.flush();
   return Status::ok();
@@ -927,12 +934,7 @@ Status TrainingJob::evaluate(int64_t step, bool final) {
   // Below the progress bar's open line, which the next step redraws.
   if (showProgress_ && !final)
     line = "\n" + line;
-  for (size_t i = 0; i < lastEval_.names.size(); ++i) {
-    char buf[128];
-    std::snprintf(buf, sizeof buf, "%s %s = %.6f", i ? "," : "",
-                  lastEval_.names[i].c_str(), lastEval_.values[i]);
-    line += buf;
-  }
+  line += namedValues(lastEval_, "");
   out_ << line << " (" << lastEval_.examples << " of " << test_->size()
        << " test examples, " << lastEval_.batches << " batches of "
        << localBatch_

@@ -17,6 +17,7 @@
 
 #include "runtime/backends/cpu/CpuKernels.h"
 #include "runtime/backends/cpu/VectorKernels.h"
+#include "runtime/core/PointwiseLoss.h"
 
 #include <algorithm>
 #include <bit>
@@ -652,6 +653,9 @@ Status softmaxCrossEntropyFactory(const KernelContext &, const KernelConfig &,
   return s * z;
 }
 
+/// runtime/core/PointwiseLoss.h's kinds, in its order (parsePointwiseLoss
+/// converts by value), then the cross-entropy's logits form, which the
+/// loops compile apart.
 enum class Pointwise {
   meanSquaredError,
   meanAbsoluteError,
@@ -660,34 +664,16 @@ enum class Pointwise {
   huber,
   logCosh,
   binaryCrossentropy,
-  binaryCrossentropyLogits,
   poisson,
   klDivergence,
   hinge,
   squaredHinge,
-  /// A metric: (p > 0.5) == t, forward only (Keras' binary_accuracy).
   binaryAccuracy,
+  binaryCrossentropyLogits,
 };
-
-struct PointwiseKindName {
-  const char *name;
-  Pointwise kind;
-};
-
-const PointwiseKindName kPointwiseKinds[] = {
-    {"mean_squared_error", Pointwise::meanSquaredError},
-    {"mean_absolute_error", Pointwise::meanAbsoluteError},
-    {"mean_absolute_percentage_error", Pointwise::meanAbsolutePercentageError},
-    {"mean_squared_logarithmic_error", Pointwise::meanSquaredLogarithmicError},
-    {"huber", Pointwise::huber},
-    {"log_cosh", Pointwise::logCosh},
-    {"binary_crossentropy", Pointwise::binaryCrossentropy},
-    {"poisson", Pointwise::poisson},
-    {"kl_divergence", Pointwise::klDivergence},
-    {"hinge", Pointwise::hinge},
-    {"squared_hinge", Pointwise::squaredHinge},
-    {"binary_accuracy", Pointwise::binaryAccuracy},
-};
+static_assert(static_cast<int>(Pointwise::binaryAccuracy) ==
+                  static_cast<int>(PointwiseKind::binaryAccuracy),
+              "Pointwise starts with PointwiseKind's kinds, in order");
 
 /// What one element's loss needs besides p and t: the targets' map
 /// t * targetScale + targetShift (label smoothing, hinge's -1/1 labels)
@@ -937,40 +923,23 @@ private:
   std::vector<double> chunkSums; // reused every step
 };
 
-/// The kind and options of `cfg`, checked as the reference checks them.
+/// The compiled kind and parameters of a launch's configuration (read as
+/// every backend reads it, runtime/core/PointwiseLoss.h).
 Status parsePointwiseLoss(const char *kName, const KernelConfig &cfg,
-                          Pointwise &kind, PointwiseParams &params) {
-  std::string kinds;
-  for (const PointwiseKindName &k : kPointwiseKinds)
-    kinds += std::string(kinds.empty() ? "" : ", ") + k.name;
-  if (!cfg.has("kind"))
-    return kernelError(kName, "needs a kind (" + kinds + ")");
-  std::string name = cfg.getString("kind");
-  const PointwiseKindName *found = nullptr;
-  for (const PointwiseKindName &k : kPointwiseKinds)
-    if (name == k.name)
-      found = &k;
-  if (!found)
-    return kernelError(kName, "kind '" + name +
-                                  "' is not an element-wise loss (" + kinds +
-                                  ")");
-  kind = found->kind;
-  bool bce = kind == Pointwise::binaryCrossentropy;
-  for (const char *option : {"from_logits", "label_smoothing"})
-    if (!bce && cfg.has(option))
-      return kernelError(kName, std::string(option) +
-                                    " is binary_crossentropy's option, not " +
-                                    name + "'s");
-  if (kind != Pointwise::huber && cfg.has("delta"))
-    return kernelError(kName, "delta is huber's option, not " + name + "'s");
-  if (bce && cfg.getInt("from_logits", 0) != 0)
+                          bool gradient, Pointwise &kind,
+                          PointwiseParams &params) {
+  PointwiseLossConfig c;
+  if (Status s = readPointwiseLossConfig(kName, cfg, gradient, c); !s)
+    return s;
+  // The shared kinds in order, then the logits form of the cross-entropy.
+  kind = static_cast<Pointwise>(static_cast<int>(c.kind));
+  if (c.kind == PointwiseKind::binaryCrossentropy && c.fromLogits)
     kind = Pointwise::binaryCrossentropyLogits;
-  if (bce) {
-    double ls = cfg.getFloat("label_smoothing", 0.0);
-    params.targetScale = static_cast<float>(1.0 - ls);
-    params.targetShift = static_cast<float>(0.5 * ls);
+  if (c.kind == PointwiseKind::binaryCrossentropy) {
+    params.targetScale = static_cast<float>(1.0 - c.labelSmoothing);
+    params.targetShift = static_cast<float>(0.5 * c.labelSmoothing);
   }
-  params.delta = static_cast<float>(cfg.getFloat("delta", 1.0));
+  params.delta = static_cast<float>(c.delta);
   return Status::ok();
 }
 
@@ -983,11 +952,8 @@ KernelFactory pointwiseLossFactory(const char *kName, bool gradient) {
       return s;
     Pointwise kind = Pointwise::meanSquaredError;
     PointwiseParams params;
-    if (Status s = parsePointwiseLoss(kName, cfg, kind, params); !s)
+    if (Status s = parsePointwiseLoss(kName, cfg, gradient, kind, params); !s)
       return s;
-    if (gradient && kind == Pointwise::binaryAccuracy)
-      return kernelError(kName, "binary_accuracy is a metric: it has no "
-                                "gradient");
     const TensorRef &p = ins[0], &t = ins[1];
     if (p.shape.empty())
       return kernelError(kName, "needs predictions [B, ..., K], got a scalar");

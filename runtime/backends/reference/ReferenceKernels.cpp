@@ -16,6 +16,7 @@
 #include "runtime/core/DropoutMask.h"
 #include "runtime/core/ImageTransform.h"
 #include "runtime/core/LearningRateSchedule.h"
+#include "runtime/core/PointwiseLoss.h"
 #include "runtime/core/WindowGeometry.h"
 
 #include <algorithm>
@@ -1916,85 +1917,12 @@ Status softmaxCrossEntropy(const KernelContext &, const KernelConfig &,
 // tf.clip_by_value's passes where eps <= x <= max.
 //===----------------------------------------------------------------------===//
 
-enum class PointwiseKind {
-  meanSquaredError,
-  meanAbsoluteError,
-  meanAbsolutePercentageError,
-  meanSquaredLogarithmicError,
-  huber,
-  logCosh,
-  binaryCrossentropy,
-  poisson,
-  klDivergence,
-  hinge,
-  squaredHinge,
-  /// A metric: (p > 0.5) == t, forward only (Keras' binary_accuracy).
-  binaryAccuracy,
-};
-
-struct PointwiseKindName {
-  const char *name;
-  PointwiseKind kind;
-};
-
-const PointwiseKindName kPointwiseKinds[] = {
-    {"mean_squared_error", PointwiseKind::meanSquaredError},
-    {"mean_absolute_error", PointwiseKind::meanAbsoluteError},
-    {"mean_absolute_percentage_error",
-     PointwiseKind::meanAbsolutePercentageError},
-    {"mean_squared_logarithmic_error",
-     PointwiseKind::meanSquaredLogarithmicError},
-    {"huber", PointwiseKind::huber},
-    {"log_cosh", PointwiseKind::logCosh},
-    {"binary_crossentropy", PointwiseKind::binaryCrossentropy},
-    {"poisson", PointwiseKind::poisson},
-    {"kl_divergence", PointwiseKind::klDivergence},
-    {"hinge", PointwiseKind::hinge},
-    {"squared_hinge", PointwiseKind::squaredHinge},
-    {"binary_accuracy", PointwiseKind::binaryAccuracy},
-};
-
-/// A pointwise_loss launch's configuration: kind, from_logits and
-/// label_smoothing (binary_crossentropy's), delta (huber's).
-struct PointwiseLoss {
-  PointwiseKind kind = PointwiseKind::meanSquaredError;
-  bool fromLogits = false;
-  double labelSmoothing = 0.0, delta = 1.0;
-};
-
-Status parsePointwiseLoss(const char *kName, const KernelConfig &cfg,
-                          PointwiseLoss &out) {
-  std::string kinds;
-  for (const PointwiseKindName &k : kPointwiseKinds)
-    kinds += std::string(kinds.empty() ? "" : ", ") + k.name;
-  std::string name = cfg.getString("kind");
-  const PointwiseKindName *found = nullptr;
-  for (const PointwiseKindName &k : kPointwiseKinds)
-    if (name == k.name)
-      found = &k;
-  REQUIRE(cfg.has("kind"), "needs a kind (" + kinds + ")");
-  REQUIRE(found,
-          "kind '" + name + "' is not an element-wise loss (" + kinds + ")");
-  out.kind = found->kind;
-  bool bce = out.kind == PointwiseKind::binaryCrossentropy;
-  for (const char *option : {"from_logits", "label_smoothing"})
-    REQUIRE(bce || !cfg.has(option),
-            std::string(option) + " is binary_crossentropy's option, not " +
-                name + "'s");
-  REQUIRE(out.kind == PointwiseKind::huber || !cfg.has("delta"),
-          "delta is huber's option, not " + name + "'s");
-  out.fromLogits = truthy(cfg, "from_logits");
-  out.labelSmoothing = cfg.getFloat("label_smoothing", 0.0);
-  out.delta = cfg.getFloat("delta", 1.0);
-  return Status::ok();
-}
-
 /// sign(x), 0 at 0 and NaN at NaN, as tf.sign.
 double signOf(double x) { return x > 0 ? 1.0 : x < 0 ? -1.0 : x; }
 
 /// f(p, t) of `loss`, and df/dp into `grad`; `t` is already mapped (label
 /// smoothing, hinge's -1/1 labels).
-double pointwiseValue(const PointwiseLoss &loss, double p, double t,
+double pointwiseValue(const PointwiseLossConfig &loss, double p, double t,
                       double &grad) {
   const double e = p - t;
   switch (loss.kind) {
@@ -2073,11 +2001,9 @@ Status pointwiseLossKernel(const char *kName, const KernelConfig &cfg,
                            const Tensors &ins, const Tensors &outs,
                            bool gradient) {
   CHECK_ARITY(2, gradient ? 2 : 3, 1);
-  PointwiseLoss loss;
-  if (Status s = parsePointwiseLoss(kName, cfg, loss); !s)
+  PointwiseLossConfig loss;
+  if (Status s = readPointwiseLossConfig(kName, cfg, gradient, loss); !s)
     return s;
-  REQUIRE(!gradient || loss.kind != PointwiseKind::binaryAccuracy,
-          "binary_accuracy is a metric: it has no gradient");
   const TensorRef &pt = ins[0], &tt = ins[1];
   REQUIRE(!pt.shape.empty(), "needs predictions [B, ..., K], got a scalar");
   REQUIRE(tt.shape == pt.shape, "targets " + shapeText(tt.shape) +
@@ -2101,8 +2027,7 @@ Status pointwiseLossKernel(const char *kName, const KernelConfig &cfg,
       v = v * (1.0 - loss.labelSmoothing) + 0.5 * loss.labelSmoothing;
   // keras convert_binary_labels_to_hinge: 0/1 targets become -1/1 when
   // every target of the launch is 0 or 1.
-  if (loss.kind == PointwiseKind::hinge ||
-      loss.kind == PointwiseKind::squaredHinge) {
+  if (loss.hingeLabels()) {
     bool binary = std::all_of(t.begin(), t.end(),
                               [](double v) { return v == 0.0 || v == 1.0; });
     if (binary)
@@ -2110,8 +2035,8 @@ Status pointwiseLossKernel(const char *kName, const KernelConfig &cfg,
         v = 2.0 * v - 1.0;
   }
   const int64_t perRow = n / rows;
-  const double divisor = static_cast<double>(
-      loss.kind == PointwiseKind::klDivergence ? n / pt.shape.back() : n);
+  const double divisor =
+      static_cast<double>(loss.sumsLastAxis() ? n / pt.shape.back() : n);
   Vec grad(gradient ? n : 0);
   double total = 0.0;
   for (int64_t i = 0; i < n; ++i) {
