@@ -30,6 +30,7 @@
 #include <string_view>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 namespace graph::runtime::data {
 namespace {
@@ -41,6 +42,8 @@ constexpr uint64_t kMaxHeaderBytes = uint64_t(1) << 20;
 /// Deeper nesting than any header NumPy writes (a structured dtype's
 /// sub-arrays); the cap keeps the recursive parser's stack small.
 constexpr int kMaxNesting = 32;
+/// Reads of at most this many bytes (a batch's rows) go through pread.
+constexpr int64_t kPreadBytes = int64_t(4) << 20;
 /// The limit on an .npz member's size where the memory available cannot be
 /// read.
 constexpr uint64_t kFallbackMemberLimit = uint64_t(64) << 30;
@@ -687,6 +690,24 @@ void NumpyArray::convertRows(int64_t first, int64_t count, Dst *out) const {
   const bool swap = swapBytes_;
   if (!fortranOrder_ || shape_.size() <= 1) {
     const uint8_t *src = data_ + first * rowElements * item;
+    // A few rows of a file: read, not touched through the mapping (see
+    // file_). A whole array converted at once reads the mapping, in order.
+    const int64_t bytes = count * rowElements * item;
+    thread_local std::vector<uint8_t> rows;
+    if (file_ && bytes <= kPreadBytes) {
+      rows.resize(static_cast<size_t>(bytes));
+      int64_t done = 0;
+      while (done < bytes) {
+        ssize_t got = ::pread(*file_, rows.data() + done,
+                              static_cast<size_t>(bytes - done),
+                              fileOffset_ + (src - data_) + done);
+        if (got <= 0)
+          break; // the file shrank under us: read the mapping instead
+        done += got;
+      }
+      if (done == bytes)
+        src = rows.data();
+    }
     visitType(type_, [&]<typename Src>() {
       convertRun<Src, Dst>(src, count * rowElements, item, swap, out);
     });
@@ -844,13 +865,23 @@ Status openNpy(const std::string &path, NumpyArray &out) {
   }
   void *mapped = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
   int err = errno;
-  ::close(fd); // the mapping keeps the file
-  if (mapped == MAP_FAILED)
+  if (mapped == MAP_FAILED) {
+    ::close(fd);
     return Status::error(path + ": cannot map: " + std::strerror(err));
+  }
   std::shared_ptr<const void> storage(
       mapped, [size](const void *p) { ::munmap(const_cast<void *>(p), size); });
-  return NumpyArray::parse(static_cast<const uint8_t *>(mapped), size,
-                           std::move(storage), path, path, out);
+  auto file = std::shared_ptr<const int>(new int(fd), [](const int *f) {
+    ::close(*f);
+    delete f;
+  });
+  if (Status s = NumpyArray::parse(static_cast<const uint8_t *>(mapped), size,
+                                   std::move(storage), path, path, out);
+      !s)
+    return s;
+  out.file_ = std::move(file);
+  out.fileOffset_ = out.data_ - static_cast<const uint8_t *>(mapped);
+  return Status::ok();
 }
 
 Status openNpz(const std::string &path, std::vector<NumpyArray> &out) {

@@ -102,6 +102,13 @@ private:
   std::shared_ptr<const void> storage_;
   /// The first element, inside storage_.
   const uint8_t *data_ = nullptr;
+  /// A .npy file's descriptor (kept open) and where its data begin: a few
+  /// rows are read with pread(2) rather than through the mapping, so that
+  /// the page cache they come from is not counted in this process's
+  /// resident memory (a 10 GB file read at random would otherwise count
+  /// whole). -1 for an .npz member.
+  std::shared_ptr<const int> file_;
+  int64_t fileOffset_ = 0;
 };
 
 /// Opens a .npy file, mapping its data. Errors name the file and the fault.
