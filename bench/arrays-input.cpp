@@ -27,6 +27,8 @@
 #include "runtime/data/DataSource.h"
 #include "runtime/data/Pipeline.h"
 
+#include "bench/ProcessClock.h"
+
 #include <CLI/CLI.hpp>
 #include <sys/resource.h>
 
@@ -39,29 +41,9 @@
 
 using namespace graph::runtime;
 using namespace graph::runtime::data;
+using namespace graph::bench;
 
 namespace {
-
-/// CPU seconds of the whole process (every thread), user and system: on a
-/// shared machine less moved by the other jobs than the wall clock.
-double cpuSeconds() {
-  rusage r;
-  getrusage(RUSAGE_SELF, &r);
-  return r.ru_utime.tv_sec + r.ru_stime.tv_sec +
-         1e-6 * (r.ru_utime.tv_usec + r.ru_stime.tv_usec);
-}
-
-/// The process's peak resident set so far, in MiB (ru_maxrss is KiB).
-double peakRssMiB() {
-  rusage r;
-  getrusage(RUSAGE_SELF, &r);
-  return r.ru_maxrss / 1024.0;
-}
-
-double secondsSince(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-      .count();
-}
 
 /// "28x28x1", "784", "10x8": positive dimensions joined by 'x'.
 bool parseShape(const std::string &text, ExampleShape &out) {

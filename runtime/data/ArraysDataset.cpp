@@ -23,11 +23,12 @@ std::string numpyShape(const std::vector<int64_t> &dims) {
   return text + (dims.size() == 1 ? ",)" : ")");
 }
 
+/// The shape x must have, N examples of `shape`: "(N, 784)".
 std::string expectedShape(const ExampleShape &shape) {
-  std::vector<int64_t> dims{0};
-  dims.insert(dims.end(), shape.dims.begin(), shape.dims.end());
-  std::string text = numpyShape(dims);
-  return "(N" + text.substr(2);
+  std::string text = "(N";
+  for (int64_t d : shape.dims)
+    text += ", " + std::to_string(d);
+  return text + ")";
 }
 
 std::vector<std::string> split(const std::string &text, char separator) {

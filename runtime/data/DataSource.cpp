@@ -187,24 +187,17 @@ Status openDataSource(const DataSourceOptions &o, const std::string &spec,
                       bool test, const ExampleShape &shape, int32_t classes,
                       const std::vector<std::string> &classNames,
                       DataSource &out) {
-  if (o.targetShape.rank() > 0 && !isArraysSpec(spec))
+  if (o.arrays.targetShape.rank() > 0 && !isArraysSpec(spec))
     return Status::invalidInput(
         spec + ": holds class labels; the model's loss compares its output (" +
-        o.targetShape.str() +
+        o.arrays.targetShape.str() +
         " an example) with targets of that shape: give them as arrays, "
         "--data arrays:FILE.npz (x and y) or csv:FILE");
   if (isImageFolder(spec))
     return openImages(o, spec, shape, classNames, out);
   if (isArraysSpec(spec)) {
-    ArraysOptions ao;
-    ao.inputName = o.inputName;
+    ArraysOptions ao = o.arrays;
     ao.shape = shape;
-    ao.classes = o.labelClasses;
-    ao.targetShape = o.targetShape;
-    ao.needsLabels = o.needsLabels;
-    ao.labelColumns = o.labelColumns;
-    ao.featureColumns = o.featureColumns;
-    ao.inMemoryBytes = o.inMemoryBytes;
     out = DataSource();
     if (Status s = openArrays(spec, ao, out.memory, out.mapped); !s)
       return s;

@@ -43,19 +43,9 @@ struct DataSourceOptions {
   bool tfDecode = false;
   /// Image folders and mapped arrays: the map's threads (0: one per core).
   int decodeThreads = 0;
-  /// Arrays: the model input's name, the classes of one-hot labels (0:
-  /// class indices), whether labels must be there (not for --predict).
-  std::string inputName;
-  int32_t labelClasses = 0;
-  bool needsLabels = true;
-  /// A loss that compares predictions with targets: one example's targets
-  /// (the model output's shape). Empty: class labels.
-  ExampleShape targetShape;
-  /// csv: --label-columns and --feature-columns.
-  std::vector<std::string> labelColumns;
-  std::vector<std::string> featureColumns;
-  /// Arrays: features up to this many bytes (float32) are held in memory.
-  int64_t inMemoryBytes = int64_t(1) << 30;
+  /// arrays: and csv: (the model input's name, its labels, the columns,
+  /// what is held in memory); its `shape` is openDataSource's.
+  ArraysOptions arrays;
 };
 
 /// Whether `spec` names an image folder (images:DIR).

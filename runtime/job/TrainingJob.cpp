@@ -76,21 +76,6 @@ std::string namedValues(const EvalResult &result, const std::string &prefix) {
   return text;
 }
 
-/// What opening a data flag takes from the job's flags.
-data::DataSourceOptions sourceOptions(const JobOptions &o) {
-  data::DataSourceOptions so;
-  so.dataDir = o.dataDir;
-  so.seed = o.seed;
-  so.preprocess = o.preprocess;
-  so.resize = o.resize;
-  so.skipBadImages = o.skipBadImages;
-  so.tfDecode = o.tfDecode;
-  so.decodeThreads = o.decodeThreads;
-  so.labelColumns = o.labelColumns;
-  so.featureColumns = o.featureColumns;
-  return so;
-}
-
 std::string mebibytes(int64_t bytes) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.1f MiB",
@@ -293,14 +278,23 @@ private:
   int64_t globalBatch_ = 0, localBatch_ = 0;
   /// What opening a data flag takes: the flags, and the plan's input.
   data::DataSourceOptions sourceOptions(bool labelled) const {
-    data::DataSourceOptions so = job::sourceOptions(o_);
-    so.inputName = inputName_;
-    so.labelClasses = sparseLabels2d_ ? classes_ : 0;
-    so.targetShape = targetShape_;
-    so.needsLabels = labelled;
-    int64_t available = availableMemory();
-    if (available > 0)
-      so.inMemoryBytes = std::min<int64_t>(so.inMemoryBytes, available / 4);
+    data::DataSourceOptions so;
+    so.dataDir = o_.dataDir;
+    so.seed = o_.seed;
+    so.preprocess = o_.preprocess;
+    so.resize = o_.resize;
+    so.skipBadImages = o_.skipBadImages;
+    so.tfDecode = o_.tfDecode;
+    so.decodeThreads = o_.decodeThreads;
+    data::ArraysOptions &a = so.arrays;
+    a.inputName = inputName_;
+    a.classes = sparseLabels2d_ ? classes_ : 0;
+    a.targetShape = targetShape_;
+    a.needsLabels = labelled;
+    a.labelColumns = o_.labelColumns;
+    a.featureColumns = o_.featureColumns;
+    if (int64_t available = availableMemory(); available > 0)
+      a.inMemoryBytes = std::min<int64_t>(a.inMemoryBytes, available / 4);
     return so;
   }
   data::ExampleShape shape_;

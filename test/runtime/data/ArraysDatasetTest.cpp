@@ -25,15 +25,6 @@ namespace {
 
 using ::testing::HasSubstr;
 
-template <typename T> std::vector<T> readValues(const std::string &path) {
-  std::ifstream f(path, std::ios::binary);
-  std::string bytes((std::istreambuf_iterator<char>(f)),
-                    std::istreambuf_iterator<char>());
-  std::vector<T> v(bytes.size() / sizeof(T));
-  std::memcpy(v.data(), bytes.data(), v.size() * sizeof(T));
-  return v;
-}
-
 /// Equal bit for bit (so -0.0 differs from 0.0, and a NaN must be NaN).
 ::testing::AssertionResult sameFloats(const float *got,
                                       const std::vector<float> &want) {

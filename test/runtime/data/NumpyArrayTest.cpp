@@ -30,15 +30,6 @@ namespace {
 
 using ::testing::HasSubstr;
 
-template <typename T> std::vector<T> readValues(const std::string &path) {
-  std::ifstream f(path, std::ios::binary);
-  std::string bytes((std::istreambuf_iterator<char>(f)),
-                    std::istreambuf_iterator<char>());
-  std::vector<T> v(bytes.size() / sizeof(T));
-  std::memcpy(v.data(), bytes.data(), v.size() * sizeof(T));
-  return v;
-}
-
 /// Equal bit for bit, except that any NaN equals any NaN.
 template <typename T>
 ::testing::AssertionResult sameValues(const std::vector<T> &got,

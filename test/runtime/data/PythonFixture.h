@@ -17,7 +17,9 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -88,6 +90,17 @@ inline ::testing::AssertionResult runPython(const std::string &dir,
            << command << " failed (" << rc << "):\n"
            << output;
   return ::testing::AssertionSuccess();
+}
+
+/// The raw values at `path`, as a fixture wrote them with NumPy's
+/// `astype('<f4').tofile(...)` (host byte order, little-endian here).
+template <typename T> std::vector<T> readValues(const std::string &path) {
+  std::ifstream f(path, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(f)),
+                    std::istreambuf_iterator<char>());
+  std::vector<T> v(bytes.size() / sizeof(T));
+  std::memcpy(v.data(), bytes.data(), v.size() * sizeof(T));
+  return v;
 }
 
 } // namespace graph::runtime::data::test

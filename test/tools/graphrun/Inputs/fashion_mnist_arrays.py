@@ -12,25 +12,14 @@ the flat pixels and a `label` column.
 """
 
 import argparse
-import gzip
 import os
+import sys
 
 import numpy as np
 
-IDX_DIR = "/usr/share/datasets/fashion-mnist"
-
-
-def read_idx(name):
-    path = os.path.join(IDX_DIR, name)
-    opener = gzip.open if os.path.exists(path) else None
-    if opener is None:
-        path = path[: -len(".gz")]
-        opener = open
-    with opener(path, "rb") as f:
-        data = f.read()
-    rank = data[3]
-    dims = [int.from_bytes(data[4 + 4 * i : 8 + 4 * i], "big") for i in range(rank)]
-    return np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * rank).reshape(dims)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                os.pardir))
+from image_folder_check import FASHION, read_idx  # noqa: E402
 
 
 def main():
@@ -42,8 +31,8 @@ def main():
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
     for split, prefix in (("train", "train"), ("test", "t10k")):
-        x = read_idx(prefix + "-images-idx3-ubyte.gz").astype(np.float32) / np.float32(255)
-        y = read_idx(prefix + "-labels-idx1-ubyte.gz")
+        x = read_idx(os.path.join(FASHION, prefix + "-images-idx3-ubyte.gz")).astype(np.float32) / np.float32(255)
+        y = read_idx(os.path.join(FASHION, prefix + "-labels-idx1-ubyte.gz"))
         if args.rows:
             x, y = x[: args.rows], y[: args.rows]
         x = x.reshape(len(x), 784) if args.flat else x.reshape(len(x), 28, 28, 1)

@@ -13,16 +13,17 @@ import sys
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fashion_mnist_arrays import read_idx  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                os.pardir))
+from image_folder_check import FASHION, read_idx  # noqa: E402
 
 
 def main():
     out, c0, c1 = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
     os.makedirs(out, exist_ok=True)
     for split, prefix in (("train", "train"), ("test", "t10k")):
-        x = read_idx(prefix + "-images-idx3-ubyte.gz")
-        y = read_idx(prefix + "-labels-idx1-ubyte.gz")
+        x = read_idx(os.path.join(FASHION, prefix + "-images-idx3-ubyte.gz"))
+        y = read_idx(os.path.join(FASHION, prefix + "-labels-idx1-ubyte.gz"))
         keep = (y == c0) | (y == c1)
         x = x[keep].reshape(-1, 784).astype(np.float32) / np.float32(255)
         y = (y[keep] == c1).astype(np.float32).reshape(-1, 1)
