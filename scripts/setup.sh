@@ -44,3 +44,7 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 echo "setup: all ${#packages[@]} packages present"
+
+# The tests' Keras 3 and tensorboard, from PyPI into a venv of their own.
+"$(dirname "${BASH_SOURCE[0]}")/test-venv.sh" >/dev/null
+echo "setup: test venv ready"

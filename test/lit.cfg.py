@@ -29,6 +29,14 @@ tool_dirs = [config.graph_tools_dir, config.llvm_tools_dir]
 tools = ["graph-opt", "graph-import", "graphc", "graphrun"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 
+# Real Keras 3 and tensorboard (scripts/test-venv.sh, which scripts/setup.sh
+# runs): %keras_python is its interpreter, on Keras' numpy backend.
+test_venv = os.environ.get("TEST_VENV", os.path.join(config.graph_src_root, "build", "test-venv"))
+keras_python = os.path.join(test_venv, "bin", "python")
+if os.path.exists(keras_python):
+    config.available_features.add("keras")
+    config.substitutions.append(("%keras_python", "env KERAS_BACKEND=numpy " + keras_python))
+
 # The libFuzzer targets, where the build has them (test/CMakeLists.txt).
 if config.graph_have_fuzzers:
     config.available_features.add("fuzzers")
