@@ -34,11 +34,15 @@ Status openImages(const DataSourceOptions &o, const std::string &spec,
     io.preprocessing = ImagePreprocessing::unitRange;
   else if (o.preprocess == "caffe")
     io.preprocessing = ImagePreprocessing::caffe;
+  else if (o.preprocess == "tf")
+    io.preprocessing = ImagePreprocessing::tf;
+  else if (o.preprocess == "torch")
+    io.preprocessing = ImagePreprocessing::torch;
   else if (o.preprocess == "raw")
     io.preprocessing = ImagePreprocessing::raw;
   else
     return Status::error("--preprocess " + o.preprocess +
-                         ": unknown (unit, caffe or raw)");
+                         ": unknown (unit, caffe, tf, torch or raw)");
   if (o.resize == "half-pixel")
     io.resize = ResizeConvention::halfPixel;
   else if (o.resize == "legacy")
@@ -47,8 +51,11 @@ Status openImages(const DataSourceOptions &o, const std::string &spec,
     return Status::error("--resize " + o.resize +
                          ": unknown (half-pixel or legacy)");
   io.skipBadImages = o.skipBadImages;
-  io.dctScaling = !o.tfDecode;
-  io.fastIdct = o.tfDecode;
+  // image_dataset_from_directory's pixels (tf.io.decode_jpeg's IDCT, in
+  // full) unless asked for speed; a file --fast-decode cannot scale still
+  // gets TF's pixels.
+  io.dctScaling = o.fastDecode;
+  io.fastIdct = true;
   if (!shape.isImage())
     return Status::error(spec + ": the plan's input is " + shape.str() +
                          "; an image folder feeds an image input (height, "

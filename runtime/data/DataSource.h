@@ -34,13 +34,16 @@ struct DataSourceOptions {
   std::string dataDir;
   /// synthetic: the seed its examples are drawn from.
   uint64_t seed = 0;
-  /// Image folders: unit ([0, 1]), caffe or raw ([0, 255]) pixels.
+  /// Image folders: unit ([0, 1]), caffe, tf ([-1, 1]), torch or raw
+  /// ([0, 255]) pixels (ImagePreprocessing).
   std::string preprocess = "unit";
   /// Image folders: half-pixel or legacy bilinear resize.
   std::string resize = "half-pixel";
   bool skipBadImages = false;
-  /// Image folders: decode as TensorFlow does (no DCT scaling).
-  bool tfDecode = false;
+  /// Image folders: DCT scaling where the input allows (ImageFolder.h),
+  /// instead of a full decode as TensorFlow's: faster on large files, not
+  /// TF's pixels.
+  bool fastDecode = false;
   /// Image folders and mapped arrays: the map's threads (0: one per core).
   int decodeThreads = 0;
   /// arrays: and csv: (the model input's name, its labels, the columns,

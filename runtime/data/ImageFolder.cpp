@@ -130,6 +130,12 @@ Status checkOptions(const ImageFolderOptions &o) {
                          "channels, not " +
                          std::to_string(s.channels()) +
                          "; decode to RGB or use [0, 1] scaling");
+  if (o.preprocessing == ImagePreprocessing::torch && s.channels() != 3)
+    return Status::error(o.path +
+                         ": torch preprocessing (the ImageNet mean and "
+                         "deviation of R, G and B) takes 3 channels, not " +
+                         std::to_string(s.channels()) +
+                         "; decode to RGB or use [0, 1] or [-1, 1] scaling");
   std::set<std::string> seen;
   for (const std::string &name : o.classNames) {
     if (name.empty() || name.find('/') != std::string::npos || name == "." ||
@@ -315,6 +321,25 @@ void preprocessImage(float *data, int64_t pixels, int64_t channels,
       px[2] = r - 123.68f;
     }
     return;
+  case ImagePreprocessing::tf:
+    // Keras: x /= 127.5; x -= 1.0 (a division, not a multiplication by
+    // 1 / 127.5, whose rounding differs).
+    for (int64_t i = 0, n = pixels * channels; i < n; ++i)
+      data[i] = data[i] / 127.5f - 1.0f;
+    return;
+  case ImagePreprocessing::torch: {
+    // Keras: x /= 255.0; x[..., c] -= mean[c]; x[..., c] /= std[c], the
+    // constants rounded to float32 as NumPy does a Python float against a
+    // float32 array.
+    const float mean[3] = {0.485f, 0.456f, 0.406f};
+    const float deviation[3] = {0.229f, 0.224f, 0.225f};
+    for (int64_t p = 0; p < pixels; ++p) {
+      float *px = data + p * 3;
+      for (int c = 0; c < 3; ++c)
+        px[c] = (px[c] / 255.0f - mean[c]) / deviation[c];
+    }
+    return;
+  }
   }
 }
 

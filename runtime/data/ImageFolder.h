@@ -43,21 +43,24 @@
 // shape.channels asks; then a bilinear resize to shape's height and width
 // with TF's conventions (BilinearResize.h), then the preprocessing. A
 // grayscale file for an RGB input is resized as one channel and then
-// copied to three (the same floats, a third of the resize). When the
-// file is at least twice the target in both dimensions, it is decoded at
-// 1/2, 1/4 or 1/8 scale by libjpeg's DCT scaling first (the smallest scale
-// still at least the target): a 512x496 OCT scan for a 224x224 input is
-// decoded at 256x248. That saves the inverse DCT's and the upsampling's
-// work, not the entropy decoding, which dominates a noisy file: measured
-// here (bench/image-decode.sh, --stage-times), 1.13 instead of 1.25 CPU-ms
-// to decode a generated 512x496 speckle scan (quality 90), 0.45 instead of
-// 0.59 a smooth colour photo of that size. The pixels then differ from
-// tf.io.decode_jpeg + tf.image.resize: a scaled inverse DCT averages each
-// 2x2 (4x4, 8x8) where a full decode resized without antialiasing samples
-// one pixel, so the result is smoother: a mean difference of 10.8 levels
-// of 255 on the speckle scans, 0.7 on the smooth photos. dctScaling =
-// false decodes in full and, with fastIdct (TF's default IDCT), gives TF's
-// pixels to float rounding.
+// copied to three (the same floats, a third of the resize).
+//
+// With dctScaling false and fastIdct (TF's default IDCT), the pixels are
+// tf.io.decode_jpeg's resized by tf.image.resize, to float rounding: what
+// keras.utils.image_dataset_from_directory gives a model. graphrun decodes
+// so by default. With dctScaling (graphrun --fast-decode), a file at least
+// twice the target in both dimensions is decoded at 1/2, 1/4 or 1/8 scale
+// by libjpeg's DCT scaling first (the smallest scale still at least the
+// target): a 512x496 OCT scan for a 224x224 input is decoded at 256x248.
+// That saves the inverse DCT's and the upsampling's work, not the entropy
+// decoding, which dominates a noisy file: measured here
+// (bench/image-decode --fast-idct --stage-times), 1.06 instead of 1.17
+// CPU-ms to decode a generated 512x496 speckle scan (quality 90), 0.43
+// instead of 0.55 a smooth colour photo of that size. The pixels then differ
+// from TF's: a scaled inverse DCT averages each 2x2 (4x4, 8x8) where a full
+// decode resized without antialiasing samples one pixel, so the result is
+// smoother (README.md, --fast-decode, has the difference measured). A
+// file too small to scale is decoded as without dctScaling.
 //
 // Bad files. Listing opens every image and reads its first bytes: an empty
 // file, one that cannot be opened, and one that is not a JPEG (a PNG named
@@ -99,8 +102,15 @@ enum class ImagePreprocessing {
   unitRange,
   /// keras.applications.vgg16.preprocess_input ("caffe" mode): RGB to BGR,
   /// then minus the ImageNet means 103.939, 116.779, 123.68 of B, G, R; no
-  /// scaling. Three channels only.
+  /// scaling. Three channels only. (ResNet50, VGG16/19.)
   caffe,
+  /// Keras' imagenet_utils "tf" mode: x / 127.5 - 1, in [-1, 1].
+  /// (MobileNet, MobileNetV2, InceptionV3, Xception, ResNetV2.)
+  tf,
+  /// Keras' imagenet_utils "torch" mode: x / 255, minus the ImageNet means
+  /// 0.485, 0.456, 0.406, divided by the deviations 0.229, 0.224, 0.225,
+  /// per R, G, B. Three channels only. (DenseNet.)
+  torch,
   /// The pixels as they are, in [0, 255]: a model that rescales itself.
   raw,
 };
@@ -117,11 +127,14 @@ struct ImageFolderOptions {
   /// TF 2's tf.image.resize (half-pixel centres) or TF 1's legacy one.
   ResizeConvention resize = ResizeConvention::halfPixel;
   /// Decode at 1/2, 1/4 or 1/8 scale where the target allows (see above);
-  /// false: decode in full, for TF's pixels exactly.
+  /// false: decode in full, for TF's pixels exactly. graphrun sets it only
+  /// with --fast-decode.
   bool dctScaling = true;
   /// The fast integer inverse DCT, tf.io.decode_jpeg's default, instead of
   /// the accurate one (PIL's, libjpeg's default): with dctScaling false, the
-  /// pixels of a TF pipeline that decodes with dct_method="".
+  /// pixels of a TF pipeline that decodes with dct_method="". graphrun
+  /// always sets it. (A DCT-scaled decode has one inverse DCT per scale,
+  /// whichever this asks.)
   bool fastIdct = false;
   ImagePreprocessing preprocessing = ImagePreprocessing::unitRange;
   /// Leave out or replace bad files, counting them, instead of failing.
@@ -200,7 +213,9 @@ Status openImageFolder(const ImageFolderOptions &options,
                        ImageFolderSource &out);
 
 /// Applies `mode` in place to `pixels` pixels of `channels` floats in
-/// [0, 255]. caffe takes 3 channels (openImageFolder checks it).
+/// [0, 255], in float32 operations in Keras' order (imagenet_utils.py,
+/// _preprocess_numpy_input), so the results are preprocess_input's
+/// exactly. caffe and torch take 3 channels (openImageFolder checks it).
 void preprocessImage(float *data, int64_t pixels, int64_t channels,
                      ImagePreprocessing mode);
 

@@ -4,11 +4,12 @@
 // fancy upsampling and, by default, the accurate integer inverse DCT: the
 // pixels libjpeg-turbo's own tools and PIL give. tf.io.decode_jpeg's
 // default (dct_method="") is the fast integer IDCT instead, whose pixels
-// differ by a level or so; fastIdct gives those (bench/image-decode.sh
-// compares both with TF). It can also decode at 1/2, 1/4 or 1/8 of the
-// size by scaling the inverse DCT, which costs a fraction of a full decode;
-// the pixels then differ from a full decode resized (ImageFolder.h says
-// when we use it).
+// differ by a level or so; fastIdct gives those, and graphrun always asks
+// for it (bench/image-decode.sh compares both with TF). It can also decode
+// at 1/2, 1/4 or 1/8 of the size by scaling the inverse DCT, which saves
+// part of the inverse DCT's and upsampling's work (not the entropy
+// decoding's); the pixels then differ from a full decode resized
+// (ImageFolder.h says when: graphrun --fast-decode).
 //
 // Every libjpeg warning is an error here: a truncated file draws one
 // ("Premature end of JPEG file") yet TurboJPEG still returns an image, its

@@ -15,8 +15,8 @@ without Keras or a network, and the checks it runs on graphrun's output:
       and the head changed
   vgg16_transfer.py check-predictions WEIGHTS PRED.npy
       PRED.npy's rows equal a NumPy forward pass (float64) of WEIGHTS on
-      the files PRED.npy.txt lists, decoded by PIL (libjpeg-turbo, as ours),
-      within 1e-4
+      the files PRED.npy.txt lists, decoded as TF does (libjpeg-turbo's
+      fast IDCT, as graphrun by default), within 1e-4
 
 VGG16 has its full widths (64 ... 512 channels, 14.7 M weights): the test
 is about the real model's names, shapes and frozen set, and a 32x32 input
@@ -154,14 +154,18 @@ def forward(w, x):
 
 def check_predictions(weights_path, pred_path):
     import safetensors_io
-    from PIL import Image
+    # graphrun decodes as tf.io.decode_jpeg does (libjpeg-turbo's fast
+    # IDCT), which PIL cannot: the image-folder tests' decoder does.
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(
+        __file__)), "..", "tools", "graphrun"))
+    from image_folder_check import decode_like_tf
     w = safetensors_io.read(weights_path)
     pred = np.load(pred_path)
     with open(pred_path + ".txt") as f:
         files = [line.rstrip("\n") for line in f if line.strip()]
     if pred.shape != (len(files), len(CLASSES)):
         sys.exit("predictions %s for %d files" % (pred.shape, len(files)))
-    x = np.stack([np.asarray(Image.open(p).convert("RGB"), np.float64) / 255
+    x = np.stack([decode_like_tf(p, grey=False).astype(np.float64) / 255
                   for p in files])
     want = forward(w, x)
     diff = np.abs(pred - want).max()

@@ -18,9 +18,9 @@
   image_folder_check.py predictions P.npy FOLDER WEIGHTS [--atol T]
       Recounts graphrun --predict images:FOLDER -o P.npy for the tiny CNN
       (test/tools/graphrun/Inputs/tiny_cnn.json, WEIGHTS its safetensors):
-      lists FOLDER itself, decodes each JPEG with PIL, runs the model in
-      NumPy, and compares the softmax with P.npy row by row, and the paths
-      with P.npy.txt.
+      lists FOLDER itself, decodes each JPEG as tf.io.decode_jpeg does
+      (decode_like_tf), runs the model in NumPy, and compares the softmax
+      with P.npy row by row, and the paths with P.npy.txt.
 """
 
 import argparse
@@ -55,6 +55,45 @@ def write_idx(path, array):
         f.write(struct.pack(">HBB", 0, 0x08, array.ndim))
         f.write(struct.pack(f">{array.ndim}I", *array.shape))
         f.write(np.ascontiguousarray(array, np.uint8).tobytes())
+
+
+def decode_like_tf(path, grey):
+    """The pixels of tf.io.decode_jpeg (and so of Keras'
+    image_dataset_from_directory, graphrun's default): libjpeg-turbo's fast
+    integer IDCT, which PIL cannot ask for (it decodes with the accurate
+    one, a level or so apart), through TurboJPEG's C API. uint8, H x W x C.
+    """
+    import ctypes
+    tj = ctypes.CDLL("libturbojpeg.so.0")
+    tj.tjInitDecompress.restype = ctypes.c_void_p
+    tj.tjDestroy.argtypes = [ctypes.c_void_p]
+    tj.tjGetErrorStr2.restype = ctypes.c_char_p
+    tj.tjGetErrorStr2.argtypes = [ctypes.c_void_p]
+    tj.tjDecompressHeader3.argtypes = [ctypes.c_void_p, ctypes.c_char_p,
+                                       ctypes.c_ulong] + \
+        [ctypes.POINTER(ctypes.c_int)] * 4
+    tj.tjDecompress2.argtypes = [ctypes.c_void_p, ctypes.c_char_p,
+                                 ctypes.c_ulong, ctypes.c_void_p] + \
+        [ctypes.c_int] * 5
+    data = open(path, "rb").read()
+    handle = tj.tjInitDecompress()
+    try:
+        w, h, sub, space = (ctypes.c_int() for _ in range(4))
+        if tj.tjDecompressHeader3(handle, data, len(data), ctypes.byref(w),
+                                  ctypes.byref(h), ctypes.byref(sub),
+                                  ctypes.byref(space)) != 0:
+            sys.exit(f"{path}: {tj.tjGetErrorStr2(handle).decode()}")
+        channels = 1 if grey else 3
+        out = np.empty((h.value, w.value, channels), np.uint8)
+        tjpf_gray, tjpf_rgb, tjflag_fastdct = 6, 0, 2048
+        if tj.tjDecompress2(handle, data, len(data), out.ctypes.data,
+                            w.value, 0, h.value,
+                            tjpf_gray if grey else tjpf_rgb,
+                            tjflag_fastdct) != 0:
+            sys.exit(f"{path}: {tj.tjGetErrorStr2(handle).decode()}")
+        return out
+    finally:
+        tj.tjDestroy(handle)
 
 
 def listing(root, classes=None):
@@ -145,9 +184,9 @@ def predictions(args):
     paths, _ = listing(args.folder)
     got = np.load(args.npy)
     names = open(args.npy + ".txt").read().splitlines()
-    pixels = np.stack([np.asarray(Image.open(p).convert("L"), np.float32)
-                       for p in paths]) / 255.0
-    z = logits_of(read_safetensors(args.weights), pixels[..., None])
+    pixels = np.stack([decode_like_tf(p, grey=True).astype(np.float32)
+                       for p in paths]) / np.float32(255.0)
+    z = logits_of(read_safetensors(args.weights), pixels)
     z = z - z.max(axis=1, keepdims=True)
     softmax = np.exp(z) / np.exp(z).sum(axis=1, keepdims=True)
     same_files = [os.path.realpath(n) for n in names] == \
