@@ -1,0 +1,276 @@
+//===- FitCallbacksTest.cpp - the fit callbacks' flags and errors ---------===//
+//
+// What Keras cannot check for us: the flag parsers' defaults and every
+// error they give. The decisions themselves are compared with Keras' own
+// classes by fit-callbacks-vs-keras.test.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/job/FitCallbacks.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <limits>
+#include <sstream>
+#include <unistd.h>
+
+using namespace graph::runtime;
+using namespace graph::runtime::job;
+using ::testing::HasSubstr;
+
+namespace {
+
+TEST(FitCallbacksOptions, EmptyMeansKerasDefaults) {
+  EarlyStoppingOptions es;
+  es.patience = 7;
+  ASSERT_TRUE(parseEarlyStoppingOptions("", es));
+  EXPECT_EQ(es.monitor, "val_loss");
+  EXPECT_EQ(es.minDelta, 0);
+  EXPECT_EQ(es.patience, 0);
+  EXPECT_EQ(es.verbose, 0);
+  EXPECT_EQ(es.mode, MonitorMode::automatic);
+  EXPECT_FALSE(es.baseline);
+  EXPECT_FALSE(es.restoreBestWeights);
+  EXPECT_EQ(es.startFromEpoch, 0);
+
+  ReduceLROnPlateauOptions rl;
+  ASSERT_TRUE(parseReduceLROnPlateauOptions("", rl));
+  EXPECT_EQ(rl.monitor, "val_loss");
+  EXPECT_EQ(rl.factor, 0.1);
+  EXPECT_EQ(rl.patience, 10);
+  EXPECT_EQ(rl.minDelta, 1e-4);
+  EXPECT_EQ(rl.cooldown, 0);
+  EXPECT_EQ(rl.minLr, 0);
+  EXPECT_EQ(rl.mode, MonitorMode::automatic);
+
+  BestCheckpointOptions ck;
+  ASSERT_TRUE(parseBestCheckpointOptions("", ck));
+  EXPECT_EQ(ck.monitor, "val_loss");
+  EXPECT_EQ(ck.mode, MonitorMode::automatic);
+  EXPECT_FALSE(ck.initialValueThreshold);
+}
+
+TEST(FitCallbacksOptions, EveryKey) {
+  EarlyStoppingOptions es;
+  ASSERT_TRUE(parseEarlyStoppingOptions(
+      "monitor=val_accuracy,min_delta=0.01,patience=3,verbose=1,mode=max,"
+      "baseline=0.5,restore_best_weights=True,start_from_epoch=2",
+      es));
+  EXPECT_EQ(es.monitor, "val_accuracy");
+  EXPECT_EQ(es.minDelta, 0.01);
+  EXPECT_EQ(es.patience, 3);
+  EXPECT_EQ(es.verbose, 1);
+  EXPECT_EQ(es.mode, MonitorMode::max);
+  EXPECT_EQ(es.baseline, 0.5);
+  EXPECT_TRUE(es.restoreBestWeights);
+  EXPECT_EQ(es.startFromEpoch, 2);
+
+  ReduceLROnPlateauOptions rl;
+  ASSERT_TRUE(parseReduceLROnPlateauOptions(
+      "monitor=loss,factor=0.5,patience=2,verbose=0,mode=min,min_delta=1e-3,"
+      "cooldown=1,min_lr=1e-5",
+      rl));
+  EXPECT_EQ(rl.factor, 0.5);
+  EXPECT_EQ(rl.minLr, 1e-5);
+  EXPECT_EQ(rl.cooldown, 1);
+  EXPECT_EQ(rl.mode, MonitorMode::min);
+
+  BestCheckpointOptions ck;
+  ASSERT_TRUE(parseBestCheckpointOptions(
+      "monitor=val_accuracy,mode=max,initial_value_threshold=0.9,verbose=1",
+      ck));
+  EXPECT_EQ(ck.initialValueThreshold, 0.9);
+}
+
+/// The error `text` gives `--early-stopping`.
+std::string earlyStoppingError(const std::string &text) {
+  EarlyStoppingOptions o;
+  Status s = parseEarlyStoppingOptions(text, o);
+  EXPECT_FALSE(s) << text;
+  EXPECT_EQ(s.code(), StatusCode::invalidInput) << text;
+  return s.message();
+}
+
+TEST(FitCallbacksOptions, UnknownKeyListsTheKeys) {
+  EXPECT_EQ(earlyStoppingError("patience=2,paitence=3"),
+            "--early-stopping: unknown key 'paitence'; the keys are monitor, "
+            "min_delta, patience, verbose, mode, baseline, "
+            "restore_best_weights, start_from_epoch");
+  ReduceLROnPlateauOptions rl;
+  Status s = parseReduceLROnPlateauOptions("epsilon=1e-4", rl);
+  EXPECT_EQ(s.message(),
+            "--reduce-lr-on-plateau: unknown key 'epsilon'; the keys are "
+            "monitor, factor, patience, verbose, mode, min_delta, cooldown, "
+            "min_lr");
+  BestCheckpointOptions ck;
+  s = parseBestCheckpointOptions("save_best_only=true", ck);
+  EXPECT_EQ(s.message(), "--checkpoint-best: unknown key 'save_best_only'; "
+                         "the keys are monitor, verbose, mode, "
+                         "initial_value_threshold");
+}
+
+TEST(FitCallbacksOptions, BadValuesNameKeyAndValue) {
+  EXPECT_EQ(earlyStoppingError("patience=-1"),
+            "--early-stopping: patience=-1 is not a whole number >= 0");
+  EXPECT_EQ(earlyStoppingError("patience=1.5"),
+            "--early-stopping: patience=1.5 is not a whole number >= 0");
+  EXPECT_EQ(earlyStoppingError("patience=99999999999999999999"),
+            "--early-stopping: patience=99999999999999999999 is not a whole "
+            "number >= 0");
+  EXPECT_EQ(earlyStoppingError("start_from_epoch="),
+            "--early-stopping: start_from_epoch= is not a whole number >= 0");
+  EXPECT_EQ(earlyStoppingError("min_delta=abc"),
+            "--early-stopping: min_delta=abc is not a finite number");
+  EXPECT_EQ(earlyStoppingError("min_delta=0.1x"),
+            "--early-stopping: min_delta=0.1x is not a finite number");
+  EXPECT_EQ(earlyStoppingError("baseline=nan"),
+            "--early-stopping: baseline=nan is not a finite number");
+  EXPECT_EQ(earlyStoppingError("baseline=inf"),
+            "--early-stopping: baseline=inf is not a finite number");
+  EXPECT_EQ(earlyStoppingError("mode=up"),
+            "--early-stopping: mode=up is not auto, min or max");
+  EXPECT_EQ(earlyStoppingError("restore_best_weights=yes"),
+            "--early-stopping: restore_best_weights=yes is not true or false");
+  EXPECT_THAT(earlyStoppingError("monitor="),
+              HasSubstr("--early-stopping: monitor= names no logged value"));
+
+  ReduceLROnPlateauOptions rl;
+  Status s = parseReduceLROnPlateauOptions("factor=1", rl);
+  EXPECT_THAT(s.message(),
+              HasSubstr("--reduce-lr-on-plateau: factor=1 is not below 1"));
+  s = parseReduceLROnPlateauOptions("factor=1.5", rl);
+  EXPECT_THAT(s.message(), HasSubstr("factor=1.5 is not below 1"));
+  s = parseReduceLROnPlateauOptions("factor=-0.5", rl);
+  EXPECT_THAT(s.message(), HasSubstr("factor=-0.5 is negative"));
+  s = parseReduceLROnPlateauOptions("min_lr=-1e-5", rl);
+  EXPECT_THAT(s.message(), HasSubstr("min_lr=-1e-5 is negative"));
+  s = parseReduceLROnPlateauOptions("cooldown=x", rl);
+  EXPECT_EQ(s.message(),
+            "--reduce-lr-on-plateau: cooldown=x is not a whole number >= 0");
+  // A failed parse leaves the options as they were.
+  EXPECT_EQ(rl.factor, 0.1);
+}
+
+TEST(FitCallbacksOptions, MalformedLists) {
+  EXPECT_THAT(earlyStoppingError("patience"),
+              HasSubstr("--early-stopping: 'patience' is not key=value"));
+  EXPECT_THAT(earlyStoppingError("patience=1,"),
+              HasSubstr("--early-stopping: '' is not key=value"));
+  EXPECT_THAT(earlyStoppingError("=1"),
+              HasSubstr("--early-stopping: '=1' is not key=value"));
+  EXPECT_EQ(earlyStoppingError("patience=1,patience=2"),
+            "--early-stopping: key 'patience' is given twice");
+}
+
+TEST(FitCallbacksMonitor, AutoNeedsADirection) {
+  EarlyStoppingOptions o;
+  ASSERT_TRUE(parseEarlyStoppingOptions("monitor=val_f2", o));
+  EarlyStopping e;
+  Status s =
+      EarlyStopping::create(o, compiledMetricDirections({"accuracy"}), e);
+  EXPECT_EQ(s.code(), StatusCode::invalidInput);
+  EXPECT_THAT(s.message(),
+              HasSubstr("--early-stopping: mode=auto cannot tell whether "
+                        "monitor=val_f2 is to be minimized or maximized"));
+  EXPECT_THAT(s.message(), HasSubstr("pass mode=min or mode=max"));
+  // A metric the model does not compile has no direction either.
+  ASSERT_TRUE(parseEarlyStoppingOptions("monitor=val_accuracy", o));
+  EXPECT_FALSE(EarlyStopping::create(o, compiledMetricDirections({}), e));
+  EXPECT_TRUE(
+      EarlyStopping::create(o, compiledMetricDirections({"accuracy"}), e));
+  // The loss needs no metric; mode=max needs no direction.
+  ASSERT_TRUE(parseEarlyStoppingOptions("monitor=loss", o));
+  EXPECT_TRUE(EarlyStopping::create(o, nullptr, e));
+  ASSERT_TRUE(parseEarlyStoppingOptions("monitor=val_f2,mode=max", o));
+  EXPECT_TRUE(EarlyStopping::create(o, nullptr, e));
+}
+
+TEST(FitCallbacksMonitor, MissingKeyIsRefusedBeforeTraining) {
+  Status s =
+      checkMonitorLogged("--early-stopping", "val_loss", {"accuracy", "loss"});
+  EXPECT_EQ(s.code(), StatusCode::invalidInput);
+  EXPECT_EQ(s.message(),
+            "--early-stopping: monitor=val_loss is not logged at an epoch's "
+            "end (the epochs log accuracy, loss); val_ values need "
+            "validation data (--validation-split or --validation-data)");
+  EXPECT_TRUE(checkMonitorLogged("--early-stopping", "loss", {"loss"}));
+  s = checkMonitorLogged("--checkpoint-best", "acc", {"loss"});
+  EXPECT_EQ(s.message(), "--checkpoint-best: monitor=acc is not logged at an "
+                         "epoch's end (the epochs log loss)");
+}
+
+TEST(FitCallbacksCsv, PythonRepr) {
+  EXPECT_EQ(pythonFloatRepr(1.0), "1.0");
+  EXPECT_EQ(pythonFloatRepr(0.0), "0.0");
+  EXPECT_EQ(pythonFloatRepr(-0.0), "-0.0");
+  EXPECT_EQ(pythonFloatRepr(0.0001), "0.0001");
+  EXPECT_EQ(pythonFloatRepr(1e-05), "1e-05");
+  EXPECT_EQ(pythonFloatRepr(1.5e-05), "1.5e-05");
+  EXPECT_EQ(pythonFloatRepr(0.1), "0.1");
+  EXPECT_EQ(pythonFloatRepr(1e16), "1e+16");
+  EXPECT_EQ(pythonFloatRepr(1234567890123456.0), "1234567890123456.0");
+  EXPECT_EQ(pythonFloatRepr(123.25), "123.25");
+  EXPECT_EQ(pythonFloatRepr(static_cast<float>(0.001)),
+            "0.0010000000474974513");
+  EXPECT_EQ(pythonFloatRepr(5e-324), "5e-324");
+  EXPECT_EQ(pythonFloatRepr(1.7976931348623157e308), "1.7976931348623157e+308");
+  EXPECT_EQ(pythonFloatRepr(std::numeric_limits<double>::quiet_NaN()), "nan");
+  EXPECT_EQ(pythonFloatRepr(std::numeric_limits<double>::infinity()), "inf");
+  EXPECT_EQ(pythonFloatRepr(-std::numeric_limits<double>::infinity()), "-inf");
+}
+
+TEST(FitCallbacksCsv, HeaderAndRows) {
+  EpochLogs logs = {{"loss", 0.5}, {"accuracy", 0.25}};
+  std::vector<std::string> columns = CsvLogger::columns(logs);
+  EXPECT_THAT(columns, ::testing::ElementsAre("accuracy", "loss",
+                                              "val_accuracy", "val_loss"));
+  EXPECT_EQ(CsvLogger::formatHeader(columns, ','),
+            "epoch,accuracy,loss,val_accuracy,val_loss\r\n");
+  EXPECT_EQ(CsvLogger::formatRow(3, columns, logs, ';'),
+            "3;0.25;0.5;NA;NA\r\n");
+  EXPECT_EQ(CsvLogger::formatHeader({"a,b", "say \"hi\""}, ','),
+            "epoch,\"a,b\",\"say \"\"hi\"\"\"\r\n");
+}
+
+TEST(FitCallbacksCsv, OpenErrorsNameThePath) {
+  std::unique_ptr<CsvLogger> logger;
+  Status s = CsvLogger::open("/nonexistent-dir/log.csv", ',', false, logger);
+  EXPECT_FALSE(s);
+  EXPECT_THAT(s.message(), HasSubstr("/nonexistent-dir/log.csv: cannot open "
+                                     "the CSV log: "));
+  s = CsvLogger::open("log.csv", '"', false, logger);
+  EXPECT_THAT(s.message(), HasSubstr("a CSV separator cannot be a quote"));
+}
+
+TEST(FitCallbacksCsv, AppendWritesTheHeaderOnlyToAnEmptyFile) {
+  std::string path = ::testing::TempDir() + "fit-callbacks-" +
+                     std::to_string(::getpid()) + ".csv";
+  auto run = [&](bool append) {
+    std::unique_ptr<CsvLogger> logger;
+    ASSERT_TRUE(CsvLogger::open(path, ',', append, logger));
+    ASSERT_TRUE(logger->onEpochEnd(0, {{"loss", 1.0}, {"val_loss", 2.0}}));
+    ASSERT_TRUE(logger->onEpochEnd(1, {{"loss", 0.5}}));
+    ASSERT_TRUE(logger->close());
+  };
+  auto read = [&] {
+    std::ifstream f(path, std::ios::binary);
+    std::stringstream text;
+    text << f.rdbuf();
+    return text.str();
+  };
+  std::remove(path.c_str());
+  run(true);
+  EXPECT_EQ(read(), "epoch,loss,val_loss\r\n0,1.0,2.0\r\n1,0.5,NA\r\n");
+  run(true);
+  EXPECT_EQ(read(), "epoch,loss,val_loss\r\n0,1.0,2.0\r\n1,0.5,NA\r\n"
+                    "0,1.0,2.0\r\n1,0.5,NA\r\n");
+  run(false);
+  EXPECT_EQ(read(), "epoch,loss,val_loss\r\n0,1.0,2.0\r\n1,0.5,NA\r\n");
+  std::remove(path.c_str());
+}
+
+} // namespace
