@@ -96,11 +96,15 @@ public:
       programs.push_back(*emitted);
     }
 
-    auto root =
-        plan::CreatePlan(fbb, ::graph::runtime::kPlanVersion,
-                         fbb.CreateString(training.getModel().str()),
-                         fbb.CreateVector(variables), fbb.CreateVector(inputs),
-                         emitTraining(training), fbb.CreateVector(programs));
+    fb::Offset<fb::String> kerasConfig;
+    if (auto config =
+            module->getAttrOfType<StringAttr>(mlir::graph::kKerasConfigAttr))
+      kerasConfig = fbb.CreateString(config.getValue().str());
+    auto root = plan::CreatePlan(
+        fbb, ::graph::runtime::kPlanVersion,
+        fbb.CreateString(training.getModel().str()),
+        fbb.CreateVector(variables), fbb.CreateVector(inputs),
+        emitTraining(training), fbb.CreateVector(programs), kerasConfig);
     plan::FinishPlanBuffer(fbb, root);
     bytes.assign(fbb.GetBufferPointer(),
                  fbb.GetBufferPointer() + fbb.GetSize());

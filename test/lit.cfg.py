@@ -26,7 +26,7 @@ llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 
 tool_dirs = [config.graph_tools_dir, config.llvm_tools_dir]
-tools = ["graph-opt", "graph-import", "graphc", "graphrun"]
+tools = ["graph-opt", "graph-import", "graphc", "graphrun", "fit-callbacks-replay"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 
 # Real Keras 3 and tensorboard (scripts/test-venv.sh, which scripts/setup.sh
@@ -40,6 +40,9 @@ if os.path.exists(keras_python):
 # The libFuzzer targets, where the build has them (test/CMakeLists.txt).
 if config.graph_have_fuzzers:
     config.available_features.add("fuzzers")
+# A full disk for the files whose path holds $GRAPH_FULL_DISK
+# (test/runtime/job/full-disk.c), through LD_PRELOAD.
+config.substitutions.append(("%full_disk", os.path.join(config.graph_obj_root, "lib", "libgraph-full-disk.so")))
 config.substitutions.append(("%fuzz_dir", os.path.join(config.graph_obj_root, "fuzz")))
 
 # Multi-worker tests start real workers with Open MPI's mpirun. It refuses

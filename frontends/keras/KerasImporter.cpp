@@ -27,6 +27,8 @@
 #include "frontends/keras/KerasLayers.h"
 #include "frontends/keras/KerasTraining.h"
 
+#include "dialects/graph/GraphDialect.h"
+
 #include "mlir/IR/Diagnostics.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringMap.h"
@@ -1103,7 +1105,14 @@ importKerasJson(llvm::StringRef text, llvm::StringRef bufferName,
     return nullptr;
   }
   ConfigDocument doc(bufferName, text, std::move(*parsed), ctx);
-  return ModelImporter(doc, ctx, options).import();
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      ModelImporter(doc, ctx, options).import();
+  // The config as it came travels to the plan, so that graphrun writes the
+  // user's own model back into Keras' files (config.json of a .keras).
+  if (module)
+    (*module)->setAttr(mlir::graph::kKerasConfigAttr,
+                       mlir::StringAttr::get(&ctx, text));
+  return module;
 }
 
 mlir::OwningOpRef<mlir::ModuleOp>

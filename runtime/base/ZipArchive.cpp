@@ -204,4 +204,80 @@ Status ZipArchive::read(std::string_view name, uint64_t limit,
   return Status::ok();
 }
 
+namespace {
+
+void putLE(std::string &out, uint64_t value, int bytes) {
+  for (int i = 0; i < bytes; ++i)
+    out.push_back(static_cast<char>((value >> (8 * i)) & 0xff));
+}
+
+} // namespace
+
+Status storedZipArchive(const std::vector<ZipMember> &members,
+                        std::string &out) {
+  // APPNOTE.TXT 4.3: local header + data per member, then the central
+  // directory and its end record. Version 2.0, no flags, method 0 (stored),
+  // DOS time 00:00 on 1980-01-01.
+  constexpr uint64_t kLimit = 0xffffffffu;
+  constexpr uint16_t kDosDate = (0 << 9) | (1 << 5) | 1;
+  out.clear();
+  std::string central;
+  for (const ZipMember &m : members) {
+    if (m.bytes.size() >= kLimit || out.size() >= kLimit)
+      return Status::error(StatusCode::resourceExhausted,
+                           m.name + ": 4 GiB or more; the archive is written "
+                                    "without Zip64");
+    uLong crc = crc32(0L, Z_NULL, 0);
+    for (size_t at = 0; at < m.bytes.size();) {
+      uInt chunk = static_cast<uInt>(
+          std::min<size_t>(m.bytes.size() - at, size_t(1) << 30));
+      crc = crc32(crc, reinterpret_cast<const Bytef *>(m.bytes.data() + at),
+                  chunk);
+      at += chunk;
+    }
+    const uint64_t offset = out.size();
+    auto common = [&](std::string &h) {
+      putLE(h, 20, 2);       // version needed: 2.0
+      putLE(h, 0, 2);        // flags
+      putLE(h, 0, 2);        // method: stored
+      putLE(h, 0, 2);        // time
+      putLE(h, kDosDate, 2); // date
+      putLE(h, crc, 4);
+      putLE(h, m.bytes.size(), 4);
+      putLE(h, m.bytes.size(), 4);
+      putLE(h, m.name.size(), 2);
+      putLE(h, 0, 2); // extra field length
+    };
+    putLE(out, 0x04034b50, 4);
+    common(out);
+    out += m.name;
+    out.append(m.bytes.data(), m.bytes.size());
+
+    putLE(central, 0x02014b50, 4);
+    putLE(central, 20, 2); // version made by
+    common(central);
+    putLE(central, 0, 2); // comment length
+    putLE(central, 0, 2); // disk number
+    putLE(central, 0, 2); // internal attributes
+    putLE(central, 0, 4); // external attributes
+    putLE(central, offset, 4);
+    central += m.name;
+  }
+  const uint64_t centralOffset = out.size();
+  if (centralOffset + central.size() >= kLimit)
+    return Status::error(StatusCode::resourceExhausted,
+                         "the archive is 4 GiB or more; it is written "
+                         "without Zip64");
+  out += central;
+  putLE(out, 0x06054b50, 4);
+  putLE(out, 0, 2); // this disk
+  putLE(out, 0, 2); // the central directory's disk
+  putLE(out, members.size(), 2);
+  putLE(out, members.size(), 2);
+  putLE(out, central.size(), 4);
+  putLE(out, centralOffset, 4);
+  putLE(out, 0, 2); // comment length
+  return Status::ok();
+}
+
 } // namespace graph::runtime

@@ -72,6 +72,20 @@ private:
   std::vector<Member> members_;
 };
 
+/// One member of an archive to write: its name and its bytes.
+struct ZipMember {
+  std::string name;
+  std::string_view bytes;
+};
+
+/// The bytes of a zip archive holding `members` in order, stored
+/// uncompressed (ZIP_STORED, as Keras' saving_lib writes a .keras) with
+/// their CRC-32s and a fixed timestamp, so that equal members give equal
+/// archives. No Zip64: a member or an archive of 4 GiB or more is refused
+/// (resourceExhausted).
+Status storedZipArchive(const std::vector<ZipMember> &members,
+                        std::string &out);
+
 } // namespace graph::runtime
 
 #endif // RUNTIME_BASE_ZIPARCHIVE_H

@@ -2,6 +2,8 @@
 
 #include "runtime/checkpoint/KerasWeights.h"
 
+#include "runtime/checkpoint/Hdf5.h"
+#include "runtime/checkpoint/KerasNaming.h"
 #include "runtime/core/Kernel.h"
 
 #include <hdf5.h>
@@ -21,86 +23,6 @@
 namespace graph::runtime::checkpoint {
 
 namespace {
-
-// ---------------------------------------------------------------------------
-// HDF5 handles and errors
-// ---------------------------------------------------------------------------
-
-/// An HDF5 identifier, closed when it goes out of scope.
-class Hid {
-public:
-  using Close = herr_t (*)(hid_t);
-  Hid() = default;
-  Hid(hid_t id, Close close) : id_(id), close_(close) {}
-  Hid(Hid &&other) noexcept
-      : id_(std::exchange(other.id_, -1)), close_(other.close_) {}
-  Hid &operator=(Hid &&other) noexcept {
-    if (this != &other) {
-      reset();
-      id_ = std::exchange(other.id_, -1);
-      close_ = other.close_;
-    }
-    return *this;
-  }
-  Hid(const Hid &) = delete;
-  Hid &operator=(const Hid &) = delete;
-  ~Hid() { reset(); }
-
-  hid_t get() const { return id_; }
-  explicit operator bool() const { return id_ >= 0; }
-
-private:
-  void reset() {
-    if (id_ >= 0 && close_)
-      close_(id_);
-    id_ = -1;
-  }
-  hid_t id_ = -1;
-  Close close_ = nullptr;
-};
-
-/// For its lifetime HDF5 prints no errors (they come back in a Status) and
-/// loads no filter plugins (a file could name any library on the plugin
-/// path); both settings are restored after.
-class Hdf5Quiet {
-public:
-  Hdf5Quiet() {
-    H5Eget_auto2(H5E_DEFAULT, &func_, &data_);
-    H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
-    H5PLget_loading_state(&plugins_);
-    H5PLset_loading_state(0);
-  }
-  ~Hdf5Quiet() {
-    H5Eclear2(H5E_DEFAULT);
-    H5PLset_loading_state(plugins_);
-    H5Eset_auto2(H5E_DEFAULT, func_, data_);
-  }
-  Hdf5Quiet(const Hdf5Quiet &) = delete;
-  Hdf5Quiet &operator=(const Hdf5Quiet &) = delete;
-
-private:
-  H5E_auto2_t func_ = nullptr;
-  void *data_ = nullptr;
-  unsigned plugins_ = 0;
-};
-
-/// The most specific message on HDF5's error stack (where the library
-/// found the fault: "truncated file: eof = ..."), or "" when the stack is
-/// empty; clears the stack. HDF5 clears it on entry to every API call, so
-/// it holds only the last failed call's messages.
-std::string hdf5Detail() {
-  std::string detail;
-  H5Ewalk2(
-      H5E_DEFAULT, H5E_WALK_UPWARD,
-      [](unsigned n, const H5E_error2_t *error, void *out) -> herr_t {
-        if (n == 0 && error->desc)
-          *static_cast<std::string *>(out) = error->desc;
-        return 0;
-      },
-      &detail);
-  H5Eclear2(H5E_DEFAULT);
-  return detail;
-}
 
 /// An HDF5 object's path for messages: "" is the root.
 std::string shown(const std::string &path) { return path.empty() ? "/" : path; }
@@ -550,43 +472,18 @@ Status readLegacyLayers(const H5File &f, std::vector<FileLayer> &layers) {
 
 // --- Keras 3 (keras/src/saving/saving_lib.py, H5IOStore) ------------------
 
-/// Keras' naming.to_snake_case, which names a layer's group after its
-/// class: "Conv2D" -> "conv2d", "BatchNormalization" ->
-/// "batch_normalization".
-std::string kerasSnakeCase(const std::string &className) {
-  std::string s =
-      std::regex_replace(className, std::regex("[^A-Za-z0-9_]+"), "");
-  s = std::regex_replace(s, std::regex("(.)([A-Z][a-z]+)"), "$1_$2");
-  s = std::regex_replace(s, std::regex("([a-z])([A-Z])"), "$1_$2");
-  std::transform(s.begin(), s.end(), s.begin(),
-                 [](unsigned char c) { return std::tolower(c); });
-  return s;
-}
-
 /// Which layer each group under /layers is, from a .keras archive's
 /// config.json: Keras names the groups by replaying _get_unique_name over
 /// model.layers, which config.json lists in order. Empty when the config
 /// cannot say (it is only needed for files that record no names).
 std::map<std::string, std::string> groupsOfConfig(const std::string &text) {
-  std::map<std::string, std::string> groups;
-  nlohmann::json config = nlohmann::json::parse(text, nullptr, false);
-  if (!config.is_object() || !config.contains("config") ||
-      !config["config"].is_object() || !config["config"].contains("layers") ||
-      !config["config"]["layers"].is_array())
+  std::vector<ConfigLayer> layers;
+  std::string modelName;
+  if (!configLayers(text, layers, modelName))
     return {};
-  std::map<std::string, int> used;
-  for (const nlohmann::json &layer : config["config"]["layers"]) {
-    if (!layer.is_object() || !layer.contains("class_name") ||
-        !layer["class_name"].is_string() || !layer.contains("config") ||
-        !layer["config"].is_object() || !layer["config"].contains("name") ||
-        !layer["config"]["name"].is_string())
-      return {};
-    std::string group = kerasSnakeCase(layer["class_name"].get<std::string>());
-    auto [it, fresh] = used.emplace(group, 0);
-    if (!fresh)
-      group += "_" + std::to_string(++it->second);
-    groups[group] = layer["config"]["name"].get<std::string>();
-  }
+  std::map<std::string, std::string> groups;
+  for (const ConfigLayer &layer : layers)
+    groups[layer.group] = layer.name;
   return groups;
 }
 
@@ -719,64 +616,6 @@ Status readKeras3Layers(const H5File &f, const std::string &top,
 // ---------------------------------------------------------------------------
 // Matching the file's layers to the model's
 // ---------------------------------------------------------------------------
-
-/// A weight's position in Keras' Layer.weights (trainable variables, then
-/// non-trainable, each in creation order) for the weights Keras' layers
-/// create; -1 for a name not listed.
-int kerasPosition(std::string_view weight) {
-  static constexpr std::pair<std::string_view, int> kOrder[] = {
-      {"kernel", 0},
-      {"depthwise_kernel", 0},
-      {"embeddings", 0},
-      {"pointwise_kernel", 1},
-      {"bias", 2},
-      {"gamma", 3},
-      {"beta", 4},
-      {"moving_mean", 5},
-      {"moving_variance", 6},
-  };
-  for (const auto &[name, position] : kOrder)
-    if (weight == name)
-      return position;
-  return -1;
-}
-
-struct ModelLayer {
-  std::string name;
-  /// Its variables, in Keras' order.
-  std::vector<int> weights;
-};
-
-/// The model's layers, in the order of their first variable; each layer's
-/// weights in Keras' order (the plan's order when a name is not in
-/// kerasPosition's table: the importer creates them in Keras' order).
-std::vector<ModelLayer> modelLayers(const MirroredVariables &variables,
-                                    const std::vector<int> &which) {
-  std::vector<ModelLayer> layers;
-  std::map<std::string, size_t> index;
-  auto weightOf = [&](int v) {
-    const std::string &name = variables.name(v);
-    return std::string_view(name).substr(name.rfind('/') + 1);
-  };
-  for (int v : which) {
-    const std::string &name = variables.name(v);
-    size_t slash = name.rfind('/');
-    std::string layer =
-        slash == std::string::npos ? name : name.substr(0, slash);
-    auto [it, fresh] = index.emplace(layer, layers.size());
-    if (fresh)
-      layers.push_back({layer, {}});
-    layers[it->second].weights.push_back(v);
-  }
-  for (ModelLayer &layer : layers)
-    if (std::all_of(layer.weights.begin(), layer.weights.end(),
-                    [&](int v) { return kerasPosition(weightOf(v)) >= 0; }))
-      std::stable_sort(
-          layer.weights.begin(), layer.weights.end(), [&](int a, int b) {
-            return kerasPosition(weightOf(a)) < kerasPosition(weightOf(b));
-          });
-  return layers;
-}
 
 /// "a, b, c" (at most `limit` names, then "...").
 std::string listed(const std::vector<std::string> &names, size_t limit = 20) {

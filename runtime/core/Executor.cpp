@@ -524,6 +524,7 @@ void Executor::runDevice(int d) {
   ctx.replicas = replicas_;
   ctx.globalRowOffset = prepared_.firstRow + localBatch_ / replicas_ * d;
   ctx.seed = options_.seed;
+  ctx.learningRate = learningRate_;
   ctx.deviceState = nullptr;
   for (const PreparedOp *p : hostOps_[d]) {
     const PreparedOp &op = *p;
@@ -774,6 +775,20 @@ int Executor::maxStepsInFlight() const {
   // The host backends run a step inside launch(): a second launch only
   // queues its result behind the first's.
   return runner_ ? runner_->maxStepsInFlight() : 2;
+}
+
+Status Executor::setLearningRate(double rate) {
+  if (runner_)
+    return Status::error(
+        "a learning rate set while training (ReduceLROnPlateau) is not on "
+        "the " +
+        std::string(backendName(options_.backend)) +
+        " backend yet: its captured steps read the plan's rate");
+  if (!inFlight_.empty())
+    return Status::error("the learning rate changes between steps, not with "
+                         "a step in flight");
+  learningRate_ = rate;
+  return Status::ok();
 }
 
 void Executor::discardStaged() {

@@ -96,6 +96,11 @@ public:
   int maxStepsInFlight() const;
   /// The steps launched and not yet waited for.
   int stepsInFlight() const { return static_cast<int>(inFlight_.size()); }
+  /// Sets the learning rate of the optimizer updates from the next launch
+  /// on (KernelContext::learningRate; negative: the plan's again). Host
+  /// backends only: the CUDA runner's captured steps do not read it yet,
+  /// and it says so.
+  Status setLearningRate(double rate);
   /// Forgets a staged batch that will not be launched (a run that stopped
   /// early), so that a later stage() starts afresh. A no-op when none is.
   void discardStaged();
@@ -180,6 +185,7 @@ private:
   StepResult *hostResult_ = nullptr; // the step runHost() runs
   int64_t step_ = 0;
   uint64_t stepId_ = 0;
+  double learningRate_ = -1; // setLearningRate's, on the host path
 
   // Events and failure: one lock; events hold the id of the step that last
   // recorded them.

@@ -101,6 +101,10 @@ struct KernelContext {
   int64_t globalRowOffset = 0;
   /// The run's seed (`graphrun --seed`), mixed into dropout masks.
   uint64_t seed = 0;
+  /// A learning rate set while training (Keras' ReduceLROnPlateau assigns
+  /// optimizer.learning_rate), which the optimizer update uses in place of
+  /// the plan's constant rate; negative: the plan's rate or schedule.
+  double learningRate = -1;
   /// The device's backend state, owned by the executor's device: null on
   /// the reference and cpu backends; the CUDA backend's per-device context
   /// (stream, library handles) on cuda.

@@ -284,6 +284,13 @@ Status Session::train(data::BatchIterator &batches, int64_t maxSteps,
         break;
     head = (head + 1) % 2;
     --count;
+    if (status && !dataEnd)
+      for (Hook *h : hooks)
+        if (h->stopRequested()) {
+          dataEnd = true;
+          stagedBatch = -1; // discardStaged() below forgets it
+          break;
+        }
   }
   // The steps launched ahead of a failure still finish: nothing may run on
   // the variables once train() returns. They ran, so they count, though

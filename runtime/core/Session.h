@@ -108,6 +108,11 @@ public:
   /// checkpoint, evaluates): the session then launches the next step only
   /// after this one's hooks. Asked before `step` has finished.
   virtual bool needsStateAfter(int64_t /*step*/) const { return false; }
+  /// Asked after each step's afterStep hooks: true ends the run there, as
+  /// Keras' model.stop_training does (EarlyStopping). No further step is
+  /// launched, those already launched finish, and end() runs: a run
+  /// stopped so succeeded.
+  virtual bool stopRequested() const { return false; }
 };
 
 /// Runs an evaluation every `every` global steps, through a callback that
@@ -219,6 +224,9 @@ public:
   /// Continues the step count of a restored checkpoint: the next step is
   /// `step` + 1 (Adam's bias correction and dropout masks key on it).
   Status setGlobalStep(int64_t step);
+  /// The training step's learning rate from the next step on, replacing
+  /// the plan's constant rate (ReduceLROnPlateau): Executor::setLearningRate.
+  Status setLearningRate(double rate) { return train_->setLearningRate(rate); }
   int64_t globalBatch() const { return train_->globalBatch(); }
   /// The rows this process feeds a step (the global batch over the
   /// workers).

@@ -28,6 +28,7 @@
 #include "runtime/base/AtomicFile.h"
 #include "runtime/base/HostMemory.h"
 #include "runtime/checkpoint/Checkpoint.h"
+#include "runtime/checkpoint/KerasWeightsWriter.h"
 #include "runtime/checkpoint/Npy.h"
 #include "runtime/checkpoint/Weights.h"
 #include "runtime/collectives/Workers.h"
@@ -37,6 +38,7 @@
 #include "runtime/data/DataSource.h"
 #include "runtime/data/Pipeline.h"
 #include "runtime/data/SplitMix64.h"
+#include "runtime/job/FitCallbacksHook.h"
 #include "runtime/plan/PlanLoader.h"
 
 #include <algorithm>
@@ -55,6 +57,7 @@
 #include <string>
 #include <system_error>
 #include <thread>
+#include <tuple>
 #include <unistd.h>
 
 namespace graph::runtime::job {
@@ -74,6 +77,31 @@ std::string namedValues(const EvalResult &result, const std::string &prefix) {
     text += (i ? ", " : " ") + prefix + result.names[i] + " = " + value;
   }
   return text;
+}
+
+/// A file written in the format its name asks for (KerasWeightsWriter.h):
+/// a known extension, a Keras format only from a plan that holds the
+/// model's Keras config, and for a whole model (`wholeModel`) .keras or
+/// .h5 alone.
+Status checkWeightsOutput(const std::string &flag, const std::string &path,
+                          const plan::Plan &plan, bool wholeModel) {
+  ckpt::WeightsFileFormat format;
+  if (Status s = ckpt::weightsFileFormat(path, format); !s)
+    return Status::error(flag + " " + s.message());
+  using F = ckpt::WeightsFileFormat;
+  if (wholeModel && format != F::kerasModel && format != F::legacyH5)
+    return Status::error(flag + " " + path +
+                         ": a whole model is a .keras file (or a legacy "
+                         ".h5); weights alone are --save-weights'");
+  if (format != F::safetensors &&
+      (!plan.keras_config() || plan.keras_config()->size() == 0))
+    return Status::error(
+        flag + " " + path +
+        ": the plan holds no Keras config (the model was not imported "
+        "from Keras JSON or a .keras file, or an older graphc compiled it); "
+        "Keras' files are laid out after it: compile the plan again, or "
+        "write .safetensors");
+  return Status::ok();
 }
 
 std::string mebibytes(int64_t bytes) {
@@ -257,8 +285,21 @@ private:
   Status evaluateOn(const data::DataSource &source, int64_t maxBatches,
                     EvalResult &out);
   /// Keras' per-epoch validation, at the end of epoch `step /
-  /// stepsPerEpoch`: val_loss and val_<metric>.
-  Status validate(int64_t step, int64_t stepsPerEpoch);
+  /// stepsPerEpoch`: val_loss and val_<metric>, printed, logged and added
+  /// to `logs`.
+  Status validate(int64_t step, int64_t stepsPerEpoch, EpochLogs &logs);
+  /// fit's callbacks (--early-stopping, --reduce-lr-on-plateau,
+  /// --checkpoint-best, --csv-log, --tensorboard, --checkpoint-format
+  /// keras) and the per-epoch validation, as one hook; null when the run
+  /// has none of them.
+  Status makeFitCallbacks(int64_t stepsPerEpoch,
+                          std::unique_ptr<FitCallbacksHook> &out);
+  /// What Keras' files hold besides the variables, now.
+  ckpt::KerasModelState kerasState(double learningRate) const {
+    return {loaded_.plan, session_->globalStep(), learningRate};
+  }
+  /// The plan's constant learning rate (or --learning-rate's).
+  double planLearningRate() const;
   /// --cache over an image folder: whether this worker's decoded shard fits
   /// in the memory available, saying so either way.
   bool cacheFits();
@@ -284,7 +325,7 @@ private:
     so.preprocess = o_.preprocess;
     so.resize = o_.resize;
     so.skipBadImages = o_.skipBadImages;
-    so.tfDecode = o_.tfDecode;
+    so.fastDecode = o_.fastDecode;
     so.decodeThreads = o_.decodeThreads;
     data::ArraysOptions &a = so.arrays;
     a.inputName = inputName_;
@@ -442,10 +483,42 @@ Status TrainingJob::checkLocally() {
   if (chief_) {
     for (const auto &[flag, path] :
          {std::pair{"--save-weights", &o_.saveWeights},
-          std::pair{"--metrics", &o_.metrics}})
+          std::pair{"--save-model", &o_.saveModel},
+          std::pair{"--metrics", &o_.metrics},
+          std::pair{"--csv-log", &o_.csvLog}})
       if (!path->empty())
         if (Status s = checkOutputFile(flag, *path); !s)
           return s;
+    for (const auto &[flag, path, whole] :
+         {std::tuple{"--save-weights", &o_.saveWeights, false},
+          std::tuple{"--save-model", &o_.saveModel, true}})
+      if (!path->empty())
+        if (Status s = checkWeightsOutput(flag, *path, p, whole); !s)
+          return s;
+    if (o_.checkpointFormat != "safetensors" && o_.checkpointFormat != "keras")
+      return Status::error("--checkpoint-format " + o_.checkpointFormat +
+                           ": safetensors or keras");
+    if (o_.checkpointFormat == "keras") {
+      if (o_.checkpointDir.empty())
+        return Status::error("--checkpoint-format keras writes "
+                             "ckpt-<epoch>.keras into --checkpoint-dir: give "
+                             "one");
+      if (Status s =
+              checkWeightsOutput("--checkpoint-format keras",
+                                 o_.checkpointDir + "/ckpt-1.keras", p, true);
+          !s)
+        return s;
+    }
+    if (!o_.tensorboard.empty())
+      for (const char *sub : {"train", "validation"}) {
+        std::error_code ec;
+        fs::path dir = fs::path(o_.tensorboard) / sub;
+        fs::create_directories(dir, ec);
+        if (ec || !fs::is_directory(dir, ec))
+          return Status::error("--tensorboard " + o_.tensorboard +
+                               ": cannot create " + dir.string() +
+                               (ec ? ": " + ec.message() : ""));
+      }
     if (!o_.checkpointDir.empty()) {
       std::error_code ec;
       fs::create_directories(o_.checkpointDir, ec);
@@ -642,7 +715,7 @@ Status TrainingJob::compareWorkers() {
        << "nan guard=" << o_.nanGuard << "/" << o_.checkNumerics << "\n"
        << "training data=" << o_.data << ", " << train_->size() << " examples\n"
        << "images=" << o_.preprocess << "/" << o_.resize << "/"
-       << o_.skipBadImages << "/" << o_.tfDecode << "\n"
+       << o_.skipBadImages << "/" << o_.fastDecode << "\n"
        << "test data=" << (test_ ? std::to_string(test_->size()) : "none")
        << " examples\n"
        << "validation=" << o_.validationSplit << "/" << o_.validationData
@@ -897,10 +970,13 @@ Status TrainingJob::evaluateOn(const data::DataSource &source,
   return session_->evaluate(*batches, out, maxBatches);
 }
 
-Status TrainingJob::validate(int64_t step, int64_t stepsPerEpoch) {
+Status TrainingJob::validate(int64_t step, int64_t stepsPerEpoch,
+                             EpochLogs &logs) {
   EvalResult result;
   if (Status s = evaluateOn(*validation_, -1, result); !s)
     return s;
+  for (size_t i = 0; i < result.names.size(); ++i)
+    logs["val_" + result.names[i]] = result.values[i];
   const int64_t epoch = step / std::max<int64_t>(1, stepsPerEpoch);
   if (metrics_)
     metrics_->writeValidation(step, epoch, result.names, result.values);
@@ -911,6 +987,174 @@ Status TrainingJob::validate(int64_t step, int64_t stepsPerEpoch) {
   line += namedValues(result, "val_");
   out_ << line << " (" << result.examples << " validation examples)\n";
   out_.flush();
+  return Status::ok();
+}
+
+double TrainingJob::planLearningRate() const {
+  if (o_.learningRate >= 0)
+    return o_.learningRate;
+  const plan::Training *t = loaded_.plan->training();
+  if (t && t->hyper_parameters())
+    for (const plan::Attr *a : *t->hyper_parameters())
+      if (a->name()->str() == "learning_rate")
+        return a->f();
+  return 0.01;
+}
+
+Status TrainingJob::makeFitCallbacks(int64_t stepsPerEpoch,
+                                     std::unique_ptr<FitCallbacksHook> &out) {
+  const plan::Plan &p = *loaded_.plan;
+  const bool any = validation_ || o_.earlyStopping || o_.reduceLrOnPlateau ||
+                   o_.checkpointBest || !o_.csvLog.empty() ||
+                   !o_.tensorboard.empty() || o_.checkpointFormat == "keras";
+  if (!any)
+    return Status::ok();
+  // The keys every epoch's logs will have: what a monitor may name.
+  std::vector<std::string> metricNames, keys{"loss"};
+  if (p.training() && p.training()->metrics())
+    for (const auto *m : *p.training()->metrics())
+      metricNames.push_back(m->str());
+  keys.insert(keys.end(), metricNames.begin(), metricNames.end());
+  if (validation_) {
+    keys.push_back("val_loss");
+    for (const std::string &m : metricNames)
+      keys.push_back("val_" + m);
+  }
+  MetricDirections directions = compiledMetricDirections(metricNames);
+  FitCallbacksHook::Callbacks c;
+  // Keras warns at every epoch's end when a monitored key is not logged,
+  // and the callback never acts; graphrun refuses before step 1.
+  if (o_.reduceLrOnPlateau) {
+    ReduceLROnPlateauOptions options;
+    if (Status s =
+            parseReduceLROnPlateauOptions(*o_.reduceLrOnPlateau, options);
+        !s)
+      return s;
+    std::vector<std::string> withRate = keys;
+    withRate.push_back("learning_rate");
+    if (Status s = checkMonitorLogged("--reduce-lr-on-plateau", options.monitor,
+                                      withRate);
+        !s)
+      return s;
+    for (const plan::Attr *a : *p.training()->hyper_parameters())
+      if (a->name()->str() == "lr_schedule" && a->f() != 0 &&
+          o_.learningRate < 0)
+        return Status::error(
+            "--reduce-lr-on-plateau sets the optimizer's learning rate, and "
+            "this model's is a schedule (Keras refuses the same: a "
+            "LearningRateSchedule's rate is not settable)");
+    if (placement_.backend == Backend::cuda)
+      return Status::error("--reduce-lr-on-plateau is not on the cuda backend "
+                           "yet (its captured steps read the plan's rate); "
+                           "use --backend cpu");
+    ReduceLROnPlateau callback;
+    if (Status s = ReduceLROnPlateau::create(options, directions, callback); !s)
+      return s;
+    c.reduceLr = std::move(callback);
+  }
+  if (o_.earlyStopping) {
+    EarlyStoppingOptions options;
+    if (Status s = parseEarlyStoppingOptions(*o_.earlyStopping, options); !s)
+      return s;
+    if (Status s =
+            checkMonitorLogged("--early-stopping", options.monitor, keys);
+        !s)
+      return s;
+    EarlyStopping callback;
+    if (Status s = EarlyStopping::create(options, directions, callback); !s)
+      return s;
+    c.earlyStopping = std::move(callback);
+  }
+  if (o_.checkpointBest) {
+    // ModelCheckpoint's first argument, filepath, as a key of the flag.
+    std::string text = *o_.checkpointBest, path;
+    std::string rest;
+    std::stringstream items(text);
+    for (std::string item; std::getline(items, item, ',');) {
+      if (item.rfind("filepath=", 0) == 0)
+        path = item.substr(9);
+      else
+        rest += (rest.empty() ? "" : ",") + item;
+    }
+    if (path.empty())
+      path = o_.checkpointDir.empty()
+                 ? std::string("best.keras")
+                 : (fs::path(o_.checkpointDir) / "best.keras").string();
+    BestCheckpointOptions options;
+    if (Status s = parseBestCheckpointOptions(rest, options); !s)
+      return s;
+    if (Status s =
+            checkMonitorLogged("--checkpoint-best", options.monitor, keys);
+        !s)
+      return s;
+    if (chief_) {
+      if (Status s = checkOutputFile("--checkpoint-best filepath", path); !s)
+        return s;
+      if (Status s =
+              checkWeightsOutput("--checkpoint-best filepath", path, p, false);
+          !s)
+        return s;
+    }
+    BestCheckpoint callback;
+    if (Status s = BestCheckpoint::create(options, directions, callback); !s)
+      return s;
+    c.bestCheckpoint = std::move(callback);
+    c.bestCheckpointPath = path;
+  }
+  if (chief_ && !o_.csvLog.empty())
+    if (Status s = CsvLogger::open(o_.csvLog, ',', resumed_, c.csv); !s)
+      return Status::error("--csv-log: " + s.message());
+  if (chief_ && !o_.tensorboard.empty()) {
+    if (Status s = TensorBoardWriter::open(
+            (fs::path(o_.tensorboard) / "train").string(), c.tensorBoardTrain);
+        !s)
+      return Status::error("--tensorboard: " + s.message());
+    if (validation_)
+      if (Status s = TensorBoardWriter::open(
+              (fs::path(o_.tensorboard) / "validation").string(),
+              c.tensorBoardValidation);
+          !s)
+        return Status::error("--tensorboard: " + s.message());
+    c.batchEvery = o_.logEvery;
+  }
+  if (o_.checkpointFormat == "keras")
+    c.epochCheckpointPattern =
+        (fs::path(o_.checkpointDir) / "ckpt-{epoch}.keras").string();
+
+  FitCallbacksHook::Job job;
+  if (validation_)
+    job.validate = [this, stepsPerEpoch](int64_t step, EpochLogs &logs) {
+      return validate(step, stepsPerEpoch, logs);
+    };
+  MirroredVariables &variables = session_->variables();
+  std::vector<int> weights = ckpt::modelWeights(variables);
+  job.readWeights = [&variables,
+                     weights](std::vector<std::vector<float>> &out) {
+    out.resize(weights.size());
+    for (size_t i = 0; i < weights.size(); ++i) {
+      out[i].resize(static_cast<size_t>(variables.bytes(weights[i]) / 4));
+      if (Status s = variables.read(weights[i], out[i].data()); !s)
+        return s;
+    }
+    return Status::ok();
+  };
+  job.writeWeights = [&variables,
+                      weights](const std::vector<std::vector<float>> &in) {
+    for (size_t i = 0; i < weights.size() && i < in.size(); ++i)
+      if (Status s = variables.write(weights[i], in[i].data()); !s)
+        return s;
+    return Status::ok();
+  };
+  job.setLearningRate = [this](double rate) {
+    return session_->setLearningRate(rate);
+  };
+  job.save = [this](const std::string &path, double rate) {
+    return ckpt::saveWeightsFile(path, session_->variables(), kerasState(rate),
+                                 {});
+  };
+  out = std::make_unique<FitCallbacksHook>(std::move(c), std::move(job),
+                                           stepsPerEpoch, planLearningRate(),
+                                           chief_, out_);
   return Status::ok();
 }
 
@@ -1233,14 +1477,14 @@ Status TrainingJob::run() {
     if (metrics_)
       hooks.push_back(metrics_.get());
   }
-  std::unique_ptr<EvaluationHook> validationHook;
-  if (validation_) {
-    validationHook = std::make_unique<EvaluationHook>(
-        std::max<int64_t>(1, stepsPerEpoch), [&, stepsPerEpoch](int64_t step) {
-          return validate(step, stepsPerEpoch);
-        });
-    hooks.push_back(validationHook.get());
-  }
+  // Validation and fit's callbacks at each epoch's end, after the step's
+  // logs and before --eval-every and the checkpoints (which save what an
+  // epoch's end decided: a lowered rate, a stop).
+  std::unique_ptr<FitCallbacksHook> fitCallbacks;
+  if (Status s = makeFitCallbacks(stepsPerEpoch, fitCallbacks); !s)
+    return s;
+  if (fitCallbacks)
+    hooks.push_back(fitCallbacks.get());
   std::unique_ptr<EvaluationHook> evalHook;
   if (o_.evalEvery > 0) {
     evalHook = std::make_unique<EvaluationHook>(
@@ -1284,16 +1528,23 @@ Status TrainingJob::run() {
   if (o_.eval)
     if (Status s = evaluate(session_->globalStep(), true); !s)
       return s;
+  const double rate =
+      fitCallbacks ? fitCallbacks->learningRate() : planLearningRate();
   if (chief_ && !o_.saveWeights.empty()) {
     // Nothing run-specific (no step, no time): the same weights give the
     // same file, so runs compare with cmp.
     std::map<std::string, std::string> metadata{
         {"model", p.model() ? p.model()->str() : ""}};
-    if (Status s =
-            ckpt::saveWeights(o_.saveWeights, session_->variables(), metadata);
+    if (Status s = ckpt::saveWeightsFile(o_.saveWeights, session_->variables(),
+                                         kerasState(rate), metadata);
         !s)
       return Status::error("--save-weights: " + s.message());
   }
+  if (chief_ && !o_.saveModel.empty())
+    if (Status s = ckpt::saveWeightsFile(o_.saveModel, session_->variables(),
+                                         kerasState(rate), {});
+        !s)
+      return Status::error("--save-model: " + s.message());
   reportSkipped();
   out_.flush();
   return Status::ok();

@@ -18,6 +18,7 @@
 #include "runtime/base/Status.h"
 
 #include <cstdint>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -56,7 +57,9 @@ struct JobOptions {
   /// names, sorted. Every sub-folder must then be one of them.
   std::vector<std::string> labels;
   /// Image folders: what the pixels become after the resize: unit ([0, 1]),
-  /// caffe (keras.applications.vgg16.preprocess_input) or raw ([0, 255]).
+  /// caffe (keras.applications.vgg16.preprocess_input), tf ([-1, 1]:
+  /// MobileNet, Inception, Xception, ResNetV2), torch (ImageNet's mean and
+  /// deviation: DenseNet) or raw ([0, 255]).
   std::string preprocess = "unit";
   /// Image folders: the bilinear resize's convention, half-pixel (TF 2's
   /// tf.image.resize) or legacy (TF 1's resize_bilinear).
@@ -65,10 +68,11 @@ struct JobOptions {
   /// class) a file that cannot be decoded, count it and list it at the end,
   /// instead of failing.
   bool skipBadImages = false;
-  /// Image folders: decode as tf.io.decode_jpeg does (in full, its fast
-  /// IDCT) instead of at 1/2, 1/4 or 1/8 scale where the input allows:
-  /// with the resize, TF's pixels to float rounding.
-  bool tfDecode = false;
+  /// Image folders: decode at 1/2, 1/4 or 1/8 scale where the input allows
+  /// (DCT scaling), faster on large files, instead of in full as
+  /// tf.io.decode_jpeg does (the default: with the resize, the pixels of
+  /// image_dataset_from_directory to float rounding).
+  bool fastDecode = false;
   /// Image folders: threads that decode ahead of the step (0: one a core).
   int decodeThreads = 0;
   /// Training length: `steps` global steps in all (a resumed run's
@@ -115,7 +119,23 @@ struct JobOptions {
   /// leave the rest initial (Keras' by_name=True, skip_mismatch=True), for
   /// a new head on a pretrained base; the report says what was left.
   bool initWeightsPartial = false;
+  /// The model's weights at the end, in the format the name asks for:
+  /// .weights.h5 (Keras 3's save_weights, optimizer included), .h5
+  /// (tf.keras 2's layout), .keras (a whole Keras model) or .safetensors;
+  /// any other name is an error (KerasWeightsWriter.h).
   std::string saveWeights;
+  /// --save-model: the whole model at the end, as model.save does (.keras;
+  /// or .h5, the legacy layout).
+  std::string saveModel;
+  /// --checkpoint-format keras: besides the checkpoints a killed run
+  /// resumes from, ModelCheckpoint's ckpt-<epoch>.keras at every epoch's
+  /// end in --checkpoint-dir (epochs numbered from 1, as Keras' {epoch}).
+  std::string checkpointFormat = "safetensors";
+  /// fit's callbacks, with Keras' keys and defaults ("" takes them all;
+  /// unset: off): FitCallbacks.h.
+  std::optional<std::string> earlyStopping, reduceLrOnPlateau, checkpointBest;
+  /// CSVLogger's file, TensorBoard's log directory (empty: off).
+  std::string csvLog, tensorboard;
   std::string trace;
   /// Write every step's examples (their source positions) here; with
   /// several workers each writes its own (".rank<r>" before the extension).

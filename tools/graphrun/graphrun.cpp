@@ -24,6 +24,7 @@
 #include <cstdlib>
 #include <iostream>
 #include <limits>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -172,9 +173,11 @@ int main(int argc, char **argv) {
       ->delimiter(',');
   app.add_option("--preprocess", o.preprocess,
                  "image folders: unit ([0, 1], default), caffe "
-                 "(keras.applications.vgg16.preprocess_input) or raw "
+                 "(keras.applications.vgg16.preprocess_input), tf "
+                 "(x / 127.5 - 1: MobileNet, Inception, Xception, ResNetV2), "
+                 "torch (ImageNet's mean and std: DenseNet) or raw "
                  "([0, 255])")
-      ->check(CLI::IsMember({"unit", "caffe", "raw"}));
+      ->check(CLI::IsMember({"unit", "caffe", "tf", "torch", "raw"}));
   app.add_option("--resize", o.resize,
                  "image folders: half-pixel (TF 2's tf.image.resize, "
                  "default) or legacy (TF 1's resize_bilinear)")
@@ -182,10 +185,18 @@ int main(int argc, char **argv) {
   app.add_flag("--skip-bad-images", o.skipBadImages,
                "image folders: skip the files that cannot be decoded, count "
                "them and list them at the end, instead of stopping");
-  app.add_flag("--tf-decode", o.tfDecode,
-               "image folders: decode as tf.io.decode_jpeg does (in full, "
-               "its fast IDCT), not at 1/2, 1/4 or 1/8 scale where the "
-               "input allows: TF's pixels, slower for large files");
+  auto *fastDecode = app.add_flag(
+      "--fast-decode", o.fastDecode,
+      "image folders: decode at 1/2, 1/4 or 1/8 scale where the input "
+      "allows (DCT scaling): faster for large files, but not the pixels of "
+      "TF's full decode (the default, image_dataset_from_directory's)");
+  // The default since --fast-decode: accepted so that old command lines
+  // run, and kept apart from the flag that undoes it.
+  bool tfDecode = false;
+  app.add_flag("--tf-decode", tfDecode,
+               "image folders: decode in full as tf.io.decode_jpeg does "
+               "(the default; kept for old command lines)")
+      ->excludes(fastDecode);
   addInteger(app, "--decode-threads", o.decodeThreads, 1, 1024,
              "image folders: threads that decode ahead of the step "
              "(default: one a core)");
@@ -277,8 +288,46 @@ int main(int argc, char **argv) {
                "skip_mismatch=True: a pretrained base under a new head)")
       ->needs(initWeights);
   app.add_option("--save-weights", o.saveWeights,
-                 "write the model weights to this safetensors file at the "
-                 "end");
+                 "write the model weights to this file at the end, in the "
+                 "format its name says: .weights.h5 (Keras 3's "
+                 "save_weights), .h5 (tf.keras 2's), .keras, .safetensors");
+  app.add_option("--save-model", o.saveModel,
+                 "write the whole model at the end as model.save does: a "
+                 ".keras file keras.models.load_model opens and fit() "
+                 "continues (or a legacy .h5)");
+  app.add_option("--checkpoint-format", o.checkpointFormat,
+                 "keras: also write ModelCheckpoint's ckpt-<epoch>.keras to "
+                 "--checkpoint-dir at every epoch's end (default "
+                 "safetensors: only the checkpoints a run resumes from)");
+  // fit's callbacks: KEY=VALUE,... with Keras' argument names; the flag
+  // alone takes Keras' defaults.
+  auto callback = [&](const char *name, std::optional<std::string> &into,
+                      const char *description) {
+    app.add_option_function<std::string>(
+           name, [&into](const std::string &v) { into = v; }, description)
+        ->expected(0, 1)
+        ->default_str("");
+  };
+  callback("--early-stopping", o.earlyStopping,
+           "keras.callbacks.EarlyStopping: monitor=val_loss, min_delta=0, "
+           "patience=0, mode=auto, baseline, restore_best_weights=false, "
+           "start_from_epoch=0, verbose=0");
+  callback("--reduce-lr-on-plateau", o.reduceLrOnPlateau,
+           "keras.callbacks.ReduceLROnPlateau: monitor=val_loss, "
+           "factor=0.1, patience=10, mode=auto, min_delta=1e-4, cooldown=0, "
+           "min_lr=0, verbose=0");
+  callback("--checkpoint-best", o.checkpointBest,
+           "keras.callbacks.ModelCheckpoint(save_best_only=True): "
+           "filepath (default best.keras, in --checkpoint-dir if given; "
+           "its format by its name), monitor=val_loss, mode=auto, "
+           "initial_value_threshold, verbose=0");
+  app.add_option("--csv-log", o.csvLog,
+                 "keras.callbacks.CSVLogger: one row per epoch (epoch, then "
+                 "the logs' keys sorted)");
+  app.add_option("--tensorboard", o.tensorboard,
+                 "keras.callbacks.TensorBoard's log directory: DIR/train and "
+                 "DIR/validation event files (epoch_* each epoch, batch_* "
+                 "every --log-every steps)");
   app.add_option("--trace", o.trace,
                  "write a Chrome/Perfetto trace of the steps to this file "
                  "(each worker of a job its own: .rank<r> before the "

@@ -259,8 +259,11 @@ public:
     // the raw step count (Keras' _iterations).
     bool applies = h.accumulation == 0 || ctx.step % h.accumulation == 0;
     int64_t step = h.accumulation ? ctx.step / h.accumulation : ctx.step;
-    if (h.schedule.kind != LearningRateSchedule::constant) {
-      h.learningRate = learningRateAt(h.schedule, ctx.step - 1);
+    if (ctx.learningRate >= 0 ||
+        h.schedule.kind != LearningRateSchedule::constant) {
+      h.learningRate = ctx.learningRate >= 0
+                           ? ctx.learningRate
+                           : learningRateAt(h.schedule, ctx.step - 1);
       h.lr = static_cast<float>(h.learningRate);
       h.weightDecayTimesLr = static_cast<float>(h.weightDecay * h.learningRate);
     }

@@ -2182,7 +2182,8 @@ Status optimizerUpdate(const KernelContext &ctx, const KernelConfig &cfg,
               std::to_string(accumulation));
   bool applies = accumulation == 0 || ctx.step % accumulation == 0;
   int64_t step = accumulation ? ctx.step / accumulation : ctx.step;
-  double lr = learningRateAt(schedule, ctx.step - 1);
+  double lr = ctx.learningRate >= 0 ? ctx.learningRate
+                                    : learningRateAt(schedule, ctx.step - 1);
   double momentum = cfg.getFloat("momentum", 0.0);
   int64_t k = 0;
   bool amsgrad = false, centered = false;

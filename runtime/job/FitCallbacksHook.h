@@ -1,0 +1,106 @@
+//===- FitCallbacksHook.h - Keras' fit callbacks at each epoch's end -*- C++
+//-*-===//
+//
+// What Keras' fit() does between two epochs, as one step hook: the epoch's
+// logs (the mean of its steps' loss and metrics, as Keras' metric trackers
+// average equal batches; then validation's val_*), given in turn to
+// ReduceLROnPlateau (which adds `learning_rate`), EarlyStopping,
+// ModelCheckpoint(save_best_only), CSVLogger and TensorBoard, in that order
+// (Keras calls callbacks in the order given; this is the order in which
+// each sees what the ones before it did). The decisions are FitCallbacks.h's.
+//
+// Every worker of a job runs the hook on the same (all-reduced) logs, so
+// all make the same decisions: all stop, all lower the rate; only the chief
+// writes files. At an epoch's end no step is in flight (needsStateAfter),
+// so a new learning rate applies from the next epoch's first step, as in
+// Keras. TensorBoard follows Keras' layout: DIR/train and DIR/validation,
+// epoch_<log> at the epoch (0-based), batch_<log> every `batchEvery`
+// global steps, plus batch_step_seconds and batch_examples_per_second.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef RUNTIME_JOB_FITCALLBACKSHOOK_H
+#define RUNTIME_JOB_FITCALLBACKSHOOK_H
+
+#include "runtime/core/Session.h"
+#include "runtime/job/FitCallbacks.h"
+#include "runtime/job/TensorBoardEvents.h"
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace graph::runtime::job {
+
+class FitCallbacksHook : public Hook {
+public:
+  struct Callbacks {
+    std::optional<EarlyStopping> earlyStopping;
+    std::optional<ReduceLROnPlateau> reduceLr;
+    std::optional<BestCheckpoint> bestCheckpoint;
+    std::string bestCheckpointPath;
+    /// ModelCheckpoint's every-epoch save: "{epoch}" in the path becomes
+    /// the epoch from 1 (empty: none).
+    std::string epochCheckpointPattern;
+    std::unique_ptr<CsvLogger> csv;
+    std::unique_ptr<TensorBoardWriter> tensorBoardTrain, tensorBoardValidation;
+    /// TensorBoard's per-step scalars every this many steps (0: none).
+    int64_t batchEvery = 0;
+  };
+  /// What the hook asks of the job.
+  struct Job {
+    /// Validation at the end of the epoch that ends at global step `step`:
+    /// val_loss and val_<metric> into `logs` (unset: no validation data).
+    std::function<Status(int64_t step, EpochLogs &logs)> validate;
+    /// The model's weights, every one (restore_best_weights' copy).
+    std::function<Status(std::vector<std::vector<float>> &)> readWeights;
+    std::function<Status(const std::vector<std::vector<float>> &)> writeWeights;
+    /// Sets the optimizer's rate for the steps to come.
+    std::function<Status(double rate)> setLearningRate;
+    /// Saves the model to `path` (its format by its name).
+    std::function<Status(const std::string &path, double learningRate)> save;
+  };
+
+  /// `stepsPerEpoch` steps make an epoch; the run starts after
+  /// `initialStep` (a resumed run's epochs keep their numbers);
+  /// `learningRate` is the plan's constant rate. Messages (Keras' verbose
+  /// lines) go to `out` when `chief`.
+  FitCallbacksHook(Callbacks callbacks, Job job, int64_t stepsPerEpoch,
+                   double learningRate, bool chief, std::ostream &out);
+
+  Status begin(const SessionInfo &info) override;
+  Status afterStep(const StepContext &ctx) override;
+  Status end(const SessionInfo &info) override;
+  bool needsStateAfter(int64_t step) const override {
+    return step % stepsPerEpoch_ == 0;
+  }
+  bool stopRequested() const override { return stop_; }
+
+  /// The optimizer's rate now (ReduceLROnPlateau's last assignment).
+  double learningRate() const { return learningRate_; }
+
+private:
+  Status epochEnd(const StepContext &ctx);
+
+  Callbacks c_;
+  Job job_;
+  int64_t stepsPerEpoch_;
+  double learningRate_;
+  bool chief_;
+  std::ostream &out_;
+  // The epoch's sums of the steps' loss and metrics.
+  int64_t steps_ = 0;
+  double loss_ = 0;
+  std::vector<std::pair<std::string, double>> metrics_;
+  bool stop_ = false;
+  int64_t epochsSeen_ = 0;
+  std::vector<std::vector<float>> bestWeights_;
+  int64_t globalBatch_ = 0;
+};
+
+} // namespace graph::runtime::job
+
+#endif // RUNTIME_JOB_FITCALLBACKSHOOK_H
