@@ -237,6 +237,13 @@ private:
         add("lr_end_learning_rate", p.getEndLearningRate().convertToDouble());
         add("lr_power", p.getPower().convertToDouble());
         add("lr_cycle", p.getCycle());
+      } else if (auto r =
+                     dyn_cast<mlir::graph::CosineDecayRestartsAttr>(schedule)) {
+        add("lr_schedule", 6);
+        add("lr_decay_steps", r.getFirstDecaySteps().convertToDouble());
+        add("lr_t_mul", r.getTMul().convertToDouble());
+        add("lr_m_mul", r.getMMul().convertToDouble());
+        add("lr_alpha", r.getAlpha().convertToDouble());
       } else {
         auto c = cast<mlir::graph::CosineDecayAttr>(schedule);
         add("lr_schedule", 5);

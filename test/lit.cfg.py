@@ -26,7 +26,8 @@ llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 
 tool_dirs = [config.graph_tools_dir, config.llvm_tools_dir]
-tools = ["graph-opt", "graph-import", "graphc", "graphrun", "fit-callbacks-replay"]
+# cpu-kernels is bench/cpu-kernels.cpp (bench/CMakeLists.txt puts it in bin/).
+tools = ["graph-opt", "graph-import", "graphc", "graphrun", "fit-callbacks-replay", "plan-learning-rates", "cpu-kernels"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 
 # Real Keras 3 and tensorboard (scripts/test-venv.sh, which scripts/setup.sh

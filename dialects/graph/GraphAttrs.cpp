@@ -190,9 +190,17 @@ LogicalResult InitializerAttr::verify(
 // Optimizers
 //===----------------------------------------------------------------------===//
 
+/// The initial rate must be > 0, except under a CosineDecay that warms up
+/// to a target > 0 (Keras' own warm-up example starts from 0).
 static LogicalResult
 verifyLearningRate(function_ref<InFlightDiagnostic()> emitError,
-                   StringRef optimizer, double learningRate) {
+                   StringRef optimizer, double learningRate,
+                   Attribute schedule) {
+  auto cosine = dyn_cast_or_null<CosineDecayAttr>(schedule);
+  bool warmsUp = cosine && cosine.getWarmupSteps().convertToDouble() > 0 &&
+                 cosine.getWarmupTarget().convertToDouble() > 0;
+  if (warmsUp && learningRate == 0)
+    return success();
   if (!(learningRate > 0) || !std::isfinite(learningRate))
     return emitError() << optimizer << " needs a finite learning_rate > 0, got "
                        << formatF64(learningRate);
@@ -276,6 +284,13 @@ verifyCommon(function_ref<InFlightDiagnostic()> emitError, StringRef optimizer,
                            c.getWarmupTarget().convertToDouble())) ||
         failed(
             nonNegative("warmup_steps", c.getWarmupSteps().convertToDouble())));
+  if (auto r = dyn_cast<CosineDecayRestartsAttr>(schedule))
+    return failure(
+        failed(positive("first_decay_steps",
+                        r.getFirstDecaySteps().convertToDouble())) ||
+        failed(positive("t_mul", r.getTMul().convertToDouble())) ||
+        failed(nonNegative("m_mul", r.getMMul().convertToDouble())) ||
+        failed(nonNegative("alpha", r.getAlpha().convertToDouble())));
   if (auto pc = dyn_cast<PiecewiseConstantDecayAttr>(schedule)) {
     ArrayRef<double> boundaries = pc.getBoundaries().asArrayRef();
     ArrayRef<double> values = pc.getValues().asArrayRef();
@@ -333,7 +348,7 @@ LogicalResult SGDAttr::verify(
     llvm::APFloat weightDecay, Attribute schedule, int64_t accumulationSteps) {
   double learningRate = learningRateF.convertToDouble();
   double momentum = momentumF.convertToDouble();
-  if (failed(verifyLearningRate(emitError, "sgd", learningRate)) ||
+  if (failed(verifyLearningRate(emitError, "sgd", learningRate, schedule)) ||
       failed(verifyCommon(emitError, "sgd", clipnorm, globalClipnorm, clipvalue,
                           weightDecay, schedule, accumulationSteps)) ||
       failed(verifyUnitInterval(emitError, "sgd", "momentum", momentum)))
@@ -353,7 +368,7 @@ AdamAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   double learningRate = learningRateF.convertToDouble();
   double beta1 = beta1F.convertToDouble(), beta2 = beta2F.convertToDouble();
   double epsilon = epsilonF.convertToDouble();
-  if (failed(verifyLearningRate(emitError, "adam", learningRate)) ||
+  if (failed(verifyLearningRate(emitError, "adam", learningRate, schedule)) ||
       failed(verifyCommon(emitError, "adam", clipnorm, globalClipnorm,
                           clipvalue, weightDecay, schedule,
                           accumulationSteps)) ||
@@ -376,7 +391,8 @@ RMSpropAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   double learningRate = learningRateF.convertToDouble();
   double rho = rhoF.convertToDouble(), momentum = momentumF.convertToDouble();
   double epsilon = epsilonF.convertToDouble();
-  if (failed(verifyLearningRate(emitError, "rmsprop", learningRate)) ||
+  if (failed(
+          verifyLearningRate(emitError, "rmsprop", learningRate, schedule)) ||
       failed(verifyCommon(emitError, "rmsprop", clipnorm, globalClipnorm,
                           clipvalue, weightDecay, schedule,
                           accumulationSteps)) ||
@@ -397,7 +413,7 @@ LogicalResult AdagradAttr::verify(
   double initial = initialF.convertToDouble();
   double epsilon = epsilonF.convertToDouble();
   if (failed(verifyLearningRate(emitError, "adagrad",
-                                learningRateF.convertToDouble())) ||
+                                learningRateF.convertToDouble(), schedule)) ||
       failed(verifyCommon(emitError, "adagrad", clipnorm, globalClipnorm,
                           clipvalue, weightDecay, schedule, accumulationSteps)))
     return failure();
@@ -420,7 +436,7 @@ static LogicalResult verifyAdamLike(
     llvm::APFloat weightDecay, Attribute schedule, int64_t accumulationSteps) {
   double epsilon = epsilonF.convertToDouble();
   if (failed(verifyLearningRate(emitError, optimizer,
-                                learningRateF.convertToDouble())) ||
+                                learningRateF.convertToDouble(), schedule)) ||
       failed(verifyCommon(emitError, optimizer, clipnorm, globalClipnorm,
                           clipvalue, weightDecay, schedule,
                           accumulationSteps)) ||

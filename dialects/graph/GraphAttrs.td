@@ -299,6 +299,21 @@ def Graph_CosineDecayAttr : Graph_Attr<"CosineDecay", "cosine_decay"> {
   let assemblyFormat = "`<` struct(params) `>`";
 }
 
+def Graph_CosineDecayRestartsAttr
+    : Graph_Attr<"CosineDecayRestarts", "cosine_decay_restarts"> {
+  let summary = "SGDR: cosine decays restarting every t_mul-longer period";
+  let description = [{
+    Keras' CosineDecayRestarts: the first period lasts `first_decay_steps`,
+    each next one `t_mul` times longer and starting `m_mul` times lower;
+    each decays to `alpha` times its start.
+  }];
+  let parameters = (ins Graph_F64Param<>:$first_decay_steps,
+                        Graph_F64Param<>:$t_mul,
+                        Graph_F64Param<>:$m_mul,
+                        Graph_OptF64Param<>:$alpha);
+  let assemblyFormat = "`<` struct(params) `>`";
+}
+
 def Graph_PiecewiseConstantDecayAttr
     : Graph_Attr<"PiecewiseConstantDecay", "piecewise_constant_decay"> {
   let summary = "values[i] while boundaries[i-1] < step <= boundaries[i]";

@@ -1450,6 +1450,10 @@ OwningOpRef<ModuleOp> ModelBuilder::finish(llvm::ArrayRef<Tensor> outputs,
         return CosineDecayAttr::get(
             context, APFloat(s->decay_steps), APFloat(s->alpha),
             APFloat(s->warmup_target), APFloat(s->warmup_steps));
+      case Schedule::Kind::cosine_decay_restarts:
+        return CosineDecayRestartsAttr::get(
+            context, APFloat(s->decay_steps), APFloat(s->t_mul),
+            APFloat(s->m_mul), APFloat(s->alpha));
       case Schedule::Kind::piecewise_constant_decay:
         return PiecewiseConstantDecayAttr::get(
             context, mlir::DenseF64ArrayAttr::get(context, s->boundaries),

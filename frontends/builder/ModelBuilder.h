@@ -334,6 +334,7 @@ struct Schedule {
     inverse_time_decay,
     polynomial_decay,
     cosine_decay,
+    cosine_decay_restarts,
     piecewise_constant_decay
   };
   Kind kind = Kind::exponential_decay;
@@ -342,6 +343,8 @@ struct Schedule {
   double end_learning_rate = 0.0001, power = 1.0;
   bool cycle = false;
   double alpha = 0, warmup_target = 0, warmup_steps = 0;
+  /// CosineDecayRestarts: decay_steps is its first_decay_steps.
+  double t_mul = 2.0, m_mul = 1.0;
   std::vector<double> boundaries, values;
 };
 

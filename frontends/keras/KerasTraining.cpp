@@ -189,6 +189,7 @@ LogicalResult readSchedule(ConfigReader &optimizer,
           .Case("InverseTimeDecay", Kind::inverse_time_decay)
           .Case("PolynomialDecay", Kind::polynomial_decay)
           .Case("CosineDecay", Kind::cosine_decay)
+          .Case("CosineDecayRestarts", Kind::cosine_decay_restarts)
           .Case("PiecewiseConstantDecay", Kind::piecewise_constant_decay)
           .Default(std::nullopt);
   if (!kind)
@@ -196,7 +197,8 @@ LogicalResult readSchedule(ConfigReader &optimizer,
         "learning_rate",
         "unsupported learning-rate schedule '" + className +
             "' (expected ExponentialDecay, InverseTimeDecay, "
-            "PolynomialDecay, CosineDecay or PiecewiseConstantDecay)");
+            "PolynomialDecay, CosineDecay, CosineDecayRestarts or "
+            "PiecewiseConstantDecay)");
   object->ignore("module");
   object->ignore("registered_name");
   std::unique_ptr<ConfigReader> config = object->child("config");
@@ -250,8 +252,20 @@ LogicalResult readSchedule(ConfigReader &optimizer,
     out = s;
     return c.checkNoOtherFields();
   }
-  if (failed(number("initial_learning_rate", initialRate, true)) ||
-      failed(number("decay_steps", s.decay_steps, true)))
+  // Keras' warm-up example starts CosineDecay from a rate of 0.
+  auto warmsUp = [&] {
+    auto positiveField = [&](llvm::StringRef key) {
+      const json::Value *f = c.getSet(key);
+      std::optional<double> v = f ? f->getAsNumber() : std::nullopt;
+      return v && *v > 0;
+    };
+    return *kind == Kind::cosine_decay && positiveField("warmup_steps") &&
+           positiveField("warmup_target");
+  };
+  if (failed(number("initial_learning_rate", initialRate, !warmsUp())) ||
+      failed(number(*kind == Kind::cosine_decay_restarts ? "first_decay_steps"
+                                                         : "decay_steps",
+                    s.decay_steps, true)))
     return failure();
   switch (*kind) {
   case Kind::exponential_decay:
@@ -290,6 +304,12 @@ LogicalResult readSchedule(ConfigReader &optimizer,
     }
     break;
   }
+  case Kind::cosine_decay_restarts:
+    if (failed(number("t_mul", s.t_mul, true)) ||
+        failed(number("m_mul", s.m_mul, false)) ||
+        failed(number("alpha", s.alpha, false)))
+      return failure();
+    break;
   case Kind::piecewise_constant_decay:
     break;
   }

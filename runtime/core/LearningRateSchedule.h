@@ -12,7 +12,8 @@
 // hyper-parameters: `lr_schedule` (the Kind, as a number), `learning_rate`
 // (the initial rate), `lr_decay_steps`, `lr_decay_rate`, `lr_staircase`,
 // `lr_alpha`, `lr_warmup_target`, `lr_warmup_steps`, `lr_end_learning_rate`,
-// `lr_power`, `lr_cycle`, `lr_boundaries` and `lr_values` (float lists).
+// `lr_power`, `lr_cycle`, `lr_t_mul`, `lr_m_mul`, `lr_boundaries` and
+// `lr_values` (float lists).
 //
 //===----------------------------------------------------------------------===//
 
@@ -42,6 +43,7 @@ struct LearningRateSchedule {
     piecewise_constant_decay = 3,
     polynomial_decay = 4,
     cosine_decay = 5,
+    cosine_decay_restarts = 6,
   };
   /// PiecewiseConstantDecay's boundaries at most (the struct travels by
   /// value to the CUDA kernel).
@@ -52,6 +54,7 @@ struct LearningRateSchedule {
   double decaySteps = 1, decayRate = 0;
   double alpha = 0, warmupTarget = 0, warmupSteps = 0;
   double endLearningRate = 0, power = 1;
+  double tMul = 2, mMul = 1; // CosineDecayRestarts (decaySteps: the first)
   bool staircase = false, cycle = false;
   int32_t numBoundaries = 0;
   double boundaries[kMaxBoundaries] = {};
@@ -108,6 +111,23 @@ learningRateAt(const LearningRateSchedule &s, int64_t iteration) {
       return (s.warmupTarget - s.initial) * (step / s.warmupSteps) + s.initial;
     return decay(step - s.warmupSteps, s.warmupTarget);
   }
+  case LearningRateSchedule::cosine_decay_restarts: {
+    // keras/src/optimizers/schedules/learning_rate_schedule.py: which
+    // period the step is in (periods t_mul times longer each), and how far
+    // into it.
+    const double pi = 3.14159265358979323846;
+    double fraction = step / s.decaySteps, restart;
+    if (s.tMul == 1.0) {
+      restart = floor(fraction);
+      fraction -= restart;
+    } else {
+      restart = floor(log(1.0 - fraction * (1.0 - s.tMul)) / log(s.tMul));
+      double before = (1.0 - pow(s.tMul, restart)) / (1.0 - s.tMul);
+      fraction = (fraction - before) / pow(s.tMul, restart);
+    }
+    double cosine = 0.5 * pow(s.mMul, restart) * (1.0 + cos(pi * fraction));
+    return s.initial * ((1.0 - s.alpha) * cosine + s.alpha);
+  }
   default:
     return s.initial;
   }
@@ -154,8 +174,10 @@ inline bool scheduleFromConfig(const KernelConfig &cfg, LearningRateSchedule &s,
   s.endLearningRate = cfg.getFloat("lr_end_learning_rate", 0.0);
   s.power = cfg.getFloat("lr_power", 1.0);
   s.cycle = cfg.getFloat("lr_cycle", 0.0) != 0.0;
+  s.tMul = cfg.getFloat("lr_t_mul", 2.0);
+  s.mMul = cfg.getFloat("lr_m_mul", 1.0);
   if (s.kind < LearningRateSchedule::constant ||
-      s.kind > LearningRateSchedule::cosine_decay) {
+      s.kind > LearningRateSchedule::cosine_decay_restarts) {
     error = "unknown learning-rate schedule " + std::to_string(s.kind);
     return false;
   }
