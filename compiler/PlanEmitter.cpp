@@ -108,6 +108,8 @@ public:
     plan::FinishPlanBuffer(fbb, root);
     bytes.assign(fbb.GetBufferPointer(),
                  fbb.GetBufferPointer() + fbb.GetSize());
+    // The checksum loadPlan checks before anything else.
+    ::graph::runtime::appendPlanChecksum(bytes);
     return success();
   }
 

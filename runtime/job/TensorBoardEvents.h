@@ -31,6 +31,7 @@
 #ifndef RUNTIME_JOB_TENSORBOARDEVENTS_H
 #define RUNTIME_JOB_TENSORBOARDEVENTS_H
 
+#include "runtime/base/Crc32c.h"
 #include "runtime/base/Status.h"
 
 #include <cstddef>
@@ -41,9 +42,8 @@
 
 namespace graph::runtime::job {
 
-/// CRC-32C (Castagnoli, reflected polynomial 0x82F63B78) of `bytes` bytes,
-/// continuing `crc` (the CRC of what came before; 0 to start).
-uint32_t crc32c(const void *data, size_t bytes, uint32_t crc = 0);
+/// CRC-32C (runtime/base/Crc32c.h), as TFRecord frames its records.
+using graph::runtime::crc32c;
 
 /// TFRecord's masked CRC: a CRC stored next to the data it covers is
 /// rotated and offset, so that the CRC of data that holds CRCs stays

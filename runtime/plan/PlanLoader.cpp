@@ -2,6 +2,8 @@
 
 #include "runtime/plan/PlanLoader.h"
 
+#include "runtime/base/Crc32c.h"
+
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -371,7 +373,31 @@ Status loadPlan(const std::string &path, LoadedPlan &out) {
     return Status::error(path + ": cannot read the plan file");
   std::string bytes = std::move(content).str();
   out.bytes.assign(bytes.begin(), bytes.end());
+  const size_t n = out.bytes.size();
+  if (n < kPlanTrailerBytes ||
+      std::memcmp(out.bytes.data() + n - kPlanTrailerBytes, kPlanTrailerMagic,
+                  sizeof kPlanTrailerMagic) != 0)
+    return Status::error(path + ": not a plan file, or one cut short or "
+                                "written by an older graphc (no checksum at "
+                                "its end): compile it again with graphc");
+  const uint8_t *crc = out.bytes.data() + n - 4;
+  uint32_t stored = uint32_t(crc[0]) | uint32_t(crc[1]) << 8 |
+                    uint32_t(crc[2]) << 16 | uint32_t(crc[3]) << 24;
+  if (crc32c(out.bytes.data(), n - kPlanTrailerBytes) != stored)
+    return Status::error(path + ": the plan is corrupt: its checksum does "
+                                "not match its contents (a changed byte "
+                                "would train another model); compile it "
+                                "again with graphc");
+  out.bytes.resize(n - kPlanTrailerBytes);
   return verifyPlan(out.bytes.data(), out.bytes.size(), path, out.plan);
+}
+
+void appendPlanChecksum(std::vector<uint8_t> &bytes) {
+  uint32_t crc = crc32c(bytes.data(), bytes.size());
+  bytes.insert(bytes.end(), kPlanTrailerMagic,
+               kPlanTrailerMagic + sizeof kPlanTrailerMagic);
+  for (int i = 0; i < 4; ++i)
+    bytes.push_back(static_cast<uint8_t>(crc >> (8 * i)));
 }
 
 } // namespace graph::runtime

@@ -1,9 +1,11 @@
 //===- PlanLoader.h - reading and checking plan files -----------*- C++ -*-===//
 //
-// The runtime trusts no plan: the FlatBuffers verifier checks the buffer's
-// structure, then checkPlan checks its meaning (indices in range, buffers
-// inside their arenas, events recorded before they are awaited) before
-// anything runs.
+// The runtime trusts no plan: a plan file ends with a checksum of all its
+// bytes, which loadPlan checks first (a flipped value that leaves the
+// structure valid would otherwise train another model); then the
+// FlatBuffers verifier checks the buffer's structure, and checkPlan its
+// meaning (indices in range, buffers inside their arenas, events recorded
+// before they are awaited) before anything runs.
 //
 //===----------------------------------------------------------------------===//
 
@@ -41,7 +43,15 @@ struct LoadedPlan {
   const plan::Plan *plan = nullptr;
 };
 
-/// Reads, verifies and checks the plan at `path`.
+/// A plan file's last 8 bytes: kPlanTrailerMagic, then the CRC-32C
+/// (little-endian) of every byte before the trailer.
+inline constexpr char kPlanTrailerMagic[4] = {'G', 'P', 'L', 'C'};
+inline constexpr size_t kPlanTrailerBytes = 8;
+/// Appends the trailer to a plan's FlatBuffers bytes (graphc's last step).
+void appendPlanChecksum(std::vector<uint8_t> &bytes);
+
+/// Reads `path`, checks its checksum, verifies and checks the plan; a plan
+/// whose bytes changed after graphc wrote it is refused, naming the file.
 Status loadPlan(const std::string &path, LoadedPlan &out);
 
 /// Verifies and checks a plan in memory; `name` is used in messages.

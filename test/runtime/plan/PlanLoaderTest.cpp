@@ -8,6 +8,10 @@
 
 #include "runtime/plan/PlanLoader.h"
 
+#include <cstdio>
+
+#include <fstream>
+
 #include <gtest/gtest.h>
 
 #include <limits>
@@ -261,6 +265,55 @@ TEST(PlanLoader, ADirectoryIsNotAPlan) {
   ASSERT_FALSE(s.isOk());
   EXPECT_EQ(s.message(), "/tmp: is a directory, not a plan file (graphc "
                          "writes one with -o)");
+}
+
+/// Writes `bytes` to a file of this test's and loads it.
+Status loadBytes(const std::vector<uint8_t> &bytes) {
+  std::string path = ::testing::TempDir() + "plan-loader-checksum.plan";
+  {
+    std::ofstream f(path, std::ios::binary | std::ios::trunc);
+    f.write(reinterpret_cast<const char *>(bytes.data()),
+            static_cast<std::streamsize>(bytes.size()));
+  }
+  LoadedPlan loaded;
+  Status s = loadPlan(path, loaded);
+  std::remove(path.c_str());
+  return s;
+}
+
+TEST(PlanLoader, ChecksumCatchesEveryFlip) {
+  std::vector<uint8_t> good = buildPlan({});
+  appendPlanChecksum(good);
+  ASSERT_TRUE(loadBytes(good));
+  // 1000 random changes of one or two bytes anywhere, trailer included:
+  // CRC-32C catches every one (any error in 32 bits or fewer), so none may
+  // load, let alone train.
+  std::mt19937 rng(31);
+  int silent = 0;
+  for (int trial = 0; trial < 1000; ++trial) {
+    std::vector<uint8_t> bad = good;
+    int flips = 1 + trial % 2;
+    for (int f = 0; f < flips; ++f) {
+      size_t at = rng() % bad.size();
+      bad[at] ^= static_cast<uint8_t>(1 + rng() % 255);
+    }
+    if (bad == good)
+      continue;
+    Status s = loadBytes(bad);
+    silent += s.isOk();
+    if (!s.isOk())
+      EXPECT_TRUE(s.message().find("corrupt") != std::string::npos ||
+                  s.message().find("no checksum") != std::string::npos)
+          << s.message();
+  }
+  EXPECT_EQ(silent, 0);
+}
+
+TEST(PlanLoader, AFileWithoutChecksumIsRefused) {
+  Status s = loadBytes(buildPlan({}));
+  ASSERT_FALSE(s.isOk());
+  EXPECT_NE(s.message().find("no checksum at its end"), std::string::npos)
+      << s.message();
 }
 
 } // namespace
