@@ -217,6 +217,14 @@ public:
   [[noreturn]] void abort(int status) override {
     std::fflush(stdout);
     std::fflush(stderr);
+    // MPI_Abort asks the runtime to end every worker, and can itself stall
+    // (its daemon tearing down, a peer that stopped answering): a last
+    // watchdog ends this process regardless, so that no worker outlives
+    // the job; the others' own watchdogs do the same for them.
+    std::thread([status] {
+      std::this_thread::sleep_for(kAbortGrace);
+      std::_Exit(status);
+    }).detach();
     MPI_Abort(comm_ != MPI_COMM_NULL ? comm_ : MPI_COMM_WORLD, status);
     std::_Exit(status); // MPI_Abort does not return; in case it does
   }
@@ -226,6 +234,9 @@ private:
       : timeout_(timeout), owner_(owner), multiple_(multiple) {}
 
   static constexpr int kHeartbeatTag = 7001;
+  /// How long abort() lets MPI_Abort end the job before ending this
+  /// process itself.
+  static constexpr std::chrono::seconds kAbortGrace{5};
   using Clock = std::chrono::steady_clock;
 
   Status start() {
