@@ -20,6 +20,8 @@ packages=(
   # multi-worker training: Open MPI launches the workers (mpirun) and
   # carries their cross-process all-reduce
   libopenmpi-dev openmpi-bin
+  # the two-host test: a network namespace per worker (ip netns)
+  iproute2
   # test/fuzz: the libFuzzer targets build with clang; libFuzzer and the
   # sanitizer runtimes are only a Recommends of clang, so they are named
   clang libclang-rt-14-dev

@@ -21,6 +21,11 @@ passed=$((passed + ${lp:-0}))
 failed=$((failed + ${lf:-0} + lbad))
 skipped=$((skipped + ${lu:-0}))
 [[ -n "$lp$lf" ]] || { echo "lit ran no test"; failed=$((failed + 1)); }
+# The two-host test needs root and network namespaces; say when it could not run.
+note=""
+if grep -q "UNSUPPORTED: GRAPH :: tools/graphrun/multi-worker/two-hosts.test" "$lit_log"; then
+  note=" (the two-host TCP test was skipped: no network namespaces here)"
+fi
 
 echo "== ctest"
 ctest_log="$build/ctest.log"
@@ -49,5 +54,5 @@ else
 fi
 
 echo
-echo "summary: $passed passed, $failed failed, $skipped skipped"
+echo "summary: $passed passed, $failed failed, $skipped skipped$note"
 [[ $failed -eq 0 ]]

@@ -38,6 +38,15 @@ if os.path.exists(keras_python):
     config.available_features.add("keras")
     config.substitutions.append(("%keras_python", "env KERAS_BACKEND=numpy " + keras_python))
 
+# Network namespaces (root and iproute2): the two-host multi-worker test
+# runs one worker in each. Probed once, by making and removing one.
+import subprocess
+probe = "graph-lit-probe-%d" % os.getpid()
+if os.geteuid() == 0 and shutil.which("ip") and subprocess.run(
+        ["ip", "netns", "add", probe], capture_output=True).returncode == 0:
+    subprocess.run(["ip", "netns", "del", probe], capture_output=True)
+    config.available_features.add("netns")
+
 # The libFuzzer targets, where the build has them (test/CMakeLists.txt).
 if config.graph_have_fuzzers:
     config.available_features.add("fuzzers")

@@ -1,0 +1,168 @@
+"""Two hosts on one machine: a network namespace each, TCP between them.
+
+    two_hosts.py WORK GRAPHRUN PLAN -- GRAPHRUN-FLAGS...
+
+Makes two network namespaces joined by a bridge in the root namespace
+(10.78.<n>.1 on the bridge, .2 and .3 inside), and has Open MPI launch one
+worker in each through a launcher agent that runs `ip netns exec` (no ssh:
+plm_rsh_agent), with TCP alone between them (btl tcp,self: no shared
+memory) and its out-of-band traffic on the bridge. Then:
+
+1. the job trains with GRAPHRUN-FLAGS and --save-weights WORK/w2.safetensors;
+2. a second job trains until the chief's first checkpoint, then worker 1's
+   link goes down: graphrun must name worker 1 within the collective
+   timeout, and no graphrun may remain in either namespace. Open MPI's
+   mpirun itself waits for its daemon behind the dead link until TCP gives
+   up (minutes): the link comes back once the workers are gone, and mpirun
+   must then end within 30 s, leaving no process in either namespace.
+
+The namespaces are removed at the end, whatever happened. Prints what it
+saw; exits non-zero on any failure. Needs root and iproute2.
+"""
+
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def sh(*args, check=True):
+    return subprocess.run(list(args), check=check, capture_output=True,
+                          text=True)
+
+
+def namespace_pids(ns):
+    r = sh("ip", "netns", "pids", ns, check=False)
+    return [int(p) for p in r.stdout.split()]
+
+
+def commands(pids):
+    out = []
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/comm") as f:
+                out.append(f.read().strip())
+        except OSError:
+            pass
+    return out
+
+
+def main():
+    work, graphrun, plan = sys.argv[1], sys.argv[2], sys.argv[3]
+    assert sys.argv[4] == "--"
+    flags = sys.argv[5:]
+    tag = str(os.getpid() % 10000)
+    net = f"10.78.{os.getpid() % 250 + 1}"
+    bridge = f"gbr{tag}"
+    names = [f"gh{tag}a", f"gh{tag}b"]
+    agent = os.path.join(work, "netns-agent.sh")
+    with open(agent, "w") as f:
+        f.write('#!/bin/sh\n# plm_rsh_agent: HOST COMMAND...; HOST is a '
+                'network namespace\nhost="$1"; shift\n'
+                'exec ip netns exec "$host" /bin/sh -c "$*"\n')
+    os.chmod(agent, 0o755)
+    mpirun = ["mpirun", "--host", ",".join(names), "-np", "2", "--bind-to",
+              "none", "--mca", "plm_rsh_agent", agent, "--mca",
+              "plm_rsh_no_tree_spawn", "1", "--mca", "btl", "tcp,self",
+              "--mca", "btl_tcp_if_include", f"{net}.0/24", "--mca",
+              "oob_tcp_if_include", f"{net}.0/24"]
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1",
+               OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    try:
+        sh("ip", "link", "add", bridge, "type", "bridge")
+        sh("ip", "addr", "add", f"{net}.1/24", "dev", bridge)
+        sh("ip", "link", "set", bridge, "up")
+        for i, ns in enumerate(names):
+            sh("ip", "netns", "add", ns)
+            outer, inner = f"{ns}o", f"{ns}i"
+            sh("ip", "link", "add", outer, "type", "veth", "peer", "name",
+               inner)
+            sh("ip", "link", "set", inner, "netns", ns)
+            sh("ip", "link", "set", outer, "master", bridge)
+            sh("ip", "link", "set", outer, "up")
+            sh("ip", "netns", "exec", ns, "ip", "addr", "add",
+               f"{net}.{i + 2}/24", "dev", inner)
+            sh("ip", "netns", "exec", ns, "ip", "link", "set", inner, "up")
+            sh("ip", "netns", "exec", ns, "ip", "link", "set", "lo", "up")
+        print(f"two hosts: namespaces {names[0]} ({net}.2) and {names[1]} "
+              f"({net}.3), TCP only")
+
+        # 1. Training across the two.
+        weights = os.path.join(work, "w2.safetensors")
+        r = subprocess.run(mpirun + [graphrun, plan] + flags +
+                           ["--save-weights", weights], env=env,
+                           capture_output=True, text=True, timeout=300)
+        if r.returncode != 0:
+            print(f"FAIL: the job failed ({r.returncode}):\n{r.stdout}"
+                  f"{r.stderr}")
+            return 1
+        line = next((l for l in r.stdout.splitlines()
+                     if l.startswith("graphrun:") and "workers" in l), "")
+        print("job: " + line)
+
+        # 2. One host's link goes down mid-run.
+        ckpt = os.path.join(work, "ckpt")
+        job = subprocess.Popen(
+            mpirun + [graphrun, plan, "--backend", "cpu", "--cpus", "1",
+                      "--data", "synthetic", "--steps", "1000000",
+                      "--log-every", "0", "--no-progress", "--checkpoint-dir",
+                      ckpt, "--checkpoint-every", "20",
+                      "--collective-timeout", "3"],
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            text=True)
+        deadline = time.time() + 120
+        while not (os.path.isdir(ckpt) and any(
+                f.endswith(".safetensors") for f in os.listdir(ckpt))):
+            if time.time() > deadline or job.poll() is not None:
+                print("FAIL: no checkpoint before the fault")
+                job.kill()
+                return 1
+            time.sleep(0.1)
+        down = time.time()
+        sh("ip", "netns", "exec", names[1], "ip", "link", "set",
+           f"{names[1]}i", "down")
+        while any("graphrun" in c for ns in names
+                  for c in commands(namespace_pids(ns))):
+            if time.time() - down > 3 + 5 + 10:
+                print("FAIL: graphrun still running 18 s after the link "
+                      "went down")
+                return 1
+            time.sleep(0.1)
+        gone = time.time() - down
+        sh("ip", "netns", "exec", names[1], "ip", "link", "set",
+           f"{names[1]}i", "up")
+        try:
+            out, _ = job.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            job.kill()
+            print("FAIL: mpirun still running 30 s after the link came back")
+            return 1
+        named = re.search(r"graphrun: error: .*worker 1 \(host [^)]*\) is "
+                          r"late[^\n]*", out)
+        if not named:
+            print(f"FAIL: the late worker was not named:\n{out}")
+            return 1
+        print(f"link down: every graphrun gone after {gone:.1f} s "
+              f"(collective timeout 3 s)")
+        print(named.group(0))
+        time.sleep(1)
+        left = [c for ns in names for c in commands(namespace_pids(ns))]
+        print("left behind: " + (", ".join(left) if left else
+                                 "no process in either namespace"))
+        return 1 if left else 0
+    finally:
+        for ns in names:
+            for pid in namespace_pids(ns):
+                try:
+                    os.kill(pid, 9)
+                except OSError:
+                    pass
+            sh("ip", "netns", "del", ns, check=False)
+            sh("ip", "link", "del", f"{ns}o", check=False)
+        sh("ip", "link", "del", bridge, check=False)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
