@@ -374,12 +374,15 @@ Status loadPlan(const std::string &path, LoadedPlan &out) {
   std::string bytes = std::move(content).str();
   out.bytes.assign(bytes.begin(), bytes.end());
   const size_t n = out.bytes.size();
+  // Not a plan at all: the verifier says so by its identifier.
+  if (n < 8 || !plan::PlanBufferHasIdentifier(out.bytes.data()))
+    return verifyPlan(out.bytes.data(), n, path, out.plan);
   if (n < kPlanTrailerBytes ||
       std::memcmp(out.bytes.data() + n - kPlanTrailerBytes, kPlanTrailerMagic,
                   sizeof kPlanTrailerMagic) != 0)
-    return Status::error(path + ": not a plan file, or one cut short or "
-                                "written by an older graphc (no checksum at "
-                                "its end): compile it again with graphc");
+    return Status::error(path + ": a plan cut short, or written by an older "
+                                "graphc (no checksum at its end): compile it "
+                                "again with graphc");
   const uint8_t *crc = out.bytes.data() + n - 4;
   uint32_t stored = uint32_t(crc[0]) | uint32_t(crc[1]) << 8 |
                     uint32_t(crc[2]) << 16 | uint32_t(crc[3]) << 24;

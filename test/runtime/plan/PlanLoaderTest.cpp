@@ -303,7 +303,8 @@ TEST(PlanLoader, ChecksumCatchesEveryFlip) {
     silent += s.isOk();
     if (!s.isOk())
       EXPECT_TRUE(s.message().find("corrupt") != std::string::npos ||
-                  s.message().find("no checksum") != std::string::npos)
+                  s.message().find("no checksum") != std::string::npos ||
+                  s.message().find("identifier") != std::string::npos)
           << s.message();
   }
   EXPECT_EQ(silent, 0);
