@@ -25,6 +25,7 @@
 
 #include "runtime/backends/cpu/CpuKernels.h"
 #include "runtime/backends/cpu/DnnlContext.h"
+#include "runtime/core/DenormalMode.h"
 #include "runtime/core/WindowGeometry.h"
 #include "runtime/plan/PlanLoader.h"
 
@@ -114,24 +115,23 @@ Status convPrimitive(const std::string &kernel, const KernelConfig &cfg,
                      const std::vector<Shape> &ins,
                      const std::vector<Shape> &outs, int64_t n,
                      std::mt19937 &gen, BarePrimitive &out) {
-  // NHWC input, HWIO kernel, NHWC output of the forward convolution.
-  Shape input, hwio;
+  // NHWC input and output of the forward convolution; its kernel HWIO or
+  // OHWI (the config's filter_layout: graphc stores a kernel that only
+  // convolutions read as OHWI), resolved as the cpu backend resolves it.
+  Shape input, kernelShape;
   if (kernel == "conv2d_grad_input")
-    input = outs[0], hwio = ins[1];
+    input = outs[0], kernelShape = ins[1];
   else if (kernel == "conv2d_grad_kernel")
-    input = ins[0], hwio = outs[0];
+    input = ins[0], kernelShape = outs[0];
   else
-    input = ins[0], hwio = ins[1];
+    input = ins[0], kernelShape = ins[1];
   input[0] = n;
   WindowGeometry g;
-  if (Status s =
-          resolveWindow(kernel.c_str(), cfg, input, hwio[0], hwio[1], true, g);
+  ConvChannels ch;
+  if (Status s = resolveConv(kernel.c_str(), cfg, input, kernelShape, g, ch);
       !s)
     return s;
   // A grouped (depthwise) convolution: oneDNN's 5-D grouped weights.
-  ConvChannels ch;
-  if (Status s = resolveConvChannels(kernel.c_str(), cfg, g.c, hwio, ch); !s)
-    return s;
   memory::desc src = anyDesc({n, g.c, g.h.in, g.w.in});
   memory::desc weights =
       ch.groups > 1 ? anyDesc({ch.groups, ch.filtersPerGroup(),
@@ -307,6 +307,10 @@ int main(int argc, char **argv) {
   ctx.replicas = replicas;
   int threads = cpu::threadsPerReplica(replicas);
   int allThreads = cpu::threadsPerReplica(1);
+  // Subnormals flushed to zero on every thread, as in a cpu step
+  // (Executor::runDevice; the floor's primitives run on all the threads).
+  ScopedDenormalMode flush(true);
+  cpu::shareDenormalMode(allThreads);
   std::printf("plan %s, %d replica(s), device 0: %d thread(s)\n",
               planPath.c_str(), replicas, threads);
   std::printf("%-4s %-24s %-28s %9s%s\n", "op", "kernel", "output", "ms",

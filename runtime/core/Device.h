@@ -61,6 +61,11 @@ struct ExecutorOptions {
   /// Replaces the plan's learning rate in every optimizer_update (negative:
   /// keep the plan's).
   double learningRate = -1;
+  /// cpu: the threads that run a step flush subnormal floats to zero (FTZ
+  /// and DAZ), as TensorFlow's CPU kernels do (runtime/core/DenormalMode.h;
+  /// `graphrun --keep-denormals` turns it off). The reference backend
+  /// always computes exact IEEE arithmetic.
+  bool flushDenormals = true;
   /// CUDA: capture the training step as a CUDA graph after one eager
   /// warm-up step and replay it (`graphrun --no-cuda-graph` turns it off).
   bool cudaGraph = true;

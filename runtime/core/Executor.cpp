@@ -5,6 +5,7 @@
 #include "runtime/core/HostSchedule.h"
 
 #include "runtime/collectives/Workers.h"
+#include "runtime/core/DenormalMode.h"
 #include "runtime/core/Initializers.h"
 #include "runtime/plan/PlanLoader.h"
 
@@ -496,6 +497,12 @@ Status Executor::waitEvent(int event, int device) {
 }
 
 void Executor::runDevice(int d) {
+  // The cpu backend's step flushes subnormals (and its kernels hand the mode
+  // on to their OpenMP teams); the reference backend's is exact IEEE
+  // whatever the caller's thread had. Device 0 runs on the caller's thread,
+  // which gets its own mode back afterwards.
+  ScopedDenormalMode denormals(options_.backend == Backend::cpu &&
+                               options_.flushDenormals);
   const data::BatchSlice *slices = slices_.data();
   for (const PreparedInput &in : prepared_.inputs) {
     if (in.device != d)

@@ -2,6 +2,8 @@
 
 #include "runtime/backends/cpu/CpuKernels.h"
 
+#include "runtime/core/DenormalMode.h"
+
 #include <omp.h>
 
 #include <algorithm>
@@ -37,6 +39,28 @@ void useReplicaThreads(const KernelContext &ctx) {
     omp_set_num_threads(want);
     current = want;
   }
+  shareDenormalMode(want);
+}
+
+void shareDenormalMode(int threads) {
+  // libgomp keeps a team's threads from one parallel region to the next,
+  // neither copies the master's MXCSR into them when a region starts (LLVM's
+  // libomp does) nor runs anything at their start, so one region sets it on
+  // each whenever the master's mode, or a larger team, differs from what
+  // the team last got. Threads that libgomp adds later are started by the
+  // master and inherit its MXCSR (Linux copies it into a new thread).
+  thread_local int teamMode = -1; // 0 exact, 1 flushing, -1 never set
+  thread_local int teamThreads = 0;
+  const int mode = flushesDenormals() ? 1 : 0;
+  if ((mode == teamMode && threads <= teamThreads) || omp_in_parallel())
+    return;
+  if (threads > 1) {
+    const bool flush = mode == 1;
+#pragma omp parallel num_threads(threads)
+    setFlushDenormals(flush);
+  }
+  teamMode = mode;
+  teamThreads = std::max(threads, 1);
 }
 
 void registerCpuKernels() {

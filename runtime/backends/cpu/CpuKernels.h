@@ -9,7 +9,9 @@
 // Threads: one OpenMP pool. N replicas in one process run on N device
 // threads; each takes an equal share of the process' threads
 // (threadsPerReplica), so two replicas on two cores use one core each
-// instead of oversubscribing them.
+// instead of oversubscribing them. Every thread of a step, the device
+// threads and their OpenMP teams, flushes subnormal floats to zero unless
+// the run keeps them (ExecutorOptions::flushDenormals).
 //
 //===----------------------------------------------------------------------===//
 
@@ -39,8 +41,16 @@ int threadsPerReplica(int replicas);
 void shareCoresWith(int processes);
 
 /// Sets the calling thread's OpenMP team size for a kernel of `ctx`'s
-/// replica. Cheap; every cpu kernel calls it first.
+/// replica, and gives the team the calling thread's denormal mode
+/// (shareDenormalMode). Cheap; every cpu kernel calls it first.
 void useReplicaThreads(const KernelContext &ctx);
+
+/// Makes the threads of the calling thread's OpenMP team, up to `threads`
+/// of them, flush subnormals to zero exactly when the calling thread does
+/// (runtime/core/DenormalMode.h: the executor sets a cpu device thread's
+/// mode for its step). Runs one parallel region when the mode or the team
+/// grew since the last call on this thread; otherwise reads MXCSR only.
+void shareDenormalMode(int threads);
 
 // Per-file registration, called by registerCpuKernels().
 void registerDnnlConvKernels(KernelRegistry &registry);
