@@ -251,9 +251,15 @@ Status CheckpointHook::afterStep(const StepContext &ctx) {
   return Status::ok();
 }
 
-Status CheckpointHook::end(const SessionInfo &) {
-  if (lastStep_ > lastSaved_)
-    return save(lastStep_);
+Status CheckpointHook::end(const SessionInfo &info) {
+  // The variables hold the state after the last step that ran: after a
+  // stop (a preemption signal), a step launched ahead ran too, though no
+  // hook saw it (Session::train).
+  int64_t last = info.stepsDone > 0
+                     ? std::max(lastStep_, info.initialStep + info.stepsDone)
+                     : lastStep_;
+  if (last > lastSaved_)
+    return save(last);
   return Status::ok();
 }
 

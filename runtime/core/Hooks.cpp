@@ -3,12 +3,34 @@
 #include "runtime/core/Hooks.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <numeric>
 #include <string_view>
 
 namespace graph::runtime {
+
+namespace {
+
+/// Flushes a line file (--metrics, --data-order) and says, naming it, why
+/// it could not be written: its later lines would be lost.
+Status flushLines(std::ostream &out, const std::string &name) {
+  errno = 0;
+  out.flush();
+  if (out)
+    return Status::ok();
+  int error = errno;
+  return Status::resourceExhausted(
+      name + ": cannot write: " +
+      (error ? std::string(std::strerror(error))
+             : std::string("the write failed")) +
+      "; the run stops rather than lose the file's lines (free space there, "
+      "or name another file)");
+}
+
+} // namespace
 
 StepSplit splitStep(const StepResult &result) {
   StepSplit total;
@@ -245,10 +267,7 @@ Status DataOrderHook::afterStep(const StepContext &ctx) {
   for (int64_t row = 0; row < ctx.batch->examples(); ++row)
     out_ << ' ' << ctx.batch->sourceIndices[static_cast<size_t>(row)];
   out_ << '\n';
-  out_.flush();
-  if (!out_)
-    return Status::error("--data-order: cannot write the file");
-  return Status::ok();
+  return flushLines(out_, name_);
 }
 
 Status LoggerHook::afterStep(const StepContext &ctx) {
@@ -310,14 +329,13 @@ Status MetricsFileHook::afterStep(const StepContext &ctx) {
   for (const auto &[name, value] : ctx.metrics)
     out_ << ", \"" << name << "\": " << jsonNumber(value);
   out_ << ", \"seconds\": " << jsonNumber(seconds) << "}\n";
-  out_.flush();
-  return Status::ok();
+  return flushLines(out_, name_);
 }
 
-void MetricsFileHook::writeEvaluation(int64_t step,
-                                      const std::vector<std::string> &names,
-                                      const std::vector<double> &values,
-                                      const std::vector<int64_t> &confusion) {
+Status MetricsFileHook::writeEvaluation(int64_t step,
+                                        const std::vector<std::string> &names,
+                                        const std::vector<double> &values,
+                                        const std::vector<int64_t> &confusion) {
   out_ << "{\"eval\": true, \"step\": " << step;
   for (size_t i = 0; i < names.size() && i < values.size(); ++i)
     out_ << ", \"" << names[i] << "\": " << jsonNumber(values[i]);
@@ -328,18 +346,18 @@ void MetricsFileHook::writeEvaluation(int64_t step,
     out_ << "]";
   }
   out_ << "}\n";
-  out_.flush();
+  return flushLines(out_, name_);
 }
 
-void MetricsFileHook::writeValidation(int64_t step, int64_t epoch,
-                                      const std::vector<std::string> &names,
-                                      const std::vector<double> &values) {
+Status MetricsFileHook::writeValidation(int64_t step, int64_t epoch,
+                                        const std::vector<std::string> &names,
+                                        const std::vector<double> &values) {
   out_ << "{\"validation\": true, \"step\": " << step
        << ", \"epoch\": " << epoch;
   for (size_t i = 0; i < names.size() && i < values.size(); ++i)
     out_ << ", \"val_" << names[i] << "\": " << jsonNumber(values[i]);
   out_ << "}\n";
-  out_.flush();
+  return flushLines(out_, name_);
 }
 
 } // namespace graph::runtime

@@ -118,29 +118,34 @@ private:
 /// and one per evaluation,
 ///   {"eval": true, "step": 100, "loss": 0.37, "accuracy": 0.87}.
 /// Each line is flushed when written, so a killed run keeps what it logged.
-/// A non-finite value is written as null (JSON has no NaN).
+/// A non-finite value is written as null (JSON has no NaN). A line that
+/// cannot be written (a full disk) stops the run with an error naming the
+/// file, rather than losing the lines after it silently.
 class MetricsFileHook : public Hook {
 public:
-  /// Writes the first step and every `every` steps to `out`.
-  MetricsFileHook(int64_t every, std::ostream &out)
-      : every_(every), out_(out) {}
+  /// Writes the first step and every `every` steps to `out`; `name` says
+  /// what `out` is in errors ("--metrics m.jsonl").
+  MetricsFileHook(int64_t every, std::ostream &out,
+                  std::string name = "the metrics file")
+      : every_(every), out_(out), name_(std::move(name)) {}
 
   Status afterStep(const StepContext &ctx) override;
   /// Writes an evaluation's result, taken after `step` training steps,
   /// with its confusion matrix (row-major, true class by predicted) when
   /// it has one.
-  void writeEvaluation(int64_t step, const std::vector<std::string> &names,
-                       const std::vector<double> &values,
-                       const std::vector<int64_t> &confusion = {});
+  Status writeEvaluation(int64_t step, const std::vector<std::string> &names,
+                         const std::vector<double> &values,
+                         const std::vector<int64_t> &confusion = {});
   /// Writes a validation at the end of `epoch` (after `step` steps): its
   /// values under Keras' log names, val_loss and val_<metric>.
-  void writeValidation(int64_t step, int64_t epoch,
-                       const std::vector<std::string> &names,
-                       const std::vector<double> &values);
+  Status writeValidation(int64_t step, int64_t epoch,
+                         const std::vector<std::string> &names,
+                         const std::vector<double> &values);
 
 private:
   int64_t every_;
   std::ostream &out_;
+  std::string name_;
 };
 
 /// Stops a run at the first step whose loss, a metric or the gradient norm
@@ -238,14 +243,18 @@ private:
 /// `graphrun --data-order order.txt`: the source position of every example
 /// each step trains on, one line a step ("17: 5 9 0 3 ..."), flushed as it
 /// goes. What a test compares to know which data a run (or a worker of a
-/// job) saw, and an aid for anyone who wonders.
+/// job) saw, and an aid for anyone who wonders. A line that cannot be
+/// written stops the run with an error naming `name` ("--data-order
+/// order.txt").
 class DataOrderHook : public Hook {
 public:
-  explicit DataOrderHook(std::ostream &out) : out_(out) {}
+  explicit DataOrderHook(std::ostream &out, std::string name = "--data-order")
+      : out_(out), name_(std::move(name)) {}
   Status afterStep(const StepContext &ctx) override;
 
 private:
   std::ostream &out_;
+  std::string name_;
 };
 
 /// A one-line progress bar redrawn in place with '\r', at most ten times a

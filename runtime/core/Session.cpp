@@ -28,22 +28,27 @@ int Session::totalReplicas() const {
          (options_.workers ? std::max(1, options_.workers->size()) : 1);
 }
 
-Status Session::meanOverWorkers(StepResult &result) {
+Status Session::meanOverWorkers(StepResult &result, bool vote, int &votes) {
+  votes = vote ? 1 : 0;
   Workers *workers = options_.workers;
   if (!workers || workers->size() < 2)
     return Status::ok();
   // Sums over this worker's replicas; summed over the workers, divided by
-  // the job's replicas.
-  std::vector<double> sums(result.names.size(), 0.0);
+  // the job's replicas. The stop votes ride along: no collective of their
+  // own.
+  const size_t outputs = result.names.size();
+  std::vector<double> sums(outputs + 1, 0.0);
   for (const std::vector<double> &replica : result.perReplica)
-    for (size_t o = 0; o < sums.size(); ++o)
+    for (size_t o = 0; o < outputs; ++o)
       sums[o] += replica[o];
+  sums[outputs] = votes;
   if (Status s =
           workers->allReduceSum(sums.data(), static_cast<int64_t>(sums.size()));
       !s)
     return Status::error("step outputs across workers: " + s.message());
-  for (size_t o = 0; o < sums.size(); ++o)
+  for (size_t o = 0; o < outputs; ++o)
     result.mean[o] = sums[o] / totalReplicas();
+  votes = static_cast<int>(sums[outputs]);
   return Status::ok();
 }
 
@@ -62,6 +67,7 @@ ExecutorOptions SessionOptions::executorOptions() const {
   eo.seed = seed;
   eo.timeout = timeout;
   eo.learningRate = learningRate;
+  eo.flushDenormals = flushDenormals;
   eo.cudaGraph = cudaGraph;
   eo.maxPhysicalDevices = maxPhysicalDevices;
   eo.firstPhysicalDevice = firstPhysicalDevice;
@@ -209,6 +215,7 @@ Status Session::train(data::BatchIterator &batches, int64_t maxSteps,
       ctx.replicas = info.replicas;
       ctx.result = nullptr;
       ctx.loss = ctx.gradNorm = std::nan("");
+      ctx.stopVotes = 0;
       ctx.metrics.clear();
       ctx.batch = &batch[stagedBatch];
       if (!ctx.settle)
@@ -254,8 +261,12 @@ Status Session::train(data::BatchIterator &batches, int64_t maxSteps,
     if (status = finish(l); !status)
       break;
     // Every worker sees the job's loss and metrics, so that all make the
-    // same decision on them (the NaN guard stops all or none).
-    if (status = meanOverWorkers(l.result); !status)
+    // same decision on them (the NaN guard stops all or none), and the
+    // votes to stop.
+    bool vote = false;
+    for (Hook *h : hooks)
+      vote = vote || h->votesToStop();
+    if (status = meanOverWorkers(l.result, vote, ctx.stopVotes); !status)
       break;
     ++globalStep_;
     ctx.end = Clock::now();

@@ -70,6 +70,10 @@ struct StepContext {
   /// program's `grad_norm` output), NaN when the program has none. Finite
   /// exactly when every gradient is: the NaN guard reads it.
   double gradNorm = 0;
+  /// After the step: how many workers had a hook voting to stop
+  /// (Hook::votesToStop) as the step finished: the same count on every
+  /// worker, so that all stop after the same step.
+  int stopVotes = 0;
   /// After the step: per-replica outputs and per-device timestamps.
   const StepResult *result = nullptr;
   /// The batch this process feeds the step (its rows' source positions in
@@ -113,6 +117,12 @@ public:
   /// launched, those already launched finish, and end() runs: a run
   /// stopped so succeeded.
   virtual bool stopRequested() const { return false; }
+  /// Asked on every worker as each step finishes, before its outputs are
+  /// summed over the workers, which carry the votes with them
+  /// (StepContext::stopVotes): how a fact one worker alone knows (a signal
+  /// only it received) becomes a decision every worker takes at the same
+  /// step.
+  virtual bool votesToStop() const { return false; }
 };
 
 /// Runs an evaluation every `every` global steps, through a callback that
@@ -146,6 +156,8 @@ struct SessionOptions {
   std::chrono::milliseconds timeout{60000};
   /// Overrides the plan's learning rate (negative: keep it).
   double learningRate = -1;
+  /// cpu: flush subnormals to zero (ExecutorOptions::flushDenormals).
+  bool flushDenormals = true;
   /// CUDA: replay the step as a CUDA graph; the physical GPUs to use (0:
   /// all) and the first of them. See ExecutorOptions.
   bool cudaGraph = true;
@@ -253,8 +265,9 @@ private:
                     int64_t maxBatches,
                     const std::function<Status(const data::Batch &,
                                                const StepResult &)> &consume);
-  /// Replaces result.mean by the mean over every worker's replicas.
-  Status meanOverWorkers(StepResult &result);
+  /// Replaces result.mean by the mean over every worker's replicas, and
+  /// counts the workers whose hooks vote to stop (`vote` is this one's).
+  Status meanOverWorkers(StepResult &result, bool vote, int &votes);
   /// The executor of the plan's `kind` program for the job's replicas,
   /// made on first use.
   Status programExecutor(plan::ProgramKind kind,

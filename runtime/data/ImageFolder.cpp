@@ -38,6 +38,9 @@ struct ImageFolderState {
   std::vector<int64_t> classFirst;
   std::vector<ImageFile> files;
   int64_t ignored = 0;
+  /// Links to folders walked already (a loop, a second way to a folder):
+  /// not followed, and said so in the summary.
+  std::vector<std::string> linksNotFollowed;
   std::shared_ptr<const ExampleList> examples;
   /// Per file: a decoder found it bad (skipBadImages), so later epochs go
   /// straight to its replacement.
@@ -164,40 +167,29 @@ bool isClassFolder(const PathGlob &glob, const std::string &name) {
 }
 
 /// The image files of one class folder (any depth), sorted; counts the
-/// other files in `ignored`.
+/// other files in `ignored`. Folders linked in are followed, each real
+/// folder once (`walked`: PathGlob.h); the links to folders walked already
+/// go to `notFollowed`.
 Status listClass(const PathGlob &glob, const std::string &className,
-                 std::vector<std::string> &images, int64_t &ignored) {
-  fs::path dir = fs::path(glob.root) / className;
-  std::error_code ec;
-  // Folders linked in are followed: data sets are often assembled so. A
-  // link cycle ends in an error (a path too long), not a hang.
-  fs::recursive_directory_iterator it(
-      dir, fs::directory_options::follow_directory_symlink, ec),
-      end;
-  for (; !ec && it != end; it.increment(ec)) {
-    const fs::directory_entry &entry = *it;
-    std::string name = entry.path().filename().string();
-    if (isHidden(name)) {
-      it.disable_recursion_pending();
-      continue;
-    }
-    std::error_code typeEc;
-    if (entry.is_directory(typeEc))
-      continue;
+                 WalkedFolders &walked, std::vector<std::string> &images,
+                 int64_t &ignored, std::vector<std::string> &notFollowed) {
+  std::string dir = (fs::path(glob.root) / className).string();
+  FolderWalk walk;
+  walk.skip = isHidden;
+  walk.file = [&](const std::string &path,
+                  const std::vector<std::string> &under) {
     std::vector<std::string> relative = {className};
-    for (const fs::path &part : entry.path().lexically_relative(dir))
-      relative.push_back(part.string());
+    relative.insert(relative.end(), under.begin(), under.end());
     if (glob.isGlob() && !glob.matches(relative))
-      continue;
-    if (!isImageName(name)) {
+      return;
+    if (!isImageName(under.back())) {
       ++ignored;
-      continue;
+      return;
     }
-    images.push_back(entry.path().string());
-  }
-  if (ec)
-    return Status::error(dir.string() + ": cannot list the class folder: " +
-                         ec.message() + "; check its permissions");
+    images.push_back(path);
+  };
+  if (Status s = walkFolder(dir, walked, walk, notFollowed); !s)
+    return Status::error(s.message());
   std::sort(images.begin(), images.end());
   return Status::ok();
 }
@@ -425,12 +417,47 @@ Status openImageFolder(const ImageFolderOptions &options,
     st->classNames = options.classNames;
   }
 
-  // Each class's images, then what listing can see of each file.
+  // Each class's images, then what listing can see of each file. Every
+  // real folder is walked once, the root and the class folders first: a
+  // link back to them from inside a class would list the same images again
+  // (under another label), and so would a class folder that is another's
+  // under a second name.
+  WalkedFolders walked;
+  bool isNew = false;
+  if (Status s = walked.firstVisit(root, isNew); !s)
+    return s;
+  for (size_t c = 0; c < st->classNames.size(); ++c) {
+    const std::string &name = st->classNames[c];
+    std::string dir = (fs::path(root) / name).string();
+    if (Status s = walked.firstVisit(dir, isNew); !s)
+      return s;
+    if (isNew)
+      continue;
+    std::error_code realEc;
+    fs::path real = fs::canonical(dir, realEc);
+    std::string other;
+    for (size_t k = 0; k < c && other.empty(); ++k) {
+      std::error_code kEc;
+      if (!realEc &&
+          fs::canonical(fs::path(root) / st->classNames[k], kEc) == real)
+        other = st->classNames[k];
+    }
+    return Status::error(
+        dir + ": class folder '" + name + "' is " +
+        (other.empty()
+             ? std::string("the image folder itself (through a "
+                           "link)")
+             : "the same folder as class '" + other + "' (through a link)") +
+        ": its images would be listed twice, under two labels; make it a "
+        "folder of its own, or remove the link");
+  }
   std::vector<std::string> bad;
   for (size_t c = 0; c < st->classNames.size(); ++c) {
     const std::string &name = st->classNames[c];
     std::vector<std::string> images;
-    if (Status s = listClass(glob, name, images, st->ignored); !s)
+    if (Status s = listClass(glob, name, walked, images, st->ignored,
+                             st->linksNotFollowed);
+        !s)
       return s;
     int64_t first = static_cast<int64_t>(st->files.size());
     int64_t badHere = 0;
@@ -540,6 +567,16 @@ std::string ImageFolderSource::summary() const {
   if (int64_t skipped = skippedCount(); skipped > 0)
     s += ", " + std::to_string(skipped) +
          (skipped == 1 ? " bad image" : " bad images") + " skipped";
+  if (size_t links = st.linksNotFollowed.size(); links > 0) {
+    std::vector<std::string> under;
+    for (const std::string &path : st.linksNotFollowed)
+      under.push_back(fs::path(path).lexically_relative(st.root).string());
+    s += ", " + std::to_string(links) +
+         (links == 1 ? " folder link" : " folder links") +
+         " not followed (each folder is listed once; a loop, or a folder "
+         "reached twice: " +
+         someOf(under) + ")";
+  }
   return s;
 }
 

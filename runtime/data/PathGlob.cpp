@@ -2,7 +2,13 @@
 
 #include "runtime/data/PathGlob.h"
 
+#include <dirent.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
 #include <cstddef>
+#include <cstring>
 
 namespace graph::runtime::data {
 namespace {
@@ -104,6 +110,74 @@ Status parsePathGlob(const std::string &path, PathGlob &out) {
                                 "(DIR/**/*.jpeg)");
   out = std::move(glob);
   return Status::ok();
+}
+
+Status WalkedFolders::firstVisit(const std::string &path, bool &first) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0)
+    return Status::error(path + ": cannot read the folder: " +
+                         std::strerror(errno) + "; check its permissions");
+  first = seen_
+              .insert({static_cast<uint64_t>(st.st_dev),
+                       static_cast<uint64_t>(st.st_ino)})
+              .second;
+  return Status::ok();
+}
+
+namespace {
+
+Status walkFrom(const std::string &dir, std::vector<std::string> &relative,
+                WalkedFolders &walked, const FolderWalk &walk,
+                std::vector<std::string> &notFollowed) {
+  DIR *d = ::opendir(dir.c_str());
+  if (!d)
+    return Status::error(dir + ": cannot list the folder: " +
+                         std::strerror(errno) + "; check its permissions");
+  std::vector<std::string> names;
+  errno = 0;
+  while (const dirent *e = ::readdir(d)) {
+    std::string name = e->d_name;
+    if (name != "." && name != ".." && !(walk.skip && walk.skip(name)))
+      names.push_back(std::move(name));
+    errno = 0;
+  }
+  int error = errno;
+  ::closedir(d);
+  if (error)
+    return Status::error(dir + ": cannot list the folder: " +
+                         std::strerror(error) + "; check its permissions");
+  std::sort(names.begin(), names.end());
+  for (const std::string &name : names) {
+    std::string path = dir + "/" + name;
+    relative.push_back(name);
+    struct stat st;
+    // stat follows links: a link to a folder is a folder here; a broken
+    // link is the file callback's to judge.
+    if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+      bool first = false;
+      if (Status s = walked.firstVisit(path, first); !s)
+        return s;
+      if (!first) {
+        notFollowed.push_back(path);
+      } else if (Status s = walkFrom(path, relative, walked, walk, notFollowed);
+                 !s) {
+        return s;
+      }
+    } else if (walk.file) {
+      walk.file(path, relative);
+    }
+    relative.pop_back();
+  }
+  return Status::ok();
+}
+
+} // namespace
+
+Status walkFolder(const std::string &dir, WalkedFolders &walked,
+                  const FolderWalk &walk,
+                  std::vector<std::string> &notFollowed) {
+  std::vector<std::string> relative;
+  return walkFrom(dir, relative, walked, walk, notFollowed);
 }
 
 } // namespace graph::runtime::data

@@ -39,12 +39,15 @@
 #include "runtime/data/Pipeline.h"
 #include "runtime/data/SplitMix64.h"
 #include "runtime/job/FitCallbacksHook.h"
+#include "runtime/job/Preemption.h"
 #include "runtime/plan/PlanLoader.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -243,16 +246,20 @@ Status finalizeEma(MirroredVariables &vars) {
 
 class TrainingJob {
 public:
+  /// `signals`: the preemption signals' handlers (null: none).
   TrainingJob(const JobOptions &o, Workers &workers, std::ostream &out,
-              std::ostream &err)
+              std::ostream &err, PreemptionSignals *signals = nullptr)
       : o_(o), workers_(workers), chief_(workers.isChief()),
-        out_(chief_ ? out : null_), err_(err) {}
+        out_(chief_ ? out : null_), err_(err), signals_(signals) {}
 
   /// Phases 1 to 3. A failure every worker agrees on comes back on every
   /// worker; `reportedBy` says which one prints it.
   Status setUp(int &reportedBy);
   /// Phase 4 and the end: train, evaluate, save.
   Status run();
+  /// Whether run() ended on a preemption signal (every worker after the
+  /// same step).
+  bool preempted() const { return preempted_; }
 
 private:
   void warn(const std::string &message) {
@@ -312,6 +319,8 @@ private:
   NullStream null_;
   std::ostream &out_;
   std::ostream &err_;
+  PreemptionSignals *signals_;
+  bool preempted_ = false;
 
   Placement placement_;
   int firstGpu_ = 0; // this worker's first GPU on its host
@@ -713,6 +722,7 @@ Status TrainingJob::compareWorkers() {
        << "collective timeout=" << o_.collectiveTimeoutSeconds << "\n"
        << "precision=" << o_.precision << "\n"
        << "nan guard=" << o_.nanGuard << "/" << o_.checkNumerics << "\n"
+       << "preempt signals=" << o_.preemptSignals << "\n"
        << "training data=" << o_.data << ", " << train_->size() << " examples\n"
        << "images=" << o_.preprocess << "/" << o_.resize << "/"
        << o_.skipBadImages << "/" << o_.fastDecode << "\n"
@@ -904,6 +914,7 @@ Status TrainingJob::setUp(int &reportedBy) {
   so.seed = o_.seed;
   so.learningRate = o_.learningRate;
   so.cudaGraph = !o_.noCudaGraph;
+  so.flushDenormals = !o_.keepDenormals;
   so.stepsInFlight = o_.stepsInFlight;
   // TF32 convolutions and matrix products by default on a GPU (PyTorch's
   // cuDNN default); the host backends compute in fp32 regardless.
@@ -979,7 +990,10 @@ Status TrainingJob::validate(int64_t step, int64_t stepsPerEpoch,
     logs["val_" + result.names[i]] = result.values[i];
   const int64_t epoch = step / std::max<int64_t>(1, stepsPerEpoch);
   if (metrics_)
-    metrics_->writeValidation(step, epoch, result.names, result.values);
+    if (Status s =
+            metrics_->writeValidation(step, epoch, result.names, result.values);
+        !s)
+      return s;
   std::string line = "epoch " + std::to_string(epoch) + " (step " +
                      std::to_string(step) + "):";
   if (showProgress_)
@@ -1164,8 +1178,10 @@ Status TrainingJob::evaluate(int64_t step, bool final) {
       return s;
     lastEvalStep_ = step;
     if (metrics_)
-      metrics_->writeEvaluation(step, lastEval_.names, lastEval_.values,
-                                lastEval_.confusion);
+      if (Status s = metrics_->writeEvaluation(
+              step, lastEval_.names, lastEval_.values, lastEval_.confusion);
+          !s)
+        return s;
   }
   std::string line =
       final ? "eval:" : "eval at step " + std::to_string(step) + ":";
@@ -1371,8 +1387,12 @@ void TrainingJob::reportSkipped() {
 }
 
 Status TrainingJob::run() {
-  if (!o_.predict.empty())
+  if (!o_.predict.empty()) {
+    // No step to stop at: a signal ends a prediction at once.
+    if (signals_)
+      signals_->restore();
     return predict();
+  }
   const plan::Plan &p = *loaded_.plan;
   // --cache-on-device: the training set goes to the devices once and the
   // pipeline hands out only positions; the same shuffle draws them, so the
@@ -1441,8 +1461,11 @@ Status TrainingJob::run() {
     // A resumed run continues the killed run's log.
     metricsFile_.open(o_.metrics, resumed_ ? std::ios::app : std::ios::trunc);
     if (!metricsFile_)
-      return Status::error(o_.metrics + ": cannot write the metrics file");
-    metrics_ = std::make_unique<MetricsFileHook>(o_.logEvery, metricsFile_);
+      return Status::error(
+          "--metrics " + o_.metrics +
+          ": cannot open it for writing: " + std::strerror(errno));
+    metrics_ = std::make_unique<MetricsFileHook>(o_.logEvery, metricsFile_,
+                                                 "--metrics " + o_.metrics);
   }
   showProgress_ = chief_ && o_.progress && &out_ == &std::cout && ::isatty(1);
 
@@ -1510,14 +1533,42 @@ Status TrainingJob::run() {
     std::string path = workerPath(o_.dataOrder, workers_.rank());
     dataOrderFile.open(path, resumed_ ? std::ios::app : std::ios::trunc);
     if (!dataOrderFile)
-      return Status::error("--data-order " + path + ": cannot write it");
-    dataOrder = std::make_unique<DataOrderHook>(dataOrderFile);
+      return Status::error(
+          "--data-order " + path +
+          ": cannot open it for writing: " + std::strerror(errno));
+    dataOrder =
+        std::make_unique<DataOrderHook>(dataOrderFile, "--data-order " + path);
     hooks.push_back(dataOrder.get());
   }
 
-  if (Status s = session_->train(*batches, remaining, hooks); !s)
-    return s;
+  // Last, so that it sees each step after every other hook did (its
+  // checkpoint written).
+  std::unique_ptr<PreemptionHook> preemption;
+  if (signals_ && !signals_->signals().empty()) {
+    preemption = std::make_unique<PreemptionHook>(workerCount(), chief_,
+                                                  o_.checkpointDir, out_);
+    hooks.push_back(preemption.get());
+  }
+
+  Status trained = session_->train(*batches, remaining, hooks);
+  if (!trained)
+    return trained;
   batches.reset();
+  // A run that ran all its steps: from now on a signal ends the process at
+  // once, the final checkpoint being written. A stopped one keeps its
+  // handlers until every worker is done, so that another signal cannot end
+  // a worker while the chief still writes.
+  if (signals_ && !(preemption && preemption->stopped()))
+    signals_->restore();
+  if (preemption && preemption->stopped()) {
+    preempted_ = true;
+    std::string written;
+    if (checkpointHook && checkpointHook->lastSaved() > 0)
+      written = (fs::path(o_.checkpointDir) /
+                 ckpt::checkpointFileName(checkpointHook->lastSaved()))
+                    .string();
+    return preemption->finish(workers_, session_->globalStep(), written);
+  }
   // Keras' use_ema: fit() ends by replacing each trained variable with its
   // moving average (finalize_variable_values), after the checkpoints, which
   // keep both, so that a resumed run goes on from the raw weights.
@@ -1580,16 +1631,63 @@ Status runTrainingJob(const JobOptions &o, std::ostream &out,
                                : s;
   };
 
-  TrainingJob job(o, *workers, out, err);
+  // Before the job's first file is read, so that a signal from now on
+  // finds a handler; each worker checks the list (graphrun's flag parser
+  // did too), and the workers compare it (compareWorkers).
+  std::vector<int> preemptSignals;
+  if (Status s = parsePreemptSignals(o.preemptSignals, preemptSignals); !s)
+    return workers->isChief() ? s : Status::error("");
+  std::unique_ptr<PreemptionSignals> signals;
+  if (Status s = PreemptionSignals::install(preemptSignals, signals); !s)
+    return s;
+  // StatusCode::cancelled says "preempted" to graphrun, and nothing else.
+  auto notPreempted = [](const Status &s) {
+    return s.code() == StatusCode::cancelled ? Status::error(s.message()) : s;
+  };
+
+  TrainingJob job(o, *workers, out, err, signals.get());
   int reportedBy = 0;
-  if (Status s = job.setUp(reportedBy); !s) {
+  if (Status s = notPreempted(job.setUp(reportedBy)); !s) {
     // Every worker knows; one says it. An empty message tells graphrun's
     // main to exit non-zero without printing.
-    if (reportedBy != workers->rank())
-      return Status::error("");
-    return workers->size() > 1 && reportedBy != 0 ? named(s) : s;
+    if (workers->size() == 1)
+      return s;
+    // Said now, in one write, by the one worker, and only then may any
+    // worker leave (the sum below is the barrier): once one exits non-zero,
+    // mpirun signals the others within milliseconds, and an error printed
+    // later would be lost.
+    if (reportedBy == workers->rank()) {
+      out.flush();
+      err << "graphrun: error: " + (reportedBy != 0 ? named(s) : s).message() +
+                 "\n";
+      err.flush();
+    }
+    double done = 1;
+    (void)workers->allReduceSum(&done, 1);
+    return Status::error("");
   }
   Status s = job.run();
+  // Every worker stopped after the same step and waited for the chief's
+  // checkpoint: nothing to abort.
+  if (job.preempted() && s.code() == StatusCode::cancelled) {
+    // Said now, in one write, while every worker is still here: once one
+    // exits non-zero, mpirun signals the others within milliseconds.
+    out.flush();
+    if (!s.message().empty())
+      err << "graphrun: " + s.message() + "\n";
+    err.flush();
+    if (workers->size() > 1 && PreemptionSignals::sentByParent()) {
+      // Open MPI's mpirun, sent SIGTERM (or Ctrl-C), ends the job itself:
+      // it sends the workers SIGTERM and a second later SIGKILL, and
+      // answers no MPI_Finalize in between (PMIx_Finalize waits for it).
+      // The checkpoint is written and every worker is done: leave without
+      // the MPI teardown.
+      std::fflush(nullptr);
+      std::_Exit(kPreemptedExitStatus);
+    }
+    return Status::cancelled("");
+  }
+  s = notPreempted(s);
   if (!s && workers->size() > 1) {
     // The others may be waiting in a collective for this worker: say why,
     // then end the job.

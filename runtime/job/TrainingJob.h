@@ -102,6 +102,9 @@ struct JobOptions {
   int64_t warmup = 5;
   std::string metrics;
   bool noCudaGraph = false;
+  /// cpu: compute with subnormal floats instead of flushing them to zero
+  /// (ExecutorOptions::flushDenormals).
+  bool keepDenormals = false;
   /// Steps kept launched at once (SessionOptions::stepsInFlight; 0: the
   /// backend's choice, 2 on a GPU).
   int stepsInFlight = 0;
@@ -153,11 +156,19 @@ struct JobOptions {
   /// an image's path, else "name#index").
   std::string predict;
   std::string predictions;
+  /// The signals that stop the job at a whole step, write the checkpoint of
+  /// that step and exit kPreemptedExitStatus (Preemption.h): names as
+  /// `kill -l` prints them, comma-separated, or "none" (their default
+  /// actions stay: the process ends at once).
+  std::string preemptSignals = "TERM,USR1";
 };
 
 /// Runs the job: its report goes to `out` (graphrun's stdout), warnings to
 /// `err`. An error names the file or flag at fault and what to do; nothing
-/// is left half-written.
+/// is left half-written. StatusCode::cancelled means, and means only, that
+/// a preemption signal stopped every worker after the same step, the
+/// chief's checkpoint written (the job has said so on `err`): graphrun
+/// exits kPreemptedExitStatus, and the same command resumes the job.
 Status runTrainingJob(const JobOptions &options, std::ostream &out,
                       std::ostream &err);
 

@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/core/Device.h"
+#include "runtime/job/Preemption.h"
 #include "runtime/job/TrainingJob.h"
 
 #include <CLI/CLI.hpp>
@@ -27,6 +28,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 using graph::runtime::Status;
 using graph::runtime::job::JobOptions;
@@ -254,6 +256,11 @@ int main(int argc, char **argv) {
   app.add_flag("--no-cuda-graph", o.noCudaGraph,
                "launch the step's kernels one by one instead of replaying "
                "it as a CUDA graph");
+  app.add_flag("--keep-denormals", o.keepDenormals,
+               "cpu: compute with subnormal floats instead of flushing them "
+               "to zero (the default, as TensorFlow's CPU kernels do: "
+               "arithmetic on them is slow, and Adam's moments fill with "
+               "them over a long run)");
   addInteger(app, "--steps-in-flight", o.stepsInFlight, 1, 2,
              "steps launched before the host waits for the oldest: 2 "
              "launches step k+1 before reading step k's outputs, so the "
@@ -360,12 +367,35 @@ int main(int argc, char **argv) {
                "also check every variable after every step, to name the "
                "step whose update overflowed (slower: reads them all)")
       ->excludes(noGuard);
+  app.add_option("--preempt-signals", o.preemptSignals,
+                 "signals that stop the job after the step in progress, on "
+                 "every worker, write the checkpoint of that step to "
+                 "--checkpoint-dir and exit with status 143, so that the "
+                 "same command resumes (Kubernetes' SIGTERM, Slurm's "
+                 "--signal=USR1@90); none: they end the process at once")
+      ->check(CLI::Validator(
+          [](std::string &text) -> std::string {
+            std::vector<int> signals;
+            Status s = graph::runtime::job::parsePreemptSignals(text, signals);
+            // CLI11 puts the flag's name first already.
+            std::string prefix = "--preempt-signals " + text + ": ";
+            return s ? ""
+                   : s.message().starts_with(prefix)
+                       ? s.message().substr(prefix.size())
+                       : s.message();
+          },
+          "SIGNALS"))
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   o.progress = !noProgress;
   o.nanGuard = !noNanGuard;
 
   Status s = graph::runtime::job::runTrainingJob(o, std::cout, std::cerr);
   std::cout.flush();
+  // Preempted: every worker stopped after the same step, the checkpoint
+  // written; the job said so.
+  if (s.code() == graph::runtime::StatusCode::cancelled)
+    return graph::runtime::job::kPreemptedExitStatus;
   if (!s) {
     // An empty message: another worker of the job reports the fault.
     if (!s.message().empty())

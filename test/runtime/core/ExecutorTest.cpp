@@ -378,6 +378,40 @@ TEST(Session, TrainsWithHooks) {
       << timing.str();
 }
 
+TEST(Session, AVoteToStopReachesTheHooksOfItsStep) {
+  // A hook votes from step 2 on (a preemption signal came); the votes
+  // counted with step 2's outputs stop the run after it.
+  registerTestKernels();
+  LoadedPlan loaded;
+  loaded.path = "tiny.plan";
+  loaded.bytes = buildPlan(2, 4);
+  ASSERT_TRUE(verifyPlan(loaded.bytes.data(), loaded.bytes.size(), loaded.path,
+                         loaded.plan));
+  SessionOptions options;
+  options.replicas = 2;
+  std::unique_ptr<Session> session;
+  Status s = Session::create(loaded, options, session);
+  ASSERT_TRUE(s) << s.message();
+  struct Voter : Hook {
+    int64_t seen = 0;
+    std::vector<int> votes;
+    bool stop = false;
+    Status afterStep(const StepContext &ctx) override {
+      seen = ctx.step;
+      votes.push_back(ctx.stopVotes);
+      stop = ctx.stopVotes > 0;
+      return Status::ok();
+    }
+    bool votesToStop() const override { return seen >= 1; }
+    bool stopRequested() const override { return stop; }
+  } voter;
+  RepeatBatches batches(makeBatch(4), 10);
+  s = session->train(batches, 10, {&voter});
+  ASSERT_TRUE(s) << s.message();
+  EXPECT_EQ(session->globalStep(), 2);
+  EXPECT_EQ(voter.votes, (std::vector<int>{0, 1}));
+}
+
 TEST(Executor, StagedStepsMatchRun) {
   // stage(k+1) between launch(k) and wait(k), as Session::train calls them,
   // computes what run() computes step by step.

@@ -284,7 +284,8 @@ TEST(MetricsFileHook, OneJsonLinePerLoggedStepAndEvaluation) {
     ctx.end = t0 + std::chrono::milliseconds(500);
     ASSERT_TRUE(hook.afterStep(ctx).isOk());
   }
-  hook.writeEvaluation(4, {"loss", "accuracy"}, {0.375, 0.875});
+  ASSERT_TRUE(
+      hook.writeEvaluation(4, {"loss", "accuracy"}, {0.375, 0.875}).isOk());
   EXPECT_EQ(
       out.str(),
       "{\"step\": 1, \"loss\": 1, \"accuracy\": 0.25, \"seconds\": 0.5}\n"

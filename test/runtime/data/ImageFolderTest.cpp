@@ -273,6 +273,42 @@ TEST_F(ImageFolderTest, LinkedFoldersAreFollowed) {
   EXPECT_EQ(src.files()[2].path, path("data/b/3.jpeg"));
 }
 
+TEST_F(ImageFolderTest, EveryRealFolderIsWalkedOnce) {
+  image("data/a/1.jpeg", 0);
+  image("data/a/sub/2.jpeg", 1);
+  image("data/b/3.jpeg", 2);
+  image("shared/4.jpeg", 3);
+  // Loops (to the root, to the folder itself, up from a sub-folder), a
+  // link into another class, and two links to one folder outside.
+  fs::create_directory_symlink("..", path("data/a/up"));
+  fs::create_directory_symlink(".", path("data/a/self"));
+  fs::create_directory_symlink("..", path("data/a/sub/back"));
+  fs::create_directory_symlink("../b", path("data/a/other"));
+  fs::create_directory_symlink(path("shared"), path("data/b/s1"));
+  fs::create_directory_symlink(path("shared"), path("data/b/s2"));
+  for (const char *glob : {"", "/**/*.jpeg"}) {
+    ImageFolderOptions o = options();
+    o.path = path("data") + glob;
+    ImageFolderSource src = open(o);
+    EXPECT_THAT(src.classNames(), ElementsAre("a", "b"));
+    EXPECT_THAT(relativePaths(src),
+                ElementsAre("data/a/1.jpeg", "data/a/sub/2.jpeg",
+                            "data/b/3.jpeg", "data/b/s1/4.jpeg"));
+    EXPECT_THAT(src.summary(),
+                HasSubstr("5 folder links not followed (each folder is "
+                          "listed once; a loop, or a folder reached twice: "
+                          "a/other, a/self, a/sub/back, a/up, b/s2)"));
+  }
+}
+
+TEST_F(ImageFolderTest, AClassFolderThatIsAnothersIsRefused) {
+  image("a/1.jpeg", 0);
+  fs::create_directory_symlink(path("a"), path("b"));
+  EXPECT_THAT(openError(options()).message(),
+              HasSubstr(path("b") + ": class folder 'b' is the same folder "
+                                    "as class 'a' (through a link)"));
+}
+
 TEST_F(ImageFolderTest, AGlobReachesAnyDepth) {
   image("a/1.jpeg", 0);
   image("a/deep/er/2.jpeg", 1);
