@@ -9,6 +9,7 @@
 #include "runtime/checkpoint/KerasWeights.h"
 #include "runtime/checkpoint/Weights.h"
 #include "runtime/core/LearningRateSchedule.h"
+#include "runtime/plan/PlanLoader.h"
 
 #include <nlohmann/json.hpp>
 
@@ -237,17 +238,6 @@ std::map<std::string, bool> trainability(const plan::Plan &plan) {
   return out;
 }
 
-double hyperParameter(const plan::Plan &plan, const char *name,
-                      double fallback) {
-  const plan::Training *t = plan.training();
-  if (t && t->hyper_parameters())
-    for (const plan::Attr *a : *t->hyper_parameters())
-      if (a->name()->str() == name)
-        return a->kind() == plan::AttrKind::int_ ? static_cast<double>(a->i())
-                                                 : a->f();
-  return fallback;
-}
-
 /// The model's layers, found in its Keras config, with their variables.
 struct KerasModel {
   std::string name;
@@ -256,6 +246,8 @@ struct KerasModel {
   std::map<std::string, std::vector<int>> weights;
   /// model.trainable_variables, in order: what the optimizer's slots follow.
   std::vector<int> trainable;
+  /// Each variable of the plan, by name: trainable or not.
+  std::map<std::string, bool> trainability;
 };
 
 void collectTrainable(const std::vector<ConfigLayer> &layers,
@@ -309,7 +301,8 @@ Status describeModel(const MirroredVariables &variables, const plan::Plan &plan,
                            "config: Keras' files could not place it");
     model.weights[layer.name] = layer.weights;
   }
-  collectTrainable(model.layers, model, trainability(plan), variables,
+  model.trainability = trainability(plan);
+  collectTrainable(model.layers, model, model.trainability, variables,
                    model.trainable);
   return Status::ok();
 }
@@ -386,18 +379,18 @@ const char *optimizerName(plan::OptimizerKind kind, bool decoupledDecay) {
 /// add_optimizer_variables with a list of names).
 std::vector<std::vector<std::string>> slotGroups(const plan::Plan &plan) {
   std::vector<std::vector<std::string>> groups;
-  if (hyperParameter(plan, "use_ema", 0) != 0)
+  if (trainingHyperParameter(plan, "use_ema", 0) != 0)
     groups.push_back({"average"});
-  if (hyperParameter(plan, "gradient_accumulation_steps", 0) > 0)
+  if (trainingHyperParameter(plan, "gradient_accumulation_steps", 0) > 0)
     groups.push_back({"grad_accum"});
   switch (plan.training()->optimizer()) {
   case plan::OptimizerKind::sgd:
-    if (hyperParameter(plan, "momentum", 0) != 0)
+    if (trainingHyperParameter(plan, "momentum", 0) != 0)
       groups.push_back({"momentum"});
     break;
   case plan::OptimizerKind::adam:
     groups.push_back({"m", "v"});
-    if (hyperParameter(plan, "amsgrad", 0) != 0)
+    if (trainingHyperParameter(plan, "amsgrad", 0) != 0)
       groups.push_back({"vhat"});
     break;
   case plan::OptimizerKind::adagrad:
@@ -411,9 +404,9 @@ std::vector<std::vector<std::string>> slotGroups(const plan::Plan &plan) {
     break;
   case plan::OptimizerKind::rmsprop:
     groups.push_back({"rms"});
-    if (hyperParameter(plan, "momentum", 0) != 0)
+    if (trainingHyperParameter(plan, "momentum", 0) != 0)
       groups.push_back({"momentum"});
-    if (hyperParameter(plan, "centered", 0) != 0)
+    if (trainingHyperParameter(plan, "centered", 0) != 0)
       groups.push_back({"mg"});
     break;
   }
@@ -431,8 +424,9 @@ Status writeOptimizer(MemoryH5 &h5, const KerasModel &model,
   const plan::OptimizerKind kind = plan.training()->optimizer();
   if (Status s = h5.stringAttribute(
           vars.get(), path, "name",
-          optimizerName(kind, hyperParameter(plan, "weight_decay", 0) != 0 &&
-                                  kind == plan::OptimizerKind::adam));
+          optimizerName(kind,
+                        trainingHyperParameter(plan, "weight_decay", 0) != 0 &&
+                            kind == plan::OptimizerKind::adam));
       !s)
     return s;
   int index = 0;
@@ -443,7 +437,7 @@ Status writeOptimizer(MemoryH5 &h5, const KerasModel &model,
       !s)
     return s;
   // A schedule is not a variable: Keras saves the rate only when it is one.
-  if (hyperParameter(plan, "lr_schedule", 0) == 0) {
+  if (trainingHyperParameter(plan, "lr_schedule", 0) == 0) {
     float rate = static_cast<float>(state.learningRate);
     if (Status s =
             h5.dataset(vars.get(), path, next(), H5T_IEEE_F32LE, {}, &rate);
@@ -469,7 +463,7 @@ Status writeOptimizer(MemoryH5 &h5, const KerasModel &model,
   // Nadam's u_product, a function of the step (LearningRateSchedule.h).
   if (kind == plan::OptimizerKind::nadam) {
     float product = static_cast<float>(
-        nadamUProduct(hyperParameter(plan, "beta_1", 0.9), iterations));
+        nadamUProduct(trainingHyperParameter(plan, "beta_1", 0.9), iterations));
     if (Status s =
             h5.dataset(vars.get(), path, next(), H5T_IEEE_F32LE, {}, &product);
         !s)
@@ -531,7 +525,7 @@ Status legacyImage(const MirroredVariables &variables,
   KerasModel model;
   if (Status s = describeModel(variables, *state.plan, model); !s)
     return s;
-  const std::map<std::string, bool> trainable = trainability(*state.plan);
+  const std::map<std::string, bool> &trainable = model.trainability;
   Hdf5Quiet quiet;
   MemoryH5 h5;
   if (Status s = h5.create(); !s)

@@ -219,12 +219,7 @@ public:
 /// Whether the plan trains with Keras' use_ema (a hyper-parameter
 /// `use_ema` = 1 and slots `<var>/average`).
 bool usesEma(const plan::Plan &p) {
-  if (!p.training() || !p.training()->hyper_parameters())
-    return false;
-  for (const plan::Attr *attr : *p.training()->hyper_parameters())
-    if (attr->name()->str() == "use_ema")
-      return attr->f() != 0;
-  return false;
+  return trainingHyperParameter(p, "use_ema", 0) != 0;
 }
 
 /// Copies every `<var>/average` slot into `<var>`, on every device.
@@ -1007,12 +1002,7 @@ Status TrainingJob::validate(int64_t step, int64_t stepsPerEpoch,
 double TrainingJob::planLearningRate() const {
   if (o_.learningRate >= 0)
     return o_.learningRate;
-  const plan::Training *t = loaded_.plan->training();
-  if (t && t->hyper_parameters())
-    for (const plan::Attr *a : *t->hyper_parameters())
-      if (a->name()->str() == "learning_rate")
-        return a->f();
-  return 0.01;
+  return trainingHyperParameter(*loaded_.plan, "learning_rate", 0.01);
 }
 
 Status TrainingJob::makeFitCallbacks(int64_t stepsPerEpoch,
@@ -1050,13 +1040,11 @@ Status TrainingJob::makeFitCallbacks(int64_t stepsPerEpoch,
                                       withRate);
         !s)
       return s;
-    for (const plan::Attr *a : *p.training()->hyper_parameters())
-      if (a->name()->str() == "lr_schedule" && a->f() != 0 &&
-          o_.learningRate < 0)
-        return Status::error(
-            "--reduce-lr-on-plateau sets the optimizer's learning rate, and "
-            "this model's is a schedule (Keras refuses the same: a "
-            "LearningRateSchedule's rate is not settable)");
+    if (trainingHyperParameter(p, "lr_schedule", 0) != 0 && o_.learningRate < 0)
+      return Status::error(
+          "--reduce-lr-on-plateau sets the optimizer's learning rate, and "
+          "this model's is a schedule (Keras refuses the same: a "
+          "LearningRateSchedule's rate is not settable)");
     if (placement_.backend == Backend::cuda)
       return Status::error("--reduce-lr-on-plateau is not on the cuda backend "
                            "yet (its captured steps read the plan's rate); "

@@ -395,6 +395,17 @@ Status loadPlan(const std::string &path, LoadedPlan &out) {
   return verifyPlan(out.bytes.data(), out.bytes.size(), path, out.plan);
 }
 
+double trainingHyperParameter(const plan::Plan &plan, std::string_view name,
+                              double fallback) {
+  const plan::Training *t = plan.training();
+  if (t && t->hyper_parameters())
+    for (const plan::Attr *a : *t->hyper_parameters())
+      if (a->name()->string_view() == name)
+        return a->kind() == plan::AttrKind::int_ ? static_cast<double>(a->i())
+                                                 : a->f();
+  return fallback;
+}
+
 void appendPlanChecksum(std::vector<uint8_t> &bytes) {
   uint32_t crc = crc32c(bytes.data(), bytes.size());
   bytes.insert(bytes.end(), kPlanTrailerMagic,

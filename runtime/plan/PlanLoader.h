@@ -43,6 +43,12 @@ struct LoadedPlan {
   const plan::Plan *plan = nullptr;
 };
 
+/// The training's hyper-parameter `name` (Training.hyper_parameters: the
+/// optimizer's by their Keras names, and lr_schedule, use_ema, ...) as a
+/// number, or `fallback` when the plan has none of that name.
+double trainingHyperParameter(const plan::Plan &plan, std::string_view name,
+                              double fallback);
+
 /// A plan file's last 8 bytes: kPlanTrailerMagic, then the CRC-32C
 /// (little-endian) of every byte before the trailer.
 inline constexpr char kPlanTrailerMagic[4] = {'G', 'P', 'L', 'C'};

@@ -12,6 +12,7 @@
 #ifndef TEST_RUNTIME_TINYPLAN_H
 #define TEST_RUNTIME_TINYPLAN_H
 
+#include "runtime/core/Kernel.h"
 #include "runtime/data/Batch.h"
 #include "runtime/plan/PlanLoader.h"
 #include "runtime/plan/plan_generated.h"
@@ -153,6 +154,37 @@ buildTinyPlan(int replicas, int64_t batch, const char *firstKernel = "test.mul",
 }
 
 /// `rows` rows of [1, 1, 2] images that differ from step to step.
+/// The plan's host kernels after the first: "test.sum" (the loss, the sum
+/// of all elements), "test.colsum" (g[j], the column sums of x) and
+/// "test.sgd" (w -= learning_rate * g, in place: ins w, g; outs w).
+inline Status sumKernel(const KernelContext &, const KernelConfig &,
+                        const std::vector<TensorRef> &ins,
+                        const std::vector<TensorRef> &outs) {
+  float s = 0;
+  for (int64_t i = 0; i < ins[0].elements(); ++i)
+    s += ins[0].f32()[i];
+  outs[0].f32()[0] = s;
+  return Status::ok();
+}
+inline Status colSumKernel(const KernelContext &, const KernelConfig &,
+                           const std::vector<TensorRef> &ins,
+                           const std::vector<TensorRef> &outs) {
+  int64_t cols = outs[0].elements();
+  for (int64_t j = 0; j < cols; ++j)
+    outs[0].f32()[j] = 0;
+  for (int64_t i = 0; i < ins[0].elements(); ++i)
+    outs[0].f32()[i % cols] += ins[0].f32()[i];
+  return Status::ok();
+}
+inline Status sgdKernel(const KernelContext &, const KernelConfig &config,
+                        const std::vector<TensorRef> &ins,
+                        const std::vector<TensorRef> &outs) {
+  float lr = static_cast<float>(config.getFloat("learning_rate", 0.1));
+  for (int64_t i = 0; i < outs[0].elements(); ++i)
+    outs[0].f32()[i] = ins[0].f32()[i] - lr * ins[1].f32()[i];
+  return Status::ok();
+}
+
 inline data::Batch tinyBatch(int64_t rows, int step) {
   data::Batch batch;
   batch.size = rows;

@@ -32,36 +32,6 @@ Status mulKernel(const KernelContext &, const KernelConfig &,
     outs[0].f32()[i] = ins[0].f32()[i] * ins[1].f32()[i % cols];
   return Status::ok();
 }
-// out = sum of all elements
-Status sumKernel(const KernelContext &, const KernelConfig &,
-                 const std::vector<TensorRef> &ins,
-                 const std::vector<TensorRef> &outs) {
-  float s = 0;
-  for (int64_t i = 0; i < ins[0].elements(); ++i)
-    s += ins[0].f32()[i];
-  outs[0].f32()[0] = s;
-  return Status::ok();
-}
-// g[j] = sum over rows of x[r, j]
-Status colSumKernel(const KernelContext &, const KernelConfig &,
-                    const std::vector<TensorRef> &ins,
-                    const std::vector<TensorRef> &outs) {
-  int64_t cols = outs[0].elements();
-  for (int64_t j = 0; j < cols; ++j)
-    outs[0].f32()[j] = 0;
-  for (int64_t i = 0; i < ins[0].elements(); ++i)
-    outs[0].f32()[i % cols] += ins[0].f32()[i];
-  return Status::ok();
-}
-// w -= lr * g, in place (ins: w, g; outs: w)
-Status sgdKernel(const KernelContext &, const KernelConfig &config,
-                 const std::vector<TensorRef> &ins,
-                 const std::vector<TensorRef> &outs) {
-  float lr = static_cast<float>(config.getFloat("learning_rate", 0.1));
-  for (int64_t i = 0; i < outs[0].elements(); ++i)
-    outs[0].f32()[i] = ins[0].f32()[i] - lr * ins[1].f32()[i];
-  return Status::ok();
-}
 Status failKernel(const KernelContext &ctx, const KernelConfig &,
                   const std::vector<TensorRef> &,
                   const std::vector<TensorRef> &) {
@@ -77,9 +47,9 @@ void registerTestKernels() {
   done = true;
   auto &r = KernelRegistry::global();
   r.add("test.mul", Backend::reference, mulKernel);
-  r.add("test.sum", Backend::reference, sumKernel);
-  r.add("test.colsum", Backend::reference, colSumKernel);
-  r.add("test.sgd", Backend::reference, sgdKernel);
+  r.add("test.sum", Backend::reference, testplan::sumKernel);
+  r.add("test.colsum", Backend::reference, testplan::colSumKernel);
+  r.add("test.sgd", Backend::reference, testplan::sgdKernel);
   r.add("test.fail", Backend::reference, failKernel);
 }
 

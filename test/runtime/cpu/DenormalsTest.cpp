@@ -97,34 +97,6 @@ Status referenceProbe(const KernelContext &ctx, const KernelConfig &,
   multiplyRows(ins, outs);
   return Status::ok();
 }
-// The rest of the tiny plan's step, as test/runtime/core/ExecutorTest.cpp
-// has it.
-Status sumKernel(const KernelContext &, const KernelConfig &,
-                 const std::vector<TensorRef> &ins,
-                 const std::vector<TensorRef> &outs) {
-  float s = 0;
-  for (int64_t i = 0; i < ins[0].elements(); ++i)
-    s += ins[0].f32()[i];
-  outs[0].f32()[0] = s;
-  return Status::ok();
-}
-Status colSumKernel(const KernelContext &, const KernelConfig &,
-                    const std::vector<TensorRef> &ins,
-                    const std::vector<TensorRef> &outs) {
-  int64_t cols = outs[0].elements();
-  for (int64_t j = 0; j < cols; ++j)
-    outs[0].f32()[j] = 0;
-  for (int64_t i = 0; i < ins[0].elements(); ++i)
-    outs[0].f32()[i % cols] += ins[0].f32()[i];
-  return Status::ok();
-}
-Status sgdKernel(const KernelContext &, const KernelConfig &,
-                 const std::vector<TensorRef> &ins,
-                 const std::vector<TensorRef> &outs) {
-  for (int64_t i = 0; i < outs[0].elements(); ++i)
-    outs[0].f32()[i] = ins[0].f32()[i] - 0.1f * ins[1].f32()[i];
-  return Status::ok();
-}
 
 void registerProbeKernels() {
   static std::once_flag once;
@@ -134,9 +106,9 @@ void registerProbeKernels() {
     r.add("test.denormal_probe", Backend::cpu, cpuProbe);
     r.add("test.denormal_probe", Backend::reference, referenceProbe);
     for (Backend b : {Backend::cpu, Backend::reference}) {
-      r.add("test.sum", b, sumKernel);
-      r.add("test.colsum", b, colSumKernel);
-      r.add("test.sgd", b, sgdKernel);
+      r.add("test.sum", b, testplan::sumKernel);
+      r.add("test.colsum", b, testplan::colSumKernel);
+      r.add("test.sgd", b, testplan::sgdKernel);
     }
   });
 }

@@ -43,6 +43,9 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from processes import descendants, is_graphrun  # noqa: E402
+
 CHECKPOINT = re.compile(r"ckpt-(\d+)\.safetensors$")
 STOPPED = re.compile(rb"stopped after step (\d+)")
 
@@ -55,33 +58,6 @@ def checkpoints(directory):
     steps = sorted(int(m.group(1)) for n in names if (m := CHECKPOINT.match(n)))
     temporary = [n for n in names if n.endswith(".tmp")]
     return steps, temporary
-
-
-def descendants(root):
-    children = {}
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            with open(f"/proc/{pid}/stat") as f:
-                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-        except (OSError, IndexError, ValueError):
-            continue
-        children.setdefault(ppid, []).append(int(pid))
-    out, todo = [], [root]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            out.append(child)
-            todo.append(child)
-    return out
-
-
-def is_graphrun(pid):
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            return os.path.basename(f.read().split(b"\0")[0]) == b"graphrun"
-    except OSError:
-        return False
 
 
 def rank_of(pid):

@@ -24,28 +24,10 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "Inputs"))
+from processes import descendants, is_graphrun  # noqa: E402
+
 CHECKPOINT = re.compile(r"ckpt-(\d+)\.safetensors$")
-
-
-def descendants(root):
-    """Every process under `root`, from /proc."""
-    children = {}
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            with open(f"/proc/{pid}/stat") as f:
-                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-        except OSError:
-            continue
-        children.setdefault(ppid, []).append(int(pid))
-    out, todo = [], [root]
-    while todo:
-        pid = todo.pop()
-        for child in children.get(pid, []):
-            out.append(child)
-            todo.append(child)
-    return out
 
 
 def environ(pid):
@@ -55,14 +37,6 @@ def environ(pid):
                         if b"=" in item)
     except OSError:
         return {}
-
-
-def is_graphrun(pid):
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            return b"graphrun" in f.read().split(b"\0")[0]
-    except OSError:
-        return False
 
 
 def main():
