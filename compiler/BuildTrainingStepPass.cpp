@@ -468,6 +468,8 @@ private:
 
   ModuleOp module;
   TrainingOp training;
+  /// The last graph.overlap_sums lossAndMetrics made (dice, tversky).
+  Value overlapSums;
   ModelOp model;
   SymbolTable symbols;
   OpBuilder b;
@@ -645,13 +647,21 @@ SmallVector<Value> TrainingStepBuilder::lossAndMetrics(Value predictions,
   Location loc = training.getLoc();
   UnitAttr fromLogits = training.getFromLogitsAttr();
   SmallVector<Value> outputs;
-  if (isPointwise())
-    outputs.push_back(
-        reduce(PointwiseLossOp::create(b, loc, training.getLossAttr(),
-                                       predictions, labels, weights, fromLogits,
-                                       training.getLabelSmoothingAttr(),
-                                       training.getDeltaAttr()),
-               predictions));
+  if (isOverlapLoss(training.getLoss())) {
+    // Dice and Tversky: one ratio of the batch's sums, which the gradient
+    // (buildTrainStep) reads too.
+    overlapSums = OverlapSumsOp::create(b, loc, predictions, labels, weights);
+    outputs.push_back(OverlapLossOp::create(
+        b, loc, training.getLossAttr(), overlapSums, weights,
+        training.getAlphaAttr(), training.getBetaAttr()));
+  } else if (isPointwise())
+    outputs.push_back(reduce(
+        PointwiseLossOp::create(
+            b, loc, training.getLossAttr(), predictions, labels, weights,
+            fromLogits, training.getLabelSmoothingAttr(),
+            training.getDeltaAttr(), training.getAlphaAttr(),
+            training.getGammaAttr(), training.getApplyClassBalancingAttr()),
+        predictions));
   else if (isSparse())
     outputs.push_back(
         reduce(SparseCategoricalCrossentropyOp::create(
@@ -675,7 +685,8 @@ SmallVector<Value> TrainingStepBuilder::lossAndMetrics(Value predictions,
     if (kind)
       outputs.push_back(PointwiseLossOp::create(
           b, loc, LossKindAttr::get(b.getContext(), *kind), predictions, labels,
-          weights, UnitAttr(), FloatAttr(), FloatAttr()));
+          weights, UnitAttr(), FloatAttr(), FloatAttr(), FloatAttr(),
+          FloatAttr(), UnitAttr()));
     else
       outputs.push_back(
           AccuracyOp::create(b, loc, predictions, labels, weights));
@@ -698,7 +709,10 @@ Value TrainingStepBuilder::lossLabels(Value predictions, Value labels) {
 }
 
 Value TrainingStepBuilder::reduce(Value value, Value predictions) {
-  if (training.getReduction() != std::optional<StringRef>("sum"))
+  // Dice and Tversky are one value for the whole batch, which Keras'
+  // reduce_values returns as it is under every reduction.
+  if (training.getReduction() != std::optional<StringRef>("sum") ||
+      isOverlapLoss(training.getLoss()))
     return value;
   // The sum over the per-sample losses: the batch for the class losses,
   // every position but the last axis for a pointwise loss (Keras reduces
@@ -785,11 +799,17 @@ void TrainingStepBuilder::buildTrainStep() {
   Type predType = trainPredictions.getType();
   UnitAttr fromLogits = training.getFromLogitsAttr();
   Value seed =
-      isPointwise()
+      isOverlapLoss(training.getLoss())
+          ? OverlapLossGradOp::create(b, loc, training.getLossAttr(), labels,
+                                      overlapSums, training.getAlphaAttr(),
+                                      training.getBetaAttr(), IntegerAttr())
+                .getResult()
+      : isPointwise()
           ? PointwiseLossGradOp::create(
                 b, loc, predType, training.getLossAttr(), trainPredictions,
                 labels, fromLogits, training.getLabelSmoothingAttr(),
-                training.getDeltaAttr())
+                training.getDeltaAttr(), training.getAlphaAttr(),
+                training.getGammaAttr(), training.getApplyClassBalancingAttr())
                 .getResult()
       : isSparse() ? SparseCategoricalCrossentropyGradOp::create(
                          b, loc, predType, trainPredictions, labels, fromLogits)

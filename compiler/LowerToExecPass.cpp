@@ -508,7 +508,7 @@ LogicalResult StepLowering::lowerAllReduce(dist::AllReduceOp allReduce) {
     reduced.push_back(buffer);
   }
   int64_t bucket = allReduce.getBucket().value_or(nextBucket);
-  nextBucket = bucket + 1;
+  nextBucket = std::max(nextBucket, bucket + 1);
   // Copies are handed over here, buckets at their dist.pack; each comm
   // stream waits here, right before the reduction, for its replica's part.
   for (int64_t r = 0, e = reduced.size(); r < e; ++r)
@@ -631,6 +631,11 @@ LogicalResult StepLowering::run() {
     return failure();
   planBuckets();
   planInPlaceAssigns();
+  // An all-reduce without a bucket number (dist-replicate's of Dice's
+  // sums) is numbered after those dist-insert-all-reduce numbered.
+  for (auto allReduce : model.getBlock().getOps<dist::AllReduceOp>())
+    if (std::optional<uint64_t> bucket = allReduce.getBucket())
+      nextBucket = std::max(nextBucket, static_cast<int64_t>(*bucket) + 1);
   builder.setInsertionPointToEnd(&program.getBody().emplaceBlock());
   for (Operation &op : model.getBlock())
     if (failed(lower(&op)))

@@ -13,6 +13,11 @@
 //     from sizes: a kernel dimension may well equal the batch.
 // Variables stay symbols: each device reads and writes its own mirror.
 // Everything that could stop the split is checked before anything changes.
+// The one loss that is not a mean over the batch's rows, Dice's and
+// Tversky's ratio of sums (graph.overlap_sums), is made the global batch's
+// again: the replicas' sums are added (dist.all_reduce sum) before the
+// loss and its gradient read them, and the gradient, one part of the one
+// global loss's, is scaled by N against the mean of the replicas' gradients.
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,7 +27,9 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SetVector.h"
 
 namespace mlir::graphc {
 #define GEN_PASS_DEF_REPLICATE
@@ -244,6 +251,8 @@ struct ReplicatePass : graphc::impl::ReplicateBase<ReplicatePass> {
 
     OpBuilder builder(output);
     SmallVector<Value> outputs;
+    // Each graph.overlap_sums' clones, replica by replica.
+    llvm::MapVector<Operation *, SmallVector<Operation *>> overlapSums;
     for (int64_t r = 0; r < numReplicas; ++r) {
       IRMapping mapping;
       for (Operation *op : originals) {
@@ -251,10 +260,18 @@ struct ReplicatePass : graphc::impl::ReplicateBase<ReplicatePass> {
         dist::setReplica(clone, r);
         if (failed(retype(clone, localBatch)))
           return failure();
+        if (isa<OverlapSumsOp>(op))
+          overlapSums[op].push_back(clone);
+        if (auto grad = dyn_cast<OverlapLossGradOp>(clone);
+            grad && numReplicas > 1)
+          grad.setReplicasAttr(builder.getI64IntegerAttr(numReplicas));
       }
       for (Value value : output.getOutputs())
         outputs.push_back(mapping.lookup(value));
     }
+    if (numReplicas > 1)
+      for (auto &[original, clones] : overlapSums)
+        sumAcrossReplicas(model, clones);
     // The output gathers every replica's values, so it stays unplaced, as
     // the collectives do.
     auto replicated = OutputOp::create(builder, output.getLoc(), outputs,
@@ -266,6 +283,39 @@ struct ReplicatePass : graphc::impl::ReplicateBase<ReplicatePass> {
     model->setAttr(dist::DistDialect::kReplicasAttrName,
                    builder.getI64IntegerAttr(numReplicas));
     return success();
+  }
+
+  /// Replaces every replica's `clones` result (one graph.overlap_sums a
+  /// replica) by the sum over the replicas, a dist.all_reduce after the
+  /// last of them; what replica r computed from its own sums before that
+  /// point (its loss, its gradient and all of its backward) moves after
+  /// it, in order.
+  static void sumAcrossReplicas(ModelOp model, ArrayRef<Operation *> clones) {
+    Operation *last = clones.back();
+    OpBuilder builder(last->getContext());
+    builder.setInsertionPointAfter(last);
+    SmallVector<Value> sums = llvm::map_to_vector(
+        clones, [](Operation *op) -> Value { return op->getResult(0); });
+    auto allReduce = dist::AllReduceOp::create(
+        builder, last->getLoc(), ValueRange(sums).getTypes(),
+        dist::ReduceKind::sum, sums, IntegerAttr());
+    for (auto [own, total] : llvm::zip_equal(sums, allReduce.getOutputs()))
+      own.replaceAllUsesExcept(total, allReduce);
+    llvm::SetVector<Operation *> moving;
+    for (Operation &op : model.getBlock()) {
+      if (&op == allReduce.getOperation())
+        break;
+      if (llvm::any_of(op.getOperands(), [&](Value v) {
+            Operation *def = v.getDefiningOp();
+            return def == allReduce.getOperation() || moving.contains(def);
+          }))
+        moving.insert(&op);
+    }
+    Operation *anchor = allReduce;
+    for (Operation *op : moving) {
+      op->moveAfter(anchor);
+      anchor = op;
+    }
   }
 };
 } // namespace

@@ -46,8 +46,11 @@ def Graph_InitKind : I32EnumAttr<"InitKind", "Keras weight initializer", [
   let cppNamespace = "::mlir::graph";
 }
 
-// The first two take class labels; the rest compare each prediction with
-// its target, element by element (graph.pointwise_loss).
+// The first two take class labels; the rest compare predictions with
+// targets of their shape (graph.pointwise_loss): element by element, or
+// row by row of the last axis (categorical_focal_crossentropy,
+// cosine_similarity, categorical_hinge), or over the whole batch (dice,
+// tversky: Keras' axis=None).
 def Graph_LossKind : I32EnumAttr<"LossKind", "training loss", [
     I32EnumAttrCase<"categorical_crossentropy", 0>,
     I32EnumAttrCase<"sparse_categorical_crossentropy", 1>,
@@ -63,7 +66,13 @@ def Graph_LossKind : I32EnumAttr<"LossKind", "training loss", [
     I32EnumAttrCase<"hinge", 11>,
     I32EnumAttrCase<"squared_hinge", 12>,
     // A metric, not a loss: (p > 0.5) == t, element by element.
-    I32EnumAttrCase<"binary_accuracy", 13>]> {
+    I32EnumAttrCase<"binary_accuracy", 13>,
+    I32EnumAttrCase<"binary_focal_crossentropy", 14>,
+    I32EnumAttrCase<"categorical_focal_crossentropy", 15>,
+    I32EnumAttrCase<"cosine_similarity", 16>,
+    I32EnumAttrCase<"categorical_hinge", 17>,
+    I32EnumAttrCase<"dice", 18>,
+    I32EnumAttrCase<"tversky", 19>]> {
   let genSpecializedAttr = 0;
   let cppNamespace = "::mlir::graph";
 }

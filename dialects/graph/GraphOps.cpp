@@ -185,10 +185,41 @@ double TrainingOp::getLearningRate() {
   return getOptimizerOptions(getOptimizer()).learningRate;
 }
 
+namespace {
+/// A loss's options, as graph.training, graph.pointwise_loss and its
+/// gradient carry them.
+struct LossOptions {
+  bool fromLogits = false;
+  std::optional<llvm::APFloat> smoothing, delta, alpha, beta, gamma;
+  bool classBalancing = false;
+};
+} // namespace
+
+/// graph.training's loss options.
+static LossOptions lossOptionsOf(TrainingOp op) {
+  return {op.getFromLogits(),
+          op.getLabelSmoothing(),
+          op.getDelta(),
+          op.getAlpha(),
+          op.getBeta(),
+          op.getGamma(),
+          op.getApplyClassBalancing()};
+}
+/// graph.pointwise_loss's (or its adaptor's, or its gradient's): no beta.
+template <typename OpOrAdaptor>
+static LossOptions lossOptionsOf(OpOrAdaptor op) {
+  return {op.getFromLogits(),
+          op.getLabelSmoothing(),
+          op.getDelta(),
+          op.getAlpha(),
+          std::nullopt,
+          op.getGamma(),
+          op.getApplyClassBalancing()};
+}
+
 static LogicalResult verifyLossOptions(std::optional<Location> loc,
-                                       LossKind kind, bool fromLogits,
-                                       std::optional<llvm::APFloat> smoothing,
-                                       std::optional<llvm::APFloat> delta);
+                                       LossKind kind,
+                                       const LossOptions &options);
 
 std::optional<LossKind> mlir::graph::pointwiseMetricKind(StringRef metric) {
   return llvm::StringSwitch<std::optional<LossKind>>(metric)
@@ -225,8 +256,7 @@ LogicalResult TrainingOp::verify() {
       return emitOpError("label_smoothing needs categorical_crossentropy "
                          "(Keras' sparse cross-entropy has none)");
   }
-  if (failed(verifyLossOptions(getLoc(), getLoss(), getFromLogits(),
-                               getLabelSmoothing(), getDelta())))
+  if (failed(verifyLossOptions(getLoc(), getLoss(), lossOptionsOf(*this))))
     return failure();
   if (std::optional<StringRef> reduction = getReduction();
       reduction && *reduction != "sum")
@@ -964,38 +994,77 @@ bool mlir::graph::isPointwiseLoss(LossKind kind) {
          kind != LossKind::sparse_categorical_crossentropy;
 }
 
+bool mlir::graph::isOverlapLoss(LossKind kind) {
+  return kind == LossKind::dice || kind == LossKind::tversky;
+}
+
 /// The options of a pointwise loss (or of graph.training with one): each
 /// only on the loss that takes it, each in its range.
 static LogicalResult verifyLossOptions(std::optional<Location> loc,
-                                       LossKind kind, bool fromLogits,
-                                       std::optional<llvm::APFloat> smoothing,
-                                       std::optional<llvm::APFloat> delta) {
-  if (fromLogits && kind != LossKind::binary_crossentropy &&
-      isPointwiseLoss(kind))
-    return emitOptionalError(loc, "from_logits is binary_crossentropy's, not ",
+                                       LossKind kind,
+                                       const LossOptions &options) {
+  using K = LossKind;
+  auto one = [&](std::initializer_list<K> kinds) {
+    return llvm::is_contained(kinds, kind);
+  };
+  bool focal =
+      one({K::binary_focal_crossentropy, K::categorical_focal_crossentropy});
+  if (options.fromLogits && isPointwiseLoss(kind) &&
+      !one({K::binary_crossentropy, K::binary_focal_crossentropy,
+            K::categorical_focal_crossentropy}))
+    return emitOptionalError(loc,
+                             "from_logits is binary_crossentropy's and the "
+                             "focal cross-entropies', not ",
                              stringifyLossKind(kind), "'s");
-  if (smoothing) {
-    double ls = smoothing->convertToDouble();
+  if (options.smoothing) {
+    double ls = options.smoothing->convertToDouble();
     if (!(ls >= 0 && ls <= 1))
       return emitOptionalError(loc, "needs label_smoothing in [0, 1], got ",
                                formatF64(ls));
-    if (kind != LossKind::binary_crossentropy &&
-        kind != LossKind::categorical_crossentropy)
+    if (!focal && !one({K::binary_crossentropy, K::categorical_crossentropy}))
       return emitOptionalError(
           loc,
-          "label_smoothing needs categorical_crossentropy or "
-          "binary_crossentropy, not ",
+          "label_smoothing needs categorical_crossentropy, "
+          "binary_crossentropy or a focal cross-entropy, not ",
           stringifyLossKind(kind));
   }
-  if (delta) {
-    double d = delta->convertToDouble();
-    if (kind != LossKind::huber)
+  if (options.delta) {
+    double d = options.delta->convertToDouble();
+    if (kind != K::huber)
       return emitOptionalError(loc, "delta is huber's, not ",
                                stringifyLossKind(kind), "'s");
     if (!(d > 0) || !std::isfinite(d))
       return emitOptionalError(loc, "needs a positive delta, got ",
                                formatF64(d));
   }
+  // alpha: the focal cross-entropies' class weight, Tversky's false
+  // positive coefficient; beta: Tversky's false negative one; gamma: the
+  // focal factor's exponent.
+  auto finite = [&](const std::optional<llvm::APFloat> &value, StringRef name,
+                    bool allowed, StringRef owners) -> LogicalResult {
+    if (!value)
+      return success();
+    if (!allowed)
+      return emitOptionalError(loc, name, " is ", owners, ", not ",
+                               stringifyLossKind(kind), "'s");
+    double v = value->convertToDouble();
+    if (!std::isfinite(v) || (name == "gamma" && v < 0))
+      return emitOptionalError(loc, "needs a finite ",
+                               name == "gamma" ? "non-negative " : "", name,
+                               ", got ", formatF64(v));
+    return success();
+  };
+  if (failed(finite(options.alpha, "alpha", focal || kind == K::tversky,
+                    "the focal cross-entropies' and tversky's")) ||
+      failed(finite(options.beta, "beta", kind == K::tversky, "tversky's")) ||
+      failed(
+          finite(options.gamma, "gamma", focal, "the focal cross-entropies'")))
+    return failure();
+  if (options.classBalancing && kind != K::binary_focal_crossentropy)
+    return emitOptionalError(loc,
+                             "apply_class_balancing is "
+                             "binary_focal_crossentropy's, not ",
+                             stringifyLossKind(kind), "'s");
   return success();
 }
 
@@ -1008,6 +1077,10 @@ static LogicalResult verifyPointwiseOperands(std::optional<Location> loc,
   if (!isPointwiseLoss(kind))
     return emitOptionalError(loc, stringifyLossKind(kind),
                              " takes class labels, not element-wise targets");
+  if (isOverlapLoss(kind))
+    return emitOptionalError(loc, stringifyLossKind(kind),
+                             " is one ratio over the whole batch: "
+                             "graph.overlap_sums and graph.overlap_loss");
   auto predictions = rankedOperand(loc, predValue, "predictions", -1);
   if (failed(predictions))
     return failure();
@@ -1035,9 +1108,7 @@ PointwiseLossOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
   if (failed(verifyPointwiseOperands(loc, kind, adaptor.getPredictions(),
                                      adaptor.getTargets(),
                                      adaptor.getSampleWeight())) ||
-      failed(verifyLossOptions(loc, kind, adaptor.getFromLogits(),
-                               adaptor.getLabelSmoothing(),
-                               adaptor.getDelta())))
+      failed(verifyLossOptions(loc, kind, lossOptionsOf(adaptor))))
     return failure();
   results.push_back(RankedTensorType::get(
       {}, cast<RankedTensorType>(adaptor.getPredictions().getType())
@@ -1051,8 +1122,90 @@ LogicalResult PointwiseLossGradOp::verify() {
   if (failed(verifyPointwiseOperands(getLoc(), getKind(), getPredictions(),
                                      getTargets(), Value())))
     return failure();
-  return verifyLossOptions(getLoc(), getKind(), getFromLogits(),
-                           getLabelSmoothing(), getDelta());
+  return verifyLossOptions(getLoc(), getKind(), lossOptionsOf(*this));
+}
+
+/// Dice's or Tversky's kind, and alpha and beta only on tversky.
+static LogicalResult verifyOverlapKind(std::optional<Location> loc,
+                                       LossKind kind,
+                                       std::optional<llvm::APFloat> alpha,
+                                       std::optional<llvm::APFloat> beta) {
+  if (!isOverlapLoss(kind))
+    return emitOptionalError(loc, "needs dice or tversky, got ",
+                             stringifyLossKind(kind));
+  return verifyLossOptions(loc, kind, {false, {}, {}, alpha, beta, {}, false});
+}
+
+/// `sums` must be graph.overlap_sums' tensor<3xT> of element type `element`.
+static LogicalResult verifySums(std::optional<Location> loc, Value sums,
+                                Type element) {
+  auto type = cast<RankedTensorType>(sums.getType());
+  if (type.getRank() != 1 || type.getDimSize(0) != 3 ||
+      type.getElementType() != element)
+    return emitOptionalError(loc, "sums must be ",
+                             RankedTensorType::get({3}, element),
+                             " (sum t p, sum t, sum p), got ", type);
+  return success();
+}
+
+LogicalResult OverlapSumsOp::inferReturnTypes(MLIRContext *,
+                                              std::optional<Location> loc,
+                                              Adaptor adaptor,
+                                              SmallVectorImpl<Type> &results) {
+  auto predictions =
+      rankedOperand(loc, adaptor.getPredictions(), "predictions", -1);
+  if (failed(predictions))
+    return failure();
+  if (predictions->getRank() < 1)
+    return emitOptionalError(loc, "predictions need a batch dimension, got ",
+                             *predictions);
+  if (adaptor.getTargets().getType() != *predictions)
+    return emitOptionalError(loc, "targets ", adaptor.getTargets().getType(),
+                             " must have the predictions' type ", *predictions);
+  if (adaptor.getSampleWeight() &&
+      failed(verifySampleWeight(loc, adaptor.getSampleWeight(),
+                                predictions->getDimSize(0))))
+    return failure();
+  results.push_back(RankedTensorType::get({3}, predictions->getElementType()));
+  return success();
+}
+
+LogicalResult OverlapLossOp::inferReturnTypes(MLIRContext *,
+                                              std::optional<Location> loc,
+                                              Adaptor adaptor,
+                                              SmallVectorImpl<Type> &results) {
+  Type element =
+      cast<RankedTensorType>(adaptor.getSums().getType()).getElementType();
+  if (failed(verifyOverlapKind(loc, adaptor.getKind(), adaptor.getAlpha(),
+                               adaptor.getBeta())) ||
+      failed(verifySums(loc, adaptor.getSums(), element)))
+    return failure();
+  if (Value weights = adaptor.getSampleWeight()) {
+    auto type = cast<RankedTensorType>(weights.getType());
+    if (type.getRank() != 1)
+      return emitOptionalError(loc, "sample_weight must be [batch], got ",
+                               type);
+  }
+  results.push_back(RankedTensorType::get({}, element));
+  return success();
+}
+
+LogicalResult
+OverlapLossGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                    Adaptor adaptor,
+                                    SmallVectorImpl<Type> &results) {
+  auto targets = rankedOperand(loc, adaptor.getTargets(), "targets", -1);
+  if (failed(targets))
+    return failure();
+  if (failed(verifyOverlapKind(loc, adaptor.getKind(), adaptor.getAlpha(),
+                               adaptor.getBeta())) ||
+      failed(verifySums(loc, adaptor.getSums(), targets->getElementType())))
+    return failure();
+  if (std::optional<int64_t> replicas = adaptor.getReplicas();
+      replicas && *replicas < 1)
+    return emitOptionalError(loc, "needs replicas >= 1, got ", *replicas);
+  results.push_back(*targets);
+  return success();
 }
 
 LogicalResult AccuracyOp::inferReturnTypes(MLIRContext *,

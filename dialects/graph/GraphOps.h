@@ -46,6 +46,10 @@ FailureOr<RankedTensorType> inferPool2DType(std::optional<Location> loc,
 /// Whether loss `kind` compares each prediction with its target (computed by
 /// graph.pointwise_loss), rather than taking class labels.
 bool isPointwiseLoss(LossKind kind);
+/// Whether loss `kind` is one ratio of sums over the whole batch (dice,
+/// tversky: graph.overlap_sums and graph.overlap_loss), among the
+/// pointwise ones.
+bool isOverlapLoss(LossKind kind);
 /// The pointwise kind computing Keras metric `metric` ("mae",
 /// "mean_squared_error", "binary_accuracy", ...), or none ("accuracy" is
 /// resolved by the loss and the output's shape).

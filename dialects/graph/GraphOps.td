@@ -159,7 +159,9 @@ def Graph_TrainingOp : Graph_Op<"training", [HasParent<"::mlir::ModuleOp">,
     `labels * (1 - ls) + ls / classes`; for binary_crossentropy it mixes
     the targets with 0.5. The element-wise losses (binary_crossentropy,
     mean_squared_error, huber with `delta`, ...) take targets of the
-    model output's shape (graph.pointwise_loss). `reduction = "sum"` makes the loss
+    model output's shape (graph.pointwise_loss), with the options of
+    graph.pointwise_loss (`alpha`, `beta`, `gamma`, `apply_class_balancing`
+    for the focal cross-entropies and Tversky). `reduction = "sum"` makes the loss
     the sum over the global batch instead of its mean (Keras'
     `reduction="sum"`): the mean times the global batch. With replicas each
     replica's gradient is then its own sum times the number of replicas,
@@ -179,6 +181,10 @@ def Graph_TrainingOp : Graph_Op<"training", [HasParent<"::mlir::ModuleOp">,
                        UnitAttr:$from_logits,
                        OptionalAttr<F64Attr>:$label_smoothing,
                        OptionalAttr<F64Attr>:$delta,
+                       OptionalAttr<F64Attr>:$alpha,
+                       OptionalAttr<F64Attr>:$beta,
+                       OptionalAttr<F64Attr>:$gamma,
+                       UnitAttr:$apply_class_balancing,
                        OptionalAttr<StrAttr>:$reduction,
                        OptionalAttr<F64Attr>:$ema_momentum,
                        OptionalAttr<I64Attr>:$ema_overwrite_frequency,
@@ -191,6 +197,8 @@ def Graph_TrainingOp : Graph_Op<"training", [HasParent<"::mlir::ModuleOp">,
     $model `loss` `=` `` $loss (`from_logits` $from_logits^)?
     (`label_smoothing` `=` $label_smoothing^)?
     (`delta` `=` $delta^)?
+    (`alpha` `=` $alpha^)? (`beta` `=` $beta^)? (`gamma` `=` $gamma^)?
+    (`apply_class_balancing` $apply_class_balancing^)?
     (`reduction` `=` $reduction^)?
     (`ema_momentum` `=` $ema_momentum^)?
     (`ema_overwrite_frequency` `=` $ema_overwrite_frequency^)?
@@ -662,20 +670,122 @@ def Graph_PointwiseLossOp
     sample's loss weighted, still divided by the batch). Targets have the
     predictions' shape. `from_logits` and `label_smoothing` (mixing the
     targets with 0.5) are binary_crossentropy's, `delta` is huber's.
+
+    Binary focal cross-entropy is element-wise too (`gamma`; `alpha` with
+    `apply_class_balancing`; `from_logits`, `label_smoothing`). Three kinds
+    are functions of a whole row of the last axis rather than of one
+    element: categorical_focal_crossentropy (`alpha`, `gamma`,
+    `from_logits`, `label_smoothing` towards 1 / K), cosine_similarity and
+    categorical_hinge; each row gives one loss and the result is their mean.
+    They are kinds of this op rather than ops of their own because they
+    share everything around the formula: the targets of the predictions'
+    shape, the options, the mean over the batch and its weights, the
+    gradient op, the replication and every backend's launch checks. Dice
+    and Tversky are not: one ratio of sums over the whole batch
+    (graph.overlap_sums, graph.overlap_loss).
   }];
   let arguments = (ins Graph_LossKindAttr:$kind, Graph_FloatTensor:$predictions,
                        Graph_FloatTensor:$targets,
                        Optional<Graph_FloatTensor>:$sample_weight,
                        UnitAttr:$from_logits,
                        OptionalAttr<F64Attr>:$label_smoothing,
-                       OptionalAttr<F64Attr>:$delta);
+                       OptionalAttr<F64Attr>:$delta,
+                       OptionalAttr<F64Attr>:$alpha,
+                       OptionalAttr<F64Attr>:$gamma,
+                       UnitAttr:$apply_class_balancing);
   let results = (outs Graph_Scalar:$loss);
   let assemblyFormat = [{
     `` $kind $predictions `,` $targets (`weights` $sample_weight^)?
     (`from_logits` $from_logits^)?
     (`label_smoothing` `=` $label_smoothing^)? (`delta` `=` $delta^)?
+    (`alpha` `=` $alpha^)? (`gamma` `=` $gamma^)?
+    (`apply_class_balancing` $apply_class_balancing^)?
     attr-dict `:` type($predictions) `,` type($targets)
     (`,` type($sample_weight)^)? `->` type($loss)
+  }];
+}
+
+def Graph_OverlapSumsOp
+    : Graph_Op<"overlap_sums", [Pure, InferTypeOpAdaptor]> {
+  let summary = "Dice's and Tversky's sums over the batch: t p, t and p";
+  let description = [{
+    ```mlir
+    %s = graph.overlap_sums %p, %t
+        : tensor<8x3xf32>, tensor<8x3xf32> -> tensor<3xf32>
+    ```
+    Keras' dice and tversky with `axis=None` (their default) are one ratio
+    of sums over the whole batch, not a mean of per-sample losses: this op
+    takes those sums, `[sum t p, sum t, sum p]` over every element (with
+    `sample_weight` [batch], over the rows whose weight is not 0: an
+    evaluation's padding is left out), and graph.overlap_loss and its
+    gradient read them. dist-replicate sums the replicas' sums
+    (`dist.all_reduce sum`) before anything reads them, so N replicas
+    compute the loss and gradient of the global batch, as one replica does.
+  }];
+  let arguments = (ins Graph_FloatTensor:$predictions,
+                       Graph_FloatTensor:$targets,
+                       Optional<Graph_FloatTensor>:$sample_weight);
+  let results = (outs Graph_FloatTensor:$sums);
+  let assemblyFormat = [{
+    $predictions `,` $targets (`weights` $sample_weight^)? attr-dict
+    `:` type($predictions) `,` type($targets) (`,` type($sample_weight)^)?
+    `->` type($sums)
+  }];
+}
+
+def Graph_OverlapLossOp
+    : Graph_Op<"overlap_loss", [Pure, InferTypeOpAdaptor]> {
+  let summary = "Keras' Dice or Tversky loss from graph.overlap_sums";
+  let description = [{
+    ```mlir
+    %l = graph.overlap_loss tversky %s alpha = 0.3 beta = 0.7
+        : tensor<3xf32> -> tensor<f32>
+    ```
+    With I, T, P the sums of t p, t and p: dice is
+    `1 - 2 I / (T + P + eps)`, tversky `1 - I / (I + alpha (T - I) +
+    beta (P - I) + eps)` (Keras' `fp = sum (1 - p) t` and
+    `fn = sum p (1 - t)`; `alpha`, `beta` default to 0.5), eps = 1e-7.
+    Keras reduces this one value no further, under any reduction; with
+    `sample_weight` [batch] it is multiplied by the weights' mean, as
+    Keras' reduce_weighted_values does.
+  }];
+  let arguments = (ins Graph_LossKindAttr:$kind, Graph_FloatTensor:$sums,
+                       Optional<Graph_FloatTensor>:$sample_weight,
+                       OptionalAttr<F64Attr>:$alpha,
+                       OptionalAttr<F64Attr>:$beta);
+  let results = (outs Graph_Scalar:$loss);
+  let assemblyFormat = [{
+    `` $kind $sums (`weights` $sample_weight^)? (`alpha` `=` $alpha^)?
+    (`beta` `=` $beta^)? attr-dict `:` type($sums)
+    (`,` type($sample_weight)^)? `->` type($loss)
+  }];
+}
+
+def Graph_OverlapLossGradOp
+    : Graph_Op<"overlap_loss_grad", [Pure, InferTypeOpAdaptor]> {
+  let summary = "gradient of graph.overlap_loss by the predictions";
+  let description = [{
+    ```mlir
+    %g = graph.overlap_loss_grad dice %t, %s
+        : tensor<8x3xf32>, tensor<3xf32> -> tensor<8x3xf32>
+    ```
+    d loss / d p_i, which is `a t_i + b` with a and b from the sums: dice
+    `a = -2 / D`, `b = 2 I / D^2` (D = T + P + eps); tversky
+    `a = -1 / D + I (1 - alpha - beta) / D^2`, `b = I beta / D^2`. The
+    predictions themselves enter through the sums only. `replicas` N
+    (dist-replicate sets it) multiplies the gradient by N: each replica
+    holds its rows' part of the one global loss's gradient, and the
+    replicas' gradients are averaged.
+  }];
+  let arguments = (ins Graph_LossKindAttr:$kind, Graph_FloatTensor:$targets,
+                       Graph_FloatTensor:$sums,
+                       OptionalAttr<F64Attr>:$alpha,
+                       OptionalAttr<F64Attr>:$beta,
+                       OptionalAttr<I64Attr>:$replicas);
+  let results = (outs Graph_FloatTensor:$predictions_grad);
+  let assemblyFormat = [{
+    `` $kind $targets `,` $sums (`alpha` `=` $alpha^)? (`beta` `=` $beta^)?
+    attr-dict `:` type($targets) `,` type($sums) `->` type($predictions_grad)
   }];
 }
 
@@ -1029,11 +1139,16 @@ def Graph_PointwiseLossGradOp : Graph_Op<"pointwise_loss_grad", [Pure,
   let arguments = (ins Graph_LossKindAttr:$kind, Graph_FloatTensor:$predictions,
                        Graph_FloatTensor:$targets, UnitAttr:$from_logits,
                        OptionalAttr<F64Attr>:$label_smoothing,
-                       OptionalAttr<F64Attr>:$delta);
+                       OptionalAttr<F64Attr>:$delta,
+                       OptionalAttr<F64Attr>:$alpha,
+                       OptionalAttr<F64Attr>:$gamma,
+                       UnitAttr:$apply_class_balancing);
   let results = (outs Graph_FloatTensor:$predictions_grad);
   let assemblyFormat = [{
     `` $kind $predictions `,` $targets (`from_logits` $from_logits^)?
     (`label_smoothing` `=` $label_smoothing^)? (`delta` `=` $delta^)?
+    (`alpha` `=` $alpha^)? (`gamma` `=` $gamma^)?
+    (`apply_class_balancing` $apply_class_balancing^)?
     attr-dict `:` type($predictions)
   }];
   let hasVerifier = 1;

@@ -1520,9 +1520,9 @@ OwningOpRef<ModuleOp> ModelBuilder::finish(llvm::ArrayRef<Tensor> outputs,
     mlir::FloatAttr labelSmoothing;
     if (training->label_smoothing > 0)
       labelSmoothing = builder.getF64FloatAttr(training->label_smoothing);
-    mlir::FloatAttr delta;
-    if (training->delta)
-      delta = builder.getF64FloatAttr(*training->delta);
+    auto optional = [&](const std::optional<double> &value) {
+      return value ? builder.getF64FloatAttr(*value) : mlir::FloatAttr();
+    };
     mlir::StringAttr reduction;
     if (training->sum_reduction)
       reduction = builder.getStringAttr("sum");
@@ -1534,11 +1534,13 @@ OwningOpRef<ModuleOp> ModelBuilder::finish(llvm::ArrayRef<Tensor> outputs,
         emaFrequency =
             builder.getI64IntegerAttr(training->ema_overwrite_frequency);
     }
-    TrainingOp::create(builder, training->loc.value_or(baseLoc),
-                       model.getSymName(), training->loss,
-                       training->from_logits, labelSmoothing, delta, reduction,
-                       emaMomentum, emaFrequency, optimizer,
-                       builder.getStrArrayAttr(metrics), batchSize);
+    TrainingOp::create(
+        builder, training->loc.value_or(baseLoc), model.getSymName(),
+        training->loss, training->from_logits, labelSmoothing,
+        optional(training->delta), optional(training->alpha),
+        optional(training->beta), optional(training->gamma),
+        training->apply_class_balancing, reduction, emaMomentum, emaFrequency,
+        optimizer, builder.getStrArrayAttr(metrics), batchSize);
   }
   if (mlir::failed(mlir::verify(*module)))
     return nullptr;

@@ -401,6 +401,11 @@ struct Training {
   double label_smoothing = 0;
   /// Keras' Huber delta (unset: Keras' default, 1).
   std::optional<double> delta;
+  /// The focal cross-entropies' alpha and gamma, Tversky's alpha and beta
+  /// (unset: Keras' defaults), and BinaryFocalCrossentropy's
+  /// apply_class_balancing.
+  std::optional<double> alpha, beta, gamma;
+  bool apply_class_balancing = false;
   /// Keras' reduction="sum" (else sum_over_batch_size, the mean).
   bool sum_reduction = false;
   /// Keras' use_ema: the moving average's momentum (unset: off) and

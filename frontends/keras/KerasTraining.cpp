@@ -71,6 +71,16 @@ std::optional<LossKind> lossKindOf(llvm::StringRef name) {
              LossKind::kl_divergence)
       .Cases({"hinge", "Hinge"}, LossKind::hinge)
       .Cases({"squared_hinge", "SquaredHinge"}, LossKind::squared_hinge)
+      .Cases({"binary_focal_crossentropy", "BinaryFocalCrossentropy"},
+             LossKind::binary_focal_crossentropy)
+      .Cases({"categorical_focal_crossentropy", "CategoricalFocalCrossentropy"},
+             LossKind::categorical_focal_crossentropy)
+      .Cases({"cosine_similarity", "CosineSimilarity"},
+             LossKind::cosine_similarity)
+      .Cases({"categorical_hinge", "CategoricalHinge"},
+             LossKind::categorical_hinge)
+      .Cases({"dice", "Dice"}, LossKind::dice)
+      .Cases({"tversky", "Tversky"}, LossKind::tversky)
       .Default(std::nullopt);
 }
 
@@ -78,12 +88,33 @@ constexpr llvm::StringLiteral kSupportedLosses =
     "supported: categorical_crossentropy, sparse_categorical_crossentropy, "
     "binary_crossentropy, mean_squared_error, mean_absolute_error, "
     "mean_absolute_percentage_error, mean_squared_logarithmic_error, huber, "
-    "log_cosh, poisson, kl_divergence, hinge, squared_hinge, by function, "
+    "log_cosh, poisson, kl_divergence, hinge, squared_hinge, "
+    "binary_focal_crossentropy, categorical_focal_crossentropy, "
+    "cosine_similarity, categorical_hinge, dice, tversky, by function, "
     "class or alias name";
 
+/// A loss's numeric option `key` into `out` (unset: Keras' default, which
+/// the kernels know); gamma must not be negative.
+LogicalResult readLossOption(ConfigReader &config, llvm::StringRef key,
+                             std::optional<double> &out) {
+  const json::Value *field = config.getSet(key);
+  if (!field)
+    return success();
+  std::optional<double> value = field->getAsNumber();
+  if (!value || !std::isfinite(*value) || (key == "gamma" && *value < 0))
+    return config.unsupportedValue(
+        key, key == "gamma" ? "expected a non-negative number"
+                            : "expected a number (a list of per-class "
+                              "weights is not supported)");
+  out = *value;
+  return success();
+}
+
 LogicalResult readLoss(ConfigReader &compile, std::optional<LossKind> &loss,
-                       bool &fromLogits, double &labelSmoothing,
-                       std::optional<double> &delta, bool &sumReduction) {
+                       bool &fromLogits, builder::Training &training) {
+  double &labelSmoothing = training.label_smoothing;
+  std::optional<double> &delta = training.delta;
+  bool &sumReduction = training.sum_reduction;
   const json::Value *field = compile.getSet("loss");
   if (!field)
     return success();
@@ -133,6 +164,13 @@ LogicalResult readLoss(ConfigReader &compile, std::optional<LossKind> &loss,
   sumReduction = reduction == "sum";
   config->ignore("name");
   config->ignore("dtype");
+  // tf.keras 2's LossFunctionWrapper saves the function it wraps.
+  if (const json::Value *fn = config->getSet("fn")) {
+    std::optional<llvm::StringRef> name = fn->getAsString();
+    if (!name || lossKindOf(*name) != loss)
+      return config->unsupportedValue("fn",
+                                      "expected the function of " + className);
+  }
   // label_smoothing: CategoricalCrossentropy's (in [0, 1)) and
   // BinaryCrossentropy's (in [0, 1]); Keras' SparseCategoricalCrossentropy
   // has none.
@@ -144,7 +182,9 @@ LogicalResult readLoss(ConfigReader &compile, std::optional<LossKind> &loss,
                              "SparseCategoricalCrossentropy has no label "
                              "smoothing in Keras; use "
                              "CategoricalCrossentropy with one-hot labels");
-    } else if (*loss == LossKind::binary_crossentropy) {
+    } else if (*loss == LossKind::binary_crossentropy ||
+               *loss == LossKind::binary_focal_crossentropy ||
+               *loss == LossKind::categorical_focal_crossentropy) {
       if (!value || !(*value >= 0 && *value <= 1))
         return config->unsupportedValue("label_smoothing",
                                         "expected a number in [0, 1]");
@@ -164,8 +204,30 @@ LogicalResult readLoss(ConfigReader &compile, std::optional<LossKind> &loss,
       delta = *value;
     }
   }
-  if (failed(config->expectNumber("axis", -1.0)) ||
-      failed(config->expectUnset("ignore_class",
+  bool focal = *loss == LossKind::binary_focal_crossentropy ||
+               *loss == LossKind::categorical_focal_crossentropy;
+  if (focal && (failed(readLossOption(*config, "alpha", training.alpha)) ||
+                failed(readLossOption(*config, "gamma", training.gamma))))
+    return failure();
+  if (*loss == LossKind::binary_focal_crossentropy &&
+      failed(config->readBool("apply_class_balancing",
+                              training.apply_class_balancing)))
+    return failure();
+  if (*loss == LossKind::tversky &&
+      (failed(readLossOption(*config, "alpha", training.alpha)) ||
+       failed(readLossOption(*config, "beta", training.beta))))
+    return failure();
+  // Dice's and Tversky's axis defaults to None, the whole batch; the other
+  // losses reduce the last axis.
+  if (*loss == LossKind::dice || *loss == LossKind::tversky) {
+    if (failed(config->expectUnset(
+            "axis", "only axis None (one ratio over the whole batch, "
+                    "Keras' default) is supported")))
+      return failure();
+  } else if (failed(config->expectNumber("axis", -1.0))) {
+    return failure();
+  }
+  if (failed(config->expectUnset("ignore_class",
                                  "ignore_class is not supported")) ||
       failed(config->checkNoOtherFields()))
     return failure();
@@ -640,9 +702,7 @@ LogicalResult readTraining(ConfigReader &root, const ImportOptions &options,
   builder::Training training;
   if (root.getSet("compile_config")) {
     std::unique_ptr<ConfigReader> compile = root.child("compile_config");
-    if (!compile ||
-        failed(readLoss(*compile, loss, fromLogits, training.label_smoothing,
-                        training.delta, training.sum_reduction)) ||
+    if (!compile || failed(readLoss(*compile, loss, fromLogits, training)) ||
         failed(readOptimizer(*compile, optimizer, training)) ||
         failed(readMetrics(*compile, training.metrics)) ||
         failed(compile->expectUnset("loss_weights",
@@ -672,8 +732,17 @@ LogicalResult readTraining(ConfigReader &root, const ImportOptions &options,
   }
   // Without a compile_config the builder's metrics (accuracy) stay.
 
-  if (options.loss)
+  if (options.loss) {
+    std::optional<LossKind> fileLoss = loss;
     loss = lossKindOf(*options.loss);
+    // The file's focal and Tversky options belong to the file's loss.
+    if (loss != fileLoss) {
+      training.alpha.reset();
+      training.beta.reset();
+      training.gamma.reset();
+      training.apply_class_balancing = false;
+    }
+  }
   if (!loss) {
     if (options.optimizer || options.learningRate || options.fromLogits ||
         options.clipnorm || options.globalClipnorm || options.clipvalue ||
@@ -696,11 +765,14 @@ LogicalResult readTraining(ConfigReader &root, const ImportOptions &options,
   training.from_logits = options.fromLogits.value_or(fromLogits);
   if (training.label_smoothing > 0 &&
       training.loss != LossKind::categorical_crossentropy &&
-      training.loss != LossKind::binary_crossentropy)
+      training.loss != LossKind::binary_crossentropy &&
+      training.loss != LossKind::binary_focal_crossentropy &&
+      training.loss != LossKind::categorical_focal_crossentropy)
     return fileError(root.document().fileLoc(),
                      "the compile_config's label_smoothing needs "
-                     "categorical_crossentropy, but the loss option is "
-                     "sparse_categorical_crossentropy");
+                     "categorical_crossentropy, binary_crossentropy or a "
+                     "focal cross-entropy, but the loss option is " +
+                         mlir::graph::stringifyLossKind(training.loss).str());
 
   if (options.optimizer) {
     // builder::Optimizer's alternative for the flag. Emplaced, not copied

@@ -2,6 +2,7 @@
 
 #include "runtime/core/PointwiseLoss.h"
 
+#include <cmath>
 #include <string>
 
 namespace graph::runtime {
@@ -29,6 +30,11 @@ const KindName kKinds[] = {
     {"hinge", PointwiseKind::hinge},
     {"squared_hinge", PointwiseKind::squaredHinge},
     {"binary_accuracy", PointwiseKind::binaryAccuracy},
+    {"binary_focal_crossentropy", PointwiseKind::binaryFocalCrossentropy},
+    {"categorical_focal_crossentropy",
+     PointwiseKind::categoricalFocalCrossentropy},
+    {"cosine_similarity", PointwiseKind::cosineSimilarity},
+    {"categorical_hinge", PointwiseKind::categoricalHinge},
 };
 
 } // namespace
@@ -51,14 +57,31 @@ Status readPointwiseLossConfig(const char *kernel, const KernelConfig &config,
         at + "kind '" + name + "' is not an element-wise loss (" + kinds + ")");
   out = PointwiseLossConfig();
   out.kind = found->kind;
-  bool bce = out.kind == PointwiseKind::binaryCrossentropy;
-  for (const char *option : {"from_logits", "label_smoothing"})
-    if (!bce && config.has(option))
-      return Status::invalidInput(
-          at + option + " is binary_crossentropy's option, not " + name + "'s");
-  if (out.kind != PointwiseKind::huber && config.has("delta"))
-    return Status::invalidInput(at + "delta is huber's option, not " + name +
-                                "'s");
+  using K = PointwiseKind;
+  const K kind = out.kind;
+  const bool focal = kind == K::binaryFocalCrossentropy ||
+                     kind == K::categoricalFocalCrossentropy;
+  const bool crossEntropy = kind == K::binaryCrossentropy || focal;
+  struct Owner {
+    const char *option;
+    bool takes;
+    const char *owners;
+  };
+  const Owner owners[] = {
+      {"from_logits", crossEntropy,
+       "binary_crossentropy's and the focal cross-entropies'"},
+      {"label_smoothing", crossEntropy,
+       "binary_crossentropy's and the focal cross-entropies'"},
+      {"delta", kind == K::huber, "huber's"},
+      {"alpha", focal, "the focal cross-entropies'"},
+      {"gamma", focal, "the focal cross-entropies'"},
+      {"apply_class_balancing", kind == K::binaryFocalCrossentropy,
+       "binary_focal_crossentropy's"},
+  };
+  for (const Owner &o : owners)
+    if (!o.takes && config.has(o.option))
+      return Status::invalidInput(at + o.option + " is " + o.owners +
+                                  " option, not " + name + "'s");
   if (gradient && out.kind == PointwiseKind::binaryAccuracy)
     return Status::invalidInput(at + "binary_accuracy is a metric: it has no "
                                      "gradient");
@@ -66,6 +89,64 @@ Status readPointwiseLossConfig(const char *kernel, const KernelConfig &config,
   out.fromLogits = config.getInt("from_logits", 0) != 0;
   out.labelSmoothing = config.getFloat("label_smoothing", 0.0);
   out.delta = config.getFloat("delta", 1.0);
+  out.alpha = config.getFloat("alpha", 0.25);
+  out.gamma = config.getFloat("gamma", 2.0);
+  out.applyClassBalancing = config.getInt("apply_class_balancing", 0) != 0;
+  if (!std::isfinite(out.alpha) || !std::isfinite(out.gamma) || out.gamma < 0)
+    return Status::invalidInput(at + "needs a finite alpha and a finite, "
+                                     "non-negative gamma");
+  return Status::ok();
+}
+
+namespace {
+constexpr double kEpsilon = 1e-7; // keras.config.epsilon()
+} // namespace
+
+// keras dice: 1 - 2 I / (T + P + eps); tversky: 1 - I / (I + alpha fp +
+// beta fn + eps) with fp = sum (1 - p) t = T - I, fn = sum p (1 - t) = P - I.
+double OverlapLossConfig::value(const double sums[3]) const {
+  const double i = sums[0], t = sums[1], p = sums[2];
+  if (!tversky)
+    return 1.0 - 2.0 * i / (t + p + kEpsilon);
+  return 1.0 - i / (i + alpha * (t - i) + beta * (p - i) + kEpsilon);
+}
+
+void OverlapLossConfig::gradient(const double sums[3], double &slope,
+                                 double &offset) const {
+  const double i = sums[0], t = sums[1], p = sums[2];
+  if (!tversky) {
+    // d/dp_k: I' = t_k, T + P' = 1.
+    double d = t + p + kEpsilon;
+    slope = -2.0 / d;
+    offset = 2.0 * i / (d * d);
+    return;
+  }
+  // D = I + alpha (T - I) + beta (P - I) + eps, D' = t_k (1 - alpha - beta)
+  // + beta.
+  double d = i + alpha * (t - i) + beta * (p - i) + kEpsilon;
+  double q = i / (d * d);
+  slope = -1.0 / d + q * (1.0 - alpha - beta);
+  offset = q * beta;
+}
+
+Status readOverlapLossConfig(const char *kernel, const KernelConfig &config,
+                             OverlapLossConfig &out) {
+  const std::string at = std::string(kernel) + ": ";
+  std::string kind = config.has("kind") ? config.getString("kind") : "";
+  if (kind != "dice" && kind != "tversky")
+    return Status::invalidInput(at + "needs kind dice or tversky, got '" +
+                                kind + "'");
+  out = OverlapLossConfig();
+  out.tversky = kind == "tversky";
+  if (!out.tversky && (config.has("alpha") || config.has("beta")))
+    return Status::invalidInput(at + "alpha and beta are tversky's options, "
+                                     "not dice's");
+  out.alpha = config.getFloat("alpha", 0.5);
+  out.beta = config.getFloat("beta", 0.5);
+  out.replicas = config.getInt("replicas", 1);
+  if (!std::isfinite(out.alpha) || !std::isfinite(out.beta) || out.replicas < 1)
+    return Status::invalidInput(at + "needs a finite alpha and beta and "
+                                     "replicas >= 1");
   return Status::ok();
 }
 

@@ -30,18 +30,39 @@ enum class PointwiseKind {
   squaredHinge,
   /// A metric: (p > 0.5) == t, forward only (Keras' binary_accuracy).
   binaryAccuracy,
+  binaryFocalCrossentropy,
+  /// Functions of a whole row of the last axis: one loss a row.
+  categoricalFocalCrossentropy,
+  cosineSimilarity,
+  categoricalHinge,
 };
 
 /// A launch's configuration: kind, from_logits and label_smoothing
-/// (binary_crossentropy's), delta (huber's, Keras' default 1).
+/// (binary_crossentropy's and the focal cross-entropies'), delta (huber's,
+/// Keras' default 1), alpha and gamma (the focal cross-entropies'; Keras'
+/// defaults 0.25 and 2) and apply_class_balancing (binary focal's).
 struct PointwiseLossConfig {
   PointwiseKind kind = PointwiseKind::meanSquaredError;
   bool fromLogits = false;
   double labelSmoothing = 0.0;
   double delta = 1.0;
+  double alpha = 0.25;
+  double gamma = 2.0;
+  bool applyClassBalancing = false;
 
   /// Each sample's loss is the sum over the last axis, not the mean.
   bool sumsLastAxis() const { return kind == PointwiseKind::klDivergence; }
+  /// Each row of the last axis gives one loss, a function of the whole row.
+  bool rowWise() const {
+    return kind == PointwiseKind::categoricalFocalCrossentropy ||
+           kind == PointwiseKind::cosineSimilarity ||
+           kind == PointwiseKind::categoricalHinge;
+  }
+  /// Targets smoothed towards 0.5 by label_smoothing.
+  bool binarySmoothing() const {
+    return kind == PointwiseKind::binaryCrossentropy ||
+           kind == PointwiseKind::binaryFocalCrossentropy;
+  }
   /// Targets all 0 or 1 are read as -1 and 1 (keras
   /// convert_binary_labels_to_hinge).
   bool hingeLabels() const {
@@ -54,6 +75,23 @@ struct PointwiseLossConfig {
 /// has a gradient (not a metric).
 Status readPointwiseLossConfig(const char *kernel, const KernelConfig &config,
                                bool gradient, PointwiseLossConfig &out);
+
+/// An overlap_loss or overlap_loss_grad launch: Keras' dice or tversky
+/// (alpha and beta, Keras' defaults 0.5), from overlap_sums' [sum t p,
+/// sum t, sum p]; `replicas` scales the gradient (graph.overlap_loss_grad).
+struct OverlapLossConfig {
+  bool tversky = false;
+  double alpha = 0.5, beta = 0.5;
+  int64_t replicas = 1;
+
+  /// The loss of `sums`, and its gradient by each prediction p_i as
+  /// slope t_i + offset (unscaled by replicas).
+  double value(const double sums[3]) const;
+  void gradient(const double sums[3], double &slope, double &offset) const;
+};
+
+Status readOverlapLossConfig(const char *kernel, const KernelConfig &config,
+                             OverlapLossConfig &out);
 
 } // namespace graph::runtime
 

@@ -139,6 +139,8 @@ public:
         plan.training()->loss() > plan::LossKind::MAX)
       return fail("training: unknown loss kind " +
                   std::to_string(static_cast<int>(plan.training()->loss())));
+    if (plan.training()->loss() == plan::LossKind::binary_accuracy)
+      return fail("training: binary_accuracy is a metric, not a loss");
     if (plan.programs()->size() == 0)
       return fail("no program");
     for (const plan::Program *p : *plan.programs()) {

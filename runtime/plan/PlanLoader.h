@@ -24,7 +24,7 @@ namespace graph::runtime {
 
 /// The version this build writes and reads. Bump it when plan.fbs changes
 /// meaning.
-constexpr uint32_t kPlanVersion = 5;
+constexpr uint32_t kPlanVersion = 6;
 
 /// Whether the plan's loss compares predictions with float targets of their
 /// shape (binary cross-entropy, mean squared error, ...), rather than with

@@ -1,4 +1,5 @@
-"""Fixtures for keras-pointwise-losses.test: Keras 3's element-wise losses.
+"""Fixtures for keras-pointwise-losses.test (Keras 3's element-wise losses)
+and keras-row-losses.test (its focal, row and batch losses).
 
 Regenerate (TensorFlow 2.21, Keras 3; the test itself needs neither):
 
@@ -11,7 +12,8 @@ loss, trained for 3 model.fit steps (SGD with momentum) on one fixed batch
 of 8 (the same batch every step, shuffle off), with the targets each loss
 takes: real values for the regression losses, positive counts for
 Poisson, 0/1 for binary cross-entropy and the hinges, probability rows for
-the KL divergence. Some cases add the loss's options (label smoothing,
+the KL divergence, one-hot rows for the categorical focal cross-entropy
+and the categorical hinge. Some cases add the loss's options (label smoothing,
 from_logits, Huber's delta, reduction="sum") or a metric. Keras 3 does not
 serialize Huber's delta (Huber.get_config drops it); huber_delta's
 model.json carries it as tf.keras 2 writes it. Writes to DIR:
@@ -57,6 +59,30 @@ def cases(keras):
         "hinge": (L.Hinge(), 2, "tanh", "binary", []),
         "squared_hinge": (L.SquaredHinge(), 2, "tanh", "signs", []),
         "mse_sum": (L.MeanSquaredError(reduction="sum"), 2, None, "real", []),
+        # keras-row-losses.test: the focal cross-entropies, and the losses
+        # of a whole row (cosine similarity, categorical hinge) or of the
+        # whole batch (Dice, Tversky: axis=None).
+        "binary_focal": (L.BinaryFocalCrossentropy(), 3, "sigmoid",
+                         "binary", []),
+        "binary_focal_options": (
+            L.BinaryFocalCrossentropy(apply_class_balancing=True, alpha=0.4,
+                                      gamma=1.5, from_logits=True,
+                                      label_smoothing=0.1), 2, None, "binary",
+            []),
+        "categorical_focal": (L.CategoricalFocalCrossentropy(), 4, "softmax",
+                              "onehot", ["accuracy"]),
+        "categorical_focal_options": (
+            L.CategoricalFocalCrossentropy(alpha=0.6, gamma=3.0,
+                                           from_logits=True,
+                                           label_smoothing=0.1), 4, None,
+            "onehot", []),
+        "cosine_similarity": (L.CosineSimilarity(), 3, None, "real", []),
+        "cosine_similarity_name": ("cosine_similarity", 3, "tanh", "real",
+                                   ["mse"]),
+        "categorical_hinge": (L.CategoricalHinge(), 4, None, "onehot", []),
+        "dice": (L.Dice(), 3, "sigmoid", "binary", []),
+        "tversky": (L.Tversky(alpha=0.3, beta=0.7), 3, "sigmoid", "binary",
+                    []),
     }
 
 
@@ -72,6 +98,8 @@ def targets(kind, rng, units):
         return rng.integers(0, 2, shape).astype(np.float32)
     if kind == "signs":
         return (2 * rng.integers(0, 2, shape) - 1).astype(np.float32)
+    if kind == "onehot":
+        return np.eye(units, dtype=np.float32)[rng.integers(0, units, 8)]
     p = rng.uniform(0.1, 1.0, shape)
     return (p / p.sum(axis=1, keepdims=True)).astype(np.float32)
 
@@ -91,8 +119,9 @@ def main():
     import keras
 
     # MAPE's gradient is 100 / |t| an element: a smaller step keeps it from
-    # diverging in 3 steps.
-    rates = {"mape": 0.001}
+    # diverging in 3 steps. Dice's and Tversky's are small (one ratio over
+    # the whole batch): a larger step makes 3 steps move the weights.
+    rates = {"mape": 0.001, "dice": 0.5, "tversky": 0.5}
     for name, (loss, units, activation, kind, metrics) in cases(keras).items():
         if only and name not in only:
             continue

@@ -49,3 +49,23 @@ graph.training @m loss = huber delta = 5.000000e-01 reduction = "sum" optimizer 
 // CHECK-NEXT: graph.scale_shift %[[L]] {scale = 2.000000e+01 : f64} : tensor<f32>
 // CHECK: %[[G:.*]] = graph.pointwise_loss_grad huber %{{.*}}, %{{.*}} delta = 5.000000e-01 : tensor<4x5x2xf32>
 // CHECK-NEXT: graph.scale_shift %[[G]] {scale = 2.000000e+01 : f64} : tensor<4x5x2xf32>
+
+// -----
+
+// The focal cross-entropies' options go to the loss and its gradient; a row
+// kind's "sum" is the mean times the rows (B * T, one loss a row).
+
+graph.variable @"dense/kernel" : tensor<3x2xf32> = #graph.init<glorot_uniform>
+graph.model @m {
+  %x = graph.input "input_layer" : tensor<4x5x3xf32>
+  %k = graph.read_variable @"dense/kernel" : tensor<3x2xf32>
+  %y = graph.dense %x, %k : (tensor<4x5x3xf32>, tensor<3x2xf32>) -> tensor<4x5x2xf32>
+  graph.output %y : tensor<4x5x2xf32>
+}
+graph.training @m loss = categorical_focal_crossentropy from_logits label_smoothing = 1.000000e-01 alpha = 5.000000e-01 gamma = 3.000000e+00 reduction = "sum" optimizer = #graph.sgd<learning_rate = 0.1, momentum = 0.0, nesterov = false> metrics = [] global_batch_size = 4
+
+// CHECK-LABEL: graph.model @train_step
+// CHECK: %[[L:.*]] = graph.pointwise_loss categorical_focal_crossentropy %{{.*}}, %{{.*}} from_logits label_smoothing = 1.000000e-01 alpha = 5.000000e-01 gamma = 3.000000e+00 : tensor<4x5x2xf32>, tensor<4x5x2xf32> -> tensor<f32>
+// CHECK-NEXT: graph.scale_shift %[[L]] {scale = 2.000000e+01 : f64} : tensor<f32>
+// CHECK: %[[G:.*]] = graph.pointwise_loss_grad categorical_focal_crossentropy %{{.*}}, %{{.*}} from_logits label_smoothing = 1.000000e-01 alpha = 5.000000e-01 gamma = 3.000000e+00 : tensor<4x5x2xf32>
+// CHECK-NEXT: graph.scale_shift %[[G]] {scale = 2.000000e+01 : f64} : tensor<4x5x2xf32>

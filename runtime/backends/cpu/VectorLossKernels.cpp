@@ -653,9 +653,19 @@ Status softmaxCrossEntropyFactory(const KernelContext &, const KernelConfig &,
   return s * z;
 }
 
-/// runtime/core/PointwiseLoss.h's kinds, in its order (parsePointwiseLoss
-/// converts by value), then the cross-entropy's logits form, which the
-/// loops compile apart.
+constexpr float kEps = static_cast<float>(kEpsilon);
+constexpr float kEpsF = kEps;
+
+/// u^g for u >= 0 and g >= 0, as tf.pow: 0^0 = 1, 0^g = 0.
+[[gnu::always_inline]] inline float simdPow(float u, float g) {
+  return simdSelect(u > 0.0f, simdExp(g * simdLog(u)),
+                    simdSelect(g == 0.0f, 1.0f, 0.0f));
+}
+
+/// runtime/core/PointwiseLoss.h's element-wise kinds, in its order
+/// (parsePointwiseLoss converts by value), then the cross-entropies' logits
+/// forms, which the loops compile apart. Its row and whole-batch kinds are
+/// RowLossKernel's.
 enum class Pointwise {
   meanSquaredError,
   meanAbsoluteError,
@@ -669,20 +679,46 @@ enum class Pointwise {
   hinge,
   squaredHinge,
   binaryAccuracy,
+  binaryFocalCrossentropy,
   binaryCrossentropyLogits,
+  binaryFocalCrossentropyLogits,
 };
-static_assert(static_cast<int>(Pointwise::binaryAccuracy) ==
-                  static_cast<int>(PointwiseKind::binaryAccuracy),
-              "Pointwise starts with PointwiseKind's kinds, in order");
+static_assert(static_cast<int>(Pointwise::binaryFocalCrossentropy) ==
+                  static_cast<int>(PointwiseKind::binaryFocalCrossentropy),
+              "Pointwise starts with PointwiseKind's element-wise kinds, in "
+              "order");
 
 /// What one element's loss needs besides p and t: the targets' map
-/// t * targetScale + targetShift (label smoothing, hinge's -1/1 labels)
-/// and huber's delta.
+/// t * targetScale + targetShift (label smoothing, hinge's -1/1 labels),
+/// huber's delta, and binary focal's gamma and class weights (weightOne
+/// for t = 1, weightZero for t = 0; both 1 without class balancing).
 struct PointwiseParams {
   float targetScale = 1.0f, targetShift = 0.0f, delta = 1.0f;
+  float gamma = 2.0f, weightOne = 1.0f, weightZero = 1.0f;
 };
 
-constexpr float kEps = static_cast<float>(kEpsilon);
+/// Binary focal cross-entropy's factors of one element: the bce (from
+/// probabilities, clipped as binary_crossentropy's, or from logits), its
+/// derivative, the probability and its derivative by the input.
+struct FocalTerms {
+  float bce, dbce, prob, dprob;
+};
+template <bool Logits>
+[[gnu::always_inline]] inline FocalTerms focalTerms(float p, float t) {
+  if constexpr (Logits) {
+    float prob = simdSigmoid(p);
+    return {simdMax(p, 0.0f) - p * t + simdLog1p(simdExp(-std::fabs(p))),
+            prob - t, prob, prob * (1.0f - prob)};
+  } else {
+    float q = simdMin(simdMax(p, kEpsF), 1.0f - kEpsF);
+    float oneMinusQ = simdSelect(p > 1.0f - kEpsF, kEpsF, 1.0f - q);
+    return {-(t * simdLog(q) + (1.0f - t) * simdLog(oneMinusQ)),
+            simdSelect((p >= kEpsF) & (p <= 1.0f - kEpsF),
+                       -t / q + (1.0f - t) / (1.0f - q), 0.0f),
+            p, 1.0f};
+  }
+}
+
 constexpr float kLog2 = 0.693147180559945309f;
 
 /// f(p, t) of kind K; `t` is already mapped.
@@ -726,6 +762,13 @@ template <Pointwise K>
     return simdMax(1.0f - t * p, 0.0f);
   } else if constexpr (K == Pointwise::binaryAccuracy) {
     return simdSelect(simdSelect(p > 0.5f, 1.0f, 0.0f) == t, 1.0f, 0.0f);
+  } else if constexpr (K == Pointwise::binaryFocalCrossentropy ||
+                       K == Pointwise::binaryFocalCrossentropyLogits) {
+    FocalTerms f =
+        focalTerms<K == Pointwise::binaryFocalCrossentropyLogits>(p, t);
+    float u = 1.0f - (t * f.prob + (1.0f - t) * (1.0f - f.prob));
+    float w = t * c.weightOne + (1.0f - t) * c.weightZero;
+    return w * simdPow(u, c.gamma) * f.bce;
   } else {
     float m = simdMax(1.0f - t * p, 0.0f);
     return m * m;
@@ -768,6 +811,16 @@ template <Pointwise K>
     return simdSelect(1.0f - t * p >= 0.0f, -t, 0.0f);
   } else if constexpr (K == Pointwise::binaryAccuracy) {
     return 0.0f; // a metric: its factory refuses a gradient
+  } else if constexpr (K == Pointwise::binaryFocalCrossentropy ||
+                       K == Pointwise::binaryFocalCrossentropyLogits) {
+    FocalTerms f =
+        focalTerms<K == Pointwise::binaryFocalCrossentropyLogits>(p, t);
+    float u = 1.0f - (t * f.prob + (1.0f - t) * (1.0f - f.prob));
+    float w = t * c.weightOne + (1.0f - t) * c.weightZero;
+    // tf.pow's gradient: gamma u^(gamma - 1), through p_t's 1 - 2t.
+    float dfocal =
+        c.gamma * simdPow(u, c.gamma - 1.0f) * (1.0f - 2.0f * t) * f.dprob;
+    return w * (dfocal * f.bce + simdPow(u, c.gamma) * f.dbce);
   } else {
     return -2.0f * t * simdMax(1.0f - t * p, 0.0f);
   }
@@ -803,6 +856,10 @@ template <typename F> void withPointwiseKind(Pointwise k, F &&f) {
     return f(std::integral_constant<P, P::squaredHinge>{});
   case P::binaryAccuracy:
     return f(std::integral_constant<P, P::binaryAccuracy>{});
+  case P::binaryFocalCrossentropy:
+    return f(std::integral_constant<P, P::binaryFocalCrossentropy>{});
+  case P::binaryFocalCrossentropyLogits:
+    return f(std::integral_constant<P, P::binaryFocalCrossentropyLogits>{});
   }
 }
 
@@ -923,24 +980,190 @@ private:
   std::vector<double> chunkSums; // reused every step
 };
 
-/// The compiled kind and parameters of a launch's configuration (read as
-/// every backend reads it, runtime/core/PointwiseLoss.h).
-Status parsePointwiseLoss(const char *kName, const KernelConfig &cfg,
-                          bool gradient, Pointwise &kind,
-                          PointwiseParams &params) {
-  PointwiseLossConfig c;
-  if (Status s = readPointwiseLossConfig(kName, cfg, gradient, c); !s)
-    return s;
-  // The shared kinds in order, then the logits form of the cross-entropy.
+//===----------------------------------------------------------------------===//
+// The row kinds: categorical focal cross-entropy, cosine similarity,
+// categorical hinge, one loss a row of the last axis.
+//
+// A row is computed in double, as the reference does: the focal loss's
+// clip at epsilon and the cosine's bound on the norm decide which terms
+// have a gradient, and a float value could land on the other side. Rows
+// are shared among the threads and their losses summed in row order, so
+// the loss does not depend on the thread count.
+//===----------------------------------------------------------------------===//
+
+class RowLossKernel {
+public:
+  RowLossKernel(PointwiseLossConfig loss, bool gradient, int64_t n, int64_t k,
+                int64_t perRow, int64_t batch)
+      : loss(loss), gradient(gradient), n(n), k(k), perRow(perRow),
+        batch(batch), rowLosses(gradient ? 0 : n / k) {}
+
+  Status operator()(const KernelContext &ctx, const KernelConfig &,
+                    const Tensors &ins, const Tensors &outs) {
+    useReplicaThreads(ctx);
+    const float *p = ins[0].f32(), *t = ins[1].f32();
+    const float *w = !gradient && ins.size() > 2 ? ins[2].f32() : nullptr;
+    const int64_t rows = n / k;
+    float *dp = gradient ? outs[0].f32() : nullptr;
+    const double scale = 1.0 / static_cast<double>(rows);
+#pragma omp parallel if (n >= kParallelElements)
+    {
+      double *scratch = threadScratch<double>(static_cast<size_t>(4 * k));
+#pragma omp for schedule(static)
+      for (int64_t r = 0; r < rows; ++r) {
+        double value = row(p + r * k, t + r * k, scratch);
+        if (dp) {
+          const double *g = scratch + 3 * k;
+          for (int64_t j = 0; j < k; ++j)
+            dp[r * k + j] = static_cast<float>(g[j] * scale);
+        } else {
+          rowLosses[r] = value;
+        }
+      }
+    }
+    if (dp)
+      return Status::ok();
+    double total = 0.0;
+    for (int64_t r = 0; r < rows; ++r)
+      total +=
+          (w ? static_cast<double>(w[r * k / perRow]) : 1.0) * rowLosses[r];
+    outs[0].f32()[0] = static_cast<float>(total * scale);
+    return Status::ok();
+  }
+
+private:
+  /// The loss of one row; its gradient in scratch[3k, 4k) (scratch holds
+  /// 4k doubles).
+  double row(const float *pf, const float *tf, double *scratch) const {
+    double *p = scratch, *t = scratch + k, *aux = scratch + 2 * k,
+           *grad = scratch + 3 * k;
+    for (int64_t j = 0; j < k; ++j) {
+      p[j] = pf[j];
+      t[j] = tf[j];
+    }
+    switch (loss.kind) {
+    case PointwiseKind::categoricalFocalCrossentropy:
+      return focalRow(p, t, aux, grad);
+    case PointwiseKind::cosineSimilarity:
+      return cosineRow(p, t, grad);
+    default:
+      return hingeRow(p, t, grad);
+    }
+  }
+
+  /// keras categorical_focal_crossentropy; `prob` is scratch.
+  double focalRow(const double *p, const double *t, double *prob,
+                  double *grad) const {
+    const double ls = loss.labelSmoothing, a = loss.alpha, g = loss.gamma;
+    const double uniform = ls / static_cast<double>(k);
+    if (loss.fromLogits) {
+      double m = -std::numeric_limits<double>::infinity(), sum = 0.0;
+      for (int64_t j = 0; j < k; ++j)
+        m = std::max(m, p[j]);
+      for (int64_t j = 0; j < k; ++j)
+        sum += prob[j] = std::exp(p[j] - m);
+      for (int64_t j = 0; j < k; ++j)
+        prob[j] /= sum;
+    } else {
+      for (int64_t j = 0; j < k; ++j)
+        prob[j] = p[j];
+    }
+    double total = 0.0;
+    for (int64_t j = 0; j < k; ++j)
+      total += prob[j];
+    double value = 0.0, dot = 0.0;
+    for (int64_t j = 0; j < k; ++j) {
+      double y = t[j] * (1.0 - ls) + uniform;
+      double q = prob[j] / total;
+      double o = std::min(std::max(q, kEpsilon), 1.0 - kEpsilon);
+      double focal = std::pow(1.0 - o, g), logO = std::log(o);
+      value -= a * focal * y * logO;
+      // d/do of alpha (1 - o)^g (-y log o), where the clip passes.
+      grad[j] =
+          q >= kEpsilon && q <= 1.0 - kEpsilon
+              ? a * y * (g * std::pow(1.0 - o, g - 1.0) * logO - focal / o)
+              : 0.0;
+      dot += grad[j] * q;
+    }
+    // Back through q = prob / sum(prob), then through the softmax.
+    double back = 0.0;
+    for (int64_t j = 0; j < k; ++j) {
+      grad[j] = (grad[j] - dot) / total;
+      back += grad[j] * prob[j];
+    }
+    if (loss.fromLogits)
+      for (int64_t j = 0; j < k; ++j)
+        grad[j] = prob[j] * (grad[j] - back);
+    return value;
+  }
+
+  /// keras cosine_similarity: -sum(normalize(t) normalize(p)), normalize(x)
+  /// = x min(rsqrt(sum x^2), 1 / eps).
+  double cosineRow(const double *p, const double *t, double *grad) const {
+    double tt = 0.0, pp = 0.0;
+    for (int64_t j = 0; j < k; ++j) {
+      tt += t[j] * t[j];
+      pp += p[j] * p[j];
+    }
+    const double bound = 1.0 / kEpsilon;
+    double ta = std::min(1.0 / std::sqrt(tt), bound);
+    double pr = 1.0 / std::sqrt(pp), pa = std::min(pr, bound);
+    double dot = 0.0;
+    for (int64_t j = 0; j < k; ++j)
+      dot += t[j] * ta * p[j] * pa;
+    // tf.minimum passes the gradient through rsqrt where it is the smaller.
+    bool through = pr <= bound;
+    for (int64_t j = 0; j < k; ++j)
+      grad[j] = pa * (-t[j] * ta + (through ? dot * p[j] * pa : 0.0));
+    return -dot;
+  }
+
+  /// keras categorical_hinge: max(max_j (1 - t_j) p_j - sum_j t_j p_j + 1,
+  /// 0); reduce_max's gradient is split among the maxima.
+  double hingeRow(const double *p, const double *t, double *grad) const {
+    double pos = 0.0, neg = -std::numeric_limits<double>::infinity();
+    for (int64_t j = 0; j < k; ++j) {
+      pos += t[j] * p[j];
+      neg = std::max(neg, (1.0 - t[j]) * p[j]);
+    }
+    double margin = neg - pos + 1.0;
+    double maxima = 0.0;
+    for (int64_t j = 0; j < k; ++j)
+      maxima += (1.0 - t[j]) * p[j] == neg ? 1.0 : 0.0;
+    for (int64_t j = 0; j < k; ++j) {
+      double share = (1.0 - t[j]) * p[j] == neg ? (1.0 - t[j]) / maxima : 0.0;
+      grad[j] = margin >= 0.0 ? share - t[j] : 0.0;
+    }
+    return std::max(margin, 0.0);
+  }
+
+  PointwiseLossConfig loss;
+  bool gradient;
+  int64_t n, k, perRow, batch;
+  std::vector<double> rowLosses; // reused every step
+};
+
+/// The compiled kind and parameters of a launch's element-wise
+/// configuration `c` (read as every backend reads it,
+/// runtime/core/PointwiseLoss.h).
+void parsePointwiseLoss(const PointwiseLossConfig &c, Pointwise &kind,
+                        PointwiseParams &params) {
+  // The shared kinds in order, then the logits forms of the cross-entropies.
   kind = static_cast<Pointwise>(static_cast<int>(c.kind));
   if (c.kind == PointwiseKind::binaryCrossentropy && c.fromLogits)
     kind = Pointwise::binaryCrossentropyLogits;
-  if (c.kind == PointwiseKind::binaryCrossentropy) {
+  if (c.kind == PointwiseKind::binaryFocalCrossentropy && c.fromLogits)
+    kind = Pointwise::binaryFocalCrossentropyLogits;
+  if (c.binarySmoothing()) {
     params.targetScale = static_cast<float>(1.0 - c.labelSmoothing);
     params.targetShift = static_cast<float>(0.5 * c.labelSmoothing);
   }
   params.delta = static_cast<float>(c.delta);
-  return Status::ok();
+  params.gamma = static_cast<float>(c.gamma);
+  if (c.applyClassBalancing) {
+    params.weightOne = static_cast<float>(c.alpha);
+    params.weightZero = static_cast<float>(1.0 - c.alpha);
+  }
 }
 
 KernelFactory pointwiseLossFactory(const char *kName, bool gradient) {
@@ -950,9 +1173,8 @@ KernelFactory pointwiseLossFactory(const char *kName, bool gradient) {
                                  kCpuOperands);
         !s)
       return s;
-    Pointwise kind = Pointwise::meanSquaredError;
-    PointwiseParams params;
-    if (Status s = parsePointwiseLoss(kName, cfg, gradient, kind, params); !s)
+    PointwiseLossConfig config;
+    if (Status s = readPointwiseLossConfig(kName, cfg, gradient, config); !s)
       return s;
     const TensorRef &p = ins[0], &t = ins[1];
     if (p.shape.empty())
@@ -973,6 +1195,18 @@ KernelFactory pointwiseLossFactory(const char *kName, bool gradient) {
     if (!gradient && outs[0].elements() != 1)
       return kernelError(kName, "the loss must be a scalar, got " +
                                     shapeText(outs[0].shape));
+    if (config.rowWise()) {
+      auto kernel = std::make_shared<RowLossKernel>(
+          config, gradient, n, p.shape.back(), n / rows, rows);
+      out = [kernel](const KernelContext &ctx, const KernelConfig &cfg,
+                     const Tensors &ins, const Tensors &outs) {
+        return (*kernel)(ctx, cfg, ins, outs);
+      };
+      return Status::ok();
+    }
+    Pointwise kind = Pointwise::meanSquaredError;
+    PointwiseParams params;
+    parsePointwiseLoss(config, kind, params);
     double divisor = static_cast<double>(
         kind == Pointwise::klDivergence ? n / p.shape.back() : n);
     bool hingeLabels =
@@ -985,6 +1219,164 @@ KernelFactory pointwiseLossFactory(const char *kName, bool gradient) {
     };
     return Status::ok();
   };
+}
+
+//===----------------------------------------------------------------------===//
+// overlap_sums, overlap_loss, overlap_loss_grad: Keras' dice and tversky
+// (axis=None), one ratio of sums over the whole batch. The sums are taken
+// over fixed chunks of kPointwiseChunk elements, in double, and added in
+// chunk order: they do not depend on the thread count.
+//===----------------------------------------------------------------------===//
+
+Status overlapSumsFactory(const KernelContext &, const KernelConfig &,
+                          const Tensors &ins, const Tensors &outs,
+                          KernelFn &out) {
+  static constexpr const char *kName = "overlap_sums";
+  if (Status s = checkOperands(kName, ins, outs, 2, 3, 1, kCpuOperands); !s)
+    return s;
+  const TensorRef &p = ins[0], &t = ins[1];
+  if (p.shape.empty() || p.shape[0] == 0)
+    return kernelError(kName,
+                       "needs predictions [B, ...], got " + shapeText(p.shape));
+  if (t.shape != p.shape)
+    return kernelError(kName, "targets " + shapeText(t.shape) +
+                                  " do not match predictions " +
+                                  shapeText(p.shape));
+  if (outs[0].elements() != 3)
+    return kernelError(kName,
+                       "the sums must be [3], got " + shapeText(outs[0].shape));
+  const int64_t n = p.elements(), rows = p.shape[0];
+  if (Status s = checkSampleWeight(kName, ins, 2, rows); !s)
+    return s;
+  struct Sums {
+    double inter = 0, t = 0, p = 0;
+  };
+  auto chunks = std::make_shared<std::vector<Sums>>(
+      (n + kPointwiseChunk - 1) / kPointwiseChunk); // reused every step
+  const int64_t perRow = n / rows;
+  out = [chunks, n, perRow](const KernelContext &ctx, const KernelConfig &,
+                            const Tensors &ins, const Tensors &outs) {
+    useReplicaThreads(ctx);
+    const float *p = ins[0].f32(), *t = ins[1].f32();
+    const float *w = ins.size() > 2 ? ins[2].f32() : nullptr;
+    const int64_t count = static_cast<int64_t>(chunks->size());
+#pragma omp parallel for schedule(static) if (n >= kParallelElements)
+    for (int64_t c = 0; c < count; ++c) {
+      const int64_t begin = c * kPointwiseChunk,
+                    end = std::min(n, begin + kPointwiseChunk);
+      Sums sums;
+      for (int64_t at = begin; at < end;) {
+        // The chunk's part of one row, skipped where the row weighs 0.
+        const int64_t row = at / perRow;
+        const int64_t stop = std::min(end, (row + 1) * perRow);
+        if (!w || w[row] != 0.0f) {
+          double inter = 0, st = 0, sp = 0;
+#pragma omp simd reduction(+ : inter, st, sp)
+          for (int64_t i = at; i < stop; ++i) {
+            inter += static_cast<double>(t[i]) * p[i];
+            st += t[i];
+            sp += p[i];
+          }
+          sums.inter += inter;
+          sums.t += st;
+          sums.p += sp;
+        }
+        at = stop;
+      }
+      (*chunks)[c] = sums;
+    }
+    Sums all;
+    for (const Sums &c : *chunks) {
+      all.inter += c.inter;
+      all.t += c.t;
+      all.p += c.p;
+    }
+    float *sums = outs[0].f32();
+    sums[0] = static_cast<float>(all.inter);
+    sums[1] = static_cast<float>(all.t);
+    sums[2] = static_cast<float>(all.p);
+    return Status::ok();
+  };
+  return Status::ok();
+}
+
+/// overlap_sums' [3], as doubles.
+void loadSums(const TensorRef &sums, double out[3]) {
+  for (int j = 0; j < 3; ++j)
+    out[j] = sums.f32()[j];
+}
+
+Status overlapLossFactory(const KernelContext &, const KernelConfig &cfg,
+                          const Tensors &ins, const Tensors &outs,
+                          KernelFn &out) {
+  static constexpr const char *kName = "overlap_loss";
+  if (Status s = checkOperands(kName, ins, outs, 1, 2, 1, kCpuOperands); !s)
+    return s;
+  OverlapLossConfig loss;
+  if (Status s = readOverlapLossConfig(kName, cfg, loss); !s)
+    return s;
+  if (ins[0].elements() != 3)
+    return kernelError(kName, "needs overlap_sums' [3], got " +
+                                  shapeText(ins[0].shape));
+  if (outs[0].elements() != 1)
+    return kernelError(kName, "the loss must be a scalar, got " +
+                                  shapeText(outs[0].shape));
+  if (ins.size() > 1 && (ins[1].shape.size() != 1 || ins[1].elements() == 0))
+    return kernelError(kName, "sample_weight must be [B], got " +
+                                  shapeText(ins[1].shape));
+  out = [loss](const KernelContext &, const KernelConfig &, const Tensors &ins,
+               const Tensors &outs) {
+    double sums[3];
+    loadSums(ins[0], sums);
+    double scale = 1.0;
+    if (ins.size() > 1) {
+      // Keras' scalar loss times each sample's weight, averaged.
+      const int64_t b = ins[1].elements();
+      double total = 0.0;
+      for (int64_t i = 0; i < b; ++i)
+        total += ins[1].f32()[i];
+      scale = total / static_cast<double>(b);
+    }
+    outs[0].f32()[0] = static_cast<float>(loss.value(sums) * scale);
+    return Status::ok();
+  };
+  return Status::ok();
+}
+
+Status overlapLossGradFactory(const KernelContext &, const KernelConfig &cfg,
+                              const Tensors &ins, const Tensors &outs,
+                              KernelFn &out) {
+  static constexpr const char *kName = "overlap_loss_grad";
+  if (Status s = checkOperands(kName, ins, outs, 2, 2, 1, kCpuOperands); !s)
+    return s;
+  OverlapLossConfig loss;
+  if (Status s = readOverlapLossConfig(kName, cfg, loss); !s)
+    return s;
+  if (ins[1].elements() != 3)
+    return kernelError(kName, "needs overlap_sums' [3], got " +
+                                  shapeText(ins[1].shape));
+  if (outs[0].shape != ins[0].shape)
+    return kernelError(kName, "predictions_grad " + shapeText(outs[0].shape) +
+                                  " does not match targets " +
+                                  shapeText(ins[0].shape));
+  const int64_t n = ins[0].elements();
+  out = [loss, n](const KernelContext &ctx, const KernelConfig &,
+                  const Tensors &ins, const Tensors &outs) {
+    useReplicaThreads(ctx);
+    double sums[3], slope, offset;
+    loadSums(ins[1], sums);
+    loss.gradient(sums, slope, offset);
+    const double replicas = static_cast<double>(loss.replicas);
+    const float a = static_cast<float>(replicas * slope),
+                b = static_cast<float>(replicas * offset);
+    const float *t = ins[0].f32();
+    float *dp = outs[0].f32();
+#pragma omp parallel for simd schedule(static) if (n >= kParallelElements)
+    for (int64_t i = 0; i < n; ++i)
+      dp[i] = a * t[i] + b;
+    return Status::ok();
+  };
+  return Status::ok();
 }
 
 //===----------------------------------------------------------------------===//
@@ -1063,6 +1455,10 @@ void registerVectorLossKernels(KernelRegistry &registry) {
                       pointwiseLossFactory("pointwise_loss", false));
   registry.addFactory("pointwise_loss_grad", Backend::cpu,
                       pointwiseLossFactory("pointwise_loss_grad", true));
+  registry.addFactory("overlap_sums", Backend::cpu, overlapSumsFactory);
+  registry.addFactory("overlap_loss", Backend::cpu, overlapLossFactory);
+  registry.addFactory("overlap_loss_grad", Backend::cpu,
+                      overlapLossGradFactory);
 }
 
 } // namespace graph::runtime::cpu

@@ -1990,7 +1990,132 @@ double pointwiseValue(const PointwiseLossConfig &loss, double p, double t,
     // keras.metrics.binary_accuracy: equal(t, cast(p > 0.5)).
     grad = 0.0;
     return (p > 0.5 ? 1.0 : 0.0) == t ? 1.0 : 0.0;
+  case PointwiseKind::binaryFocalCrossentropy: {
+    // keras binary_focal_crossentropy: bce (from the logits when
+    // from_logits: TensorFlow's nn.binary_crossentropy finds them behind
+    // the sigmoid) times (1 - p_t)^gamma, p_t = t p + (1 - t)(1 - p),
+    // times alpha t + (1 - alpha)(1 - t) with apply_class_balancing.
+    double prob, bce, dbce, dprob;
+    if (loss.fromLogits) {
+      prob = sigmoid(p);
+      bce = std::max(p, 0.0) - p * t + std::log1p(std::exp(-std::abs(p)));
+      dbce = prob - t;
+      dprob = prob * (1.0 - prob);
+    } else {
+      double c = clip(p);
+      prob = p;
+      bce = -(t * std::log(c) + (1.0 - t) * std::log(1.0 - c));
+      dbce = p >= kEpsilon && p <= 1.0 - kEpsilon
+                 ? -t / c + (1.0 - t) / (1.0 - c)
+                 : 0.0;
+      dprob = 1.0;
+    }
+    double u = 1.0 - (t * prob + (1.0 - t) * (1.0 - prob));
+    double focal = std::pow(u, loss.gamma);
+    // tf.pow's gradient: gamma u^(gamma - 1).
+    double dfocal =
+        loss.gamma * std::pow(u, loss.gamma - 1.0) * (1.0 - 2.0 * t) * dprob;
+    double w = loss.applyClassBalancing
+                   ? t * loss.alpha + (1.0 - t) * (1.0 - loss.alpha)
+                   : 1.0;
+    grad = w * (dfocal * bce + focal * dbce);
+    return w * focal * bce;
   }
+  case PointwiseKind::categoricalFocalCrossentropy:
+  case PointwiseKind::cosineSimilarity:
+  case PointwiseKind::categoricalHinge:
+    break; // not element-wise: rowValue
+  }
+  grad = std::numeric_limits<double>::quiet_NaN();
+  return std::numeric_limits<double>::quiet_NaN();
+}
+
+/// The loss of one row `p`, `t` of `k` elements of a row-wise kind, and
+/// d loss / dp into `grad` (TensorFlow's gradients of Keras' formulas).
+double rowValue(const PointwiseLossConfig &loss, const double *p,
+                const double *t, int64_t k, double *grad) {
+  switch (loss.kind) {
+  case PointwiseKind::categoricalFocalCrossentropy: {
+    // keras categorical_focal_crossentropy: t smoothed towards 1 / k;
+    // softmax when from_logits; q = p / sum p, o = clip(q, eps, 1 - eps);
+    // the loss sum_j alpha (1 - o_j)^gamma (-t_j log o_j).
+    const double ls = loss.labelSmoothing, a = loss.alpha, g = loss.gamma;
+    Vec y(t, t + k), prob(p, p + k);
+    for (double &v : y)
+      v = v * (1.0 - ls) + ls / static_cast<double>(k);
+    if (loss.fromLogits) {
+      logSoftmaxRow(p, k, prob.data());
+      for (double &v : prob)
+        v = std::exp(v);
+    }
+    double sum = 0.0;
+    for (double v : prob)
+      sum += v;
+    double value = 0.0, dot = 0.0;
+    Vec dq(k);
+    for (int64_t j = 0; j < k; ++j) {
+      double q = prob[j] / sum, o = clip(q);
+      value += a * std::pow(1.0 - o, g) * -y[j] * std::log(o);
+      dq[j] = q >= kEpsilon && q <= 1.0 - kEpsilon
+                  ? a * y[j] *
+                        (g * std::pow(1.0 - o, g - 1.0) * std::log(o) -
+                         std::pow(1.0 - o, g) / o)
+                  : 0.0;
+      dot += dq[j] * q;
+    }
+    // Through q = prob / sum prob, then the softmax.
+    double back = 0.0;
+    for (int64_t j = 0; j < k; ++j) {
+      grad[j] = (dq[j] - dot) / sum;
+      back += grad[j] * prob[j];
+    }
+    if (loss.fromLogits)
+      for (int64_t j = 0; j < k; ++j)
+        grad[j] = prob[j] * (grad[j] - back);
+    return value;
+  }
+  case PointwiseKind::cosineSimilarity: {
+    // keras cosine_similarity: -sum(normalize(t) * normalize(p)), with
+    // normalize(x) = x * min(rsqrt(sum x^2), 1 / eps).
+    double tt = 0.0, pp = 0.0;
+    for (int64_t j = 0; j < k; ++j) {
+      tt += t[j] * t[j];
+      pp += p[j] * p[j];
+    }
+    double at = std::min(1.0 / std::sqrt(tt), 1.0 / kEpsilon);
+    double rp = 1.0 / std::sqrt(pp), ap = std::min(rp, 1.0 / kEpsilon);
+    double dot = 0.0;
+    for (int64_t j = 0; j < k; ++j)
+      dot += t[j] * at * p[j] * ap;
+    // tf.minimum passes the gradient to rsqrt where it is the smaller.
+    bool throughNorm = rp <= 1.0 / kEpsilon;
+    for (int64_t j = 0; j < k; ++j)
+      grad[j] = ap * (-t[j] * at + (throughNorm ? dot * p[j] * ap : 0.0));
+    return -dot;
+  }
+  case PointwiseKind::categoricalHinge: {
+    // keras categorical_hinge: max(max_j (1 - t_j) p_j - sum t p + 1, 0);
+    // reduce_max's gradient is shared among the maxima.
+    double pos = 0.0, neg = -std::numeric_limits<double>::infinity();
+    for (int64_t j = 0; j < k; ++j) {
+      pos += t[j] * p[j];
+      neg = std::max(neg, (1.0 - t[j]) * p[j]);
+    }
+    double m = neg - pos + 1.0;
+    int64_t ties = 0;
+    for (int64_t j = 0; j < k; ++j)
+      ties += (1.0 - t[j]) * p[j] == neg;
+    for (int64_t j = 0; j < k; ++j)
+      grad[j] = m >= 0 ? -t[j] + ((1.0 - t[j]) * p[j] == neg
+                                      ? (1.0 - t[j]) / static_cast<double>(ties)
+                                      : 0.0)
+                       : 0.0;
+    return std::max(m, 0.0);
+  }
+  default:
+    break;
+  }
+  std::fill(grad, grad + k, std::numeric_limits<double>::quiet_NaN());
   return std::numeric_limits<double>::quiet_NaN();
 }
 
@@ -2022,7 +2147,7 @@ Status pointwiseLossKernel(const char *kName, const KernelConfig &cfg,
     REQUIRE(outs[0].elements() == 1,
             "the loss must be a scalar, got " + shapeText(outs[0].shape));
   Vec p = load(pt), t = load(tt);
-  if (loss.kind == PointwiseKind::binaryCrossentropy)
+  if (loss.binarySmoothing())
     for (double &v : t)
       v = v * (1.0 - loss.labelSmoothing) + 0.5 * loss.labelSmoothing;
   // keras convert_binary_labels_to_hinge: 0/1 targets become -1/1 when
@@ -2035,6 +2160,23 @@ Status pointwiseLossKernel(const char *kName, const KernelConfig &cfg,
         v = 2.0 * v - 1.0;
   }
   const int64_t perRow = n / rows;
+  if (loss.rowWise()) {
+    // One loss a row of the last axis, their mean over the rows.
+    const int64_t k = pt.shape.back(), lossRows = n / k;
+    Vec grad(n);
+    double total = 0.0;
+    for (int64_t r = 0; r < lossRows; ++r)
+      total += w[r * k / perRow] *
+               rowValue(loss, &p[r * k], &t[r * k], k, &grad[r * k]);
+    if (gradient) {
+      for (double &g : grad)
+        g /= static_cast<double>(lossRows);
+      store(outs[0], grad);
+    } else {
+      store(outs[0], Vec{total / static_cast<double>(lossRows)});
+    }
+    return Status::ok();
+  }
   const double divisor =
       static_cast<double>(loss.sumsLastAxis() ? n / pt.shape.back() : n);
   Vec grad(gradient ? n : 0);
@@ -2061,6 +2203,94 @@ Status pointwiseLoss(const KernelContext &, const KernelConfig &cfg,
 Status pointwiseLossGrad(const KernelContext &, const KernelConfig &cfg,
                          const Tensors &ins, const Tensors &outs) {
   return pointwiseLossKernel("pointwise_loss_grad", cfg, ins, outs, true);
+}
+
+//===----------------------------------------------------------------------===//
+// overlap_sums, overlap_loss, overlap_loss_grad: Keras' dice and tversky
+// (axis=None), one ratio of sums over the whole batch
+//===----------------------------------------------------------------------===//
+
+/// ins: predictions [B, ...], targets (the same shape), an optional
+/// sample_weight [B]; out: [sum t p, sum t, sum p] over the rows whose
+/// weight is not 0.
+Status overlapSums(const KernelContext &, const KernelConfig &,
+                   const Tensors &ins, const Tensors &outs) {
+  static constexpr const char *kName = "overlap_sums";
+  CHECK_ARITY(2, 3, 1);
+  const TensorRef &pt = ins[0], &tt = ins[1];
+  REQUIRE(!pt.shape.empty(), "needs predictions [B, ...], got a scalar");
+  REQUIRE(tt.shape == pt.shape, "targets " + shapeText(tt.shape) +
+                                    " do not match predictions " +
+                                    shapeText(pt.shape));
+  REQUIRE(outs[0].elements() == 3,
+          "the sums must be [3], got " + shapeText(outs[0].shape));
+  const int64_t n = pt.elements(), rows = pt.shape[0];
+  REQUIRE(rows > 0, "empty predictions " + shapeText(pt.shape));
+  Vec w;
+  if (Status s = sampleWeights(kName, ins, 2, rows, w); !s)
+    return s;
+  Vec p = load(pt), t = load(tt), sums(3, 0.0);
+  const int64_t perRow = n / rows;
+  for (int64_t i = 0; i < n; ++i) {
+    if (w[i / perRow] == 0.0)
+      continue;
+    sums[0] += t[i] * p[i];
+    sums[1] += t[i];
+    sums[2] += p[i];
+  }
+  store(outs[0], sums);
+  return Status::ok();
+}
+
+/// ins: the sums, an optional sample_weight [B]; out: the loss, times the
+/// weights' mean (keras reduce_weighted_values of a scalar loss).
+Status overlapLoss(const KernelContext &, const KernelConfig &cfg,
+                   const Tensors &ins, const Tensors &outs) {
+  static constexpr const char *kName = "overlap_loss";
+  CHECK_ARITY(1, 2, 1);
+  OverlapLossConfig loss;
+  if (Status s = readOverlapLossConfig(kName, cfg, loss); !s)
+    return s;
+  REQUIRE(ins[0].elements() == 3,
+          "needs overlap_sums' [3], got " + shapeText(ins[0].shape));
+  REQUIRE(outs[0].elements() == 1,
+          "the loss must be a scalar, got " + shapeText(outs[0].shape));
+  Vec sums = load(ins[0]);
+  double scale = 1.0;
+  if (ins.size() > 1) {
+    REQUIRE(ins[1].shape.size() == 1 && ins[1].elements() > 0,
+            "sample_weight must be [B], got " + shapeText(ins[1].shape));
+    Vec w = load(ins[1]);
+    scale = 0.0;
+    for (double v : w)
+      scale += v / static_cast<double>(w.size());
+  }
+  store(outs[0], Vec{loss.value(sums.data()) * scale});
+  return Status::ok();
+}
+
+/// ins: targets, the sums; out: d loss / d predictions (the targets'
+/// shape), times `replicas`.
+Status overlapLossGrad(const KernelContext &, const KernelConfig &cfg,
+                       const Tensors &ins, const Tensors &outs) {
+  static constexpr const char *kName = "overlap_loss_grad";
+  CHECK_ARITY(2, 2, 1);
+  OverlapLossConfig loss;
+  if (Status s = readOverlapLossConfig(kName, cfg, loss); !s)
+    return s;
+  REQUIRE(ins[1].elements() == 3,
+          "needs overlap_sums' [3], got " + shapeText(ins[1].shape));
+  REQUIRE(outs[0].shape == ins[0].shape,
+          "predictions_grad " + shapeText(outs[0].shape) +
+              " does not match targets " + shapeText(ins[0].shape));
+  Vec t = load(ins[0]), sums = load(ins[1]);
+  double slope, offset;
+  loss.gradient(sums.data(), slope, offset);
+  const double n = static_cast<double>(loss.replicas);
+  for (double &v : t)
+    v = n * (slope * v + offset);
+  store(outs[0], t);
+  return Status::ok();
 }
 
 /// The fraction of rows whose arg-max (first maximum) is the label's; with
@@ -2480,6 +2710,9 @@ const Entry kKernels[] = {
     {"softmax_cross_entropy", softmaxCrossEntropy},
     {"pointwise_loss", pointwiseLoss},
     {"pointwise_loss_grad", pointwiseLossGrad},
+    {"overlap_sums", overlapSums},
+    {"overlap_loss", overlapLoss},
+    {"overlap_loss_grad", overlapLossGrad},
     {"accuracy", accuracy},
     {"global_norm", globalNorm},
     {"optimizer_update", optimizerUpdate},

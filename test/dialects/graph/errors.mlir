@@ -195,9 +195,9 @@ graph.training @m loss = categorical_crossentropy optimizer = #graph.sgd<learnin
 // Enums
 //===----------------------------------------------------------------------===//
 
-// expected-error@+2 {{expected ::mlir::graph::LossKind to be one of: categorical_crossentropy, sparse_categorical_crossentropy, binary_crossentropy, mean_squared_error, mean_absolute_error, mean_absolute_percentage_error, mean_squared_logarithmic_error, huber, log_cosh, poisson, kl_divergence, hinge, squared_hinge, binary_accuracy}}
+// expected-error@+2 {{expected ::mlir::graph::LossKind to be one of: categorical_crossentropy, sparse_categorical_crossentropy, binary_crossentropy, mean_squared_error, mean_absolute_error, mean_absolute_percentage_error, mean_squared_logarithmic_error, huber, log_cosh, poisson, kl_divergence, hinge, squared_hinge, binary_accuracy, binary_focal_crossentropy, categorical_focal_crossentropy, cosine_similarity, categorical_hinge, dice, tversky}}
 // expected-error@+1 {{failed to parse Graph_LossKindAttr parameter 'value'}}
-graph.training @m loss = cosine_similarity optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.0, nesterov = false> metrics = [] global_batch_size = 2
+graph.training @m loss = ctc optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.0, nesterov = false> metrics = [] global_batch_size = 2
 
 // -----
 
@@ -434,6 +434,91 @@ func.func @pointwise_grad_metric(%p: tensor<4x3xf32>, %t: tensor<4x3xf32>) -> te
   // expected-error@+1 {{binary_accuracy is a metric: it has no gradient}}
   %g = graph.pointwise_loss_grad binary_accuracy %p, %t : tensor<4x3xf32>
   return %g : tensor<4x3xf32>
+}
+
+// -----
+
+func.func @pointwise_logits_of_hinge(%p: tensor<4x3xf32>, %t: tensor<4x3xf32>) -> tensor<4x3xf32> {
+  // expected-error@+1 {{from_logits is binary_crossentropy's and the focal cross-entropies', not categorical_hinge's}}
+  %g = graph.pointwise_loss_grad categorical_hinge %p, %t from_logits : tensor<4x3xf32>
+  return %g : tensor<4x3xf32>
+}
+
+// -----
+
+func.func @pointwise_alpha_of_mse(%p: tensor<4x3xf32>, %t: tensor<4x3xf32>) -> tensor<4x3xf32> {
+  // expected-error@+1 {{alpha is the focal cross-entropies' and tversky's, not mean_squared_error's}}
+  %g = graph.pointwise_loss_grad mean_squared_error %p, %t alpha = 0.5 : tensor<4x3xf32>
+  return %g : tensor<4x3xf32>
+}
+
+// -----
+
+func.func @focal_negative_gamma(%p: tensor<4x3xf32>, %t: tensor<4x3xf32>) -> tensor<4x3xf32> {
+  // expected-error@+1 {{needs a finite non-negative gamma, got -1}}
+  %g = graph.pointwise_loss_grad binary_focal_crossentropy %p, %t gamma = -1.0 : tensor<4x3xf32>
+  return %g : tensor<4x3xf32>
+}
+
+// -----
+
+func.func @categorical_focal_balancing(%p: tensor<4x3xf32>, %t: tensor<4x3xf32>) -> tensor<4x3xf32> {
+  // expected-error@+1 {{apply_class_balancing is binary_focal_crossentropy's, not categorical_focal_crossentropy's}}
+  %g = graph.pointwise_loss_grad categorical_focal_crossentropy %p, %t apply_class_balancing : tensor<4x3xf32>
+  return %g : tensor<4x3xf32>
+}
+
+// -----
+
+func.func @pointwise_dice(%p: tensor<4x3xf32>, %t: tensor<4x3xf32>) -> tensor<4x3xf32> {
+  // expected-error@+1 {{dice is one ratio over the whole batch: graph.overlap_sums and graph.overlap_loss}}
+  %g = graph.pointwise_loss_grad dice %p, %t : tensor<4x3xf32>
+  return %g : tensor<4x3xf32>
+}
+
+// -----
+
+func.func @overlap_kind(%s: tensor<3xf32>) -> tensor<f32> {
+  // expected-error@+2 {{needs dice or tversky, got huber}}
+  // expected-error@+1 {{'graph.overlap_loss' op failed to infer returned types}}
+  %l = graph.overlap_loss huber %s : tensor<3xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+func.func @overlap_dice_beta(%s: tensor<3xf32>) -> tensor<f32> {
+  // expected-error@+2 {{beta is tversky's, not dice's}}
+  // expected-error@+1 {{'graph.overlap_loss' op failed to infer returned types}}
+  %l = graph.overlap_loss dice %s beta = 0.5 : tensor<3xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+func.func @overlap_sums_type(%t: tensor<4x3xf32>, %s: tensor<2xf32>) -> tensor<4x3xf32> {
+  // expected-error@+2 {{sums must be 'tensor<3xf32>' (sum t p, sum t, sum p), got 'tensor<2xf32>'}}
+  // expected-error@+1 {{'graph.overlap_loss_grad' op failed to infer returned types}}
+  %g = graph.overlap_loss_grad dice %t, %s : tensor<4x3xf32>, tensor<2xf32> -> tensor<4x3xf32>
+  return %g : tensor<4x3xf32>
+}
+
+// -----
+
+func.func @overlap_replicas(%t: tensor<4x3xf32>, %s: tensor<3xf32>) -> tensor<4x3xf32> {
+  // expected-error@+2 {{needs replicas >= 1, got 0}}
+  // expected-error@+1 {{'graph.overlap_loss_grad' op failed to infer returned types}}
+  %g = graph.overlap_loss_grad dice %t, %s {replicas = 0} : tensor<4x3xf32>, tensor<3xf32> -> tensor<4x3xf32>
+  return %g : tensor<4x3xf32>
+}
+
+// -----
+
+func.func @overlap_sums_targets(%p: tensor<4x3xf32>, %t: tensor<4x2xf32>) -> tensor<3xf32> {
+  // expected-error@+2 {{targets 'tensor<4x2xf32>' must have the predictions' type 'tensor<4x3xf32>'}}
+  // expected-error@+1 {{'graph.overlap_sums' op failed to infer returned types}}
+  %s = graph.overlap_sums %p, %t : tensor<4x3xf32>, tensor<4x2xf32> -> tensor<3xf32>
+  return %s : tensor<3xf32>
 }
 
 // -----

@@ -588,6 +588,37 @@ graph.model @pointwise_loss {
 
 // -----
 
+// The focal cross-entropies' options, the row kinds, and Dice and Tversky:
+// the batch's sums, the loss of the sums (weighted), its gradient.
+// CHECK-LABEL: graph.model @focal_row_overlap {
+// CHECK: %[[P:.*]] = graph.input "p" : tensor<8x3xf32>
+// CHECK: %[[T:.*]] = graph.input "t" : tensor<8x3xf32>
+// CHECK: %[[W:.*]] = graph.input "w" : tensor<8xf32>
+// CHECK-NEXT: %[[BF:.*]] = graph.pointwise_loss binary_focal_crossentropy %[[P]], %[[T]] from_logits label_smoothing = 1.000000e-01 alpha = 4.000000e-01 gamma = 1.500000e+00 apply_class_balancing : tensor<8x3xf32>, tensor<8x3xf32> -> tensor<f32>
+// CHECK-NEXT: %[[CF:.*]] = graph.pointwise_loss categorical_focal_crossentropy %[[P]], %[[T]] weights %[[W]] alpha = 6.000000e-01 gamma = 3.000000e+00 : tensor<8x3xf32>, tensor<8x3xf32>, tensor<8xf32> -> tensor<f32>
+// CHECK-NEXT: %[[CS:.*]] = graph.pointwise_loss cosine_similarity %[[P]], %[[T]] : tensor<8x3xf32>, tensor<8x3xf32> -> tensor<f32>
+// CHECK-NEXT: %[[CG:.*]] = graph.pointwise_loss_grad categorical_hinge %[[P]], %[[T]] : tensor<8x3xf32>
+// CHECK-NEXT: %[[S:.*]] = graph.overlap_sums %[[P]], %[[T]] weights %[[W]] : tensor<8x3xf32>, tensor<8x3xf32>, tensor<8xf32> -> tensor<3xf32>
+// CHECK-NEXT: %[[D:.*]] = graph.overlap_loss dice %[[S]] weights %[[W]] : tensor<3xf32>, tensor<8xf32> -> tensor<f32>
+// CHECK-NEXT: %[[TV:.*]] = graph.overlap_loss tversky %[[S]] alpha = 2.500000e-01 beta = 7.500000e-01 : tensor<3xf32> -> tensor<f32>
+// CHECK-NEXT: %[[G:.*]] = graph.overlap_loss_grad tversky %[[T]], %[[S]] alpha = 2.500000e-01 beta = 7.500000e-01 {replicas = 2 : i64} : tensor<8x3xf32>, tensor<3xf32> -> tensor<8x3xf32>
+graph.model @focal_row_overlap {
+  %p = graph.input "p" : tensor<8x3xf32>
+  %t = graph.input "t" : tensor<8x3xf32>
+  %w = graph.input "w" : tensor<8xf32>
+  %bf = graph.pointwise_loss binary_focal_crossentropy %p, %t from_logits label_smoothing = 0.1 alpha = 0.4 gamma = 1.5 apply_class_balancing : tensor<8x3xf32>, tensor<8x3xf32> -> tensor<f32>
+  %cf = graph.pointwise_loss categorical_focal_crossentropy %p, %t weights %w alpha = 0.6 gamma = 3.0 : tensor<8x3xf32>, tensor<8x3xf32>, tensor<8xf32> -> tensor<f32>
+  %cs = graph.pointwise_loss cosine_similarity %p, %t : tensor<8x3xf32>, tensor<8x3xf32> -> tensor<f32>
+  %cg = graph.pointwise_loss_grad categorical_hinge %p, %t : tensor<8x3xf32>
+  %s = graph.overlap_sums %p, %t weights %w : tensor<8x3xf32>, tensor<8x3xf32>, tensor<8xf32> -> tensor<3xf32>
+  %d = graph.overlap_loss dice %s weights %w : tensor<3xf32>, tensor<8xf32> -> tensor<f32>
+  %tv = graph.overlap_loss tversky %s alpha = 0.25 beta = 0.75 : tensor<3xf32> -> tensor<f32>
+  %g = graph.overlap_loss_grad tversky %t, %s alpha = 0.25 beta = 0.75 {replicas = 2} : tensor<8x3xf32>, tensor<3xf32> -> tensor<8x3xf32>
+  graph.output %bf, %cf, %cs, %cg, %d, %tv, %g : tensor<f32>, tensor<f32>, tensor<f32>, tensor<8x3xf32>, tensor<f32>, tensor<f32>, tensor<8x3xf32>
+}
+
+// -----
+
 // sparse_categorical_crossentropy with i32 and i64 class indices.
 // CHECK-LABEL: graph.model @sparse_categorical_crossentropy {
 // CHECK-NEXT: %[[P:.*]] = graph.input "p" : tensor<8x10xf32>

@@ -17,9 +17,12 @@
 
 namespace graph::runtime::testing {
 
-/// The element-wise Keras losses and metrics (graph.pointwise_loss).
+/// The element-wise and row-wise Keras losses and metrics
+/// (graph.pointwise_loss), and Dice and Tversky (graph.overlap_sums,
+/// graph.overlap_loss).
 inline const std::set<std::string> kKernelsNotOnCudaYet = {
-    "pointwise_loss", "pointwise_loss_grad"};
+    "pointwise_loss", "pointwise_loss_grad", "overlap_sums", "overlap_loss",
+    "overlap_loss_grad"};
 
 } // namespace graph::runtime::testing
 

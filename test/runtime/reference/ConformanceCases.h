@@ -992,6 +992,19 @@ inline std::vector<Case> allCases() {
     huber.set("delta", 0.5);
     bceLogits.set("from_logits", int64_t{1}).set("label_smoothing", 0.1);
     bceSmooth.set("label_smoothing", 0.2);
+    // The focal cross-entropies with every option; Tversky's weights.
+    KernelConfig focalOptions = kind("binary_focal_crossentropy"),
+                 categoricalFocalOptions =
+                     kind("categorical_focal_crossentropy");
+    focalOptions.set("from_logits", int64_t{1})
+        .set("label_smoothing", 0.1)
+        .set("apply_class_balancing", int64_t{1})
+        .set("alpha", 0.4)
+        .set("gamma", 1.5);
+    categoricalFocalOptions.set("from_logits", int64_t{1})
+        .set("label_smoothing", 0.1)
+        .set("alpha", 0.6)
+        .set("gamma", 3.0);
     const Pointwise kinds[] = {
         {"mean_squared_error", kind("mean_squared_error"), -2, 2, -2, 2},
         {"mean_absolute_error", kind("mean_absolute_error"), -2, 2, -2, 2},
@@ -1012,6 +1025,15 @@ inline std::vector<Case> allCases() {
         {"squared_hinge", kind("squared_hinge"), -2, 2, 0, 1, true},
         {"hinge -1/1", kind("hinge"), -2, 2, -1, 1, true},
         {"binary_accuracy", kind("binary_accuracy"), 0, 1, 0, 1, true},
+        {"binary_focal_crossentropy", kind("binary_focal_crossentropy"), 0.02,
+         0.98, 0, 1, true},
+        {"binary_focal_crossentropy options", focalOptions, -4, 4, 0, 1, true},
+        {"categorical_focal_crossentropy",
+         kind("categorical_focal_crossentropy"), 0.02, 0.98, 0, 1, true},
+        {"categorical_focal_crossentropy options", categoricalFocalOptions, -4,
+         4, 0, 1, true},
+        {"cosine_similarity", kind("cosine_similarity"), -2, 2, -2, 2},
+        {"categorical_hinge", kind("categorical_hinge"), -2, 2, 0, 1, true},
     };
     unsigned seed = 200;
     for (const Pointwise &k : kinds)
@@ -1029,6 +1051,26 @@ inline std::vector<Case> allCases() {
         if (k.label != "binary_accuracy") // a metric: no gradient
           add("pointwise_loss_grad", label, k.cfg, {p, t}, {shape});
       }
+    // Dice and Tversky: the sums (weighted: rows of weight 0 left out), the
+    // loss of given sums, its gradient.
+    KernelConfig dice = kind("dice"), tversky = kind("tversky"),
+                 tversky2 = kind("tversky");
+    tversky.set("alpha", 0.3).set("beta", 0.7);
+    tversky2.set("replicas", int64_t{2});
+    Tensor op = rnd({6, 5}, 240, 0, 1), ot = rnd({6, 5}, 241, 0, 1);
+    Tensor ow = Tensor::f32({6}, {1, 0, 1, 1, 0, 1});
+    Tensor sums = Tensor::f32({3}, {3.5, 7.25, 9.0});
+    add("overlap_sums", "", {}, {op, ot}, {{3}});
+    add("overlap_sums", "weighted", {}, {op, ot, ow}, {{3}});
+    add("overlap_sums", "rows of 3000", {},
+        {rnd({9, 3000}, 242, 0, 1), rnd({9, 3000}, 243, 0, 1)}, {{3}});
+    for (const KernelConfig *cfg : {&dice, &tversky, &tversky2}) {
+      add("overlap_loss", cfg->getString("kind"), *cfg, {sums}, {{}});
+      add("overlap_loss", cfg->getString("kind") + " weighted", *cfg,
+          {sums, ow}, {{}});
+      add("overlap_loss_grad", cfg->getString("kind"), *cfg, {ot, sums},
+          {{6, 5}});
+    }
   }
   // Every convolution case again with its kernel in OHWI (filter_layout
   // ohwi, graphc's layout for a kernel variable only convolutions read):

@@ -146,7 +146,8 @@ TEST_P(Conformance, PointwiseLossRefusesBadLaunches) {
       " (mean_squared_error, mean_absolute_error, "
       "mean_absolute_percentage_error, mean_squared_logarithmic_error, huber, "
       "log_cosh, binary_crossentropy, poisson, kl_divergence, hinge, "
-      "squared_hinge, binary_accuracy)";
+      "squared_hinge, binary_accuracy, binary_focal_crossentropy, "
+      "categorical_focal_crossentropy, cosine_similarity, categorical_hinge)";
   auto kind = [](std::string name) {
     KernelConfig c;
     c.set("kind", name);
@@ -158,6 +159,10 @@ TEST_P(Conformance, PointwiseLossRefusesBadLaunches) {
   huberLogits.set("from_logits", int64_t{1});
   KernelConfig hingeSmooth = kind("hinge");
   hingeSmooth.set("label_smoothing", 0.1);
+  KernelConfig hingeGamma = kind("categorical_hinge");
+  hingeGamma.set("gamma", 2.0);
+  KernelConfig diceBeta = kind("dice");
+  diceBeta.set("beta", 0.5);
   struct Bad {
     std::string kernel;
     KernelConfig cfg;
@@ -195,14 +200,35 @@ TEST_P(Conformance, PointwiseLossRefusesBadLaunches) {
        huberLogits,
        {{2, 3}, {2, 3}},
        {{2, 3}},
-       "pointwise_loss_grad: from_logits is binary_crossentropy's option, not "
-       "huber's"},
+       "pointwise_loss_grad: from_logits is binary_crossentropy's and the "
+       "focal cross-entropies' option, not huber's"},
       {"pointwise_loss",
        hingeSmooth,
        {{2, 3}, {2, 3}},
        {{}},
-       "pointwise_loss: label_smoothing is binary_crossentropy's option, not "
-       "hinge's"},
+       "pointwise_loss: label_smoothing is binary_crossentropy's and the "
+       "focal cross-entropies' option, not hinge's"},
+      {"pointwise_loss",
+       hingeGamma,
+       {{2, 3}, {2, 3}},
+       {{}},
+       "pointwise_loss: gamma is the focal cross-entropies' option, not "
+       "categorical_hinge's"},
+      {"overlap_loss",
+       kind("huber"),
+       {{3}},
+       {{}},
+       "overlap_loss: needs kind dice or tversky, got 'huber'"},
+      {"overlap_loss_grad",
+       diceBeta,
+       {{2, 3}, {3}},
+       {{2, 3}},
+       "overlap_loss_grad: alpha and beta are tversky's options, not dice's"},
+      {"overlap_sums",
+       {},
+       {{2, 3}, {3, 2}},
+       {{3}},
+       "overlap_sums: targets [3, 2] do not match predictions [2, 3]"},
       {"pointwise_loss_grad",
        kind("huber"),
        {{2, 3}, {2, 3}},

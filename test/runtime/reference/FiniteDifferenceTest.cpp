@@ -662,6 +662,22 @@ TEST(FiniteDifference, PointwiseLosses) {
   huber.set("delta", 0.075);
   smooth.set("label_smoothing", 0.1);
   logits.set("from_logits", int64_t{1}).set("label_smoothing", 0.2);
+  // The focal cross-entropies with their options, Tversky's weights; the
+  // categorical kinds on one-hot rows of 4.
+  KernelConfig focal = kind("binary_focal_crossentropy"),
+               focalHalf = kind("binary_focal_crossentropy"),
+               categoricalFocal = kind("categorical_focal_crossentropy");
+  focal.set("from_logits", int64_t{1})
+      .set("label_smoothing", 0.1)
+      .set("apply_class_balancing", int64_t{1})
+      .set("alpha", 0.4)
+      .set("gamma", 1.5);
+  focalHalf.set("gamma", 0.5);
+  categoricalFocal.set("from_logits", int64_t{1})
+      .set("label_smoothing", 0.1)
+      .set("alpha", 0.6)
+      .set("gamma", 3.0);
+  const std::vector<double> oneHot = {0, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 1};
   const C cases[] = {
       {"mean_squared_error", kind("mean_squared_error"), p, t},
       {"mean_absolute_error", kind("mean_absolute_error"), p, t},
@@ -681,6 +697,15 @@ TEST(FiniteDifference, PointwiseLosses) {
       {"hinge, -1/1 targets", kind("hinge"), hp, signs},
       {"squared_hinge, -1/1 targets", kind("squared_hinge"), hp, signs},
       {"squared_hinge", kind("squared_hinge"), hp, binary},
+      {"binary_focal_crossentropy", kind("binary_focal_crossentropy"), p,
+       binary},
+      {"binary_focal_crossentropy options", focal, z, binary},
+      {"binary_focal_crossentropy gamma 0.5", focalHalf, p, t},
+      {"categorical_focal_crossentropy", kind("categorical_focal_crossentropy"),
+       p, oneHot},
+      {"categorical_focal_crossentropy options", categoricalFocal, z, oneHot},
+      {"cosine_similarity", kind("cosine_similarity"), z, hp},
+      {"categorical_hinge", kind("categorical_hinge"), hp, oneHot},
   };
   for (const C &c : cases) {
     Forward f;
@@ -691,6 +716,52 @@ TEST(FiniteDifference, PointwiseLosses) {
     expectGradient(analytic("pointwise_loss_grad", c.cfg, f.ins, {shape}),
                    f.numeric(0, {1.0}), "pointwise_loss_grad " + c.label);
   }
+}
+
+/// Dice and Tversky: overlap_loss_grad against central differences of
+/// overlap_loss(overlap_sums(p, t)), with soft and binary targets; with
+/// `replicas` the gradient is N times as large.
+TEST(FiniteDifference, OverlapLosses) {
+  const std::vector<int64_t> shape = {3, 2, 2};
+  const std::vector<double> p = uniform(12, 0.05, 0.95, 131);
+  const std::vector<double> soft = uniform(12, 0, 1, 132);
+  const std::vector<double> binary = {1, 0, 0, 1, 1, 0, 1, 0, 1, 1, 0, 0};
+  KernelConfig dice, tversky;
+  dice.set("kind", std::string("dice"));
+  tversky.set("kind", std::string("tversky"))
+      .set("alpha", 0.3)
+      .set("beta", 0.7);
+  auto loss = [&](const KernelConfig &cfg, const std::vector<double> &pv,
+                  const std::vector<double> &tv) {
+    Tensor pt = Tensor::f64(shape, pv), tt = Tensor::f64(shape, tv);
+    Tensor sums = Tensor::f64({3}), value = Tensor::f64({});
+    EXPECT_TRUE(launch("overlap_sums", {}, {&pt, &tt}, {&sums}).isOk());
+    EXPECT_TRUE(launch("overlap_loss", cfg, {&sums}, {&value}).isOk());
+    return value.get(0);
+  };
+  for (const KernelConfig &cfg : {dice, tversky})
+    for (const std::vector<double> &t : {soft, binary}) {
+      std::vector<double> numeric(12);
+      for (int k = 0; k < 12; ++k) {
+        std::vector<double> plus = p, minus = p;
+        plus[k] += 1e-6;
+        minus[k] -= 1e-6;
+        numeric[k] = (loss(cfg, plus, t) - loss(cfg, minus, t)) / 2e-6;
+      }
+      Tensor pt = Tensor::f64(shape, p), tt = Tensor::f64(shape, t);
+      Tensor sums = Tensor::f64({3});
+      ASSERT_TRUE(launch("overlap_sums", {}, {&pt, &tt}, {&sums}).isOk());
+      std::string what = cfg.getString("kind");
+      expectGradient(analytic("overlap_loss_grad", cfg, {tt, sums}, {shape}),
+                     numeric, "overlap_loss_grad " + what);
+      KernelConfig twice = cfg;
+      twice.set("replicas", int64_t{2});
+      std::vector<double> doubled = numeric;
+      for (double &v : doubled)
+        v *= 2;
+      expectGradient(analytic("overlap_loss_grad", twice, {tt, sums}, {shape}),
+                     doubled, "overlap_loss_grad replicas 2 " + what);
+    }
 }
 
 /// Where Keras' formula has a kink or a clip, the gradient is
