@@ -77,6 +77,8 @@ Status parseRunState(const SafetensorsFile &file, RunState &out) {
     return Status::error(file.source() +
                          ": no 'data' in the checkpoint's metadata");
   state.data = *data;
+  if (const std::string *model = file.metadata("model"))
+    state.model = *model;
   out = std::move(state);
   return Status::ok();
 }
@@ -142,6 +144,8 @@ Status CheckpointManager::save(const MirroredVariables &variables,
   writer.setMetadata("global_batch", std::to_string(state.globalBatch));
   writer.setMetadata("epoch_examples", std::to_string(state.epochExamples));
   writer.setMetadata("data", state.data);
+  if (!state.model.empty())
+    writer.setMetadata("model", state.model);
   // For people reading the header; loading derives them from the above.
   writer.setMetadata("epoch", std::to_string(state.epoch()));
   writer.setMetadata("example_in_epoch",
@@ -232,7 +236,31 @@ Status CheckpointManager::restore(const LoadedCheckpoint &checkpoint,
                         std::to_string(saved.epochExamples) + " examples)",
                     "'" + expected.data + "' (" +
                         std::to_string(expected.epochExamples) + " examples)");
-  return setVariables(checkpoint.file, allVariables(variables), variables);
+  Status set =
+      setVariables(checkpoint.file, allVariables(variables), variables);
+  if (set)
+    return set;
+  // Another model's variables (or another optimizer's slots): say so
+  // first, then which tensor showed it.
+  std::string fault = set.message();
+  const std::string prefix = checkpoint.file.source() + ": ";
+  if (fault.starts_with(prefix))
+    fault = fault.substr(prefix.size());
+  auto named = [](const std::string &model) {
+    return model.empty() ? std::string("a model") : "model '" + model + "'";
+  };
+  std::string which = !saved.model.empty() && saved.model != expected.model
+                          ? ", " + named(saved.model) + ", not this plan's " +
+                                named(expected.model)
+                          : "";
+  return Status::error(checkpoint.path + ": written by another model" + which +
+                       " (" + std::to_string(checkpoint.file.tensors().size()) +
+                       " tensors, this plan has " +
+                       std::to_string(variables.count()) +
+                       " variables): " + fault +
+                       ": a checkpoint resumes only the model (and "
+                       "optimizer) that wrote it; use another "
+                       "--checkpoint-dir");
 }
 
 Status CheckpointHook::save(int64_t step) {

@@ -49,8 +49,13 @@ struct RunState {
   /// Examples per epoch of the training data.
   int64_t epochExamples = 0;
   /// How the training data are ordered ("fashion_mnist, shuffle buffer
-  /// 5000"): a run that orders them otherwise cannot resume exactly.
+  /// 5000"): a run that orders them otherwise cannot resume exactly. Not
+  /// the job's shape: W workers x R replicas order them as one worker of
+  /// W x R does, so any shape with the same global batch resumes.
   std::string data;
+  /// The plan's model name, for the message that refuses a checkpoint of
+  /// another model (empty: unknown, as in checkpoints written before it).
+  std::string model;
 
   /// The epoch the next batch comes from (0 first) and how many of its
   /// examples were consumed (batches run across epoch boundaries).
@@ -85,8 +90,11 @@ public:
                     std::vector<std::string> &warnings) const;
 
   /// Sets every variable from `checkpoint`, after checking that it was
-  /// written by this model and by a run whose seed and data order are
-  /// `expected`'s (anything else cannot resume exactly).
+  /// written by this model and by a run whose seed, global batch and data
+  /// order are `expected`'s (anything else cannot resume exactly). The
+  /// replica and worker counts may differ: every copy of a variable is
+  /// equal between steps (batch-norm statistics included, averaged across
+  /// replicas each step), so one copy restores them all.
   static Status restore(const LoadedCheckpoint &checkpoint,
                         const RunState &expected, MirroredVariables &variables);
 

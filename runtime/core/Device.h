@@ -218,6 +218,11 @@ struct PreparedInput {
   /// Which part of the replica's BatchSlice fills it.
   data::BatchPart part = data::BatchPart::images;
   size_t bytes = 0;
+  /// A model of several inputs: each example's features are its inputs'
+  /// rows one after another, in the plan's input order (ArraysDataset.h);
+  /// this input takes elements [columnOffset, columnOffset + columns) of
+  /// each row of rowElements. 0 columns: the whole row (one input).
+  int64_t columnOffset = 0, columns = 0, rowElements = 0;
 };
 
 /// A program ready to run: what the executor prepared, device-neutral.

@@ -111,10 +111,15 @@ Status Executor::prepare(MirroredVariables &variables,
                          " devices' variables, has " +
                          std::to_string(variables.devices()));
 
-  // Inputs: one image input and, optionally, "labels" and (evaluation)
-  // "sample_weight".
+  // Inputs: the model's (one or several: each example's features are
+  // their rows one after another, in plan order) and, optionally, "labels"
+  // and (evaluation) "sample_weight".
   const auto &inputs = *plan_.inputs();
   int imageInput = -1, labelInput = -1, weightInput = -1;
+  // [input]: where its elements start in an example's features (-1: not a
+  // model input), and the features' elements per example.
+  std::vector<int64_t> columnOffset(inputs.size(), -1);
+  int64_t rowElements = 0;
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (inputs[i]->name()->str() == "labels") {
       labelInput = static_cast<int>(i);
@@ -124,14 +129,18 @@ Status Executor::prepare(MirroredVariables &variables,
           inputs[i]->shape()->size() != 1)
         return Status::error(where + ": input 'sample_weight' must be f32 "
                                      "[batch]");
-    } else if (imageInput < 0) {
-      imageInput = static_cast<int>(i);
     } else {
-      return Status::error(where +
-                           ": graphrun feeds one image input, 'labels' "
-                           "and 'sample_weight'; the plan has inputs '" +
-                           inputs[imageInput]->name()->str() + "' and '" +
-                           inputs[i]->name()->str() + "'");
+      if (imageInput < 0)
+        imageInput = static_cast<int>(i);
+      columnOffset[i] = rowElements;
+      int64_t row = 1;
+      for (size_t k = 1; k < inputs[i]->shape()->size(); ++k)
+        row *= inputs[i]->shape()->Get(k);
+      rowElements += row;
+      if (inputs[i]->shape()->Get(0) != inputs[imageInput]->shape()->Get(0))
+        return Status::error(
+            where + ": inputs '" + inputs[imageInput]->name()->str() +
+            "' and '" + inputs[i]->name()->str() + "' have different batches");
     }
   }
   if (imageInput < 0)
@@ -263,8 +272,15 @@ Status Executor::prepare(MirroredVariables &variables,
         return Status::error(at + s.message());
       data[i] = storage.data();
       inputBuffers[key] = storage.data();
-      prepared_.inputs.push_back(
-          {storage.data(), device, replica, part, static_cast<size_t>(bytes)});
+      PreparedInput prepared{storage.data(), device, replica, part,
+                             static_cast<size_t>(bytes)};
+      if (part == data::BatchPart::images &&
+          rowElements * rowsPerReplica * int64_t(sizeof(float)) != bytes) {
+        prepared.columnOffset = columnOffset[b.input()];
+        prepared.columns = bytes / (rowsPerReplica * int64_t(sizeof(float)));
+        prepared.rowElements = rowElements;
+      }
+      prepared_.inputs.push_back(prepared);
       if (part == data::BatchPart::sampleWeights)
         ones_.assign(static_cast<size_t>(localBatch_), 1.0f);
       inputStorage_.push_back(std::move(storage));
@@ -522,6 +538,16 @@ void Executor::runDevice(int d) {
                            static_cast<float *>(in.dst), labels);
       continue;
     }
+    if (in.columns > 0) {
+      // One of several inputs: its columns of every row.
+      const float *src = static_cast<const float *>(s.data(in.part));
+      float *dst = static_cast<float *>(in.dst);
+      const size_t rowBytes = static_cast<size_t>(in.columns) * sizeof(float);
+      for (int64_t r = 0; r < s.rows; ++r)
+        std::memcpy(dst + r * in.columns,
+                    src + r * in.rowElements + in.columnOffset, rowBytes);
+      continue;
+    }
     std::memcpy(in.dst, s.data(in.part), in.bytes);
   }
   std::vector<Timestamp> &timeline = hostResult_->timestamps[d];
@@ -639,6 +665,8 @@ Status Executor::checkBatch(const data::Batch &batch) {
     case data::BatchPart::images:
       have =
           static_cast<size_t>(sl.rows * batch.shape.elements()) * sizeof(float);
+      if (in.columns > 0 && batch.shape.elements() == in.rowElements)
+        have = static_cast<size_t>(sl.rows * in.columns) * sizeof(float);
       break;
     case data::BatchPart::labels:
       have =

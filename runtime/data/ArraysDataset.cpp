@@ -14,6 +14,7 @@ namespace {
 
 constexpr const char *kArraysPrefix = "arrays:";
 constexpr const char *kCsvPrefix = "csv:";
+constexpr const char *kMemoryPrefix = "memory:";
 
 /// NumPy's way of writing a shape: "(60000, 28, 28)", "(5,)".
 std::string numpyShape(const std::vector<int64_t> &dims) {
@@ -134,9 +135,26 @@ Status toTargets(const std::string &what, const std::vector<double> &values,
 
 /// The pair (x, y) of arrays `spec` names: an .npz's members, or two .npy
 /// files. `y` stays empty when the spec has none and none is needed.
-Status openPair(const std::string &spec, const std::string &inputName,
-                bool needsLabels, std::shared_ptr<NumpyArray> &x,
-                std::shared_ptr<NumpyArray> &y, std::string &name) {
+Status pickPair(const std::string &where,
+                const std::vector<NumpyArray> &members,
+                const std::string &inputName, bool needsLabels,
+                std::shared_ptr<NumpyArray> &x, std::shared_ptr<NumpyArray> &y);
+
+Status openPair(const std::string &spec, const ArraysOptions &o,
+                std::shared_ptr<NumpyArray> &x, std::shared_ptr<NumpyArray> &y,
+                std::string &name) {
+  const std::string &inputName = o.inputName;
+  const bool needsLabels = o.needsLabels;
+  if (spec.starts_with(kMemoryPrefix)) {
+    std::string key = spec.substr(std::string(kMemoryPrefix).size());
+    auto found =
+        o.inMemory ? o.inMemory->find(key) : InMemoryArrays::const_iterator();
+    if (!o.inMemory || found == o.inMemory->end())
+      return Status::internal(spec + ": no arrays registered under '" + key +
+                              "'");
+    name = key;
+    return pickPair(key, found->second, inputName, needsLabels, x, y);
+  }
   if (!spec.starts_with(kArraysPrefix))
     return Status::internal(spec + ": not an arrays: spec");
   std::string rest = spec.substr(std::string(kArraysPrefix).size());
@@ -170,6 +188,14 @@ Status openPair(const std::string &spec, const std::string &inputName,
   if (Status s = openNpz(rest, members); !s)
     return s;
   name = rest;
+  return pickPair(rest, members, inputName, needsLabels, x, y);
+}
+
+/// x and y among `members` (an .npz's, or arrays in memory), by name.
+Status pickPair(const std::string &rest, const std::vector<NumpyArray> &members,
+                const std::string &inputName, bool needsLabels,
+                std::shared_ptr<NumpyArray> &x,
+                std::shared_ptr<NumpyArray> &y) {
   auto find = [&](const std::string &member) -> const NumpyArray * {
     for (const NumpyArray &a : members)
       if (a.name() == member)
@@ -209,22 +235,110 @@ Status openPair(const std::string &spec, const std::string &inputName,
   return Status::ok();
 }
 
+/// A model of several inputs: the array of each (named after it) and y,
+/// from an .npz or arrays in memory.
+Status openInputs(const std::string &spec, const ArraysOptions &o,
+                  std::vector<std::shared_ptr<NumpyArray>> &xs,
+                  std::shared_ptr<NumpyArray> &y, std::string &name) {
+  std::vector<NumpyArray> owned;
+  const std::vector<NumpyArray> *members = &owned;
+  if (spec.starts_with(kMemoryPrefix)) {
+    name = spec.substr(std::string(kMemoryPrefix).size());
+    auto found =
+        o.inMemory ? o.inMemory->find(name) : InMemoryArrays::const_iterator();
+    if (!o.inMemory || found == o.inMemory->end())
+      return Status::internal(spec + ": no arrays registered under '" + name +
+                              "'");
+    members = &found->second;
+  } else {
+    name = spec.substr(std::string(kArraysPrefix).size());
+    if (name.find(',') != std::string::npos || name.ends_with(".npy"))
+      return Status::invalidInput(
+          spec +
+          ": the model has several inputs: give an .npz with an array "
+          "named after each (np.savez(f, " +
+          o.inputs.front().first + "=..., ..., y=...))");
+    if (Status s = openNpz(name, owned); !s)
+      return s;
+  }
+  std::string names, inputNames;
+  for (const NumpyArray &a : *members)
+    names += (names.empty() ? "'" : ", '") + a.name() + "'";
+  for (const auto &[input, shape] : o.inputs)
+    inputNames += (inputNames.empty() ? "'" : ", '") + input + "'";
+  std::vector<const NumpyArray *> used;
+  for (const auto &[input, shape] : o.inputs) {
+    const NumpyArray *found = nullptr;
+    for (const NumpyArray &a : *members)
+      if (a.name() == input)
+        found = &a;
+    if (!found)
+      return Status::invalidInput(name + ": no array '" + input + "' among " +
+                                  names +
+                                  "; the model's inputs "
+                                  "are " +
+                                  inputNames + ", each an array of its name");
+    used.push_back(found);
+    xs.push_back(std::make_shared<NumpyArray>(*found));
+  }
+  const NumpyArray *ys = nullptr;
+  std::vector<const NumpyArray *> others;
+  for (const NumpyArray &a : *members) {
+    if (a.name() == "y")
+      ys = &a;
+    if (std::find(used.begin(), used.end(), &a) == used.end() &&
+        a.name() != "sample_weight")
+      others.push_back(&a);
+  }
+  if (!ys && others.size() == 1)
+    ys = others[0];
+  if (!ys && o.needsLabels)
+    return Status::invalidInput(name + ": no array 'y' (the labels) among " +
+                                names);
+  if (ys)
+    y = std::make_shared<NumpyArray>(*ys);
+  return Status::ok();
+}
+
 Status openNumpy(const std::string &spec, const ArraysOptions &o,
                  std::shared_ptr<const Dataset> &memory,
                  std::optional<MappedExamples> &mapped) {
   std::shared_ptr<NumpyArray> x, y;
   std::string name;
-  if (Status s = openPair(spec, o.inputName, o.needsLabels, x, y, name); !s)
+  // Several inputs: x is the first's array, the others follow it.
+  std::vector<std::shared_ptr<NumpyArray>> xs;
+  if (o.inputs.size() > 1) {
+    if (Status s = openInputs(spec, o, xs, y, name); !s)
+      return s;
+    x = xs.front();
+  } else if (Status s = openPair(spec, o, x, y, name); !s) {
     return s;
+  }
   // x: one row per example, of the input's shape.
-  std::vector<int64_t> row(x->shape().begin() + (x->shape().empty() ? 0 : 1),
-                           x->shape().end());
-  if (x->shape().empty() || row != o.shape.dims)
-    return Status::invalidInput(
-        x->source() + ": shape " + numpyShape(x->shape()) + " (" +
-        elementTypeName(x->type()) + "); the model's input '" + o.inputName +
-        "' takes " + expectedShape(o.shape) +
-        ": one row per example, of the input's shape");
+  auto checkShape = [&](const NumpyArray &a, const std::string &input,
+                        const ExampleShape &shape) -> Status {
+    std::vector<int64_t> row(a.shape().begin() + (a.shape().empty() ? 0 : 1),
+                             a.shape().end());
+    if (a.shape().empty() || row != shape.dims)
+      return Status::invalidInput(
+          a.source() + ": shape " + numpyShape(a.shape()) + " (" +
+          elementTypeName(a.type()) + "); the model's input '" + input +
+          "' takes " + expectedShape(shape) +
+          ": one row per example, of the input's shape");
+    return Status::ok();
+  };
+  if (xs.empty()) {
+    if (Status s = checkShape(*x, o.inputName, o.shape); !s)
+      return s;
+  } else {
+    for (size_t i = 0; i < xs.size(); ++i) {
+      if (Status s = checkShape(*xs[i], o.inputs[i].first, o.inputs[i].second);
+          !s)
+        return s;
+      if (xs[i]->rows() != x->rows())
+        return Status::invalidInput(lengthMismatch(name, *x, *xs[i]));
+    }
+  }
   const int64_t n = x->rows();
   if (n == 0)
     return Status::invalidInput(x->source() + ": holds no examples");
@@ -262,14 +376,37 @@ Status openNumpy(const std::string &spec, const ArraysOptions &o,
         !s)
       return s;
   }
-  const int64_t bytes = n * x->rowElements() * int64_t(sizeof(float));
+  const int64_t bytes = n * o.shape.elements() * int64_t(sizeof(float));
+  if (!xs.empty() && bytes > o.inMemoryBytes)
+    return Status::invalidInput(
+        name +
+        ": a model of several inputs takes its arrays in memory, and "
+        "these need " +
+        std::to_string(bytes >> 20) + " MiB as float32, more than the " +
+        std::to_string(o.inMemoryBytes >> 20) + " MiB available");
   if (bytes <= o.inMemoryBytes) {
     auto ds = std::make_shared<Dataset>();
     ds->name = x->source();
     ds->shape = o.shape;
     ds->numClasses = numClasses;
-    ds->images.resize(static_cast<size_t>(n * x->rowElements()));
-    x->rowsToFloat(0, n, ds->images.data());
+    ds->images.resize(static_cast<size_t>(n * o.shape.elements()));
+    if (xs.empty()) {
+      x->rowsToFloat(0, n, ds->images.data());
+    } else {
+      // Each example's inputs side by side, in the plan's order.
+      const int64_t width = o.shape.elements();
+      int64_t offset = 0;
+      std::vector<float> rows;
+      for (const std::shared_ptr<NumpyArray> &a : xs) {
+        const int64_t columns = a->rowElements();
+        rows.resize(static_cast<size_t>(n * columns));
+        a->rowsToFloat(0, n, rows.data());
+        for (int64_t r = 0; r < n; ++r)
+          std::copy_n(rows.data() + r * columns, columns,
+                      ds->images.data() + r * width + offset);
+        offset += columns;
+      }
+    }
     ds->labels = std::move(labels);
     ds->targets = std::move(targets);
     if (Status s = ds->validate(); !s)
@@ -408,7 +545,8 @@ MapFn MappedExamples::loader() const {
 }
 
 bool isArraysSpec(const std::string &spec) {
-  return spec.starts_with(kArraysPrefix) || spec.starts_with(kCsvPrefix);
+  return spec.starts_with(kArraysPrefix) || spec.starts_with(kCsvPrefix) ||
+         spec.starts_with(kMemoryPrefix);
 }
 
 Status openArrays(const std::string &spec, const ArraysOptions &options,

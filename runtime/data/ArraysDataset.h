@@ -10,6 +10,10 @@
 //   csv:FILE               a header row and numeric columns; the labels are
 //                          --label-columns, the features the rest (or
 //                          --feature-columns)
+//   memory:NAME            arrays already in this process's memory (the
+//                          Python module's fit(x, y)), registered under
+//                          NAME in ArraysOptions::inMemory, picked as an
+//                          .npz's members are
 //
 // x holds one row per example of exactly the model input's shape, of any
 // numeric type (converted to float32, values as they are: Keras does not
@@ -36,9 +40,11 @@
 #include "runtime/data/Pipeline.h"
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace graph::runtime::data {
@@ -55,6 +61,10 @@ struct MappedExamples {
   /// The map that fills an example's features from row Example::index.
   MapFn loader() const;
 };
+
+/// Arrays in memory by the name a memory:NAME spec gives: each set is
+/// picked from as an .npz's members are (x, y, or x named after the input).
+using InMemoryArrays = std::map<std::string, std::vector<NumpyArray>>;
 
 struct ArraysOptions {
   /// The model's input: its name (an .npz array may carry it) and the shape
@@ -74,12 +84,21 @@ struct ArraysOptions {
   std::vector<std::string> featureColumns;
   /// Whether labels must be there (not for --predict).
   bool needsLabels = true;
+  /// What memory:NAME specs name (null: none).
+  std::shared_ptr<const InMemoryArrays> inMemory;
+  /// A model of several inputs: each one's name and example shape, in the
+  /// plan's order. Each is then an array named after it (an .npz member,
+  /// or in memory), and an example's features are their rows one after
+  /// another (`shape` is their elements, flat), in memory. Empty: one
+  /// input, `inputName`.
+  std::vector<std::pair<std::string, ExampleShape>> inputs;
   /// Features up to this many bytes (as float32) are converted into memory;
   /// above it a .npy stays mapped.
   int64_t inMemoryBytes = int64_t(1) << 30;
 };
 
-/// Whether `spec` names arrays (arrays:...) or a CSV file (csv:...).
+/// Whether `spec` names arrays (arrays:..., memory:...) or a CSV file
+/// (csv:...).
 bool isArraysSpec(const std::string &spec);
 
 /// Opens the arrays or the CSV file `spec` names. Sets `memory`, or for

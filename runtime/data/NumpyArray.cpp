@@ -754,6 +754,21 @@ void NumpyArray::rowsToDouble(int64_t first, int64_t count, double *out) const {
   convertRows(first, count, out);
 }
 
+NumpyArray NumpyArray::borrow(std::string name, std::string source,
+                              ElementType type, std::vector<int64_t> shape,
+                              bool fortranOrder, const void *data,
+                              std::shared_ptr<const void> keepAlive) {
+  NumpyArray a;
+  a.name_ = std::move(name);
+  a.source_ = std::move(source);
+  a.type_ = type;
+  a.shape_ = std::move(shape);
+  a.fortranOrder_ = fortranOrder;
+  a.storage_ = std::move(keepAlive);
+  a.data_ = static_cast<const uint8_t *>(data);
+  return a;
+}
+
 Status NumpyArray::parse(const uint8_t *bytes, size_t size,
                          std::shared_ptr<const void> storage, std::string name,
                          std::string source, NumpyArray &out) {

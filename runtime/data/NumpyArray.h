@@ -78,6 +78,17 @@ public:
   /// it).
   void rowsToDouble(int64_t first, int64_t count, double *out) const;
 
+  /// An array in memory the caller owns (a NumPy array handed over by the
+  /// Python module): `data` holds the elements of `shape` in the host's
+  /// byte order, C order or (`fortranOrder`) Fortran order; `keepAlive`
+  /// holds them for as long as any copy of the array lives. Nothing is
+  /// copied. `name` is what an .npz member would be called ("x", "y" or an
+  /// input's name), `source` what messages begin with.
+  static NumpyArray borrow(std::string name, std::string source,
+                           ElementType type, std::vector<int64_t> shape,
+                           bool fortranOrder, const void *data,
+                           std::shared_ptr<const void> keepAlive);
+
 private:
   friend Status openNpy(const std::string &path, NumpyArray &out);
   friend Status openNpz(const std::string &path, std::vector<NumpyArray> &out);

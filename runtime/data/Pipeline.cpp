@@ -8,7 +8,8 @@
 // A pass can start at any example (ExampleStage::open's `start`), which is
 // how a resumed run continues without replaying its batches: each stage
 // maps the position to its upstream's (repeat: epoch and offset; shard: the
-// worker's stride) and only a shuffle does work, simulating its buffer on
+// worker's stride; shardBatches: the worker's slice of the global batch
+// the position falls in) and only a shuffle does work, simulating its buffer on
 // positions, without touching an example, up to the start (at most one
 // epoch's draws however many steps were taken).
 //
@@ -219,6 +220,78 @@ public:
 private:
   std::shared_ptr<const ExampleStage> upstream_;
   int64_t numWorkers_, index_;
+};
+
+//===-- shard batches -----------------------------------------------------===//
+
+/// Over an upstream opened at one of this worker's examples: takes the rest
+/// of the worker's slice of that global batch, then steps over the other
+/// workers' rows (the end of this global batch, the start of the next)
+/// before the next slice.
+class ShardBatchesIterator final : public ExampleIterator {
+public:
+  /// `taken`: the slice's examples before the start; `remaining`: the
+  /// examples left to yield (kInfinite: no end).
+  ShardBatchesIterator(std::unique_ptr<ExampleIterator> upstream, int64_t group,
+                       int64_t slice, int64_t taken, int64_t remaining)
+      : upstream_(std::move(upstream)), group_(group), slice_(slice),
+        taken_(taken), remaining_(remaining) {}
+
+  Status next(Example &out, bool &end) override {
+    end = remaining_ == 0;
+    if (end)
+      return Status::ok();
+    if (taken_ == slice_) {
+      for (int64_t k = 0; k < group_ - slice_; ++k)
+        if (Status s = upstream_->skip(end); !s || end)
+          return s;
+      taken_ = 0;
+    }
+    if (Status s = upstream_->next(out, end); !s || end)
+      return s;
+    ++taken_;
+    if (remaining_ != kInfinite)
+      --remaining_;
+    return Status::ok();
+  }
+
+private:
+  std::unique_ptr<ExampleIterator> upstream_;
+  int64_t group_, slice_, taken_, remaining_;
+};
+
+class ShardBatchesStage final : public ExampleStage {
+public:
+  ShardBatchesStage(std::shared_ptr<const ExampleStage> upstream, int64_t group,
+                    int64_t numWorkers, int64_t index)
+      : upstream_(std::move(upstream)), group_(group),
+        slice_(group / numWorkers), index_(index) {}
+  Status open(uint64_t pass, int64_t start,
+              std::unique_ptr<ExampleIterator> &out) const override {
+    // This worker's start-th example: row start % slice of its slice of
+    // global batch start / slice.
+    int64_t n = cardinality();
+    int64_t remaining =
+        n == kInfinite ? kInfinite : std::max<int64_t>(0, n - start);
+    int64_t offset = start % slice_;
+    int64_t first = start / slice_ * group_ + index_ * slice_ + offset;
+    // A pass that is over reads nothing.
+    std::unique_ptr<ExampleIterator> up;
+    if (remaining != 0)
+      if (Status s = upstream_->open(pass, first, up); !s)
+        return s;
+    out = std::make_unique<ShardBatchesIterator>(std::move(up), group_, slice_,
+                                                 offset, remaining);
+    return Status::ok();
+  }
+  int64_t cardinality() const override {
+    int64_t n = upstream_->cardinality();
+    return n == kInfinite ? kInfinite : n / group_ * slice_;
+  }
+
+private:
+  std::shared_ptr<const ExampleStage> upstream_;
+  int64_t group_, slice_, index_;
 };
 
 //===-- cache -------------------------------------------------------------===//
@@ -929,6 +1002,27 @@ Pipeline &Pipeline::shard(int64_t numWorkers, int64_t index) {
                    std::to_string(numWorkers) + "); pass this worker's index");
   else
     stage_ = std::make_shared<ShardStage>(stage_, numWorkers, index);
+  return *this;
+}
+
+Pipeline &Pipeline::shardBatches(int64_t globalBatchSize, int64_t numWorkers,
+                                 int64_t index) {
+  std::string call = "shardBatches(" + std::to_string(globalBatchSize) + ", " +
+                     std::to_string(numWorkers) + ", " + std::to_string(index) +
+                     ")";
+  if (!acceptsExampleStage(call))
+    return *this;
+  if (numWorkers <= 0)
+    fail(call, "the worker count must be positive");
+  else if (index < 0 || index >= numWorkers)
+    fail(call, "the worker index must lie in [0, " +
+                   std::to_string(numWorkers) + "); pass this worker's index");
+  else if (globalBatchSize <= 0 || globalBatchSize % numWorkers != 0)
+    fail(call, "the global batch must be a positive multiple of the worker "
+               "count, so that every worker takes as many rows");
+  else
+    stage_ = std::make_shared<ShardBatchesStage>(stage_, globalBatchSize,
+                                                 numWorkers, index);
   return *this;
 }
 

@@ -51,6 +51,17 @@
 //   uniform permutation.
 // - shard(n, i) keeps the examples at positions i, i + n, i + 2n, ...: apply
 //   it first, so that the workers partition the data before they shuffle.
+// - shardBatches(g, n, i) keeps worker i's slice of every global batch: of
+//   each g consecutive examples, the g / n from i * g / n on. Every worker
+//   runs the same pipeline (same seed, same shuffle of the whole data) up
+//   to it, so that n workers batching g / n each see, step for step, the
+//   rows one worker batching g would split among its replicas; the worker
+//   count then changes nothing but who reads which rows. Put it after the
+//   shuffle and the repeat (global batches run across epochs) and before a
+//   decoding map, so that a worker decodes its rows only:
+//
+//     p.shuffle(60000, seed).repeat().shardBatches(256, 2, rank)
+//      .map(decoder, 2, shape).batch(128, LabelFormat::OneHot);
 // - cache keeps what reaches it during the first complete pass and replays it
 //   afterwards; it pays for itself after an expensive map (decoding,
 //   resizing). A source Dataset is in memory already; over an ExampleList,
@@ -128,6 +139,12 @@ public:
 
   /// Keeps the examples at positions index, index + numWorkers, ...
   Pipeline &shard(int64_t numWorkers, int64_t index);
+  /// Keeps worker `index`'s rows of every global batch: of each
+  /// globalBatchSize consecutive examples, the globalBatchSize / numWorkers
+  /// from index * globalBatchSize / numWorkers on. A last run of fewer than
+  /// globalBatchSize examples is dropped, as batch() drops a partial batch.
+  Pipeline &shardBatches(int64_t globalBatchSize, int64_t numWorkers,
+                         int64_t index);
   /// Holds the examples of the first complete pass in memory and replays
   /// them on later passes.
   Pipeline &cache();

@@ -65,14 +65,14 @@ Status FitCallbacksHook::afterStep(const StepContext &ctx) {
           !s)
         return s;
   }
-  if (ctx.step % stepsPerEpoch_ == 0)
+  if ((ctx.step - c_.stepOrigin) % stepsPerEpoch_ == 0)
     return epochEnd(ctx);
   return Status::ok();
 }
 
 Status FitCallbacksHook::epochEnd(const StepContext &ctx) {
   // Keras numbers the epochs its callbacks see from 0.
-  const int64_t epoch = ctx.step / stepsPerEpoch_ - 1;
+  const int64_t epoch = (ctx.step - c_.stepOrigin) / stepsPerEpoch_ - 1;
   EpochLogs logs;
   logs["loss"] = loss_ / static_cast<double>(steps_);
   for (const auto &[name, sum] : metrics_)
@@ -165,6 +165,8 @@ Status FitCallbacksHook::epochEnd(const StepContext &ctx) {
         if (Status s = tb->flush(); !s)
           return Status::error("--tensorboard: " + s.message());
   }
+  if (c_.history)
+    c_.history->push_back(logs);
   out_.flush();
   return Status::ok();
 }

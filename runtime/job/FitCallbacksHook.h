@@ -49,6 +49,13 @@ public:
     std::unique_ptr<TensorBoardWriter> tensorBoardTrain, tensorBoardValidation;
     /// TensorBoard's per-step scalars every this many steps (0: none).
     int64_t batchEvery = 0;
+    /// Each epoch's logs, as the callbacks left them, appended here
+    /// (Keras' History; null: none).
+    std::vector<EpochLogs> *history = nullptr;
+    /// The global step the epochs count from: 0 for graphrun, whose global
+    /// step is the data's; the Python module's second fit() starts its
+    /// first epoch at the optimizer's step so far.
+    int64_t stepOrigin = 0;
   };
   /// What the hook asks of the job.
   struct Job {
@@ -75,7 +82,7 @@ public:
   Status afterStep(const StepContext &ctx) override;
   Status end(const SessionInfo &info) override;
   bool needsStateAfter(int64_t step) const override {
-    return step % stepsPerEpoch_ == 0;
+    return (step - c_.stepOrigin) % stepsPerEpoch_ == 0;
   }
   bool stopRequested() const override { return stop_; }
 

@@ -218,6 +218,29 @@ public:
 
 /// Whether the plan trains with Keras' use_ema (a hyper-parameter
 /// `use_ema` = 1 and slots `<var>/average`).
+/// The classes a program's class loss predicts: the last dimension of what
+/// its cross-entropy kernel reads first (the logits or the probabilities);
+/// 0 when it has none.
+int32_t lossClasses(const plan::Program &program) {
+  if (!program.ops() || !program.buffers())
+    return 0;
+  for (const plan::Op *op : *program.ops()) {
+    if (op->kind() != plan::OpKind::launch || !op->kernel() || !op->ins() ||
+        op->ins()->size() == 0)
+      continue;
+    const std::string kernel = op->kernel()->str();
+    if (kernel != "softmax_cross_entropy" &&
+        kernel != "sparse_categorical_crossentropy")
+      continue;
+    if (op->ins()->Get(0) >= program.buffers()->size())
+      return 0;
+    const plan::Buffer *b = program.buffers()->Get(op->ins()->Get(0));
+    if (b && b->shape() && b->shape()->size() > 0)
+      return static_cast<int32_t>(b->shape()->Get(b->shape()->size() - 1));
+  }
+  return 0;
+}
+
 bool usesEma(const plan::Plan &p) {
   return trainingHyperParameter(p, "use_ema", 0) != 0;
 }
@@ -243,9 +266,10 @@ class TrainingJob {
 public:
   /// `signals`: the preemption signals' handlers (null: none).
   TrainingJob(const JobOptions &o, Workers &workers, std::ostream &out,
-              std::ostream &err, PreemptionSignals *signals = nullptr)
+              std::ostream &err, PreemptionSignals *signals = nullptr,
+              const JobIo &io = {})
       : o_(o), workers_(workers), chief_(workers.isChief()),
-        out_(chief_ ? out : null_), err_(err), signals_(signals) {}
+        out_(chief_ ? out : null_), err_(err), signals_(signals), io_(io) {}
 
   /// Phases 1 to 3. A failure every worker agrees on comes back on every
   /// worker; `reportedBy` says which one prints it.
@@ -255,6 +279,10 @@ public:
   /// Whether run() ended on a preemption signal (every worker after the
   /// same step).
   bool preempted() const { return preempted_; }
+  /// JobIo::state: the variables and the step from it (on every worker,
+  /// which all hold the same), or into it at the end.
+  Status adoptState(const ModelState &state);
+  Status captureState(ModelState &state);
 
 private:
   void warn(const std::string &message) {
@@ -315,7 +343,11 @@ private:
   std::ostream &out_;
   std::ostream &err_;
   PreemptionSignals *signals_;
+  JobIo io_;
   bool preempted_ = false;
+  /// The global step this job's data and epochs start from: 0, or the
+  /// step of the state a JobIo handed over (ModelState).
+  int64_t stepOrigin_ = 0;
 
   Placement placement_;
   int firstGpu_ = 0; // this worker's first GPU on its host
@@ -333,11 +365,13 @@ private:
     so.decodeThreads = o_.decodeThreads;
     data::ArraysOptions &a = so.arrays;
     a.inputName = inputName_;
-    a.classes = sparseLabels2d_ ? classes_ : 0;
+    a.classes = sparseLabels2d_ ? classes_ : indexClasses_;
     a.targetShape = targetShape_;
     a.needsLabels = labelled;
     a.labelColumns = o_.labelColumns;
     a.featureColumns = o_.featureColumns;
+    a.inMemory = o_.arrays;
+    a.inputs = multiInputs_;
     if (int64_t available = availableMemory(); available > 0)
       a.inMemoryBytes = std::min<int64_t>(a.inMemoryBytes, available / 4);
     return so;
@@ -345,14 +379,20 @@ private:
   data::ExampleShape shape_;
   /// The model input graphrun feeds (the plan's name for it).
   std::string inputName_;
+  /// A model of several inputs: each one's name and example shape, in plan
+  /// order (shape_ is then their elements side by side); else empty.
+  std::vector<std::pair<std::string, data::ExampleShape>> multiInputs_;
   /// With an element-wise loss, one example's targets (else empty).
   data::ExampleShape targetShape_;
   int32_t classes_ = 10;
+  /// With class-index labels ([batch]): the classes the loss predicts, which
+  /// arrays' labels must stay below (0: unknown).
+  int32_t indexClasses_ = 0;
   bool sparseLabels2d_ = false;
   std::optional<data::DataSource> train_, test_;
   /// --validation-split or --validation-data: evaluated every epoch.
   std::optional<data::DataSource> validation_;
-  int64_t epochExamples_ = 0; // this worker's shard of an epoch
+  int64_t epochExamples_ = 0; // the job's epoch (a single worker's --shard)
   int64_t shuffleBuffer_ = 5000;
   std::unique_ptr<Session> session_;
   ckpt::RunState runState_;
@@ -427,27 +467,58 @@ Status TrainingJob::checkLocally() {
   // The model's input and the labels, as the plan declares them (the
   // evaluation program's sample_weight is the runtime's own).
   const plan::Input *features = nullptr, *labels = nullptr;
-  std::string inputNames;
+  std::vector<const plan::Input *> modelInputs;
   for (const plan::Input *in : *p.inputs()) {
     std::string name = in->name()->str();
-    if (name == "labels") {
+    if (name == "labels")
       labels = in;
-    } else if (name != "sample_weight") {
-      inputNames += (inputNames.empty() ? "'" : ", '") + name + "'";
-      if (features)
-        return Status::error(o_.plan + ": the model has several inputs (" +
-                             inputNames + "); graphrun feeds one input yet");
-      features = in;
-    }
+    else if (name != "sample_weight")
+      modelInputs.push_back(in);
   }
-  if (!features || features->shape()->size() < 2)
+  if (!modelInputs.empty())
+    features = modelInputs.front();
+  for (const plan::Input *in : modelInputs) {
+    if (in->shape()->size() < 2)
+      return Status::error(o_.plan + ": input '" + in->name()->str() +
+                           "' has no example dimension after the batch's");
+    if (in->dtype() != plan::DType::f32)
+      return Status::error(o_.plan + ": input '" + in->name()->str() + "' is " +
+                           plan::EnumNameDType(in->dtype()) +
+                           "; graphrun feeds float32 inputs");
+  }
+  if (!features)
     return Status::error(o_.plan + ": graphrun feeds one input of examples "
                                    "(a batch dimension and the example's); "
                                    "the plan has none");
-  if (features->dtype() != plan::DType::f32)
-    return Status::error(o_.plan + ": input '" + features->name()->str() +
-                         "' is " + plan::EnumNameDType(features->dtype()) +
-                         "; graphrun feeds float32 inputs");
+  // A model of several inputs (the functional API's dict) takes them from
+  // arrays named after them, each example's rows side by side
+  // (ArraysDataset.h's multi-input form).
+  if (modelInputs.size() > 1) {
+    std::string names;
+    for (const plan::Input *in : modelInputs)
+      names += (names.empty() ? "'" : ", '") + in->name()->str() + "'";
+    // (--predict reads its data alone.)
+    for (const std::string *spec : {o_.predict.empty() ? &o_.data : &o_.predict,
+                                    &o_.evalData, &o_.validationData})
+      if (!spec->empty() &&
+          !(data::isArraysSpec(*spec) && !spec->starts_with("csv:")))
+        return Status::error(o_.plan + ": the model has several inputs (" +
+                             names + "); " + *spec +
+                             " holds one: give arrays named after each input, "
+                             "arrays:FILE.npz (np.savez(f, " +
+                             modelInputs[0]->name()->str() +
+                             "=..., ..., y=...))");
+    if (placement_.backend == Backend::cuda || o_.cacheOnDevice)
+      return Status::error(o_.plan + ": the model has several inputs (" +
+                           names +
+                           "): the cuda backend and --cache-on-device "
+                           "feed one input yet; use --backend cpu");
+    for (const plan::Input *in : modelInputs)
+      multiInputs_.push_back(
+          {in->name()->str(),
+           data::ExampleShape(std::vector<int64_t>(in->shape()->begin() + 1,
+                                                   in->shape()->end()))});
+  }
   globalBatch_ = features->shape()->Get(0);
   if (o_.batchSize > 0 && o_.batchSize != globalBatch_)
     return Status::error("--batch-size " + std::to_string(o_.batchSize) + ": " +
@@ -458,6 +529,12 @@ Status TrainingJob::checkLocally() {
   inputName_ = features->name()->str();
   shape_ = data::ExampleShape(std::vector<int64_t>(
       features->shape()->begin() + 1, features->shape()->end()));
+  if (!multiInputs_.empty()) {
+    int64_t elements = 0;
+    for (const auto &[name, shape] : multiInputs_)
+      elements += shape.elements();
+    shape_ = data::ExampleShape(std::vector<int64_t>{elements});
+  }
   // An element-wise loss takes targets of the output's shape; the class
   // losses class labels, one-hot rows when the labels are [batch, classes].
   if (labels && takesTargets(p)) {
@@ -481,6 +558,10 @@ Status TrainingJob::checkLocally() {
                                " replicas: " + s.message())
                : s;
   localBatch_ = globalBatch_ / workerCount();
+  // Class indices are checked against the classes the loss predicts before
+  // step 1 (a label past them fails the loss kernel at the first step).
+  if (!sparseLabels2d_ && targetShape_.rank() == 0)
+    indexClasses_ = lossClasses(*program);
 
   // Every output path, before anything trains: the chief's outputs, and
   // each worker's own trace.
@@ -648,9 +729,14 @@ Status TrainingJob::checkLocally() {
     if (train_->images && data::isImageFolder(spec))
       names = train_->images->classNames();
     test_.emplace();
-    if (Status s = data::openDataSource(sourceOptions(true), spec, true, shape_,
-                                        classes_, names, *test_);
-        !s)
+    // Arrays in memory evaluated as they are trained on (the Python
+    // module's evaluate(x, y), which trains 0 steps) are converted once.
+    if (spec == o_.data && spec.starts_with("memory:") && train_->inMemory() &&
+        !validation_)
+      *test_ = *train_;
+    else if (Status s = data::openDataSource(sourceOptions(true), spec, true,
+                                             shape_, classes_, names, *test_);
+             !s)
       return Status::error(
           "the test set (--eval" +
           (o_.evalData.empty() ? std::string() : "-data " + o_.evalData) +
@@ -673,24 +759,21 @@ Status TrainingJob::checkLocally() {
                            " examples, none for " +
                            workers_.name(workers_.rank()));
   }
-  // This worker's part of an epoch: its shard of the data.
-  int64_t count = workerCount() > 1 ? workerCount() : o_.shardCount;
-  int64_t index = workerCount() > 1 ? workers_.rank() : o_.shardIndex;
-  epochExamples_ = shardSize(train_->size(), count, index);
-  if (o_.steps != 0 && epochExamples_ < localBatch_) {
-    std::string which =
-        workerCount() > 1
-            ? " for " + workers_.name(workers_.rank()) + " (one shard of " +
-                  std::to_string(workerCount()) + ")"
-        : o_.shardCount > 1 ? " in shard " + std::to_string(o_.shardIndex) +
+  // The epoch this worker passes over: the whole training set with several
+  // workers (each runs the job's shuffle of all of it and takes its rows of
+  // every global batch), else its --shard of it.
+  epochExamples_ = workerCount() > 1 ? train_->size()
+                                     : shardSize(train_->size(), o_.shardCount,
+                                                 o_.shardIndex);
+  if (o_.steps != 0 && epochExamples_ < globalBatch_) {
+    std::string which = o_.shardCount > 1 && workerCount() == 1
+                            ? " in shard " + std::to_string(o_.shardIndex) +
                                   "/" + std::to_string(o_.shardCount)
                             : std::string();
     return Status::error(
         train_->name() + ": " + std::to_string(epochExamples_) +
-        " training examples" + which + ", fewer than one " +
-        (workerCount() > 1 ? "worker's share of the " : std::string()) +
-        "global batch of " + std::to_string(localBatch_) +
-        ": nothing to train on");
+        " training examples" + which + ", fewer than one global batch of " +
+        std::to_string(globalBatch_) + ": nothing to train on");
   }
   return Status::ok();
 }
@@ -742,7 +825,13 @@ Status TrainingJob::compareWorkers() {
     for (size_t k = 0; k < std::max(mine.size(), chief.size()); ++k) {
       std::string a = k < chief.size() ? chief[k] : "",
                   b = k < mine.size() ? mine[k] : "";
-      if (a != b)
+      // The plan by its bytes, not its path (named for the message): the
+      // Python module's workers each hold their own copy of it.
+      auto compared = [](const std::string &line) {
+        return line.starts_with("plan=") ? line.substr(0, line.find(" ("))
+                                         : line;
+      };
+      if (compared(a) != compared(b))
         return Status::error(
             "the workers disagree: " + workers_.name(w) + " has " + b + ", " +
             workers_.name(0) + " has " + a +
@@ -754,10 +843,11 @@ Status TrainingJob::compareWorkers() {
 }
 
 std::string TrainingJob::dataDescription() const {
+  // Not the worker count: every shape of job orders the data alike (one
+  // shuffle of the whole set, cut into global batches), so a checkpoint of
+  // W x R replicas resumes on W' x R'.
   std::string shard;
-  if (workerCount() > 1)
-    shard = ", " + std::to_string(workerCount()) + " workers";
-  else if (o_.shardCount > 1)
+  if (workerCount() == 1 && o_.shardCount > 1)
     shard = ", shard " + std::to_string(o_.shardIndex) + "/" +
             std::to_string(o_.shardCount);
   return o_.data + shard +
@@ -785,12 +875,12 @@ Status TrainingJob::broadcastVariables() {
 
 Status TrainingJob::restoreState(int &reportedBy) {
   const plan::Plan &p = *loaded_.plan;
-  (void)p;
+  runState_.model = p.model() ? p.model()->str() : "";
   runState_.seed = o_.seed;
   runState_.globalBatch = globalBatch_;
   // Each step takes one global batch: the position in an epoch is that of
-  // the job, whose epoch is the whole training set.
-  runState_.epochExamples = workerCount() > 1 ? train_->size() : epochExamples_;
+  // the job, whose epoch is the whole training set (or its --shard).
+  runState_.epochExamples = epochExamples_;
   runState_.data = dataDescription();
 
   // The chief alone reads the checkpoint or the weights file: the others
@@ -948,7 +1038,8 @@ Status TrainingJob::setUp(int &reportedBy) {
        << (o_.predict.empty() ? o_.data : o_.predict) << " (" << train_->size()
        << " examples";
   if (workerCount() > 1)
-    out_ << ", each worker its shard of about " << epochExamples_;
+    out_ << ", each worker its " << localBatch_
+         << " rows of every global batch";
   else if (o_.shardCount > 1)
     out_ << ", shard " << o_.shardIndex << "/" << o_.shardCount << ": "
          << epochExamples_;
@@ -983,7 +1074,8 @@ Status TrainingJob::validate(int64_t step, int64_t stepsPerEpoch,
     return s;
   for (size_t i = 0; i < result.names.size(); ++i)
     logs["val_" + result.names[i]] = result.values[i];
-  const int64_t epoch = step / std::max<int64_t>(1, stepsPerEpoch);
+  const int64_t epoch =
+      (step - stepOrigin_) / std::max<int64_t>(1, stepsPerEpoch);
   if (metrics_)
     if (Status s =
             metrics_->writeValidation(step, epoch, result.names, result.values);
@@ -1010,7 +1102,8 @@ Status TrainingJob::makeFitCallbacks(int64_t stepsPerEpoch,
   const plan::Plan &p = *loaded_.plan;
   const bool any = validation_ || o_.earlyStopping || o_.reduceLrOnPlateau ||
                    o_.checkpointBest || !o_.csvLog.empty() ||
-                   !o_.tensorboard.empty() || o_.checkpointFormat == "keras";
+                   !o_.tensorboard.empty() || o_.checkpointFormat == "keras" ||
+                   io_.report;
   if (!any)
     return Status::ok();
   // The keys every epoch's logs will have: what a monitor may name.
@@ -1122,6 +1215,9 @@ Status TrainingJob::makeFitCallbacks(int64_t stepsPerEpoch,
   if (o_.checkpointFormat == "keras")
     c.epochCheckpointPattern =
         (fs::path(o_.checkpointDir) / "ckpt-{epoch}.keras").string();
+  if (io_.report)
+    c.history = &io_.report->epochs;
+  c.stepOrigin = stepOrigin_;
 
   FitCallbacksHook::Job job;
   if (validation_)
@@ -1252,14 +1348,15 @@ Status TrainingJob::checkPrediction() {
     return Status::error("--predict predicts and does not train or "
                          "evaluate: drop --steps, --epochs, --eval and "
                          "--eval-every");
-  if (o_.predictions.empty())
+  if (o_.predictions.empty() && !io_.report)
     return Status::error("--predict " + o_.predict +
                          ": say where the predictions go with "
                          "--predictions FILE.npy");
-  for (const std::string &path : {o_.predictions, o_.predictions + ".txt"})
-    if (Status s = checkOutputFile("--predictions", path); !s)
-      return s;
-  if (o_.initWeights.empty() && o_.checkpointDir.empty())
+  if (!o_.predictions.empty())
+    for (const std::string &path : {o_.predictions, o_.predictions + ".txt"})
+      if (Status s = checkOutputFile("--predictions", path); !s)
+        return s;
+  if (o_.initWeights.empty() && o_.checkpointDir.empty() && !io_.state)
     warn("--predict with the initial weights: give the trained ones with "
          "--init-weights or --checkpoint-dir");
   return Status::ok();
@@ -1308,6 +1405,11 @@ Status TrainingJob::predict() {
     values.resize(kept * static_cast<size_t>(width));
   }
   int64_t examples = static_cast<int64_t>(sources.size());
+  if (io_.report && o_.predictions.empty()) {
+    io_.report->predictions = std::move(values);
+    io_.report->predictionWidth = width;
+    return Status::ok();
+  }
   if (Status w = ckpt::writeNpy(o_.predictions, values, {examples, width}); !w)
     return Status::error("--predictions: " + w.message());
   std::string list;
@@ -1320,6 +1422,47 @@ Status TrainingJob::predict() {
        << o_.predictions << ".txt\n";
   reportSkipped();
   out_.flush();
+  return Status::ok();
+}
+
+Status TrainingJob::adoptState(const ModelState &state) {
+  MirroredVariables &vars = session_->variables();
+  if (static_cast<int>(state.variables.size()) != vars.count())
+    return Status::internal(
+        "the model state holds " + std::to_string(state.variables.size()) +
+        " variables; the plan has " + std::to_string(vars.count()));
+  for (int v = 0; v < vars.count(); ++v) {
+    const std::vector<char> &value = state.variables[static_cast<size_t>(v)];
+    if (static_cast<int64_t>(value.size()) != vars.bytes(v))
+      return Status::internal("the model state's variable " +
+                              std::to_string(v) + " has " +
+                              std::to_string(value.size()) + " bytes; the " +
+                              "plan's " + std::to_string(vars.bytes(v)));
+    if (Status s = vars.write(v, value.data()); !s)
+      return s;
+  }
+  if (Status s = session_->setGlobalStep(state.step); !s)
+    return s;
+  stepOrigin_ = state.step;
+  return Status::ok();
+}
+
+Status TrainingJob::captureState(ModelState &state) {
+  MirroredVariables &vars = session_->variables();
+  std::vector<std::vector<char>> values(static_cast<size_t>(vars.count()));
+  for (int v = 0; v < vars.count(); ++v) {
+    values[static_cast<size_t>(v)].resize(static_cast<size_t>(vars.bytes(v)));
+    if (Status s = vars.read(v, values[static_cast<size_t>(v)].data()); !s)
+      return s;
+  }
+  state.variables = std::move(values);
+  state.names.clear();
+  state.shapes.clear();
+  for (int v = 0; v < vars.count(); ++v) {
+    state.names.push_back(vars.name(v));
+    state.shapes.push_back(vars.shape(v));
+  }
+  state.step = session_->globalStep();
   return Status::ok();
 }
 
@@ -1352,7 +1495,7 @@ bool TrainingJob::cacheFits() {
          " would take " + mebibytes(bytes) + ", more than 80% of the " +
          mebibytes(available) +
          " of memory available: not cached, every epoch decodes them again "
-         "(drop --cache, or shard the data over more workers)");
+         "(drop --cache)");
   }
   return fits;
 }
@@ -1391,8 +1534,8 @@ Status TrainingJob::run() {
 
   // Steps still to run: a resumed run trains up to the requested total.
   // An epoch is the job's pass over the training set: every worker takes
-  // its shard's share of it each step.
-  int64_t jobEpoch = workerCount() > 1 ? train_->size() : epochExamples_;
+  // its rows of each global batch of it.
+  int64_t jobEpoch = epochExamples_;
   int64_t stepsPerEpoch = jobEpoch / globalBatch_;
   int64_t epochs = std::max<int64_t>(1, o_.epochs);
   if (o_.steps < 0 && epochs > INT64_MAX / std::max<int64_t>(1, jobEpoch))
@@ -1401,36 +1544,37 @@ Status TrainingJob::run() {
                          " examples");
   int64_t totalSteps =
       o_.steps >= 0 ? o_.steps : jobEpoch * epochs / globalBatch_;
-  int64_t remaining = std::max<int64_t>(0, totalSteps - session_->globalStep());
+  int64_t remaining =
+      std::max<int64_t>(0, totalSteps - (session_->globalStep() - stepOrigin_));
   if (resumed_ && remaining == 0)
     out_ << "graphrun: the checkpoint is at step " << session_->globalStep()
          << " of " << totalSteps << ": nothing left to train\n";
 
-  // This worker's pipeline: its shard (before the shuffle, as the
-  // multi-worker tutorial shards), shuffled with a seed of its own.
+  // Every worker runs the job's pipeline: one shuffle of the whole
+  // training set with --seed, cut into global batches, of which each
+  // worker takes its rows (replicas rank * R to rank * R + R - 1 of the
+  // program's), so that W workers of R replicas see, step for step, what
+  // one worker of W * R replicas sees, and a checkpoint's data position is
+  // the job's. A single worker's --shard partitions the data first.
   data::Pipeline pipeline = train_->pipeline();
-  uint64_t shuffleSeed = o_.seed;
-  if (workerCount() > 1) {
-    pipeline.shard(workerCount(), workers_.rank());
-    shuffleSeed =
-        data::mixSeed(o_.seed, static_cast<uint64_t>(workers_.rank()));
-  } else if (o_.shardCount > 1) {
+  if (workerCount() == 1 && o_.shardCount > 1)
     pipeline.shard(o_.shardCount, o_.shardIndex);
-  }
   // An image folder is decoded after the shuffle and the repeat, which move
-  // labels only; with --cache, before them, so that the cache holds pixels
-  // and each image is decoded once.
+  // labels only, and after the worker's rows are taken, so that it decodes
+  // those only; with --cache, before them, so that the cache holds pixels
+  // and each image is decoded once (every worker caches all of them: its
+  // rows differ from epoch to epoch).
   bool cache = o_.cache && (train_->inMemory() || cacheFits());
   if (cache) {
     train_->decode(pipeline);
     pipeline.cache();
   }
   if (!o_.noShuffle)
-    pipeline.shuffle(shuffleBuffer_, shuffleSeed);
-  // Several workers run the same number of steps whatever their shards'
-  // sizes: no worker may run out of batches before the others.
+    pipeline.shuffle(shuffleBuffer_, o_.seed);
   pipeline.repeat(o_.steps >= 0 || workerCount() > 1 ? data::Pipeline::kForever
                                                      : epochs);
+  if (workerCount() > 1)
+    pipeline.shardBatches(globalBatch_, workerCount(), workers_.rank());
   if (!cache)
     train_->decode(pipeline);
   if (o_.cacheOnDevice)
@@ -1442,7 +1586,8 @@ Status TrainingJob::run() {
   // the same seed gives the same batches, and the pipeline seeks to the
   // batch without reading the ones before it.
   std::unique_ptr<data::BatchIterator> batches;
-  if (Status s = pipeline.open(batches, session_->globalStep()); !s)
+  if (Status s = pipeline.open(batches, session_->globalStep() - stepOrigin_);
+      !s)
     return Status::error(train_->name() + ": " + s.message());
 
   if (chief_ && !o_.metrics.empty()) {
@@ -1533,15 +1678,33 @@ Status TrainingJob::run() {
   // checkpoint written).
   std::unique_ptr<PreemptionHook> preemption;
   if (signals_ && !signals_->signals().empty()) {
-    preemption = std::make_unique<PreemptionHook>(workerCount(), chief_,
-                                                  o_.checkpointDir, out_);
+    // A caller that keeps the state (JobIo) keeps what the steps did: the
+    // hook's "nothing saved" is graphrun's to say.
+    preemption = std::make_unique<PreemptionHook>(
+        workerCount(), chief_, o_.checkpointDir, io_.state ? null_ : out_);
     hooks.push_back(preemption.get());
   }
 
+  const int64_t stepBefore = session_->globalStep();
   Status trained = session_->train(*batches, remaining, hooks);
   if (!trained)
     return trained;
   batches.reset();
+  if (io_.report) {
+    JobReport &r = *io_.report;
+    r.steps = session_->globalStep() - stepBefore;
+    r.stoppedEarly = fitCallbacks && fitCallbacks->stopRequested();
+    if (timer) {
+      r.meanStepSeconds = timer->meanStepSeconds();
+      r.examplesPerSecond = timer->imagesPerSecond();
+      const std::vector<StepTimerHook::Parts> &parts = timer->stepParts();
+      for (const StepTimerHook::Parts &part : parts) {
+        r.inputSeconds += part.input / static_cast<double>(parts.size());
+        r.hookSeconds += part.hooks / static_cast<double>(parts.size());
+        r.computeSeconds += part.other / static_cast<double>(parts.size());
+      }
+    }
+  }
   // A run that ran all its steps: from now on a signal ends the process at
   // once, the final checkpoint being written. A stopped one keeps its
   // handlers until every worker is done, so that another signal cannot end
@@ -1550,6 +1713,9 @@ Status TrainingJob::run() {
     signals_->restore();
   if (preemption && preemption->stopped()) {
     preempted_ = true;
+    if (io_.state)
+      if (Status s = captureState(*io_.state); !s)
+        return s;
     std::string written;
     if (checkpointHook && checkpointHook->lastSaved() > 0)
       written = (fs::path(o_.checkpointDir) /
@@ -1566,6 +1732,13 @@ Status TrainingJob::run() {
 
   if (o_.eval)
     if (Status s = evaluate(session_->globalStep(), true); !s)
+      return s;
+  if (o_.eval && io_.report)
+    for (size_t i = 0; i < lastEval_.names.size(); ++i)
+      io_.report->evaluation.emplace_back(lastEval_.names[i],
+                                          lastEval_.values[i]);
+  if (io_.state)
+    if (Status s = captureState(*io_.state); !s)
       return s;
   const double rate =
       fitCallbacks ? fitCallbacks->learningRate() : planLearningRate();
@@ -1591,17 +1764,39 @@ Status TrainingJob::run() {
 
 } // namespace
 
-Status runTrainingJob(const JobOptions &o, std::ostream &out,
-                      std::ostream &err) {
-  std::unique_ptr<Workers> workers;
-  if (launchedAsWorker()) {
-    if (Status s = joinWorkers(std::chrono::milliseconds(static_cast<int64_t>(
-                                   o.collectiveTimeoutSeconds * 1000)),
-                               workers);
-        !s)
-      return s;
-  } else {
-    workers = singleWorker();
+Status processWorkers(double collectiveTimeoutSeconds, Workers *&out) {
+  // MPI is initialized once in a process: the first caller's workers stay.
+  static std::unique_ptr<Workers> workers;
+  if (!workers) {
+    if (launchedAsWorker()) {
+      if (Status s = joinWorkers(std::chrono::milliseconds(static_cast<int64_t>(
+                                     collectiveTimeoutSeconds * 1000)),
+                                 workers);
+          !s)
+        return s;
+    } else {
+      workers = singleWorker();
+    }
+  }
+  out = workers.get();
+  return Status::ok();
+}
+
+Status runTrainingJob(const JobOptions &o, std::ostream &out, std::ostream &err,
+                      const JobIo &io) {
+  std::unique_ptr<Workers> joined;
+  Workers *workers = io.workers;
+  if (!workers) {
+    if (launchedAsWorker()) {
+      if (Status s = joinWorkers(std::chrono::milliseconds(static_cast<int64_t>(
+                                     o.collectiveTimeoutSeconds * 1000)),
+                                 joined);
+          !s)
+        return s;
+    } else {
+      joined = singleWorker();
+    }
+    workers = joined.get();
   }
   // Workers on one host share its cores rather than each taking them all.
   int here = 0;
@@ -1633,9 +1828,15 @@ Status runTrainingJob(const JobOptions &o, std::ostream &out,
     return s.code() == StatusCode::cancelled ? Status::error(s.message()) : s;
   };
 
-  TrainingJob job(o, *workers, out, err, signals.get());
+  TrainingJob job(o, *workers, out, err, signals.get(), io);
   int reportedBy = 0;
-  if (Status s = notPreempted(job.setUp(reportedBy)); !s) {
+  Status setUp = job.setUp(reportedBy);
+  if (setUp && io.state && !io.state->empty())
+    // Every worker holds the same state (their jobs ran the same steps):
+    // each adopts its own, and nothing needs agreeing.
+    if (setUp = job.adoptState(*io.state); !setUp)
+      reportedBy = workers->rank();
+  if (Status s = notPreempted(setUp); !s) {
     // Every worker knows; one says it. An empty message tells graphrun's
     // main to exit non-zero without printing.
     if (workers->size() == 1)

@@ -16,12 +16,20 @@
 #define RUNTIME_JOB_TRAININGJOB_H
 
 #include "runtime/base/Status.h"
+#include "runtime/data/ArraysDataset.h"
 
 #include <cstdint>
+#include <map>
+#include <memory>
 #include <optional>
 #include <ostream>
 #include <string>
+#include <utility>
 #include <vector>
+
+namespace graph::runtime {
+class Workers;
+}
 
 namespace graph::runtime::job {
 
@@ -161,6 +169,62 @@ struct JobOptions {
   /// `kill -l` prints them, comma-separated, or "none" (their default
   /// actions stay: the process ends at once).
   std::string preemptSignals = "TERM,USR1";
+  /// The arrays memory:NAME specs name (--data, --eval-data,
+  /// --validation-data, --predict): the Python module's NumPy arrays,
+  /// borrowed, not copied, until the job converts them.
+  std::shared_ptr<const data::InMemoryArrays> arrays;
+};
+
+/// A model's state between the jobs of one caller that trains, evaluates
+/// and predicts in turn (the Python module's Trainer, as a Keras model keeps
+/// its weights across fit, evaluate and predict): every variable, weights
+/// and optimizer slots, in the plan's order, and the optimizer's step
+/// (Keras' `optimizer.iterations`).
+struct ModelState {
+  std::vector<std::vector<char>> variables;
+  /// Each variable's name ("<layer>/<weight>", a slot "<...>/<slot>") and
+  /// Keras shape, as MirroredVariables reads them (set by the job).
+  std::vector<std::string> names;
+  std::vector<std::vector<int64_t>> shapes;
+  int64_t step = 0;
+  bool empty() const { return variables.empty(); }
+};
+
+/// What a job measured, for a caller that reads it rather than the log.
+struct JobReport {
+  using Logs = std::vector<std::pair<std::string, double>>;
+  /// Each epoch's logs as fit's callbacks saw them (Keras' History: loss,
+  /// the metrics, val_*, learning_rate under ReduceLROnPlateau).
+  std::vector<std::map<std::string, double>> epochs;
+  /// --eval's result: the loss, then each metric, over the whole set.
+  Logs evaluation;
+  /// --predict without --predictions: [examples, width] floats, in the
+  /// data's order.
+  std::vector<float> predictions;
+  int64_t predictionWidth = 0;
+  /// The steps run, and the step timer's figures (0 before its warm-up
+  /// ends): mean step seconds, examples per second, and the mean split of
+  /// a step (input wait, hooks, the rest: the devices).
+  int64_t steps = 0;
+  double meanStepSeconds = 0, examplesPerSecond = 0;
+  double inputSeconds = 0, hookSeconds = 0, computeSeconds = 0;
+  /// Whether fit's callbacks stopped training (EarlyStopping).
+  bool stoppedEarly = false;
+};
+
+/// What a caller that keeps a model across jobs passes along (all
+/// optional).
+struct JobIo {
+  /// In: the state to start from (empty: as the flags say: the plan's
+  /// initial values, a checkpoint, --init-weights); out: the state at the
+  /// end, also after a preemption signal stopped the job at a step. A job
+  /// that starts from a state numbers its epochs from that state's step,
+  /// and reads its data from the start.
+  ModelState *state = nullptr;
+  JobReport *report = nullptr;
+  /// The workers to run with, kept across jobs (null: joined for this job
+  /// when launched by mpirun, else one).
+  Workers *workers = nullptr;
 };
 
 /// Runs the job: its report goes to `out` (graphrun's stdout), warnings to
@@ -170,7 +234,12 @@ struct JobOptions {
 /// chief's checkpoint written (the job has said so on `err`): graphrun
 /// exits kPreemptedExitStatus, and the same command resumes the job.
 Status runTrainingJob(const JobOptions &options, std::ostream &out,
-                      std::ostream &err);
+                      std::ostream &err, const JobIo &io = {});
+
+/// This process's workers: joined once through MPI when mpirun started it
+/// (JobOptions::collectiveTimeoutSeconds' timeout), else a single worker;
+/// kept until the process ends, for callers that run several jobs.
+Status processWorkers(double collectiveTimeoutSeconds, Workers *&out);
 
 } // namespace graph::runtime::job
 

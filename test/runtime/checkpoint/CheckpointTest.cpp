@@ -278,7 +278,9 @@ TEST_F(CheckpointTest, NoDirectoryMeansNoCheckpoint) {
 
 TEST_F(CheckpointTest, RestoreRefusesAnotherRunOrModel) {
   CheckpointManager manager(dir_.string());
-  ASSERT_TRUE(manager.save(vars_, state(5)));
+  RunState written = state(5);
+  written.model = "mlp";
+  ASSERT_TRUE(manager.save(vars_, written));
   LoadedCheckpoint latest;
   bool found = false;
   std::vector<std::string> warnings;
@@ -314,10 +316,40 @@ TEST_F(CheckpointTest, RestoreRefusesAnotherRunOrModel) {
   b.Finish(plan::CreatePlanDirect(b, kPlanVersion, "sgd", &vs));
   MirroredVariables sgd;
   ASSERT_TRUE(sgd.initialize(*plan::GetPlan(b.GetBufferPointer()), 1, 0));
-  s = CheckpointManager::restore(latest, state(0), sgd);
+  RunState sgdRun = state(0);
+  sgdRun.model = "sgd";
+  s = CheckpointManager::restore(latest, sgdRun, sgd);
   ASSERT_FALSE(s);
+  EXPECT_THAT(s.message(),
+              HasSubstr(latest.path + ": written by another model, model "
+                                      "'mlp', not this plan's model 'sgd'"));
   EXPECT_THAT(s.message(), HasSubstr("tensor 'dense/bias' is not a variable "
                                      "of the model"));
+  EXPECT_THAT(s.message(), HasSubstr("use another --checkpoint-dir"));
+}
+
+/// A checkpoint holds one copy of each variable, so a run of another
+/// replica count restores every one of its copies from it.
+TEST_F(CheckpointTest, RestoresOnAnotherReplicaCount) {
+  CheckpointManager manager(dir_.string());
+  ASSERT_TRUE(manager.save(vars_, state(5)));
+  LoadedCheckpoint latest;
+  bool found = false;
+  std::vector<std::string> warnings;
+  ASSERT_TRUE(manager.findLatest(latest, found, warnings));
+  ASSERT_TRUE(found);
+  MirroredVariables three;
+  ASSERT_TRUE(three.initialize(*plan::GetPlan(plan_.data()), 3, 99));
+  ASSERT_TRUE(CheckpointManager::restore(latest, state(0), three));
+  for (int v = 0; v < vars_.count(); ++v) {
+    std::vector<char> want(static_cast<size_t>(vars_.bytes(v)));
+    ASSERT_TRUE(vars_.read(v, want.data()));
+    for (int d = 0; d < 3; ++d) {
+      std::vector<char> got(want.size());
+      ASSERT_TRUE(three.readCopy(d, v, got.data()));
+      EXPECT_EQ(got, want) << vars_.name(v) << ", copy " << d;
+    }
+  }
 }
 
 TEST_F(CheckpointTest, KeepsTheNewestKAndIndexesThem) {

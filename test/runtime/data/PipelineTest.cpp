@@ -187,6 +187,75 @@ TEST(PipelineTest, ShardRejectsAnIndexOutOfRange) {
                                      "the worker index must lie in [0, 3)"));
 }
 
+//===-- shard batches -----------------------------------------------------===//
+
+/// Worker w of n, batching g / n after shardBatches(g, n, w), gets step for
+/// step the rows [w * g / n, (w + 1) * g / n) of the global batch one
+/// worker batching g gets, through the same shuffle and across epochs: the
+/// workers together read every example of an epoch once, and a partial
+/// last global batch is dropped by all of them.
+TEST(PipelineTest, ShardBatchesSlicesEveryGlobalBatch) {
+  auto ds = makeDataset(50);
+  Pipeline whole(ds);
+  whole.shuffle(1000, 5).repeat(2).batch(6, LabelFormat::Sparse);
+  std::vector<Batch> global = collect(whole);
+  ASSERT_EQ(global.size(), 16u); // 100 examples: 16 batches of 6, 4 dropped
+  for (int64_t worker = 0; worker < 3; ++worker) {
+    Pipeline p(ds);
+    p.shuffle(1000, 5)
+        .repeat(2)
+        .shardBatches(6, 3, worker)
+        .batch(2, LabelFormat::Sparse);
+    EXPECT_EQ(p.cardinality(), 16);
+    std::vector<Batch> mine = collect(p);
+    ASSERT_EQ(mine.size(), global.size()) << "worker " << worker;
+    for (size_t k = 0; k < mine.size(); ++k) {
+      std::vector<int64_t> rows(global[k].sourceIndices.begin() + 2 * worker,
+                                global[k].sourceIndices.begin() + 2 * worker +
+                                    2);
+      EXPECT_EQ(mine[k].sourceIndices, rows)
+          << "worker " << worker << ", batch " << k;
+    }
+  }
+  // The first epoch's 8 global batches hold 48 distinct examples.
+  std::vector<int64_t> epoch =
+      rowIndices(std::vector<Batch>(global.begin(), global.begin() + 8));
+  EXPECT_EQ(std::set<int64_t>(epoch.begin(), epoch.end()).size(), 48u);
+}
+
+/// A map after shardBatches (an image folder's decoder) sees the worker's
+/// examples only.
+TEST(PipelineTest, ShardBatchesMapsOnlyTheWorkersRows) {
+  auto ds = makeDataset(40);
+  auto mapped = std::make_shared<std::atomic<int>>(0);
+  Pipeline p(ds);
+  p.shuffle(40, 2)
+      .shardBatches(8, 4, 3)
+      .map(
+          [mapped](Example &) {
+            ++*mapped;
+            return Status::ok();
+          },
+          2)
+      .batch(2, LabelFormat::Sparse);
+  EXPECT_EQ(collect(p).size(), 5u);
+  EXPECT_EQ(mapped->load(), 10);
+}
+
+TEST(PipelineTest, ShardBatchesRefusesABatchTheWorkersCannotSplit) {
+  Pipeline p(makeDataset(10));
+  p.shardBatches(10, 3, 0).batch(1, LabelFormat::Sparse);
+  Status s = firstError(p);
+  ASSERT_FALSE(s);
+  EXPECT_THAT(s.message(),
+              HasSubstr("shardBatches(10, 3, 0): the global batch must be a "
+                        "positive multiple of the worker count"));
+  Pipeline q(makeDataset(10));
+  q.shardBatches(6, 3, 3).batch(1, LabelFormat::Sparse);
+  EXPECT_THAT(firstError(q).message(),
+              HasSubstr("the worker index must lie in [0, 3)"));
+}
+
 //===-- repeat ------------------------------------------------------------===//
 
 TEST(PipelineTest, RepeatPassesOverTheDataEpochsTimes) {
@@ -773,6 +842,10 @@ TEST(PipelineTest, OpeningAtABatchContinuesTheOrderExactly) {
       {"repeat, shuffle (across epochs)",
        [](Pipeline &p) { p.repeat(6).shuffle(20, 8); }},
       {"file order, repeat", [](Pipeline &p) { p.repeat(); }},
+      {"shuffle, repeat 5, shardBatches (worker 1 of 3)",
+       [](Pipeline &p) { p.shuffle(16, 9).repeat(5).shardBatches(24, 3, 1); }},
+      {"shuffle, repeat, shardBatches (worker 0 of 2)",
+       [](Pipeline &p) { p.shuffle(1000, 6).repeat().shardBatches(16, 2, 0); }},
   };
   for (const Case &c : cases) {
     Pipeline p(ds);

@@ -18,6 +18,8 @@
 #include <optional>
 #include <random>
 
+#include <unistd.h>
+
 namespace graph::runtime {
 namespace {
 
@@ -269,7 +271,9 @@ TEST(PlanLoader, ADirectoryIsNotAPlan) {
 
 /// Writes `bytes` to a file of this test's and loads it.
 Status loadBytes(const std::vector<uint8_t> &bytes) {
-  std::string path = ::testing::TempDir() + "plan-loader-checksum.plan";
+  // The process's own file: ctest -j runs this file's tests side by side.
+  std::string path = ::testing::TempDir() + "plan-loader-checksum-" +
+                     std::to_string(::getpid()) + ".plan";
   {
     std::ofstream f(path, std::ios::binary | std::ios::trunc);
     f.write(reinterpret_cast<const char *>(bytes.data()),
