@@ -30,6 +30,9 @@ packages=(
   # image folders: JPEG decoding (TurboJPEG API); Keras weight files (HDF5);
   # the tests write JPEG folders (PIL) and Keras-layout .h5 files (h5py)
   libturbojpeg0-dev libhdf5-dev python3-pil python3-h5py
+  # the Python module (python/graphc): CPython's headers (pybind11 comes
+  # from PyPI, into the test venv: Debian's 2.10 predates NumPy 2)
+  python3-dev
 )
 
 missing=()

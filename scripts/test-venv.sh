@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The tests' Python venv: real Keras 3 (its numpy backend: load_model,
 # evaluate, the callbacks' own classes) and the tensorboard package (reads
-# our event files back), pinned, from PyPI. JAX (CPU) comes because Keras'
+# our event files back), pinned, from PyPI; pytest, scikit-build-core and
+# pybind11 for the Python module (scripts/build.sh builds it against this
+# venv's pybind11, pip install . installs it, pytest tests it). JAX (CPU) comes because Keras'
 # numpy backend imports it, and lets a test train a loaded model; no
 # TensorFlow: the tests that need its numbers read fixtures it wrote once.
 # Idempotent: a second run finds the venv ready and only prints its python.
@@ -15,7 +17,7 @@
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 venv="${TEST_VENV:-$root/build/test-venv}"
-packages=(keras==3.15.1 jax==0.10.2 jaxlib==0.10.2 tensorboard==2.21.0 h5py==3.14.0 numpy==2.2.6 scipy==1.15.3)
+packages=(keras==3.15.1 jax==0.10.2 jaxlib==0.10.2 tensorboard==2.21.0 h5py==3.14.0 numpy==2.2.6 scipy==1.15.3 pytest==9.2.0 scikit-build-core==1.1.2 pybind11==2.13.6)
 stamp="$venv/.packages-$(echo "${packages[*]}" | md5sum | cut -c1-12)"
 
 if [[ -f "$stamp" && -x "$venv/bin/python" ]]; then

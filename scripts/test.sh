@@ -42,6 +42,26 @@ else
   skipped=$((skipped + cskip))
 fi
 
+echo "== pytest (the Python module)"
+# Installed into the test venv as `pip install .` installs it, from this
+# build (scikit-build-core over build/: only the module relinks), then its
+# suite runs against real Keras.
+py="$("$root/scripts/test-venv.sh")"
+pytest_log="$build/pytest.log"
+if "$py" -m pip install -q --disable-pip-version-check --no-build-isolation \
+     --no-deps --config-settings=build-dir="$build" "$root" >"$build/pip-install.log" 2>&1; then
+  (cd "$root/test/python" && "$py" -m pytest -q -p no:cacheprovider 2>&1) | tee "$pytest_log"
+  pp=$(grep -oE '[0-9]+ passed' "$pytest_log" | grep -oE '[0-9]+' | tail -1)
+  pf=$(grep -oE '[0-9]+ (failed|errors?)' "$pytest_log" | awk '{n += $1} END {print n + 0}')
+  ps=$(grep -oE '[0-9]+ skipped' "$pytest_log" | grep -oE '[0-9]+' | tail -1)
+  passed=$((passed + ${pp:-0})); failed=$((failed + pf)); skipped=$((skipped + ${ps:-0}))
+  [[ -n "$pp$pf" ]] || { echo "pytest ran no test"; failed=$((failed + 1)); }
+else
+  cat "$build/pip-install.log"
+  echo "pip install . failed"
+  failed=$((failed + 1))
+fi
+
 echo "== clang-format"
 # Tracked and new (untracked, not ignored) files: what CI's clone will hold.
 mapfile -t sources < <(cd "$root" && git ls-files -co --exclude-standard '*.cpp' '*.h' '*.cu' '*.cuh')

@@ -1,0 +1,138 @@
+"""fit's callbacks, as Keras names them and with Keras' defaults.
+
+graphc runs them in C++ at every epoch's end, on every worker (the same
+decisions everywhere): EarlyStopping, ReduceLROnPlateau, ModelCheckpoint
+(save_best_only=True), CSVLogger and TensorBoard. Keras' own callback
+objects of these classes are taken too (their arguments are read back).
+"""
+
+
+def _options(pairs):
+    items = []
+    for key, value in pairs:
+        if value is None:
+            continue
+        if isinstance(value, bool):
+            value = "true" if value else "false"
+        items.append(f"{key}={value}")
+    return ",".join(items)
+
+
+class Callback:
+    """A callback graphc runs itself; `flag` and `value` are graphrun's."""
+
+    flag = None
+
+    def value(self):
+        raise NotImplementedError
+
+
+class EarlyStopping(Callback):
+    flag = "early_stopping"
+
+    def __init__(self, monitor="val_loss", min_delta=0, patience=0, verbose=0,
+                 mode="auto", baseline=None, restore_best_weights=False,
+                 start_from_epoch=0):
+        self.args = dict(monitor=monitor, min_delta=min_delta,
+                         patience=patience, verbose=verbose, mode=mode,
+                         baseline=baseline,
+                         restore_best_weights=restore_best_weights,
+                         start_from_epoch=start_from_epoch)
+
+    def value(self):
+        return _options(self.args.items())
+
+
+class ReduceLROnPlateau(Callback):
+    flag = "reduce_lr_on_plateau"
+
+    def __init__(self, monitor="val_loss", factor=0.1, patience=10, verbose=0,
+                 mode="auto", min_delta=1e-4, cooldown=0, min_lr=0.0):
+        self.args = dict(monitor=monitor, factor=factor, patience=patience,
+                         verbose=verbose, mode=mode, min_delta=min_delta,
+                         cooldown=cooldown, min_lr=min_lr)
+
+    def value(self):
+        return _options(self.args.items())
+
+
+class ModelCheckpoint(Callback):
+    """ModelCheckpoint(save_best_only=True): the best epoch's model, in the
+    format its file name says (.keras, .h5, .weights.h5)."""
+
+    flag = "checkpoint_best"
+
+    def __init__(self, filepath, monitor="val_loss", verbose=0,
+                 save_best_only=True, mode="auto",
+                 initial_value_threshold=None):
+        if not save_best_only:
+            from .errors import UnsupportedError
+            raise UnsupportedError(
+                "ModelCheckpoint(save_best_only=False): graphc saves the best "
+                "epoch only; for every epoch's model use fit(..., "
+                "checkpoint_dir=...)")
+        self.args = dict(filepath=filepath, monitor=monitor, verbose=verbose,
+                         mode=mode,
+                         initial_value_threshold=initial_value_threshold)
+
+    def value(self):
+        return _options(self.args.items())
+
+
+class CSVLogger(Callback):
+    flag = "csv_log"
+
+    def __init__(self, filename, separator=",", append=False):
+        if separator != "," or append:
+            from .errors import UnsupportedError
+            raise UnsupportedError("CSVLogger: only separator=',' and "
+                                   "append=False")
+        self.filename = str(filename)
+
+    def value(self):
+        return self.filename
+
+
+class TensorBoard(Callback):
+    flag = "tensorboard"
+
+    def __init__(self, log_dir="logs", **unused):
+        self.log_dir = str(log_dir)
+
+    def value(self):
+        return self.log_dir
+
+
+def from_keras(callback):
+    """A keras.callbacks object of a class graphc runs, as graphc's."""
+    name = type(callback).__name__
+    get = lambda attr, default=None: getattr(callback, attr, default)
+    if isinstance(callback, Callback):
+        return callback
+    if name == "EarlyStopping":
+        mode = "max" if get("monitor_op") is not None and "greater" in str(get("monitor_op")) else get("mode", "auto")
+        return EarlyStopping(monitor=get("monitor"), min_delta=abs(get("min_delta", 0)),
+                             patience=get("patience"), verbose=get("verbose", 0),
+                             mode=mode if mode in ("min", "max") else "auto",
+                             baseline=get("baseline"),
+                             restore_best_weights=get("restore_best_weights", False),
+                             start_from_epoch=get("start_from_epoch", 0))
+    if name == "ReduceLROnPlateau":
+        return ReduceLROnPlateau(monitor=get("monitor"), factor=get("factor"),
+                                 patience=get("patience"), verbose=get("verbose", 0),
+                                 mode=get("mode", "auto"), min_delta=get("min_delta"),
+                                 cooldown=get("cooldown"), min_lr=get("min_lr"))
+    if name == "ModelCheckpoint":
+        return ModelCheckpoint(get("filepath"), monitor=get("monitor"),
+                               verbose=get("verbose", 0),
+                               save_best_only=get("save_best_only"),
+                               mode=get("mode", "auto"),
+                               initial_value_threshold=get("best") if get("best") not in (None, float("inf"), float("-inf")) else None)
+    if name == "CSVLogger":
+        return CSVLogger(get("filename"), get("sep", ","), get("append", False))
+    if name == "TensorBoard":
+        return TensorBoard(get("log_dir"))
+    from .errors import UnsupportedError
+    raise UnsupportedError(
+        f"callback {name}: graphc runs EarlyStopping, ReduceLROnPlateau, "
+        "ModelCheckpoint(save_best_only=True), CSVLogger and TensorBoard")

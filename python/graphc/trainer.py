@@ -1,0 +1,384 @@
+"""The Trainer: a compiled Keras model that fits, evaluates and predicts on
+NumPy arrays, in C++.
+
+A Trainer keeps the model's state (every weight, the optimizer's slots and
+its step) between calls, as a Keras model does: a second fit() goes on
+from the first, with the optimizer's iterations counting on. Each call runs
+one job of the C++ runtime (graphrun's, TrainingJob.h) on the arrays as they
+are: float32 C-order arrays are read in place and converted once into the
+input pipeline; other numeric dtypes and Fortran order are converted there
+too, never copied beforehand.
+"""
+
+import json
+import os
+import signal
+import tempfile
+
+import numpy as np
+
+from . import _graphc
+from . import callbacks as callbacks_module
+from .errors import (InvalidDataError, InvalidModelError, UnsupportedError,
+                     from_result)
+
+
+class History:
+    """What Keras' fit returns: `history` (each log's values by epoch),
+    `epoch` (the epochs' numbers), and, graphc's, `timing` (the step timer's
+    figures: mean step seconds, examples per second, and the step's split
+    into input wait, hooks and compute)."""
+
+    def __init__(self, epochs, first_epoch, timing, steps, stopped_early):
+        self.epoch = list(range(first_epoch, first_epoch + len(epochs)))
+        keys = []
+        for logs in epochs:
+            for key in logs:
+                if key not in keys:
+                    keys.append(key)
+        self.history = {k: [logs.get(k) for logs in epochs] for k in keys}
+        self.timing = dict(timing)
+        self.timing["steps"] = steps
+        self.stopped_early = stopped_early
+
+    def __repr__(self):
+        return f"History(epochs={len(self.epoch)}, keys={list(self.history)})"
+
+
+def _devices(devices):
+    """"cpu", "cpu:2", "gpu", "gpu:2" as graphrun's --cpus/--gpus."""
+    if devices is None:
+        return {}, None
+    kind, _, count = str(devices).partition(":")
+    kind = kind.strip().lower()
+    if kind not in ("cpu", "gpu"):
+        raise ValueError(f"devices={devices!r}: 'cpu', 'cpu:N', 'gpu' or 'gpu:N'")
+    n = int(count) if count else (1 if kind == "cpu" else 0)
+    if n < 0 or (kind == "cpu" and n == 0):
+        raise ValueError(f"devices={devices!r}: a count of at least 1")
+    if kind == "cpu":
+        return {"cpus": n, "backend": "cpu"}, n
+    return {"gpus": n, "backend": "cuda"}, (n or None)
+
+
+def _array(value, what):
+    """`value` as an array the C++ side reads in place: numeric, native
+    byte order, C or Fortran contiguous (else converted once here)."""
+    a = np.asarray(value)
+    if a.dtype.kind not in "biuf" or a.dtype.itemsize > 8:
+        raise InvalidDataError(
+            f"{what}: dtype {a.dtype} is not a numeric type graphc reads "
+            "(bool, int, uint, float16/32/64)")
+    if not a.dtype.isnative:
+        a = a.astype(a.dtype.newbyteorder("="))
+    if not (a.flags.c_contiguous or a.flags.f_contiguous):
+        a = np.ascontiguousarray(a)
+    if a.ndim == 0:
+        raise InvalidDataError(f"{what}: a scalar; one row per example")
+    return a
+
+
+class Trainer:
+    """A Keras model compiled to a plan (see graphc.compile)."""
+
+    def __init__(self, plan, keras_model, source, init_weights, batch_size,
+                 device_options, workdir, input_names, output_shape, seed):
+        self._plan_path = os.path.join(workdir.name, "model.plan")
+        with open(self._plan_path, "wb") as f:
+            f.write(plan)
+        self._workdir = workdir
+        self._model = _graphc.Model(self._plan_path)
+        self._keras_model = keras_model
+        self._source = source
+        self._init_weights = init_weights
+        self.batch_size = batch_size
+        self._devices = device_options
+        self._input_names = input_names
+        self._output_shape = output_shape
+        self._seed = seed
+
+    # --- the jobs ----------------------------------------------------------
+
+    def _inputs(self, x, what):
+        """The arrays of x: one array (named x), or a dict by input name
+        (the functional API's), or a list in the model's input order."""
+        if isinstance(x, (list, tuple)) and len(x) == 1:
+            x = x[0]
+        if isinstance(x, (list, tuple)):
+            if len(x) != len(self._input_names):
+                raise InvalidDataError(
+                    f"{what}: a list of {len(x)} arrays; the model has "
+                    f"{len(self._input_names) or 'one'} input(s)")
+            x = dict(zip(self._input_names, x))
+        if isinstance(x, dict):
+            arrays = {}
+            for name, value in x.items():
+                if self._input_names and name not in self._input_names:
+                    raise InvalidDataError(
+                        f"{what}: no input named '{name}'; the model's inputs "
+                        "are " + ", ".join(f"'{n}'" for n in self._input_names))
+                arrays[str(name)] = _array(value, f"{what}['{name}']")
+            missing = [n for n in self._input_names if n not in arrays]
+            if missing:
+                raise InvalidDataError(
+                    f"{what}: no array for the model's input(s) "
+                    + ", ".join(f"'{n}'" for n in missing))
+            if len(arrays) == 1:
+                arrays = {"x": next(iter(arrays.values()))}
+            return arrays
+        return {"x": _array(x, what)}
+
+    def _pair(self, x, y, what, sample_weight=None):
+        if sample_weight is not None:
+            raise UnsupportedError(
+                f"{what}: sample_weight is not supported yet")
+        arrays = self._inputs(x, f"{what} x")
+        if y is None:
+            raise InvalidDataError(f"{what}: y (the labels) is missing")
+        if isinstance(y, dict):
+            if len(y) != 1:
+                raise UnsupportedError(
+                    f"{what}: a dict of {len(y)} outputs; graphc trains models "
+                    "with one output so far")
+            (y,) = y.values()
+        arrays["y"] = _array(y, f"{what} y")
+        lengths = {name: len(a) for name, a in arrays.items()}
+        n = next(iter(lengths.values()))
+        for name, m in lengths.items():
+            if m != n:
+                first = next(iter(lengths))
+                raise InvalidDataError(
+                    f"{what}: {first} holds {n} examples, {name} {m}: every "
+                    "array needs one row per example")
+        if n == 0:
+            raise InvalidDataError(f"{what}: no examples")
+        return arrays
+
+    def _run(self, options, arrays, verbose, interruptible=False):
+        options = dict(options)
+        options.update(self._devices)
+        options.setdefault("seed", self._seed)
+        if self.batch_size is not None:
+            options.setdefault("batch_size", self.batch_size)
+        if not self._model.has_state and self._init_weights:
+            options["init_weights"] = self._init_weights
+        # Ctrl-C: the job stops at a step boundary (its preemption signal)
+        # and keeps that step's state; no checkpoint is needed.
+        options["preempt_signals"] = "INT" if interruptible else "none"
+        result = self._model.run(options, arrays, verbose)
+        if result["ok"]:
+            return result
+        if result["code"] == "cancelled":
+            raise KeyboardInterrupt(
+                f"training stopped at step {result['step']} (SIGINT); the "
+                "trainer holds the weights of that step")
+        raise from_result(result)
+
+    def fit(self, x=None, y=None, batch_size=None, epochs=1, verbose=1,
+            callbacks=None, validation_split=0.0, validation_data=None,
+            shuffle=True, class_weight=None, sample_weight=None,
+            initial_epoch=0, steps_per_epoch=None, validation_freq=1):
+        """Keras' Model.fit on NumPy arrays; returns a History."""
+        if class_weight is not None:
+            raise UnsupportedError("fit: class_weight is not supported yet")
+        if steps_per_epoch is not None or validation_freq != 1:
+            raise UnsupportedError(
+                "fit: steps_per_epoch and validation_freq are not supported")
+        self._check_batch(batch_size, "fit")
+        epochs_to_run = int(epochs) - int(initial_epoch)
+        if epochs_to_run < 1:
+            raise ValueError(f"fit: epochs={epochs}, initial_epoch="
+                             f"{initial_epoch}: nothing to train")
+        if not 0 <= float(validation_split) < 1:
+            raise InvalidDataError(
+                f"fit: validation_split={validation_split}: a fraction in "
+                "(0, 1)")
+        arrays = {"train": self._pair(x, y, "fit", sample_weight)}
+        options = {"data": "memory:train", "epochs": epochs_to_run,
+                   "no_shuffle": not shuffle}
+        if validation_split:
+            options["validation_split"] = float(validation_split)
+        if validation_data is not None:
+            if validation_split:
+                raise ValueError("fit: validation_data and validation_split: "
+                                 "give one")
+            if not isinstance(validation_data, (tuple, list)) or len(
+                    validation_data) not in (2, 3):
+                raise InvalidDataError(
+                    "fit: validation_data is (x_val, y_val)")
+            if len(validation_data) == 3:
+                raise UnsupportedError(
+                    "fit: validation sample weights are not supported yet")
+            arrays["validation"] = self._pair(*validation_data,
+                                              "fit validation_data")
+            options["validation_data"] = "memory:validation"
+        for callback in callbacks or []:
+            ours = callbacks_module.from_keras(callback)
+            if ours.flag in options:
+                raise ValueError(f"fit: two {type(ours).__name__} callbacks")
+            options[ours.flag] = ours.value()
+        old = signal.getsignal(signal.SIGINT)
+        result = self._run(options, arrays, verbose, interruptible=True)
+        signal.signal(signal.SIGINT, old)
+        # Keras' History of this fit: epochs from initial_epoch.
+        return History(result["history"], int(initial_epoch),
+                       result["timing"], result["steps"],
+                       result["stopped_early"])
+
+    def evaluate(self, x=None, y=None, batch_size=None, verbose=0,
+                 sample_weight=None, return_dict=True):
+        """Keras' Model.evaluate over every example (the last batch padded
+        and its padding weighted 0): a dict of the loss and the metrics (or,
+        return_dict=False, Keras' list)."""
+        self._check_batch(batch_size, "evaluate")
+        arrays = {"eval": self._pair(x, y, "evaluate", sample_weight)}
+        options = {"data": "memory:eval", "eval_data": "memory:eval",
+                   "steps": 0, "eval": True, "no_shuffle": True}
+        result = self._run(options, arrays, verbose)
+        values = dict(result["evaluation"])
+        if return_dict:
+            return values
+        ordered = list(values.values())
+        return ordered[0] if len(ordered) == 1 else ordered
+
+    def predict(self, x, batch_size=None, verbose=0):
+        """Keras' Model.predict: the model's outputs for every example, in
+        order, as a float32 array."""
+        self._check_batch(batch_size, "predict")
+        arrays = {"predict": self._inputs(x, "predict x")}
+        if len(next(iter(arrays["predict"].values()))) == 0:
+            raise InvalidDataError("predict: no examples")
+        result = self._run({"predict": "memory:predict"}, arrays, verbose)
+        out = result["predictions"]
+        if self._output_shape and int(np.prod(self._output_shape)) == out.shape[1]:
+            out = out.reshape((out.shape[0],) + tuple(self._output_shape))
+        return out
+
+    def _check_batch(self, batch_size, what):
+        if batch_size is not None and self.batch_size is not None and int(
+                batch_size) != self.batch_size:
+            raise ValueError(
+                f"{what}: batch_size={batch_size}; the trainer was compiled "
+                f"for {self.batch_size} (graphc.compile(..., batch_size=...))")
+
+    # --- weights back to Keras ---------------------------------------------
+
+    @property
+    def step(self):
+        """The optimizer's step (Keras' optimizer.iterations)."""
+        return self._model.step
+
+    def get_weights(self):
+        """{name: array} of every variable: the model's weights ("<layer>/
+        <weight>") and the optimizer's slots ("<layer>/<weight>/<slot>")."""
+        if not self._model.has_state:
+            raise InvalidModelError(
+                "the trainer has not run yet: its weights are the model's "
+                "(fit, evaluate or predict first)")
+        return {name: value for name, _, value in self._model.variables()}
+
+    def to_keras(self, model=None):
+        """Sets the Keras model's weights to the trained ones (every weight,
+        trainable or not, matched by its path), as model.set_weights would;
+        returns the model."""
+        model = model if model is not None else self._keras_model
+        if model is None:
+            model = self._rebuild()
+        if not self._model.has_state:
+            if self._keras_model is not None and model is self._keras_model:
+                return model
+            raise InvalidModelError(
+                "the trainer has not run yet (fit, evaluate or predict first)")
+        ours = self.get_weights()
+        values = []
+        for w in model.weights:
+            path = getattr(w, "path", w.name)
+            matches = [n for n in ours
+                       if path == n or path.endswith("/" + n)]
+            if not matches:
+                raise InvalidModelError(
+                    f"to_keras: the Keras model's weight '{path}' is not one "
+                    "of the trainer's (another model?)")
+            name = max(matches, key=len)
+            value = ours[name]
+            if tuple(value.shape) != tuple(w.shape):
+                raise InvalidModelError(
+                    f"to_keras: '{path}' is {tuple(w.shape)} in the Keras "
+                    f"model, {tuple(value.shape)} in the trainer")
+            values.append(value)
+        model.set_weights(values)
+        return model
+
+    def _rebuild(self):
+        import keras
+        if self._source and str(self._source).endswith((".keras", ".h5")):
+            return keras.saving.load_model(self._source, compile=True)
+        if self._source:
+            with open(self._source) as f:
+                return keras.models.model_from_json(f.read())
+        raise InvalidModelError("no Keras model to set the weights of")
+
+    def save(self, filepath):
+        """The trained model as Keras saves it: a .keras archive, a legacy
+        .h5, or (.weights.h5) the weights alone, written by Keras itself."""
+        filepath = str(filepath)
+        model = self.to_keras()
+        if filepath.endswith(".weights.h5"):
+            model.save_weights(filepath)
+        elif filepath.endswith((".keras", ".h5")):
+            model.save(filepath)
+        else:
+            raise ValueError(f"save: {filepath}: a .keras, .h5 or .weights.h5 "
+                             "file name")
+
+
+def compile(model, batch_size=None, devices=None, seed=0, loss=None,
+            optimizer=None, learning_rate=None):
+    """Compiles a Keras model for training: a live, compiled keras.Model, or
+    a path to a .keras, .h5 or .json file. `devices`: "cpu", "cpu:N" (N
+    replicas on CPU threads), "gpu" (every GPU) or "gpu:N"; default:
+    graphrun's (every GPU, else one CPU replica). `batch_size` is the global
+    batch (default: the model's fixed batch, else 32, as Keras' fit)."""
+    workdir = tempfile.TemporaryDirectory(prefix="graphc-")
+    device_options, replicas = _devices(devices)
+    keras_model, source, init_weights = None, None, None
+    input_names, output_shape = [], None
+    if isinstance(model, (str, os.PathLike)):
+        source = os.fspath(model)
+        if not os.path.exists(source):
+            raise InvalidModelError(f"{source}: no such file")
+        text, is_path = source, True
+        if source.endswith((".keras", ".h5")):
+            init_weights = source
+    else:
+        if not hasattr(model, "to_json") or not hasattr(model,
+                                                        "get_compile_config"):
+            raise InvalidModelError(
+                f"compile: {type(model).__name__} is not a keras.Model nor a "
+                "path")
+        config = json.loads(model.to_json())
+        if not getattr(model, "compiled", True) or not model.get_compile_config():
+            raise InvalidModelError(
+                "compile: the model is not compiled: call model.compile("
+                "optimizer=..., loss=..., metrics=...) first")
+        config["compile_config"] = model.get_compile_config()
+        text, is_path = json.dumps(config), False
+        keras_model = model
+        input_names = [t.name.split(":")[0]
+                       for t in getattr(model, "inputs", None) or []]
+        try:
+            output_shape = tuple(int(d) for d in model.outputs[0].shape[1:])
+        except Exception:
+            output_shape = None
+        # The model's own initial weights, Keras-initialized, are the
+        # trainer's (as model_to_estimator starts from them).
+        init_weights = os.path.join(workdir.name, "initial.weights.h5")
+        model.save_weights(init_weights)
+    counts = [replicas] if replicas and replicas not in (1, 2, 4, 8) else []
+    try:
+        plan = _graphc.compile_model(text, is_path, batch_size, loss, optimizer,
+                                     learning_rate, counts)
+    except ValueError as e:
+        raise InvalidModelError(str(e)) from None
+    return Trainer(plan, keras_model, source, init_weights, batch_size,
+                   device_options, workdir, input_names, output_shape, seed)

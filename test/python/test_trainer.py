@@ -1,0 +1,233 @@
+"""graphc.compile / fit / evaluate / predict / to_keras against real Keras."""
+
+import os
+import signal
+import threading
+import time
+
+import keras
+import numpy as np
+import pytest
+
+import graphc
+from conftest import cnn, mlp
+
+
+@pytest.fixture(scope="module")
+def flat(fashion):
+    x_train, y_train, x_test, y_test = fashion
+    return (x_train.reshape(-1, 784), y_train, x_test.reshape(-1, 784), y_test)
+
+
+@pytest.fixture(scope="module")
+def trained(flat):
+    """The guide's MLP, 2 epochs on 2 CPU replicas, 1/6 held out."""
+    x_train, y_train, _, _ = flat
+    keras.utils.set_random_seed(1)
+    model = mlp(keras)
+    trainer = graphc.compile(model, batch_size=256, devices="cpu:2")
+    history = trainer.fit(x_train, y_train, epochs=2, validation_split=0.1667,
+                          verbose=0)
+    return model, trainer, history
+
+
+def test_fit_reaches_the_accuracy_keras_does(trained, flat):
+    _, trainer, history = trained
+    _, _, x_test, y_test = flat
+    assert history.epoch == [0, 1]
+    assert set(history.history) >= {"loss", "accuracy", "val_loss",
+                                     "val_accuracy"}
+    assert history.history["loss"][1] < history.history["loss"][0]
+    result = trainer.evaluate(x_test, y_test)
+    assert set(result) == {"loss", "accuracy"}
+    assert result["accuracy"] >= 0.85
+    # 60000 * (1 - 0.1667) examples, 2 epochs of whole batches of 256.
+    assert trainer.step == 2 * (int(60000 * (1 - 0.1667)) // 256)
+    assert history.timing["examples_per_second"] > 0
+
+
+def test_to_keras_then_keras_evaluate_agrees(trained, flat):
+    model, trainer, _ = trained
+    _, _, x_test, y_test = flat
+    ours = trainer.evaluate(x_test, y_test)
+    trainer.to_keras(model)
+    theirs = model.evaluate(x_test, y_test, batch_size=256, verbose=0,
+                            return_dict=True)
+    assert abs(ours["loss"] - theirs["loss"]) < 1e-5
+    assert abs(ours["accuracy"] - theirs["accuracy"]) < 1e-5
+
+
+def test_predict_agrees_with_keras_predict(trained, flat):
+    model, trainer, _ = trained
+    _, _, x_test, _ = flat
+    trainer.to_keras(model)
+    ours = trainer.predict(x_test[:1000])
+    theirs = model.predict(x_test[:1000], batch_size=256, verbose=0)
+    assert ours.shape == theirs.shape == (1000, 10)
+    assert np.max(np.abs(ours - theirs)) < 1e-5
+
+
+def test_a_second_fit_goes_on(flat):
+    x_train, y_train, x_test, y_test = flat
+    keras.utils.set_random_seed(2)
+    trainer = graphc.compile(mlp(keras), batch_size=500, devices="cpu")
+    trainer.fit(x_train[:5000], y_train[:5000], epochs=1, verbose=0)
+    first = trainer.evaluate(x_test, y_test)["loss"]
+    assert trainer.step == 10
+    history = trainer.fit(x_train[5000:10000], y_train[5000:10000], epochs=2,
+                          verbose=0)
+    # Keras numbers a second fit's epochs from 0 again (initial_epoch=0).
+    assert history.epoch == [0, 1]
+    assert trainer.step == 30
+    assert trainer.evaluate(x_test, y_test)["loss"] < first
+
+
+def test_the_model_s_own_initial_weights_are_the_trainer_s(flat):
+    _, _, x_test, _ = flat
+    model = mlp(keras)
+    trainer = graphc.compile(model, batch_size=250, devices="cpu")
+    ours = trainer.predict(x_test[:500])
+    theirs = model.predict(x_test[:500], verbose=0)
+    assert np.max(np.abs(ours - theirs)) < 1e-5
+
+
+def test_compile_a_keras_file(tmp_path, fashion):
+    x_train, y_train, x_test, y_test = fashion
+    keras.utils.set_random_seed(3)
+    model = cnn(keras)
+    path = str(tmp_path / "cnn.keras")
+    model.save(path)
+    trainer = graphc.compile(path, batch_size=200, devices="cpu:2")
+    # Its weights are the file's.
+    before = trainer.predict(x_test[:400])
+    assert np.max(np.abs(before - model.predict(x_test[:400], verbose=0))) < 1e-5
+    trainer.fit(x_train[:6000], y_train[:6000], epochs=1, verbose=0)
+    out = str(tmp_path / "trained.keras")
+    trainer.save(out)
+    loaded = keras.saving.load_model(out)
+    theirs = loaded.evaluate(x_test, y_test, batch_size=200, verbose=0,
+                             return_dict=True)
+    ours = trainer.evaluate(x_test, y_test)
+    assert abs(ours["loss"] - theirs["loss"]) < 1e-5
+    assert abs(ours["accuracy"] - theirs["accuracy"]) < 1e-5
+
+
+def test_early_stopping_decides_as_keras_does(flat):
+    x_train, y_train, _, _ = flat
+    trainer = graphc.compile(mlp(keras), batch_size=500, devices="cpu")
+    # Keras' own callback object: graphc reads its arguments back.
+    stop = keras.callbacks.EarlyStopping(monitor="val_loss", patience=0,
+                                         min_delta=0.05)
+    history = trainer.fit(x_train[:6000], y_train[:6000], epochs=8,
+                          validation_split=0.2, callbacks=[stop], verbose=0)
+    # Keras' EarlyStopping, replayed on our logs, stops where we did.
+    replay = keras.callbacks.EarlyStopping(monitor="val_loss", patience=0,
+                                           min_delta=0.05)
+    holder = keras.Sequential([keras.Input((1,)), keras.layers.Dense(1)])
+    replay.set_model(holder)
+    holder.stop_training = False
+    replay.on_train_begin()
+    epochs = 0
+    for epoch in range(8):
+        epochs += 1
+        replay.on_epoch_end(epoch, {k: v[epoch] for k, v in
+                                    history.history.items()
+                                    if epoch < len(v)})
+        if holder.stop_training:
+            break
+    assert len(history.epoch) == epochs
+    assert history.stopped_early == (epochs < 8)
+
+
+def test_ctrl_c_stops_at_a_step_and_the_trainer_stays_usable(flat):
+    x_train, y_train, x_test, y_test = flat
+    trainer = graphc.compile(mlp(keras), batch_size=100, devices="cpu")
+    timer = threading.Timer(1.5, lambda: os.kill(os.getpid(), signal.SIGINT))
+    timer.start()
+    started = time.monotonic()
+    with pytest.raises(KeyboardInterrupt, match="stopped at step"):
+        trainer.fit(x_train, y_train, epochs=100, verbose=0)
+    timer.join()
+    assert time.monotonic() - started < 30
+    step = trainer.step
+    assert 0 < step < 100 * 600
+    # Python's handler is back (at the C level too: a SIGINT now raises
+    # KeyboardInterrupt in Python), and the trainer goes on from that step.
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    with pytest.raises(KeyboardInterrupt):
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(5)
+    trainer.fit(x_train[:1000], y_train[:1000], epochs=1, verbose=0)
+    assert trainer.step == step + 10
+    assert trainer.evaluate(x_test, y_test)["accuracy"] > 0.5
+
+
+def test_bad_arrays_are_refused_naming_them(flat):
+    x_train, y_train, _, _ = flat
+    trainer = graphc.compile(mlp(keras), batch_size=100, devices="cpu")
+    with pytest.raises(graphc.InvalidDataError, match=r"\(N, 784\)"):
+        trainer.fit(x_train.reshape(-1, 28, 28)[:1000], y_train[:1000],
+                    verbose=0)
+    with pytest.raises(graphc.InvalidDataError, match="dtype complex64"):
+        trainer.fit(x_train[:1000].astype(np.complex64), y_train[:1000],
+                    verbose=0)
+    with pytest.raises(graphc.InvalidDataError, match="1000 examples, y 999"):
+        trainer.fit(x_train[:1000], y_train[:999], verbose=0)
+    with pytest.raises(graphc.InvalidDataError, match="label 10 is not below"):
+        trainer.fit(x_train[:1000], np.full(1000, 10), verbose=0)
+    with pytest.raises(graphc.InvalidDataError, match="validation_split"):
+        trainer.fit(x_train[:1000], y_train[:1000], validation_split=1.5,
+                    verbose=0)
+
+
+def test_an_unsupported_layer_is_named(flat):
+    model = keras.Sequential([keras.Input((10, 4)), keras.layers.LSTM(8),
+                              keras.layers.Dense(2)])
+    model.compile(optimizer="adam", loss="mse")
+    with pytest.raises(graphc.InvalidModelError,
+                       match="unsupported layer class 'LSTM'"):
+        graphc.compile(model)
+
+
+def test_an_uncompiled_model_is_refused():
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2)])
+    with pytest.raises(graphc.InvalidModelError, match="not compiled"):
+        graphc.compile(model)
+
+
+def test_a_functional_model_of_two_inputs_takes_a_dict(flat):
+    x_train, y_train, x_test, y_test = flat
+    rng = np.random.default_rng(5)
+    # The second input carries a noisy copy of the label: the model must
+    # read both inputs, each from its own array, to fit as Keras does.
+    def extra(y):
+        return (np.eye(10)[y] + rng.normal(0, 0.5, (len(y), 10))).astype(
+            np.float32)
+    e_train, e_test = extra(y_train[:12000]), extra(y_test)
+    keras.utils.set_random_seed(6)
+    pixels = keras.Input((784,), name="pixels")
+    hint = keras.Input((10,), name="hint")
+    h = keras.layers.Dense(64, activation="relu")(pixels)
+    h = keras.layers.Concatenate()([h, keras.layers.Dense(16)(hint)])
+    out = keras.layers.Dense(10, activation="softmax")(h)
+    model = keras.Model([pixels, hint], out)
+    model.compile(optimizer="adam", loss="sparse_categorical_crossentropy",
+                  metrics=["accuracy"])
+    trainer = graphc.compile(model, batch_size=200, devices="cpu:2")
+    trainer.fit({"hint": e_train, "pixels": x_train[:12000]}, y_train[:12000],
+                epochs=2, verbose=0)
+    test = {"pixels": x_test, "hint": e_test}
+    ours = trainer.evaluate(test, y_test)
+    trainer.to_keras(model)
+    theirs = model.evaluate(test, y_test, batch_size=200, verbose=0,
+                            return_dict=True)
+    assert abs(ours["loss"] - theirs["loss"]) < 1e-5
+    assert abs(ours["accuracy"] - theirs["accuracy"]) < 1e-5
+    # The hint is read: without it the same weights do clearly worse.
+    blind = trainer.evaluate({"pixels": x_test, "hint": 0 * e_test}, y_test)
+    assert ours["accuracy"] > 0.8 and ours["accuracy"] > blind["accuracy"] + 0.05
+    assert np.max(np.abs(trainer.predict(test)[:500] -
+                         model.predict({k: v[:500] for k, v in test.items()},
+                                       verbose=0))) < 1e-5
+    with pytest.raises(graphc.InvalidDataError, match="'hint'"):
+        trainer.evaluate({"pixels": x_test}, y_test)
