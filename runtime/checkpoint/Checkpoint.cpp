@@ -6,10 +6,16 @@
 #include "runtime/checkpoint/Weights.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
+#include <cstring>
 #include <filesystem>
 #include <optional>
 #include <system_error>
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
 
 namespace graph::runtime::checkpoint {
 
@@ -120,6 +126,66 @@ Status CheckpointManager::writeIndex(const std::vector<int64_t> &steps) const {
     text +=
         "all_model_checkpoint_paths: \"" + checkpointFileName(step) + "\"\n";
   return writeFileAtomically(indexPath(), text);
+}
+
+Status CheckpointManager::claim() {
+  const std::string where = "--checkpoint-dir " + directory_;
+  std::error_code ec;
+  fs::create_directories(directory_, ec);
+  if (ec)
+    return Status::error(where + ": cannot create it: " + ec.message());
+  // A file written and removed: what every checkpoint will need.
+  std::string probe =
+      (fs::path(directory_) / (".write-probe." + std::to_string(::getpid())))
+          .string();
+  int fd =
+      ::open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  bool written = fd >= 0 && ::write(fd, "x", 1) == 1;
+  int error = errno;
+  if (fd >= 0 && ::close(fd) != 0 && written) {
+    written = false;
+    error = errno;
+  }
+  ::unlink(probe.c_str());
+  if (!written)
+    return Status::error(where + ": cannot write a file in it (" +
+                         std::strerror(error) +
+                         "): no checkpoint could be saved");
+  std::string lockPath = (fs::path(directory_) / ".lock").string();
+  int lock = ::open(lockPath.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (lock < 0)
+    return Status::error(where + ": cannot open " + lockPath + ": " +
+                         std::strerror(errno));
+  if (::flock(lock, LOCK_EX | LOCK_NB) != 0) {
+    int why = errno;
+    char holder[32] = {};
+    ssize_t got = ::pread(lock, holder, sizeof holder - 1, 0);
+    ::close(lock);
+    if (why != EWOULDBLOCK)
+      return Status::error(where + ": cannot lock " + lockPath + ": " +
+                           std::strerror(why));
+    std::string pid = got > 0 ? std::string(holder, static_cast<size_t>(got))
+                              : std::string("unknown");
+    while (!pid.empty() && (pid.back() == '\n' || pid.back() == ' '))
+      pid.pop_back();
+    return Status::error(where + ": in use by another run (pid " + pid +
+                         "), which saves its checkpoints there: two runs "
+                         "would overwrite each other's; give this one another "
+                         "--checkpoint-dir");
+  }
+  std::string pid = std::to_string(::getpid()) + "\n";
+  if (::ftruncate(lock, 0) != 0 || ::pwrite(lock, pid.data(), pid.size(), 0) !=
+                                       static_cast<ssize_t>(pid.size())) {
+    int why = errno;
+    ::close(lock);
+    return Status::error(where + ": cannot write " + lockPath + ": " +
+                         std::strerror(why));
+  }
+  lock_ = std::shared_ptr<const int>(new int(lock), [](const int *fd) {
+    ::close(*fd);
+    delete fd;
+  });
+  return Status::ok();
 }
 
 Status CheckpointManager::save(const MirroredVariables &variables,

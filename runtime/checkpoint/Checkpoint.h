@@ -29,6 +29,7 @@
 #include "runtime/core/Session.h"
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -79,6 +80,15 @@ public:
   explicit CheckpointManager(std::string directory, int keep = 3)
       : directory_(std::move(directory)), keep_(keep) {}
 
+  /// Before the first step: makes the directory, checks that a file can be
+  /// written in it (a read-only or immutable directory is found now, not at
+  /// the first checkpoint; root ignores permissions, so it tries), and
+  /// locks it for this process (flock on DIR/.lock, which holds the pid):
+  /// a second run on the same directory is refused, naming the first's
+  /// pid, instead of overwriting its checkpoints. The lock lasts as long as
+  /// the manager (and its copies).
+  Status claim();
+
   /// Saves every variable and `state`, updates the index and deletes the
   /// checkpoints older than the newest `keep`. Creates the directory.
   Status save(const MirroredVariables &variables, const RunState &state);
@@ -110,6 +120,9 @@ private:
 
   std::string directory_;
   int keep_;
+  /// claim()'s lock: the open DIR/.lock, closed (unlocked) with the last
+  /// copy.
+  std::shared_ptr<const int> lock_;
 };
 
 /// Saves a checkpoint every `every` steps (0: only at the end) and after the

@@ -892,7 +892,12 @@ Status TrainingJob::restoreState(int &reportedBy) {
       checkpoints_.emplace(o_.checkpointDir, o_.keepCheckpoints);
       ckpt::LoadedCheckpoint latest;
       std::vector<std::string> warnings;
-      chiefRead = checkpoints_->findLatest(latest, resumed_, warnings);
+      // A prediction only reads the directory, maybe while a run trains in
+      // it: it claims nothing.
+      if (o_.predict.empty())
+        chiefRead = checkpoints_->claim();
+      if (chiefRead)
+        chiefRead = checkpoints_->findLatest(latest, resumed_, warnings);
       for (const std::string &w : warnings)
         warn(w);
       if (chiefRead && resumed_) {
@@ -1412,9 +1417,14 @@ Status TrainingJob::predict() {
   }
   if (Status w = ckpt::writeNpy(o_.predictions, values, {examples, width}); !w)
     return Status::error("--predictions: " + w.message());
+  // A line per example: a newline in a file's name (and the backslash
+  // that escapes it) is written escaped, so that line i is example i.
   std::string list;
-  for (int64_t index : sources)
-    list += train_->source(index) + "\n";
+  for (int64_t index : sources) {
+    for (char c : train_->source(index))
+      list += c == '\n' ? "\\n" : c == '\\' ? "\\\\" : std::string(1, c);
+    list += "\n";
+  }
   if (Status w = writeFileAtomically(o_.predictions + ".txt", list); !w)
     return Status::error("--predictions: " + w.message());
   out_ << "graphrun: predictions of " << examples << " examples (" << width
