@@ -23,26 +23,28 @@ common = [graphrun, plan, "--backend", "reference", "--data", "synthetic",
 
 busy = os.path.join(work, "busy")
 a = subprocess.Popen(common + ["--steps", "1000000", "--checkpoint-dir", busy],
-                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                     text=True)
-lock = os.path.join(busy, ".lock")
-deadline = time.monotonic() + 60
-while time.monotonic() < deadline:
-    if os.path.exists(lock) and open(lock).read().strip() == str(a.pid):
-        break
-    time.sleep(0.05)
-else:
+                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+try:
+    lock = os.path.join(busy, ".lock")
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if os.path.exists(lock) and open(lock).read().strip() == str(a.pid):
+            break
+        time.sleep(0.05)
+    else:
+        a.kill()
+        sys.exit("run A never locked its checkpoint directory")
+    b = subprocess.run(common + ["--steps", "5", "--checkpoint-dir", busy],
+                       capture_output=True, text=True, timeout=60)
+    print(f"busy: B exit {b.returncode}")
+    print(b.stderr.strip().replace(str(a.pid), "<A>"))
+    if b.stdout.count("step ") > 0:
+        print("busy: B trained")
+    print(f"busy: A still running: {a.poll() is None}")
+finally:
+    # Never left running, whatever failed above.
     a.kill()
-    sys.exit("run A never locked its checkpoint directory")
-b = subprocess.run(common + ["--steps", "5", "--checkpoint-dir", busy],
-                   capture_output=True, text=True, timeout=60)
-print(f"busy: B exit {b.returncode}")
-print(b.stderr.strip().replace(str(a.pid), "<A>"))
-if b.stdout.count("step ") > 0:
-    print("busy: B trained")
-print(f"busy: A still running: {a.poll() is None}")
-a.kill()
-a.wait(timeout=60)
+    a.wait(timeout=60)
 
 frozen = os.path.join(work, "frozen")
 os.makedirs(frozen, exist_ok=True)
