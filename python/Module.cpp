@@ -150,12 +150,10 @@ public:
       (*table)[py::str(item.first)] = borrowArrays(
           py::str(item.first), py::reinterpret_borrow<py::dict>(item.second));
     o.arrays = table;
-    if (verbose == 0) {
+    // verbose=1: graphrun's progress bar on a terminal; 2: its log lines;
+    // 0: nothing (the output goes to a null stream below).
+    if (verbose != 1)
       o.progress = false;
-      o.warmup = std::min<int64_t>(o.warmup, 5);
-    } else if (verbose == 2) {
-      o.progress = false;
-    }
 
     Workers *workers = nullptr;
     if (Status s = job::processWorkers(o.collectiveTimeoutSeconds, workers); !s)

@@ -12,7 +12,6 @@ too, never copied beforehand.
 
 import json
 import os
-import signal
 import tempfile
 
 import numpy as np
@@ -217,9 +216,8 @@ class Trainer:
             if ours.flag in options:
                 raise ValueError(f"fit: two {type(ours).__name__} callbacks")
             options[ours.flag] = ours.value()
-        old = signal.getsignal(signal.SIGINT)
+        # The job puts Python's SIGINT handler back itself, whatever ends it.
         result = self._run(options, arrays, verbose, interruptible=True)
-        signal.signal(signal.SIGINT, old)
         # Keras' History of this fit: epochs from initial_epoch.
         return History(result["history"], int(initial_epoch),
                        result["timing"], result["steps"],

@@ -135,6 +135,20 @@ Status toTargets(const std::string &what, const std::vector<double> &values,
 
 /// The pair (x, y) of arrays `spec` names: an .npz's members, or two .npy
 /// files. `y` stays empty when the spec has none and none is needed.
+/// The arrays a memory:NAME spec names (ArraysOptions::inMemory), and NAME.
+Status findInMemory(const std::string &spec, const ArraysOptions &o,
+                    const std::vector<NumpyArray> *&members,
+                    std::string &name) {
+  name = spec.substr(std::string(kMemoryPrefix).size());
+  auto found =
+      o.inMemory ? o.inMemory->find(name) : InMemoryArrays::const_iterator();
+  if (!o.inMemory || found == o.inMemory->end())
+    return Status::internal(spec + ": no arrays registered under '" + name +
+                            "'");
+  members = &found->second;
+  return Status::ok();
+}
+
 Status pickPair(const std::string &where,
                 const std::vector<NumpyArray> &members,
                 const std::string &inputName, bool needsLabels,
@@ -146,14 +160,10 @@ Status openPair(const std::string &spec, const ArraysOptions &o,
   const std::string &inputName = o.inputName;
   const bool needsLabels = o.needsLabels;
   if (spec.starts_with(kMemoryPrefix)) {
-    std::string key = spec.substr(std::string(kMemoryPrefix).size());
-    auto found =
-        o.inMemory ? o.inMemory->find(key) : InMemoryArrays::const_iterator();
-    if (!o.inMemory || found == o.inMemory->end())
-      return Status::internal(spec + ": no arrays registered under '" + key +
-                              "'");
-    name = key;
-    return pickPair(key, found->second, inputName, needsLabels, x, y);
+    const std::vector<NumpyArray> *members = nullptr;
+    if (Status s = findInMemory(spec, o, members, name); !s)
+      return s;
+    return pickPair(name, *members, inputName, needsLabels, x, y);
   }
   if (!spec.starts_with(kArraysPrefix))
     return Status::internal(spec + ": not an arrays: spec");
@@ -243,13 +253,8 @@ Status openInputs(const std::string &spec, const ArraysOptions &o,
   std::vector<NumpyArray> owned;
   const std::vector<NumpyArray> *members = &owned;
   if (spec.starts_with(kMemoryPrefix)) {
-    name = spec.substr(std::string(kMemoryPrefix).size());
-    auto found =
-        o.inMemory ? o.inMemory->find(name) : InMemoryArrays::const_iterator();
-    if (!o.inMemory || found == o.inMemory->end())
-      return Status::internal(spec + ": no arrays registered under '" + name +
-                              "'");
-    members = &found->second;
+    if (Status s = findInMemory(spec, o, members, name); !s)
+      return s;
   } else {
     name = spec.substr(std::string(kArraysPrefix).size());
     if (name.find(',') != std::string::npos || name.ends_with(".npy"))
