@@ -119,7 +119,9 @@ int main(int argc, char **argv) {
   double cpuOpen = cpuSeconds();
   DataSource source;
   source.spec = data;
-  if (Status s = openArrays(data, o, source.memory, source.mapped); !s)
+  if (Status s =
+          openArrays(data, o, source.memory, source.mapped, source.weights);
+      !s)
     return fail(s);
   source.decodeThreads = std::max(1, threads);
   std::printf("open: %s, %lld examples of %s, %s: %.3f s wall, %.3f cpu-s, "

@@ -426,13 +426,21 @@ private:
   /// into the step being built; returns its predictions.
   Value cloneInferencePass(IRMapping &mapping);
 
+  /// The inputs a step adds to @m's: the labels, and each row's weights.
+  struct StepInputs {
+    Value labels;
+    /// The loss's (and its gradient's): Keras' sample_weight.
+    Value weights;
+    /// The metrics': Keras' compiled `metrics` take no sample weights, so
+    /// these are 1 an example (times a short batch's scale), 0 padding.
+    Value metricWeights;
+  };
   /// A new step model at the end of the module, its inputs (those of @m,
-  /// then "labels") already in it; `mapping` maps @m's inputs.
-  ModelOp startStep(StringRef name, IRMapping &mapping, Value &labels);
-  /// Loss and metrics of `predictions`, in graph.training's order, each
-  /// weighted by `weights` when given.
-  SmallVector<Value> lossAndMetrics(Value predictions, Value labels,
-                                    Value weights = Value());
+  /// then "labels", "sample_weight" and "metric_weight") already in it;
+  /// `mapping` maps @m's inputs.
+  ModelOp startStep(StringRef name, IRMapping &mapping, StepInputs &inputs);
+  /// Loss and metrics of `predictions`, in graph.training's order.
+  SmallVector<Value> lossAndMetrics(Value predictions, const StepInputs &in);
   /// The runtime's names of lossAndMetrics' values.
   SmallVector<StringRef> outputNames();
   /// The labels the loss sees: with label_smoothing, the one-hot `labels`
@@ -489,7 +497,8 @@ LogicalResult TrainingStepBuilder::plan() {
   Value predictions = model.getOutputOp().getOutputs()[0];
 
   for (InputOp input : model.getInputOps())
-    if (input.getName() == "labels" || input.getName() == "sample_weight")
+    if (input.getName() == "labels" || input.getName() == "sample_weight" ||
+        input.getName() == "metric_weight")
       return input.emitError("input name '")
              << input.getName()
              << "' is taken by an input that the training step adds";
@@ -625,7 +634,7 @@ void TrainingStepBuilder::addSlotVariables() {
 }
 
 ModelOp TrainingStepBuilder::startStep(StringRef name, IRMapping &mapping,
-                                       Value &labels) {
+                                       StepInputs &inputs) {
   b.setInsertionPointToEnd(module.getBody());
   auto step = ModelOp::create(b, model.getLoc(), name);
   b.createBlock(&step.getBody());
@@ -637,23 +646,33 @@ ModelOp TrainingStepBuilder::startStep(StringRef name, IRMapping &mapping,
                         ? RankedTensorType::get({predictions.getDimSize(0)},
                                                 b.getIntegerType(32))
                         : Type(predictions);
-  labels = InputOp::create(b, training.getLoc(), labelsType, "labels");
+  inputs.labels = InputOp::create(b, training.getLoc(), labelsType, "labels");
+  // Each row's weight in the loss and its gradient (Keras' sample_weight, or
+  // class_weight's) and in the metrics, both 0 for the rows that pad a short
+  // batch to the static shape (an epoch's last, the test set's last), so
+  // that every example counts once (TPU Keras pads and masks the same way).
+  auto rowType = RankedTensorType::get({predictions.getDimSize(0)},
+                                       predictions.getElementType());
+  inputs.weights =
+      InputOp::create(b, training.getLoc(), rowType, "sample_weight");
+  inputs.metricWeights =
+      InputOp::create(b, training.getLoc(), rowType, "metric_weight");
   return step;
 }
 
 SmallVector<Value> TrainingStepBuilder::lossAndMetrics(Value predictions,
-                                                       Value labels,
-                                                       Value weights) {
+                                                       const StepInputs &in) {
   Location loc = training.getLoc();
+  Value labels = in.labels, weights = in.weights;
   UnitAttr fromLogits = training.getFromLogitsAttr();
   SmallVector<Value> outputs;
   if (isOverlapLoss(training.getLoss())) {
     // Dice and Tversky: one ratio of the batch's sums, which the gradient
     // (buildTrainStep) reads too.
     overlapSums = OverlapSumsOp::create(b, loc, predictions, labels, weights);
-    outputs.push_back(OverlapLossOp::create(
-        b, loc, training.getLossAttr(), overlapSums, weights,
-        training.getAlphaAttr(), training.getBetaAttr()));
+    outputs.push_back(
+        OverlapLossOp::create(b, loc, training.getLossAttr(), overlapSums,
+                              training.getAlphaAttr(), training.getBetaAttr()));
   } else if (isPointwise())
     outputs.push_back(reduce(
         PointwiseLossOp::create(
@@ -685,11 +704,11 @@ SmallVector<Value> TrainingStepBuilder::lossAndMetrics(Value predictions,
     if (kind)
       outputs.push_back(PointwiseLossOp::create(
           b, loc, LossKindAttr::get(b.getContext(), *kind), predictions, labels,
-          weights, UnitAttr(), FloatAttr(), FloatAttr(), FloatAttr(),
+          in.metricWeights, UnitAttr(), FloatAttr(), FloatAttr(), FloatAttr(),
           FloatAttr(), UnitAttr()));
     else
       outputs.push_back(
-          AccuracyOp::create(b, loc, predictions, labels, weights));
+          AccuracyOp::create(b, loc, predictions, labels, in.metricWeights));
   }
   return outputs;
 }
@@ -762,8 +781,9 @@ void TrainingStepBuilder::contribute(Value value, Value grad) {
 
 void TrainingStepBuilder::buildTrainStep() {
   IRMapping mapping;
-  Value labels;
-  startStep("train_step", mapping, labels);
+  StepInputs in;
+  startStep("train_step", mapping, in);
+  Value labels = in.labels, weights = in.weights;
 
   // Forward, training mode.
   DenseMap<Operation *, Operation *> trainOp;
@@ -792,7 +812,7 @@ void TrainingStepBuilder::buildTrainStep() {
 
   Value predictions = model.getOutputOp().getOutputs()[0];
   Value trainPredictions = mapping.lookup(predictions);
-  SmallVector<Value> outputs = lossAndMetrics(trainPredictions, labels);
+  SmallVector<Value> outputs = lossAndMetrics(trainPredictions, in);
 
   // Backward, in reverse order of the forward.
   Location loc = training.getLoc();
@@ -800,24 +820,25 @@ void TrainingStepBuilder::buildTrainStep() {
   UnitAttr fromLogits = training.getFromLogitsAttr();
   Value seed =
       isOverlapLoss(training.getLoss())
-          ? OverlapLossGradOp::create(b, loc, training.getLossAttr(), labels,
-                                      overlapSums, training.getAlphaAttr(),
-                                      training.getBetaAttr(), IntegerAttr())
+          ? OverlapLossGradOp::create(
+                b, loc, training.getLossAttr(), labels, overlapSums, weights,
+                training.getAlphaAttr(), training.getBetaAttr(), IntegerAttr())
                 .getResult()
       : isPointwise()
           ? PointwiseLossGradOp::create(
                 b, loc, predType, training.getLossAttr(), trainPredictions,
-                labels, fromLogits, training.getLabelSmoothingAttr(),
+                labels, weights, fromLogits, training.getLabelSmoothingAttr(),
                 training.getDeltaAttr(), training.getAlphaAttr(),
                 training.getGammaAttr(), training.getApplyClassBalancingAttr())
                 .getResult()
-      : isSparse() ? SparseCategoricalCrossentropyGradOp::create(
-                         b, loc, predType, trainPredictions, labels, fromLogits)
-                         .getResult()
-                   : CategoricalCrossentropyGradOp::create(
-                         b, loc, predType, trainPredictions,
-                         lossLabels(trainPredictions, labels), fromLogits)
-                         .getResult();
+      : isSparse()
+          ? SparseCategoricalCrossentropyGradOp::create(
+                b, loc, predType, trainPredictions, labels, weights, fromLogits)
+                .getResult()
+          : CategoricalCrossentropyGradOp::create(
+                b, loc, predType, trainPredictions,
+                lossLabels(trainPredictions, labels), weights, fromLogits)
+                .getResult();
   seed = reduce(seed, trainPredictions);
   contribute(predictions, seed);
   for (Operation *op : llvm::reverse(planned.active)) {
@@ -913,20 +934,10 @@ void TrainingStepBuilder::buildTrainStep() {
 
 void TrainingStepBuilder::buildEvalStep() {
   IRMapping mapping;
-  Value labels;
-  startStep("eval_step", mapping, labels);
-  // Static shapes fix the batch, so the runtime pads the last, partial batch
-  // of the test set and weights its padding rows 0: every example counts
-  // once, as in Keras' evaluate (TPU Keras pads and masks the same way).
-  auto predictionsType =
-      cast<RankedTensorType>(model.getOutputOp().getOutputs()[0].getType());
-  Value weights =
-      InputOp::create(b, training.getLoc(),
-                      RankedTensorType::get({predictionsType.getDimSize(0)},
-                                            predictionsType.getElementType()),
-                      "sample_weight");
+  StepInputs in;
+  startStep("eval_step", mapping, in);
   Value predictions = cloneInferencePass(mapping);
-  SmallVector<Value> outputs = lossAndMetrics(predictions, labels, weights);
+  SmallVector<Value> outputs = lossAndMetrics(predictions, in);
   outputs.push_back(predictions);
   SmallVector<StringRef> names = outputNames();
   names.push_back("predictions");

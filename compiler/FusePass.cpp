@@ -90,11 +90,11 @@ static std::optional<CrossEntropy> matchLoss(Operation *op) {
 
 static std::optional<CrossEntropy> matchLossGrad(Operation *op) {
   if (auto grad = dyn_cast<CategoricalCrossentropyGradOp>(op))
-    return CrossEntropy{op, grad.getLabels(), Value(), grad.getFromLogits(),
-                        false};
+    return CrossEntropy{op, grad.getLabels(), grad.getSampleWeight(),
+                        grad.getFromLogits(), false};
   if (auto grad = dyn_cast<SparseCategoricalCrossentropyGradOp>(op))
-    return CrossEntropy{op, grad.getLabels(), Value(), grad.getFromLogits(),
-                        true};
+    return CrossEntropy{op, grad.getLabels(), grad.getSampleWeight(),
+                        grad.getFromLogits(), true};
   return std::nullopt;
 }
 
@@ -152,9 +152,10 @@ static bool fuseSoftmaxCrossEntropy(SoftmaxOp softmax) {
   if (lossGrad.has_value() != static_cast<bool>(softmaxGrad))
     return false;
   if (lossGrad) {
-    // The loss gradient is unweighted: a weighted loss's has no fused form.
+    // The fused logits_grad weights its rows as the loss does: loss and
+    // gradient must take the same weights.
     if (lossGrad->fromLogits || lossGrad->sparse != loss->sparse ||
-        lossGrad->labels != loss->labels || loss->weights)
+        lossGrad->labels != loss->labels || lossGrad->weights != loss->weights)
       return false;
     Value lossGradValue = lossGrad->op->getResult(0);
     if (!lossGradValue.hasOneUse() ||

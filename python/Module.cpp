@@ -105,6 +105,7 @@ job::JobOptions jobOptions(const py::dict &d) {
   setIf(d, "eval_data", o.evalData);
   setIf(d, "validation_split", o.validationSplit);
   setIf(d, "validation_data", o.validationData);
+  setIf(d, "class_weight", o.classWeight);
   setIf(d, "steps", o.steps);
   setIf(d, "epochs", o.epochs);
   setIf(d, "batch_size", o.batchSize);

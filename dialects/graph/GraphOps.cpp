@@ -1120,7 +1120,7 @@ LogicalResult PointwiseLossGradOp::verify() {
   if (getKind() == LossKind::binary_accuracy)
     return emitOpError("binary_accuracy is a metric: it has no gradient");
   if (failed(verifyPointwiseOperands(getLoc(), getKind(), getPredictions(),
-                                     getTargets(), Value())))
+                                     getTargets(), getSampleWeight())))
     return failure();
   return verifyLossOptions(getLoc(), getKind(), lossOptionsOf(*this));
 }
@@ -1136,15 +1136,15 @@ static LogicalResult verifyOverlapKind(std::optional<Location> loc,
   return verifyLossOptions(loc, kind, {false, {}, {}, alpha, beta, {}, false});
 }
 
-/// `sums` must be graph.overlap_sums' tensor<3xT> of element type `element`.
+/// `sums` must be graph.overlap_sums' tensor<5xT> of element type `element`.
 static LogicalResult verifySums(std::optional<Location> loc, Value sums,
                                 Type element) {
   auto type = cast<RankedTensorType>(sums.getType());
-  if (type.getRank() != 1 || type.getDimSize(0) != 3 ||
+  if (type.getRank() != 1 || type.getDimSize(0) != kOverlapSums ||
       type.getElementType() != element)
-    return emitOptionalError(loc, "sums must be ",
-                             RankedTensorType::get({3}, element),
-                             " (sum t p, sum t, sum p), got ", type);
+    return emitOptionalError(
+        loc, "sums must be ", RankedTensorType::get({kOverlapSums}, element),
+        " (sum t p, sum t, sum p, sum w, rows), got ", type);
   return success();
 }
 
@@ -1166,7 +1166,8 @@ LogicalResult OverlapSumsOp::inferReturnTypes(MLIRContext *,
       failed(verifySampleWeight(loc, adaptor.getSampleWeight(),
                                 predictions->getDimSize(0))))
     return failure();
-  results.push_back(RankedTensorType::get({3}, predictions->getElementType()));
+  results.push_back(
+      RankedTensorType::get({kOverlapSums}, predictions->getElementType()));
   return success();
 }
 
@@ -1180,12 +1181,6 @@ LogicalResult OverlapLossOp::inferReturnTypes(MLIRContext *,
                                adaptor.getBeta())) ||
       failed(verifySums(loc, adaptor.getSums(), element)))
     return failure();
-  if (Value weights = adaptor.getSampleWeight()) {
-    auto type = cast<RankedTensorType>(weights.getType());
-    if (type.getRank() != 1)
-      return emitOptionalError(loc, "sample_weight must be [batch], got ",
-                               type);
-  }
   results.push_back(RankedTensorType::get({}, element));
   return success();
 }
@@ -1200,6 +1195,13 @@ OverlapLossGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
   if (failed(verifyOverlapKind(loc, adaptor.getKind(), adaptor.getAlpha(),
                                adaptor.getBeta())) ||
       failed(verifySums(loc, adaptor.getSums(), targets->getElementType())))
+    return failure();
+  if (targets->getRank() < 1)
+    return emitOptionalError(loc, "targets need a batch dimension, got ",
+                             *targets);
+  if (adaptor.getSampleWeight() &&
+      failed(verifySampleWeight(loc, adaptor.getSampleWeight(),
+                                targets->getDimSize(0))))
     return failure();
   if (std::optional<int64_t> replicas = adaptor.getReplicas();
       replicas && *replicas < 1)
@@ -1468,7 +1470,8 @@ template <typename LossGradOp>
 static LogicalResult verifyLossGrad(LossGradOp op, bool sparse) {
   SmallVector<Type> scalar;
   if (failed(inferClassification(op.getLoc(), op.getPredictions(),
-                                 op.getLabels(), Value(), sparse, scalar)))
+                                 op.getLabels(), op.getSampleWeight(), sparse,
+                                 scalar)))
     return failure();
   return expectType(op, op.getPredictionsGrad().getType(),
                     op.getPredictions().getType(), "predictions_grad");

@@ -50,6 +50,8 @@ bool isPointwiseLoss(LossKind kind);
 /// tversky: graph.overlap_sums and graph.overlap_loss), among the
 /// pointwise ones.
 bool isOverlapLoss(LossKind kind);
+/// graph.overlap_sums' length: sum t p, sum t, sum p, sum w, rows.
+inline constexpr int64_t kOverlapSums = 5;
 /// The pointwise kind computing Keras metric `metric` ("mae",
 /// "mean_squared_error", "binary_accuracy", ...), or none ("accuracy" is
 /// resolved by the loss and the output's shape).

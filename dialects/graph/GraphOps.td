@@ -711,14 +711,15 @@ def Graph_OverlapSumsOp
   let description = [{
     ```mlir
     %s = graph.overlap_sums %p, %t
-        : tensor<8x3xf32>, tensor<8x3xf32> -> tensor<3xf32>
+        : tensor<8x3xf32>, tensor<8x3xf32> -> tensor<5xf32>
     ```
     Keras' dice and tversky with `axis=None` (their default) are one ratio
     of sums over the whole batch, not a mean of per-sample losses: this op
     takes those sums, `[sum t p, sum t, sum p]` over every element (with
-    `sample_weight` [batch], over the rows whose weight is not 0: an
-    evaluation's padding is left out), and graph.overlap_loss and its
-    gradient read them. dist-replicate sums the replicas' sums
+    `sample_weight` [batch], over the rows whose weight is not 0: the
+    padding of a short batch is left out), then the sum of the weights and
+    the number of rows (`[.., sum w, B]`; without weights both are B), and
+    graph.overlap_loss and its gradient read them. dist-replicate sums the replicas' sums
     (`dist.all_reduce sum`) before anything reads them, so N replicas
     compute the loss and gradient of the global batch, as one replica does.
   }];
@@ -745,19 +746,18 @@ def Graph_OverlapLossOp
     `1 - 2 I / (T + P + eps)`, tversky `1 - I / (I + alpha (T - I) +
     beta (P - I) + eps)` (Keras' `fp = sum (1 - p) t` and
     `fn = sum p (1 - t)`; `alpha`, `beta` default to 0.5), eps = 1e-7.
-    Keras reduces this one value no further, under any reduction; with
-    `sample_weight` [batch] it is multiplied by the weights' mean, as
-    Keras' reduce_weighted_values does.
+    Keras reduces this one value no further, under any reduction, but for
+    the sample weights: the result is multiplied by the weights' mean (the
+    sums' `sum w / B`, over every replica's rows), as Keras'
+    reduce_weighted_values does.
   }];
   let arguments = (ins Graph_LossKindAttr:$kind, Graph_FloatTensor:$sums,
-                       Optional<Graph_FloatTensor>:$sample_weight,
                        OptionalAttr<F64Attr>:$alpha,
                        OptionalAttr<F64Attr>:$beta);
   let results = (outs Graph_Scalar:$loss);
   let assemblyFormat = [{
-    `` $kind $sums (`weights` $sample_weight^)? (`alpha` `=` $alpha^)?
-    (`beta` `=` $beta^)? attr-dict `:` type($sums)
-    (`,` type($sample_weight)^)? `->` type($loss)
+    `` $kind $sums (`alpha` `=` $alpha^)?
+    (`beta` `=` $beta^)? attr-dict `:` type($sums) `->` type($loss)
   }];
 }
 
@@ -771,21 +771,26 @@ def Graph_OverlapLossGradOp
     ```
     d loss / d p_i, which is `a t_i + b` with a and b from the sums: dice
     `a = -2 / D`, `b = 2 I / D^2` (D = T + P + eps); tversky
-    `a = -1 / D + I (1 - alpha - beta) / D^2`, `b = I beta / D^2`. The
-    predictions themselves enter through the sums only. `replicas` N
+    `a = -1 / D + I (1 - alpha - beta) / D^2`, `b = I beta / D^2`, times
+    the weights' mean `sum w / B` of the sums. The predictions themselves
+    enter through the sums only. With `sample_weight` [batch], a row whose
+    weight is 0 (which the sums left out) has gradient 0. `replicas` N
     (dist-replicate sets it) multiplies the gradient by N: each replica
     holds its rows' part of the one global loss's gradient, and the
     replicas' gradients are averaged.
   }];
   let arguments = (ins Graph_LossKindAttr:$kind, Graph_FloatTensor:$targets,
                        Graph_FloatTensor:$sums,
+                       Optional<Graph_FloatTensor>:$sample_weight,
                        OptionalAttr<F64Attr>:$alpha,
                        OptionalAttr<F64Attr>:$beta,
                        OptionalAttr<I64Attr>:$replicas);
   let results = (outs Graph_FloatTensor:$predictions_grad);
   let assemblyFormat = [{
-    `` $kind $targets `,` $sums (`alpha` `=` $alpha^)? (`beta` `=` $beta^)?
-    attr-dict `:` type($targets) `,` type($sums) `->` type($predictions_grad)
+    `` $kind $targets `,` $sums (`weights` $sample_weight^)?
+    (`alpha` `=` $alpha^)? (`beta` `=` $beta^)?
+    attr-dict `:` type($targets) `,` type($sums)
+    (`,` type($sample_weight)^)? `->` type($predictions_grad)
   }];
 }
 
@@ -1110,14 +1115,21 @@ class Graph_LossGradOp<string mnemonic, string what>
   let summary = what;
   let description = [{
     The gradient of the batch-mean loss with respect to the predictions
-    (`1 / batch` included), the start of backpropagation.
+    (`1 / batch` included), the start of backpropagation. With
+    `sample_weight` [batch], the gradient of the weighted loss: row r's
+    gradient times w[r] (the training step's weights: Keras'
+    `sample_weight` and `class_weight`, 0 for the padding of an epoch's
+    short last batch).
   }];
   let arguments = (ins Graph_FloatTensor:$predictions, Graph_AnyTensor:$labels,
+                       Optional<Graph_FloatTensor>:$sample_weight,
                        UnitAttr:$from_logits);
   let results = (outs Graph_FloatTensor:$predictions_grad);
   let assemblyFormat = [{
-    $predictions `,` $labels (`from_logits` $from_logits^)? attr-dict
-    `:` type($predictions) `,` type($labels) `->` type($predictions_grad)
+    $predictions `,` $labels (`weights` $sample_weight^)?
+    (`from_logits` $from_logits^)? attr-dict
+    `:` type($predictions) `,` type($labels) (`,` type($sample_weight)^)?
+    `->` type($predictions_grad)
   }];
   let hasVerifier = 1;
 }
@@ -1134,10 +1146,14 @@ def Graph_PointwiseLossGradOp : Graph_Op<"pointwise_loss_grad", [Pure,
   let summary = "gradient of graph.pointwise_loss";
   let description = [{
     The gradient of the batch-mean loss with respect to the predictions
-    (the mean's division included), the start of backpropagation.
+    (the mean's division included), the start of backpropagation; with
+    `sample_weight` [batch], of the weighted loss (row r's gradient times
+    w[r]).
   }];
   let arguments = (ins Graph_LossKindAttr:$kind, Graph_FloatTensor:$predictions,
-                       Graph_FloatTensor:$targets, UnitAttr:$from_logits,
+                       Graph_FloatTensor:$targets,
+                       Optional<Graph_FloatTensor>:$sample_weight,
+                       UnitAttr:$from_logits,
                        OptionalAttr<F64Attr>:$label_smoothing,
                        OptionalAttr<F64Attr>:$delta,
                        OptionalAttr<F64Attr>:$alpha,
@@ -1145,11 +1161,12 @@ def Graph_PointwiseLossGradOp : Graph_Op<"pointwise_loss_grad", [Pure,
                        UnitAttr:$apply_class_balancing);
   let results = (outs Graph_FloatTensor:$predictions_grad);
   let assemblyFormat = [{
-    `` $kind $predictions `,` $targets (`from_logits` $from_logits^)?
+    `` $kind $predictions `,` $targets (`weights` $sample_weight^)?
+    (`from_logits` $from_logits^)?
     (`label_smoothing` `=` $label_smoothing^)? (`delta` `=` $delta^)?
     (`alpha` `=` $alpha^)? (`gamma` `=` $gamma^)?
     (`apply_class_balancing` $apply_class_balancing^)?
-    attr-dict `:` type($predictions)
+    attr-dict `:` type($predictions) (`,` type($sample_weight)^)?
   }];
   let hasVerifier = 1;
 }

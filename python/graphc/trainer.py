@@ -77,6 +77,24 @@ def _array(value, what):
     return a
 
 
+def _class_weight_spec(class_weight):
+    """Keras' class_weight dict as graphrun's --class-weight pairs."""
+    if not isinstance(class_weight, dict):
+        raise InvalidDataError(
+            "fit: class_weight is a dict of class index: weight")
+    pairs = []
+    for cls, weight in class_weight.items():
+        try:
+            pairs.append(f"{int(cls)}:{float(weight)!r}")
+        except (TypeError, ValueError):
+            raise InvalidDataError(
+                f"fit: class_weight {cls!r}: {weight!r} is not a class index "
+                "and a weight") from None
+    if not pairs:
+        raise InvalidDataError("fit: class_weight is empty")
+    return ",".join(pairs)
+
+
 class Trainer:
     """A Keras model compiled to a plan (see graphc.compile)."""
 
@@ -128,9 +146,6 @@ class Trainer:
         return {"x": _array(x, what)}
 
     def _pair(self, x, y, what, sample_weight=None):
-        if sample_weight is not None:
-            raise UnsupportedError(
-                f"{what}: sample_weight is not supported yet")
         arrays = self._inputs(x, f"{what} x")
         if y is None:
             raise InvalidDataError(f"{what}: y (the labels) is missing")
@@ -141,6 +156,10 @@ class Trainer:
                     "with one output so far")
             (y,) = y.values()
         arrays["y"] = _array(y, f"{what} y")
+        if sample_weight is not None:
+            # Keras' sample_weight: one weight per example, (N,) or (N, 1).
+            arrays["sample_weight"] = _array(sample_weight,
+                                             f"{what} sample_weight")
         lengths = {name: len(a) for name, a in arrays.items()}
         n = next(iter(lengths.values()))
         for name, m in lengths.items():
@@ -178,8 +197,6 @@ class Trainer:
             shuffle=True, class_weight=None, sample_weight=None,
             initial_epoch=0, steps_per_epoch=None, validation_freq=1):
         """Keras' Model.fit on NumPy arrays; returns a History."""
-        if class_weight is not None:
-            raise UnsupportedError("fit: class_weight is not supported yet")
         if steps_per_epoch is not None or validation_freq != 1:
             raise UnsupportedError(
                 "fit: steps_per_epoch and validation_freq are not supported")
@@ -195,6 +212,11 @@ class Trainer:
         arrays = {"train": self._pair(x, y, "fit", sample_weight)}
         options = {"data": "memory:train", "epochs": epochs_to_run,
                    "no_shuffle": not shuffle}
+        if class_weight is not None:
+            if sample_weight is not None:
+                raise ValueError("fit: You cannot `class_weight` and "
+                                 "`sample_weight` at the same time.")
+            options["class_weight"] = _class_weight_spec(class_weight)
         if validation_split:
             options["validation_split"] = float(validation_split)
         if validation_data is not None:
@@ -205,11 +227,9 @@ class Trainer:
                     validation_data) not in (2, 3):
                 raise InvalidDataError(
                     "fit: validation_data is (x_val, y_val)")
-            if len(validation_data) == 3:
-                raise UnsupportedError(
-                    "fit: validation sample weights are not supported yet")
-            arrays["validation"] = self._pair(*validation_data,
-                                              "fit validation_data")
+            arrays["validation"] = self._pair(*validation_data[:2],
+                                              "fit validation_data",
+                                              *validation_data[2:])
             options["validation_data"] = "memory:validation"
         for callback in callbacks or []:
             ours = callbacks_module.from_keras(callback)

@@ -38,6 +38,8 @@ const char *partName(data::BatchPart part) {
     return "labels";
   case data::BatchPart::sampleWeights:
     return "sample weights";
+  case data::BatchPart::metricWeights:
+    return "metric weights";
   }
   return "input";
 }
@@ -112,10 +114,11 @@ Status Executor::prepare(MirroredVariables &variables,
                          std::to_string(variables.devices()));
 
   // Inputs: the model's (one or several: each example's features are
-  // their rows one after another, in plan order) and, optionally, "labels"
-  // and (evaluation) "sample_weight".
+  // their rows one after another, in plan order) and, optionally, "labels",
+  // "sample_weight" and "metric_weight".
   const auto &inputs = *plan_.inputs();
-  int imageInput = -1, labelInput = -1, weightInput = -1;
+  int imageInput = -1, labelInput = -1, weightInput = -1,
+      metricWeightInput = -1;
   // [input]: where its elements start in an example's features (-1: not a
   // model input), and the features' elements per example.
   std::vector<int64_t> columnOffset(inputs.size(), -1);
@@ -123,12 +126,15 @@ Status Executor::prepare(MirroredVariables &variables,
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (inputs[i]->name()->str() == "labels") {
       labelInput = static_cast<int>(i);
-    } else if (inputs[i]->name()->str() == "sample_weight") {
-      weightInput = static_cast<int>(i);
+    } else if (inputs[i]->name()->str() == "sample_weight" ||
+               inputs[i]->name()->str() == "metric_weight") {
+      (inputs[i]->name()->str() == "sample_weight" ? weightInput
+                                                   : metricWeightInput) =
+          static_cast<int>(i);
       if (inputs[i]->dtype() != plan::DType::f32 ||
           inputs[i]->shape()->size() != 1)
-        return Status::error(where + ": input 'sample_weight' must be f32 "
-                                     "[batch]");
+        return Status::error(where + ": input '" + inputs[i]->name()->str() +
+                             "' must be f32 [batch]");
     } else {
       if (imageInput < 0)
         imageInput = static_cast<int>(i);
@@ -239,10 +245,11 @@ Status Executor::prepare(MirroredVariables &variables,
     }
     case plan::BufferKind::input: {
       const plan::Input &in = *inputs[b.input()];
-      data::BatchPart part = b.input() == labelInput ? data::BatchPart::labels
-                             : b.input() == weightInput
-                                 ? data::BatchPart::sampleWeights
-                                 : data::BatchPart::images;
+      data::BatchPart part =
+          b.input() == labelInput          ? data::BatchPart::labels
+          : b.input() == weightInput       ? data::BatchPart::sampleWeights
+          : b.input() == metricWeightInput ? data::BatchPart::metricWeights
+                                           : data::BatchPart::images;
       // The replica's share: rows B/N of the global input's row shape.
       int64_t rows = rowsPerReplica;
       bool shapeOk = b.dtype() == in.dtype() &&
@@ -281,7 +288,7 @@ Status Executor::prepare(MirroredVariables &variables,
         prepared.rowElements = rowElements;
       }
       prepared_.inputs.push_back(prepared);
-      if (part == data::BatchPart::sampleWeights)
+      if (data::isWeights(part))
         ones_.assign(static_cast<size_t>(localBatch_), 1.0f);
       inputStorage_.push_back(std::move(storage));
       break;
@@ -524,7 +531,7 @@ void Executor::runDevice(int d) {
     if (in.device != d)
       continue;
     const data::BatchSlice &s = slices[in.replica];
-    if (!s.images && in.part != data::BatchPart::sampleWeights) {
+    if (!s.images && !data::isWeights(in.part)) {
       // A batch of indices: the rows come from the cached dataset; the
       // image input's turn gathers its replica's labels too.
       if (in.part == data::BatchPart::labels)
@@ -676,6 +683,7 @@ Status Executor::checkBatch(const data::Batch &batch) {
               : 0;
       break;
     case data::BatchPart::sampleWeights:
+    case data::BatchPart::metricWeights:
       have = static_cast<size_t>(sl.rows) * sizeof(float);
       break;
     }
@@ -703,10 +711,9 @@ Status Executor::cacheDataset(std::shared_ptr<const data::Dataset> dataset) {
   // Each input buffer must be exactly the rows a gather writes.
   int64_t rows = localBatch_ / replicas_;
   for (const PreparedInput &in : prepared_.inputs) {
-    if (in.part == data::BatchPart::sampleWeights)
-      return Status::error(at + "program '" + program_.name()->str() +
-                           "' weights its rows (an evaluation program); "
-                           "only training gathers from a cached dataset");
+    // The weights come with the indices, from the host.
+    if (data::isWeights(in.part))
+      continue;
     int64_t want = in.part == data::BatchPart::labels
                        ? rows * (labelFormat_ == data::LabelFormat::Sparse
                                      ? static_cast<int64_t>(sizeof(int32_t))
@@ -738,10 +745,13 @@ Status Executor::stage(const data::Batch &batch) {
   if (Status s = data::splitBatch(batch, replicas_, slices_); !s)
     return s;
   // A batch without weights (every row an example) weighs every row 1.
-  if (!ones_.empty() && !batch.indicesOnly())
-    for (data::BatchSlice &slice : slices_)
+  if (!ones_.empty())
+    for (data::BatchSlice &slice : slices_) {
       if (!slice.sampleWeights)
         slice.sampleWeights = ones_.data() + slice.firstRow;
+      if (!slice.metricWeights)
+        slice.metricWeights = ones_.data() + slice.firstRow;
+    }
   if (Status s = checkBatch(batch); !s)
     return s;
   if (runner_)

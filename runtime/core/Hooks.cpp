@@ -260,6 +260,37 @@ Status StepTimerHook::end(const SessionInfo &info) {
   return Status::ok();
 }
 
+void EpochMeans::add(const StepContext &ctx) {
+  if (steps_++ == 0) {
+    metrics_ = ctx.metrics;
+    for (auto &m : metrics_)
+      m.second = 0;
+  }
+  // The step's values are sum_i s w_i v_i / rows over its rows (s the
+  // batch's scale, w the loss's weights or the metrics' 1 an example):
+  // times rows / s, the sums Keras accumulates.
+  double factor = 1, examples = 1;
+  if (const data::Batch *b = ctx.batch) {
+    factor = static_cast<double>(b->size) / b->weightScale;
+    examples = static_cast<double>(b->examples());
+  }
+  loss_ += ctx.loss * factor;
+  examples_ += examples;
+  for (size_t i = 0; i < metrics_.size() && i < ctx.metrics.size(); ++i)
+    metrics_[i].second += ctx.metrics[i].second * factor;
+}
+
+double EpochMeans::loss() const {
+  return examples_ > 0 ? loss_ / examples_ : 0.0;
+}
+
+std::vector<std::pair<std::string, double>> EpochMeans::metrics() const {
+  std::vector<std::pair<std::string, double>> means = metrics_;
+  for (auto &m : means)
+    m.second = examples_ != 0 ? m.second / examples_ : 0.0; // divide_no_nan
+  return means;
+}
+
 Status DataOrderHook::afterStep(const StepContext &ctx) {
   if (!ctx.batch)
     return Status::ok();

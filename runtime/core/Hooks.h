@@ -240,6 +240,28 @@ private:
   std::vector<Event> events_;
 };
 
+/// Keras' epoch logs from the steps of an epoch: the running means of fit's
+/// loss tracker (each batch's loss weighted by its examples) and of its
+/// compiled metrics (each example counts once: Keras' `metrics` take no
+/// sample weights). A step reports its mean over its static rows, of which
+/// an epoch's short last batch has padding (StepContext::batch tells how
+/// many examples, and the scale its weights carried); without a batch a
+/// step counts as one.
+class EpochMeans {
+public:
+  void add(const StepContext &ctx);
+  void reset() { *this = EpochMeans(); }
+  int64_t steps() const { return steps_; }
+  double loss() const;
+  /// Each metric's mean, in the steps' order.
+  std::vector<std::pair<std::string, double>> metrics() const;
+
+private:
+  int64_t steps_ = 0;
+  double loss_ = 0, examples_ = 0;
+  std::vector<std::pair<std::string, double>> metrics_;
+};
+
 /// `graphrun --data-order order.txt`: the source position of every example
 /// each step trains on, one line a step ("17: 5 9 0 3 ..."), flushed as it
 /// goes. What a test compares to know which data a run (or a worker of a

@@ -84,10 +84,13 @@ struct OverlapLossConfig {
   double alpha = 0.5, beta = 0.5;
   int64_t replicas = 1;
 
-  /// The loss of `sums`, and its gradient by each prediction p_i as
-  /// slope t_i + offset (unscaled by replicas).
-  double value(const double sums[3]) const;
-  void gradient(const double sums[3], double &slope, double &offset) const;
+  /// overlap_sums' length: sum t p, sum t, sum p, sum w, rows.
+  static constexpr int64_t kSums = 5;
+  /// The loss of `sums` (the ratio times the weights' mean, sum w / rows),
+  /// and its gradient by each prediction p_i of a row weighing more than 0
+  /// as slope t_i + offset (unscaled by replicas).
+  double value(const double sums[kSums]) const;
+  void gradient(const double sums[kSums], double &slope, double &offset) const;
 };
 
 Status readOverlapLossConfig(const char *kernel, const KernelConfig &config,

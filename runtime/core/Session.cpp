@@ -420,9 +420,10 @@ Status Session::evaluate(data::BatchIterator &batches, EvalResult &out,
     out.confusion.assign(static_cast<size_t>(out.classes * out.classes), 0);
   }
   // Every output of the evaluation step is a weighted mean over its
-  // replica's rows, sum_i w_i v_i / rows (padding rows weigh 0): the sums
-  // over all batches, divided by the examples, are the means over the data
-  // set, as Keras' evaluate reports them.
+  // replica's rows, sum_i w_i v_i / rows (the loss's sample weights, the
+  // metrics' 1 an example; padding rows weigh 0): the sums over all
+  // batches, divided by the examples, are the means Keras' evaluate
+  // reports (its loss tracker weighs a batch by its size).
   const double rowsPerReplica = static_cast<double>(eval_->localBatch()) /
                                 static_cast<double>(eval_->replicas());
   Status run = runBatches(

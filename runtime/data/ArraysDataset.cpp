@@ -152,18 +152,27 @@ Status findInMemory(const std::string &spec, const ArraysOptions &o,
 Status pickPair(const std::string &where,
                 const std::vector<NumpyArray> &members,
                 const std::string &inputName, bool needsLabels,
-                std::shared_ptr<NumpyArray> &x, std::shared_ptr<NumpyArray> &y);
+                std::shared_ptr<NumpyArray> &x, std::shared_ptr<NumpyArray> &y,
+                std::shared_ptr<NumpyArray> &weights);
+
+/// The member named sample_weight, if any.
+void pickWeights(const std::vector<NumpyArray> &members,
+                 std::shared_ptr<NumpyArray> &weights) {
+  for (const NumpyArray &a : members)
+    if (a.name() == "sample_weight")
+      weights = std::make_shared<NumpyArray>(a);
+}
 
 Status openPair(const std::string &spec, const ArraysOptions &o,
                 std::shared_ptr<NumpyArray> &x, std::shared_ptr<NumpyArray> &y,
-                std::string &name) {
+                std::shared_ptr<NumpyArray> &weights, std::string &name) {
   const std::string &inputName = o.inputName;
   const bool needsLabels = o.needsLabels;
   if (spec.starts_with(kMemoryPrefix)) {
     const std::vector<NumpyArray> *members = nullptr;
     if (Status s = findInMemory(spec, o, members, name); !s)
       return s;
-    return pickPair(name, *members, inputName, needsLabels, x, y);
+    return pickPair(name, *members, inputName, needsLabels, x, y, weights);
   }
   if (!spec.starts_with(kArraysPrefix))
     return Status::internal(spec + ": not an arrays: spec");
@@ -198,14 +207,14 @@ Status openPair(const std::string &spec, const ArraysOptions &o,
   if (Status s = openNpz(rest, members); !s)
     return s;
   name = rest;
-  return pickPair(rest, members, inputName, needsLabels, x, y);
+  return pickPair(rest, members, inputName, needsLabels, x, y, weights);
 }
 
 /// x and y among `members` (an .npz's, or arrays in memory), by name.
 Status pickPair(const std::string &rest, const std::vector<NumpyArray> &members,
                 const std::string &inputName, bool needsLabels,
-                std::shared_ptr<NumpyArray> &x,
-                std::shared_ptr<NumpyArray> &y) {
+                std::shared_ptr<NumpyArray> &x, std::shared_ptr<NumpyArray> &y,
+                std::shared_ptr<NumpyArray> &weights) {
   auto find = [&](const std::string &member) -> const NumpyArray * {
     for (const NumpyArray &a : members)
       if (a.name() == member)
@@ -242,6 +251,7 @@ Status pickPair(const std::string &rest, const std::vector<NumpyArray> &members,
   x = std::make_shared<NumpyArray>(*xs);
   if (ys)
     y = std::make_shared<NumpyArray>(*ys);
+  pickWeights(members, weights);
   return Status::ok();
 }
 
@@ -249,7 +259,8 @@ Status pickPair(const std::string &rest, const std::vector<NumpyArray> &members,
 /// from an .npz or arrays in memory.
 Status openInputs(const std::string &spec, const ArraysOptions &o,
                   std::vector<std::shared_ptr<NumpyArray>> &xs,
-                  std::shared_ptr<NumpyArray> &y, std::string &name) {
+                  std::shared_ptr<NumpyArray> &y,
+                  std::shared_ptr<NumpyArray> &weights, std::string &name) {
   std::vector<NumpyArray> owned;
   const std::vector<NumpyArray> *members = &owned;
   if (spec.starts_with(kMemoryPrefix)) {
@@ -302,21 +313,48 @@ Status openInputs(const std::string &spec, const ArraysOptions &o,
                                 names);
   if (ys)
     y = std::make_shared<NumpyArray>(*ys);
+  pickWeights(*members, weights);
+  return Status::ok();
+}
+
+/// Keras' sample_weight: (N,) or (N, 1), one finite number per example.
+Status readWeights(const std::string &name, const NumpyArray &x,
+                   const NumpyArray &w,
+                   std::shared_ptr<const std::vector<float>> &out) {
+  const std::vector<int64_t> &dims = w.shape();
+  if (dims.empty() || dims.size() > 2 || (dims.size() == 2 && dims[1] != 1))
+    return Status::invalidInput(
+        w.source() + ": shape " + numpyShape(dims) +
+        "; sample_weight holds one weight per example, (N,) or (N, 1)");
+  if (w.rows() != x.rows())
+    return Status::invalidInput(lengthMismatch(name, x, w));
+  std::vector<double> values(static_cast<size_t>(w.rows()));
+  w.rowsToDouble(0, w.rows(), values.data());
+  auto weights = std::make_shared<std::vector<float>>(values.size());
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (!std::isfinite(values[i]))
+      return Status::invalidInput(
+          w.source() + ": sample_weight[" + std::to_string(i) + "] is " +
+          std::to_string(values[i]) + "; weights must be finite");
+    (*weights)[i] = static_cast<float>(values[i]);
+  }
+  out = std::move(weights);
   return Status::ok();
 }
 
 Status openNumpy(const std::string &spec, const ArraysOptions &o,
                  std::shared_ptr<const Dataset> &memory,
-                 std::optional<MappedExamples> &mapped) {
-  std::shared_ptr<NumpyArray> x, y;
+                 std::optional<MappedExamples> &mapped,
+                 std::shared_ptr<const std::vector<float>> &weights) {
+  std::shared_ptr<NumpyArray> x, y, w;
   std::string name;
   // Several inputs: x is the first's array, the others follow it.
   std::vector<std::shared_ptr<NumpyArray>> xs;
   if (o.inputs.size() > 1) {
-    if (Status s = openInputs(spec, o, xs, y, name); !s)
+    if (Status s = openInputs(spec, o, xs, y, w, name); !s)
       return s;
     x = xs.front();
-  } else if (Status s = openPair(spec, o, x, y, name); !s) {
+  } else if (Status s = openPair(spec, o, x, y, w, name); !s) {
     return s;
   }
   // x: one row per example, of the input's shape.
@@ -347,6 +385,9 @@ Status openNumpy(const std::string &spec, const ArraysOptions &o,
   const int64_t n = x->rows();
   if (n == 0)
     return Status::invalidInput(x->source() + ": holds no examples");
+  if (w)
+    if (Status s = readWeights(name, *x, *w, weights); !s)
+      return s;
   // y: class labels, one per example.
   std::vector<int32_t> labels(static_cast<size_t>(n), 0);
   int32_t numClasses = std::max<int32_t>(o.classes, 1);
@@ -556,12 +597,13 @@ bool isArraysSpec(const std::string &spec) {
 
 Status openArrays(const std::string &spec, const ArraysOptions &options,
                   std::shared_ptr<const Dataset> &memory,
-                  std::optional<MappedExamples> &mapped) {
+                  std::optional<MappedExamples> &mapped,
+                  std::shared_ptr<const std::vector<float>> &weights) {
   if (!options.shape.positive())
     return Status::internal(spec + ": the model's input has no shape");
   if (spec.starts_with(kCsvPrefix))
     return openCsv(spec, options, memory);
-  return openNumpy(spec, options, memory, mapped);
+  return openNumpy(spec, options, memory, mapped, weights);
 }
 
 } // namespace graph::runtime::data

@@ -20,8 +20,10 @@
 // rescale either); y holds class indices, [N] or [N, 1], or one-hot rows
 // [N, C], or, for a loss that compares predictions with targets (binary
 // cross-entropy, mean squared error, ...), targets of the model output's
-// shape. Everything is checked before the first step, with errors that
-// name the file, the array and the expected shape.
+// shape. An array named sample_weight, (N,) or (N, 1), weighs each
+// example as Keras' sample_weight does. Everything is checked before the
+// first step, with errors that name the file, the array and the expected
+// shape.
 //
 // Arrays that fit in memory become a Dataset (converted once; --cache and
 // --cache-on-device work as for the IDX files). A larger .npy stays
@@ -102,10 +104,13 @@ struct ArraysOptions {
 bool isArraysSpec(const std::string &spec);
 
 /// Opens the arrays or the CSV file `spec` names. Sets `memory`, or for
-/// features too large for memory `mapped`.
+/// features too large for memory `mapped`; and `weights` (one per example)
+/// when the arrays hold one named sample_weight (Keras' fit(...,
+/// sample_weight=...)).
 Status openArrays(const std::string &spec, const ArraysOptions &options,
                   std::shared_ptr<const Dataset> &memory,
-                  std::optional<MappedExamples> &mapped);
+                  std::optional<MappedExamples> &mapped,
+                  std::shared_ptr<const std::vector<float>> &weights);
 
 } // namespace graph::runtime::data
 

@@ -33,6 +33,8 @@ Status splitBatch(const Batch &batch, int64_t replicas,
       continue;
     if (!batch.sampleWeights.empty())
       s.sampleWeights = batch.sampleWeights.data() + s.firstRow;
+    if (!batch.metricWeights.empty())
+      s.metricWeights = batch.metricWeights.data() + s.firstRow;
     s.images = batch.images.data() + s.firstRow * elements;
     if (batch.labelFormat == LabelFormat::Sparse)
       s.sparseLabels = batch.sparseLabels.data() + s.firstRow;

@@ -48,10 +48,17 @@ struct Batch {
   /// to the plan's static shape (Pipeline::batch with Remainder::pad); the
   /// first size - padding rows hold examples.
   int64_t padding = 0;
-  /// float32 [B], with Remainder::pad: 1 for an example, 0 for padding. The
-  /// evaluation step weights each row's loss and metrics by it. Empty:
-  /// every row weighs 1.
+  /// float32 [B]: each row's Example::weight times its Example::scale (0 for
+  /// padding). The steps weight each row's loss and its gradient by it.
+  /// Empty: every row weighs 1.
   std::vector<float> sampleWeights;
+  /// float32 [B]: each row's weight in the metrics, which Keras' compiled
+  /// `metrics` (not `weighted_metrics`) take without the sample weights:
+  /// the row's Example::scale for an example, 0 for padding. Empty: every
+  /// row weighs 1.
+  std::vector<float> metricWeights;
+  /// The rows' Example::scale (one global batch's, the same for all).
+  double weightScale = 1;
 
   /// A batch of positions only (Pipeline::batchIndices): no images or
   /// labels; whoever holds the dataset gathers the rows (--cache-on-device).
@@ -61,7 +68,13 @@ struct Batch {
 };
 
 /// The parts of a batch a program takes as inputs.
-enum class BatchPart { images, labels, sampleWeights };
+enum class BatchPart { images, labels, sampleWeights, metricWeights };
+
+/// Whether `part` is one of the per-row weights (from the host even when a
+/// device gathers the rows of a cached dataset).
+inline bool isWeights(BatchPart part) {
+  return part == BatchPart::sampleWeights || part == BatchPart::metricWeights;
+}
 
 /// Rows [firstRow, firstRow + rows) of a batch, pointing into it: a replica
 /// copies them to its device straight from the batch. Label pointers follow
@@ -80,6 +93,8 @@ struct BatchSlice {
   const int64_t *sourceIndices = nullptr;
   /// float32 [rows], or null when the batch has none (every row weighs 1).
   const float *sampleWeights = nullptr;
+  /// float32 [rows], or null (every row weighs 1).
+  const float *metricWeights = nullptr;
 
   /// The labels, whichever format they are in.
   const void *labels() const {
@@ -95,6 +110,8 @@ struct BatchSlice {
       return labels();
     case BatchPart::sampleWeights:
       return sampleWeights;
+    case BatchPart::metricWeights:
+      return metricWeights;
     }
     return nullptr;
   }

@@ -183,6 +183,14 @@ Status splitValidation(DataSource &train, double fraction,
     validation.mapped = std::move(v);
     train.mapped->list = sliceOf(*train.mapped->list, 0, splitAt, trainName);
   }
+  // The weights split with their examples.
+  if (train.weights) {
+    const std::vector<float> &w = *train.weights;
+    validation.weights =
+        std::make_shared<std::vector<float>>(w.begin() + splitAt, w.end());
+    train.weights =
+        std::make_shared<std::vector<float>>(w.begin(), w.begin() + splitAt);
+  }
   return Status::ok();
 }
 
@@ -206,7 +214,8 @@ Status openDataSource(const DataSourceOptions &o, const std::string &spec,
     ArraysOptions ao = o.arrays;
     ao.shape = shape;
     out = DataSource();
-    if (Status s = openArrays(spec, ao, out.memory, out.mapped); !s)
+    if (Status s = openArrays(spec, ao, out.memory, out.mapped, out.weights);
+        !s)
       return s;
     out.spec = spec;
     // One map thread unless asked: converting a row costs less than

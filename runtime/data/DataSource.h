@@ -63,6 +63,9 @@ struct DataSource {
   std::optional<ImageFolderSource> images;
   std::optional<MappedExamples> mapped;
   int decodeThreads = 1;
+  /// One weight per example (Keras' sample_weight, or class_weight's per
+  /// example), or null: every example weighs 1.
+  std::shared_ptr<const std::vector<float>> weights;
 
   const std::string &name() const {
     return images ? images->root() : mapped ? mapped->list->name : memory->name;
@@ -86,9 +89,12 @@ struct DataSource {
   /// only for a folder or a mapped array (decode() adds the stage that
   /// makes the features).
   Pipeline pipeline() const {
-    return images   ? Pipeline(images->examples())
-           : mapped ? Pipeline(mapped->list)
-                    : Pipeline(memory);
+    Pipeline p = images   ? Pipeline(images->examples())
+                 : mapped ? Pipeline(mapped->list)
+                          : Pipeline(memory);
+    if (weights)
+      p.weigh(weights);
+    return p;
   }
   /// Adds the decoding map of a folder or the loading map of a mapped
   /// array; nothing for data in memory. A bad file's error says how to

@@ -58,8 +58,20 @@ struct Example {
   /// Its targets, for the element-wise losses (empty for class labels).
   std::vector<float> target;
   /// The example's position in its source dataset; shuffles and shards move
-  /// it along, so a test or a trace can tell which example this is.
+  /// it along, so a test or a trace can tell which example this is. -1: a
+  /// row that pads an epoch's short last batch (Pipeline::padToBatches),
+  /// with no features, label 0 and weight 0.
   int64_t index = -1;
+  /// Its weight in the loss and the metrics: Keras' sample_weight or its
+  /// class_weight (Pipeline::weigh), 1 without them, 0 for padding.
+  float weight = 1.0f;
+  /// What the training step's weights carry besides `weight`: the global
+  /// batch over the examples in it, for the rows of an epoch's short last
+  /// batch (Pipeline::padToBatches), so that the step's mean over its
+  /// static rows is the mean over the batch's examples; 1 elsewhere.
+  float scale = 1.0f;
+
+  bool padding() const { return index < 0; }
 };
 
 struct Dataset {

@@ -94,6 +94,8 @@ public:
       out.target.assign(dataset_->target(pos_),
                         dataset_->target(pos_) + dataset_->numClasses);
     out.index = pos_++;
+    out.weight = 1.0f;
+    out.scale = 1.0f;
     return Status::ok();
   }
 
@@ -141,6 +143,8 @@ public:
       out.target.assign(t, t + list_->numClasses);
     }
     out.index = pos_++;
+    out.weight = 1.0f;
+    out.scale = 1.0f;
     return Status::ok();
   }
 
@@ -169,6 +173,133 @@ public:
 
 private:
   std::shared_ptr<const ExampleList> list_;
+};
+
+//===-- weigh -------------------------------------------------------------===//
+
+class WeighIterator final : public ExampleIterator {
+public:
+  WeighIterator(std::unique_ptr<ExampleIterator> upstream,
+                std::shared_ptr<const std::vector<float>> weights)
+      : upstream_(std::move(upstream)), weights_(std::move(weights)) {}
+  Status next(Example &out, bool &end) override {
+    if (Status s = upstream_->next(out, end); !s || end)
+      return s;
+    if (out.index < 0 || out.index >= static_cast<int64_t>(weights_->size()))
+      return Status::internal("weigh(): example " + std::to_string(out.index) +
+                              " has no weight among " +
+                              std::to_string(weights_->size()));
+    out.weight = (*weights_)[static_cast<size_t>(out.index)];
+    return Status::ok();
+  }
+  Status skip(bool &end) override { return upstream_->skip(end); }
+
+private:
+  std::unique_ptr<ExampleIterator> upstream_;
+  std::shared_ptr<const std::vector<float>> weights_;
+};
+
+class WeighStage final : public ExampleStage {
+public:
+  WeighStage(std::shared_ptr<const ExampleStage> upstream,
+             std::shared_ptr<const std::vector<float>> weights)
+      : upstream_(std::move(upstream)), weights_(std::move(weights)) {}
+  Status open(uint64_t pass, int64_t start,
+              std::unique_ptr<ExampleIterator> &out) const override {
+    std::unique_ptr<ExampleIterator> up;
+    if (Status s = upstream_->open(pass, start, up); !s)
+      return s;
+    out = std::make_unique<WeighIterator>(std::move(up), weights_);
+    return Status::ok();
+  }
+  int64_t cardinality() const override { return upstream_->cardinality(); }
+
+private:
+  std::shared_ptr<const ExampleStage> upstream_;
+  std::shared_ptr<const std::vector<float>> weights_;
+};
+
+//===-- pad to batches ----------------------------------------------------===//
+
+/// One pass of `examples` upstream examples, then padding up to `total`;
+/// the last batch's rows scaled by group / its examples.
+class PadToBatchesIterator final : public ExampleIterator {
+public:
+  PadToBatchesIterator(std::unique_ptr<ExampleIterator> upstream,
+                       int64_t examples, int64_t group, int64_t total,
+                       int64_t start)
+      : upstream_(std::move(upstream)), examples_(examples), group_(group),
+        total_(total), pos_(start) {}
+
+  Status next(Example &out, bool &end) override {
+    end = pos_ >= total_;
+    if (end)
+      return Status::ok();
+    if (pos_ < examples_) {
+      if (Status s = upstream_->next(out, end); !s)
+        return s;
+      if (end)
+        return Status::internal("padToBatches(): the pass ended after " +
+                                std::to_string(pos_) + " examples, not " +
+                                std::to_string(examples_));
+    } else {
+      out.image.clear();
+      out.target.clear();
+      out.label = 0;
+      out.index = -1;
+      out.weight = 0.0f;
+    }
+    out.scale = scaleAt(pos_++);
+    return Status::ok();
+  }
+
+  Status skip(bool &end) override {
+    end = pos_ >= total_;
+    if (end)
+      return Status::ok();
+    if (pos_ < examples_)
+      if (Status s = upstream_->skip(end); !s || end)
+        return s;
+    ++pos_;
+    return Status::ok();
+  }
+
+private:
+  float scaleAt(int64_t pos) const {
+    const int64_t first = pos / group_ * group_;
+    const int64_t inBatch = std::min(group_, examples_ - first);
+    return static_cast<float>(static_cast<double>(group_) /
+                              static_cast<double>(inBatch));
+  }
+
+  std::unique_ptr<ExampleIterator> upstream_;
+  int64_t examples_, group_, total_, pos_;
+};
+
+class PadToBatchesStage final : public ExampleStage {
+public:
+  PadToBatchesStage(std::shared_ptr<const ExampleStage> upstream, int64_t group)
+      : upstream_(std::move(upstream)), group_(group) {}
+  Status open(uint64_t pass, int64_t start,
+              std::unique_ptr<ExampleIterator> &out) const override {
+    const int64_t examples = upstream_->cardinality();
+    std::unique_ptr<ExampleIterator> up;
+    // A start in the padding reads nothing upstream.
+    if (start < examples)
+      if (Status s = upstream_->open(pass, start, up); !s)
+        return s;
+    out = std::make_unique<PadToBatchesIterator>(std::move(up), examples,
+                                                 group_, cardinality(), start);
+    return Status::ok();
+  }
+  int64_t cardinality() const override {
+    const int64_t n = upstream_->cardinality();
+    return (n + group_ - 1) / group_ * group_;
+  }
+
+private:
+  std::shared_ptr<const ExampleStage> upstream_;
+  int64_t group_;
 };
 
 //===-- shard -------------------------------------------------------------===//
@@ -589,6 +720,9 @@ private:
 //===-- map ---------------------------------------------------------------===//
 
 Status applyMap(const MapFn &fn, Example &example) {
+  // A padding example has no features to make: batch() writes zeros.
+  if (example.padding())
+    return Status::ok();
   return guarded("the map function", [&] { return fn(example); });
 }
 
@@ -796,19 +930,31 @@ private:
         b.oneHotLabels.assign(batchSize_ * numClasses_, 0.0f);
     }
     b.sourceIndices.resize(batchSize_);
-    if (remainder_ == Remainder::pad)
-      b.sampleWeights.assign(batchSize_, 1.0f);
+    b.sampleWeights.assign(batchSize_, 1.0f);
+    b.metricWeights.assign(batchSize_, 1.0f);
     for (int64_t row = 0; row < batchSize_; ++row) {
       if (Status s = upstream_->next(example_, end); !s)
         return s;
+      if (!end && example_.padding()) {
+        // An epoch's short last batch: zero features and labels (already
+        // so), weight 0. A batch of indices points the row at example 0,
+        // which a device can gather; its weight keeps it out.
+        ++b.padding;
+        b.weightScale = example_.scale;
+        b.sourceIndices[row] = indicesOnly_ ? 0 : -1;
+        b.sampleWeights[row] = 0.0f;
+        b.metricWeights[row] = 0.0f;
+        continue;
+      }
       if (end) {
         // A step's shape is static: drop the partial batch, or pad it with
         // zero rows that weigh 0.
         if (remainder_ == Remainder::drop || row == 0)
           return Status::ok();
-        b.padding = batchSize_ - row;
+        b.padding += batchSize_ - row;
         std::fill(b.sourceIndices.begin() + row, b.sourceIndices.end(), -1);
         std::fill(b.sampleWeights.begin() + row, b.sampleWeights.end(), 0.0f);
+        std::fill(b.metricWeights.begin() + row, b.metricWeights.end(), 0.0f);
         out = std::move(b);
         end = false;
         return Status::ok();
@@ -827,6 +973,9 @@ private:
             " when it reaches batch(), outside [0, " +
             std::to_string(numClasses_) + "); a map must keep labels in range");
       b.sourceIndices[row] = example_.index;
+      b.sampleWeights[row] = example_.weight * example_.scale;
+      b.metricWeights[row] = example_.scale;
+      b.weightScale = example_.scale;
       if (indicesOnly_)
         continue;
       std::memcpy(b.images.data() + row * elements, example_.image.data(),
@@ -1023,6 +1172,30 @@ Pipeline &Pipeline::shardBatches(int64_t globalBatchSize, int64_t numWorkers,
   else
     stage_ = std::make_shared<ShardBatchesStage>(stage_, globalBatchSize,
                                                  numWorkers, index);
+  return *this;
+}
+
+Pipeline &Pipeline::padToBatches(int64_t globalBatchSize) {
+  std::string call = "padToBatches(" + std::to_string(globalBatchSize) + ")";
+  if (!acceptsExampleStage(call))
+    return *this;
+  if (globalBatchSize <= 0)
+    fail(call, "the batch size must be positive");
+  else if (stage_->cardinality() == kInfinite)
+    fail(call, "follows repeat() without end: a pass it could pad never "
+               "ends; put padToBatches() before repeat()");
+  else
+    stage_ = std::make_shared<PadToBatchesStage>(stage_, globalBatchSize);
+  return *this;
+}
+
+Pipeline &Pipeline::weigh(std::shared_ptr<const std::vector<float>> weights) {
+  if (!acceptsExampleStage("weigh()"))
+    return *this;
+  if (!weights)
+    fail("weigh()", "no weights given");
+  else
+    stage_ = std::make_shared<WeighStage>(stage_, std::move(weights));
   return *this;
 }
 

@@ -41,6 +41,14 @@
 //   of 60000 examples at 256 give 2343 batches, not 10 x 234. Evaluation
 //   pads it instead (Remainder::pad): zero rows weighted 0
 //   (Batch::sampleWeights), so that every example counts once.
+// - padToBatches(g), before repeat, ends every pass with its short last
+//   batch as Keras' fit does: it pads the pass to a multiple of g with
+//   padding examples (Example::padding(): no features, weight 0), and gives
+//   the rows of that batch the scale g / n (n its examples) that makes the
+//   step's mean over g rows the mean over n. 10 epochs of 60000 at 256 are
+//   then 10 x 235 steps, each epoch's last of 96 examples.
+// - weigh(w) gives example i the weight w[i] (Keras' sample_weight, or
+//   class_weight's per-example form); batch() hands them to the step.
 // - open(it, k) starts at batch k, as if k batches had been taken: a
 //   resumed run continues in O(1) of the batches taken (the shuffle replays
 //   at most one epoch of buffer draws on positions, reading no example it
@@ -92,6 +100,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace graph::runtime::data {
 
@@ -145,6 +154,14 @@ public:
   /// globalBatchSize examples is dropped, as batch() drops a partial batch.
   Pipeline &shardBatches(int64_t globalBatchSize, int64_t numWorkers,
                          int64_t index);
+  /// Pads each pass to a multiple of globalBatchSize examples with padding
+  /// examples, which come last and weigh 0, and scales the weights of the
+  /// last batch's examples by globalBatchSize / its examples. Before
+  /// repeat(), over a finite pass.
+  Pipeline &padToBatches(int64_t globalBatchSize);
+  /// Sets each example's weight to weights[its index in the source]; the
+  /// vector holds one per source example.
+  Pipeline &weigh(std::shared_ptr<const std::vector<float>> weights);
   /// Holds the examples of the first complete pass in memory and replays
   /// them on later passes.
   Pipeline &cache();

@@ -35,16 +35,7 @@ Status FitCallbacksHook::begin(const SessionInfo &info) {
 }
 
 Status FitCallbacksHook::afterStep(const StepContext &ctx) {
-  if (steps_ == 0) {
-    loss_ = 0;
-    metrics_ = ctx.metrics;
-    for (auto &m : metrics_)
-      m.second = 0;
-  }
-  ++steps_;
-  loss_ += ctx.loss;
-  for (size_t i = 0; i < metrics_.size() && i < ctx.metrics.size(); ++i)
-    metrics_[i].second += ctx.metrics[i].second;
+  epoch_.add(ctx);
   if (chief_ && c_.tensorBoardTrain && c_.batchEvery > 0 &&
       ctx.step % c_.batchEvery == 0) {
     double wall = wallNow();
@@ -74,10 +65,10 @@ Status FitCallbacksHook::epochEnd(const StepContext &ctx) {
   // Keras numbers the epochs its callbacks see from 0.
   const int64_t epoch = (ctx.step - c_.stepOrigin) / stepsPerEpoch_ - 1;
   EpochLogs logs;
-  logs["loss"] = loss_ / static_cast<double>(steps_);
-  for (const auto &[name, sum] : metrics_)
-    logs[name] = sum / static_cast<double>(steps_);
-  steps_ = 0;
+  logs["loss"] = epoch_.loss();
+  for (const auto &[name, mean] : epoch_.metrics())
+    logs[name] = mean;
+  epoch_.reset();
   ++epochsSeen_;
   if (job_.validate)
     if (Status s = job_.validate(ctx.step, logs); !s)

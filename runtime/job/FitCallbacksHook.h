@@ -22,6 +22,7 @@
 #ifndef RUNTIME_JOB_FITCALLBACKSHOOK_H
 #define RUNTIME_JOB_FITCALLBACKSHOOK_H
 
+#include "runtime/core/Hooks.h"
 #include "runtime/core/Session.h"
 #include "runtime/job/FitCallbacks.h"
 #include "runtime/job/TensorBoardEvents.h"
@@ -99,9 +100,7 @@ private:
   bool chief_;
   std::ostream &out_;
   // The epoch's sums of the steps' loss and metrics.
-  int64_t steps_ = 0;
-  double loss_ = 0;
-  std::vector<std::pair<std::string, double>> metrics_;
+  EpochMeans epoch_;
   bool stop_ = false;
   int64_t epochsSeen_ = 0;
   std::vector<std::vector<float>> bestWeights_;

@@ -35,6 +35,7 @@
 #include "runtime/core/Device.h"
 #include "runtime/core/Hooks.h"
 #include "runtime/core/Session.h"
+#include "runtime/data/ClassWeights.h"
 #include "runtime/data/DataSource.h"
 #include "runtime/data/Pipeline.h"
 #include "runtime/data/SplitMix64.h"
@@ -465,14 +466,14 @@ Status TrainingJob::checkLocally() {
     return s;
   const plan::Plan &p = *loaded_.plan;
   // The model's input and the labels, as the plan declares them (the
-  // evaluation program's sample_weight is the runtime's own).
+  // steps' row weights are the runtime's own).
   const plan::Input *features = nullptr, *labels = nullptr;
   std::vector<const plan::Input *> modelInputs;
   for (const plan::Input *in : *p.inputs()) {
     std::string name = in->name()->str();
     if (name == "labels")
       labels = in;
-    else if (name != "sample_weight")
+    else if (!isStepInput(name))
       modelInputs.push_back(in);
   }
   if (!modelInputs.empty())
@@ -694,6 +695,22 @@ Status TrainingJob::checkLocally() {
     if (Status s = checkFits(*validation_); !s)
       return Status::error("--validation-data: " + s.message());
   }
+  // class_weight weighs the training examples only, after the split, as
+  // Keras' data adapter does.
+  if (!o_.classWeight.empty()) {
+    if (train_->weights)
+      return Status::error(
+          "--class-weight: " + o_.data +
+          " holds a sample_weight array; Keras takes one or the other, not "
+          "both (drop --class-weight, or the array)");
+    data::ClassWeights weights;
+    if (Status s = data::parseClassWeights(o_.classWeight, weights); !s)
+      return s;
+    if (Status s =
+            data::classWeightsPerExample(*train_, weights, train_->weights);
+        !s)
+      return s;
+  }
   if (validation_ &&
       shardSize(validation_->size(), workerCount(), workers_.rank()) == 0)
     return Status::error("the validation data: " + validation_->name() +
@@ -765,15 +782,13 @@ Status TrainingJob::checkLocally() {
   epochExamples_ = workerCount() > 1 ? train_->size()
                                      : shardSize(train_->size(), o_.shardCount,
                                                  o_.shardIndex);
-  if (o_.steps != 0 && epochExamples_ < globalBatch_) {
+  if (o_.steps != 0 && epochExamples_ == 0) {
     std::string which = o_.shardCount > 1 && workerCount() == 1
                             ? " in shard " + std::to_string(o_.shardIndex) +
                                   "/" + std::to_string(o_.shardCount)
                             : std::string();
-    return Status::error(
-        train_->name() + ": " + std::to_string(epochExamples_) +
-        " training examples" + which + ", fewer than one global batch of " +
-        std::to_string(globalBatch_) + ": nothing to train on");
+    return Status::error(train_->name() + ": no training example" + which +
+                         ": nothing to train on");
   }
   return Status::ok();
 }
@@ -806,6 +821,7 @@ Status TrainingJob::compareWorkers() {
        << o_.skipBadImages << "/" << o_.fastDecode << "\n"
        << "test data=" << (test_ ? std::to_string(test_->size()) : "none")
        << " examples\n"
+       << "class weights=" << o_.classWeight << "\n"
        << "validation=" << o_.validationSplit << "/" << o_.validationData
        << ", " << (validation_ ? std::to_string(validation_->size()) : "none")
        << " examples\n";
@@ -1543,17 +1559,17 @@ Status TrainingJob::run() {
       return Status::error("--cache-on-device: " + s.message());
 
   // Steps still to run: a resumed run trains up to the requested total.
-  // An epoch is the job's pass over the training set: every worker takes
-  // its rows of each global batch of it.
+  // An epoch is the job's pass over the training set, ending with its
+  // short last batch as Keras' does: every worker takes its rows of each
+  // global batch of it.
   int64_t jobEpoch = epochExamples_;
-  int64_t stepsPerEpoch = jobEpoch / globalBatch_;
+  int64_t stepsPerEpoch = (jobEpoch + globalBatch_ - 1) / globalBatch_;
   int64_t epochs = std::max<int64_t>(1, o_.epochs);
   if (o_.steps < 0 && epochs > INT64_MAX / std::max<int64_t>(1, jobEpoch))
     return Status::error("--epochs " + std::to_string(o_.epochs) +
                          ": too many passes over " + std::to_string(jobEpoch) +
                          " examples");
-  int64_t totalSteps =
-      o_.steps >= 0 ? o_.steps : jobEpoch * epochs / globalBatch_;
+  int64_t totalSteps = o_.steps >= 0 ? o_.steps : stepsPerEpoch * epochs;
   int64_t remaining =
       std::max<int64_t>(0, totalSteps - (session_->globalStep() - stepOrigin_));
   if (resumed_ && remaining == 0)
@@ -1581,6 +1597,11 @@ Status TrainingJob::run() {
   }
   if (!o_.noShuffle)
     pipeline.shuffle(shuffleBuffer_, o_.seed);
+  // The epoch's short last batch: padded to the static shape with rows that
+  // weigh 0, its examples' weights scaled so that the step's mean is theirs
+  // (the plan's steps take sample_weight). One stream position per row, so
+  // a checkpoint's step still names the data position.
+  pipeline.padToBatches(globalBatch_);
   pipeline.repeat(o_.steps >= 0 || workerCount() > 1 ? data::Pipeline::kForever
                                                      : epochs);
   if (workerCount() > 1)

@@ -61,6 +61,10 @@ struct JobOptions {
   /// none.
   double validationSplit = 0;
   std::string validationData;
+  /// Keras' class_weight: CLASS:WEIGHT pairs (0:1,1:5) or a .json file of
+  /// them (data/ClassWeights.h); the training examples' weights. Empty:
+  /// none. Refused with a sample_weight array, as Keras refuses both.
+  std::string classWeight;
   /// Image folders' class names in label order; empty: the sub-folders'
   /// names, sorted. Every sub-folder must then be one of them.
   std::vector<std::string> labels;

@@ -24,7 +24,13 @@ namespace graph::runtime {
 
 /// The version this build writes and reads. Bump it when plan.fbs changes
 /// meaning.
-constexpr uint32_t kPlanVersion = 6;
+constexpr uint32_t kPlanVersion = 7;
+
+/// Whether `name` is an input graph-build-training-step adds to the model's:
+/// the labels, and each row's weights in the loss and in the metrics.
+inline bool isStepInput(std::string_view name) {
+  return name == "labels" || name == "sample_weight" || name == "metric_weight";
+}
 
 /// Whether the plan's loss compares predictions with float targets of their
 /// shape (binary cross-entropy, mean squared error, ...), rather than with

@@ -11,6 +11,8 @@
 // CHECK-LABEL: graph.model @train_step {
 // CHECK-NEXT: %[[X:.*]] = graph.input "input_layer" : tensor<2x6x6x2xf32>
 // CHECK-NEXT: %[[LABELS:.*]] = graph.input "labels"
+// CHECK-NEXT: %[[TW:.*]] = graph.input "sample_weight"
+// CHECK-NEXT: %[[TMW:.*]] = graph.input "metric_weight"
 // CHECK-NEXT: %[[K0:.*]] = graph.read_variable @"conv2d/kernel"
 // CHECK-NEXT: %[[C:.*]] = graph.conv2d %[[X]], %[[K0]]
 // CHECK-NEXT: %[[G:.*]] = graph.read_variable @"bn/gamma"

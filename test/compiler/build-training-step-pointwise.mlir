@@ -18,17 +18,20 @@ graph.training @m loss = binary_crossentropy from_logits label_smoothing = 1.000
 
 // CHECK-LABEL: graph.model @train_step
 // CHECK: %[[T:.*]] = graph.input "labels" : tensor<4x1xf32>
+// CHECK-NEXT: %[[TW:.*]] = graph.input "sample_weight"
+// CHECK-NEXT: %[[TMW:.*]] = graph.input "metric_weight"
 // CHECK: %[[Y:.*]] = graph.dense
-// CHECK-NEXT: %[[L:.*]] = graph.pointwise_loss binary_crossentropy %[[Y]], %[[T]] from_logits label_smoothing = 1.000000e-01 : tensor<4x1xf32>, tensor<4x1xf32> -> tensor<f32>
-// CHECK-NEXT: %[[A:.*]] = graph.pointwise_loss binary_accuracy %[[Y]], %[[T]] : tensor<4x1xf32>, tensor<4x1xf32> -> tensor<f32>
-// CHECK-NEXT: %[[M:.*]] = graph.pointwise_loss mean_absolute_error %[[Y]], %[[T]] : tensor<4x1xf32>, tensor<4x1xf32> -> tensor<f32>
-// CHECK-NEXT: %[[G:.*]] = graph.pointwise_loss_grad binary_crossentropy %[[Y]], %[[T]] from_logits label_smoothing = 1.000000e-01 : tensor<4x1xf32>
+// CHECK-NEXT: %[[L:.*]] = graph.pointwise_loss binary_crossentropy %[[Y]], %[[T]] weights %[[TW]] from_logits label_smoothing = 1.000000e-01 : tensor<4x1xf32>, tensor<4x1xf32>, tensor<4xf32> -> tensor<f32>
+// CHECK-NEXT: %[[A:.*]] = graph.pointwise_loss binary_accuracy %[[Y]], %[[T]] weights %[[TMW]] : tensor<4x1xf32>, tensor<4x1xf32>, tensor<4xf32> -> tensor<f32>
+// CHECK-NEXT: %[[M:.*]] = graph.pointwise_loss mean_absolute_error %[[Y]], %[[T]] weights %[[TMW]] : tensor<4x1xf32>, tensor<4x1xf32>, tensor<4xf32> -> tensor<f32>
+// CHECK-NEXT: %[[G:.*]] = graph.pointwise_loss_grad binary_crossentropy %[[Y]], %[[T]] weights %[[TW]] from_logits label_smoothing = 1.000000e-01 : tensor<4x1xf32>, tensor<4xf32>
 // CHECK: graph.dense_grad_kernel %{{.*}}, %[[G]]
 // CHECK-LABEL: graph.model @eval_step
 // CHECK: %[[ET:.*]] = graph.input "labels" : tensor<4x1xf32>
 // CHECK: %[[W:.*]] = graph.input "sample_weight" : tensor<4xf32>
+// CHECK-NEXT: %[[MW:.*]] = graph.input "metric_weight" : tensor<4xf32>
 // CHECK: graph.pointwise_loss binary_crossentropy %{{.*}}, %[[ET]] weights %[[W]] from_logits label_smoothing = 1.000000e-01
-// CHECK: graph.pointwise_loss binary_accuracy %{{.*}}, %[[ET]] weights %[[W]]
+// CHECK: graph.pointwise_loss binary_accuracy %{{.*}}, %[[ET]] weights %[[MW]]
 
 // -----
 
@@ -45,9 +48,9 @@ graph.model @m {
 graph.training @m loss = huber delta = 5.000000e-01 reduction = "sum" optimizer = #graph.sgd<learning_rate = 0.1, momentum = 0.0, nesterov = false> metrics = [] global_batch_size = 4
 
 // CHECK-LABEL: graph.model @train_step
-// CHECK: %[[L:.*]] = graph.pointwise_loss huber %{{.*}}, %{{.*}} delta = 5.000000e-01 : tensor<4x5x2xf32>, tensor<4x5x2xf32> -> tensor<f32>
+// CHECK: %[[L:.*]] = graph.pointwise_loss huber %{{.*}}, %{{.*}} weights %{{.*}} delta = 5.000000e-01 : tensor<4x5x2xf32>, tensor<4x5x2xf32>, tensor<4xf32> -> tensor<f32>
 // CHECK-NEXT: graph.scale_shift %[[L]] {scale = 2.000000e+01 : f64} : tensor<f32>
-// CHECK: %[[G:.*]] = graph.pointwise_loss_grad huber %{{.*}}, %{{.*}} delta = 5.000000e-01 : tensor<4x5x2xf32>
+// CHECK: %[[G:.*]] = graph.pointwise_loss_grad huber %{{.*}}, %{{.*}} weights %{{.*}} delta = 5.000000e-01 : tensor<4x5x2xf32>, tensor<4xf32>
 // CHECK-NEXT: graph.scale_shift %[[G]] {scale = 2.000000e+01 : f64} : tensor<4x5x2xf32>
 
 // -----
@@ -65,7 +68,7 @@ graph.model @m {
 graph.training @m loss = categorical_focal_crossentropy from_logits label_smoothing = 1.000000e-01 alpha = 5.000000e-01 gamma = 3.000000e+00 reduction = "sum" optimizer = #graph.sgd<learning_rate = 0.1, momentum = 0.0, nesterov = false> metrics = [] global_batch_size = 4
 
 // CHECK-LABEL: graph.model @train_step
-// CHECK: %[[L:.*]] = graph.pointwise_loss categorical_focal_crossentropy %{{.*}}, %{{.*}} from_logits label_smoothing = 1.000000e-01 alpha = 5.000000e-01 gamma = 3.000000e+00 : tensor<4x5x2xf32>, tensor<4x5x2xf32> -> tensor<f32>
+// CHECK: %[[L:.*]] = graph.pointwise_loss categorical_focal_crossentropy %{{.*}}, %{{.*}} weights %{{.*}} from_logits label_smoothing = 1.000000e-01 alpha = 5.000000e-01 gamma = 3.000000e+00 : tensor<4x5x2xf32>, tensor<4x5x2xf32>, tensor<4xf32> -> tensor<f32>
 // CHECK-NEXT: graph.scale_shift %[[L]] {scale = 2.000000e+01 : f64} : tensor<f32>
-// CHECK: %[[G:.*]] = graph.pointwise_loss_grad categorical_focal_crossentropy %{{.*}}, %{{.*}} from_logits label_smoothing = 1.000000e-01 alpha = 5.000000e-01 gamma = 3.000000e+00 : tensor<4x5x2xf32>
+// CHECK: %[[G:.*]] = graph.pointwise_loss_grad categorical_focal_crossentropy %{{.*}}, %{{.*}} weights %{{.*}} from_logits label_smoothing = 1.000000e-01 alpha = 5.000000e-01 gamma = 3.000000e+00 : tensor<4x5x2xf32>, tensor<4xf32>
 // CHECK-NEXT: graph.scale_shift %[[G]] {scale = 2.000000e+01 : f64} : tensor<4x5x2xf32>

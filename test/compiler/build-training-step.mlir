@@ -40,6 +40,8 @@
 // CHECK-NEXT: graph.model @train_step {
 // CHECK-NEXT: %[[X:.*]] = graph.input "input_layer" : tensor<4x3xf32>
 // CHECK-NEXT: %[[LABELS:.*]] = graph.input "labels" : tensor<4x2xf32>
+// CHECK-NEXT: %[[TW:.*]] = graph.input "sample_weight"
+// CHECK-NEXT: %[[TMW:.*]] = graph.input "metric_weight"
 // CHECK-NEXT: %[[K0:.*]] = graph.read_variable @"dense/kernel" : tensor<3x2xf32>
 // CHECK-NEXT: %[[Y0:.*]] = graph.dense %[[X]], %[[K0]] : (tensor<4x3xf32>, tensor<3x2xf32>) -> tensor<4x2xf32>
 // CHECK-NEXT: %[[B0:.*]] = graph.read_variable @"dense/bias" : tensor<2xf32>
@@ -50,9 +52,9 @@
 // CHECK-NEXT: %[[B1:.*]] = graph.read_variable @"dense_1/bias" : tensor<2xf32>
 // CHECK-NEXT: %[[Y4:.*]] = graph.bias_add %[[Y3]], %[[B1]] : tensor<4x2xf32>, tensor<2xf32>
 // CHECK-NEXT: %[[Y5:.*]] = graph.softmax %[[Y4]] : tensor<4x2xf32>
-// CHECK-NEXT: %[[LOSS:.*]] = graph.categorical_crossentropy %[[Y5]], %[[LABELS]] : tensor<4x2xf32>, tensor<4x2xf32> -> tensor<f32>
-// CHECK-NEXT: %[[ACC:.*]] = graph.accuracy %[[Y5]], %[[LABELS]] : tensor<4x2xf32>, tensor<4x2xf32> -> tensor<f32>
-// CHECK-NEXT: %[[D5:.*]] = graph.categorical_crossentropy_grad %[[Y5]], %[[LABELS]] : tensor<4x2xf32>, tensor<4x2xf32> -> tensor<4x2xf32>
+// CHECK-NEXT: %[[LOSS:.*]] = graph.categorical_crossentropy %[[Y5]], %[[LABELS]] weights %[[TW]] : tensor<4x2xf32>, tensor<4x2xf32>, tensor<4xf32> -> tensor<f32>
+// CHECK-NEXT: %[[ACC:.*]] = graph.accuracy %[[Y5]], %[[LABELS]] weights %[[TMW]] : tensor<4x2xf32>, tensor<4x2xf32>, tensor<4xf32> -> tensor<f32>
+// CHECK-NEXT: %[[D5:.*]] = graph.categorical_crossentropy_grad %[[Y5]], %[[LABELS]] weights %[[TW]] : tensor<4x2xf32>, tensor<4x2xf32>, tensor<4xf32> -> tensor<4x2xf32>
 // CHECK-NEXT: %[[D4:.*]] = graph.softmax_grad %[[D5]], %[[Y5]] : tensor<4x2xf32>
 // CHECK-NEXT: %[[DB1:.*]] = graph.bias_add_grad %[[D4]] : tensor<4x2xf32> -> tensor<2xf32>
 // CHECK-NEXT: %[[DK1:.*]] = graph.dense_grad_kernel %[[Y2]], %[[D4]] : (tensor<4x2xf32>, tensor<4x2xf32>) -> tensor<2x2xf32>
@@ -91,6 +93,7 @@
 // CHECK-NEXT: %[[X:.*]] = graph.input "input_layer" : tensor<4x3xf32>
 // CHECK-NEXT: %[[LABELS:.*]] = graph.input "labels" : tensor<4x2xf32>
 // CHECK-NEXT: %[[W:.*]] = graph.input "sample_weight" : tensor<4xf32>
+// CHECK-NEXT: %[[MW:.*]] = graph.input "metric_weight"
 // CHECK-NEXT: graph.read_variable @"dense/kernel"
 // CHECK-NEXT: graph.dense %[[X]]
 // CHECK-NEXT: graph.read_variable @"dense/bias"
@@ -102,7 +105,7 @@
 // CHECK-NEXT: graph.bias_add
 // CHECK-NEXT: %[[Y5:.*]] = graph.softmax
 // CHECK-NEXT: %[[LOSS:.*]] = graph.categorical_crossentropy %[[Y5]], %[[LABELS]] weights %[[W]] : tensor<4x2xf32>, tensor<4x2xf32>, tensor<4xf32> -> tensor<f32>
-// CHECK-NEXT: %[[ACC:.*]] = graph.accuracy %[[Y5]], %[[LABELS]] weights %[[W]] : tensor<4x2xf32>, tensor<4x2xf32>, tensor<4xf32> -> tensor<f32>
+// CHECK-NEXT: %[[ACC:.*]] = graph.accuracy %[[Y5]], %[[LABELS]] weights %[[MW]] : tensor<4x2xf32>, tensor<4x2xf32>, tensor<4xf32> -> tensor<f32>
 // CHECK-NEXT: graph.output {names = ["loss", "accuracy", "predictions"]} %[[LOSS]], %[[ACC]], %[[Y5]] : tensor<f32>, tensor<f32>, tensor<4x2xf32>
 // CHECK-NEXT: }
 // The prediction step: the inference pass alone, no labels.
@@ -252,6 +255,8 @@ graph.training @m loss = categorical_crossentropy optimizer = #graph.rmsprop<lea
 // CHECK: graph.model @train_step {
 // CHECK-NEXT: %[[X:.*]] = graph.input "image" : tensor<2x8x8x1xf32>
 // CHECK-NEXT: %[[LABELS:.*]] = graph.input "labels" : tensor<2x3xf32>
+// CHECK-NEXT: %[[TW:.*]] = graph.input "sample_weight"
+// CHECK-NEXT: %[[TMW:.*]] = graph.input "metric_weight"
 // CHECK-NEXT: %[[K0:.*]] = graph.read_variable @"conv2d/kernel"
 // CHECK-NEXT: %[[C0:.*]] = graph.conv2d %[[X]], %[[K0]]
 // CHECK-NEXT: %[[B0:.*]] = graph.read_variable @"conv2d/bias"
@@ -266,9 +271,9 @@ graph.training @m loss = categorical_crossentropy optimizer = #graph.rmsprop<lea
 // CHECK-NEXT: %[[K2:.*]] = graph.read_variable @"dense/kernel"
 // CHECK-NEXT: %[[Y:.*]] = graph.dense %[[DROP]], %[[K2]]
 // CHECK-NEXT: %[[PROB:.*]] = graph.softmax %[[Y]]
-// CHECK-NEXT: graph.categorical_crossentropy %[[PROB]], %[[LABELS]]
-// CHECK-NEXT: graph.accuracy %[[PROB]], %[[LABELS]]
-// CHECK-NEXT: %[[DPROB:.*]] = graph.categorical_crossentropy_grad %[[PROB]], %[[LABELS]]
+// CHECK-NEXT: graph.categorical_crossentropy %[[PROB]], %[[LABELS]] weights %[[TW]]
+// CHECK-NEXT: graph.accuracy %[[PROB]], %[[LABELS]] weights %[[TMW]]
+// CHECK-NEXT: %[[DPROB:.*]] = graph.categorical_crossentropy_grad %[[PROB]], %[[LABELS]] weights %[[TW]]
 // CHECK-NEXT: %[[DY:.*]] = graph.softmax_grad %[[DPROB]], %[[PROB]]
 // CHECK-NEXT: %[[DK2:.*]] = graph.dense_grad_kernel %[[DROP]], %[[DY]] : (tensor<2x36xf32>, tensor<2x3xf32>) -> tensor<36x3xf32>
 // CHECK-NEXT: %[[DDROP:.*]] = graph.dense_grad_input %[[DY]], %[[K2]] : (tensor<2x3xf32>, tensor<36x3xf32>) -> tensor<2x36xf32>
@@ -342,6 +347,8 @@ graph.training @cnn loss = categorical_crossentropy optimizer = #graph.sgd<learn
 // CHECK: graph.model @train_step {
 // CHECK-NEXT: %[[X:.*]] = graph.input "input_layer"
 // CHECK-NEXT: graph.input "labels"
+// CHECK-NEXT: %[[TW:.*]] = graph.input "sample_weight"
+// CHECK-NEXT: %[[TMW:.*]] = graph.input "metric_weight"
 // CHECK-NEXT: %[[K0:.*]] = graph.read_variable @"bn_dense/kernel"
 // CHECK-NEXT: %[[Y0:.*]] = graph.dense %[[X]], %[[K0]]
 // CHECK-NEXT: %[[G:.*]] = graph.read_variable @"batch_normalization/gamma"
@@ -419,10 +426,12 @@ graph.training @m loss = categorical_crossentropy optimizer = #graph.sgd<learnin
 // CHECK: graph.model @train_step {
 // CHECK-NEXT: graph.input "input_layer" : tensor<4x3xf32>
 // CHECK-NEXT: %[[LABELS:.*]] = graph.input "labels" : tensor<4xi32>
+// CHECK-NEXT: %[[TW:.*]] = graph.input "sample_weight"
+// CHECK-NEXT: %[[TMW:.*]] = graph.input "metric_weight"
 // CHECK: %[[LOGITS:.*]] = graph.bias_add
-// CHECK-NEXT: %[[LOSS:.*]] = graph.sparse_categorical_crossentropy %[[LOGITS]], %[[LABELS]] from_logits : tensor<4x5xf32>, tensor<4xi32> -> tensor<f32>
-// CHECK-NEXT: %[[ACC:.*]] = graph.accuracy %[[LOGITS]], %[[LABELS]] : tensor<4x5xf32>, tensor<4xi32> -> tensor<f32>
-// CHECK-NEXT: %[[D:.*]] = graph.sparse_categorical_crossentropy_grad %[[LOGITS]], %[[LABELS]] from_logits : tensor<4x5xf32>, tensor<4xi32> -> tensor<4x5xf32>
+// CHECK-NEXT: %[[LOSS:.*]] = graph.sparse_categorical_crossentropy %[[LOGITS]], %[[LABELS]] weights %[[TW]] from_logits : tensor<4x5xf32>, tensor<4xi32>, tensor<4xf32> -> tensor<f32>
+// CHECK-NEXT: %[[ACC:.*]] = graph.accuracy %[[LOGITS]], %[[LABELS]] weights %[[TMW]] : tensor<4x5xf32>, tensor<4xi32>, tensor<4xf32> -> tensor<f32>
+// CHECK-NEXT: %[[D:.*]] = graph.sparse_categorical_crossentropy_grad %[[LOGITS]], %[[LABELS]] weights %[[TW]] from_logits : tensor<4x5xf32>, tensor<4xi32>, tensor<4xf32> -> tensor<4x5xf32>
 // CHECK-NEXT: graph.bias_add_grad %[[D]] : tensor<4x5xf32> -> tensor<5xf32>
 // CHECK-NEXT: graph.dense_grad_kernel %{{.*}}, %[[D]]
 // CHECK-NEXT: graph.read_variable @"logits/bias/m"
@@ -434,6 +443,7 @@ graph.training @m loss = categorical_crossentropy optimizer = #graph.sgd<learnin
 // CHECK-NEXT: graph.input "input_layer" : tensor<4x3xf32>
 // CHECK-NEXT: %[[LABELS:.*]] = graph.input "labels" : tensor<4xi32>
 // CHECK-NEXT: %[[W:.*]] = graph.input "sample_weight" : tensor<4xf32>
+// CHECK-NEXT: %[[MW:.*]] = graph.input "metric_weight"
 // CHECK: graph.sparse_categorical_crossentropy %{{.*}}, %[[LABELS]] weights %[[W]] from_logits
 graph.variable @"logits/kernel" : tensor<3x5xf32> = #graph.init<glorot_uniform>
 graph.variable @"logits/bias" : tensor<5xf32> = #graph.init<zeros>
@@ -458,6 +468,8 @@ graph.training @m loss = sparse_categorical_crossentropy from_logits optimizer =
 // CHECK: graph.model @train_step {
 // CHECK-NEXT: %[[X:.*]] = graph.input "input_layer"
 // CHECK-NEXT: graph.input "labels"
+// CHECK-NEXT: %[[TW:.*]] = graph.input "sample_weight"
+// CHECK-NEXT: %[[TMW:.*]] = graph.input "metric_weight"
 // CHECK-NEXT: %[[KA:.*]] = graph.read_variable @"conv_a/kernel"
 // CHECK-NEXT: %[[A:.*]] = graph.conv2d %[[X]], %[[KA]]
 // CHECK-NEXT: %[[R:.*]] = graph.relu %[[A]]

@@ -24,42 +24,43 @@ graph.training @m loss = tversky alpha = 2.500000e-01 beta = 7.500000e-01 reduct
 // Neither reduction scales the one value (Keras' reduce_values).
 // STEP-LABEL: graph.model @train_step
 // STEP: %[[T:.*]] = graph.input "labels" : tensor<4x2xf32>
+// STEP-NEXT: %[[W:.*]] = graph.input "sample_weight" : tensor<4xf32>
 // STEP: %[[P:.*]] = graph.sigmoid
-// STEP-NEXT: %[[S:.*]] = graph.overlap_sums %[[P]], %[[T]] : tensor<4x2xf32>, tensor<4x2xf32> -> tensor<3xf32>
-// STEP-NEXT: %[[L:.*]] = graph.overlap_loss tversky %[[S]] alpha = 2.500000e-01 beta = 7.500000e-01 : tensor<3xf32> -> tensor<f32>
-// STEP-NEXT: %[[G:.*]] = graph.overlap_loss_grad tversky %[[T]], %[[S]] alpha = 2.500000e-01 beta = 7.500000e-01 : tensor<4x2xf32>, tensor<3xf32> -> tensor<4x2xf32>
+// STEP-NEXT: %[[S:.*]] = graph.overlap_sums %[[P]], %[[T]] weights %[[W]] : tensor<4x2xf32>, tensor<4x2xf32>, tensor<4xf32> -> tensor<5xf32>
+// STEP-NEXT: %[[L:.*]] = graph.overlap_loss tversky %[[S]] alpha = 2.500000e-01 beta = 7.500000e-01 : tensor<5xf32> -> tensor<f32>
+// STEP-NEXT: %[[G:.*]] = graph.overlap_loss_grad tversky %[[T]], %[[S]] weights %[[W]] alpha = 2.500000e-01 beta = 7.500000e-01 : tensor<4x2xf32>, tensor<5xf32>, tensor<4xf32> -> tensor<4x2xf32>
 // STEP-NEXT: graph.sigmoid_grad %[[G]]
 // STEP-LABEL: graph.model @eval_step
 // STEP: %[[ET:.*]] = graph.input "labels" : tensor<4x2xf32>
-// STEP: %[[W:.*]] = graph.input "sample_weight" : tensor<4xf32>
-// STEP: %[[ES:.*]] = graph.overlap_sums %{{.*}}, %[[ET]] weights %[[W]]
-// STEP-NEXT: graph.overlap_loss tversky %[[ES]] weights %[[W]] alpha = 2.500000e-01 beta = 7.500000e-01
+// STEP: %[[EW:.*]] = graph.input "sample_weight" : tensor<4xf32>
+// STEP: %[[ES:.*]] = graph.overlap_sums %{{.*}}, %[[ET]] weights %[[EW]]
+// STEP-NEXT: graph.overlap_loss tversky %[[ES]] alpha = 2.500000e-01 beta = 7.500000e-01
 
 // CHECK-LABEL: graph.model @train_step attributes {dist.replicas = 2 : i64}
 // CHECK: %[[T0:.*]] = graph.input "labels" {dist.device = #dist.device<0>} : tensor<2x2xf32>
-// CHECK: %[[S0:.*]] = graph.overlap_sums %{{.*}}, %[[T0]] {dist.device = #dist.device<0>} : tensor<2x2xf32>, tensor<2x2xf32> -> tensor<3xf32>
+// CHECK: %[[S0:.*]] = graph.overlap_sums %{{.*}}, %[[T0]] weights %{{.*}} {dist.device = #dist.device<0>} : tensor<2x2xf32>, tensor<2x2xf32>, tensor<2xf32> -> tensor<5xf32>
 // CHECK-NEXT: %[[X1:.*]] = graph.input "input_layer" {dist.device = #dist.device<1>} : tensor<2x3xf32>
 // CHECK-NEXT: %[[T1:.*]] = graph.input "labels" {dist.device = #dist.device<1>} : tensor<2x2xf32>
-// CHECK: %[[S1:.*]] = graph.overlap_sums %{{.*}}, %[[T1]] {dist.device = #dist.device<1>} : tensor<2x2xf32>, tensor<2x2xf32> -> tensor<3xf32>
-// CHECK-NEXT: %[[R:.*]]:2 = dist.all_reduce sum %[[S0]], %[[S1]] : tensor<3xf32>, tensor<3xf32>
+// CHECK: %[[S1:.*]] = graph.overlap_sums %{{.*}}, %[[T1]] weights %{{.*}} {dist.device = #dist.device<1>} : tensor<2x2xf32>, tensor<2x2xf32>, tensor<2xf32> -> tensor<5xf32>
+// CHECK-NEXT: %[[R:.*]]:2 = dist.all_reduce sum %[[S0]], %[[S1]] : tensor<5xf32>, tensor<5xf32>
 // CHECK-NEXT: %[[L0:.*]] = graph.overlap_loss tversky %[[R]]#0 alpha = 2.500000e-01 beta = 7.500000e-01 {dist.device = #dist.device<0>}
-// CHECK-NEXT: %[[G0:.*]] = graph.overlap_loss_grad tversky %[[T0]], %[[R]]#0 alpha = 2.500000e-01 beta = 7.500000e-01 {dist.device = #dist.device<0>, replicas = 2 : i64}
+// CHECK-NEXT: %[[G0:.*]] = graph.overlap_loss_grad tversky %[[T0]], %[[R]]#0 weights %{{.*}} alpha = 2.500000e-01 beta = 7.500000e-01 {dist.device = #dist.device<0>, replicas = 2 : i64}
 // CHECK-NEXT: graph.sigmoid_grad %[[G0]], {{.*}} {dist.device = #dist.device<0>}
 // CHECK: graph.optimizer_update {{.*}} {dist.device = #dist.device<0>}
 // CHECK: %[[L1:.*]] = graph.overlap_loss tversky %[[R]]#1 alpha = 2.500000e-01 beta = 7.500000e-01 {dist.device = #dist.device<1>}
-// CHECK-NEXT: graph.overlap_loss_grad tversky %[[T1]], %[[R]]#1 alpha = 2.500000e-01 beta = 7.500000e-01 {dist.device = #dist.device<1>, replicas = 2 : i64}
+// CHECK-NEXT: graph.overlap_loss_grad tversky %[[T1]], %[[R]]#1 weights %{{.*}} alpha = 2.500000e-01 beta = 7.500000e-01 {dist.device = #dist.device<1>, replicas = 2 : i64}
 // CHECK: graph.optimizer_update {{.*}} {dist.device = #dist.device<1>}
 // CHECK: graph.output {names = ["loss", "grad_norm"]} %[[L0]], %{{.*}}, %[[L1]], %{{.*}} :
 // CHECK-LABEL: graph.model @eval_step attributes {dist.replicas = 2 : i64}
 // CHECK: %[[ES0:.*]] = graph.overlap_sums {{.*}} {dist.device = #dist.device<0>}
 // CHECK: %[[ES1:.*]] = graph.overlap_sums {{.*}} {dist.device = #dist.device<1>}
 // CHECK-NEXT: %[[ER:.*]]:2 = dist.all_reduce sum %[[ES0]], %[[ES1]]
-// CHECK-NEXT: graph.overlap_loss tversky %[[ER]]#0 weights
-// CHECK: graph.overlap_loss tversky %[[ER]]#1 weights
+// CHECK-NEXT: graph.overlap_loss tversky %[[ER]]#0 alpha
+// CHECK: graph.overlap_loss tversky %[[ER]]#1 alpha
 
 // One replica: nothing to add, nothing scaled.
 // ONE-LABEL: graph.model @train_step attributes {dist.replicas = 1 : i64}
 // ONE-NOT: dist.all_reduce
-// ONE: graph.overlap_loss_grad tversky %{{.*}}, %{{.*}} alpha = 2.500000e-01 beta = 7.500000e-01 {dist.device = #dist.device<0>} :
+// ONE: graph.overlap_loss_grad tversky %{{.*}}, %{{.*}} weights %{{.*}} alpha = 2.500000e-01 beta = 7.500000e-01 {dist.device = #dist.device<0>} :
 // ONE-NOT: replicas =
 // ONE-LABEL: graph.model @eval_step

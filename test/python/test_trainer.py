@@ -41,8 +41,9 @@ def test_fit_reaches_the_accuracy_keras_does(trained, flat):
     result = trainer.evaluate(x_test, y_test)
     assert set(result) == {"loss", "accuracy"}
     assert result["accuracy"] >= 0.85
-    # 60000 * (1 - 0.1667) examples, 2 epochs of whole batches of 256.
-    assert trainer.step == 2 * (int(60000 * (1 - 0.1667)) // 256)
+    # 60000 * (1 - 0.1667) examples, 2 epochs of batches of 256, each
+    # epoch's last short, as Keras ends an epoch.
+    assert trainer.step == 2 * -(-int(60000 * (1 - 0.1667)) // 256)
     assert history.timing["examples_per_second"] > 0
 
 
@@ -231,3 +232,48 @@ def test_a_functional_model_of_two_inputs_takes_a_dict(flat):
                                        verbose=0))) < 1e-5
     with pytest.raises(graphc.InvalidDataError, match="'hint'"):
         trainer.evaluate({"pixels": x_test}, y_test)
+
+
+def test_weighted_evaluate_agrees_with_keras(trained, flat):
+    """Keras weighs the loss by sample_weight and not its compiled metrics;
+    1000 examples at 256 end with a short batch."""
+    model, trainer, _ = trained
+    _, _, x_test, y_test = flat
+    w = np.random.default_rng(5).uniform(0.0, 3.0, 1000).astype(np.float32)
+    ours = trainer.evaluate(x_test[:1000], y_test[:1000], sample_weight=w)
+    trainer.to_keras(model)
+    theirs = model.evaluate(x_test[:1000], y_test[:1000], sample_weight=w,
+                            batch_size=256, verbose=0, return_dict=True)
+    plain = trainer.evaluate(x_test[:1000], y_test[:1000])
+    assert abs(ours["loss"] - theirs["loss"]) < 1e-5
+    assert abs(ours["accuracy"] - theirs["accuracy"]) < 1e-5
+    assert abs(ours["loss"] - plain["loss"]) > 1e-3  # the weights count
+
+
+def test_class_weight_is_keras_per_example_weight(flat):
+    """fit(class_weight=...) trains exactly as fit(sample_weight=...) with
+    Keras' class_weight_to_sample_weights of the labels."""
+    x_train, y_train, _, _ = flat
+    x, y = x_train[:3000], y_train[:3000]
+    class_weight = {0: 2.0, 3: 0.5, 7: 4.0}
+    per_example = np.array([class_weight.get(int(c), 1.0) for c in y],
+                           dtype=np.float32)
+    results = []
+    for kwargs in ({"class_weight": class_weight},
+                   {"sample_weight": per_example}, {}):
+        keras.backend.clear_session()  # the same layer names each time
+        keras.utils.set_random_seed(3)
+        trainer = graphc.compile(mlp(keras), batch_size=256, devices="cpu")
+        history = trainer.fit(x, y, epochs=1, shuffle=False, verbose=0,
+                              **kwargs)
+        results.append((history.history["loss"][0],
+                        {k: np.array(v) for k, v in
+                         trainer.get_weights().items()}))
+    (loss_c, w_c), (loss_s, w_s), (loss_n, w_n) = results
+    assert loss_c == loss_s
+    assert w_c.keys() == w_s.keys() == w_n.keys()
+    assert all(np.array_equal(w_c[k], w_s[k]) for k in w_c)
+    assert not all(np.allclose(w_c[k], w_n[k]) for k in w_c)
+    with pytest.raises(ValueError, match="class_weight"):
+        trainer.fit(x, y, class_weight=class_weight, sample_weight=per_example,
+                    verbose=0)

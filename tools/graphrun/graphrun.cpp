@@ -161,6 +161,11 @@ int main(int argc, char **argv) {
                  "epoch's end (val_loss, val_<metric>)")
       ->check(dataSpec)
       ->excludes(validationSplit);
+  app.add_option("--class-weight", o.classWeight,
+                 "Keras' class_weight: each training example weighs its "
+                 "class's weight (1 for a class not named), as "
+                 "CLASS:WEIGHT pairs (0:1,1:5) or a .json file of them "
+                 "({\"0\": 1, \"1\": 5})");
   app.add_option("--label-columns", o.labelColumns,
                  "csv: the columns that hold the labels, comma-separated")
       ->delimiter(',');

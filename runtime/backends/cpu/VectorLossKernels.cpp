@@ -414,13 +414,14 @@ public:
     const float *y = labels.oneHot ? ins[1].f32() : nullptr;
     float *grad = gradient ? outs[0].f32() : nullptr;
     int64_t rows = labels.rows, c = labels.classes;
-    double gradScale = 1.0 / static_cast<double>(rows);
 #pragma omp parallel if (rows * c >= kParallelElements)
     {
       // Without a gradient output, the exponentials need a row of their own.
       float *exps = gradient ? nullptr : threadScratch<float>(c);
 #pragma omp for schedule(static)
       for (int64_t r = 0; r < rows; ++r) {
+        // The gradient of the weighted loss: the row's times its weight.
+        double gradScale = weightAt(ins, 2, r) / static_cast<double>(rows);
         int64_t k = y ? -1 : Labels::indexAt(ins[1], r);
         const float *yr = y ? y + r * c : nullptr;
         float *gr = grad ? grad + r * c : nullptr;
@@ -450,13 +451,9 @@ KernelFactory crossEntropyFactory(const char *kName, bool sparse,
                                   bool gradient) {
   return [=](const KernelContext &, const KernelConfig &cfg, const Tensors &ins,
              const Tensors &outs, KernelFn &out) -> Status {
-    if (ins.size() != 2 + (gradient ? 0 : ins.size() == 3) || outs.size() != 1)
-      return kernelError(kName, gradient
-                                    ? "takes predictions and labels and "
-                                      "writes one output"
-                                    : "takes predictions, labels and an "
-                                      "optional sample_weight and writes one "
-                                      "output");
+    if ((ins.size() != 2 && ins.size() != 3) || outs.size() != 1)
+      return kernelError(kName, "takes predictions, labels and an optional "
+                                "sample_weight and writes one output");
     if (Status s = checkOperands(kName, {ins[0]}, outs, 1, 1, 1, kCpuOperands);
         !s)
       return s;
@@ -885,13 +882,13 @@ public:
       c.targetScale = 2.0f; // keras convert_binary_labels_to_hinge
       c.targetShift = -1.0f;
     }
+    const float *w = ins.size() > 2 ? ins[2].f32() : nullptr;
     if (gradient) {
       withPointwiseKind(kind, [&](auto k) {
-        backward<decltype(k)::value>(p, t, c, outs[0].f32());
+        backward<decltype(k)::value>(p, t, w, c, outs[0].f32());
       });
       return Status::ok();
     }
-    const float *w = ins.size() > 2 ? ins[2].f32() : nullptr;
     withPointwiseKind(kind,
                       [&](auto k) { forward<decltype(k)::value>(p, t, w, c); });
     double total = 0.0;
@@ -952,10 +949,10 @@ private:
     }
   }
 
-  /// dp = f'(p, t) / divisor.
+  /// dp = w_b(i) f'(p, t) / divisor.
   template <Pointwise K>
-  void backward(const float *p, const float *t, const PointwiseParams &c,
-                float *dp) const {
+  void backward(const float *p, const float *t, const float *w,
+                const PointwiseParams &c, float *dp) const {
     const float scale = static_cast<float>(1.0 / divisor);
     const int64_t chunks = (n + kPointwiseChunk - 1) / kPointwiseChunk;
 #pragma omp parallel for schedule(static) if (n >= kParallelElements)
@@ -969,6 +966,9 @@ private:
         dk[i] =
             pointwiseGrad<K>(pk[i], tk[i] * c.targetScale + c.targetShift, c) *
             scale;
+      if (w)
+        for (int64_t i = 0; i < len; ++i)
+          dk[i] *= w[(begin + i) / perRow];
     }
   }
 
@@ -1002,7 +1002,7 @@ public:
                     const Tensors &ins, const Tensors &outs) {
     useReplicaThreads(ctx);
     const float *p = ins[0].f32(), *t = ins[1].f32();
-    const float *w = !gradient && ins.size() > 2 ? ins[2].f32() : nullptr;
+    const float *w = ins.size() > 2 ? ins[2].f32() : nullptr;
     const int64_t rows = n / k;
     float *dp = gradient ? outs[0].f32() : nullptr;
     const double scale = 1.0 / static_cast<double>(rows);
@@ -1014,8 +1014,10 @@ public:
         double value = row(p + r * k, t + r * k, scratch);
         if (dp) {
           const double *g = scratch + 3 * k;
+          const double weighted =
+              (w ? static_cast<double>(w[r * k / perRow]) : 1.0) * scale;
           for (int64_t j = 0; j < k; ++j)
-            dp[r * k + j] = static_cast<float>(g[j] * scale);
+            dp[r * k + j] = static_cast<float>(g[j] * weighted);
         } else {
           rowLosses[r] = value;
         }
@@ -1169,9 +1171,7 @@ void parsePointwiseLoss(const PointwiseLossConfig &c, Pointwise &kind,
 KernelFactory pointwiseLossFactory(const char *kName, bool gradient) {
   return [=](const KernelContext &, const KernelConfig &cfg, const Tensors &ins,
              const Tensors &outs, KernelFn &out) -> Status {
-    if (Status s = checkOperands(kName, ins, outs, 2, gradient ? 2 : 3, 1,
-                                 kCpuOperands);
-        !s)
+    if (Status s = checkOperands(kName, ins, outs, 2, 3, 1, kCpuOperands); !s)
       return s;
     PointwiseLossConfig config;
     if (Status s = readPointwiseLossConfig(kName, cfg, gradient, config); !s)
@@ -1242,9 +1242,9 @@ Status overlapSumsFactory(const KernelContext &, const KernelConfig &,
     return kernelError(kName, "targets " + shapeText(t.shape) +
                                   " do not match predictions " +
                                   shapeText(p.shape));
-  if (outs[0].elements() != 3)
+  if (outs[0].elements() != OverlapLossConfig::kSums)
     return kernelError(kName,
-                       "the sums must be [3], got " + shapeText(outs[0].shape));
+                       "the sums must be [5], got " + shapeText(outs[0].shape));
   const int64_t n = p.elements(), rows = p.shape[0];
   if (Status s = checkSampleWeight(kName, ins, 2, rows); !s)
     return s;
@@ -1254,8 +1254,9 @@ Status overlapSumsFactory(const KernelContext &, const KernelConfig &,
   auto chunks = std::make_shared<std::vector<Sums>>(
       (n + kPointwiseChunk - 1) / kPointwiseChunk); // reused every step
   const int64_t perRow = n / rows;
-  out = [chunks, n, perRow](const KernelContext &ctx, const KernelConfig &,
-                            const Tensors &ins, const Tensors &outs) {
+  out = [chunks, n, rows, perRow](const KernelContext &ctx,
+                                  const KernelConfig &, const Tensors &ins,
+                                  const Tensors &outs) {
     useReplicaThreads(ctx);
     const float *p = ins[0].f32(), *t = ins[1].f32();
     const float *w = ins.size() > 2 ? ins[2].f32() : nullptr;
@@ -1291,18 +1292,26 @@ Status overlapSumsFactory(const KernelContext &, const KernelConfig &,
       all.t += c.t;
       all.p += c.p;
     }
+    double weights = static_cast<double>(rows);
+    if (w) {
+      weights = 0.0;
+      for (int64_t r = 0; r < rows; ++r)
+        weights += w[r];
+    }
     float *sums = outs[0].f32();
     sums[0] = static_cast<float>(all.inter);
     sums[1] = static_cast<float>(all.t);
     sums[2] = static_cast<float>(all.p);
+    sums[3] = static_cast<float>(weights);
+    sums[4] = static_cast<float>(rows);
     return Status::ok();
   };
   return Status::ok();
 }
 
-/// overlap_sums' [3], as doubles.
-void loadSums(const TensorRef &sums, double out[3]) {
-  for (int j = 0; j < 3; ++j)
+/// overlap_sums' [5], as doubles.
+void loadSums(const TensorRef &sums, double out[OverlapLossConfig::kSums]) {
+  for (int64_t j = 0; j < OverlapLossConfig::kSums; ++j)
     out[j] = sums.f32()[j];
 }
 
@@ -1310,34 +1319,22 @@ Status overlapLossFactory(const KernelContext &, const KernelConfig &cfg,
                           const Tensors &ins, const Tensors &outs,
                           KernelFn &out) {
   static constexpr const char *kName = "overlap_loss";
-  if (Status s = checkOperands(kName, ins, outs, 1, 2, 1, kCpuOperands); !s)
+  if (Status s = checkOperands(kName, ins, outs, 1, 1, 1, kCpuOperands); !s)
     return s;
   OverlapLossConfig loss;
   if (Status s = readOverlapLossConfig(kName, cfg, loss); !s)
     return s;
-  if (ins[0].elements() != 3)
-    return kernelError(kName, "needs overlap_sums' [3], got " +
+  if (ins[0].elements() != OverlapLossConfig::kSums)
+    return kernelError(kName, "needs overlap_sums' [5], got " +
                                   shapeText(ins[0].shape));
   if (outs[0].elements() != 1)
     return kernelError(kName, "the loss must be a scalar, got " +
                                   shapeText(outs[0].shape));
-  if (ins.size() > 1 && (ins[1].shape.size() != 1 || ins[1].elements() == 0))
-    return kernelError(kName, "sample_weight must be [B], got " +
-                                  shapeText(ins[1].shape));
   out = [loss](const KernelContext &, const KernelConfig &, const Tensors &ins,
                const Tensors &outs) {
-    double sums[3];
+    double sums[OverlapLossConfig::kSums];
     loadSums(ins[0], sums);
-    double scale = 1.0;
-    if (ins.size() > 1) {
-      // Keras' scalar loss times each sample's weight, averaged.
-      const int64_t b = ins[1].elements();
-      double total = 0.0;
-      for (int64_t i = 0; i < b; ++i)
-        total += ins[1].f32()[i];
-      scale = total / static_cast<double>(b);
-    }
-    outs[0].f32()[0] = static_cast<float>(loss.value(sums) * scale);
+    outs[0].f32()[0] = static_cast<float>(loss.value(sums));
     return Status::ok();
   };
   return Status::ok();
@@ -1347,33 +1344,45 @@ Status overlapLossGradFactory(const KernelContext &, const KernelConfig &cfg,
                               const Tensors &ins, const Tensors &outs,
                               KernelFn &out) {
   static constexpr const char *kName = "overlap_loss_grad";
-  if (Status s = checkOperands(kName, ins, outs, 2, 2, 1, kCpuOperands); !s)
+  if (Status s = checkOperands(kName, ins, outs, 2, 3, 1, kCpuOperands); !s)
     return s;
   OverlapLossConfig loss;
   if (Status s = readOverlapLossConfig(kName, cfg, loss); !s)
     return s;
-  if (ins[1].elements() != 3)
-    return kernelError(kName, "needs overlap_sums' [3], got " +
+  if (ins[1].elements() != OverlapLossConfig::kSums)
+    return kernelError(kName, "needs overlap_sums' [5], got " +
                                   shapeText(ins[1].shape));
   if (outs[0].shape != ins[0].shape)
     return kernelError(kName, "predictions_grad " + shapeText(outs[0].shape) +
                                   " does not match targets " +
                                   shapeText(ins[0].shape));
-  const int64_t n = ins[0].elements();
-  out = [loss, n](const KernelContext &ctx, const KernelConfig &,
-                  const Tensors &ins, const Tensors &outs) {
+  if (ins[0].shape.empty() || ins[0].shape[0] == 0)
+    return kernelError(kName, "needs targets [B, ...], got " +
+                                  shapeText(ins[0].shape));
+  const int64_t n = ins[0].elements(), rows = ins[0].shape[0];
+  if (Status s = checkSampleWeight(kName, ins, 2, rows); !s)
+    return s;
+  out = [loss, n, rows](const KernelContext &ctx, const KernelConfig &,
+                        const Tensors &ins, const Tensors &outs) {
     useReplicaThreads(ctx);
-    double sums[3], slope, offset;
+    double sums[OverlapLossConfig::kSums], slope, offset;
     loadSums(ins[1], sums);
     loss.gradient(sums, slope, offset);
     const double replicas = static_cast<double>(loss.replicas);
     const float a = static_cast<float>(replicas * slope),
                 b = static_cast<float>(replicas * offset);
     const float *t = ins[0].f32();
+    const float *w = ins.size() > 2 ? ins[2].f32() : nullptr;
     float *dp = outs[0].f32();
-#pragma omp parallel for simd schedule(static) if (n >= kParallelElements)
-    for (int64_t i = 0; i < n; ++i)
-      dp[i] = a * t[i] + b;
+    const int64_t perRow = n / rows;
+    // The rows of weight 0 (padding) were left out of the sums: no gradient.
+#pragma omp parallel for schedule(static) if (n >= kParallelElements)
+    for (int64_t r = 0; r < rows; ++r) {
+      const float keep = !w || w[r] != 0.0f ? 1.0f : 0.0f;
+#pragma omp simd
+      for (int64_t i = r * perRow; i < (r + 1) * perRow; ++i)
+        dp[i] = keep * (a * t[i] + b);
+    }
     return Status::ok();
   };
   return Status::ok();

@@ -362,6 +362,11 @@ private:
   std::vector<size_t> payloadOffset_; // [input], in its replica's
   std::vector<size_t> replicaOffset_; // [replica], in a host slot
   std::vector<size_t> replicaBytes_;  // [replica], rows' payload
+  // With a cached dataset, a replica's payload is its rows' source indices
+  // (this many bytes, 256-aligned), then its rows' weights (each weights
+  // input at its indexedOffset_; 0 for the other inputs).
+  size_t indicesBytes_ = 0;
+  std::vector<size_t> indexedOffset_; // [input]
   int nextSlot_ = 0;
   int stagedSlot_ = -1;            // -1: nothing staged
   std::vector<InFlight> inFlight_; // oldest first (a vector: no allocation)
@@ -630,22 +635,30 @@ Status CudaRunner::prepare() {
 
 Status CudaRunner::prepareStaging() {
   // A replica's payload: its inputs' bytes (each 256-byte aligned), or its
-  // rows' source indices when the dataset is cached; the slots are sized
-  // for either, since cacheDataset() may come after prepare().
+  // rows' source indices and sample weights when the dataset is cached;
+  // the slots are sized for either, since cacheDataset() may come after
+  // prepare().
   const int64_t rows = program_.batch / replicas_;
+  indicesBytes_ =
+      (static_cast<size_t>(rows) * sizeof(int64_t) + 255) / 256 * 256;
   replicaBytes_.assign(replicas_, 0);
   payloadOffset_.assign(program_.inputs.size(), 0);
+  std::vector<size_t> indexedBytes(replicas_, indicesBytes_);
+  indexedOffset_.assign(program_.inputs.size(), 0);
   for (size_t i = 0; i < program_.inputs.size(); ++i) {
     const PreparedInput &in = program_.inputs[i];
     payloadOffset_[i] = replicaBytes_[in.replica];
     replicaBytes_[in.replica] += (in.bytes + 255) / 256 * 256;
+    if (data::isWeights(in.part)) {
+      indexedOffset_[i] = indexedBytes[in.replica];
+      indexedBytes[in.replica] += (in.bytes + 255) / 256 * 256;
+    }
   }
   size_t hostBytes = 0;
   replicaOffset_.assign(replicas_, 0);
   std::vector<size_t> capacity(replicas_);
   for (int r = 0; r < replicas_; ++r) {
-    capacity[r] =
-        std::max(replicaBytes_[r], static_cast<size_t>(rows) * sizeof(int64_t));
+    capacity[r] = std::max(replicaBytes_[r], indexedBytes[r]);
     capacity[r] = (capacity[r] + 255) / 256 * 256;
     replicaOffset_[r] = hostBytes;
     hostBytes += capacity[r];
@@ -760,10 +773,21 @@ Status CudaRunner::upload(int slot, const std::vector<data::BatchSlice> &slices,
     RETURN_IF_CUDA_ERROR(cudaEventSynchronize(st.copied[r]));
   }
   std::byte *host = static_cast<std::byte *>(st.host.get());
+  // With indices, the weights follow them (the gather writes the rest).
+  std::vector<size_t> bytes(replicas_, indicesBytes_);
   if (indices) {
     for (int r = 0; r < replicas_; ++r)
       std::memcpy(host + replicaOffset_[r], slices[r].sourceIndices,
                   static_cast<size_t>(slices[r].rows) * sizeof(int64_t));
+    for (size_t i = 0; i < program_.inputs.size(); ++i) {
+      const PreparedInput &in = program_.inputs[i];
+      if (!data::isWeights(in.part))
+        continue;
+      std::memcpy(host + replicaOffset_[in.replica] + indexedOffset_[i],
+                  slices[in.replica].data(in.part), in.bytes);
+      bytes[in.replica] =
+          std::max(bytes[in.replica], indexedOffset_[i] + in.bytes);
+    }
   } else {
     for (size_t i = 0; i < program_.inputs.size(); ++i) {
       const PreparedInput &in = program_.inputs[i];
@@ -774,15 +798,12 @@ Status CudaRunner::upload(int slot, const std::vector<data::BatchSlice> &slices,
   }
   for (int r = 0; r < replicas_; ++r) {
     const CudaDeviceState &d = devices_[r]->state();
-    size_t bytes = indices
-                       ? static_cast<size_t>(slices[r].rows) * sizeof(int64_t)
-                       : replicaBytes_[r];
     RETURN_IF_CUDA_ERROR(cudaSetDevice(d.ordinal));
     // Not over the payload a launch may still be reading.
     RETURN_IF_CUDA_ERROR(cudaStreamWaitEvent(d.copy, st.consumed[r], 0));
-    RETURN_IF_CUDA_ERROR(cudaMemcpyAsync(st.device[r].data(),
-                                         host + replicaOffset_[r], bytes,
-                                         cudaMemcpyHostToDevice, d.copy));
+    RETURN_IF_CUDA_ERROR(cudaMemcpyAsync(
+        st.device[r].data(), host + replicaOffset_[r],
+        indices ? bytes[r] : replicaBytes_[r], cudaMemcpyHostToDevice, d.copy));
     RETURN_IF_CUDA_ERROR(cudaEventRecord(st.copied[r], d.copy));
   }
   st.indices = indices;
@@ -808,13 +829,18 @@ Status CudaRunner::enqueueInputs(int slot, int parity, bool graphs) {
     if (st.indices) {
       float *images = nullptr;
       void *labels = nullptr;
-      for (const PreparedInput &in : program_.inputs) {
+      for (size_t i = 0; i < program_.inputs.size(); ++i) {
+        const PreparedInput &in = program_.inputs[i];
         if (in.replica != r)
           continue;
         if (in.part == data::BatchPart::labels)
           labels = in.dst;
         else if (in.part == data::BatchPart::images)
           images = static_cast<float *>(in.dst);
+        else if (data::isWeights(in.part))
+          RETURN_IF_CUDA_ERROR(
+              cudaMemcpyAsync(in.dst, payload + indexedOffset_[i], in.bytes,
+                              cudaMemcpyDeviceToDevice, compute));
       }
       RETURN_IF_CUDA_ERROR(enqueueGatherExamples(
           cached_.at(d.ordinal()).view,

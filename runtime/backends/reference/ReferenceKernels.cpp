@@ -1806,11 +1806,11 @@ Status sampleWeights(const char *kName, const Tensors &ins, size_t index,
 }
 
 /// ins: predictions [B, C], labels, [sample_weight [B]]; out: the loss
-/// sum_i w_i l_i / B (or, for a gradient, its gradient).
+/// sum_i w_i l_i / B (or, for a gradient, its gradient: row i's times w_i).
 Status lossKernel(const char *kName, const KernelConfig &cfg,
                   const Tensors &ins, const Tensors &outs, bool sparse,
                   bool gradient) {
-  CHECK_ARITY(2, gradient ? 2 : 3, 1);
+  CHECK_ARITY(2, 3, 1);
   REQUIRE(!ins[0].shape.empty(), "needs [B, C] predictions");
   int64_t c = ins[0].shape.back(), rows = ins[0].elements() / c;
   REQUIRE(rows > 0, "empty batch");
@@ -1834,8 +1834,8 @@ Status lossKernel(const char *kName, const KernelConfig &cfg,
     total += w[r] * l;
   }
   if (gradient) {
-    for (double &g : grad)
-      g /= rows;
+    for (int64_t i = 0; i < static_cast<int64_t>(grad.size()); ++i)
+      grad[i] *= w[i / c] / rows;
     store(outs[0], grad);
   } else {
     store(outs[0], Vec{total / rows});
@@ -2119,13 +2119,13 @@ double rowValue(const PointwiseLossConfig &loss, const double *p,
   return std::numeric_limits<double>::quiet_NaN();
 }
 
-/// ins: predictions [B, ..., K], targets (the same shape) and, for the
-/// loss, an optional sample_weight [B]; out: the loss (a scalar) or
-/// d loss / d predictions (the predictions' shape).
+/// ins: predictions [B, ..., K], targets (the same shape) and an optional
+/// sample_weight [B]; out: the weighted loss (a scalar) or its gradient by
+/// the predictions (the predictions' shape).
 Status pointwiseLossKernel(const char *kName, const KernelConfig &cfg,
                            const Tensors &ins, const Tensors &outs,
                            bool gradient) {
-  CHECK_ARITY(2, gradient ? 2 : 3, 1);
+  CHECK_ARITY(2, 3, 1);
   PointwiseLossConfig loss;
   if (Status s = readPointwiseLossConfig(kName, cfg, gradient, loss); !s)
     return s;
@@ -2169,8 +2169,8 @@ Status pointwiseLossKernel(const char *kName, const KernelConfig &cfg,
       total += w[r * k / perRow] *
                rowValue(loss, &p[r * k], &t[r * k], k, &grad[r * k]);
     if (gradient) {
-      for (double &g : grad)
-        g /= static_cast<double>(lossRows);
+      for (int64_t i = 0; i < n; ++i)
+        grad[i] *= w[i / perRow] / static_cast<double>(lossRows);
       store(outs[0], grad);
     } else {
       store(outs[0], Vec{total / static_cast<double>(lossRows)});
@@ -2185,7 +2185,7 @@ Status pointwiseLossKernel(const char *kName, const KernelConfig &cfg,
     double g;
     double f = pointwiseValue(loss, p[i], t[i], g);
     if (gradient)
-      grad[i] = g / divisor;
+      grad[i] = w[i / perRow] * g / divisor;
     else
       total += w[i / perRow] * f;
   }
@@ -2212,7 +2212,7 @@ Status pointwiseLossGrad(const KernelContext &, const KernelConfig &cfg,
 
 /// ins: predictions [B, ...], targets (the same shape), an optional
 /// sample_weight [B]; out: [sum t p, sum t, sum p] over the rows whose
-/// weight is not 0.
+/// weight is not 0, sum w, B.
 Status overlapSums(const KernelContext &, const KernelConfig &,
                    const Tensors &ins, const Tensors &outs) {
   static constexpr const char *kName = "overlap_sums";
@@ -2222,14 +2222,14 @@ Status overlapSums(const KernelContext &, const KernelConfig &,
   REQUIRE(tt.shape == pt.shape, "targets " + shapeText(tt.shape) +
                                     " do not match predictions " +
                                     shapeText(pt.shape));
-  REQUIRE(outs[0].elements() == 3,
-          "the sums must be [3], got " + shapeText(outs[0].shape));
+  REQUIRE(outs[0].elements() == OverlapLossConfig::kSums,
+          "the sums must be [5], got " + shapeText(outs[0].shape));
   const int64_t n = pt.elements(), rows = pt.shape[0];
   REQUIRE(rows > 0, "empty predictions " + shapeText(pt.shape));
   Vec w;
   if (Status s = sampleWeights(kName, ins, 2, rows, w); !s)
     return s;
-  Vec p = load(pt), t = load(tt), sums(3, 0.0);
+  Vec p = load(pt), t = load(tt), sums(OverlapLossConfig::kSums, 0.0);
   const int64_t perRow = n / rows;
   for (int64_t i = 0; i < n; ++i) {
     if (w[i / perRow] == 0.0)
@@ -2238,57 +2238,59 @@ Status overlapSums(const KernelContext &, const KernelConfig &,
     sums[1] += t[i];
     sums[2] += p[i];
   }
+  for (double v : w)
+    sums[3] += v;
+  sums[4] = static_cast<double>(rows);
   store(outs[0], sums);
   return Status::ok();
 }
 
-/// ins: the sums, an optional sample_weight [B]; out: the loss, times the
-/// weights' mean (keras reduce_weighted_values of a scalar loss).
+/// ins: the sums; out: the loss, times the weights' mean (keras
+/// reduce_weighted_values of a scalar loss).
 Status overlapLoss(const KernelContext &, const KernelConfig &cfg,
                    const Tensors &ins, const Tensors &outs) {
   static constexpr const char *kName = "overlap_loss";
-  CHECK_ARITY(1, 2, 1);
+  CHECK_ARITY(1, 1, 1);
   OverlapLossConfig loss;
   if (Status s = readOverlapLossConfig(kName, cfg, loss); !s)
     return s;
-  REQUIRE(ins[0].elements() == 3,
-          "needs overlap_sums' [3], got " + shapeText(ins[0].shape));
+  REQUIRE(ins[0].elements() == OverlapLossConfig::kSums,
+          "needs overlap_sums' [5], got " + shapeText(ins[0].shape));
   REQUIRE(outs[0].elements() == 1,
           "the loss must be a scalar, got " + shapeText(outs[0].shape));
   Vec sums = load(ins[0]);
-  double scale = 1.0;
-  if (ins.size() > 1) {
-    REQUIRE(ins[1].shape.size() == 1 && ins[1].elements() > 0,
-            "sample_weight must be [B], got " + shapeText(ins[1].shape));
-    Vec w = load(ins[1]);
-    scale = 0.0;
-    for (double v : w)
-      scale += v / static_cast<double>(w.size());
-  }
-  store(outs[0], Vec{loss.value(sums.data()) * scale});
+  store(outs[0], Vec{loss.value(sums.data())});
   return Status::ok();
 }
 
-/// ins: targets, the sums; out: d loss / d predictions (the targets'
-/// shape), times `replicas`.
+/// ins: targets, the sums, an optional sample_weight [B]; out: d loss / d
+/// predictions (the targets' shape; 0 in the rows of weight 0), times
+/// `replicas`.
 Status overlapLossGrad(const KernelContext &, const KernelConfig &cfg,
                        const Tensors &ins, const Tensors &outs) {
   static constexpr const char *kName = "overlap_loss_grad";
-  CHECK_ARITY(2, 2, 1);
+  CHECK_ARITY(2, 3, 1);
   OverlapLossConfig loss;
   if (Status s = readOverlapLossConfig(kName, cfg, loss); !s)
     return s;
-  REQUIRE(ins[1].elements() == 3,
-          "needs overlap_sums' [3], got " + shapeText(ins[1].shape));
+  REQUIRE(ins[1].elements() == OverlapLossConfig::kSums,
+          "needs overlap_sums' [5], got " + shapeText(ins[1].shape));
   REQUIRE(outs[0].shape == ins[0].shape,
           "predictions_grad " + shapeText(outs[0].shape) +
               " does not match targets " + shapeText(ins[0].shape));
+  REQUIRE(!ins[0].shape.empty() && ins[0].shape[0] > 0,
+          "needs targets [B, ...], got " + shapeText(ins[0].shape));
+  const int64_t rows = ins[0].shape[0];
+  Vec w;
+  if (Status s = sampleWeights(kName, ins, 2, rows, w); !s)
+    return s;
   Vec t = load(ins[0]), sums = load(ins[1]);
   double slope, offset;
   loss.gradient(sums.data(), slope, offset);
   const double n = static_cast<double>(loss.replicas);
-  for (double &v : t)
-    v = n * (slope * v + offset);
+  const int64_t perRow = static_cast<int64_t>(t.size()) / rows;
+  for (int64_t i = 0; i < static_cast<int64_t>(t.size()); ++i)
+    t[i] = w[i / perRow] == 0.0 ? 0.0 : n * (slope * t[i] + offset);
   store(outs[0], t);
   return Status::ok();
 }

@@ -478,26 +478,26 @@ func.func @pointwise_dice(%p: tensor<4x3xf32>, %t: tensor<4x3xf32>) -> tensor<4x
 
 // -----
 
-func.func @overlap_kind(%s: tensor<3xf32>) -> tensor<f32> {
+func.func @overlap_kind(%s: tensor<5xf32>) -> tensor<f32> {
   // expected-error@+2 {{needs dice or tversky, got huber}}
   // expected-error@+1 {{'graph.overlap_loss' op failed to infer returned types}}
-  %l = graph.overlap_loss huber %s : tensor<3xf32> -> tensor<f32>
+  %l = graph.overlap_loss huber %s : tensor<5xf32> -> tensor<f32>
   return %l : tensor<f32>
 }
 
 // -----
 
-func.func @overlap_dice_beta(%s: tensor<3xf32>) -> tensor<f32> {
+func.func @overlap_dice_beta(%s: tensor<5xf32>) -> tensor<f32> {
   // expected-error@+2 {{beta is tversky's, not dice's}}
   // expected-error@+1 {{'graph.overlap_loss' op failed to infer returned types}}
-  %l = graph.overlap_loss dice %s beta = 0.5 : tensor<3xf32> -> tensor<f32>
+  %l = graph.overlap_loss dice %s beta = 0.5 : tensor<5xf32> -> tensor<f32>
   return %l : tensor<f32>
 }
 
 // -----
 
 func.func @overlap_sums_type(%t: tensor<4x3xf32>, %s: tensor<2xf32>) -> tensor<4x3xf32> {
-  // expected-error@+2 {{sums must be 'tensor<3xf32>' (sum t p, sum t, sum p), got 'tensor<2xf32>'}}
+  // expected-error@+2 {{sums must be 'tensor<5xf32>' (sum t p, sum t, sum p, sum w, rows), got 'tensor<2xf32>'}}
   // expected-error@+1 {{'graph.overlap_loss_grad' op failed to infer returned types}}
   %g = graph.overlap_loss_grad dice %t, %s : tensor<4x3xf32>, tensor<2xf32> -> tensor<4x3xf32>
   return %g : tensor<4x3xf32>
@@ -505,20 +505,20 @@ func.func @overlap_sums_type(%t: tensor<4x3xf32>, %s: tensor<2xf32>) -> tensor<4
 
 // -----
 
-func.func @overlap_replicas(%t: tensor<4x3xf32>, %s: tensor<3xf32>) -> tensor<4x3xf32> {
+func.func @overlap_replicas(%t: tensor<4x3xf32>, %s: tensor<5xf32>) -> tensor<4x3xf32> {
   // expected-error@+2 {{needs replicas >= 1, got 0}}
   // expected-error@+1 {{'graph.overlap_loss_grad' op failed to infer returned types}}
-  %g = graph.overlap_loss_grad dice %t, %s {replicas = 0} : tensor<4x3xf32>, tensor<3xf32> -> tensor<4x3xf32>
+  %g = graph.overlap_loss_grad dice %t, %s {replicas = 0} : tensor<4x3xf32>, tensor<5xf32> -> tensor<4x3xf32>
   return %g : tensor<4x3xf32>
 }
 
 // -----
 
-func.func @overlap_sums_targets(%p: tensor<4x3xf32>, %t: tensor<4x2xf32>) -> tensor<3xf32> {
+func.func @overlap_sums_targets(%p: tensor<4x3xf32>, %t: tensor<4x2xf32>) -> tensor<5xf32> {
   // expected-error@+2 {{targets 'tensor<4x2xf32>' must have the predictions' type 'tensor<4x3xf32>'}}
   // expected-error@+1 {{'graph.overlap_sums' op failed to infer returned types}}
-  %s = graph.overlap_sums %p, %t : tensor<4x3xf32>, tensor<4x2xf32> -> tensor<3xf32>
-  return %s : tensor<3xf32>
+  %s = graph.overlap_sums %p, %t : tensor<4x3xf32>, tensor<4x2xf32> -> tensor<5xf32>
+  return %s : tensor<5xf32>
 }
 
 // -----

@@ -598,10 +598,11 @@ graph.model @pointwise_loss {
 // CHECK-NEXT: %[[CF:.*]] = graph.pointwise_loss categorical_focal_crossentropy %[[P]], %[[T]] weights %[[W]] alpha = 6.000000e-01 gamma = 3.000000e+00 : tensor<8x3xf32>, tensor<8x3xf32>, tensor<8xf32> -> tensor<f32>
 // CHECK-NEXT: %[[CS:.*]] = graph.pointwise_loss cosine_similarity %[[P]], %[[T]] : tensor<8x3xf32>, tensor<8x3xf32> -> tensor<f32>
 // CHECK-NEXT: %[[CG:.*]] = graph.pointwise_loss_grad categorical_hinge %[[P]], %[[T]] : tensor<8x3xf32>
-// CHECK-NEXT: %[[S:.*]] = graph.overlap_sums %[[P]], %[[T]] weights %[[W]] : tensor<8x3xf32>, tensor<8x3xf32>, tensor<8xf32> -> tensor<3xf32>
-// CHECK-NEXT: %[[D:.*]] = graph.overlap_loss dice %[[S]] weights %[[W]] : tensor<3xf32>, tensor<8xf32> -> tensor<f32>
-// CHECK-NEXT: %[[TV:.*]] = graph.overlap_loss tversky %[[S]] alpha = 2.500000e-01 beta = 7.500000e-01 : tensor<3xf32> -> tensor<f32>
-// CHECK-NEXT: %[[G:.*]] = graph.overlap_loss_grad tversky %[[T]], %[[S]] alpha = 2.500000e-01 beta = 7.500000e-01 {replicas = 2 : i64} : tensor<8x3xf32>, tensor<3xf32> -> tensor<8x3xf32>
+// CHECK-NEXT: %[[S:.*]] = graph.overlap_sums %[[P]], %[[T]] weights %[[W]] : tensor<8x3xf32>, tensor<8x3xf32>, tensor<8xf32> -> tensor<5xf32>
+// CHECK-NEXT: %[[D:.*]] = graph.overlap_loss dice %[[S]] : tensor<5xf32> -> tensor<f32>
+// CHECK-NEXT: %[[TV:.*]] = graph.overlap_loss tversky %[[S]] alpha = 2.500000e-01 beta = 7.500000e-01 : tensor<5xf32> -> tensor<f32>
+// CHECK-NEXT: %[[G:.*]] = graph.overlap_loss_grad tversky %[[T]], %[[S]] weights %[[W]] alpha = 2.500000e-01 beta = 7.500000e-01 {replicas = 2 : i64} : tensor<8x3xf32>, tensor<5xf32>, tensor<8xf32> -> tensor<8x3xf32>
+// CHECK-NEXT: %[[PG:.*]] = graph.pointwise_loss_grad huber %[[P]], %[[T]] weights %[[W]] : tensor<8x3xf32>, tensor<8xf32>
 graph.model @focal_row_overlap {
   %p = graph.input "p" : tensor<8x3xf32>
   %t = graph.input "t" : tensor<8x3xf32>
@@ -610,11 +611,12 @@ graph.model @focal_row_overlap {
   %cf = graph.pointwise_loss categorical_focal_crossentropy %p, %t weights %w alpha = 0.6 gamma = 3.0 : tensor<8x3xf32>, tensor<8x3xf32>, tensor<8xf32> -> tensor<f32>
   %cs = graph.pointwise_loss cosine_similarity %p, %t : tensor<8x3xf32>, tensor<8x3xf32> -> tensor<f32>
   %cg = graph.pointwise_loss_grad categorical_hinge %p, %t : tensor<8x3xf32>
-  %s = graph.overlap_sums %p, %t weights %w : tensor<8x3xf32>, tensor<8x3xf32>, tensor<8xf32> -> tensor<3xf32>
-  %d = graph.overlap_loss dice %s weights %w : tensor<3xf32>, tensor<8xf32> -> tensor<f32>
-  %tv = graph.overlap_loss tversky %s alpha = 0.25 beta = 0.75 : tensor<3xf32> -> tensor<f32>
-  %g = graph.overlap_loss_grad tversky %t, %s alpha = 0.25 beta = 0.75 {replicas = 2} : tensor<8x3xf32>, tensor<3xf32> -> tensor<8x3xf32>
-  graph.output %bf, %cf, %cs, %cg, %d, %tv, %g : tensor<f32>, tensor<f32>, tensor<f32>, tensor<8x3xf32>, tensor<f32>, tensor<f32>, tensor<8x3xf32>
+  %s = graph.overlap_sums %p, %t weights %w : tensor<8x3xf32>, tensor<8x3xf32>, tensor<8xf32> -> tensor<5xf32>
+  %d = graph.overlap_loss dice %s : tensor<5xf32> -> tensor<f32>
+  %tv = graph.overlap_loss tversky %s alpha = 0.25 beta = 0.75 : tensor<5xf32> -> tensor<f32>
+  %g = graph.overlap_loss_grad tversky %t, %s weights %w alpha = 0.25 beta = 0.75 {replicas = 2} : tensor<8x3xf32>, tensor<5xf32>, tensor<8xf32> -> tensor<8x3xf32>
+  %pg = graph.pointwise_loss_grad huber %p, %t weights %w : tensor<8x3xf32>, tensor<8xf32>
+  graph.output %bf, %cf, %cs, %cg, %d, %tv, %g, %pg : tensor<f32>, tensor<f32>, tensor<f32>, tensor<8x3xf32>, tensor<f32>, tensor<f32>, tensor<8x3xf32>, tensor<8x3xf32>
 }
 
 // -----

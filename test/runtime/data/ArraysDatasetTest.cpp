@@ -77,7 +77,8 @@ protected:
                                             const ArraysOptions &o) {
     std::shared_ptr<const Dataset> memory;
     std::optional<MappedExamples> mapped;
-    Status s = openArrays(spec, o, memory, mapped);
+    std::shared_ptr<const std::vector<float>> weights;
+    Status s = openArrays(spec, o, memory, mapped, weights);
     EXPECT_TRUE(s) << s.message();
     EXPECT_TRUE(memory || !s) << spec << ": no dataset in memory";
     EXPECT_FALSE(mapped) << spec << ": mapped, expected in memory";
@@ -89,7 +90,8 @@ protected:
                                            const ArraysOptions &o) {
     std::shared_ptr<const Dataset> memory;
     std::optional<MappedExamples> mapped;
-    Status s = openArrays(spec, o, memory, mapped);
+    std::shared_ptr<const std::vector<float>> weights;
+    Status s = openArrays(spec, o, memory, mapped, weights);
     EXPECT_TRUE(s) << s.message();
     EXPECT_TRUE(mapped || !s) << spec << ": not mapped";
     EXPECT_EQ(memory, nullptr) << spec << ": in memory, expected mapped";
@@ -101,7 +103,8 @@ protected:
   std::string openFails(const std::string &spec, const ArraysOptions &o) {
     std::shared_ptr<const Dataset> memory;
     std::optional<MappedExamples> mapped;
-    Status s = openArrays(spec, o, memory, mapped);
+    std::shared_ptr<const std::vector<float>> weights;
+    Status s = openArrays(spec, o, memory, mapped, weights);
     EXPECT_FALSE(s) << spec << " opened";
     EXPECT_EQ(s.code(), StatusCode::invalidInput) << s.message();
     EXPECT_EQ(memory, nullptr);

@@ -508,6 +508,12 @@ inline std::vector<Case> allCases() {
     add("sparse_categorical_crossentropy", label, c, {p, indices}, {{}});
     add("sparse_categorical_crossentropy_grad", label, c, {p, indices},
         {{4, 3}});
+    // The training step's weights: row r's gradient times w[r].
+    Tensor w = Tensor::f32({4}, {0.5, 0.0, 2.0, 1.25});
+    add("categorical_crossentropy_grad", label + " weighted", c, {p, oneHot, w},
+        {{4, 3}});
+    add("sparse_categorical_crossentropy_grad", label + " weighted", c,
+        {p, indices, w}, {{4, 3}});
   }
   add("softmax_cross_entropy", "one-hot", {}, {rnd({4, 3}, 37, -3, 3), oneHot},
       {{4, 3}, {}, {4, 3}});
@@ -1048,8 +1054,11 @@ inline std::vector<Case> allCases() {
         std::string label = k.label + " " + shapeText(shape);
         add("pointwise_loss", label, k.cfg, {p, t}, {{}});
         add("pointwise_loss", label + " weighted", k.cfg, {p, t, w}, {{}});
-        if (k.label != "binary_accuracy") // a metric: no gradient
+        if (k.label != "binary_accuracy") { // a metric: no gradient
           add("pointwise_loss_grad", label, k.cfg, {p, t}, {shape});
+          add("pointwise_loss_grad", label + " weighted", k.cfg, {p, t, w},
+              {shape});
+        }
       }
     // Dice and Tversky: the sums (weighted: rows of weight 0 left out), the
     // loss of given sums, its gradient.
@@ -1059,17 +1068,18 @@ inline std::vector<Case> allCases() {
     tversky2.set("replicas", int64_t{2});
     Tensor op = rnd({6, 5}, 240, 0, 1), ot = rnd({6, 5}, 241, 0, 1);
     Tensor ow = Tensor::f32({6}, {1, 0, 1, 1, 0, 1});
-    Tensor sums = Tensor::f32({3}, {3.5, 7.25, 9.0});
-    add("overlap_sums", "", {}, {op, ot}, {{3}});
-    add("overlap_sums", "weighted", {}, {op, ot, ow}, {{3}});
+    // sum t p, sum t, sum p, sum w, rows.
+    Tensor sums = Tensor::f32({5}, {3.5, 7.25, 9.0, 4.0, 6.0});
+    add("overlap_sums", "", {}, {op, ot}, {{5}});
+    add("overlap_sums", "weighted", {}, {op, ot, ow}, {{5}});
     add("overlap_sums", "rows of 3000", {},
-        {rnd({9, 3000}, 242, 0, 1), rnd({9, 3000}, 243, 0, 1)}, {{3}});
+        {rnd({9, 3000}, 242, 0, 1), rnd({9, 3000}, 243, 0, 1)}, {{5}});
     for (const KernelConfig *cfg : {&dice, &tversky, &tversky2}) {
       add("overlap_loss", cfg->getString("kind"), *cfg, {sums}, {{}});
-      add("overlap_loss", cfg->getString("kind") + " weighted", *cfg,
-          {sums, ow}, {{}});
       add("overlap_loss_grad", cfg->getString("kind"), *cfg, {ot, sums},
           {{6, 5}});
+      add("overlap_loss_grad", cfg->getString("kind") + " weighted", *cfg,
+          {ot, sums, ow}, {{6, 5}});
     }
   }
   // Every convolution case again with its kernel in OHWI (filter_layout

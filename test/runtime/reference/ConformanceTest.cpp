@@ -248,7 +248,7 @@ TEST_P(Conformance, PointwiseLossRefusesBadLaunches) {
       {"pointwise_loss", kind("hinge"), {{2, 3}, {2, 3}, {3}}, {{}}, ""},
       {"pointwise_loss_grad",
        kind("hinge"),
-       {{2, 3}, {2, 3}, {2}},
+       {{2, 3}, {2, 3}, {3}},
        {{2, 3}},
        ""},
   };

@@ -734,7 +734,7 @@ TEST(FiniteDifference, OverlapLosses) {
   auto loss = [&](const KernelConfig &cfg, const std::vector<double> &pv,
                   const std::vector<double> &tv) {
     Tensor pt = Tensor::f64(shape, pv), tt = Tensor::f64(shape, tv);
-    Tensor sums = Tensor::f64({3}), value = Tensor::f64({});
+    Tensor sums = Tensor::f64({5}), value = Tensor::f64({});
     EXPECT_TRUE(launch("overlap_sums", {}, {&pt, &tt}, {&sums}).isOk());
     EXPECT_TRUE(launch("overlap_loss", cfg, {&sums}, {&value}).isOk());
     return value.get(0);
@@ -749,7 +749,7 @@ TEST(FiniteDifference, OverlapLosses) {
         numeric[k] = (loss(cfg, plus, t) - loss(cfg, minus, t)) / 2e-6;
       }
       Tensor pt = Tensor::f64(shape, p), tt = Tensor::f64(shape, t);
-      Tensor sums = Tensor::f64({3});
+      Tensor sums = Tensor::f64({5});
       ASSERT_TRUE(launch("overlap_sums", {}, {&pt, &tt}, {&sums}).isOk());
       std::string what = cfg.getString("kind");
       expectGradient(analytic("overlap_loss_grad", cfg, {tt, sums}, {shape}),

@@ -265,9 +265,10 @@ struct CrossEntropyRow {
   LossMode mode;
   float *grad;
   __device__ double operator()(int64_t r) const {
-    return weightAt(weights, r) * rowLoss(p + r * c, labels, r, c, mode,
-                                          grad ? grad + r * c : nullptr,
-                                          1.0 / double(rows));
+    // The gradient of the weighted loss: the row's times its weight.
+    double w = weightAt(weights, r);
+    return w * rowLoss(p + r * c, labels, r, c, mode,
+                       grad ? grad + r * c : nullptr, w / double(rows));
   }
 };
 
@@ -500,15 +501,15 @@ Status sampleWeightOf(const char *kName, const Tensors &ins, int64_t rows,
   return Status::ok();
 }
 
-/// The four cross-entropy kernels: ins predictions, labels and, for a loss,
-/// an optional sample_weight; out the mean loss (scalar) or its gradient.
+/// The four cross-entropy kernels: ins predictions, labels and an optional
+/// sample_weight; out the weighted mean loss (scalar) or its gradient.
 KernelFactory crossEntropyFactory(const char *name, bool sparse,
                                   bool gradient) {
   return [name, sparse, gradient](const KernelContext &ctx,
                                   const KernelConfig &cfg, const Tensors &ins,
                                   const Tensors &outs, KernelFn &out) {
     const char *kName = name;
-    RETURN_IF_ERROR(checkOperands(kName, ins, outs, 2, gradient ? 2 : 3, 1,
+    RETURN_IF_ERROR(checkOperands(kName, ins, outs, 2, 3, 1,
                                   OperandRule::f32WithLabels(1)));
     int64_t rows = 0, classes = 0;
     RETURN_IF_ERROR(batchOf(kName, ins[0], rows, classes));

@@ -30,6 +30,15 @@ def main():
     fraction = y.astype(np.float32)
     fraction[3] = 2.5
     np.savez(p("fraction.npz"), x=x, y=fraction)
+    w = rng.uniform(0.5, 2.0, 300).astype(np.float32)
+    np.savez(p("weighted.npz"), x=x, y=y, sample_weight=w)
+    np.savez(p("weightshape.npz"), x=x, y=y, sample_weight=w.reshape(150, 2))
+    np.savez(p("weightlength.npz"), x=x, y=y, sample_weight=w[:299])
+    nan_weight = w.copy()
+    nan_weight[41] = np.nan
+    np.savez(p("weightnan.npz"), x=x, y=y, sample_weight=nan_weight)
+    with open(p("class_weight.json"), "w") as f:
+        f.write('{"0": 2.0, "one": 1.0}')
     np.save(p("x.npy"), x)
     np.save(p("y.npy"), y)
     with open(p("x.npy"), "rb") as f:

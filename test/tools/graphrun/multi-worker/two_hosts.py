@@ -112,12 +112,19 @@ def main():
                       "--collective-timeout", "3"],
             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
             text=True)
-        deadline = time.time() + 120
+        # A loaded machine (CI) may take long to the first checkpoint: wait
+        # for it, and say why when it never comes.
+        deadline = time.time() + 300
         while not (os.path.isdir(ckpt) and any(
                 f.endswith(".safetensors") for f in os.listdir(ckpt))):
-            if time.time() > deadline or job.poll() is not None:
-                print("FAIL: no checkpoint before the fault")
+            exited = job.poll() is not None
+            if time.time() > deadline or exited:
                 job.kill()
+                output = job.communicate()[0]
+                print("FAIL: no checkpoint before the fault (the job %s); "
+                      "its output:\n%s" % (
+                          "exited %d" % job.returncode if exited else
+                          "ran 300 s without one", output))
                 return 1
             time.sleep(0.1)
         down = time.time()
