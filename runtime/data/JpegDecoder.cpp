@@ -26,6 +26,50 @@ std::string hexByte(uint8_t b) {
   return std::string("0x") + kDigits[b >> 4] + kDigits[b & 0xF];
 }
 
+/// Whether the JPEG carries Adobe's APP14 marker, before its first scan:
+/// libjpeg's saw_Adobe_marker, which says a CMYK file stores its values
+/// inverted (Photoshop's convention).
+bool hasAdobeMarker(const uint8_t *data, size_t size) {
+  size_t at = 2; // after SOI
+  while (at + 4 <= size && data[at] == 0xFF) {
+    uint8_t marker = data[at + 1];
+    if (marker == 0xDA || marker == 0xD9) // SOS, EOI
+      return false;
+    if (marker == 0xFF) { // fill byte
+      ++at;
+      continue;
+    }
+    size_t length = (size_t(data[at + 2]) << 8) | data[at + 3];
+    if (length < 2)
+      return false;
+    if (marker == 0xEE && length >= 7 && at + 4 + 5 <= size &&
+        std::memcmp(data + at + 4, "Adobe", 5) == 0)
+      return true;
+    at += 2 + length;
+  }
+  return false;
+}
+
+/// TensorFlow's CMYK to RGB (core/lib/jpeg/jpeg_mem.cc): with Adobe's
+/// marker the values are inverted, r = k c / 255; without it r = (255 - k)
+/// (255 - c) / 255; integer division, as TF computes it.
+void cmykToRgb(const std::vector<uint8_t> &cmyk, bool adobe, uint8_t *rgb) {
+  const size_t pixels = cmyk.size() / 4;
+  for (size_t i = 0; i < pixels; ++i) {
+    const int c = cmyk[4 * i], m = cmyk[4 * i + 1], y = cmyk[4 * i + 2],
+              k = cmyk[4 * i + 3];
+    if (adobe) {
+      rgb[3 * i] = static_cast<uint8_t>(k * c / 255);
+      rgb[3 * i + 1] = static_cast<uint8_t>(k * m / 255);
+      rgb[3 * i + 2] = static_cast<uint8_t>(k * y / 255);
+    } else {
+      rgb[3 * i] = static_cast<uint8_t>((255 - k) * (255 - c) / 255);
+      rgb[3 * i + 1] = static_cast<uint8_t>((255 - k) * (255 - m) / 255);
+      rgb[3 * i + 2] = static_cast<uint8_t>((255 - k) * (255 - y) / 255);
+    }
+  }
+}
+
 /// Closes a file descriptor on every path out.
 struct FdCloser {
   int fd;
@@ -163,6 +207,14 @@ Status JpegDecoder::decode(const std::string &name, const uint8_t *data,
   if (tjDecompressHeader3(h, data, static_cast<unsigned long>(size), &width,
                           &height, &subsampling, &colorspace) != 0)
     return fault(name, "reading the header");
+  // A CMYK (or YCCK) file decodes to RGB, as TensorFlow's does; like
+  // TensorFlow's, not to one channel.
+  const bool cmyk = colorspace == TJCS_CMYK || colorspace == TJCS_YCCK;
+  if (cmyk && channels == 1)
+    return Status::error(name +
+                         ": a CMYK JPEG decodes to RGB (3 channels), not to "
+                         "1 (TensorFlow's decode_jpeg refuses it too); "
+                         "convert the file to RGB or grayscale");
   if (channels == 0)
     channels = colorspace == TJCS_GRAY ? 1 : 3;
   int scaleDenominator =
@@ -183,13 +235,18 @@ Status JpegDecoder::decode(const std::string &name, const uint8_t *data,
                          " bytes, more than the 2 GiB TurboJPEG takes; "
                          "shrink the file before training on it");
   out.pixels.resize(static_cast<size_t>(bytes));
-  int pixelFormat = channels == 3 ? TJPF_RGB : TJPF_GRAY;
+  int pixelFormat = cmyk ? TJPF_CMYK : channels == 3 ? TJPF_RGB : TJPF_GRAY;
+  if (cmyk)
+    cmyk_.resize(static_cast<size_t>(scaledWidth * scaledHeight * 4));
   if (tjDecompress2(h, data, static_cast<unsigned long>(size),
-                    out.pixels.data(), static_cast<int>(scaledWidth), 0,
+                    cmyk ? cmyk_.data() : out.pixels.data(),
+                    static_cast<int>(scaledWidth), 0,
                     static_cast<int>(scaledHeight), pixelFormat,
                     (fastIdct ? TJFLAG_FASTDCT : TJFLAG_ACCURATEDCT) |
                         TJFLAG_STOPONWARNING) != 0)
     return fault(name, "decoding");
+  if (cmyk)
+    cmykToRgb(cmyk_, hasAdobeMarker(data, size), out.pixels.data());
   out.width = scaledWidth;
   out.height = scaledHeight;
   out.channels = channels;

@@ -77,6 +77,8 @@ public:
   /// minHeight, decodes at the DCT scale dctScaleDenominator picks for
   /// them; with 0, in full. fastIdct takes libjpeg's fast integer inverse
   /// DCT (JDCT_IFAST) for a full-scale decode instead of the accurate one.
+  /// A CMYK or YCCK file (Photoshop's) decodes to RGB as TensorFlow's
+  /// decode_jpeg converts it (Adobe's inverted values), to 3 channels only.
   /// `name` (the file's path) starts every message. Fails on data that is
   /// not a JPEG, is corrupt, or is truncated.
   Status decode(const std::string &name, const uint8_t *data, size_t size,
@@ -88,6 +90,8 @@ private:
   Status fault(const std::string &name, const std::string &during);
 
   void *handle_ = nullptr;
+  /// A CMYK file's pixels before their conversion, reused.
+  std::vector<uint8_t> cmyk_;
 };
 
 } // namespace graph::runtime::data

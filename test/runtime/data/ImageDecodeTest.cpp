@@ -136,6 +136,38 @@ TEST(DctScalingTest, TargetOverHalfTheSizeDecodesInFull) {
   EXPECT_TRUE(image.pixels == readBytes(imageFixture("photo.rgb")));
 }
 
+TEST(JpegDecoderTest, DecodesCmykToTfsRgb) {
+  // cmyk.jpeg: PIL's CMYK JPEG (the Adobe marker, inverted values, as
+  // Photoshop writes them); cmyk.tf.rgb: tf.io.decode_jpeg's RGB of it
+  // (generate-tf.py, TensorFlow 2.21, its fast IDCT).
+  std::string path = imageFixture("cmyk.jpeg");
+  std::vector<uint8_t> bytes = readBytes(path);
+  std::vector<uint8_t> tf = readBytes(imageFixture("cmyk.tf.rgb"));
+  JpegDecoder decoder;
+  DecodedImage image;
+  for (int channels : {3, 0}) {
+    Status s = decoder.decode(path, bytes.data(), bytes.size(), channels, 0, 0,
+                              image, /*fastIdct=*/true);
+    ASSERT_TRUE(s) << s.message();
+    EXPECT_EQ(image.channels, 3);
+    EXPECT_EQ(image.width, 56);
+    EXPECT_EQ(image.height, 40);
+    EXPECT_TRUE(image.pixels == tf) << "channels " << channels;
+  }
+  // The accurate IDCT (graphrun's default) is within a few levels of it.
+  ASSERT_TRUE(decoder.decode(path, bytes.data(), bytes.size(), 3, 0, 0, image));
+  ASSERT_EQ(image.pixels.size(), tf.size());
+  int worst = 0;
+  for (size_t i = 0; i < tf.size(); ++i)
+    worst = std::max(worst, std::abs(int(image.pixels[i]) - int(tf[i])));
+  EXPECT_LE(worst, 4);
+  // TensorFlow decodes a CMYK file to 3 channels only; so do we, saying so.
+  Status gray =
+      decoder.decode(path, bytes.data(), bytes.size(), 1, 0, 0, image);
+  ASSERT_FALSE(gray);
+  EXPECT_THAT(gray.message(), HasSubstr("a CMYK JPEG decodes to RGB"));
+}
+
 TEST(JpegDecoderTest, RefusesChannelCountsAJpegDoesNotDecodeTo) {
   std::vector<uint8_t> bytes = readBytes(imageFixture("gray.jpeg"));
   JpegDecoder decoder;

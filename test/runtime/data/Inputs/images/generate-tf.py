@@ -16,7 +16,8 @@ import tensorflow as tf  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
-for name, channels in (("rgb420", 3), ("photo", 3), ("gray", 1)):
+for name, channels in (("rgb420", 3), ("photo", 3), ("gray", 1),
+                       ("cmyk", 3)):
     data = tf.io.read_file(os.path.join(HERE, name + ".jpeg"))
     pixels = tf.io.decode_jpeg(data, channels=channels).numpy()
     suffix = ".tf.rgb" if channels == 3 else ".tf.gray"

@@ -67,6 +67,11 @@ def main():
     # libjpeg replicates Y into R, G and B, as PIL's convert does.
     dump(decoded(os.path.join(HERE, "rgb420.jpeg"), "L"), "rgb420.gray")
     dump(decoded(os.path.join(HERE, "gray.jpeg"), "L").convert("RGB"), "gray.rgb")
+    # A CMYK JPEG, as Photoshop writes them (PIL writes the Adobe marker
+    # and inverted values): TensorFlow decodes it to RGB (generate-tf.py
+    # gives its pixels); PIL's own RGB of it is no reference.
+    cmyk = Image.fromarray(photo(40, 56, 3, 7)).convert("CMYK")
+    cmyk.save(os.path.join(HERE, "cmyk.jpeg"), "JPEG", quality=90)
     # DCT-scaled decodes of the 128x96 photo.
     for scale in (2, 4, 8):
         im = decoded(os.path.join(HERE, "photo.jpeg"), "RGB", scale)
