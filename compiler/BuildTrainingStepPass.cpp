@@ -462,6 +462,13 @@ private:
     return names;
   }
 
+  /// The k of a top-k accuracy metric, or null.
+  IntegerAttr topK(StringRef metric) {
+    DictionaryAttr topK = training.getTopKAttr();
+    return topK ? dyn_cast_or_null<IntegerAttr>(topK.get(metric))
+                : IntegerAttr();
+  }
+
   bool isSparse() {
     return training.getLoss() == LossKind::sparse_categorical_crossentropy;
   }
@@ -698,8 +705,10 @@ SmallVector<Value> TrainingStepBuilder::lossAndMetrics(Value predictions,
   // (graph.training's verifier admits no other name).
   auto predType = cast<RankedTensorType>(predictions.getType());
   for (StringRef metric : training.getMetrics().getAsValueRange<StringAttr>()) {
-    std::optional<LossKind> kind = pointwiseMetricKind(metric);
-    if (!kind && predType.getShape().back() == 1 && isPointwise())
+    IntegerAttr k = topK(metric);
+    std::optional<LossKind> kind =
+        k ? std::nullopt : pointwiseMetricKind(metric);
+    if (!k && !kind && predType.getShape().back() == 1 && isPointwise())
       kind = LossKind::binary_accuracy;
     if (kind)
       outputs.push_back(PointwiseLossOp::create(
@@ -708,7 +717,7 @@ SmallVector<Value> TrainingStepBuilder::lossAndMetrics(Value predictions,
           FloatAttr(), UnitAttr()));
     else
       outputs.push_back(
-          AccuracyOp::create(b, loc, predictions, labels, in.metricWeights));
+          AccuracyOp::create(b, loc, predictions, labels, in.metricWeights, k));
   }
   return outputs;
 }

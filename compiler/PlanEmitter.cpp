@@ -313,6 +313,11 @@ private:
       add("ema_overwrite_frequency",
           static_cast<double>(training.getEmaOverwriteFrequency().value_or(0)));
     }
+    // Keras' reduction="sum": an epoch's short batch sums its examples'
+    // losses as they are (the runtime does not scale their weights).
+    if (training.getReduction() == std::optional<StringRef>("sum"))
+      hyper.push_back(plan::CreateAttr(fbb, fbb.CreateString("reduction_sum"),
+                                       plan::AttrKind::float_, 0, 1.0));
     std::vector<fb::Offset<fb::String>> metrics;
     for (StringRef m : training.getMetrics().getAsValueRange<StringAttr>())
       metrics.push_back(fbb.CreateString(m.str()));

@@ -234,12 +234,36 @@ std::optional<LossKind> mlir::graph::pointwiseMetricKind(StringRef metric) {
 }
 
 LogicalResult TrainingOp::verify() {
-  for (StringRef metric : getMetrics().getAsValueRange<StringAttr>())
+  DictionaryAttr topK = getTopKAttr();
+  auto kOf = [&](StringRef metric) -> IntegerAttr {
+    return topK ? dyn_cast_or_null<IntegerAttr>(topK.get(metric))
+                : IntegerAttr();
+  };
+  if (topK)
+    for (NamedAttribute entry : topK) {
+      auto k = dyn_cast<IntegerAttr>(entry.getValue());
+      if (!k || k.getInt() < 1)
+        return emitOpError("top_k '")
+               << entry.getName().getValue() << "' needs a k >= 1";
+      if (!llvm::is_contained(getMetrics().getAsValueRange<StringAttr>(),
+                              entry.getName().getValue()))
+        return emitOpError("top_k '")
+               << entry.getName().getValue() << "' is not among the metrics";
+    }
+  for (StringRef metric : getMetrics().getAsValueRange<StringAttr>()) {
+    if (kOf(metric)) {
+      if (isPointwiseLoss(getLoss()))
+        return emitOpError("metric '")
+               << metric << "' is a top-k accuracy of class labels; loss "
+               << stringifyLossKind(getLoss()) << " takes targets";
+      continue;
+    }
     if (metric != "accuracy" && !pointwiseMetricKind(metric))
       return emitOpError("unknown metric '")
              << metric
              << "' (supported: accuracy, binary_accuracy, mae, mse, mape, "
-                "msle and their long names)";
+                "msle and their long names, and top-k accuracies)";
+  }
   if (getLoss() == LossKind::binary_accuracy)
     return emitOpError("binary_accuracy is a metric, not a loss");
   for (StringRef metric : getMetrics().getAsValueRange<StringAttr>())

@@ -169,6 +169,11 @@ def Graph_TrainingOp : Graph_Op<"training", [HasParent<"::mlir::ModuleOp">,
     MirroredStrategy (Keras does not scale a "sum" loss by 1 / replicas,
     and sums the replicas' gradients).
 
+    `top_k` names the metrics that are Keras' top-k accuracies
+    (`top_k_categorical_accuracy`, `sparse_top_k_categorical_accuracy`, or
+    a TopKCategoricalAccuracy's own name) and gives each its k:
+    `metrics = ["top3"] top_k = {top3 = 3 : i64}`.
+
     `ema_momentum` (Keras' `use_ema`) keeps an exponential moving average
     of each trained variable in slot `average`, updated after every step
     (`graph.ema_update`); with `ema_overwrite_frequency` N the variables
@@ -192,6 +197,7 @@ def Graph_TrainingOp : Graph_Op<"training", [HasParent<"::mlir::ModuleOp">,
                                   Graph_RMSpropAttr, Graph_AdagradAttr,
                                   Graph_AdamaxAttr, Graph_NadamAttr]>:$optimizer,
                        StrArrayAttr:$metrics,
+                       OptionalAttr<DictionaryAttr>:$top_k,
                        ConfinedAttr<I64Attr, [IntPositive]>:$global_batch_size);
   let assemblyFormat = [{
     $model `loss` `=` `` $loss (`from_logits` $from_logits^)?
@@ -203,6 +209,7 @@ def Graph_TrainingOp : Graph_Op<"training", [HasParent<"::mlir::ModuleOp">,
     (`ema_momentum` `=` $ema_momentum^)?
     (`ema_overwrite_frequency` `=` $ema_overwrite_frequency^)?
     `optimizer` `=` $optimizer `metrics` `=` $metrics
+    (`top_k` `=` $top_k^)?
     `global_batch_size` `=` $global_batch_size attr-dict
   }];
   let hasVerifier = 1;
@@ -800,13 +807,17 @@ def Graph_AccuracyOp : Graph_Op<"accuracy", [Pure, InferTypeOpAdaptor]> {
     Labels are one-hot (`[B, C]`, float) or class indices (`[B]`, integer),
     as Keras' `accuracy` resolves to categorical or sparse accuracy. With
     `sample_weight` a row counts with its weight (still divided by B), as
-    the losses do.
+    the losses do. With `k` > 1, Keras' (sparse) top-k categorical
+    accuracy: a row is a hit when fewer than k classes score more than its
+    label (ops.in_top_k; the label of one-hot rows their first arg-max).
   }];
   let arguments = (ins Graph_FloatTensor:$predictions, Graph_AnyTensor:$labels,
-                       Optional<Graph_FloatTensor>:$sample_weight);
+                       Optional<Graph_FloatTensor>:$sample_weight,
+                       OptionalAttr<ConfinedAttr<I64Attr, [IntPositive]>>:$k);
   let results = (outs Graph_Scalar:$accuracy);
   let assemblyFormat = [{
-    $predictions `,` $labels (`weights` $sample_weight^)? attr-dict
+    $predictions `,` $labels (`weights` $sample_weight^)? (`k` `=` $k^)?
+    attr-dict
     `:` type($predictions) `,` type($labels) (`,` type($sample_weight)^)?
     `->` type($accuracy)
   }];

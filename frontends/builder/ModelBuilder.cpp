@@ -1534,13 +1534,21 @@ OwningOpRef<ModuleOp> ModelBuilder::finish(llvm::ArrayRef<Tensor> outputs,
         emaFrequency =
             builder.getI64IntegerAttr(training->ema_overwrite_frequency);
     }
+    mlir::DictionaryAttr topK;
+    if (!training->top_k.empty()) {
+      SmallVector<mlir::NamedAttribute> entries;
+      for (const auto &[name, k] : training->top_k)
+        entries.push_back(
+            builder.getNamedAttr(name, builder.getI64IntegerAttr(k)));
+      topK = builder.getDictionaryAttr(entries);
+    }
     TrainingOp::create(
         builder, training->loc.value_or(baseLoc), model.getSymName(),
         training->loss, training->from_logits, labelSmoothing,
         optional(training->delta), optional(training->alpha),
         optional(training->beta), optional(training->gamma),
         training->apply_class_balancing, reduction, emaMomentum, emaFrequency,
-        optimizer, builder.getStrArrayAttr(metrics), batchSize);
+        optimizer, builder.getStrArrayAttr(metrics), topK, batchSize);
   }
   if (mlir::failed(mlir::verify(*module)))
     return nullptr;

@@ -414,6 +414,8 @@ struct Training {
   int64_t ema_overwrite_frequency = 0;
   Optimizer optimizer = Adam{};
   std::vector<std::string> metrics = {"accuracy"};
+  /// The metrics among `metrics` that are top-k accuracies, and their k.
+  std::map<std::string, int64_t> top_k;
   /// Where diagnostics about the training (a loss that does not fit the
   /// output) point: the importer passes the output layer. The model's
   /// location if unset.

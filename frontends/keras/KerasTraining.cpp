@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 
 namespace json = llvm::json;
 using mlir::failed;
@@ -573,9 +574,10 @@ LogicalResult readOptimizer(ConfigReader &compile,
   return object->checkNoOtherFields();
 }
 
-LogicalResult readMetrics(ConfigReader &compile,
-                          std::vector<std::string> &out) {
+LogicalResult readMetrics(ConfigReader &compile, std::vector<std::string> &out,
+                          std::map<std::string, int64_t> &topK) {
   out.clear();
+  topK.clear();
   const json::Value *field = compile.getSet("metrics");
   if (!field)
     return success();
@@ -598,6 +600,42 @@ LogicalResult readMetrics(ConfigReader &compile,
         "CategoricalAccuracy",
         "SparseCategoricalAccuracy"};
     bool accuracy = name && llvm::is_contained(accuracyNames, *name);
+    // Keras' top-k accuracies (k = 5 unless the object says), under their
+    // function's name or the object's own.
+    if (name && (*name == "top_k_categorical_accuracy" ||
+                 *name == "sparse_top_k_categorical_accuracy" ||
+                 *name == "TopKCategoricalAccuracy" ||
+                 *name == "SparseTopKCategoricalAccuracy")) {
+      bool sparse = name->contains_insensitive("sparse");
+      std::string logName = sparse ? "sparse_top_k_categorical_accuracy"
+                                   : "top_k_categorical_accuracy";
+      int64_t k = 5;
+      if (const json::Object *object = metric.getAsObject())
+        if (const json::Object *config = object->getObject("config")) {
+          if (std::optional<llvm::StringRef> own = config->getString("name"))
+            logName = own->str();
+          if (const json::Value *kv = config->get("k")) {
+            std::optional<int64_t> given = kv->getAsInteger();
+            if (!given || *given < 1)
+              return compile.error("metrics", name->str() +
+                                                  ": k must be an "
+                                                  "integer >= 1, got " +
+                                                  describe(*kv));
+            k = *given;
+          }
+          if (std::optional<bool> sorted =
+                  config->getBoolean("from_sorted_ids");
+              sorted && *sorted)
+            return compile.error("metrics",
+                                 name->str() + ": from_sorted_ids (predictions "
+                                               "that are sorted class ids) is "
+                                               "not supported");
+        }
+      if (!llvm::is_contained(out, logName))
+        out.push_back(logName);
+      topK[logName] = k;
+      continue;
+    }
     // The error metrics and binary accuracy, under the name Keras' logs
     // give them: the string as written, or the metric object's own name.
     std::optional<std::string> pointwise;
@@ -634,7 +672,8 @@ LogicalResult readMetrics(ConfigReader &compile,
         what.append(describe(metric));
       return compile.error("metrics",
                            what + " (supported: accuracy, binary_accuracy, "
-                                  "mae, mse, mape, msle, their long and "
+                                  "mae, mse, mape, msle, the (sparse) top-k "
+                                  "categorical accuracies, their long and "
                                   "class names)");
     }
     std::string logName = accuracy ? std::string("accuracy") : *pointwise;
@@ -704,7 +743,7 @@ LogicalResult readTraining(ConfigReader &root, const ImportOptions &options,
     std::unique_ptr<ConfigReader> compile = root.child("compile_config");
     if (!compile || failed(readLoss(*compile, loss, fromLogits, training)) ||
         failed(readOptimizer(*compile, optimizer, training)) ||
-        failed(readMetrics(*compile, training.metrics)) ||
+        failed(readMetrics(*compile, training.metrics, training.top_k)) ||
         failed(compile->expectUnset("loss_weights",
                                     "loss weights are not supported")))
       return failure();

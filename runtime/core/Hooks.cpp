@@ -266,14 +266,15 @@ void EpochMeans::add(const StepContext &ctx) {
     for (auto &m : metrics_)
       m.second = 0;
   }
-  // The step's values are sum_i s w_i v_i / rows over its rows (s the
-  // batch's scale, w the loss's weights or the metrics' 1 an example):
-  // times rows / s, the sums Keras accumulates.
-  double factor = 1, examples = 1;
-  if (const data::Batch *b = ctx.batch) {
-    factor = static_cast<double>(b->size) / b->weightScale;
-    examples = static_cast<double>(b->examples());
-  }
+  // The step's values are the job's means over its global batch of g rows,
+  // sum_i s w_i v_i / g (s the batch's scale, g / n for the n examples of
+  // an epoch's short batch; w the loss's weights or the metrics' 1 an
+  // example): times n = g / s, the sums Keras accumulates. Every worker
+  // computes the same n, so every worker's logs are the job's.
+  double examples = 1;
+  if (const data::Batch *b = ctx.batch)
+    examples = static_cast<double>(ctx.globalBatch) / b->weightScale;
+  const double factor = examples;
   loss_ += ctx.loss * factor;
   examples_ += examples;
   for (size_t i = 0; i < metrics_.size() && i < ctx.metrics.size(); ++i)

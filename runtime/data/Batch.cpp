@@ -29,12 +29,13 @@ Status splitBatch(const Batch &batch, int64_t replicas,
     s.rows = rows;
     if (!batch.sourceIndices.empty())
       s.sourceIndices = batch.sourceIndices.data() + s.firstRow;
-    if (batch.indicesOnly())
-      continue;
+    // The weights come from the host even when a device gathers the rows.
     if (!batch.sampleWeights.empty())
       s.sampleWeights = batch.sampleWeights.data() + s.firstRow;
     if (!batch.metricWeights.empty())
       s.metricWeights = batch.metricWeights.data() + s.firstRow;
+    if (batch.indicesOnly())
+      continue;
     s.images = batch.images.data() + s.firstRow * elements;
     if (batch.labelFormat == LabelFormat::Sparse)
       s.sparseLabels = batch.sparseLabels.data() + s.firstRow;

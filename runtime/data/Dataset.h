@@ -70,6 +70,10 @@ struct Example {
   /// batch (Pipeline::padToBatches), so that the step's mean over its
   /// static rows is the mean over the batch's examples; 1 elsewhere.
   float scale = 1.0f;
+  /// The scale the loss's weights carry: `scale`, or 1 for a loss summed
+  /// over the batch (Keras' reduction="sum", which a short batch sums over
+  /// its examples as it is).
+  float lossScale = 1.0f;
 
   bool padding() const { return index < 0; }
 };

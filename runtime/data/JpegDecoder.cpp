@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -42,7 +43,8 @@ bool hasAdobeMarker(const uint8_t *data, size_t size) {
     size_t length = (size_t(data[at + 2]) << 8) | data[at + 3];
     if (length < 2)
       return false;
-    if (marker == 0xEE && length >= 7 && at + 4 + 5 <= size &&
+    // libjpeg takes an APP14 of 12 bytes or more for Adobe's.
+    if (marker == 0xEE && length >= 14 && at + 4 + 5 <= size &&
         std::memcmp(data + at + 4, "Adobe", 5) == 0)
       return true;
     at += 2 + length;
@@ -228,7 +230,9 @@ Status JpegDecoder::decode(const std::string &name, const uint8_t *data,
   int64_t scaledWidth = TJSCALED(width, factor);
   int64_t scaledHeight = TJSCALED(height, factor);
   int64_t bytes = scaledWidth * scaledHeight * channels;
-  if (bytes > kMaxDecodedBytes)
+  // A CMYK file decodes through 4 bytes a pixel first.
+  if (std::max<int64_t>(bytes, cmyk ? scaledWidth * scaledHeight * 4 : 0) >
+      kMaxDecodedBytes)
     return Status::error(name + ": a " + std::to_string(width) + "x" +
                          std::to_string(height) + " JPEG decodes to " +
                          std::to_string(bytes) +

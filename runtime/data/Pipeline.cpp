@@ -95,7 +95,7 @@ public:
                         dataset_->target(pos_) + dataset_->numClasses);
     out.index = pos_++;
     out.weight = 1.0f;
-    out.scale = 1.0f;
+    out.scale = out.lossScale = 1.0f;
     return Status::ok();
   }
 
@@ -144,7 +144,7 @@ public:
     }
     out.index = pos_++;
     out.weight = 1.0f;
-    out.scale = 1.0f;
+    out.scale = out.lossScale = 1.0f;
     return Status::ok();
   }
 
@@ -227,9 +227,9 @@ class PadToBatchesIterator final : public ExampleIterator {
 public:
   PadToBatchesIterator(std::unique_ptr<ExampleIterator> upstream,
                        int64_t examples, int64_t group, int64_t total,
-                       int64_t start)
+                       int64_t start, bool scaleLoss)
       : upstream_(std::move(upstream)), examples_(examples), group_(group),
-        total_(total), pos_(start) {}
+        total_(total), pos_(start), scaleLoss_(scaleLoss) {}
 
   Status next(Example &out, bool &end) override {
     end = pos_ >= total_;
@@ -250,6 +250,7 @@ public:
       out.weight = 0.0f;
     }
     out.scale = scaleAt(pos_++);
+    out.lossScale = scaleLoss_ ? out.scale : 1.0f;
     return Status::ok();
   }
 
@@ -274,12 +275,14 @@ private:
 
   std::unique_ptr<ExampleIterator> upstream_;
   int64_t examples_, group_, total_, pos_;
+  bool scaleLoss_;
 };
 
 class PadToBatchesStage final : public ExampleStage {
 public:
-  PadToBatchesStage(std::shared_ptr<const ExampleStage> upstream, int64_t group)
-      : upstream_(std::move(upstream)), group_(group) {}
+  PadToBatchesStage(std::shared_ptr<const ExampleStage> upstream, int64_t group,
+                    bool scaleLoss)
+      : upstream_(std::move(upstream)), group_(group), scaleLoss_(scaleLoss) {}
   Status open(uint64_t pass, int64_t start,
               std::unique_ptr<ExampleIterator> &out) const override {
     const int64_t examples = upstream_->cardinality();
@@ -288,8 +291,8 @@ public:
     if (start < examples)
       if (Status s = upstream_->open(pass, start, up); !s)
         return s;
-    out = std::make_unique<PadToBatchesIterator>(std::move(up), examples,
-                                                 group_, cardinality(), start);
+    out = std::make_unique<PadToBatchesIterator>(
+        std::move(up), examples, group_, cardinality(), start, scaleLoss_);
     return Status::ok();
   }
   int64_t cardinality() const override {
@@ -300,6 +303,7 @@ public:
 private:
   std::shared_ptr<const ExampleStage> upstream_;
   int64_t group_;
+  bool scaleLoss_;
 };
 
 //===-- shard -------------------------------------------------------------===//
@@ -938,7 +942,7 @@ private:
       if (!end && example_.padding()) {
         // An epoch's short last batch: zero features and labels (already
         // so), weight 0. A batch of indices points the row at example 0,
-        // which a device can gather; its weight keeps it out.
+        // which a device can gather; its weights (0) keep it out.
         ++b.padding;
         b.weightScale = example_.scale;
         b.sourceIndices[row] = indicesOnly_ ? 0 : -1;
@@ -973,7 +977,7 @@ private:
             " when it reaches batch(), outside [0, " +
             std::to_string(numClasses_) + "); a map must keep labels in range");
       b.sourceIndices[row] = example_.index;
-      b.sampleWeights[row] = example_.weight * example_.scale;
+      b.sampleWeights[row] = example_.weight * example_.lossScale;
       b.metricWeights[row] = example_.scale;
       b.weightScale = example_.scale;
       if (indicesOnly_)
@@ -1175,7 +1179,7 @@ Pipeline &Pipeline::shardBatches(int64_t globalBatchSize, int64_t numWorkers,
   return *this;
 }
 
-Pipeline &Pipeline::padToBatches(int64_t globalBatchSize) {
+Pipeline &Pipeline::padToBatches(int64_t globalBatchSize, bool scaleLoss) {
   std::string call = "padToBatches(" + std::to_string(globalBatchSize) + ")";
   if (!acceptsExampleStage(call))
     return *this;
@@ -1185,7 +1189,8 @@ Pipeline &Pipeline::padToBatches(int64_t globalBatchSize) {
     fail(call, "follows repeat() without end: a pass it could pad never "
                "ends; put padToBatches() before repeat()");
   else
-    stage_ = std::make_shared<PadToBatchesStage>(stage_, globalBatchSize);
+    stage_ =
+        std::make_shared<PadToBatchesStage>(stage_, globalBatchSize, scaleLoss);
   return *this;
 }
 

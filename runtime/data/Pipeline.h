@@ -156,9 +156,10 @@ public:
                          int64_t index);
   /// Pads each pass to a multiple of globalBatchSize examples with padding
   /// examples, which come last and weigh 0, and scales the weights of the
-  /// last batch's examples by globalBatchSize / its examples. Before
-  /// repeat(), over a finite pass.
-  Pipeline &padToBatches(int64_t globalBatchSize);
+  /// last batch's examples by globalBatchSize / its examples (the loss's
+  /// only with `scaleLoss`: a loss summed over the batch takes the short
+  /// batch's sum as it is). Before repeat(), over a finite pass.
+  Pipeline &padToBatches(int64_t globalBatchSize, bool scaleLoss = true);
   /// Sets each example's weight to weights[its index in the source]; the
   /// vector holds one per source example.
   Pipeline &weigh(std::shared_ptr<const std::vector<float>> weights);

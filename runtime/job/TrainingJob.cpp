@@ -1601,7 +1601,8 @@ Status TrainingJob::run() {
   // weigh 0, its examples' weights scaled so that the step's mean is theirs
   // (the plan's steps take sample_weight). One stream position per row, so
   // a checkpoint's step still names the data position.
-  pipeline.padToBatches(globalBatch_);
+  pipeline.padToBatches(globalBatch_,
+                        trainingHyperParameter(p, "reduction_sum", 0) == 0);
   pipeline.repeat(o_.steps >= 0 || workerCount() > 1 ? data::Pipeline::kForever
                                                      : epochs);
   if (workerCount() > 1)

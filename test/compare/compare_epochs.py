@@ -1,7 +1,7 @@
 """Compares graphrun's per-epoch logs (--csv-log, Keras' CSVLogger format)
 with Keras' fit history.
 
-  compare_epochs.py epochs.csv history.json --rtol R
+  compare_epochs.py epochs.csv history.json --rtol R [--only KEY,...]
 
 history.json holds model.fit's History.history: one value a key an epoch
 (loss, metrics, val_*). Every key must be a column of the CSV file, epoch
@@ -20,11 +20,15 @@ def main():
     parser.add_argument("epochs")
     parser.add_argument("history")
     parser.add_argument("--rtol", type=float, required=True)
+    parser.add_argument("--only", help="the keys to compare, comma-separated "
+                        "(default: every key of the history)")
     args = parser.parse_args()
     with open(args.epochs, newline="") as f:
         rows = list(csv.DictReader(f))
     with open(args.history) as f:
         history = json.load(f)
+    if args.only:
+        history = {k: history[k] for k in args.only.split(",")}
     failed = 0
     for key, values in sorted(history.items()):
         for i, want in enumerate(values):

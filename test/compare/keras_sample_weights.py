@@ -30,6 +30,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from keras_frozen_bn_one_step import variables  # noqa: E402
+from keras_pointwise_losses import build  # noqa: E402  (the same MLP)
 from safetensors_io import write as write_safetensors  # noqa: E402
 
 EXAMPLES, BATCH, EPOCHS = 20, 8, 2
@@ -39,7 +40,7 @@ CLASS_WEIGHT = {0: 1.0, 1: 3.0, 2: 0.5}  # class 3: 1, as Keras' default
 def cases(keras):
     """name -> (loss, units, activation, targets, metrics, weighting,
     validation)."""
-    L = keras.losses
+    L, M = keras.losses, keras.metrics
     return {
         "short_batch": (L.SparseCategoricalCrossentropy(), 4, "softmax",
                         "classes", ["accuracy"], None, False),
@@ -57,6 +58,19 @@ def cases(keras):
         "mse_sample_weight": ("mse", 3, None, "real", ["mae"], "sample", True),
         "dice_sample_weight": (L.Dice(), 3, "sigmoid", "binary3", [],
                                "sample", False),
+        # reduction="sum": the short batch sums its 4 examples as it is.
+        "mse_sum_sample_weight": (L.MeanSquaredError(reduction="sum"), 2,
+                                  None, "real", [], "sample", False),
+        # The top-k accuracies (unweighted, as Keras' compiled metrics are).
+        "sparse_top_k": (L.SparseCategoricalCrossentropy(), 6, "softmax",
+                         "classes",
+                         [M.SparseTopKCategoricalAccuracy(k=2, name="top2"),
+                          "sparse_top_k_categorical_accuracy"], "sample",
+                         True),
+        "categorical_top_k": (L.CategoricalCrossentropy(), 6, "softmax",
+                              "onehot",
+                              [M.TopKCategoricalAccuracy(k=3),
+                               "accuracy"], None, False),
     }
 
 
@@ -68,15 +82,6 @@ def targets(kind, rng, n, units):
     if kind in ("binary", "binary3"):
         return rng.integers(0, 2, (n, units)).astype(np.float32)
     return rng.normal(0.5, 1.0, (n, units)).astype(np.float32)
-
-
-def build(keras, units, activation):
-    keras.utils.set_random_seed(11)
-    inputs = keras.Input((5,), name="input_layer")
-    h = keras.layers.Dense(7, activation="tanh", name="hidden")(inputs)
-    outputs = keras.layers.Dense(units, activation=activation,
-                                 name="out")(h)
-    return keras.Model(inputs, outputs)
 
 
 def main():

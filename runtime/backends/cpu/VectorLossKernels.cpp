@@ -1401,7 +1401,7 @@ int64_t argmax(const float *v, int64_t c) {
   return best;
 }
 
-Status accuracyFactory(const KernelContext &, const KernelConfig &,
+Status accuracyFactory(const KernelContext &, const KernelConfig &cfg,
                        const Tensors &ins, const Tensors &outs, KernelFn &out) {
   static constexpr const char *kName = "accuracy";
   if ((ins.size() != 2 && ins.size() != 3) || outs.size() != 1)
@@ -1421,17 +1421,30 @@ Status accuracyFactory(const KernelContext &, const KernelConfig &,
     return s;
   if (Status s = checkSampleWeight(kName, ins, 2, labels.rows); !s)
     return s;
-  out = [labels](const KernelContext &ctx, const KernelConfig &,
-                 const Tensors &ins, const Tensors &outs) {
+  const int64_t k = cfg.getInt("k", 1);
+  if (k < 1)
+    return kernelError(kName, "k must be at least 1, got " + std::to_string(k));
+  out = [labels, k](const KernelContext &ctx, const KernelConfig &,
+                    const Tensors &ins, const Tensors &outs) {
     useReplicaThreads(ctx);
     const float *p = ins[0].f32();
     int64_t rows = labels.rows, c = labels.classes;
+    // k > 1: Keras' in_top_k, fewer than k classes scoring more than the
+    // label (a NaN score at the label is no hit).
+    auto inTopK = [&](const float *v, int64_t label) {
+      if (label < 0 || label >= c || std::isnan(v[label]))
+        return false;
+      int64_t above = 0;
+      for (int64_t j = 0; j < c; ++j)
+        above += v[j] > v[label];
+      return above < k;
+    };
     double hits = 0;
 #pragma omp parallel for schedule(static) reduction(+ : hits) if (rows * c >= kParallelElements)
     for (int64_t r = 0; r < rows; ++r) {
       int64_t label = labels.oneHot ? argmax(ins[1].f32() + r * c, c)
                                     : Labels::indexAt(ins[1], r);
-      if (argmax(p + r * c, c) == label)
+      if (k == 1 ? argmax(p + r * c, c) == label : inTopK(p + r * c, label))
         hits += weightAt(ins, 2, r);
     }
     outs[0].f32()[0] = static_cast<float>(hits / static_cast<double>(rows));

@@ -2297,8 +2297,8 @@ Status overlapLossGrad(const KernelContext &, const KernelConfig &cfg,
 
 /// The fraction of rows whose arg-max (first maximum) is the label's; with
 /// sample_weight, sum_i w_i hit_i / B.
-Status accuracy(const KernelContext &, const KernelConfig &, const Tensors &ins,
-                const Tensors &outs) {
+Status accuracy(const KernelContext &, const KernelConfig &cfg,
+                const Tensors &ins, const Tensors &outs) {
   static constexpr const char *kName = "accuracy";
   CHECK_ARITY(2, 3, 1);
   REQUIRE(!ins[0].shape.empty(), "needs [B, C] predictions");
@@ -2319,11 +2319,23 @@ Status accuracy(const KernelContext &, const KernelConfig &, const Tensors &ins,
   Vec w;
   if (Status s = sampleWeights(kName, ins, 2, rows, w); !s)
     return s;
+  const int64_t k = cfg.getInt("k", 1);
+  REQUIRE(k >= 1, "k must be at least 1");
+  // k > 1: Keras' in_top_k, fewer than k classes scoring more than the
+  // label (a NaN score at the label is no hit).
+  auto inTopK = [&](const double *v, int64_t label) {
+    if (label < 0 || label >= c || std::isnan(v[label]))
+      return false;
+    int64_t above = 0;
+    for (int64_t j = 0; j < c; ++j)
+      above += v[j] > v[label];
+    return above < k;
+  };
   double hits = 0;
   for (int64_t r = 0; r < rows; ++r) {
     int64_t label =
         oneHotLabels ? argmax(&labels[r * c]) : std::llround(labels[r]);
-    if (argmax(&p[r * c]) == label)
+    if (k == 1 ? argmax(&p[r * c]) == label : inTopK(&p[r * c], label))
       hits += w[r];
   }
   store(outs[0], Vec{hits / rows});

@@ -380,7 +380,7 @@ graph.model @m {
   %x = graph.input "x" : tensor<2x3xf32>
   graph.output %x : tensor<2x3xf32>
 }
-// expected-error@+1 {{'graph.training' op unknown metric 'auc' (supported: accuracy, binary_accuracy, mae, mse, mape, msle and their long names)}}
+// expected-error@+1 {{'graph.training' op unknown metric 'auc' (supported: accuracy, binary_accuracy, mae, mse, mape, msle and their long names, and top-k accuracies)}}
 graph.training @m loss = categorical_crossentropy optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.0, nesterov = false> metrics = ["accuracy", "auc"] global_batch_size = 2
 
 // -----

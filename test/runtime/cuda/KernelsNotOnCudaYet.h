@@ -12,6 +12,8 @@
 #ifndef TEST_RUNTIME_CUDA_KERNELSNOTONCUDAYET_H
 #define TEST_RUNTIME_CUDA_KERNELSNOTONCUDAYET_H
 
+#include "runtime/core/Kernel.h"
+
 #include <set>
 #include <string>
 
@@ -23,6 +25,13 @@ namespace graph::runtime::testing {
 inline const std::set<std::string> kKernelsNotOnCudaYet = {
     "pointwise_loss", "pointwise_loss_grad", "overlap_sums", "overlap_loss",
     "overlap_loss_grad"};
+
+/// Forms of kernels the cuda backend has that it refuses, naming them: the
+/// top-k accuracies (accuracy with k > 1).
+inline bool formNotOnCudaYet(const std::string &kernel,
+                             const KernelConfig &cfg) {
+  return kernel == "accuracy" && cfg.getInt("k", 1) > 1;
+}
 
 } // namespace graph::runtime::testing
 

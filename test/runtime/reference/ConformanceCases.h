@@ -521,6 +521,10 @@ inline std::vector<Case> allCases() {
       {{4, 3}, {}, {4, 3}});
   add("accuracy", "one-hot", {}, {probs, oneHot}, {{}});
   add("accuracy", "indices", {}, {probs, indices}, {{}});
+  KernelConfig top2;
+  top2.set("k", int64_t{2});
+  add("accuracy", "top 2 indices", top2, {probs, indices}, {{}});
+  add("accuracy", "top 2 one-hot", top2, {probs, oneHot}, {{}});
   // A batch of 300 rows: the GPU's batch sums span 38 blocks.
   {
     std::vector<double> hot(300 * 10, 0.0);

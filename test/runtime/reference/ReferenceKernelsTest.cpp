@@ -942,6 +942,33 @@ TEST(ReferenceKernels, AccuracyFirstMaximumWins) {
   EXPECT_NEAR(acc.get(0), 0.75, 1e-7);
 }
 
+TEST(ReferenceKernels, TopKAccuracyIsKerasInTopK) {
+  // Keras' ops.in_top_k: a hit when fewer than k classes score more than
+  // the label, so ties at the k-th score are hits (row 3, k = 1 aside:
+  // k = 1 is the first arg-max, categorical accuracy).
+  Tensor p = Tensor::f32({4, 4}, {0.1, 0.5, 0.5, 0.2,   // label 2: 0 above
+                                  0.4, 0.3, 0.2, 0.1,   // label 3: 3 above
+                                  0.1, 0.6, 0.2, 0.1,   // label 2: 1 above
+                                  0.3, 0.3, 0.3, 0.1}); // label 2: 0 above
+  Tensor idx = Tensor::i32({4}, {2, 3, 2, 2});
+  Tensor acc = Tensor::f32({});
+  KernelConfig k2;
+  k2.set("k", int64_t{2});
+  RUN_OK("accuracy", k2, {&p, &idx}, {&acc});
+  EXPECT_NEAR(acc.get(0), 0.75, 1e-7);
+  KernelConfig k4;
+  k4.set("k", int64_t{4});
+  RUN_OK("accuracy", k4, {&p, &idx}, {&acc});
+  EXPECT_NEAR(acc.get(0), 1.0, 1e-7);
+  RUN_OK("accuracy", {}, {&p, &idx}, {&acc}); // k = 1: first maxima
+  EXPECT_NEAR(acc.get(0), 0.0, 1e-7);
+  // One-hot labels: their (first) arg-max is the label.
+  Tensor oh =
+      Tensor::f32({4, 4}, {0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 1, 0, 0, 0, 1, 0});
+  RUN_OK("accuracy", k2, {&p, &oh}, {&acc});
+  EXPECT_NEAR(acc.get(0), 0.75, 1e-7);
+}
+
 TEST(ReferenceKernels, ElementwiseBody) {
   Tensor a = Tensor::f64({5}, {-2, -0.5, 0.1, 1, 3});
   Tensor b = Tensor::f64({5}, {0.3, 0.2, -1, 1, -5});
