@@ -2,7 +2,10 @@
 
 #include "runtime/base/AtomicFile.h"
 
+#include <algorithm>
+#include <atomic>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <fcntl.h>
 #include <filesystem>
@@ -14,7 +17,29 @@ namespace {
 
 std::string errnoText() { return std::strerror(errno); }
 
+/// Tells this process's temporaries apart.
+std::atomic<uint64_t> temporaryCount{0};
+
+bool allDigits(std::string_view s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(),
+                                   [](char c) { return c >= '0' && c <= '9'; });
+}
+
 } // namespace
+
+std::string_view finalNameOf(std::string_view name) {
+  if (!name.ends_with(kTemporarySuffix))
+    return {};
+  std::string_view base = name.substr(0, name.size() - kTemporarySuffix.size());
+  // ".<pid>.<n>", which an earlier build's names lack.
+  for (int part = 0; part < 2; ++part) {
+    size_t dot = base.rfind('.');
+    if (dot == std::string_view::npos || !allDigits(base.substr(dot + 1)))
+      return part == 0 ? base : std::string_view();
+    base = base.substr(0, dot);
+  }
+  return base;
+}
 
 AtomicFile::~AtomicFile() { abandon(); }
 
@@ -29,9 +54,10 @@ void AtomicFile::abandon() {
 Status AtomicFile::open(const std::string &path) {
   abandon();
   path_ = path;
-  temporary_ = path + std::string(kTemporarySuffix);
-  fd_ = ::open(temporary_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
-               0644);
+  temporary_ = path + "." + std::to_string(::getpid()) + "." +
+               std::to_string(temporaryCount++) + std::string(kTemporarySuffix);
+  fd_ =
+      ::open(temporary_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd_ < 0)
     return Status::error(temporary_ + ": cannot create: " + errnoText());
   return Status::ok();

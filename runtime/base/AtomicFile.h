@@ -5,7 +5,9 @@
 // rename(2) replaces atomically, so a reader, or a run restarted after a
 // SIGKILL or a power cut, finds the old complete file or the new complete
 // file, never a partial one. What an abandoned write leaves is the temporary
-// file, which its name marks as such (kTemporarySuffix).
+// file, which its name marks as such (kTemporarySuffix). The temporary name
+// is the writer's own (its pid and a count), so two writers of one path
+// never write into, or rename, each other's file.
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,8 +22,13 @@
 
 namespace graph::runtime {
 
-/// What a temporary file's name ends with: "<final name>.tmp".
+/// What a temporary file's name ends with: "<final name>.<pid>.<n>.tmp".
 inline constexpr std::string_view kTemporarySuffix = ".tmp";
+
+/// The final name an AtomicFile's temporary `name` is written for
+/// ("ckpt-20.safetensors" of "ckpt-20.safetensors.4242.0.tmp", or of the
+/// ".tmp" an earlier build wrote), or empty for any other name.
+std::string_view finalNameOf(std::string_view name);
 
 class AtomicFile {
 public:
@@ -31,8 +38,10 @@ public:
   AtomicFile(const AtomicFile &) = delete;
   AtomicFile &operator=(const AtomicFile &) = delete;
 
-  /// Creates (or truncates) `path` + kTemporarySuffix for writing.
+  /// Creates a temporary file of its own beside `path`, for writing.
   Status open(const std::string &path);
+  /// The temporary file open() made (empty before).
+  const std::string &temporaryPath() const { return temporary_; }
   Status append(const void *data, size_t bytes);
   Status append(std::string_view bytes) {
     return append(bytes.data(), bytes.size());

@@ -44,8 +44,8 @@ std::optional<int64_t> stepOf(std::string_view name) {
 }
 
 bool isTemporary(std::string_view name) {
-  return name.ends_with(kTemporarySuffix) &&
-         stepOf(name.substr(0, name.size() - kTemporarySuffix.size()));
+  std::string_view final = finalNameOf(name);
+  return !final.empty() && stepOf(final);
 }
 
 template <typename T>

@@ -380,7 +380,8 @@ TEST_F(CheckpointTest, AnUnfinishedCheckpointIsIgnoredWithAWarning) {
   // What a SIGKILL during the write of step 20 leaves: a partial temporary.
   std::string complete = slurp(path("ckpt-10.safetensors"));
   {
-    std::ofstream partial(path("ckpt-20.safetensors.tmp"), std::ios::binary);
+    std::ofstream partial(path("ckpt-20.safetensors.4242.0.tmp"),
+                          std::ios::binary);
     partial << complete.substr(0, complete.size() / 2);
   }
   LoadedCheckpoint latest;
@@ -390,7 +391,7 @@ TEST_F(CheckpointTest, AnUnfinishedCheckpointIsIgnoredWithAWarning) {
   ASSERT_TRUE(found);
   EXPECT_EQ(latest.state.globalStep, 10);
   EXPECT_THAT(warnings,
-              ElementsAre(path("ckpt-20.safetensors.tmp") +
+              ElementsAre(path("ckpt-20.safetensors.4242.0.tmp") +
                           ": an unfinished checkpoint (its run stopped while "
                           "writing it); ignored"));
   // The index names a complete checkpoint.
@@ -399,7 +400,7 @@ TEST_F(CheckpointTest, AnUnfinishedCheckpointIsIgnoredWithAWarning) {
 
   // The next save clears what the killed writer left.
   ASSERT_TRUE(manager.save(vars_, state(30)));
-  EXPECT_FALSE(fs::exists(path("ckpt-20.safetensors.tmp")));
+  EXPECT_FALSE(fs::exists(path("ckpt-20.safetensors.4242.0.tmp")));
 }
 
 TEST_F(CheckpointTest, ACorruptCheckpointFallsBackToTheOlderOne) {

@@ -308,7 +308,8 @@ TEST_F(SafetensorsFileTest, WriteThenReadAFile) {
   ASSERT_TRUE(w.add("dense/bias", DType::F32, {2}, floats({0.25f, -1})));
   Status s = w.write(path("w.safetensors"));
   ASSERT_TRUE(s) << s.message();
-  EXPECT_FALSE(std::filesystem::exists(path("w.safetensors.tmp")));
+  for (const auto &e : std::filesystem::directory_iterator(dir_))
+    EXPECT_FALSE(e.path().string().ends_with(".tmp")) << e.path();
   SafetensorsFile f;
   s = SafetensorsFile::read(path("w.safetensors"), f);
   ASSERT_TRUE(s) << s.message();
@@ -329,28 +330,48 @@ std::string slurp(const std::string &path) {
 
 TEST_F(SafetensorsFileTest, AtomicFileReplacesOnlyOnCommit) {
   ASSERT_TRUE(writeFileAtomically(path("f"), "old"));
+  std::string abandoned;
   {
     AtomicFile f;
     ASSERT_TRUE(f.open(path("f")));
     ASSERT_TRUE(f.append("new, but abandoned"));
-    EXPECT_TRUE(std::filesystem::exists(path("f.tmp")));
+    abandoned = f.temporaryPath();
+    EXPECT_TRUE(std::filesystem::exists(abandoned));
+    EXPECT_EQ(finalNameOf(abandoned), path("f"));
     EXPECT_EQ(slurp(path("f")), "old");
   }
   // Destroyed without a commit: the old file stands, no temporary is left.
   EXPECT_EQ(slurp(path("f")), "old");
-  EXPECT_FALSE(std::filesystem::exists(path("f.tmp")));
+  EXPECT_FALSE(std::filesystem::exists(abandoned));
 
-  AtomicFile f;
+  // Two writers of one path at once: each its own temporary, and each
+  // commit replaces the file whole.
+  AtomicFile f, g;
   ASSERT_TRUE(f.open(path("f")));
+  ASSERT_TRUE(g.open(path("f")));
+  EXPECT_NE(f.temporaryPath(), g.temporaryPath());
   ASSERT_TRUE(f.append("new"));
+  ASSERT_TRUE(g.append("newer"));
   Status s = f.commit();
   ASSERT_TRUE(s) << s.message();
   EXPECT_EQ(slurp(path("f")), "new");
-  EXPECT_FALSE(std::filesystem::exists(path("f.tmp")));
+  s = g.commit();
+  ASSERT_TRUE(s) << s.message();
+  EXPECT_EQ(slurp(path("f")), "newer");
+  EXPECT_FALSE(std::filesystem::exists(f.temporaryPath()));
+  EXPECT_FALSE(std::filesystem::exists(g.temporaryPath()));
 
   s = writeFileAtomically(path("no/such/dir/f"), "x");
   ASSERT_FALSE(s);
-  EXPECT_THAT(s.message(), HasSubstr("f.tmp: cannot create"));
+  EXPECT_THAT(s.message(), HasSubstr(".tmp: cannot create"));
+}
+
+TEST(AtomicFileNames, FinalNameOfATemporary) {
+  EXPECT_EQ(finalNameOf("d/ckpt-20.safetensors.4242.7.tmp"),
+            "d/ckpt-20.safetensors");
+  EXPECT_EQ(finalNameOf("ckpt-20.safetensors.tmp"), "ckpt-20.safetensors");
+  EXPECT_EQ(finalNameOf("ckpt-20.safetensors"), "");
+  EXPECT_EQ(finalNameOf("notes.txt"), "");
 }
 
 } // namespace
