@@ -271,14 +271,13 @@ void EpochMeans::add(const StepContext &ctx) {
   // an epoch's short batch; w the loss's weights or the metrics' 1 an
   // example): times n = g / s, the sums Keras accumulates. Every worker
   // computes the same n, so every worker's logs are the job's.
-  double examples = 1;
+  double n = 1;
   if (const data::Batch *b = ctx.batch)
-    examples = static_cast<double>(ctx.globalBatch) / b->weightScale;
-  const double factor = examples;
-  loss_ += ctx.loss * factor;
-  examples_ += examples;
+    n = static_cast<double>(ctx.globalBatch) / b->weightScale;
+  loss_ += ctx.loss * n;
+  examples_ += n;
   for (size_t i = 0; i < metrics_.size() && i < ctx.metrics.size(); ++i)
-    metrics_[i].second += ctx.metrics[i].second * factor;
+    metrics_[i].second += ctx.metrics[i].second * n;
 }
 
 double EpochMeans::loss() const {

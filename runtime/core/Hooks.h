@@ -251,7 +251,6 @@ class EpochMeans {
 public:
   void add(const StepContext &ctx);
   void reset() { *this = EpochMeans(); }
-  int64_t steps() const { return steps_; }
   double loss() const;
   /// Each metric's mean, in the steps' order.
   std::vector<std::pair<std::string, double>> metrics() const;

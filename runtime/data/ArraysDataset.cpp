@@ -15,6 +15,8 @@ namespace {
 constexpr const char *kArraysPrefix = "arrays:";
 constexpr const char *kCsvPrefix = "csv:";
 constexpr const char *kMemoryPrefix = "memory:";
+/// The array that holds Keras' sample_weight, never the labels.
+constexpr std::string_view kSampleWeightArray = "sample_weight";
 
 /// NumPy's way of writing a shape: "(60000, 28, 28)", "(5,)".
 std::string numpyShape(const std::vector<int64_t> &dims) {
@@ -159,7 +161,7 @@ Status pickPair(const std::string &where,
 void pickWeights(const std::vector<NumpyArray> &members,
                  std::shared_ptr<NumpyArray> &weights) {
   for (const NumpyArray &a : members)
-    if (a.name() == "sample_weight")
+    if (a.name() == kSampleWeightArray)
       weights = std::make_shared<NumpyArray>(a);
 }
 
@@ -238,7 +240,7 @@ Status pickPair(const std::string &rest, const std::vector<NumpyArray> &members,
     // not keep: with one array besides x, that is it.
     std::vector<const NumpyArray *> others;
     for (const NumpyArray &a : members)
-      if (&a != xs && a.name() != "sample_weight")
+      if (&a != xs && a.name() != kSampleWeightArray)
         others.push_back(&a);
     if (others.size() == 1)
       ys = others[0];
@@ -303,7 +305,7 @@ Status openInputs(const std::string &spec, const ArraysOptions &o,
     if (a.name() == "y")
       ys = &a;
     if (std::find(used.begin(), used.end(), &a) == used.end() &&
-        a.name() != "sample_weight")
+        a.name() != kSampleWeightArray)
       others.push_back(&a);
   }
   if (!ys && others.size() == 1)
