@@ -411,8 +411,9 @@ struct VariableGradient {
 class TrainingStepBuilder {
 public:
   TrainingStepBuilder(ModuleOp module, TrainingOp training, ModelOp model)
-      : module(module), training(training), model(model), symbols(module),
-        b(module.getContext()) {}
+      : module(module), training(training), losses(training.getLossList()),
+        outputNamesAttr(model.getOutputOp().getNamesAttr()), model(model),
+        symbols(module), b(module.getContext()) {}
 
   LogicalResult run();
 
@@ -423,32 +424,70 @@ private:
   void buildEvalStep();
   void buildPredictStep();
   /// Clones @m's forward pass in inference mode (dropout is the identity)
-  /// into the step being built; returns its predictions.
-  Value cloneInferencePass(IRMapping &mapping);
+  /// into the step being built; returns its predictions, one per output.
+  SmallVector<Value> cloneInferencePass(IRMapping &mapping);
+  /// `names` as a string array attribute.
+  ArrayAttr strings(ArrayRef<std::string> names);
 
-  /// The inputs a step adds to @m's: the labels, and each row's weights.
+  /// The inputs a step adds to @m's: each output's labels, and each row's
+  /// weights.
   struct StepInputs {
-    Value labels;
+    /// One per output, in the outputs' order.
+    SmallVector<Value> labels;
     /// The loss's (and its gradient's): Keras' sample_weight.
     Value weights;
     /// The metrics': Keras' compiled `metrics` take no sample weights, so
     /// these are 1 an example (times a short batch's scale), 0 padding.
     Value metricWeights;
   };
+  /// What one output's loss reads, which its gradient reads too.
+  struct HeadLoss {
+    /// The labels and row weights the loss takes (ignore_class' own).
+    Value labels, weights;
+    /// graph.overlap_sums' sums (dice, tversky over the whole batch).
+    Value overlapSums;
+  };
   /// A new step model at the end of the module, its inputs (those of @m,
-  /// then "labels", "sample_weight" and "metric_weight") already in it;
-  /// `mapping` maps @m's inputs.
+  /// then each output's labels, "sample_weight" and "metric_weight")
+  /// already in it; `mapping` maps @m's inputs.
   ModelOp startStep(StringRef name, IRMapping &mapping, StepInputs &inputs);
-  /// Loss and metrics of `predictions`, in graph.training's order.
-  SmallVector<Value> lossAndMetrics(Value predictions, const StepInputs &in);
+  /// The logged values (loggedValues' order) of the step's `predictions`
+  /// (one per output); `heads` gets what each output's loss read.
+  SmallVector<Value> lossAndMetrics(ArrayRef<Value> predictions,
+                                    const StepInputs &in,
+                                    SmallVector<HeadLoss> &heads);
+  /// Output `i`'s loss (unweighted, reduced as it asks).
+  Value headLoss(size_t i, Value predictions, const StepInputs &in,
+                 HeadLoss &head);
+  /// The gradient of output `i`'s weighted loss by its predictions.
+  Value headSeed(size_t i, Value predictions, const HeadLoss &head);
+  /// The value of one metric of output `i`.
+  Value metricValue(size_t i, MetricAttr metric, Value predictions,
+                    Value labels, Value metricWeights);
   /// The runtime's names of lossAndMetrics' values.
-  SmallVector<StringRef> outputNames();
+  SmallVector<std::string> outputNames();
   /// The labels the loss sees: with label_smoothing, the one-hot `labels`
   /// mixed with the uniform distribution over `predictions`' classes.
-  Value lossLabels(Value predictions, Value labels);
-  /// `value` (the batch-mean loss or its gradient) as reduction asks: times
-  /// the global batch for "sum" (with replicas too: see graph.training).
-  Value reduce(Value value, Value predictions);
+  Value lossLabels(OutputLossAttr loss, Value predictions, Value labels);
+  /// `value` (output `i`'s batch-mean loss or its gradient) as its
+  /// reduction asks: times the number of values it is the mean of for
+  /// "sum" (with replicas too: see graph.training).
+  Value reduce(size_t i, Value value, Value predictions);
+  /// The name of output `i`'s labels input: "labels" for a model of one
+  /// output, "labels:<output>" for each of several.
+  std::string labelsName(size_t i) {
+    if (losses.size() < 2)
+      return "labels";
+    return ("labels:" + cast<StringAttr>(outputNamesAttr[i]).getValue()).str();
+  }
+  /// The name of output `i`'s predictions in the evaluation and prediction
+  /// steps: "predictions", or "predictions:<output>".
+  std::string predictionsName(size_t i) {
+    if (losses.size() < 2)
+      return "predictions";
+    return ("predictions:" + cast<StringAttr>(outputNamesAttr[i]).getValue())
+        .str();
+  }
   /// Records one gradient of `value` (of @m); sums them when all are in.
   void contribute(Value value, Value grad);
 
@@ -462,18 +501,18 @@ private:
     return names;
   }
 
-  /// The k of a top-k accuracy metric, or null.
-  IntegerAttr topK(StringRef metric) {
-    DictionaryAttr topK = training.getTopKAttr();
-    return topK ? dyn_cast_or_null<IntegerAttr>(topK.get(metric))
-                : IntegerAttr();
+  bool isSparse(size_t i) {
+    return losses[i].getKind() == LossKind::sparse_categorical_crossentropy;
   }
-
-  bool isSparse() {
-    return training.getLoss() == LossKind::sparse_categorical_crossentropy;
+  /// Output `i`'s loss compares each prediction with a target of its shape.
+  bool isPointwise(size_t i) { return isPointwiseLoss(losses[i].getKind()); }
+  LossKindAttr kindAttr(size_t i) {
+    return LossKindAttr::get(b.getContext(), losses[i].getKind());
   }
-  /// The loss compares each prediction with a target of its shape.
-  bool isPointwise() { return isPointwiseLoss(training.getLoss()); }
+  /// An optional double as an optional attribute.
+  FloatAttr f64(std::optional<llvm::APFloat> value) {
+    return value ? b.getF64FloatAttr(value->convertToDouble()) : FloatAttr();
+  }
   VariableOp variableOf(ReadVariableOp read) {
     return symbols.lookup<VariableOp>(read.getVariable());
   }
@@ -483,8 +522,10 @@ private:
 
   ModuleOp module;
   TrainingOp training;
-  /// The last graph.overlap_sums lossAndMetrics made (dice, tversky).
-  Value overlapSums;
+  /// One per output of @m.
+  SmallVector<OutputLossAttr> losses;
+  /// @m's graph.output names (null for one output).
+  ArrayAttr outputNamesAttr;
   ModelOp model;
   SymbolTable symbols;
   OpBuilder b;
@@ -501,10 +542,11 @@ private:
 
 LogicalResult TrainingStepBuilder::plan() {
   Block &body = model.getBlock();
-  Value predictions = model.getOutputOp().getOutputs()[0];
+  auto outputs = model.getOutputOp().getOutputs();
 
   for (InputOp input : model.getInputOps())
-    if (input.getName() == "labels" || input.getName() == "sample_weight" ||
+    if (input.getName() == "labels" || input.getName().starts_with("labels:") ||
+        input.getName() == "sample_weight" ||
         input.getName() == "metric_weight")
       return input.emitError("input name '")
              << input.getName()
@@ -535,7 +577,7 @@ LogicalResult TrainingStepBuilder::plan() {
   }
 
   // Backward: what the loss depends on.
-  DenseSet<Value> toLoss{predictions};
+  DenseSet<Value> toLoss(outputs.begin(), outputs.end());
   for (Operation &op : llvm::reverse(body))
     if (llvm::any_of(op.getResults(),
                      [&](Value r) { return toLoss.contains(r); }))
@@ -546,7 +588,8 @@ LogicalResult TrainingStepBuilder::plan() {
     for (Value r : op.getResults())
       if (fromTrainable.contains(r) && toLoss.contains(r))
         planned.needsGrad.insert(r);
-  if (!planned.needsGrad.contains(predictions))
+  if (llvm::none_of(outputs,
+                    [&](Value v) { return planned.needsGrad.contains(v); }))
     return training.emitError("no trainable variable of @")
            << model.getSymName() << " affects the loss: nothing to train";
 
@@ -580,7 +623,11 @@ LogicalResult TrainingStepBuilder::plan() {
       if (planned.needsGrad.contains(op.getOperand(i)))
         ++planned.contributions[op.getOperand(i)];
   }
-  ++planned.contributions[predictions];
+  // Each output's loss contributes its gradient (an output no trainable
+  // variable reaches gets none).
+  for (Value output : outputs)
+    if (planned.needsGrad.contains(output))
+      ++planned.contributions[output];
 
   // Trained variables: those with a read on the path to the loss.
   llvm::SetVector<Operation *> readButUnused;
@@ -647,19 +694,25 @@ ModelOp TrainingStepBuilder::startStep(StringRef name, IRMapping &mapping,
   b.createBlock(&step.getBody());
   for (InputOp input : model.getInputOps())
     b.clone(*input, mapping);
-  auto predictions =
-      cast<RankedTensorType>(model.getOutputOp().getOutputs()[0].getType());
-  Type labelsType = isSparse()
-                        ? RankedTensorType::get({predictions.getDimSize(0)},
-                                                b.getIntegerType(32))
-                        : Type(predictions);
-  inputs.labels = InputOp::create(b, training.getLoc(), labelsType, "labels");
+  auto outputs = model.getOutputOp().getOutputs();
+  auto first = cast<RankedTensorType>(outputs[0].getType());
+  for (auto [i, output] : llvm::enumerate(outputs)) {
+    auto predictions = cast<RankedTensorType>(output.getType());
+    Type labelsType = isSparse(i)
+                          ? RankedTensorType::get({predictions.getDimSize(0)},
+                                                  b.getIntegerType(32))
+                          : Type(predictions);
+    inputs.labels.push_back(
+        InputOp::create(b, training.getLoc(), labelsType, labelsName(i)));
+  }
   // Each row's weight in the loss and its gradient (Keras' sample_weight, or
   // class_weight's) and in the metrics, both 0 for the rows that pad a short
   // batch to the static shape (an epoch's last, the test set's last), so
   // that every example counts once (TPU Keras pads and masks the same way).
-  auto rowType = RankedTensorType::get({predictions.getDimSize(0)},
-                                       predictions.getElementType());
+  // One of each weighs every output's rows, as Keras' one sample_weight
+  // array does.
+  auto rowType =
+      RankedTensorType::get({first.getDimSize(0)}, first.getElementType());
   inputs.weights =
       InputOp::create(b, training.getLoc(), rowType, "sample_weight");
   inputs.metricWeights =
@@ -667,99 +720,269 @@ ModelOp TrainingStepBuilder::startStep(StringRef name, IRMapping &mapping,
   return step;
 }
 
-SmallVector<Value> TrainingStepBuilder::lossAndMetrics(Value predictions,
-                                                       const StepInputs &in) {
+/// `axis` with negative axes counted from the end of `rank` axes, sorted.
+static SmallVector<int64_t> positiveAxes(ArrayRef<int64_t> axis, int64_t rank) {
+  SmallVector<int64_t> positive;
+  for (int64_t a : axis)
+    positive.push_back(a < 0 ? a + rank : a);
+  llvm::sort(positive);
+  positive.erase(llvm::unique(positive), positive.end());
+  return positive;
+}
+
+Value TrainingStepBuilder::headLoss(size_t i, Value predictions,
+                                    const StepInputs &in, HeadLoss &head) {
   Location loc = training.getLoc();
-  Value labels = in.labels, weights = in.weights;
-  UnitAttr fromLogits = training.getFromLogitsAttr();
-  SmallVector<Value> outputs;
-  if (isOverlapLoss(training.getLoss())) {
+  OutputLossAttr loss = losses[i];
+  head.labels = in.labels[i];
+  head.weights = in.weights;
+  if (std::optional<int64_t> ignore = loss.getIgnoreClass()) {
+    // Keras' ignore_class: the rows of that label weigh nothing, and the
+    // mean is over the global batch's kept rows (graph.kept_rows, summed
+    // over the replicas).
+    Value counts = KeptRowsOp::create(b, loc, head.labels, in.metricWeights,
+                                      b.getI64IntegerAttr(*ignore));
+    auto ignoreOp = IgnoreClassOp::create(
+        b, loc, head.labels, head.weights, counts, b.getI64IntegerAttr(*ignore),
+        loss.getSumReduction() ? b.getUnitAttr() : UnitAttr());
+    head.labels = ignoreOp.getKeptLabels();
+    head.weights = ignoreOp.getWeights();
+  }
+  UnitAttr fromLogits = loss.getFromLogits() ? b.getUnitAttr() : UnitAttr();
+  LossKind kind = loss.getKind();
+  if (isOverlapLoss(kind) && loss.getAxis().empty()) {
     // Dice and Tversky: one ratio of the batch's sums, which the gradient
     // (buildTrainStep) reads too.
-    overlapSums = OverlapSumsOp::create(b, loc, predictions, labels, weights);
-    outputs.push_back(
-        OverlapLossOp::create(b, loc, training.getLossAttr(), overlapSums,
-                              training.getAlphaAttr(), training.getBetaAttr()));
-  } else if (isPointwise())
-    outputs.push_back(reduce(
-        PointwiseLossOp::create(
-            b, loc, training.getLossAttr(), predictions, labels, weights,
-            fromLogits, training.getLabelSmoothingAttr(),
-            training.getDeltaAttr(), training.getAlphaAttr(),
-            training.getGammaAttr(), training.getApplyClassBalancingAttr()),
-        predictions));
-  else if (isSparse())
-    outputs.push_back(
-        reduce(SparseCategoricalCrossentropyOp::create(
-                   b, loc, predictions, labels, weights, fromLogits),
-               predictions));
-  else
-    outputs.push_back(reduce(
-        CategoricalCrossentropyOp::create(b, loc, predictions,
-                                          lossLabels(predictions, labels),
-                                          weights, fromLogits),
-        predictions));
-  // Keras' compile_utils.get_metric: "accuracy" is binary accuracy for an
-  // output whose last axis is 1, else categorical (or sparse) accuracy;
-  // the error metrics compare predictions with targets as the losses do
-  // (graph.training's verifier admits no other name).
-  auto predType = cast<RankedTensorType>(predictions.getType());
-  for (StringRef metric : training.getMetrics().getAsValueRange<StringAttr>()) {
-    IntegerAttr k = topK(metric);
-    std::optional<LossKind> kind =
-        k ? std::nullopt : pointwiseMetricKind(metric);
-    if (!k && !kind && predType.getShape().back() == 1 && isPointwise())
-      kind = LossKind::binary_accuracy;
-    if (kind)
-      outputs.push_back(PointwiseLossOp::create(
-          b, loc, LossKindAttr::get(b.getContext(), *kind), predictions, labels,
-          in.metricWeights, UnitAttr(), FloatAttr(), FloatAttr(), FloatAttr(),
-          FloatAttr(), UnitAttr()));
-    else
-      outputs.push_back(
-          AccuracyOp::create(b, loc, predictions, labels, in.metricWeights, k));
+    head.overlapSums =
+        OverlapSumsOp::create(b, loc, predictions, head.labels, head.weights);
+    return OverlapLossOp::create(b, loc, kindAttr(i), head.overlapSums,
+                                 f64(loss.getAlpha()), f64(loss.getBeta()));
   }
+  if (isOverlapLoss(kind)) {
+    auto type = cast<RankedTensorType>(predictions.getType());
+    return reduce(
+        i,
+        SampleOverlapLossOp::create(b, loc, kindAttr(i), predictions,
+                                    head.labels, head.weights,
+                                    b.getDenseI64ArrayAttr(positiveAxes(
+                                        loss.getAxis(), type.getRank())),
+                                    f64(loss.getAlpha()), f64(loss.getBeta())),
+        predictions);
+  }
+  if (isPointwise(i))
+    return reduce(
+        i,
+        PointwiseLossOp::create(
+            b, loc, kindAttr(i), predictions, head.labels, head.weights,
+            fromLogits, f64(loss.getLabelSmoothing()), f64(loss.getDelta()),
+            f64(loss.getAlpha()), f64(loss.getGamma()),
+            loss.getApplyClassBalancing() ? b.getUnitAttr() : UnitAttr()),
+        predictions);
+  if (isSparse(i))
+    return reduce(
+        i,
+        SparseCategoricalCrossentropyOp::create(
+            b, loc, predictions, head.labels, head.weights, fromLogits),
+        predictions);
+  return reduce(i,
+                CategoricalCrossentropyOp::create(
+                    b, loc, predictions,
+                    lossLabels(loss, predictions, head.labels), head.weights,
+                    fromLogits),
+                predictions);
+}
+
+Value TrainingStepBuilder::metricValue(size_t i, MetricAttr metric,
+                                       Value predictions, Value labels,
+                                       Value metricWeights) {
+  Location loc = training.getLoc();
+  auto predType = cast<RankedTensorType>(predictions.getType());
+  auto pointwise = [&](LossKind kind, Value p) -> Value {
+    return PointwiseLossOp::create(
+        b, loc, LossKindAttr::get(b.getContext(), kind), p, labels,
+        metricWeights, UnitAttr(), FloatAttr(), FloatAttr(), FloatAttr(),
+        FloatAttr(), UnitAttr());
+  };
+  using K = MetricKind;
+  switch (metric.getKind()) {
+  case K::accuracy:
+    // Keras' compile_utils.get_metric: binary accuracy for an output whose
+    // last axis is 1 under a loss of targets, else categorical (or sparse)
+    // accuracy.
+    if (predType.getShape().back() == 1 && isPointwise(i))
+      return pointwise(LossKind::binary_accuracy, predictions);
+    return AccuracyOp::create(b, loc, predictions, labels, metricWeights,
+                              IntegerAttr());
+  case K::binary_accuracy: {
+    // (p > threshold) == t, as binary_accuracy's (p > 0.5) == t of p
+    // shifted by 0.5 - threshold.
+    double threshold = metric.getThreshold().convertToDouble();
+    Value p = predictions;
+    if (threshold != 0.5)
+      p = ScaleShiftOp::create(b, loc, p, b.getF64FloatAttr(1.0),
+                               b.getF64FloatAttr(0.5 - threshold));
+    return pointwise(LossKind::binary_accuracy, p);
+  }
+  case K::categorical_accuracy:
+  case K::sparse_categorical_accuracy:
+    return AccuracyOp::create(b, loc, predictions, labels, metricWeights,
+                              IntegerAttr());
+  case K::top_k_categorical_accuracy:
+  case K::sparse_top_k_categorical_accuracy:
+    return AccuracyOp::create(b, loc, predictions, labels, metricWeights,
+                              b.getI64IntegerAttr(metric.getK()));
+  case K::precision:
+  case K::recall: {
+    // Keras' default threshold is -1e10 with top_k: exactly the top k.
+    bool defaultThreshold = metric.getThreshold().convertToDouble() == 0.5;
+    double threshold = metric.getK() > 0 && defaultThreshold
+                           ? -1e10
+                           : metric.getThreshold().convertToDouble();
+    return ConfusionCountsOp::create(
+        b, loc, predictions, labels, metricWeights, IntegerAttr(),
+        b.getF64FloatAttr(threshold),
+        metric.getK() > 0 ? b.getI64IntegerAttr(metric.getK()) : IntegerAttr(),
+        metric.getClassId() >= 0 ? b.getI64IntegerAttr(metric.getClassId())
+                                 : IntegerAttr(),
+        UnitAttr());
+  }
+  case K::auc:
+    return ConfusionCountsOp::create(
+        b, loc, predictions, labels, metricWeights,
+        b.getI64IntegerAttr(metric.getNumThresholds()), FloatAttr(),
+        IntegerAttr(), IntegerAttr(),
+        metric.getFromLogits() ? b.getUnitAttr() : UnitAttr());
+  default:
+    // The errors; the root mean squared error steps as the mean squared
+    // error, whose epoch mean the runtime takes the root of.
+    return pointwise(*pointwiseMetricKind(metric.getKind()), predictions);
+  }
+}
+
+SmallVector<Value>
+TrainingStepBuilder::lossAndMetrics(ArrayRef<Value> predictions,
+                                    const StepInputs &in,
+                                    SmallVector<HeadLoss> &heads) {
+  Location loc = training.getLoc();
+  heads.assign(losses.size(), HeadLoss());
+  SmallVector<Value> perOutput;
+  Value total;
+  for (auto [i, p] : llvm::enumerate(predictions)) {
+    Value loss = headLoss(i, p, in, heads[i]);
+    perOutput.push_back(loss);
+    // Keras' loss_weights: the total is their weighted sum.
+    double weight = losses[i].getWeight().convertToDouble();
+    Value weighted =
+        weight == 1.0
+            ? loss
+            : ScaleShiftOp::create(b, loc, loss, b.getF64FloatAttr(weight),
+                                   b.getF64FloatAttr(0.0))
+                  .getResult();
+    total = total ? AddOp::create(b, loc, total.getType(),
+                                  ValueRange{total, weighted})
+                        .getResult()
+                  : weighted;
+  }
+  SmallVector<Value> outputs{total};
+  if (losses.size() > 1)
+    outputs.append(perOutput);
+  // The metrics read the labels as given: an ignored class is a miss, as
+  // in Keras.
+  for (auto [i, p] : llvm::enumerate(predictions))
+    for (MetricAttr metric : losses[i].getMetricList())
+      outputs.push_back(
+          metricValue(i, metric, p, in.labels[i], in.metricWeights));
   return outputs;
 }
 
-Value TrainingStepBuilder::lossLabels(Value predictions, Value labels) {
-  std::optional<llvm::APFloat> smoothingF = training.getLabelSmoothing();
+Value TrainingStepBuilder::lossLabels(OutputLossAttr loss, Value predictions,
+                                      Value labels) {
+  std::optional<llvm::APFloat> smoothingF = loss.getLabelSmoothing();
   // A pointwise loss smooths its targets itself (binary_crossentropy).
-  if (!smoothingF || smoothingF->isZero() || isPointwise())
+  if (!smoothingF || smoothingF->isZero() || isPointwiseLoss(loss.getKind()))
     return labels;
-  std::optional<double> smoothing = smoothingF->convertToDouble();
+  double smoothing = smoothingF->convertToDouble();
   // Keras (losses.py, categorical_crossentropy): y * (1 - ls) + ls / C.
   double classes = static_cast<double>(
       cast<RankedTensorType>(predictions.getType()).getShape().back());
   return ScaleShiftOp::create(b, training.getLoc(), labels,
-                              b.getF64FloatAttr(1.0 - *smoothing),
-                              b.getF64FloatAttr(*smoothing / classes));
+                              b.getF64FloatAttr(1.0 - smoothing),
+                              b.getF64FloatAttr(smoothing / classes));
 }
 
-Value TrainingStepBuilder::reduce(Value value, Value predictions) {
-  // Dice and Tversky are one value for the whole batch, which Keras'
+Value TrainingStepBuilder::reduce(size_t i, Value value, Value predictions) {
+  OutputLossAttr loss = losses[i];
+  // Dice and Tversky over the whole batch are one value, which Keras'
   // reduce_values returns as it is under every reduction.
-  if (training.getReduction() != std::optional<StringRef>("sum") ||
-      isOverlapLoss(training.getLoss()))
+  if (!loss.getSumReduction() ||
+      (isOverlapLoss(loss.getKind()) && loss.getAxis().empty()))
     return value;
   // The sum over the per-sample losses: the batch for the class losses,
   // every position but the last axis for a pointwise loss (Keras reduces
-  // over the last axis only).
+  // over the last axis only), every position but the reduced axes for
+  // Dice and Tversky with an axis.
   auto type = cast<RankedTensorType>(predictions.getType());
-  double batch = 1;
-  for (int64_t d = 0; d + 1 < type.getRank(); ++d)
-    batch *= static_cast<double>(type.getDimSize(d));
-  if (!isPointwise())
-    batch = static_cast<double>(type.getDimSize(0));
+  double count = 1;
+  if (!isPointwise(i)) {
+    count = static_cast<double>(type.getDimSize(0));
+  } else if (isOverlapLoss(loss.getKind())) {
+    SmallVector<int64_t> axes = positiveAxes(loss.getAxis(), type.getRank());
+    for (int64_t d = 0; d < type.getRank(); ++d)
+      if (!llvm::is_contained(axes, d))
+        count *= static_cast<double>(type.getDimSize(d));
+  } else {
+    for (int64_t d = 0; d + 1 < type.getRank(); ++d)
+      count *= static_cast<double>(type.getDimSize(d));
+  }
   return ScaleShiftOp::create(b, training.getLoc(), value,
-                              b.getF64FloatAttr(batch), b.getF64FloatAttr(0.0));
+                              b.getF64FloatAttr(count), b.getF64FloatAttr(0.0));
 }
 
-SmallVector<StringRef> TrainingStepBuilder::outputNames() {
-  SmallVector<StringRef> names{"loss"};
-  for (StringRef metric : training.getMetrics().getAsValueRange<StringAttr>())
-    names.push_back(metric);
+SmallVector<std::string> TrainingStepBuilder::outputNames() {
+  SmallVector<std::string> names;
+  for (const LoggedValue &value : loggedValues(training, outputNamesAttr))
+    names.push_back(value.name);
   return names;
+}
+
+Value TrainingStepBuilder::headSeed(size_t i, Value predictions,
+                                    const HeadLoss &head) {
+  Location loc = training.getLoc();
+  OutputLossAttr loss = losses[i];
+  LossKind kind = loss.getKind();
+  Type predType = predictions.getType();
+  UnitAttr fromLogits = loss.getFromLogits() ? b.getUnitAttr() : UnitAttr();
+  Value seed;
+  if (isOverlapLoss(kind) && loss.getAxis().empty()) {
+    seed = OverlapLossGradOp::create(
+        b, loc, kindAttr(i), head.labels, head.overlapSums, head.weights,
+        f64(loss.getAlpha()), f64(loss.getBeta()), IntegerAttr());
+  } else if (isOverlapLoss(kind)) {
+    auto type = cast<RankedTensorType>(predType);
+    seed = SampleOverlapLossGradOp::create(
+        b, loc, predType, kindAttr(i), predictions, head.labels, head.weights,
+        b.getDenseI64ArrayAttr(positiveAxes(loss.getAxis(), type.getRank())),
+        f64(loss.getAlpha()), f64(loss.getBeta()));
+  } else if (isPointwise(i)) {
+    seed = PointwiseLossGradOp::create(
+        b, loc, predType, kindAttr(i), predictions, head.labels, head.weights,
+        fromLogits, f64(loss.getLabelSmoothing()), f64(loss.getDelta()),
+        f64(loss.getAlpha()), f64(loss.getGamma()),
+        loss.getApplyClassBalancing() ? b.getUnitAttr() : UnitAttr());
+  } else if (isSparse(i)) {
+    seed = SparseCategoricalCrossentropyGradOp::create(
+        b, loc, predType, predictions, head.labels, head.weights, fromLogits);
+  } else {
+    seed = CategoricalCrossentropyGradOp::create(
+        b, loc, predType, predictions,
+        lossLabels(loss, predictions, head.labels), head.weights, fromLogits);
+  }
+  seed = reduce(i, seed, predictions);
+  double weight = loss.getWeight().convertToDouble();
+  if (weight != 1.0)
+    seed = ScaleShiftOp::create(b, loc, seed, b.getF64FloatAttr(weight),
+                                b.getF64FloatAttr(0.0));
+  return seed;
 }
 
 void TrainingStepBuilder::contribute(Value value, Value grad) {
@@ -792,7 +1015,6 @@ void TrainingStepBuilder::buildTrainStep() {
   IRMapping mapping;
   StepInputs in;
   startStep("train_step", mapping, in);
-  Value labels = in.labels, weights = in.weights;
 
   // Forward, training mode.
   DenseMap<Operation *, Operation *> trainOp;
@@ -819,37 +1041,18 @@ void TrainingStepBuilder::buildTrainStep() {
     trainOp[&op] = b.clone(op, mapping);
   }
 
-  Value predictions = model.getOutputOp().getOutputs()[0];
-  Value trainPredictions = mapping.lookup(predictions);
-  SmallVector<Value> outputs = lossAndMetrics(trainPredictions, in);
+  auto forwardOutputs = model.getOutputOp().getOutputs();
+  SmallVector<Value> trainPredictions = llvm::map_to_vector(
+      forwardOutputs, [&](Value v) { return mapping.lookup(v); });
+  SmallVector<HeadLoss> heads;
+  SmallVector<Value> outputs = lossAndMetrics(trainPredictions, in, heads);
 
-  // Backward, in reverse order of the forward.
+  // Backward, in reverse order of the forward, from each output's share of
+  // the total loss.
   Location loc = training.getLoc();
-  Type predType = trainPredictions.getType();
-  UnitAttr fromLogits = training.getFromLogitsAttr();
-  Value seed =
-      isOverlapLoss(training.getLoss())
-          ? OverlapLossGradOp::create(
-                b, loc, training.getLossAttr(), labels, overlapSums, weights,
-                training.getAlphaAttr(), training.getBetaAttr(), IntegerAttr())
-                .getResult()
-      : isPointwise()
-          ? PointwiseLossGradOp::create(
-                b, loc, predType, training.getLossAttr(), trainPredictions,
-                labels, weights, fromLogits, training.getLabelSmoothingAttr(),
-                training.getDeltaAttr(), training.getAlphaAttr(),
-                training.getGammaAttr(), training.getApplyClassBalancingAttr())
-                .getResult()
-      : isSparse()
-          ? SparseCategoricalCrossentropyGradOp::create(
-                b, loc, predType, trainPredictions, labels, weights, fromLogits)
-                .getResult()
-          : CategoricalCrossentropyGradOp::create(
-                b, loc, predType, trainPredictions,
-                lossLabels(trainPredictions, labels), weights, fromLogits)
-                .getResult();
-  seed = reduce(seed, trainPredictions);
-  contribute(predictions, seed);
+  for (auto [i, output] : llvm::enumerate(forwardOutputs))
+    if (planned.needsGrad.contains(output))
+      contribute(output, headSeed(i, trainPredictions[i], heads[i]));
   for (Operation *op : llvm::reverse(planned.active)) {
     Value dy = grads.lookup(op->getResult(0));
     assert(dy && "every use of an active result has contributed");
@@ -936,21 +1139,29 @@ void TrainingStepBuilder::buildTrainStep() {
   if (!gradNorm)
     gradNorm = GlobalNormOp::create(b, loc, applied);
   outputs.push_back(gradNorm);
-  SmallVector<StringRef> names = outputNames();
+  SmallVector<std::string> names = outputNames();
   names.push_back("grad_norm");
-  OutputOp::create(b, training.getLoc(), outputs, b.getStrArrayAttr(names));
+  OutputOp::create(b, training.getLoc(), outputs, strings(names));
+}
+
+ArrayAttr TrainingStepBuilder::strings(ArrayRef<std::string> names) {
+  SmallVector<StringRef> refs(names.begin(), names.end());
+  return b.getStrArrayAttr(refs);
 }
 
 void TrainingStepBuilder::buildEvalStep() {
   IRMapping mapping;
   StepInputs in;
   startStep("eval_step", mapping, in);
-  Value predictions = cloneInferencePass(mapping);
-  SmallVector<Value> outputs = lossAndMetrics(predictions, in);
-  outputs.push_back(predictions);
-  SmallVector<StringRef> names = outputNames();
-  names.push_back("predictions");
-  OutputOp::create(b, training.getLoc(), outputs, b.getStrArrayAttr(names));
+  SmallVector<Value> predictions = cloneInferencePass(mapping);
+  SmallVector<HeadLoss> heads;
+  SmallVector<Value> outputs = lossAndMetrics(predictions, in, heads);
+  SmallVector<std::string> names = outputNames();
+  for (auto [i, p] : llvm::enumerate(predictions)) {
+    outputs.push_back(p);
+    names.push_back(predictionsName(i));
+  }
+  OutputOp::create(b, training.getLoc(), outputs, strings(names));
 }
 
 void TrainingStepBuilder::buildPredictStep() {
@@ -960,12 +1171,14 @@ void TrainingStepBuilder::buildPredictStep() {
   IRMapping mapping;
   for (InputOp input : model.getInputOps())
     b.clone(*input, mapping);
-  Value predictions = cloneInferencePass(mapping);
-  OutputOp::create(b, training.getLoc(), ValueRange{predictions},
-                   b.getStrArrayAttr({"predictions"}));
+  SmallVector<Value> predictions = cloneInferencePass(mapping);
+  SmallVector<std::string> names;
+  for (size_t i = 0; i < predictions.size(); ++i)
+    names.push_back(predictionsName(i));
+  OutputOp::create(b, training.getLoc(), predictions, strings(names));
 }
 
-Value TrainingStepBuilder::cloneInferencePass(IRMapping &mapping) {
+SmallVector<Value> TrainingStepBuilder::cloneInferencePass(IRMapping &mapping) {
   for (Operation &op : model.getBlock().without_terminator()) {
     if (isa<InputOp>(op))
       continue;
@@ -984,7 +1197,8 @@ Value TrainingStepBuilder::cloneInferencePass(IRMapping &mapping) {
     }
     b.clone(op, mapping);
   }
-  return mapping.lookup(model.getOutputOp().getOutputs()[0]);
+  return llvm::map_to_vector(model.getOutputOp().getOutputs(),
+                             [&](Value v) { return mapping.lookup(v); });
 }
 
 LogicalResult TrainingStepBuilder::run() {
@@ -1017,7 +1231,8 @@ struct BuildTrainingStepPass
       return signalPassFailure();
     }
     TrainingOp training = trainings.front();
-    // The verifier has checked that the model exists, with one [B, C] output.
+    // The verifier has checked that the model exists, with one loss per
+    // output.
     auto model = SymbolTable::lookupNearestSymbolFrom<ModelOp>(
         training, training.getModelAttr());
     if (failed(TrainingStepBuilder(module, training, model).run()))

@@ -650,15 +650,20 @@ struct LowerToExecPass : graphc::impl::LowerToExecBase<LowerToExecPass> {
     ModuleOp module = getOperation();
     SymbolTable symbols(module);
 
-    // Outputs are named after the training configuration: the loss, then
-    // each metric in order.
-    SmallVector<std::string> outputNames = {"loss"};
+    // Outputs the step does not name are named after the training
+    // configuration: the loss, then each logged value in order.
+    SmallVector<std::string> outputNames;
     auto trainings = module.getOps<graph::TrainingOp>();
     bool hasTraining = !trainings.empty();
-    if (hasTraining)
-      for (StringRef metric :
-           (*trainings.begin()).getMetrics().getAsValueRange<StringAttr>())
-        outputNames.push_back(metric.str());
+    if (hasTraining) {
+      graph::TrainingOp training = *trainings.begin();
+      auto forward = symbols.lookup<graph::ModelOp>(training.getModel());
+      ArrayAttr names =
+          forward ? forward.getOutputOp().getNamesAttr() : ArrayAttr();
+      for (const graph::LoggedValue &value :
+           graph::loggedValues(training, names))
+        outputNames.push_back(value.name);
+    }
 
     struct Step {
       StringRef model, program;

@@ -314,17 +314,75 @@ private:
           static_cast<double>(training.getEmaOverwriteFrequency().value_or(0)));
     }
     // Keras' reduction="sum": an epoch's short batch sums its examples'
-    // losses as they are (the runtime does not scale their weights).
-    if (training.getReduction() == std::optional<StringRef>("sum"))
+    // losses as they are (the runtime does not scale their weights). The
+    // verifier has made the outputs agree on it.
+    SmallVector<mlir::graph::OutputLossAttr> losses = training.getLossList();
+    if (losses.front().getSumReduction())
       hyper.push_back(plan::CreateAttr(fbb, fbb.CreateString("reduction_sum"),
                                        plan::AttrKind::float_, 0, 1.0));
+    auto model = SymbolTable::lookupNearestSymbolFrom<mlir::graph::ModelOp>(
+        training, training.getModelAttr());
+    ArrayAttr names = model ? model.getOutputOp().getNamesAttr() : ArrayAttr();
     std::vector<fb::Offset<fb::String>> metrics;
-    for (StringRef m : training.getMetrics().getAsValueRange<StringAttr>())
-      metrics.push_back(fbb.CreateString(m.str()));
+    std::vector<fb::Offset<plan::Metric>> specs;
+    for (const mlir::graph::LoggedValue &value :
+         mlir::graph::loggedValues(training, names)) {
+      if (value.output < 0)
+        continue; // the loss
+      metrics.push_back(fbb.CreateString(value.name));
+      specs.push_back(plan::CreateMetric(
+          fbb, fbb.CreateString(value.name), metricReduction(value.metric),
+          curveOf(value.metric), summationOf(value.metric)));
+    }
+    std::vector<fb::Offset<plan::Output>> outputs;
+    for (auto [i, loss] : llvm::enumerate(losses)) {
+      std::string name, labels = "labels", predictions = "predictions";
+      if (losses.size() > 1) {
+        name = cast<StringAttr>(names[i]).getValue().str();
+        labels += ":" + name;
+        predictions += ":" + name;
+      }
+      std::optional<int64_t> ignore = loss.getIgnoreClass();
+      outputs.push_back(plan::CreateOutput(
+          fbb, name.empty() ? 0 : fbb.CreateString(name),
+          static_cast<plan::LossKind>(loss.getKind()), loss.getFromLogits(),
+          fbb.CreateString(labels), fbb.CreateString(predictions),
+          ignore.value_or(0), ignore.has_value()));
+    }
     return plan::CreateTraining(
-        fbb, static_cast<plan::LossKind>(training.getLoss()),
-        training.getFromLogits(), kind, fbb.CreateVector(hyper),
-        fbb.CreateVector(metrics), training.getGlobalBatchSize());
+        fbb, static_cast<plan::LossKind>(losses.front().getKind()),
+        losses.front().getFromLogits(), kind, fbb.CreateVector(hyper),
+        fbb.CreateVector(metrics), training.getGlobalBatchSize(),
+        fbb.CreateVector(specs), fbb.CreateVector(outputs));
+  }
+
+  /// How the runtime makes `metric`'s logged value (null: a loss, a mean).
+  static plan::MetricReduction metricReduction(mlir::graph::MetricAttr metric) {
+    using K = mlir::graph::MetricKind;
+    if (!metric)
+      return plan::MetricReduction::mean;
+    switch (metric.getKind()) {
+    case K::root_mean_squared_error:
+      return plan::MetricReduction::root_mean;
+    case K::precision:
+      return plan::MetricReduction::precision;
+    case K::recall:
+      return plan::MetricReduction::recall;
+    case K::auc:
+      return plan::MetricReduction::auc;
+    default:
+      return plan::MetricReduction::mean;
+    }
+  }
+  static plan::AucCurve curveOf(mlir::graph::MetricAttr metric) {
+    return metric && metric.getCurve() == mlir::graph::AucCurve::pr
+               ? plan::AucCurve::pr
+               : plan::AucCurve::roc;
+  }
+  static plan::AucSummation summationOf(mlir::graph::MetricAttr metric) {
+    if (!metric)
+      return plan::AucSummation::interpolation;
+    return static_cast<plan::AucSummation>(metric.getSummation());
   }
 
   plan::StreamKind streamKind(exec::StreamKind kind) {

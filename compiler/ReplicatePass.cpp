@@ -13,11 +13,12 @@
 //     from sizes: a kernel dimension may well equal the batch.
 // Variables stay symbols: each device reads and writes its own mirror.
 // Everything that could stop the split is checked before anything changes.
-// The one loss that is not a mean over the batch's rows, Dice's and
-// Tversky's ratio of sums (graph.overlap_sums), is made the global batch's
-// again: the replicas' sums are added (dist.all_reduce sum) before the
-// loss and its gradient read them, and the gradient, one part of the one
-// global loss's, is scaled by N against the mean of the replicas' gradients.
+// Sums that must be the global batch's (ops with the SummedAcrossReplicas
+// trait: Dice's and Tversky's graph.overlap_sums, ignore_class'
+// graph.kept_rows) are made so again: the replicas' sums are added
+// (dist.all_reduce sum) before anything reads them. Dice's and Tversky's
+// gradient, one part of the one global loss's, is then scaled by N against
+// the mean of the replicas' gradients.
 //
 //===----------------------------------------------------------------------===//
 
@@ -251,7 +252,8 @@ struct ReplicatePass : graphc::impl::ReplicateBase<ReplicatePass> {
 
     OpBuilder builder(output);
     SmallVector<Value> outputs;
-    // Each graph.overlap_sums' clones, replica by replica.
+    // Each op whose sums are the global batch's (graph.overlap_sums,
+    // graph.kept_rows): its clones, replica by replica.
     llvm::MapVector<Operation *, SmallVector<Operation *>> overlapSums;
     for (int64_t r = 0; r < numReplicas; ++r) {
       IRMapping mapping;
@@ -260,7 +262,7 @@ struct ReplicatePass : graphc::impl::ReplicateBase<ReplicatePass> {
         dist::setReplica(clone, r);
         if (failed(retype(clone, localBatch)))
           return failure();
-        if (isa<OverlapSumsOp>(op))
+        if (op->hasTrait<graph::SummedAcrossReplicas>())
           overlapSums[op].push_back(clone);
         if (auto grad = dyn_cast<OverlapLossGradOp>(clone);
             grad && numReplicas > 1)

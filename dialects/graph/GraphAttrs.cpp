@@ -64,6 +64,38 @@ FailureOr<bool> mlir::graph::parseBool(AsmParser &parser) {
 // InitializerAttr
 //===----------------------------------------------------------------------===//
 
+FailureOr<std::optional<llvm::APFloat>>
+mlir::graph::parseMaybeF64(AsmParser &parser) {
+  FailureOr<llvm::APFloat> value = parseF64(parser);
+  if (failed(value))
+    return failure();
+  return std::optional<llvm::APFloat>(*value);
+}
+
+bool mlir::graph::sameF64(const std::optional<llvm::APFloat> &a,
+                          const std::optional<llvm::APFloat> &b) {
+  return a.has_value() == b.has_value() && (!a || a->bitwiseIsEqual(*b));
+}
+
+FailureOr<SmallVector<int64_t>> mlir::graph::parseI64List(AsmParser &parser) {
+  SmallVector<int64_t> values;
+  if (parser.parseCommaSeparatedList(AsmParser::Delimiter::Square, [&] {
+        int64_t v;
+        if (parser.parseInteger(v))
+          return failure();
+        values.push_back(v);
+        return success();
+      }))
+    return failure();
+  return values;
+}
+
+void mlir::graph::printI64List(AsmPrinter &printer, ArrayRef<int64_t> values) {
+  printer << '[';
+  llvm::interleaveComma(values, printer);
+  printer << ']';
+}
+
 ArrayRef<StringRef> InitializerAttr::parameterNames(InitKind kind) {
   static const StringRef normal[] = {"mean", "stddev", "seed"};
   static const StringRef uniform[] = {"minval", "maxval", "seed"};

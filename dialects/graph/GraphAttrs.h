@@ -7,6 +7,8 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/DialectImplementation.h"
 
+#include <optional>
+
 #include "dialects/graph/GraphEnums.h.inc"
 
 namespace mlir::graph {
@@ -18,6 +20,14 @@ void printF64(AsmPrinter &printer, const llvm::APFloat &value);
 std::string formatF64(double value);
 /// Parses `true` or `false`.
 FailureOr<bool> parseBool(AsmParser &parser);
+/// Parses a double that is there (an optional parameter's value).
+FailureOr<std::optional<llvm::APFloat>> parseMaybeF64(AsmParser &parser);
+/// Whether two optional doubles are both absent or bitwise equal.
+bool sameF64(const std::optional<llvm::APFloat> &a,
+             const std::optional<llvm::APFloat> &b);
+/// Parses `[1, 2]`, printed by printI64List.
+FailureOr<SmallVector<int64_t>> parseI64List(AsmParser &parser);
+void printI64List(AsmPrinter &printer, ArrayRef<int64_t> values);
 } // namespace mlir::graph
 
 #define GET_ATTRDEF_CLASSES

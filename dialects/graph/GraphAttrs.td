@@ -78,6 +78,45 @@ def Graph_LossKind : I32EnumAttr<"LossKind", "training loss", [
 }
 def Graph_LossKindAttr : EnumAttr<Graph_Dialect, Graph_LossKind, "loss">;
 
+// Keras' compiled metrics (keras.metrics), as #graph.metric names them.
+// `accuracy` is resolved as Keras' compile_utils.get_metric resolves it, by
+// the output and its labels; the others are what they say. The means
+// (accuracies, errors) are each step's weighted mean over its rows; the
+// root mean and the confusion metrics (precision, recall, auc) are Keras'
+// stateful metrics, whose epoch and evaluation values the runtime makes
+// from the steps' outputs (plan.fbs, Metric).
+def Graph_MetricKind : I32EnumAttr<"MetricKind", "Keras metric", [
+    I32EnumAttrCase<"accuracy", 0>,
+    I32EnumAttrCase<"binary_accuracy", 1>,
+    I32EnumAttrCase<"categorical_accuracy", 2>,
+    I32EnumAttrCase<"sparse_categorical_accuracy", 3>,
+    I32EnumAttrCase<"top_k_categorical_accuracy", 4>,
+    I32EnumAttrCase<"sparse_top_k_categorical_accuracy", 5>,
+    I32EnumAttrCase<"mean_absolute_error", 6>,
+    I32EnumAttrCase<"mean_squared_error", 7>,
+    I32EnumAttrCase<"mean_absolute_percentage_error", 8>,
+    I32EnumAttrCase<"mean_squared_logarithmic_error", 9>,
+    I32EnumAttrCase<"root_mean_squared_error", 10>,
+    I32EnumAttrCase<"precision", 11>,
+    I32EnumAttrCase<"recall", 12>,
+    I32EnumAttrCase<"auc", 13>]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::mlir::graph";
+}
+
+// keras.metrics.AUC's curve and summation_method.
+def Graph_AucCurve : I32EnumAttr<"AucCurve", "AUC curve", [
+    I32EnumAttrCase<"roc", 0>, I32EnumAttrCase<"pr", 1>]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::mlir::graph";
+}
+def Graph_AucSummation : I32EnumAttr<"AucSummation", "AUC summation method", [
+    I32EnumAttrCase<"interpolation", 0>, I32EnumAttrCase<"minoring", 1>,
+    I32EnumAttrCase<"majoring", 2>]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::mlir::graph";
+}
+
 //===----------------------------------------------------------------------===//
 // Attributes
 //===----------------------------------------------------------------------===//
@@ -131,6 +170,124 @@ defvar Graph_OptimizerCommonParams = (ins
 class Graph_BoolParam<string desc = ""> : AttrOrTypeParameter<"bool", desc> {
   let parser = "::mlir::graph::parseBool($_parser)";
   let printer = "$_printer << ($_self ? \"true\" : \"false\")";
+}
+
+// A bool that is false unless printed.
+class Graph_OptBoolParam<string desc = ""> : Graph_BoolParam<desc> {
+  let defaultValue = "false";
+}
+
+// A double with a default, printed only when it differs from it.
+class Graph_DefaultF64Param<string value, string desc = "">
+    : Graph_F64Param<desc> {
+  let defaultValue = "::llvm::APFloat(" # value # ")";
+}
+
+// A double that may be absent (a Keras option left at its default, which
+// the kernels know).
+class Graph_MaybeF64Param<string desc = "">
+    : OptionalParameter<"std::optional<::llvm::APFloat>", desc> {
+  let comparator = "::mlir::graph::sameF64($_lhs, $_rhs)";
+  let parser = "::mlir::graph::parseMaybeF64($_parser)";
+  let printer = "::mlir::graph::printF64($_printer, *$_self)";
+}
+
+// An integer that may be absent.
+class Graph_MaybeI64Param<string desc = "">
+    : OptionalParameter<"std::optional<int64_t>", desc> {
+  let printer = "$_printer << *$_self";
+}
+
+// A list of axes, `[1, 2]`; empty when absent.
+class Graph_AxesParam<string desc = "">
+    : OptionalArrayRefParameter<"int64_t", desc> {
+  let parser = "::mlir::graph::parseI64List($_parser)";
+  let printer = "::mlir::graph::printI64List($_printer, $_self)";
+}
+
+class Graph_EnumParam<EnumAttrInfo info, string value>
+    : EnumParameter<info> {
+  let defaultValue = info.cppNamespace # "::" # info.className # "::" # value;
+}
+
+def Graph_MetricAttr : Graph_Attr<"Metric", "metric"> {
+  let summary = "one of Keras' compiled metrics and its options";
+  let description = [{
+    ```mlir
+    #graph.metric<kind = accuracy, name = "accuracy">
+    #graph.metric<kind = sparse_top_k_categorical_accuracy, name = "top2", k = 2>
+    #graph.metric<kind = auc, name = "pr_auc", curve = pr>
+    #graph.metric<kind = precision, name = "precision", threshold = 0.3>
+    ```
+    `name` is the name Keras logs the metric under (for a model of several
+    outputs, after the output's name: `<output>_<name>`). `k`: the top-k
+    accuracies' (5 in Keras), and Precision's and Recall's `top_k` (0:
+    off). `threshold`: binary accuracy's and Precision's and Recall's (one
+    threshold, 0.5 by default); `class_id` (-1: off) restricts Precision
+    and Recall to one class. AUC: `num_thresholds` (200), `curve` and
+    `summation` (Keras' summation_method), `from_logits`.
+  }];
+  let parameters = (ins
+    EnumParameter<Graph_MetricKind>:$kind,
+    StringRefParameter<"the name Keras logs">:$name,
+    DefaultValuedParameter<"int64_t", "0">:$k,
+    Graph_DefaultF64Param<"0.5">:$threshold,
+    DefaultValuedParameter<"int64_t", "-1">:$class_id,
+    DefaultValuedParameter<"int64_t", "200">:$num_thresholds,
+    Graph_EnumParam<Graph_AucCurve, "roc">:$curve,
+    Graph_EnumParam<Graph_AucSummation, "interpolation">:$summation,
+    Graph_OptBoolParam<>:$from_logits
+  );
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// Whether the runtime makes the value from counts the steps output
+    /// (precision, recall, auc), not from a mean.
+    bool isConfusionMetric() const;
+  }];
+}
+
+def Graph_OutputLossAttr : Graph_Attr<"OutputLoss", "output_loss"> {
+  let summary = "one model output's loss, its weight and its metrics";
+  let description = [{
+    ```mlir
+    #graph.output_loss<kind = sparse_categorical_crossentropy, from_logits = true,
+                metrics = [#graph.metric<kind = accuracy, name = "accuracy">]>
+    #graph.output_loss<kind = mean_squared_error, weight = 0.5>
+    ```
+    What Keras' compile() gives one output: its loss (`kind`, with the
+    loss object's options), its entry of `loss_weights` (`weight`, 1 by
+    default) and its metrics. The options are as graph.pointwise_loss
+    takes them: `from_logits`; `label_smoothing` (categorical and binary
+    cross-entropies, focal ones); `delta` (huber); `alpha`, `gamma`,
+    `apply_class_balancing` (focal cross-entropies), `alpha`, `beta`
+    (tversky); `ignore_class` (sparse_categorical_crossentropy: rows of
+    that label weigh 0, and the loss is divided by the rows kept); `axis`
+    (dice, tversky: the axes one ratio is taken over; absent, Keras'
+    axis=None, the whole batch); `sum_reduction` (Keras' reduction="sum",
+    else sum_over_batch_size).
+  }];
+  let parameters = (ins
+    EnumParameter<Graph_LossKind>:$kind,
+    Graph_DefaultF64Param<"1.0">:$weight,
+    Graph_OptBoolParam<>:$from_logits,
+    Graph_MaybeF64Param<>:$label_smoothing,
+    Graph_MaybeF64Param<>:$delta,
+    Graph_MaybeF64Param<>:$alpha,
+    Graph_MaybeF64Param<>:$beta,
+    Graph_MaybeF64Param<>:$gamma,
+    Graph_OptBoolParam<>:$apply_class_balancing,
+    Graph_MaybeI64Param<>:$ignore_class,
+    Graph_AxesParam<>:$axis,
+    Graph_OptBoolParam<>:$sum_reduction,
+    OptionalParameter<"::mlir::ArrayAttr">:$metrics
+  );
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// The metrics, as #graph.metric attributes (none when absent).
+    ::llvm::SmallVector<MetricAttr> getMetricList() const;
+  }];
 }
 
 def Graph_InitializerAttr : Graph_Attr<"Initializer", "init"> {

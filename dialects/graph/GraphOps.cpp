@@ -185,25 +185,51 @@ double TrainingOp::getLearningRate() {
   return getOptimizerOptions(getOptimizer()).learningRate;
 }
 
+SmallVector<OutputLossAttr> TrainingOp::getLossList() {
+  return llvm::to_vector(getLosses().getAsRange<OutputLossAttr>());
+}
+
 namespace {
-/// A loss's options, as graph.training, graph.pointwise_loss and its
+/// A loss's options, as #graph.output_loss, graph.pointwise_loss and its
 /// gradient carry them.
 struct LossOptions {
   bool fromLogits = false;
   std::optional<llvm::APFloat> smoothing, delta, alpha, beta, gamma;
   bool classBalancing = false;
 };
+
+/// Where a loss's option errors go: an op's location (none: no diagnostic,
+/// as inferReturnTypes wants), or an attribute's emitError.
+class LossDiagnostic {
+public:
+  LossDiagnostic(std::optional<Location> loc) : loc_(loc) {}
+  LossDiagnostic(Location loc) : loc_(loc) {}
+  LossDiagnostic(function_ref<InFlightDiagnostic()> emit) : emit_(emit) {}
+
+  template <typename... Args> LogicalResult operator()(Args &&...args) const {
+    if (emit_) {
+      InFlightDiagnostic diag = emit_();
+      (diag << ... << std::forward<Args>(args));
+      return diag;
+    }
+    return emitOptionalError(loc_, std::forward<Args>(args)...);
+  }
+
+private:
+  std::optional<Location> loc_;
+  function_ref<InFlightDiagnostic()> emit_;
+};
 } // namespace
 
-/// graph.training's loss options.
-static LossOptions lossOptionsOf(TrainingOp op) {
-  return {op.getFromLogits(),
-          op.getLabelSmoothing(),
-          op.getDelta(),
-          op.getAlpha(),
-          op.getBeta(),
-          op.getGamma(),
-          op.getApplyClassBalancing()};
+/// A #graph.output_loss's options.
+static LossOptions lossOptionsOf(OutputLossAttr loss) {
+  return {loss.getFromLogits(),
+          loss.getLabelSmoothing(),
+          loss.getDelta(),
+          loss.getAlpha(),
+          loss.getBeta(),
+          loss.getGamma(),
+          loss.getApplyClassBalancing()};
 }
 /// graph.pointwise_loss's (or its adaptor's, or its gradient's): no beta.
 template <typename OpOrAdaptor>
@@ -217,76 +243,197 @@ static LossOptions lossOptionsOf(OpOrAdaptor op) {
           op.getApplyClassBalancing()};
 }
 
-static LogicalResult verifyLossOptions(std::optional<Location> loc,
+static LogicalResult verifyLossOptions(const LossDiagnostic &error,
                                        LossKind kind,
                                        const LossOptions &options);
 
-std::optional<LossKind> mlir::graph::pointwiseMetricKind(StringRef metric) {
-  return llvm::StringSwitch<std::optional<LossKind>>(metric)
-      .Cases("mae", "mean_absolute_error", LossKind::mean_absolute_error)
-      .Cases("mse", "mean_squared_error", LossKind::mean_squared_error)
-      .Cases("mape", "mean_absolute_percentage_error",
-             LossKind::mean_absolute_percentage_error)
-      .Cases("msle", "mean_squared_logarithmic_error",
-             LossKind::mean_squared_logarithmic_error)
-      .Case("binary_accuracy", LossKind::binary_accuracy)
-      .Default(std::nullopt);
+std::optional<LossKind> mlir::graph::pointwiseMetricKind(MetricKind metric) {
+  switch (metric) {
+  case MetricKind::mean_absolute_error:
+    return LossKind::mean_absolute_error;
+  case MetricKind::mean_squared_error:
+  case MetricKind::root_mean_squared_error:
+    return LossKind::mean_squared_error;
+  case MetricKind::mean_absolute_percentage_error:
+    return LossKind::mean_absolute_percentage_error;
+  case MetricKind::mean_squared_logarithmic_error:
+    return LossKind::mean_squared_logarithmic_error;
+  case MetricKind::binary_accuracy:
+    return LossKind::binary_accuracy;
+  default:
+    return std::nullopt;
+  }
+}
+
+bool MetricAttr::isConfusionMetric() const {
+  return getKind() == MetricKind::precision ||
+         getKind() == MetricKind::recall || getKind() == MetricKind::auc;
+}
+
+LogicalResult MetricAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                 MetricKind kind, StringRef name, int64_t k,
+                                 llvm::APFloat threshold, int64_t classId,
+                                 int64_t numThresholds, AucCurve curve,
+                                 AucSummation summation, bool fromLogits) {
+  using K = MetricKind;
+  auto one = [&](std::initializer_list<K> kinds) {
+    return llvm::is_contained(kinds, kind);
+  };
+  StringRef what = stringifyMetricKind(kind);
+  if (name.empty())
+    return emitError() << "metric " << what << " needs a name";
+  bool topK = one(
+      {K::top_k_categorical_accuracy, K::sparse_top_k_categorical_accuracy});
+  bool confusion = one({K::precision, K::recall});
+  if (topK && k < 1)
+    return emitError() << "metric " << what << " needs k >= 1, got " << k;
+  if (!topK && !confusion && k != 0)
+    return emitError() << "k is the top-k accuracies', precision's and "
+                          "recall's, not "
+                       << what << "'s";
+  if (confusion && k < 0)
+    return emitError() << "metric " << what << " needs k >= 0 (0: off), got "
+                       << k;
+  double t = threshold.convertToDouble();
+  if (!std::isfinite(t))
+    return emitError() << "metric " << what << " needs a finite threshold";
+  if (t != 0.5 && !confusion && kind != K::binary_accuracy)
+    return emitError() << "threshold is binary_accuracy's, precision's and "
+                          "recall's, not "
+                       << what << "'s";
+  if (classId != -1 && !confusion)
+    return emitError() << "class_id is precision's and recall's, not " << what
+                       << "'s";
+  if (classId < -1)
+    return emitError() << "metric " << what
+                       << " needs class_id >= 0 (-1: off), got " << classId;
+  bool auc = kind == K::auc;
+  if (!auc && (numThresholds != 200 || curve != AucCurve::roc ||
+               summation != AucSummation::interpolation || fromLogits))
+    return emitError() << "num_thresholds, curve, summation and from_logits "
+                          "are auc's, not "
+                       << what << "'s";
+  if (auc && numThresholds < 2)
+    return emitError() << "metric auc needs num_thresholds >= 2, got "
+                       << numThresholds;
+  return success();
+}
+
+SmallVector<MetricAttr> OutputLossAttr::getMetricList() const {
+  SmallVector<MetricAttr> list;
+  if (ArrayAttr metrics = getMetrics())
+    for (Attribute m : metrics)
+      list.push_back(cast<MetricAttr>(m));
+  return list;
+}
+
+LogicalResult OutputLossAttr::verify(
+    function_ref<InFlightDiagnostic()> emitError, LossKind kind,
+    llvm::APFloat weight, bool fromLogits,
+    std::optional<llvm::APFloat> labelSmoothing,
+    std::optional<llvm::APFloat> delta, std::optional<llvm::APFloat> alpha,
+    std::optional<llvm::APFloat> beta, std::optional<llvm::APFloat> gamma,
+    bool applyClassBalancing, std::optional<int64_t> ignoreClass,
+    ArrayRef<int64_t> axis, bool sumReduction, ArrayAttr metrics) {
+  if (kind == LossKind::binary_accuracy)
+    return emitError() << "binary_accuracy is a metric, not a loss";
+  if (!std::isfinite(weight.convertToDouble()))
+    return emitError() << "needs a finite weight";
+  if (labelSmoothing) {
+    double ls = labelSmoothing->convertToDouble();
+    if (kind == LossKind::categorical_crossentropy && !(ls >= 0 && ls < 1))
+      return emitError() << "needs label_smoothing in [0, 1), got "
+                         << formatF64(ls);
+    if (kind == LossKind::sparse_categorical_crossentropy)
+      return emitError() << "label_smoothing needs categorical_crossentropy "
+                            "(Keras' sparse cross-entropy has none)";
+  }
+  if (failed(verifyLossOptions(LossDiagnostic(emitError), kind,
+                               {fromLogits, labelSmoothing, delta, alpha, beta,
+                                gamma, applyClassBalancing})))
+    return failure();
+  if (ignoreClass && kind != LossKind::sparse_categorical_crossentropy)
+    return emitError() << "ignore_class is sparse_categorical_crossentropy's, "
+                          "not "
+                       << stringifyLossKind(kind) << "'s";
+  if (!axis.empty()) {
+    if (!isOverlapLoss(kind))
+      return emitError() << "axis is dice's and tversky's, not "
+                         << stringifyLossKind(kind) << "'s";
+    for (auto [i, a] : llvm::enumerate(axis))
+      if (a == 0 || llvm::is_contained(axis.drop_front(i + 1), a))
+        return emitError() << "axis needs distinct axes other than the batch "
+                              "(0), got "
+                           << a;
+  }
+  if (!metrics)
+    return success();
+  // Class indices (sparse) have no shape to compare predictions with; the
+  // one-hot labels of categorical_crossentropy and the targets of the
+  // pointwise losses do.
+  bool sparse = kind == LossKind::sparse_categorical_crossentropy;
+  for (Attribute attr : metrics) {
+    auto metric = dyn_cast<MetricAttr>(attr);
+    if (!metric)
+      return emitError() << "metrics must be #graph.metric attributes, got "
+                         << attr;
+    MetricKind m = metric.getKind();
+    StringRef name = metric.getName();
+    if (sparse && (pointwiseMetricKind(m) || metric.isConfusionMetric() ||
+                   m == MetricKind::top_k_categorical_accuracy ||
+                   m == MetricKind::categorical_accuracy))
+      return emitError() << "metric '" << name
+                         << "' compares predictions with labels of their "
+                            "shape; loss "
+                         << stringifyLossKind(kind) << " takes class indices";
+    if (!sparse && (m == MetricKind::sparse_top_k_categorical_accuracy ||
+                    m == MetricKind::sparse_categorical_accuracy))
+      return emitError() << "metric '" << name << "' takes class indices; loss "
+                         << stringifyLossKind(kind)
+                         << " takes labels of the predictions' shape";
+    for (Attribute other : metrics)
+      if (other != attr && cast<MetricAttr>(other).getName() == name)
+        return emitError() << "two metrics are named '" << name << "'";
+  }
+  return success();
+}
+
+SmallVector<LoggedValue> mlir::graph::loggedValues(TrainingOp training,
+                                                   ArrayAttr outputNames) {
+  SmallVector<OutputLossAttr> losses = training.getLossList();
+  SmallVector<LoggedValue> values{{"loss", -1, MetricAttr()}};
+  auto prefix = [&](size_t i) -> std::string {
+    if (losses.size() < 2 || !outputNames || i >= outputNames.size())
+      return "";
+    return (cast<StringAttr>(outputNames[i]).getValue() + "_").str();
+  };
+  if (losses.size() > 1)
+    for (size_t i = 0; i < losses.size(); ++i)
+      values.push_back({prefix(i) + "loss", static_cast<int64_t>(i), {}});
+  for (auto [i, loss] : llvm::enumerate(losses))
+    for (MetricAttr metric : loss.getMetricList())
+      values.push_back({prefix(i) + metric.getName().str(),
+                        static_cast<int64_t>(i), metric});
+  return values;
 }
 
 LogicalResult TrainingOp::verify() {
-  DictionaryAttr topK = getTopKAttr();
-  auto kOf = [&](StringRef metric) -> IntegerAttr {
-    return topK ? dyn_cast_or_null<IntegerAttr>(topK.get(metric))
-                : IntegerAttr();
-  };
-  if (topK)
-    for (NamedAttribute entry : topK) {
-      auto k = dyn_cast<IntegerAttr>(entry.getValue());
-      if (!k || k.getInt() < 1)
-        return emitOpError("top_k '")
-               << entry.getName().getValue() << "' needs a k >= 1";
-      if (!llvm::is_contained(getMetrics().getAsValueRange<StringAttr>(),
-                              entry.getName().getValue()))
-        return emitOpError("top_k '")
-               << entry.getName().getValue() << "' is not among the metrics";
-    }
-  for (StringRef metric : getMetrics().getAsValueRange<StringAttr>()) {
-    if (kOf(metric)) {
-      if (isPointwiseLoss(getLoss()))
-        return emitOpError("metric '")
-               << metric << "' is a top-k accuracy of class labels; loss "
-               << stringifyLossKind(getLoss()) << " takes targets";
+  if (getLosses().empty())
+    return emitOpError("needs a loss");
+  // One sample_weight input weighs every output's rows, and an epoch's
+  // short batch scales it for a mean, not for a sum: the outputs must
+  // agree (Dice and Tversky over the whole batch take no reduction).
+  std::optional<bool> sum;
+  for (OutputLossAttr loss : getLossList()) {
+    if (isOverlapLoss(loss.getKind()) && loss.getAxis().empty())
       continue;
-    }
-    if (metric != "accuracy" && !pointwiseMetricKind(metric))
-      return emitOpError("unknown metric '")
-             << metric
-             << "' (supported: accuracy, binary_accuracy, mae, mse, mape, "
-                "msle and their long names, and top-k accuracies)";
+    if (sum && *sum != loss.getSumReduction())
+      return emitOpError("mixes losses of reduction 'sum' and "
+                         "'sum_over_batch_size' over its outputs, which is "
+                         "not supported: give every output's loss the same "
+                         "reduction");
+    sum = loss.getSumReduction();
   }
-  if (getLoss() == LossKind::binary_accuracy)
-    return emitOpError("binary_accuracy is a metric, not a loss");
-  for (StringRef metric : getMetrics().getAsValueRange<StringAttr>())
-    if (pointwiseMetricKind(metric) && !isPointwiseLoss(getLoss()))
-      return emitOpError("metric '")
-             << metric << "' compares predictions with targets; loss "
-             << stringifyLossKind(getLoss()) << " takes class labels";
-  if (std::optional<llvm::APFloat> smoothing = getLabelSmoothing()) {
-    double ls = smoothing->convertToDouble();
-    if (getLoss() == LossKind::categorical_crossentropy && !(ls >= 0 && ls < 1))
-      return emitOpError("needs label_smoothing in [0, 1), got ")
-             << formatF64(ls);
-    if (getLoss() == LossKind::sparse_categorical_crossentropy)
-      return emitOpError("label_smoothing needs categorical_crossentropy "
-                         "(Keras' sparse cross-entropy has none)");
-  }
-  if (failed(verifyLossOptions(getLoc(), getLoss(), lossOptionsOf(*this))))
-    return failure();
-  if (std::optional<StringRef> reduction = getReduction();
-      reduction && *reduction != "sum")
-    return emitOpError("unknown reduction '")
-           << *reduction
-           << "' (supported: sum; absent is the mean over the batch)";
   if (std::optional<llvm::APFloat> momentum = getEmaMomentum()) {
     double m = momentum->convertToDouble();
     if (!(m >= 0 && m <= 1))
@@ -308,20 +455,53 @@ LogicalResult TrainingOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   if (!model)
     return emitOpError("'") << getModel() << "' does not name a graph.model";
   OutputOp output = model.getOutputOp();
-  if (!output || output.getOutputs().size() != 1)
-    return emitOpError("needs a model with exactly one output");
-  auto predictions = cast<RankedTensorType>(output.getOutputs()[0].getType());
-  if (isPointwiseLoss(getLoss())) {
-    if (predictions.getRank() < 2 ||
-        !isa<FloatType>(predictions.getElementType()))
+  SmallVector<OutputLossAttr> losses = getLossList();
+  if (!output || output.getOutputs().size() != losses.size())
+    return emitOpError("has ") << losses.size() << " losses for a model of "
+                               << (output ? output.getOutputs().size() : 0)
+                               << " outputs: one loss per output";
+  std::optional<ArrayAttr> names = output.getNames();
+  if (losses.size() > 1 &&
+      (!names || names->size() != output.getOutputs().size()))
+    return emitOpError("needs the names of the model's ")
+           << losses.size()
+           << " outputs (graph.output's names): the logs and the data name "
+              "each output";
+  for (auto [i, loss, value] : llvm::enumerate(losses, output.getOutputs())) {
+    auto predictions = cast<RankedTensorType>(value.getType());
+    std::string which =
+        losses.size() > 1
+            ? (" of output '" + cast<StringAttr>((*names)[i]).getValue() + "'")
+                  .str()
+            : std::string();
+    LossKind kind = loss.getKind();
+    if (isPointwiseLoss(kind)) {
+      if (predictions.getRank() < 2 ||
+          !isa<FloatType>(predictions.getElementType()))
+        return emitOpError("loss ")
+               << stringifyLossKind(kind) << which
+               << " needs float model output [batch, ...], got " << predictions;
+    } else if (predictions.getRank() != 2 ||
+               !isa<FloatType>(predictions.getElementType())) {
       return emitOpError("loss ")
-             << stringifyLossKind(getLoss())
-             << " needs float model output [batch, ...], got " << predictions;
-  } else if (predictions.getRank() != 2 ||
-             !isa<FloatType>(predictions.getElementType()))
-    return emitOpError("loss ")
-           << stringifyLossKind(getLoss())
-           << " needs float model output [batch, classes], got " << predictions;
+             << stringifyLossKind(kind) << which
+             << " needs float model output [batch, classes], got "
+             << predictions;
+    }
+    for (int64_t a : loss.getAxis())
+      if (a >= predictions.getRank() || a < -(predictions.getRank() - 1))
+        return emitOpError("loss ")
+               << stringifyLossKind(kind) << which << ": axis " << a
+               << " is outside the output's " << predictions.getRank()
+               << " axes";
+  }
+  SmallVector<LoggedValue> logged =
+      loggedValues(*this, names ? *names : ArrayAttr());
+  for (auto [i, value] : llvm::enumerate(logged))
+    for (const LoggedValue &other : llvm::ArrayRef(logged).drop_front(i + 1))
+      if (other.name == value.name)
+        return emitOpError("logs two values named '")
+               << value.name << "': rename a metric";
   int64_t batch = getGlobalBatchSize();
   for (InputOp input : model.getInputOps())
     if (input.getOutput().getType().getDimSize(0) != batch)
@@ -1022,9 +1202,9 @@ bool mlir::graph::isOverlapLoss(LossKind kind) {
   return kind == LossKind::dice || kind == LossKind::tversky;
 }
 
-/// The options of a pointwise loss (or of graph.training with one): each
+/// The options of a loss (a #graph.output_loss, a graph.pointwise_loss): each
 /// only on the loss that takes it, each in its range.
-static LogicalResult verifyLossOptions(std::optional<Location> loc,
+static LogicalResult verifyLossOptions(const LossDiagnostic &error,
                                        LossKind kind,
                                        const LossOptions &options) {
   using K = LossKind;
@@ -1036,30 +1216,24 @@ static LogicalResult verifyLossOptions(std::optional<Location> loc,
   if (options.fromLogits && isPointwiseLoss(kind) &&
       !one({K::binary_crossentropy, K::binary_focal_crossentropy,
             K::categorical_focal_crossentropy}))
-    return emitOptionalError(loc,
-                             "from_logits is binary_crossentropy's and the "
-                             "focal cross-entropies', not ",
-                             stringifyLossKind(kind), "'s");
+    return error("from_logits is binary_crossentropy's and the "
+                 "focal cross-entropies', not ",
+                 stringifyLossKind(kind), "'s");
   if (options.smoothing) {
     double ls = options.smoothing->convertToDouble();
     if (!(ls >= 0 && ls <= 1))
-      return emitOptionalError(loc, "needs label_smoothing in [0, 1], got ",
-                               formatF64(ls));
+      return error("needs label_smoothing in [0, 1], got ", formatF64(ls));
     if (!focal && !one({K::binary_crossentropy, K::categorical_crossentropy}))
-      return emitOptionalError(
-          loc,
-          "label_smoothing needs categorical_crossentropy, "
-          "binary_crossentropy or a focal cross-entropy, not ",
-          stringifyLossKind(kind));
+      return error("label_smoothing needs categorical_crossentropy, "
+                   "binary_crossentropy or a focal cross-entropy, not ",
+                   stringifyLossKind(kind));
   }
   if (options.delta) {
     double d = options.delta->convertToDouble();
     if (kind != K::huber)
-      return emitOptionalError(loc, "delta is huber's, not ",
-                               stringifyLossKind(kind), "'s");
+      return error("delta is huber's, not ", stringifyLossKind(kind), "'s");
     if (!(d > 0) || !std::isfinite(d))
-      return emitOptionalError(loc, "needs a positive delta, got ",
-                               formatF64(d));
+      return error("needs a positive delta, got ", formatF64(d));
   }
   // alpha: the focal cross-entropies' class weight, Tversky's false
   // positive coefficient; beta: Tversky's false negative one; gamma: the
@@ -1069,13 +1243,12 @@ static LogicalResult verifyLossOptions(std::optional<Location> loc,
     if (!value)
       return success();
     if (!allowed)
-      return emitOptionalError(loc, name, " is ", owners, ", not ",
-                               stringifyLossKind(kind), "'s");
+      return error(name, " is ", owners, ", not ", stringifyLossKind(kind),
+                   "'s");
     double v = value->convertToDouble();
     if (!std::isfinite(v) || (name == "gamma" && v < 0))
-      return emitOptionalError(loc, "needs a finite ",
-                               name == "gamma" ? "non-negative " : "", name,
-                               ", got ", formatF64(v));
+      return error("needs a finite ", name == "gamma" ? "non-negative " : "",
+                   name, ", got ", formatF64(v));
     return success();
   };
   if (failed(finite(options.alpha, "alpha", focal || kind == K::tversky,
@@ -1085,10 +1258,9 @@ static LogicalResult verifyLossOptions(std::optional<Location> loc,
           finite(options.gamma, "gamma", focal, "the focal cross-entropies'")))
     return failure();
   if (options.classBalancing && kind != K::binary_focal_crossentropy)
-    return emitOptionalError(loc,
-                             "apply_class_balancing is "
-                             "binary_focal_crossentropy's, not ",
-                             stringifyLossKind(kind), "'s");
+    return error("apply_class_balancing is "
+                 "binary_focal_crossentropy's, not ",
+                 stringifyLossKind(kind), "'s");
   return success();
 }
 
@@ -1231,6 +1403,156 @@ OverlapLossGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
       replicas && *replicas < 1)
     return emitOptionalError(loc, "needs replicas >= 1, got ", *replicas);
   results.push_back(*targets);
+  return success();
+}
+
+/// Dice's or Tversky's per-sample form: predictions and targets of one
+/// type, the reduced axes positive, distinct and inside it.
+static LogicalResult verifySampleOverlap(std::optional<Location> loc,
+                                         LossKind kind, Value predValue,
+                                         Value targetValue, Value weights,
+                                         ArrayRef<int64_t> axis,
+                                         std::optional<llvm::APFloat> alpha,
+                                         std::optional<llvm::APFloat> beta) {
+  if (failed(verifyOverlapKind(loc, kind, alpha, beta)))
+    return failure();
+  auto predictions = rankedOperand(loc, predValue, "predictions", -1);
+  if (failed(predictions))
+    return failure();
+  if (predictions->getRank() < 2)
+    return emitOptionalError(loc, "predictions need [batch, ...], got ",
+                             *predictions);
+  if (targetValue.getType() != *predictions)
+    return emitOptionalError(loc, "targets ", targetValue.getType(),
+                             " must have the predictions' type ", *predictions);
+  if (weights &&
+      failed(verifySampleWeight(loc, weights, predictions->getDimSize(0))))
+    return failure();
+  if (axis.empty())
+    return emitOptionalError(loc, "needs at least one axis");
+  for (auto [i, a] : llvm::enumerate(axis))
+    if (a < 1 || a >= predictions->getRank() ||
+        llvm::is_contained(axis.drop_front(i + 1), a))
+      return emitOptionalError(loc, "axis needs distinct axes in [1, ",
+                               predictions->getRank() - 1, "], got ", a);
+  return success();
+}
+
+LogicalResult SampleOverlapLossOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &results) {
+  if (failed(verifySampleOverlap(loc, adaptor.getKind(),
+                                 adaptor.getPredictions(), adaptor.getTargets(),
+                                 adaptor.getSampleWeight(), adaptor.getAxis(),
+                                 adaptor.getAlpha(), adaptor.getBeta())))
+    return failure();
+  results.push_back(RankedTensorType::get(
+      {}, cast<RankedTensorType>(adaptor.getPredictions().getType())
+              .getElementType()));
+  return success();
+}
+
+LogicalResult SampleOverlapLossGradOp::verify() {
+  return verifySampleOverlap(getLoc(), getKind(), getPredictions(),
+                             getTargets(), getSampleWeight(), getAxis(),
+                             getAlpha(), getBeta());
+}
+
+/// Labels [B] of integers, weights [B] of floats.
+static LogicalResult verifyRowLabels(std::optional<Location> loc, Value labels,
+                                     Value weights, StringRef weightsName) {
+  auto l = rankedOperand(loc, labels, "labels", 1, "[batch]");
+  auto w = rankedOperand(loc, weights, weightsName, 1, "[batch]");
+  if (failed(l) || failed(w))
+    return failure();
+  if (!isa<IntegerType>(l->getElementType()))
+    return emitOptionalError(loc,
+                             "labels must be class indices (integers), "
+                             "got ",
+                             *l);
+  if (!isa<FloatType>(w->getElementType()) ||
+      w->getDimSize(0) != l->getDimSize(0))
+    return emitOptionalError(loc, weightsName,
+                             " must be floats, one per "
+                             "label, got ",
+                             *w);
+  return success();
+}
+
+LogicalResult KeptRowsOp::inferReturnTypes(MLIRContext *,
+                                           std::optional<Location> loc,
+                                           Adaptor adaptor,
+                                           SmallVectorImpl<Type> &results) {
+  if (failed(verifyRowLabels(loc, adaptor.getLabels(),
+                             adaptor.getMetricWeight(), "metric_weight")))
+    return failure();
+  results.push_back(RankedTensorType::get(
+      {2}, cast<RankedTensorType>(adaptor.getMetricWeight().getType())
+               .getElementType()));
+  return success();
+}
+
+LogicalResult IgnoreClassOp::inferReturnTypes(MLIRContext *,
+                                              std::optional<Location> loc,
+                                              Adaptor adaptor,
+                                              SmallVectorImpl<Type> &results) {
+  if (failed(verifyRowLabels(loc, adaptor.getLabels(),
+                             adaptor.getSampleWeight(), "sample_weight")))
+    return failure();
+  auto weights = cast<RankedTensorType>(adaptor.getSampleWeight().getType());
+  auto counts = cast<RankedTensorType>(adaptor.getCounts().getType());
+  if (counts.getRank() != 1 || counts.getDimSize(0) != 2 ||
+      counts.getElementType() != weights.getElementType())
+    return emitOptionalError(
+        loc, "counts must be graph.kept_rows' ",
+        RankedTensorType::get({2}, weights.getElementType()), ", got ", counts);
+  results.push_back(adaptor.getLabels().getType());
+  results.push_back(weights);
+  return success();
+}
+
+LogicalResult
+ConfusionCountsOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                    Adaptor adaptor,
+                                    SmallVectorImpl<Type> &results) {
+  auto predictions =
+      rankedOperand(loc, adaptor.getPredictions(), "predictions", -1);
+  if (failed(predictions))
+    return failure();
+  if (predictions->getRank() < 1)
+    return emitOptionalError(loc, "predictions need a batch dimension, got ",
+                             *predictions);
+  if (adaptor.getLabels().getType() != *predictions)
+    return emitOptionalError(loc, "labels ", adaptor.getLabels().getType(),
+                             " must have the predictions' type ", *predictions);
+  if (adaptor.getSampleWeight() &&
+      failed(verifySampleWeight(loc, adaptor.getSampleWeight(),
+                                predictions->getDimSize(0))))
+    return failure();
+  std::optional<int64_t> thresholds = adaptor.getNumThresholds();
+  if (thresholds && adaptor.getThreshold())
+    return emitOptionalError(loc, "takes num_thresholds (AUC's) or one "
+                                  "threshold, not both");
+  if (thresholds && *thresholds < 2)
+    return emitOptionalError(loc, "needs num_thresholds >= 2, got ",
+                             *thresholds);
+  if (thresholds && (adaptor.getK() || adaptor.getClassId()))
+    return emitOptionalError(loc, "k and class_id are Precision's and "
+                                  "Recall's: not with num_thresholds");
+  if (adaptor.getFromLogits() && !thresholds)
+    return emitOptionalError(loc, "from_logits is AUC's: it needs "
+                                  "num_thresholds");
+  int64_t last =
+      predictions->getRank() > 1 ? predictions->getShape().back() : 1;
+  if (std::optional<int64_t> k = adaptor.getK(); k && *k < 1)
+    return emitOptionalError(loc, "needs k >= 1, got ", *k);
+  if (std::optional<int64_t> c = adaptor.getClassId();
+      c && (*c < 0 || *c >= last || predictions->getRank() < 2))
+    return emitOptionalError(loc, "class_id ", *c,
+                             " is not a column of the predictions ",
+                             *predictions);
+  results.push_back(RankedTensorType::get({4, thresholds.value_or(1)},
+                                          predictions->getElementType()));
   return success();
 }
 

@@ -52,13 +52,37 @@ bool isPointwiseLoss(LossKind kind);
 bool isOverlapLoss(LossKind kind);
 /// graph.overlap_sums' length: sum t p, sum t, sum p, sum w, rows.
 inline constexpr int64_t kOverlapSums = 5;
-/// The pointwise kind computing Keras metric `metric` ("mae",
-/// "mean_squared_error", "binary_accuracy", ...), or none ("accuracy" is
-/// resolved by the loss and the output's shape).
-std::optional<LossKind> pointwiseMetricKind(StringRef metric);
+/// The pointwise kind whose mean is Keras metric `metric` (the errors,
+/// binary accuracy; the root mean squared error is the mean squared
+/// error's), or none (the other accuracies, the confusion metrics).
+std::optional<LossKind> pointwiseMetricKind(MetricKind metric);
+
+/// Ops whose result is a sum over their replica's rows that dist-replicate
+/// sums over the replicas (graph.overlap_sums, graph.kept_rows).
+template <typename ConcreteType>
+class SummedAcrossReplicas
+    : public OpTrait::TraitBase<ConcreteType, SummedAcrossReplicas> {};
 } // namespace mlir::graph
 
 #define GET_OP_CLASSES
 #include "dialects/graph/GraphOps.h.inc"
+
+namespace mlir::graph {
+/// One value the training and evaluation steps log.
+struct LoggedValue {
+  /// Keras' log name: "loss", "<output>_loss", a metric's ("accuracy", or
+  /// "<output>_accuracy" for a model of several outputs).
+  std::string name;
+  /// The output it is about (-1: the total loss).
+  int64_t output = -1;
+  /// The metric, or null for a loss.
+  MetricAttr metric;
+};
+/// What `training`'s steps log, in order: the loss, each output's loss when
+/// there are several, then each output's metrics. `outputNames` are the
+/// model's (its graph.output's names; null for a model of one output).
+SmallVector<LoggedValue> loggedValues(TrainingOp training,
+                                      ArrayAttr outputNames);
+} // namespace mlir::graph
 
 #endif // DIALECTS_GRAPH_GRAPHOPS_H

@@ -38,6 +38,13 @@ def Graph_Scalar : 0DTensorOf<[AnyFloat]>;
 
 def Graph_Pair : ConfinedAttr<DenseI64ArrayAttr, [DenseArrayCount<2>]>;
 
+// An op whose result is a sum over its replica's rows that every replica
+// must read as the sum over the global batch: dist-replicate adds the
+// replicas' results (dist.all_reduce sum) before anything reads them.
+def Graph_SummedAcrossReplicas : NativeOpTrait<"SummedAcrossReplicas"> {
+  let cppNamespace = "::mlir::graph";
+}
+
 //===----------------------------------------------------------------------===//
 // Structure: variables, models, inputs, outputs, training configuration
 //===----------------------------------------------------------------------===//
@@ -131,7 +138,9 @@ def Graph_OutputOp : Graph_Op<"output", [Terminator, HasParent<"ModelOp">, Pure]
   let summary = "the values a model returns";
   let description = [{
     In a training or evaluation step, `names` names each value as the
-    runtime reports it ("loss", "accuracy", "grad_norm"). A replicated step
+    runtime reports it ("loss", "accuracy", "grad_norm"); in a model of
+    several outputs, each output (Keras' output layers, which name the
+    output's labels and logs). A replicated step
     returns every replica's values, replica after replica, under the same
     names: the value count is then a multiple of the name count.
   }];
@@ -143,36 +152,28 @@ def Graph_OutputOp : Graph_Op<"output", [Terminator, HasParent<"ModelOp">, Pure]
 
 def Graph_TrainingOp : Graph_Op<"training", [HasParent<"::mlir::ModuleOp">,
     DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
-  let summary = "how a model is trained: loss, optimizer, metrics, batch";
+  let summary = "how a model is trained: losses, metrics, optimizer, batch";
   let description = [{
     ```mlir
-    graph.training @cnn loss = categorical_crossentropy
+    graph.training @cnn losses = [#graph.output_loss<kind = categorical_crossentropy,
+          metrics = [#graph.metric<kind = accuracy, name = "accuracy">]>]
         optimizer = #graph.adam<learning_rate = 0.001, beta_1 = 0.9,
                                 beta_2 = 0.999, epsilon = 1.0e-07, amsgrad = false>
-        metrics = ["accuracy"] global_batch_size = 256
+        global_batch_size = 256
     ```
-    The loss is the mean over the global batch. `from_logits` says the
-    model's output is logits rather than probabilities.
-
-    `label_smoothing` (categorical_crossentropy, in [0, 1)) mixes the
-    one-hot labels with the uniform distribution, as Keras does:
-    `labels * (1 - ls) + ls / classes`; for binary_crossentropy it mixes
-    the targets with 0.5. The element-wise losses (binary_crossentropy,
-    mean_squared_error, huber with `delta`, ...) take targets of the
-    model output's shape (graph.pointwise_loss), with the options of
-    graph.pointwise_loss (`alpha`, `beta`, `gamma`, `apply_class_balancing`
-    for the focal cross-entropies and Tversky). `reduction = "sum"` makes the loss
-    the sum over the global batch instead of its mean (Keras'
-    `reduction="sum"`): the mean times the global batch. With replicas each
-    replica's gradient is then its own sum times the number of replicas,
+    `losses` holds one #graph.output_loss per output of the model, in the model's
+    output order: what Keras' compile() gives each output (its loss and
+    options, its loss weight, its metrics). The training loss is the sum of
+    the outputs' losses times their weights; each output's loss is its mean
+    over the global batch (`sum_over_batch_size`) or, with `sum_reduction`,
+    its sum: the mean times the global batch. With replicas each replica's
+    gradient of a summed loss is its own sum times the number of replicas,
     and their average the sum over the global batch, as under
     MirroredStrategy (Keras does not scale a "sum" loss by 1 / replicas,
-    and sums the replicas' gradients).
-
-    `top_k` names the metrics that are Keras' top-k accuracies
-    (`top_k_categorical_accuracy`, `sparse_top_k_categorical_accuracy`, or
-    a TopKCategoricalAccuracy's own name) and gives each its k:
-    `metrics = ["top3"] top_k = {top3 = 3 : i64}`.
+    and sums the replicas' gradients). A model of several outputs names
+    them (its graph.output's `names`, Keras' output layers): the logs then
+    carry `<output>_loss` for each output's loss (its weight left out, as
+    Keras logs it) and `<output>_<metric>` for its metrics.
 
     `ema_momentum` (Keras' `use_ema`) keeps an exponential moving average
     of each trained variable in slot `average`, updated after every step
@@ -182,40 +183,27 @@ def Graph_TrainingOp : Graph_Op<"training", [HasParent<"::mlir::ModuleOp">,
     (`finalize_variable_values`).
   }];
   let arguments = (ins FlatSymbolRefAttr:$model,
-                       Graph_LossKindAttr:$loss,
-                       UnitAttr:$from_logits,
-                       OptionalAttr<F64Attr>:$label_smoothing,
-                       OptionalAttr<F64Attr>:$delta,
-                       OptionalAttr<F64Attr>:$alpha,
-                       OptionalAttr<F64Attr>:$beta,
-                       OptionalAttr<F64Attr>:$gamma,
-                       UnitAttr:$apply_class_balancing,
-                       OptionalAttr<StrAttr>:$reduction,
+                       TypedArrayAttrBase<Graph_OutputLossAttr,
+                                          "one #graph.output_loss per output">:$losses,
                        OptionalAttr<F64Attr>:$ema_momentum,
                        OptionalAttr<I64Attr>:$ema_overwrite_frequency,
                        AnyAttrOf<[Graph_SGDAttr, Graph_AdamAttr,
                                   Graph_RMSpropAttr, Graph_AdagradAttr,
                                   Graph_AdamaxAttr, Graph_NadamAttr]>:$optimizer,
-                       StrArrayAttr:$metrics,
-                       OptionalAttr<DictionaryAttr>:$top_k,
                        ConfinedAttr<I64Attr, [IntPositive]>:$global_batch_size);
   let assemblyFormat = [{
-    $model `loss` `=` `` $loss (`from_logits` $from_logits^)?
-    (`label_smoothing` `=` $label_smoothing^)?
-    (`delta` `=` $delta^)?
-    (`alpha` `=` $alpha^)? (`beta` `=` $beta^)? (`gamma` `=` $gamma^)?
-    (`apply_class_balancing` $apply_class_balancing^)?
-    (`reduction` `=` $reduction^)?
+    $model `losses` `=` $losses
     (`ema_momentum` `=` $ema_momentum^)?
     (`ema_overwrite_frequency` `=` $ema_overwrite_frequency^)?
-    `optimizer` `=` $optimizer `metrics` `=` $metrics
-    (`top_k` `=` $top_k^)?
+    `optimizer` `=` $optimizer
     `global_batch_size` `=` $global_batch_size attr-dict
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
     /// The learning rate of whichever optimizer this is.
     double getLearningRate();
+    /// The losses, one per output.
+    ::llvm::SmallVector<OutputLossAttr> getLossList();
   }];
 }
 
@@ -713,7 +701,8 @@ def Graph_PointwiseLossOp
 }
 
 def Graph_OverlapSumsOp
-    : Graph_Op<"overlap_sums", [Pure, InferTypeOpAdaptor]> {
+    : Graph_Op<"overlap_sums", [Pure, InferTypeOpAdaptor,
+                                Graph_SummedAcrossReplicas]> {
   let summary = "Dice's and Tversky's sums over the batch: t p, t and p";
   let description = [{
     ```mlir
@@ -798,6 +787,149 @@ def Graph_OverlapLossGradOp
     (`alpha` `=` $alpha^)? (`beta` `=` $beta^)?
     attr-dict `:` type($targets) `,` type($sums)
     (`,` type($sample_weight)^)? `->` type($predictions_grad)
+  }];
+}
+
+def Graph_SampleOverlapLossOp
+    : Graph_Op<"sample_overlap_loss", [Pure, InferTypeOpAdaptor]> {
+  let summary = "Keras' Dice or Tversky with an axis: a ratio per sample";
+  let description = [{
+    ```mlir
+    %l = graph.sample_overlap_loss dice %p, %t axis = [1, 2]
+        : tensor<8x4x3xf32>, tensor<8x4x3xf32> -> tensor<f32>
+    ```
+    Keras' dice and tversky with `axis` set: the sums I = sum t p,
+    T = sum t, P = sum p are taken over `axis` (positive, never the batch)
+    for each sample and each position of the axes left, each group's loss
+    is graph.overlap_loss' formula of its sums, and the result is the mean
+    over the batch and those positions (`sum_over_batch_size`), each
+    sample's groups weighted by its `sample_weight`.
+  }];
+  let arguments = (ins Graph_LossKindAttr:$kind,
+                       Graph_FloatTensor:$predictions,
+                       Graph_FloatTensor:$targets,
+                       Optional<Graph_FloatTensor>:$sample_weight,
+                       DenseI64ArrayAttr:$axis,
+                       OptionalAttr<F64Attr>:$alpha,
+                       OptionalAttr<F64Attr>:$beta);
+  let results = (outs Graph_Scalar:$loss);
+  let assemblyFormat = [{
+    `` $kind $predictions `,` $targets (`weights` $sample_weight^)?
+    `axis` `=` $axis (`alpha` `=` $alpha^)? (`beta` `=` $beta^)? attr-dict
+    `:` type($predictions) `,` type($targets) (`,` type($sample_weight)^)?
+    `->` type($loss)
+  }];
+}
+
+def Graph_SampleOverlapLossGradOp : Graph_Op<"sample_overlap_loss_grad", [Pure,
+    AllTypesMatch<["predictions", "targets", "predictions_grad"]>]> {
+  let summary = "gradient of graph.sample_overlap_loss";
+  let description = [{
+    Each element's gradient is `a t + b`, with a and b from its group's sums
+    (graph.overlap_loss_grad's formulas), times its sample's weight over
+    the number of groups.
+  }];
+  let arguments = (ins Graph_LossKindAttr:$kind,
+                       Graph_FloatTensor:$predictions,
+                       Graph_FloatTensor:$targets,
+                       Optional<Graph_FloatTensor>:$sample_weight,
+                       DenseI64ArrayAttr:$axis,
+                       OptionalAttr<F64Attr>:$alpha,
+                       OptionalAttr<F64Attr>:$beta);
+  let results = (outs Graph_FloatTensor:$predictions_grad);
+  let assemblyFormat = [{
+    `` $kind $predictions `,` $targets (`weights` $sample_weight^)?
+    `axis` `=` $axis (`alpha` `=` $alpha^)? (`beta` `=` $beta^)? attr-dict
+    `:` type($predictions) (`,` type($sample_weight)^)?
+  }];
+  let hasVerifier = 1;
+}
+
+def Graph_KeptRowsOp : Graph_Op<"kept_rows", [Pure, InferTypeOpAdaptor,
+    Graph_SummedAcrossReplicas]> {
+  let summary = "the rows an ignore_class leaves in, and the rows";
+  let description = [{
+    ```mlir
+    %n = graph.kept_rows %labels, %metric_weight ignore_class = -1
+        : tensor<8xi32>, tensor<8xf32> -> tensor<2xf32>
+    ```
+    `[K, R]`: R counts the rows that hold examples (`metric_weight` not 0:
+    a short batch's padding is left out), K those of them whose label is
+    not `ignore_class`. dist-replicate sums them over the replicas, so the
+    loss divides by the global batch's kept rows, as one device does.
+  }];
+  let arguments = (ins Graph_AnyTensor:$labels, Graph_FloatTensor:$metric_weight,
+                       I64Attr:$ignore_class);
+  let results = (outs Graph_FloatTensor:$counts);
+  let assemblyFormat = [{
+    $labels `,` $metric_weight `ignore_class` `=` $ignore_class attr-dict
+    `:` type($labels) `,` type($metric_weight) `->` type($counts)
+  }];
+}
+
+def Graph_IgnoreClassOp : Graph_Op<"ignore_class", [Pure, InferTypeOpAdaptor]> {
+  let summary = "Keras' ignore_class: labels and weights for the loss";
+  let description = [{
+    ```mlir
+    %l, %w = graph.ignore_class %labels, %sample_weight, %counts
+        ignore_class = -1
+        : tensor<8xi32>, tensor<8xf32>, tensor<2xf32>
+    ```
+    As Keras' sparse_categorical_crossentropy with `ignore_class`: a row
+    whose label is `ignore_class` gets label 0 and weight 0; the others
+    keep theirs, times `R / K` from graph.kept_rows' counts (0 when K is
+    0), so that the batch mean becomes the sum over the kept rows divided
+    by their number (Keras' apply_mask). With `sum_reduction` the weights
+    are not scaled: the sum is over the kept rows.
+  }];
+  let arguments = (ins Graph_AnyTensor:$labels,
+                       Graph_FloatTensor:$sample_weight,
+                       Graph_FloatTensor:$counts, I64Attr:$ignore_class,
+                       UnitAttr:$sum_reduction);
+  let results = (outs Graph_AnyTensor:$kept_labels,
+                      Graph_FloatTensor:$weights);
+  let assemblyFormat = [{
+    $labels `,` $sample_weight `,` $counts `ignore_class` `=` $ignore_class
+    (`sum_reduction` $sum_reduction^)? attr-dict
+    `:` type($labels) `,` type($sample_weight) `,` type($counts)
+  }];
+}
+
+def Graph_ConfusionCountsOp
+    : Graph_Op<"confusion_counts", [Pure, InferTypeOpAdaptor]> {
+  let summary = "weighted true/false positives and negatives per threshold";
+  let description = [{
+    ```mlir
+    %c = graph.confusion_counts %p, %t weights %w num_thresholds = 200
+        : tensor<8x1xf32>, tensor<8x1xf32>, tensor<8xf32> -> tensor<4x200xf32>
+    ```
+    The state of Keras' Precision, Recall and AUC for one batch: rows
+    `[tp, fp, tn, fn]`, one column per threshold, each a sum of the rows'
+    weights over every (prediction, label) pair of the predictions (a
+    label not 0 is positive). With `num_thresholds` T (AUC), Keras' T
+    evenly spaced thresholds from -1e-7 to 1 + 1e-7, the predictions
+    clipped to [0, 1] (sigmoid first with `from_logits`), as Keras' bucket
+    count does; else one `threshold`, a prediction above it positive.
+    `k` keeps each row's k largest predictions (ties to the lower index)
+    and drops the others below any threshold; `class_id` counts that
+    column only. The runtime sums the counts of a job's batches and makes
+    the metric from them (plan.fbs, Metric).
+  }];
+  let arguments = (ins Graph_FloatTensor:$predictions, Graph_FloatTensor:$labels,
+                       Optional<Graph_FloatTensor>:$sample_weight,
+                       OptionalAttr<I64Attr>:$num_thresholds,
+                       OptionalAttr<F64Attr>:$threshold,
+                       OptionalAttr<I64Attr>:$k,
+                       OptionalAttr<I64Attr>:$class_id,
+                       UnitAttr:$from_logits);
+  let results = (outs Graph_FloatTensor:$counts);
+  let assemblyFormat = [{
+    $predictions `,` $labels (`weights` $sample_weight^)?
+    (`num_thresholds` `=` $num_thresholds^)? (`threshold` `=` $threshold^)?
+    (`k` `=` $k^)? (`class_id` `=` $class_id^)?
+    (`from_logits` $from_logits^)? attr-dict
+    `:` type($predictions) `,` type($labels) (`,` type($sample_weight)^)?
+    `->` type($counts)
   }];
 }
 

@@ -1410,24 +1410,42 @@ Layer ModelBuilder::Concatenate(ConcatenateOptions o) {
       });
 }
 
-OwningOpRef<ModuleOp> ModelBuilder::finish(llvm::ArrayRef<Tensor> outputs,
-                                           std::optional<Training> training) {
+OwningOpRef<ModuleOp>
+ModelBuilder::finish(llvm::ArrayRef<Tensor> outputs,
+                     std::optional<Training> training,
+                     llvm::ArrayRef<std::string> outputNames) {
   if (failed || llvm::any_of(outputs, [](Tensor t) { return !t; }))
     return nullptr;
   if (outputs.empty()) {
     mlir::emitError(baseLoc) << "a model needs at least one output";
     return nullptr;
   }
-  if (training && outputs.size() != 1) {
+  if (!outputNames.empty() && outputNames.size() != outputs.size()) {
+    mlir::emitError(baseLoc) << outputNames.size() << " output names for "
+                             << outputs.size() << " outputs";
+    return nullptr;
+  }
+  if (training && training->losses.size() != outputs.size()) {
+    mlir::emitError(training->loc.value_or(baseLoc))
+        << "a model with " << outputs.size() << " outputs needs "
+        << outputs.size() << " losses (one per output), got "
+        << training->losses.size();
+    return nullptr;
+  }
+  if (training && outputs.size() > 1 && outputNames.empty()) {
     mlir::emitError(baseLoc) << "a model with " << outputs.size()
-                             << " outputs cannot be trained: the loss takes "
-                                "one output";
+                             << " outputs needs their names to be trained";
     return nullptr;
   }
   SmallVector<Value> values;
   for (Tensor t : outputs)
     values.push_back(t.getValue());
-  OutputOp::create(builder, baseLoc, values, /*names=*/ArrayAttr());
+  ArrayAttr names;
+  if (!outputNames.empty()) {
+    SmallVector<StringRef> refs(outputNames.begin(), outputNames.end());
+    names = builder.getStrArrayAttr(refs);
+  }
+  OutputOp::create(builder, baseLoc, values, names);
 
   if (training) {
     builder.setInsertionPointToEnd(module->getBody());
@@ -1515,17 +1533,36 @@ OwningOpRef<ModuleOp> ModelBuilder::finish(llvm::ArrayRef<Tensor> outputs,
         training->optimizer);
     if (!optimizer)
       return nullptr;
-    SmallVector<llvm::StringRef> metrics(training->metrics.begin(),
-                                         training->metrics.end());
-    mlir::FloatAttr labelSmoothing;
-    if (training->label_smoothing > 0)
-      labelSmoothing = builder.getF64FloatAttr(training->label_smoothing);
-    auto optional = [&](const std::optional<double> &value) {
-      return value ? builder.getF64FloatAttr(*value) : mlir::FloatAttr();
+    auto optionalF64 = [](const std::optional<double> &value) {
+      return value ? std::optional<APFloat>(APFloat(*value)) : std::nullopt;
     };
-    mlir::StringAttr reduction;
-    if (training->sum_reduction)
-      reduction = builder.getStringAttr("sum");
+    SmallVector<Attribute> losses;
+    for (const OutputLoss &loss : training->losses) {
+      SmallVector<Attribute> metrics;
+      for (const Metric &m : loss.metrics) {
+        MetricAttr metric = MetricAttr::getChecked(
+            [&] { return mlir::emitError(training->loc.value_or(baseLoc)); },
+            context, m.kind, llvm::StringRef(m.name), m.k, APFloat(m.threshold),
+            m.class_id, m.num_thresholds, m.curve, m.summation, m.from_logits);
+        if (!metric)
+          return nullptr;
+        metrics.push_back(metric);
+      }
+      std::optional<APFloat> smoothing;
+      if (loss.label_smoothing > 0)
+        smoothing = APFloat(loss.label_smoothing);
+      OutputLossAttr attr = OutputLossAttr::getChecked(
+          [&] { return mlir::emitError(training->loc.value_or(baseLoc)); },
+          context, loss.loss, APFloat(loss.weight), loss.from_logits, smoothing,
+          optionalF64(loss.delta), optionalF64(loss.alpha),
+          optionalF64(loss.beta), optionalF64(loss.gamma),
+          loss.apply_class_balancing, loss.ignore_class,
+          llvm::ArrayRef<int64_t>(loss.axis), loss.sum_reduction,
+          metrics.empty() ? ArrayAttr() : builder.getArrayAttr(metrics));
+      if (!attr)
+        return nullptr;
+      losses.push_back(attr);
+    }
     mlir::FloatAttr emaMomentum;
     mlir::IntegerAttr emaFrequency;
     if (training->ema_momentum) {
@@ -1534,21 +1571,9 @@ OwningOpRef<ModuleOp> ModelBuilder::finish(llvm::ArrayRef<Tensor> outputs,
         emaFrequency =
             builder.getI64IntegerAttr(training->ema_overwrite_frequency);
     }
-    mlir::DictionaryAttr topK;
-    if (!training->top_k.empty()) {
-      SmallVector<mlir::NamedAttribute> entries;
-      for (const auto &[name, k] : training->top_k)
-        entries.push_back(
-            builder.getNamedAttr(name, builder.getI64IntegerAttr(k)));
-      topK = builder.getDictionaryAttr(entries);
-    }
-    TrainingOp::create(
-        builder, training->loc.value_or(baseLoc), model.getSymName(),
-        training->loss, training->from_logits, labelSmoothing,
-        optional(training->delta), optional(training->alpha),
-        optional(training->beta), optional(training->gamma),
-        training->apply_class_balancing, reduction, emaMomentum, emaFrequency,
-        optimizer, builder.getStrArrayAttr(metrics), topK, batchSize);
+    TrainingOp::create(builder, training->loc.value_or(baseLoc),
+                       model.getSymName(), builder.getArrayAttr(losses),
+                       emaMomentum, emaFrequency, optimizer, batchSize);
   }
   if (mlir::failed(mlir::verify(*module)))
     return nullptr;

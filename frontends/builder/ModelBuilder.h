@@ -392,8 +392,28 @@ struct Nadam {
 };
 using Optimizer = std::variant<SGD, Adam, RMSprop, Adagrad, Adamax, Nadam>;
 
-/// What Keras' `model.compile(...)` says.
-struct Training {
+/// One of Keras' compiled metrics (#graph.metric).
+struct Metric {
+  mlir::graph::MetricKind kind = mlir::graph::MetricKind::accuracy;
+  /// The name Keras logs it under (without an output's prefix).
+  std::string name = "accuracy";
+  /// The top-k accuracies' k; Precision's and Recall's top_k (0: off).
+  int64_t k = 0;
+  /// Binary accuracy's, Precision's and Recall's threshold.
+  double threshold = 0.5;
+  /// Precision's and Recall's class_id (-1: off).
+  int64_t class_id = -1;
+  /// AUC's options.
+  int64_t num_thresholds = 200;
+  mlir::graph::AucCurve curve = mlir::graph::AucCurve::roc;
+  mlir::graph::AucSummation summation =
+      mlir::graph::AucSummation::interpolation;
+  bool from_logits = false;
+};
+
+/// One output's loss, its weight and its metrics: what compile()'s `loss`,
+/// `loss_weights` and `metrics` give it (#graph.output_loss).
+struct OutputLoss {
   LossKind loss = LossKind::categorical_crossentropy;
   bool from_logits = false;
   /// Keras' label_smoothing (categorical and binary cross-entropy; 0 is
@@ -408,14 +428,24 @@ struct Training {
   bool apply_class_balancing = false;
   /// Keras' reduction="sum" (else sum_over_batch_size, the mean).
   bool sum_reduction = false;
+  /// SparseCategoricalCrossentropy's ignore_class.
+  std::optional<int64_t> ignore_class;
+  /// Dice's and Tversky's axis (empty: None, the whole batch).
+  std::vector<int64_t> axis;
+  /// The output's entry of Keras' loss_weights.
+  double weight = 1;
+  std::vector<Metric> metrics = {Metric{}};
+};
+
+/// What Keras' `model.compile(...)` says.
+struct Training {
+  /// One per output of the model, in its outputs' order.
+  std::vector<OutputLoss> losses = {OutputLoss{}};
   /// Keras' use_ema: the moving average's momentum (unset: off) and
   /// ema_overwrite_frequency (0: never during training).
   std::optional<double> ema_momentum;
   int64_t ema_overwrite_frequency = 0;
   Optimizer optimizer = Adam{};
-  std::vector<std::string> metrics = {"accuracy"};
-  /// The metrics among `metrics` that are top-k accuracies, and their k.
-  std::map<std::string, int64_t> top_k;
   /// Where diagnostics about the training (a loss that does not fit the
   /// output) point: the importer passes the output layer. The model's
   /// location if unset.
@@ -512,11 +542,13 @@ public:
   bool hasFailed() const { return failed; }
 
   /// Ends the model with `outputs` and, when given, a `graph.training` op.
-  /// Null (with diagnostics emitted) if any error happened or the module
-  /// does not verify.
+  /// `outputNames` (Keras' output layers) names them: a model of several
+  /// outputs needs them to be trained. Null (with diagnostics emitted) if
+  /// any error happened or the module does not verify.
   mlir::OwningOpRef<mlir::ModuleOp>
   finish(llvm::ArrayRef<Tensor> outputs,
-         std::optional<Training> training = std::nullopt);
+         std::optional<Training> training = std::nullopt,
+         llvm::ArrayRef<std::string> outputNames = {});
 
   /// A layer's identity and variables; opaque outside the builder.
   struct LayerContext;

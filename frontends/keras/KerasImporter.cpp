@@ -154,6 +154,9 @@ private:
   ModelTraits traits;
   /// Functional models: input_layers and output_layers.
   std::vector<TensorRef> inputRefs, outputRefs;
+  /// The model's outputs' names, Keras' output_names: the layers they come
+  /// from.
+  std::vector<std::string> outputNames;
   /// The model that holds each layer that names variables or an input, over
   /// the root and every nested model: the names must be unique across them.
   std::shared_ptr<llvm::StringMap<std::string>> layerOwners;
@@ -741,8 +744,10 @@ LogicalResult ModelImporter::buildFunctional(ConfigReader &modelConfig,
   }
   if (failed(runCalls()))
     return failure();
-  for (const TensorRef &ref : outputRefs)
+  for (const TensorRef &ref : outputRefs) {
     outputs.push_back(layers[layerIndex.lookup(ref.layer)].outputs[ref.node]);
+    outputNames.push_back(ref.layer);
+  }
   outputLoc = layers[layerIndex.lookup(outputRefs.front().layer)].loc;
   return success();
 }
@@ -919,6 +924,7 @@ LogicalResult ModelImporter::buildSequential(ConfigReader &modelConfig,
       return failure();
   }
   outputs.push_back(x);
+  outputNames.push_back(layers.back().name);
   outputLoc = layers.back().loc;
   return success();
 }
@@ -968,10 +974,6 @@ mlir::OwningOpRef<mlir::ModuleOp> ModelImporter::import() {
     return nullptr;
   }
 
-  std::optional<builder::Training> training;
-  if (failed(readTraining(rootReader, options, training)))
-    return nullptr;
-
   model = std::make_shared<ModelBuilder>(
       &ctx, name, options.batchSize.value_or(kDefaultBatchSize),
       doc.locate(&root));
@@ -983,17 +985,26 @@ mlir::OwningOpRef<mlir::ModuleOp> ModelImporter::import() {
   if (functional ? failed(buildFunctional(*modelConfig, outputs))
                  : failed(buildSequential(*modelConfig, *layersValue, outputs)))
     return nullptr;
-  // graph.training computes one loss on one output.
-  if (training && outputs.size() != 1) {
-    (void)modelConfig->error("output_layers",
-                             "a model with " + llvm::Twine(outputs.size()) +
-                                 " outputs cannot be trained: the loss takes "
-                                 "one output");
+  // The compile_config, read now that the outputs it names are known.
+  std::optional<builder::Training> training;
+  if (failed(readTraining(rootReader, options, outputNames, training)))
     return nullptr;
-  }
-  if (training)
+  if (training) {
+    for (auto [i, name] : llvm::enumerate(outputNames))
+      if (llvm::is_contained(llvm::ArrayRef(outputNames).drop_front(i + 1),
+                             name)) {
+        (void)modelConfig->error("output_layers",
+                                 "two outputs come from layer '" + name +
+                                     "': the logs and the data name each "
+                                     "output by its layer");
+        return nullptr;
+      }
     training->loc = outputLoc;
-  return model->finish(outputs, training);
+  }
+  // One output needs no name: its loss, data and logs are the model's.
+  return model->finish(outputs, training,
+                       outputs.size() > 1 ? llvm::ArrayRef(outputNames)
+                                          : llvm::ArrayRef<std::string>());
 }
 
 /// The byte offset and message of a llvm::json parse error, which logs as

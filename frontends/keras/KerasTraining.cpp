@@ -111,48 +111,49 @@ LogicalResult readLossOption(ConfigReader &config, llvm::StringRef key,
   return success();
 }
 
-LogicalResult readLoss(ConfigReader &compile, std::optional<LossKind> &loss,
-                       bool &fromLogits, builder::Training &training) {
-  double &labelSmoothing = training.label_smoothing;
-  std::optional<double> &delta = training.delta;
-  bool &sumReduction = training.sum_reduction;
-  const json::Value *field = compile.getSet("loss");
-  if (!field)
-    return success();
-  auto kindOf = [](llvm::StringRef name) { return lossKindOf(name); };
+/// One loss, a name or a Keras loss object, that field `key` of `owner`
+/// holds (`value`: the field, or an element of it, whose fields are named
+/// `path`...). Its options go into `out`.
+LogicalResult readOneLoss(ConfigReader &owner, llvm::StringRef key,
+                          const json::Value &value, const std::string &path,
+                          builder::OutputLoss &out) {
   constexpr llvm::StringLiteral expected = kSupportedLosses;
-  if (std::optional<llvm::StringRef> name = field->getAsString()) {
-    loss = kindOf(*name);
-    if (!loss)
-      return compile.error("loss", "unsupported loss '" + *name + "' (" +
-                                       expected + ")");
+  if (std::optional<llvm::StringRef> name = value.getAsString()) {
+    std::optional<LossKind> kind = lossKindOf(*name);
+    if (!kind)
+      return owner.errorAt(
+          &value, key, "unsupported loss '" + *name + "' (" + expected + ")");
+    out.loss = *kind;
     return success();
   }
-  if (!field->getAsObject())
-    return compile.error("loss", "unsupported value " + describe(*field) +
-                                     " (a model with several outputs or "
-                                     "losses is not supported; " +
-                                     expected + ")");
-  std::unique_ptr<ConfigReader> object = compile.child("loss");
+  const json::Object *objectValue = value.getAsObject();
+  if (!objectValue)
+    return owner.errorAt(&value, key,
+                         "unsupported value " + describe(value) +
+                             " (a loss name or a Keras loss object; " +
+                             expected + ")");
+  ConfigReader object(owner.document(), value, *objectValue, path,
+                      owner.errorSink());
   std::string className;
-  if (failed(object->readString("class_name", className, true)))
+  if (failed(object.readString("class_name", className, true)))
     return failure();
-  loss = kindOf(className);
+  std::optional<LossKind> loss = lossKindOf(className);
   if (!loss)
-    return compile.error("loss", "unsupported loss '" + className + "' (" +
-                                     expected + ")");
-  object->ignore("module");
-  object->ignore("registered_name");
-  if (!object->getSet("config"))
-    return object->checkNoOtherFields();
-  std::unique_ptr<ConfigReader> config = object->child("config");
+    return object.error("class_name", "unsupported loss '" + className + "' (" +
+                                          expected + ")");
+  out.loss = *loss;
+  object.ignore("module");
+  object.ignore("registered_name");
+  if (!object.getSet("config"))
+    return object.checkNoOtherFields();
+  std::unique_ptr<ConfigReader> config = object.child("config");
   std::string reduction;
-  if (!config || failed(config->readBool("from_logits", fromLogits)) ||
+  if (!config || failed(config->readBool("from_logits", out.from_logits)) ||
       failed(config->readString("reduction", reduction)))
     return failure();
   // sum_over_batch_size and auto mean the loss is averaged over the batch,
-  // which graph.training does; sum is its reduction = "sum". None (a loss
-  // per example) has nothing to train on.
+  // which graph.training does; sum is its sum_reduction. None (a loss per
+  // example) has nothing to train on.
   if (reduction == "none")
     return config->error("reduction",
                          "reduction 'none' (a loss per example) is not "
@@ -162,7 +163,7 @@ LogicalResult readLoss(ConfigReader &compile, std::optional<LossKind> &loss,
       reduction != "auto" && reduction != "sum")
     return config->unsupportedValue("reduction",
                                     "expected 'sum_over_batch_size' or 'sum'");
-  sumReduction = reduction == "sum";
+  out.sum_reduction = reduction == "sum";
   config->ignore("name");
   config->ignore("dtype");
   // tf.keras 2's LossFunctionWrapper saves the function it wraps.
@@ -189,12 +190,12 @@ LogicalResult readLoss(ConfigReader &compile, std::optional<LossKind> &loss,
       if (!value || !(*value >= 0 && *value <= 1))
         return config->unsupportedValue("label_smoothing",
                                         "expected a number in [0, 1]");
-      labelSmoothing = roundToFloat32(*value);
+      out.label_smoothing = roundToFloat32(*value);
     } else {
       if (!value || !(*value >= 0 && *value < 1))
         return config->unsupportedValue("label_smoothing",
                                         "expected a number in [0, 1)");
-      labelSmoothing = roundToFloat32(*value);
+      out.label_smoothing = roundToFloat32(*value);
     }
   }
   if (*loss == LossKind::huber) {
@@ -202,37 +203,59 @@ LogicalResult readLoss(ConfigReader &compile, std::optional<LossKind> &loss,
       std::optional<double> value = d->getAsNumber();
       if (!value || !(*value > 0) || !std::isfinite(*value))
         return config->unsupportedValue("delta", "expected a positive number");
-      delta = *value;
+      out.delta = *value;
     }
   }
   bool focal = *loss == LossKind::binary_focal_crossentropy ||
                *loss == LossKind::categorical_focal_crossentropy;
-  if (focal && (failed(readLossOption(*config, "alpha", training.alpha)) ||
-                failed(readLossOption(*config, "gamma", training.gamma))))
+  if (focal && (failed(readLossOption(*config, "alpha", out.alpha)) ||
+                failed(readLossOption(*config, "gamma", out.gamma))))
     return failure();
   if (*loss == LossKind::binary_focal_crossentropy &&
-      failed(config->readBool("apply_class_balancing",
-                              training.apply_class_balancing)))
+      failed(
+          config->readBool("apply_class_balancing", out.apply_class_balancing)))
     return failure();
   if (*loss == LossKind::tversky &&
-      (failed(readLossOption(*config, "alpha", training.alpha)) ||
-       failed(readLossOption(*config, "beta", training.beta))))
+      (failed(readLossOption(*config, "alpha", out.alpha)) ||
+       failed(readLossOption(*config, "beta", out.beta))))
     return failure();
-  // Dice's and Tversky's axis defaults to None, the whole batch; the other
-  // losses reduce the last axis.
+  // Dice's and Tversky's axis defaults to None, the whole batch; a number
+  // or a list of axes takes one ratio per sample (and per position of the
+  // axes left). The other losses reduce the last axis.
   if (*loss == LossKind::dice || *loss == LossKind::tversky) {
-    if (failed(config->expectUnset(
-            "axis", "only axis None (one ratio over the whole batch, "
-                    "Keras' default) is supported")))
-      return failure();
+    if (const json::Value *axis = config->getSet("axis")) {
+      if (std::optional<int64_t> one = axis->getAsInteger()) {
+        out.axis = {*one};
+      } else if (failed(config->readInts("axis", out.axis))) {
+        return failure();
+      }
+      if (out.axis.empty())
+        return config->unsupportedValue(
+            "axis", "expected None, an axis or a list of axes");
+      for (int64_t a : out.axis)
+        if (a == 0)
+          return config->unsupportedValue(
+              "axis", "the batch axis (0) cannot be reduced: Keras' loss "
+                      "is then one value a sample");
+    }
   } else if (failed(config->expectNumber("axis", -1.0))) {
     return failure();
   }
-  if (failed(config->expectUnset("ignore_class",
-                                 "ignore_class is not supported")) ||
-      failed(config->checkNoOtherFields()))
+  // ignore_class: SparseCategoricalCrossentropy's label whose rows are
+  // left out (weight 0, and not counted in the mean).
+  if (const json::Value *ignore = config->getSet("ignore_class")) {
+    std::optional<int64_t> label = ignore->getAsInteger();
+    if (*loss != LossKind::sparse_categorical_crossentropy)
+      return config->error("ignore_class",
+                           "ignore_class is SparseCategoricalCrossentropy's");
+    if (!label)
+      return config->unsupportedValue("ignore_class",
+                                      "expected an integer or None");
+    out.ignore_class = *label;
+  }
+  if (failed(config->checkNoOtherFields()))
     return failure();
-  return object->checkNoOtherFields();
+  return object.checkNoOtherFields();
 }
 
 /// The learning-rate schedule of `optimizer.config.learning_rate`, Keras 3's
@@ -574,112 +597,289 @@ LogicalResult readOptimizer(ConfigReader &compile,
   return object->checkNoOtherFields();
 }
 
-LogicalResult readMetrics(ConfigReader &compile, std::vector<std::string> &out,
-                          std::map<std::string, int64_t> &topK) {
-  out.clear();
-  topK.clear();
-  const json::Value *field = compile.getSet("metrics");
+/// The metric a Keras name means (keras.metrics.get: a function's name, a
+/// class's, their snake_case forms, or an alias), with the log name a
+/// string gives it (the string itself, as Keras logs it) and the
+/// defaults of its class.
+std::optional<builder::Metric> metricOf(llvm::StringRef name) {
+  using K = mlir::graph::MetricKind;
+  std::optional<K> kind =
+      llvm::StringSwitch<std::optional<K>>(name)
+          .Cases({"accuracy", "acc"}, K::accuracy)
+          .Cases({"binary_accuracy", "BinaryAccuracy"}, K::binary_accuracy)
+          .Cases({"categorical_accuracy", "CategoricalAccuracy"},
+                 K::categorical_accuracy)
+          .Cases({"sparse_categorical_accuracy", "SparseCategoricalAccuracy"},
+                 K::sparse_categorical_accuracy)
+          .Cases({"top_k_categorical_accuracy", "TopKCategoricalAccuracy"},
+                 K::top_k_categorical_accuracy)
+          .Cases({"sparse_top_k_categorical_accuracy",
+                  "SparseTopKCategoricalAccuracy"},
+                 K::sparse_top_k_categorical_accuracy)
+          .Cases({"mae", "MAE", "mean_absolute_error", "MeanAbsoluteError"},
+                 K::mean_absolute_error)
+          .Cases({"mse", "MSE", "mean_squared_error", "MeanSquaredError"},
+                 K::mean_squared_error)
+          .Cases({"mape", "MAPE", "mean_absolute_percentage_error",
+                  "MeanAbsolutePercentageError"},
+                 K::mean_absolute_percentage_error)
+          .Cases({"msle", "MSLE", "mean_squared_logarithmic_error",
+                  "MeanSquaredLogarithmicError"},
+                 K::mean_squared_logarithmic_error)
+          .Cases({"root_mean_squared_error", "RootMeanSquaredError"},
+                 K::root_mean_squared_error)
+          .Cases({"precision", "Precision"}, K::precision)
+          .Cases({"recall", "Recall"}, K::recall)
+          .Cases({"auc", "AUC"}, K::auc)
+          .Default(std::nullopt);
+  if (!kind)
+    return std::nullopt;
+  builder::Metric metric;
+  metric.kind = *kind;
+  metric.name = name.str();
+  if (*kind == K::top_k_categorical_accuracy ||
+      *kind == K::sparse_top_k_categorical_accuracy)
+    metric.k = 5;
+  return metric;
+}
+
+constexpr llvm::StringLiteral kSupportedMetrics =
+    "supported: accuracy, binary_accuracy, categorical_accuracy, "
+    "sparse_categorical_accuracy, the (sparse) top-k categorical "
+    "accuracies, mae, mse, mape, msle, root_mean_squared_error, precision, "
+    "recall, auc, their class and long names";
+
+/// Precision's and Recall's `thresholds`: null, a number or a list of one.
+LogicalResult readThreshold(ConfigReader &config, double &out) {
+  const json::Value *field = config.getSet("thresholds");
   if (!field)
     return success();
-  const json::Array *list = field->getAsArray();
-  if (!list)
-    return compile.error("metrics",
-                         "expected a list of metrics, got " + describe(*field));
-  for (const json::Value &metric : *list) {
-    std::optional<llvm::StringRef> name = metric.getAsString();
-    if (const json::Object *object = metric.getAsObject())
-      name = object->getString("class_name");
-    // Keras resolves "accuracy" to categorical or sparse accuracy from the
-    // labels, as graph.accuracy does. (The Accuracy class compares values
-    // exactly, which is another metric.)
-    static constexpr llvm::StringLiteral accuracyNames[] = {
-        "accuracy",
-        "acc",
-        "categorical_accuracy",
-        "sparse_categorical_accuracy",
-        "CategoricalAccuracy",
-        "SparseCategoricalAccuracy"};
-    bool accuracy = name && llvm::is_contained(accuracyNames, *name);
-    // Keras' top-k accuracies (k = 5 unless the object says), under their
-    // function's name or the object's own.
-    if (name && (*name == "top_k_categorical_accuracy" ||
-                 *name == "sparse_top_k_categorical_accuracy" ||
-                 *name == "TopKCategoricalAccuracy" ||
-                 *name == "SparseTopKCategoricalAccuracy")) {
-      bool sparse = name->contains_insensitive("sparse");
-      std::string logName = sparse ? "sparse_top_k_categorical_accuracy"
-                                   : "top_k_categorical_accuracy";
-      int64_t k = 5;
-      if (const json::Object *object = metric.getAsObject())
-        if (const json::Object *config = object->getObject("config")) {
-          if (std::optional<llvm::StringRef> own = config->getString("name"))
-            logName = own->str();
-          if (const json::Value *kv = config->get("k")) {
-            std::optional<int64_t> given = kv->getAsInteger();
-            if (!given || *given < 1)
-              return compile.error("metrics", name->str() +
-                                                  ": k must be an "
-                                                  "integer >= 1, got " +
-                                                  describe(*kv));
-            k = *given;
-          }
-          if (std::optional<bool> sorted =
-                  config->getBoolean("from_sorted_ids");
-              sorted && *sorted)
-            return compile.error("metrics",
-                                 name->str() + ": from_sorted_ids (predictions "
-                                               "that are sorted class ids) is "
-                                               "not supported");
-        }
-      if (!llvm::is_contained(out, logName))
-        out.push_back(logName);
-      topK[logName] = k;
-      continue;
-    }
-    // The error metrics and binary accuracy, under the name Keras' logs
-    // give them: the string as written, or the metric object's own name.
-    std::optional<std::string> pointwise;
-    if (name && !accuracy) {
-      static constexpr std::pair<llvm::StringLiteral, llvm::StringLiteral>
-          classes[] = {
-              {"MeanAbsoluteError", "mean_absolute_error"},
-              {"MeanSquaredError", "mean_squared_error"},
-              {"MeanAbsolutePercentageError", "mean_absolute_percentage_error"},
-              {"MeanSquaredLogarithmicError", "mean_squared_logarithmic_error"},
-              {"BinaryAccuracy", "binary_accuracy"}};
-      std::string canonical = name->str();
-      for (const auto &[className, function] : classes)
-        if (*name == className)
-          canonical = function.str();
-      if (mlir::graph::pointwiseMetricKind(canonical)) {
-        pointwise = canonical;
-        if (const json::Object *object = metric.getAsObject())
-          if (const json::Object *config = object->getObject("config"))
-            if (std::optional<llvm::StringRef> own = config->getString("name"))
-              pointwise = own->str();
-        // The log name must still say which metric it is.
-        if (!mlir::graph::pointwiseMetricKind(*pointwise))
-          pointwise = canonical;
-      }
-    }
-    if (!accuracy && !pointwise) {
-      // Built by appending: GCC 12 warns (-Wrestrict, a false positive) on
-      // "'" + std::string&&.
-      std::string what = "unsupported metric ";
-      if (name)
-        what.append("'").append(name->str()).append("'");
-      else
-        what.append(describe(metric));
-      return compile.error("metrics",
-                           what + " (supported: accuracy, binary_accuracy, "
-                                  "mae, mse, mape, msle, the (sparse) top-k "
-                                  "categorical accuracies, their long and "
-                                  "class names)");
-    }
-    std::string logName = accuracy ? std::string("accuracy") : *pointwise;
-    if (!llvm::is_contained(out, logName))
-      out.push_back(logName);
+  const json::Value *one = field;
+  if (const json::Array *list = field->getAsArray()) {
+    if (list->size() != 1)
+      return config.unsupportedValue(
+          "thresholds", "one threshold (a metric with several thresholds "
+                        "logs a list, which is not supported)");
+    one = &(*list)[0];
   }
+  std::optional<double> value = one->getAsNumber();
+  if (!value || !std::isfinite(*value))
+    return config.unsupportedValue("thresholds", "expected a number");
+  out = roundToFloat32(*value);
+  return success();
+}
+
+/// One metric, a name or a Keras metric object, at `value` in field `key`
+/// of `owner` (whose fields are named `path`...).
+LogicalResult readOneMetric(ConfigReader &owner, llvm::StringRef key,
+                            const json::Value &value, const std::string &path,
+                            builder::Metric &out) {
+  using K = mlir::graph::MetricKind;
+  auto unsupported = [&](const json::Value &at, const std::string &what) {
+    // Built by appending: GCC 12 warns (-Wrestrict, a false positive) on
+    // "'" + std::string&&.
+    std::string message = "unsupported metric ";
+    message.append(what)
+        .append(" (")
+        .append(kSupportedMetrics.str())
+        .append(")");
+    return owner.errorAt(&at, key, message);
+  };
+  if (std::optional<llvm::StringRef> name = value.getAsString()) {
+    std::optional<builder::Metric> metric = metricOf(*name);
+    if (!metric)
+      return unsupported(value, "'" + name->str() + "'");
+    out = *metric;
+    return success();
+  }
+  const json::Object *objectValue = value.getAsObject();
+  if (!objectValue)
+    return unsupported(value, describe(value));
+  ConfigReader object(owner.document(), value, *objectValue, path,
+                      owner.errorSink());
+  std::string className;
+  if (failed(object.readString("class_name", className, true)))
+    return failure();
+  std::optional<builder::Metric> metric = metricOf(className);
+  // Keras' Accuracy compares values exactly: another metric than the
+  // accuracy its name suggests.
+  if (!metric || className == "accuracy" || className == "acc")
+    return unsupported(value, "'" + className + "'");
+  object.ignore("module");
+  object.ignore("registered_name");
+  out = *metric;
+  if (!object.getSet("config"))
+    return object.checkNoOtherFields();
+  std::unique_ptr<ConfigReader> config = object.child("config");
+  if (!config)
+    return failure();
+  ConfigReader &c = *config;
+  c.ignore("dtype");
+  std::string name;
+  if (failed(c.readString("name", name)))
+    return failure();
+  if (!name.empty())
+    out.name = name;
+  switch (out.kind) {
+  case K::binary_accuracy: {
+    double threshold = 0.5;
+    if (failed(c.readDouble("threshold", threshold)))
+      return failure();
+    out.threshold = roundToFloat32(threshold);
+    break;
+  }
+  case K::top_k_categorical_accuracy:
+  case K::sparse_top_k_categorical_accuracy: {
+    if (failed(c.readInt("k", out.k)))
+      return failure();
+    if (out.k < 1)
+      return c.unsupportedValue("k", "expected an integer >= 1");
+    bool sorted = false;
+    if (failed(c.readBool("from_sorted_ids", sorted)))
+      return failure();
+    if (sorted)
+      return c.error("from_sorted_ids", "predictions that are sorted class "
+                                        "ids are not supported");
+    break;
+  }
+  case K::precision:
+  case K::recall: {
+    if (failed(readThreshold(c, out.threshold)) ||
+        failed(c.readInt("top_k", out.k)) ||
+        failed(c.readInt("class_id", out.class_id)))
+      return failure();
+    if (c.getSet("top_k") && out.k < 1)
+      return c.unsupportedValue("top_k", "expected an integer >= 1 or None");
+    if (c.getSet("class_id") && out.class_id < 0)
+      return c.unsupportedValue("class_id", "expected an integer >= 0 or None");
+    break;
+  }
+  case K::auc: {
+    std::string curve = "ROC", summation = "interpolation";
+    bool multiLabel = false;
+    if (failed(c.readInt("num_thresholds", out.num_thresholds)) ||
+        failed(c.readString("curve", curve)) ||
+        failed(c.readString("summation_method", summation)) ||
+        failed(c.readBool("multi_label", multiLabel)) ||
+        failed(c.readBool("from_logits", out.from_logits)))
+      return failure();
+    if (out.num_thresholds < 2)
+      return c.unsupportedValue("num_thresholds", "expected an integer > 1");
+    if (curve == "ROC")
+      out.curve = mlir::graph::AucCurve::roc;
+    else if (curve == "PR")
+      out.curve = mlir::graph::AucCurve::pr;
+    else
+      return c.unsupportedValue("curve", "expected 'ROC' or 'PR'");
+    std::optional<mlir::graph::AucSummation> method =
+        mlir::graph::symbolizeAucSummation(summation);
+    if (!method)
+      return c.unsupportedValue(
+          "summation_method",
+          "expected 'interpolation', 'minoring' or 'majoring'");
+    out.summation = *method;
+    if (multiLabel)
+      return c.error("multi_label", "AUC with multi_label (an AUC per "
+                                    "label, averaged) is not supported");
+    if (failed(c.expectUnset("num_labels", "num_labels needs multi_label")) ||
+        failed(c.expectUnset("label_weights",
+                             "AUC's label_weights are not supported")) ||
+        failed(c.expectUnset("thresholds",
+                             "AUC's own thresholds are not supported; use "
+                             "num_thresholds")))
+      return failure();
+    break;
+  }
+  default:
+    break;
+  }
+  if (failed(c.checkNoOtherFields()))
+    return failure();
+  return object.checkNoOtherFields();
+}
+
+/// A list of metrics (or one, or null) for one output, at `value`.
+LogicalResult readMetricList(ConfigReader &owner, llvm::StringRef key,
+                             const json::Value &value, const std::string &path,
+                             std::vector<builder::Metric> &out) {
+  if (value.kind() == json::Value::Null)
+    return success();
+  const json::Array *list = value.getAsArray();
+  if (!list) {
+    builder::Metric metric;
+    if (failed(readOneMetric(owner, key, value, path, metric)))
+      return failure();
+    out.push_back(metric);
+    return success();
+  }
+  for (auto [i, element] : llvm::enumerate(*list)) {
+    builder::Metric metric;
+    std::string at =
+        path.substr(0, path.size() - 1) + "[" + std::to_string(i) + "].";
+    if (failed(readOneMetric(owner, key, element, at, metric)))
+      return failure();
+    bool taken = llvm::any_of(
+        out, [&](const builder::Metric &m) { return m.name == metric.name; });
+    if (!taken)
+      out.push_back(metric);
+  }
+  return success();
+}
+
+/// compile_config's `field` (loss, loss_weights or metrics) split by
+/// output, Keras' way: one value for every output (`shared`, when the
+/// value is not a container of them), a list with one entry per output, or
+/// a dict by output name. `each(i, value, path)` reads output i's entry;
+/// an output a dict leaves out is skipped.
+LogicalResult
+forEachOutput(ConfigReader &compile, llvm::StringRef field,
+              llvm::ArrayRef<std::string> outputs,
+              llvm::function_ref<bool(const json::Value &)> shared,
+              llvm::function_ref<LogicalResult(size_t, const json::Value &,
+                                               const std::string &)>
+                  each) {
+  const json::Value *value = compile.getSet(field);
+  if (!value)
+    return success();
+  std::string base = "compile_config." + field.str();
+  auto names = [&] {
+    std::string text;
+    for (const std::string &o : outputs)
+      text += (text.empty() ? "'" : ", '") + o + "'";
+    return text;
+  };
+  if (shared(*value)) {
+    for (size_t i = 0; i < outputs.size(); ++i)
+      if (failed(each(i, *value, base + ".")))
+        return failure();
+    return success();
+  }
+  if (const json::Array *list = value->getAsArray()) {
+    if (list->size() != outputs.size())
+      return compile.error(field, "a list of " + llvm::Twine(list->size()) +
+                                      " entries for a model of " +
+                                      llvm::Twine(outputs.size()) +
+                                      " outputs (" + names() + ")");
+    for (auto [i, element] : llvm::enumerate(*list))
+      if (failed(each(i, element, base + "[" + std::to_string(i) + "].")))
+        return failure();
+    return success();
+  }
+  const json::Object *dict = value->getAsObject();
+  if (!dict)
+    return compile.unsupportedValue(field, "a list or a dict by output");
+  for (const auto &entry : *dict) {
+    llvm::StringRef key = entry.first;
+    const std::string *match =
+        llvm::find_if(outputs, [&](const std::string &o) { return o == key; });
+    if (match == outputs.end())
+      return compile.error(field, "the model has no output '" + key +
+                                      "' (its outputs: " + names() + ")");
+  }
+  for (auto [i, name] : llvm::enumerate(outputs))
+    if (const json::Value *entry = dict->get(name))
+      if (failed(each(i, *entry, base + "." + name + ".")))
+        return failure();
   return success();
 }
 
@@ -734,55 +934,127 @@ LogicalResult checkImportOptions(const ImportOptions &options,
 }
 
 LogicalResult readTraining(ConfigReader &root, const ImportOptions &options,
+                           llvm::ArrayRef<std::string> outputs,
                            std::optional<builder::Training> &out) {
-  std::optional<LossKind> loss;
-  bool fromLogits = false;
+  // Each output's loss (unset: none given), weight and metrics.
+  size_t n = outputs.size();
+  std::vector<std::optional<builder::OutputLoss>> losses(n);
+  std::vector<double> weights(n, 1.0);
+  std::vector<std::optional<std::vector<builder::Metric>>> metrics(n);
   std::optional<builder::Optimizer> optimizer;
   builder::Training training;
-  if (root.getSet("compile_config")) {
+  bool compiled = root.getSet("compile_config") != nullptr;
+  if (compiled) {
     std::unique_ptr<ConfigReader> compile = root.child("compile_config");
-    if (!compile || failed(readLoss(*compile, loss, fromLogits, training)) ||
-        failed(readOptimizer(*compile, optimizer, training)) ||
-        failed(readMetrics(*compile, training.metrics, training.top_k)) ||
-        failed(compile->expectUnset("loss_weights",
-                                    "loss weights are not supported")))
+    if (!compile)
       return failure();
-    if (loss && !mlir::graph::isPointwiseLoss(*loss))
-      for (const std::string &metric : training.metrics)
-        if (mlir::graph::pointwiseMetricKind(metric))
-          return compile->error(
-              "metrics", "metric '" + metric +
-                             "' compares predictions with targets of their "
-                             "shape; the loss " +
-                             mlir::graph::stringifyLossKind(*loss).str() +
-                             " takes class labels");
-    if (const json::Value *weighted = compile->getSet("weighted_metrics")) {
+    ConfigReader &c = *compile;
+    auto isKerasObject = [](const json::Value &v) {
+      const json::Object *o = v.getAsObject();
+      return o && o->get("class_name");
+    };
+    auto oneLoss = [&](const json::Value &v) {
+      return v.getAsString() || isKerasObject(v);
+    };
+    if (failed(forEachOutput(
+            c, "loss", outputs, oneLoss,
+            [&](size_t i, const json::Value &v, const std::string &path) {
+              if (v.kind() == json::Value::Null)
+                return success();
+              builder::OutputLoss loss;
+              if (failed(readOneLoss(c, "loss", v, path, loss)))
+                return failure();
+              losses[i] = loss;
+              return success();
+            })))
+      return failure();
+    if (failed(forEachOutput(
+            c, "loss_weights", outputs,
+            [](const json::Value &v) { return v.getAsNumber().has_value(); },
+            [&](size_t i, const json::Value &v, const std::string &) {
+              if (v.kind() == json::Value::Null)
+                return success();
+              std::optional<double> w = v.getAsNumber();
+              if (!w || !std::isfinite(*w))
+                return c.errorAt(&v, "loss_weights",
+                                 "expected a number, got " + describe(v));
+              weights[i] = roundToFloat32(*w);
+              return success();
+            })))
+      return failure();
+    // One output's metrics may be a list, one metric or null; the whole
+    // field a list for a model of one output.
+    auto sharedMetrics = [&](const json::Value &v) {
+      bool dict = v.getAsObject() && !isKerasObject(v);
+      return !dict && (n == 1 || !v.getAsArray());
+    };
+    if (failed(forEachOutput(
+            c, "metrics", outputs, sharedMetrics,
+            [&](size_t i, const json::Value &v, const std::string &path) {
+              std::vector<builder::Metric> list;
+              if (failed(readMetricList(c, "metrics", v, path, list)))
+                return failure();
+              metrics[i] = std::move(list);
+              return success();
+            })))
+      return failure();
+    if (failed(readOptimizer(c, optimizer, training)))
+      return failure();
+    if (const json::Value *weighted = c.getSet("weighted_metrics")) {
       const json::Array *list = weighted->getAsArray();
       if (!list || !list->empty())
-        return compile->unsupportedValue("weighted_metrics",
-                                         "weighted metrics are not supported; "
-                                         "expected null");
+        return c.unsupportedValue("weighted_metrics",
+                                  "weighted metrics are not supported; "
+                                  "expected null");
     }
     // Execution settings (run_eagerly, jit_compile, steps_per_execution,
     // auto_scale_loss) do not change what is trained.
     // compile() without an optimizer means RMSprop (Keras' default).
     if (!optimizer)
       optimizer = builder::RMSprop{};
+    bool any =
+        llvm::any_of(losses, [](const auto &l) { return l.has_value(); });
+    if (any && !options.loss)
+      for (auto [i, loss] : llvm::enumerate(losses))
+        if (!loss)
+          return c.error("loss", "output '" + outputs[i] +
+                                     "' has no loss: every output of a "
+                                     "trained model needs one (as Keras' "
+                                     "loss dict does)");
   }
   // Without a compile_config the builder's metrics (accuracy) stay.
 
   if (options.loss) {
-    std::optional<LossKind> fileLoss = loss;
-    loss = lossKindOf(*options.loss);
-    // The file's focal and Tversky options belong to the file's loss.
-    if (loss != fileLoss) {
-      training.alpha.reset();
-      training.beta.reset();
-      training.gamma.reset();
-      training.apply_class_balancing = false;
+    // The flag's loss for every output. What the file says of the output
+    // (from_logits), of any loss (the reduction, label smoothing) stays;
+    // the options of the file's own loss go with it.
+    LossKind flag = *lossKindOf(*options.loss);
+    for (std::optional<builder::OutputLoss> &loss : losses) {
+      if (!loss)
+        loss.emplace();
+      else if (loss->loss == flag)
+        continue;
+      loss->loss = flag;
+      loss->alpha.reset();
+      loss->beta.reset();
+      loss->gamma.reset();
+      loss->delta.reset();
+      loss->apply_class_balancing = false;
+      loss->ignore_class.reset();
+      loss->axis.clear();
+      if (loss->label_smoothing > 0 &&
+          flag != LossKind::categorical_crossentropy &&
+          flag != LossKind::binary_crossentropy &&
+          flag != LossKind::binary_focal_crossentropy &&
+          flag != LossKind::categorical_focal_crossentropy)
+        return fileError(root.document().fileLoc(),
+                         "the compile_config's label_smoothing needs "
+                         "categorical_crossentropy, binary_crossentropy or a "
+                         "focal cross-entropy, but the loss option is " +
+                             mlir::graph::stringifyLossKind(flag).str());
     }
   }
-  if (!loss) {
+  if (!losses.front()) {
     if (options.optimizer || options.learningRate || options.fromLogits ||
         options.clipnorm || options.globalClipnorm || options.clipvalue ||
         options.weightDecay)
@@ -800,18 +1072,36 @@ LogicalResult readTraining(ConfigReader &root, const ImportOptions &options,
                     "sparse_categorical_crossentropy (and --optimizer)\n";
     return success();
   }
-  training.loss = *loss;
-  training.from_logits = options.fromLogits.value_or(fromLogits);
-  if (training.label_smoothing > 0 &&
-      training.loss != LossKind::categorical_crossentropy &&
-      training.loss != LossKind::binary_crossentropy &&
-      training.loss != LossKind::binary_focal_crossentropy &&
-      training.loss != LossKind::categorical_focal_crossentropy)
-    return fileError(root.document().fileLoc(),
-                     "the compile_config's label_smoothing needs "
-                     "categorical_crossentropy, binary_crossentropy or a "
-                     "focal cross-entropy, but the loss option is " +
-                         mlir::graph::stringifyLossKind(training.loss).str());
+  training.losses.clear();
+  for (size_t i = 0; i < n; ++i) {
+    builder::OutputLoss loss = *losses[i];
+    if (options.fromLogits)
+      loss.from_logits = *options.fromLogits;
+    loss.weight = weights[i];
+    if (compiled || metrics[i])
+      loss.metrics = metrics[i].value_or(std::vector<builder::Metric>{});
+    // Class indices have no shape to compare predictions with; labels of
+    // the predictions' shape are no class indices.
+    using K = mlir::graph::MetricKind;
+    bool sparse = loss.loss == LossKind::sparse_categorical_crossentropy;
+    for (const builder::Metric &m : loss.metrics) {
+      bool wantsIndices = m.kind == K::sparse_categorical_accuracy ||
+                          m.kind == K::sparse_top_k_categorical_accuracy;
+      bool wantsShape = !wantsIndices && m.kind != K::accuracy;
+      if (sparse ? wantsShape : wantsIndices)
+        return fileError(
+            root.document().fileLoc(),
+            "metric '" + m.name + "'" +
+                (n > 1 ? " of output '" + outputs[i] + "'" : std::string()) +
+                (sparse ? " compares predictions with labels of their shape; "
+                          "the loss sparse_categorical_crossentropy takes "
+                          "class indices"
+                        : " takes class indices; the loss " +
+                              mlir::graph::stringifyLossKind(loss.loss).str() +
+                              " takes labels of the predictions' shape"));
+    }
+    training.losses.push_back(std::move(loss));
+  }
 
   if (options.optimizer) {
     // builder::Optimizer's alternative for the flag. Emplaced, not copied

@@ -22,10 +22,14 @@ mlir::LogicalResult checkImportOptions(const ImportOptions &options,
                                        mlir::Location fileLoc);
 
 /// Reads the compile_config of the model config `root` and applies
-/// `options`. `out` stays empty when no loss is known: the model is imported
+/// `options`, for a model whose outputs (Keras' output layers) are
+/// `outputs`: a loss, a loss weight and metrics per output, as Keras'
+/// compile() takes them (one for all, a list by position, a dict by
+/// name). `out` stays empty when no loss is known: the model is imported
 /// without a graph.training.
 mlir::LogicalResult readTraining(ConfigReader &root,
                                  const ImportOptions &options,
+                                 llvm::ArrayRef<std::string> outputs,
                                  std::optional<builder::Training> &out);
 
 } // namespace graph::keras

@@ -69,6 +69,26 @@ std::string describePlan(const plan::Plan &p) {
       os << (i ? ", " : "") << a.name()->str() << "=" << a.f();
     }
   os << "), global batch " << t.global_batch_size() << "\n";
+  if (t.outputs() && t.outputs()->size() > 1) {
+    os << "outputs:";
+    for (const plan::Output *o : *t.outputs())
+      os << " " << o->name()->str() << " (" << plan::EnumNameLossKind(o->loss())
+         << (o->from_logits() ? ", from logits" : "") << ")";
+    os << "\n";
+  }
+  if (t.metrics() && t.metrics()->size() > 0) {
+    os << "logs: loss";
+    for (size_t i = 0; i < t.metrics()->size(); ++i) {
+      os << ", " << t.metrics()->Get(i)->str();
+      if (t.metric_specs() && i < t.metric_specs()->size() &&
+          t.metric_specs()->Get(i)->reduction() != plan::MetricReduction::mean)
+        os << " ("
+           << plan::EnumNameMetricReduction(
+                  t.metric_specs()->Get(i)->reduction())
+           << ")";
+    }
+    os << "\n";
+  }
 
   for (const plan::Program *prog : *p.programs()) {
     os << "program " << prog->name()->str() << " ("

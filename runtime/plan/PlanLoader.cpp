@@ -141,6 +141,8 @@ public:
                   std::to_string(static_cast<int>(plan.training()->loss())));
     if (plan.training()->loss() == plan::LossKind::binary_accuracy)
       return fail("training: binary_accuracy is a metric, not a loss");
+    if (Status s = checkOutputs(); !s)
+      return s;
     if (plan.programs()->size() == 0)
       return fail("no program");
     for (const plan::Program *p : *plan.programs()) {
@@ -154,6 +156,45 @@ public:
 private:
   Status fail(const std::string &what) {
     return Status::error(name + ": invalid plan: " + what);
+  }
+
+  /// The model's outputs (each with its labels input, a loss, and a
+  /// name when there are several) and the logged values' specs.
+  Status checkOutputs() {
+    const plan::Training &t = *plan.training();
+    if (!t.outputs() || t.outputs()->size() == 0)
+      return fail("training: no output");
+    std::set<std::string> labels;
+    for (const plan::Output *o : *t.outputs()) {
+      if (o->loss() < plan::LossKind::MIN || o->loss() > plan::LossKind::MAX ||
+          o->loss() == plan::LossKind::binary_accuracy)
+        return fail("training: an output has an unknown loss kind " +
+                    std::to_string(static_cast<int>(o->loss())));
+      std::string input = o->labels()->str();
+      if (!isLabelsInput(input) || !labels.insert(input).second)
+        return fail("training: output labels input '" + input +
+                    "' is not a labels input, or is another output's");
+      if (t.outputs()->size() > 1 && (!o->name() || o->name()->size() == 0))
+        return fail("training: one of several outputs has no name");
+      bool found = false;
+      for (const plan::Input *in : *plan.inputs())
+        found = found || in->name()->str() == input;
+      if (!found)
+        return fail("training: no input '" + input +
+                    "' for an output's "
+                    "labels");
+    }
+    if (t.metric_specs())
+      for (const plan::Metric *m : *t.metric_specs())
+        if (m->reduction() < plan::MetricReduction::MIN ||
+            m->reduction() > plan::MetricReduction::MAX ||
+            m->curve() < plan::AucCurve::MIN ||
+            m->curve() > plan::AucCurve::MAX ||
+            m->summation() < plan::AucSummation::MIN ||
+            m->summation() > plan::AucSummation::MAX)
+          return fail("training: metric '" + m->name()->str() +
+                      "' has an unknown reduction, curve or summation");
+    return Status::ok();
   }
 
   /// Why checkedBytes refused `shape`.

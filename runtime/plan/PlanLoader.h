@@ -24,12 +24,19 @@ namespace graph::runtime {
 
 /// The version this build writes and reads. Bump it when plan.fbs changes
 /// meaning.
-constexpr uint32_t kPlanVersion = 7;
+constexpr uint32_t kPlanVersion = 8;
+
+/// Whether `name` is a labels input: "labels", or "labels:<output>" for
+/// each output of a model of several.
+inline bool isLabelsInput(std::string_view name) {
+  return name == "labels" || name.starts_with("labels:");
+}
 
 /// Whether `name` is an input graph-build-training-step adds to the model's:
 /// the labels, and each row's weights in the loss and in the metrics.
 inline bool isStepInput(std::string_view name) {
-  return name == "labels" || name == "sample_weight" || name == "metric_weight";
+  return isLabelsInput(name) || name == "sample_weight" ||
+         name == "metric_weight";
 }
 
 /// Whether the plan's loss compares predictions with float targets of their

@@ -34,7 +34,7 @@ graph.model @m {
   %6 = graph.softmax %5 : tensor<2x3xf32>
   graph.output %6 : tensor<2x3xf32>
 }
-graph.training @m loss = categorical_crossentropy optimizer = #graph.adam<learning_rate = 0.001, beta_1 = 0.9, beta_2 = 0.999, epsilon = 1.0e-07, amsgrad = false> metrics = ["accuracy"] global_batch_size = 2
+graph.training @m losses = [#graph.output_loss<kind = categorical_crossentropy, metrics = [#graph.metric<kind = accuracy, name = "accuracy">]>] optimizer = #graph.adam<learning_rate = 0.001, beta_1 = 0.9, beta_2 = 0.999, epsilon = 1.0e-07, amsgrad = false> global_batch_size = 2
 
 // -----
 
@@ -56,4 +56,4 @@ graph.model @m {
   %4 = graph.softmax %3 : tensor<3x2xf32>
   graph.output %4 : tensor<3x2xf32>
 }
-graph.training @m loss = categorical_crossentropy optimizer = #graph.sgd<learning_rate = 0.1, momentum = 0.0, nesterov = false> metrics = [] global_batch_size = 3
+graph.training @m losses = [#graph.output_loss<kind = categorical_crossentropy>] optimizer = #graph.sgd<learning_rate = 0.1, momentum = 0.0, nesterov = false> global_batch_size = 3

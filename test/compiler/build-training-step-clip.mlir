@@ -37,7 +37,7 @@ graph.model @m {
   %2 = graph.softmax %1 : tensor<4x2xf32>
   graph.output %2 : tensor<4x2xf32>
 }
-graph.training @m loss = categorical_crossentropy optimizer = #graph.sgd<learning_rate = 0.1, momentum = 0.0, nesterov = false, clipnorm = 0.5, weight_decay = 0.01> metrics = ["accuracy"] global_batch_size = 4
+graph.training @m losses = [#graph.output_loss<kind = categorical_crossentropy, metrics = [#graph.metric<kind = accuracy, name = "accuracy">]>] optimizer = #graph.sgd<learning_rate = 0.1, momentum = 0.0, nesterov = false, clipnorm = 0.5, weight_decay = 0.01> global_batch_size = 4
 
 // -----
 
@@ -72,4 +72,4 @@ graph.model @m {
   %2 = graph.softmax %1 : tensor<4x2xf32>
   graph.output %2 : tensor<4x2xf32>
 }
-graph.training @m loss = categorical_crossentropy optimizer = #graph.adam<learning_rate = 0.001, beta_1 = 0.9, beta_2 = 0.999, epsilon = 1.0e-07, amsgrad = false, global_clipnorm = 1.0> metrics = ["accuracy"] global_batch_size = 4
+graph.training @m losses = [#graph.output_loss<kind = categorical_crossentropy, metrics = [#graph.metric<kind = accuracy, name = "accuracy">]>] optimizer = #graph.adam<learning_rate = 0.001, beta_1 = 0.9, beta_2 = 0.999, epsilon = 1.0e-07, amsgrad = false, global_clipnorm = 1.0> global_batch_size = 4

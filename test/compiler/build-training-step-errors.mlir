@@ -24,14 +24,14 @@ graph.model @m {
   graph.output %0 : tensor<4x2xf32>
 }
 // expected-note@+1 {{the first one is here}}
-graph.training @m loss = categorical_crossentropy optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.0, nesterov = false> metrics = [] global_batch_size = 4
+graph.training @m losses = [#graph.output_loss<kind = categorical_crossentropy>] optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.0, nesterov = false> global_batch_size = 4
 // expected-error@+1 {{only one graph.training per module is supported}}
-graph.training @m loss = categorical_crossentropy optimizer = #graph.sgd<learning_rate = 0.1, momentum = 0.0, nesterov = false> metrics = [] global_batch_size = 4
+graph.training @m losses = [#graph.output_loss<kind = categorical_crossentropy>] optimizer = #graph.sgd<learning_rate = 0.1, momentum = 0.0, nesterov = false> global_batch_size = 4
 
 // -----
 
-// A model with two outputs: graph.training's verifier rejects it before the
-// pass runs.
+// A model with two outputs and one loss: graph.training's verifier rejects
+// it before the pass runs.
 graph.variable @"dense/kernel" : tensor<3x2xf32> = #graph.init<glorot_uniform>
 graph.model @m {
   %x = graph.input "input_layer" : tensor<4x3xf32>
@@ -39,8 +39,8 @@ graph.model @m {
   %0 = graph.dense %x, %k : (tensor<4x3xf32>, tensor<3x2xf32>) -> tensor<4x2xf32>
   graph.output %0, %0 : tensor<4x2xf32>, tensor<4x2xf32>
 }
-// expected-error@+1 {{needs a model with exactly one output}}
-graph.training @m loss = categorical_crossentropy optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.0, nesterov = false> metrics = [] global_batch_size = 4
+// expected-error@+1 {{has 1 losses for a model of 2 outputs: one loss per output}}
+graph.training @m losses = [#graph.output_loss<kind = categorical_crossentropy>] optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.0, nesterov = false> global_batch_size = 4
 
 // -----
 
@@ -53,7 +53,7 @@ graph.model @m {
   graph.output %0 : tensor<4x2x2x2xf32>
 }
 // expected-error@+1 {{loss categorical_crossentropy needs float model output [batch, classes], got 'tensor<4x2x2x2xf32>'}}
-graph.training @m loss = categorical_crossentropy optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.0, nesterov = false> metrics = [] global_batch_size = 4
+graph.training @m losses = [#graph.output_loss<kind = categorical_crossentropy>] optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.0, nesterov = false> global_batch_size = 4
 
 // -----
 
@@ -65,7 +65,7 @@ graph.model @m {
   %0 = graph.dense %x, %k : (tensor<4x3xf32>, tensor<3x2xf32>) -> tensor<4x2xf32>
   graph.output %0 : tensor<4x2xf32>
 }
-graph.training @m loss = categorical_crossentropy optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.0, nesterov = false> metrics = [] global_batch_size = 4
+graph.training @m losses = [#graph.output_loss<kind = categorical_crossentropy>] optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.0, nesterov = false> global_batch_size = 4
 
 // -----
 
@@ -77,7 +77,7 @@ graph.model @m {
   %0 = graph.dense %x, %k : (tensor<4x3xf32>, tensor<3x2xf32>) -> tensor<4x2xf32>
   graph.output %0 : tensor<4x2xf32>
 }
-graph.training @m loss = categorical_crossentropy optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.0, nesterov = false> metrics = [] global_batch_size = 4
+graph.training @m losses = [#graph.output_loss<kind = categorical_crossentropy>] optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.0, nesterov = false> global_batch_size = 4
 
 // -----
 
@@ -89,7 +89,7 @@ graph.model @m {
   %0 = graph.dense %x, %k : (tensor<4x3xf32>, tensor<3x2xf32>) -> tensor<4x2xf32>
   graph.output %0 : tensor<4x2xf32>
 }
-graph.training @m loss = categorical_crossentropy optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.0, nesterov = false> metrics = [] global_batch_size = 4
+graph.training @m losses = [#graph.output_loss<kind = categorical_crossentropy>] optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.0, nesterov = false> global_batch_size = 4
 // expected-error@+1 {{symbol 'eval_step' already exists; graph-build-training-step adds it}}
 graph.model @eval_step {
   %x = graph.input "input_layer" : tensor<4x3xf32>
@@ -107,7 +107,7 @@ graph.model @m {
   %0 = graph.dense %x, %k : (tensor<4x3xf32>, tensor<3x2xf32>) -> tensor<4x2xf32>
   graph.output %0 : tensor<4x2xf32>
 }
-graph.training @m loss = categorical_crossentropy optimizer = #graph.adam<learning_rate = 0.001, beta_1 = 0.9, beta_2 = 0.999, epsilon = 1.0e-07, amsgrad = false> metrics = [] global_batch_size = 4
+graph.training @m losses = [#graph.output_loss<kind = categorical_crossentropy>] optimizer = #graph.adam<learning_rate = 0.001, beta_1 = 0.9, beta_2 = 0.999, epsilon = 1.0e-07, amsgrad = false> global_batch_size = 4
 
 // -----
 
@@ -121,7 +121,7 @@ graph.model @m {
   %1 = graph.softmax %0 : tensor<4x2xf32>
   graph.output %1 : tensor<4x2xf32>
 }
-graph.training @m loss = categorical_crossentropy optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.0, nesterov = false> metrics = [] global_batch_size = 4
+graph.training @m losses = [#graph.output_loss<kind = categorical_crossentropy>] optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.0, nesterov = false> global_batch_size = 4
 
 // -----
 
@@ -141,7 +141,7 @@ graph.model @m {
   %1 = graph.batch_norm %0, %mm, %mv : (tensor<4x2xf32>, tensor<2xf32>, tensor<2xf32>) -> tensor<4x2xf32>
   graph.output %1 : tensor<4x2xf32>
 }
-graph.training @m loss = categorical_crossentropy optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.0, nesterov = false> metrics = [] global_batch_size = 4
+graph.training @m losses = [#graph.output_loss<kind = categorical_crossentropy>] optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.0, nesterov = false> global_batch_size = 4
 
 // -----
 
@@ -153,7 +153,7 @@ graph.model @m {
   graph.output %0 : tensor<4x2xf32>
 }
 // expected-error@+1 {{no trainable variable of @m affects the loss: nothing to train}}
-graph.training @m loss = categorical_crossentropy optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.0, nesterov = false> metrics = [] global_batch_size = 4
+graph.training @m losses = [#graph.output_loss<kind = categorical_crossentropy>] optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.0, nesterov = false> global_batch_size = 4
 
 // -----
 
@@ -170,4 +170,4 @@ graph.model @m {
   %1 = graph.dense %x, %u : (tensor<4x3xf32>, tensor<3x2xf32>) -> tensor<4x2xf32>
   graph.output %0 : tensor<4x2xf32>
 }
-graph.training @m loss = categorical_crossentropy optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.0, nesterov = false> metrics = [] global_batch_size = 4
+graph.training @m losses = [#graph.output_loss<kind = categorical_crossentropy>] optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.0, nesterov = false> global_batch_size = 4

@@ -55,7 +55,7 @@ graph.model @m {
   %4 = graph.softmax %3 : tensor<2x3xf32>
   graph.output %4 : tensor<2x3xf32>
 }
-graph.training @m loss = categorical_crossentropy optimizer = #graph.sgd<learning_rate = 0.1, momentum = 0.0, nesterov = false> metrics = [] global_batch_size = 2
+graph.training @m losses = [#graph.output_loss<kind = categorical_crossentropy>] optimizer = #graph.sgd<learning_rate = 0.1, momentum = 0.0, nesterov = false> global_batch_size = 2
 
 // -----
 
@@ -86,4 +86,4 @@ graph.model @m {
   %2 = graph.softmax %1 : tensor<4x2xf32>
   graph.output %2 : tensor<4x2xf32>
 }
-graph.training @m loss = categorical_crossentropy optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.0, nesterov = false> metrics = [] global_batch_size = 4
+graph.training @m losses = [#graph.output_loss<kind = categorical_crossentropy>] optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.0, nesterov = false> global_batch_size = 4

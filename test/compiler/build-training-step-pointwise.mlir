@@ -14,7 +14,7 @@ graph.model @m {
   %y = graph.dense %x, %k : (tensor<4x3xf32>, tensor<3x1xf32>) -> tensor<4x1xf32>
   graph.output %y : tensor<4x1xf32>
 }
-graph.training @m loss = binary_crossentropy from_logits label_smoothing = 1.000000e-01 optimizer = #graph.sgd<learning_rate = 0.1, momentum = 0.0, nesterov = false> metrics = ["accuracy", "mae"] global_batch_size = 4
+graph.training @m losses = [#graph.output_loss<kind = binary_crossentropy, from_logits = true, label_smoothing = 0.1, metrics = [#graph.metric<kind = accuracy, name = "accuracy">, #graph.metric<kind = mean_absolute_error, name = "mae">]>] optimizer = #graph.sgd<learning_rate = 0.1, momentum = 0.0, nesterov = false> global_batch_size = 4
 
 // CHECK-LABEL: graph.model @train_step
 // CHECK: %[[T:.*]] = graph.input "labels" : tensor<4x1xf32>
@@ -45,7 +45,7 @@ graph.model @m {
   %y = graph.dense %x, %k : (tensor<4x5x3xf32>, tensor<3x2xf32>) -> tensor<4x5x2xf32>
   graph.output %y : tensor<4x5x2xf32>
 }
-graph.training @m loss = huber delta = 5.000000e-01 reduction = "sum" optimizer = #graph.sgd<learning_rate = 0.1, momentum = 0.0, nesterov = false> metrics = [] global_batch_size = 4
+graph.training @m losses = [#graph.output_loss<kind = huber, delta = 0.5, sum_reduction = true>] optimizer = #graph.sgd<learning_rate = 0.1, momentum = 0.0, nesterov = false> global_batch_size = 4
 
 // CHECK-LABEL: graph.model @train_step
 // CHECK: %[[L:.*]] = graph.pointwise_loss huber %{{.*}}, %{{.*}} weights %{{.*}} delta = 5.000000e-01 : tensor<4x5x2xf32>, tensor<4x5x2xf32>, tensor<4xf32> -> tensor<f32>
@@ -65,7 +65,7 @@ graph.model @m {
   %y = graph.dense %x, %k : (tensor<4x5x3xf32>, tensor<3x2xf32>) -> tensor<4x5x2xf32>
   graph.output %y : tensor<4x5x2xf32>
 }
-graph.training @m loss = categorical_focal_crossentropy from_logits label_smoothing = 1.000000e-01 alpha = 5.000000e-01 gamma = 3.000000e+00 reduction = "sum" optimizer = #graph.sgd<learning_rate = 0.1, momentum = 0.0, nesterov = false> metrics = [] global_batch_size = 4
+graph.training @m losses = [#graph.output_loss<kind = categorical_focal_crossentropy, from_logits = true, label_smoothing = 0.1, alpha = 0.5, gamma = 3.0, sum_reduction = true>] optimizer = #graph.sgd<learning_rate = 0.1, momentum = 0.0, nesterov = false> global_batch_size = 4
 
 // CHECK-LABEL: graph.model @train_step
 // CHECK: %[[L:.*]] = graph.pointwise_loss categorical_focal_crossentropy %{{.*}}, %{{.*}} weights %{{.*}} from_logits label_smoothing = 1.000000e-01 alpha = 5.000000e-01 gamma = 3.000000e+00 : tensor<4x5x2xf32>, tensor<4x5x2xf32>, tensor<4xf32> -> tensor<f32>

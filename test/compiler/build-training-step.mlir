@@ -36,7 +36,7 @@
 // CHECK-NEXT: graph.softmax
 // CHECK-NEXT: graph.output
 // CHECK-NEXT: }
-// CHECK-NEXT: graph.training @m loss = categorical_crossentropy optimizer = #graph.adam<learning_rate = 0.001, beta_1 = 0.9, beta_2 = 0.999, epsilon = 1.0e-07, amsgrad = false> metrics = ["accuracy"] global_batch_size = 4
+// CHECK-NEXT: graph.training @m losses = [#graph.output_loss<kind = categorical_crossentropy, metrics = [#graph.metric<kind = accuracy, name = "accuracy">]>] optimizer = #graph.adam<learning_rate = 0.001, beta_1 = 0.9, beta_2 = 0.999, epsilon = 1.0e-07, amsgrad = false> global_batch_size = 4
 // CHECK-NEXT: graph.model @train_step {
 // CHECK-NEXT: %[[X:.*]] = graph.input "input_layer" : tensor<4x3xf32>
 // CHECK-NEXT: %[[LABELS:.*]] = graph.input "labels" : tensor<4x2xf32>
@@ -142,7 +142,7 @@ graph.model @m {
   %5 = graph.softmax %4 : tensor<4x2xf32>
   graph.output %5 : tensor<4x2xf32>
 }
-graph.training @m loss = categorical_crossentropy optimizer = #graph.adam<learning_rate = 0.001, beta_1 = 0.9, beta_2 = 0.999, epsilon = 1.0e-07, amsgrad = false> metrics = ["accuracy"] global_batch_size = 4
+graph.training @m losses = [#graph.output_loss<kind = categorical_crossentropy, metrics = [#graph.metric<kind = accuracy, name = "accuracy">]>] optimizer = #graph.adam<learning_rate = 0.001, beta_1 = 0.9, beta_2 = 0.999, epsilon = 1.0e-07, amsgrad = false> global_batch_size = 4
 
 // -----
 
@@ -180,7 +180,7 @@ graph.model @m {
   %3 = graph.softmax %2 : tensor<4x2xf32>
   graph.output %3 : tensor<4x2xf32>
 }
-graph.training @m loss = categorical_crossentropy optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.9, nesterov = true> metrics = ["accuracy"] global_batch_size = 4
+graph.training @m losses = [#graph.output_loss<kind = categorical_crossentropy, metrics = [#graph.metric<kind = accuracy, name = "accuracy">]>] optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.9, nesterov = true> global_batch_size = 4
 
 // -----
 
@@ -212,7 +212,7 @@ graph.model @m {
   %2 = graph.softmax %1 : tensor<4x2xf32>
   graph.output %2 : tensor<4x2xf32>
 }
-graph.training @m loss = categorical_crossentropy optimizer = #graph.sgd<learning_rate = 0.1, momentum = 0.0, nesterov = false> metrics = [] global_batch_size = 4
+graph.training @m losses = [#graph.output_loss<kind = categorical_crossentropy>] optimizer = #graph.sgd<learning_rate = 0.1, momentum = 0.0, nesterov = false> global_batch_size = 4
 
 // -----
 
@@ -242,7 +242,7 @@ graph.model @m {
   %1 = graph.softmax %0 : tensor<4x2xf32>
   graph.output %1 : tensor<4x2xf32>
 }
-graph.training @m loss = categorical_crossentropy optimizer = #graph.rmsprop<learning_rate = 0.001, rho = 0.9, momentum = 0.5, epsilon = 1.0e-07, centered = true> metrics = ["accuracy"] global_batch_size = 4
+graph.training @m losses = [#graph.output_loss<kind = categorical_crossentropy, metrics = [#graph.metric<kind = accuracy, name = "accuracy">]>] optimizer = #graph.rmsprop<learning_rate = 0.001, rho = 0.9, momentum = 0.5, epsilon = 1.0e-07, centered = true> global_batch_size = 4
 
 // -----
 
@@ -324,7 +324,7 @@ graph.model @cnn {
   %9 = graph.softmax %8 : tensor<2x3xf32>
   graph.output %9 : tensor<2x3xf32>
 }
-graph.training @cnn loss = categorical_crossentropy optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.0, nesterov = false> metrics = ["accuracy"] global_batch_size = 2
+graph.training @cnn losses = [#graph.output_loss<kind = categorical_crossentropy, metrics = [#graph.metric<kind = accuracy, name = "accuracy">]>] optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.0, nesterov = false> global_batch_size = 2
 
 // -----
 
@@ -411,7 +411,7 @@ graph.model @m {
   %4 = graph.softmax %3 : tensor<4x2xf32>
   graph.output %4 : tensor<4x2xf32>
 }
-graph.training @m loss = categorical_crossentropy optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.9, nesterov = false> metrics = ["accuracy"] global_batch_size = 4
+graph.training @m losses = [#graph.output_loss<kind = categorical_crossentropy, metrics = [#graph.metric<kind = accuracy, name = "accuracy">]>] optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.9, nesterov = false> global_batch_size = 4
 
 // -----
 
@@ -455,7 +455,7 @@ graph.model @m {
   %1 = graph.bias_add %0, %b : tensor<4x5xf32>, tensor<5xf32>
   graph.output %1 : tensor<4x5xf32>
 }
-graph.training @m loss = sparse_categorical_crossentropy from_logits optimizer = #graph.adam<learning_rate = 0.001, beta_1 = 0.9, beta_2 = 0.999, epsilon = 1.0e-07, amsgrad = true> metrics = ["accuracy"] global_batch_size = 4
+graph.training @m losses = [#graph.output_loss<kind = sparse_categorical_crossentropy, from_logits = true, metrics = [#graph.metric<kind = accuracy, name = "accuracy">]>] optimizer = #graph.adam<learning_rate = 0.001, beta_1 = 0.9, beta_2 = 0.999, epsilon = 1.0e-07, amsgrad = true> global_batch_size = 4
 
 // -----
 
@@ -522,7 +522,7 @@ graph.model @residual {
   %8 = graph.softmax %7 : tensor<2x3xf32>
   graph.output %8 : tensor<2x3xf32>
 }
-graph.training @residual loss = categorical_crossentropy optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.0, nesterov = false> metrics = ["accuracy"] global_batch_size = 2
+graph.training @residual losses = [#graph.output_loss<kind = categorical_crossentropy, metrics = [#graph.metric<kind = accuracy, name = "accuracy">]>] optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.0, nesterov = false> global_batch_size = 2
 
 // -----
 
@@ -553,7 +553,7 @@ graph.model @m {
   %3 = graph.softmax %2 : tensor<4x2xf32>
   graph.output %3 : tensor<4x2xf32>
 }
-graph.training @m loss = categorical_crossentropy optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.0, nesterov = false> metrics = ["accuracy"] global_batch_size = 4
+graph.training @m losses = [#graph.output_loss<kind = categorical_crossentropy, metrics = [#graph.metric<kind = accuracy, name = "accuracy">]>] optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.0, nesterov = false> global_batch_size = 4
 
 // -----
 
@@ -614,7 +614,7 @@ graph.model @m {
   %6 = graph.softmax %5 : tensor<4x2xf32>
   graph.output %6 : tensor<4x2xf32>
 }
-graph.training @m loss = categorical_crossentropy optimizer = #graph.adam<learning_rate = 0.001, beta_1 = 0.9, beta_2 = 0.999, epsilon = 1.0e-07, amsgrad = false> metrics = ["accuracy"] global_batch_size = 4
+graph.training @m losses = [#graph.output_loss<kind = categorical_crossentropy, metrics = [#graph.metric<kind = accuracy, name = "accuracy">]>] optimizer = #graph.adam<learning_rate = 0.001, beta_1 = 0.9, beta_2 = 0.999, epsilon = 1.0e-07, amsgrad = false> global_batch_size = 4
 
 // -----
 
@@ -662,7 +662,7 @@ graph.model @m {
   %4 = graph.softmax %3 : tensor<4x2xf32>
   graph.output %4 : tensor<4x2xf32>
 }
-graph.training @m loss = categorical_crossentropy optimizer = #graph.adam<learning_rate = 0.001, beta_1 = 0.9, beta_2 = 0.999, epsilon = 1.0e-07, amsgrad = false> metrics = ["accuracy"] global_batch_size = 4
+graph.training @m losses = [#graph.output_loss<kind = categorical_crossentropy, metrics = [#graph.metric<kind = accuracy, name = "accuracy">]>] optimizer = #graph.adam<learning_rate = 0.001, beta_1 = 0.9, beta_2 = 0.999, epsilon = 1.0e-07, amsgrad = false> global_batch_size = 4
 
 // -----
 
@@ -715,4 +715,4 @@ graph.model @m {
   %9 = graph.softmax %8 {axis = 1 : i64} : tensor<2x3xf32>
   graph.output %9 : tensor<2x3xf32>
 }
-graph.training @m loss = categorical_crossentropy optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.0, nesterov = false> metrics = ["accuracy"] global_batch_size = 2
+graph.training @m losses = [#graph.output_loss<kind = categorical_crossentropy, metrics = [#graph.metric<kind = accuracy, name = "accuracy">]>] optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.0, nesterov = false> global_batch_size = 2

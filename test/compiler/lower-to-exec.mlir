@@ -143,7 +143,7 @@ graph.model @m {
   %y = graph.dense %x, %k : (tensor<4x3xf32>, tensor<3x2xf32>) -> tensor<4x2xf32>
   graph.output %y : tensor<4x2xf32>
 }
-graph.training @m loss = categorical_crossentropy optimizer = #graph.adam<learning_rate = 0.001, beta_1 = 0.9, beta_2 = 0.999, epsilon = 1.0e-07, amsgrad = false> metrics = ["accuracy"] global_batch_size = 4
+graph.training @m losses = [#graph.output_loss<kind = categorical_crossentropy, metrics = [#graph.metric<kind = accuracy, name = "accuracy">]>] optimizer = #graph.adam<learning_rate = 0.001, beta_1 = 0.9, beta_2 = 0.999, epsilon = 1.0e-07, amsgrad = false> global_batch_size = 4
 graph.model @train_step attributes {dist.replicas = 2 : i64} {
   %x0 = graph.input "input_layer" {dist.device = #dist.device<0>} : tensor<2x3xf32>
   %l0 = graph.input "labels" {dist.device = #dist.device<0>} : tensor<2x2xf32>
@@ -294,7 +294,7 @@ graph.model @m {
   %y = graph.dense %x, %k : (tensor<4x3xf32>, tensor<3x2xf32>) -> tensor<4x2xf32>
   graph.output %y : tensor<4x2xf32>
 }
-graph.training @m loss = categorical_crossentropy optimizer = #graph.adam<learning_rate = 0.001, beta_1 = 0.9, beta_2 = 0.999, epsilon = 1.0e-07, amsgrad = false> metrics = ["accuracy"] global_batch_size = 4
+graph.training @m losses = [#graph.output_loss<kind = categorical_crossentropy, metrics = [#graph.metric<kind = accuracy, name = "accuracy">]>] optimizer = #graph.adam<learning_rate = 0.001, beta_1 = 0.9, beta_2 = 0.999, epsilon = 1.0e-07, amsgrad = false> global_batch_size = 4
 graph.model @train_step attributes {dist.replicas = 1 : i64} {
   %x0 = graph.input "input_layer" {dist.device = #dist.device<0>} : tensor<4x3xf32>
   %l0 = graph.input "labels" {dist.device = #dist.device<0>} : tensor<4x2xf32>
@@ -382,7 +382,7 @@ graph.model @cnn {
   %f = graph.flatten %x : tensor<2x4x4x1xf32> -> tensor<2x16xf32>
   graph.output %f : tensor<2x16xf32>
 }
-graph.training @cnn loss = sparse_categorical_crossentropy optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.0, nesterov = false> metrics = ["accuracy"] global_batch_size = 2
+graph.training @cnn losses = [#graph.output_loss<kind = sparse_categorical_crossentropy, metrics = [#graph.metric<kind = accuracy, name = "accuracy">]>] optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.0, nesterov = false> global_batch_size = 2
 graph.model @eval_step attributes {dist.replicas = 1 : i64} {
   %x = graph.input "image" {dist.device = #dist.device<0>} : tensor<2x4x4x1xf32>
   %l = graph.input "labels" {dist.device = #dist.device<0>} : tensor<2xi32>
@@ -438,7 +438,7 @@ graph.model @m {
   %x = graph.input "input_layer" : tensor<4x3xf32>
   graph.output %x : tensor<4x3xf32>
 }
-graph.training @m loss = sparse_categorical_crossentropy optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.9, nesterov = false> metrics = ["accuracy"] global_batch_size = 4
+graph.training @m losses = [#graph.output_loss<kind = sparse_categorical_crossentropy, metrics = [#graph.metric<kind = accuracy, name = "accuracy">]>] optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.9, nesterov = false> global_batch_size = 4
 graph.model @train_step {
   %x = graph.input "input_layer" : tensor<4x3xf32>
   %l = graph.input "labels" : tensor<4xi32>
@@ -502,7 +502,7 @@ graph.model @m {
   %x = graph.input "x" : tensor<2x2xf32>
   graph.output %x : tensor<2x2xf32>
 }
-graph.training @m loss = categorical_crossentropy optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.0, nesterov = false> metrics = [] global_batch_size = 2
+graph.training @m losses = [#graph.output_loss<kind = categorical_crossentropy>] optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.0, nesterov = false> global_batch_size = 2
 graph.model @train_step {
   %x = graph.input "x" : tensor<2x2xf32>
   %w = graph.read_variable @w : tensor<2x2xf32>
@@ -548,7 +548,7 @@ graph.model @m {
   %x = graph.input "x" : tensor<4x2xf32>
   graph.output %x : tensor<4x2xf32>
 }
-graph.training @m loss = categorical_crossentropy optimizer = #graph.adam<learning_rate = 0.001, beta_1 = 0.9, beta_2 = 0.999, epsilon = 1.0e-07, amsgrad = false> metrics = [] global_batch_size = 4
+graph.training @m losses = [#graph.output_loss<kind = categorical_crossentropy>] optimizer = #graph.adam<learning_rate = 0.001, beta_1 = 0.9, beta_2 = 0.999, epsilon = 1.0e-07, amsgrad = false> global_batch_size = 4
 graph.model @train_step attributes {dist.replicas = 2 : i64} {
   %x0 = graph.input "x" {dist.device = #dist.device<0>} : tensor<2x2xf32>
   %loss0 = graph.categorical_crossentropy %x0, %x0 {dist.device = #dist.device<0>} : tensor<2x2xf32>, tensor<2x2xf32> -> tensor<f32>
@@ -611,7 +611,7 @@ graph.model @m {
   %x = graph.input "x" : tensor<4x2xf32>
   graph.output %x : tensor<4x2xf32>
 }
-graph.training @m loss = categorical_crossentropy optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.0, nesterov = false> metrics = [] global_batch_size = 4
+graph.training @m losses = [#graph.output_loss<kind = categorical_crossentropy>] optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.0, nesterov = false> global_batch_size = 4
 graph.model @eval_step attributes {dist.replicas = 2 : i64} {
   %x0 = graph.input "x" {dist.device = #dist.device<0>} : tensor<2x2xf32>
   %b0 = graph.read_variable @b {dist.device = #dist.device<0>} : tensor<2xf32>

@@ -19,7 +19,7 @@ graph.model @m {
   %p = graph.sigmoid %y : tensor<4x2xf32>
   graph.output %p : tensor<4x2xf32>
 }
-graph.training @m loss = tversky alpha = 2.500000e-01 beta = 7.500000e-01 reduction = "sum" optimizer = #graph.sgd<learning_rate = 0.1, momentum = 0.0, nesterov = false> metrics = [] global_batch_size = 4
+graph.training @m losses = [#graph.output_loss<kind = tversky, alpha = 0.25, beta = 0.75, sum_reduction = true>] optimizer = #graph.sgd<learning_rate = 0.1, momentum = 0.0, nesterov = false> global_batch_size = 4
 
 // Neither reduction scales the one value (Keras' reduce_values).
 // STEP-LABEL: graph.model @train_step

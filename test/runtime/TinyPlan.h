@@ -143,9 +143,13 @@ buildTinyPlan(int replicas, int64_t batch, const char *firstKernel = "test.mul",
   std::vector<flatbuffers::Offset<plan::Program>> programs{
       plan::CreateProgramDirect(b, name.c_str(), plan::ProgramKind::train,
                                 replicas, &buffers, &ops, events, &arenas)};
+  // One output, whose labels are the "labels" input.
+  std::vector<flatbuffers::Offset<plan::Output>> outputs{
+      plan::CreateOutputDirect(b, "", plan::LossKind::categorical_crossentropy,
+                               false, "labels", "predictions")};
   auto training = plan::CreateTrainingDirect(
       b, plan::LossKind::categorical_crossentropy, false,
-      plan::OptimizerKind::sgd, nullptr, nullptr, batch);
+      plan::OptimizerKind::sgd, nullptr, nullptr, batch, nullptr, &outputs);
   b.Finish(plan::CreatePlanDirect(b, kPlanVersion, "tiny", &vars, &inputs,
                                   training, &programs),
            plan::PlanIdentifier());

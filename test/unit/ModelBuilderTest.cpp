@@ -68,10 +68,12 @@ TEST_F(BuilderTest, FashionMnistCnnHasTheSeedShapes) {
             std::string::npos);
   EXPECT_NE(ir.find("-> tensor<256x10xf32>"), std::string::npos);
   EXPECT_NE(
-      ir.find("graph.training @functional loss = categorical_crossentropy "
+      ir.find("graph.training @functional losses = "
+              "[#graph.output_loss<kind = categorical_crossentropy, metrics = "
+              "[#graph.metric<kind = accuracy, name = \"accuracy\">]>] "
               "optimizer = #graph.adam<learning_rate = 0.001, beta_1 = "
               "0.9, beta_2 = 0.999, epsilon = 1.0e-07, amsgrad = false> "
-              "metrics = [\"accuracy\"] global_batch_size = 256"),
+              "global_batch_size = 256"),
       std::string::npos)
       << ir;
 }

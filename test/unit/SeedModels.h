@@ -33,7 +33,8 @@ buildFashionMnistCnn(mlir::MLIRContext &context, int64_t batch) {
   Tensor predictions =
       model.Dense({.units = 10, .activation = Activation::softmax})(x);
   return model.finish({predictions},
-                      Training{.loss = LossKind::categorical_crossentropy,
+                      Training{.losses = {OutputLoss{
+                                   .loss = LossKind::categorical_crossentropy}},
                                .optimizer = Adam{.learning_rate = 0.001}});
 }
 

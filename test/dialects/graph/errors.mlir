@@ -74,90 +74,90 @@ graph.variable @v : tensor<3xf32> = #graph.init<random_uniform, minval = 1.0, ma
 //===----------------------------------------------------------------------===//
 
 // expected-error@+1 {{sgd needs a finite learning_rate > 0, got 0}}
-graph.training @m loss = categorical_crossentropy optimizer = #graph.sgd<learning_rate = 0.0, momentum = 0.0, nesterov = false> metrics = [] global_batch_size = 2
+graph.training @m losses = [#graph.output_loss<kind = categorical_crossentropy>] optimizer = #graph.sgd<learning_rate = 0.0, momentum = 0.0, nesterov = false> global_batch_size = 2
 
 // -----
 
 // 1.0e400 overflows to +inf, which is not a usable learning rate.
 // expected-error@+1 {{adam needs a finite learning_rate > 0, got inf}}
-graph.training @m loss = categorical_crossentropy optimizer = #graph.adam<learning_rate = 1.0e400, beta_1 = 0.9, beta_2 = 0.999, epsilon = 1.0e-07, amsgrad = false> metrics = [] global_batch_size = 2
+graph.training @m losses = [#graph.output_loss<kind = categorical_crossentropy>] optimizer = #graph.adam<learning_rate = 1.0e400, beta_1 = 0.9, beta_2 = 0.999, epsilon = 1.0e-07, amsgrad = false> global_batch_size = 2
 
 // -----
 
 // expected-error@+1 {{rmsprop needs a finite learning_rate > 0, got -0.001}}
-graph.training @m loss = categorical_crossentropy optimizer = #graph.rmsprop<learning_rate = -0.001, rho = 0.9, momentum = 0.0, epsilon = 1.0e-07, centered = false> metrics = [] global_batch_size = 2
+graph.training @m losses = [#graph.output_loss<kind = categorical_crossentropy>] optimizer = #graph.rmsprop<learning_rate = -0.001, rho = 0.9, momentum = 0.0, epsilon = 1.0e-07, centered = false> global_batch_size = 2
 
 // -----
 
 // expected-error@+1 {{sgd needs momentum in [0, 1), got 1}}
-graph.training @m loss = categorical_crossentropy optimizer = #graph.sgd<learning_rate = 0.01, momentum = 1.0, nesterov = false> metrics = [] global_batch_size = 2
+graph.training @m losses = [#graph.output_loss<kind = categorical_crossentropy>] optimizer = #graph.sgd<learning_rate = 0.01, momentum = 1.0, nesterov = false> global_batch_size = 2
 
 // -----
 
 // expected-error@+1 {{sgd with nesterov needs momentum > 0}}
-graph.training @m loss = categorical_crossentropy optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.0, nesterov = true> metrics = [] global_batch_size = 2
+graph.training @m losses = [#graph.output_loss<kind = categorical_crossentropy>] optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.0, nesterov = true> global_batch_size = 2
 
 // -----
 
 // expected-error@+1 {{adam needs beta_1 in [0, 1), got 1}}
-graph.training @m loss = categorical_crossentropy optimizer = #graph.adam<learning_rate = 0.001, beta_1 = 1.0, beta_2 = 0.999, epsilon = 1.0e-07, amsgrad = false> metrics = [] global_batch_size = 2
+graph.training @m losses = [#graph.output_loss<kind = categorical_crossentropy>] optimizer = #graph.adam<learning_rate = 0.001, beta_1 = 1.0, beta_2 = 0.999, epsilon = 1.0e-07, amsgrad = false> global_batch_size = 2
 
 // -----
 
 // expected-error@+1 {{adam needs beta_2 in [0, 1), got -0.1}}
-graph.training @m loss = categorical_crossentropy optimizer = #graph.adam<learning_rate = 0.001, beta_1 = 0.9, beta_2 = -0.1, epsilon = 1.0e-07, amsgrad = false> metrics = [] global_batch_size = 2
+graph.training @m losses = [#graph.output_loss<kind = categorical_crossentropy>] optimizer = #graph.adam<learning_rate = 0.001, beta_1 = 0.9, beta_2 = -0.1, epsilon = 1.0e-07, amsgrad = false> global_batch_size = 2
 
 // -----
 
 // expected-error@+1 {{adam needs a finite epsilon > 0, got 0}}
-graph.training @m loss = categorical_crossentropy optimizer = #graph.adam<learning_rate = 0.001, beta_1 = 0.9, beta_2 = 0.999, epsilon = 0.0, amsgrad = false> metrics = [] global_batch_size = 2
+graph.training @m losses = [#graph.output_loss<kind = categorical_crossentropy>] optimizer = #graph.adam<learning_rate = 0.001, beta_1 = 0.9, beta_2 = 0.999, epsilon = 0.0, amsgrad = false> global_batch_size = 2
 
 // -----
 
 // expected-error@+1 {{rmsprop needs rho in [0, 1), got 1.5}}
-graph.training @m loss = categorical_crossentropy optimizer = #graph.rmsprop<learning_rate = 0.001, rho = 1.5, momentum = 0.0, epsilon = 1.0e-07, centered = false> metrics = [] global_batch_size = 2
+graph.training @m losses = [#graph.output_loss<kind = categorical_crossentropy>] optimizer = #graph.rmsprop<learning_rate = 0.001, rho = 1.5, momentum = 0.0, epsilon = 1.0e-07, centered = false> global_batch_size = 2
 
 // -----
 
 // expected-error@+1 {{rmsprop needs momentum in [0, 1), got 1}}
-graph.training @m loss = categorical_crossentropy optimizer = #graph.rmsprop<learning_rate = 0.001, rho = 0.9, momentum = 1.0, epsilon = 1.0e-07, centered = false> metrics = [] global_batch_size = 2
+graph.training @m losses = [#graph.output_loss<kind = categorical_crossentropy>] optimizer = #graph.rmsprop<learning_rate = 0.001, rho = 0.9, momentum = 1.0, epsilon = 1.0e-07, centered = false> global_batch_size = 2
 
 // -----
 
 // expected-error@+1 {{rmsprop needs a finite epsilon > 0, got -1}}
-graph.training @m loss = categorical_crossentropy optimizer = #graph.rmsprop<learning_rate = 0.001, rho = 0.9, momentum = 0.0, epsilon = -1.0, centered = false> metrics = [] global_batch_size = 2
+graph.training @m losses = [#graph.output_loss<kind = categorical_crossentropy>] optimizer = #graph.rmsprop<learning_rate = 0.001, rho = 0.9, momentum = 0.0, epsilon = -1.0, centered = false> global_batch_size = 2
 
 // -----
 
 // Clipping and weight decay: off (0) or positive, and one kind of clipping.
 // expected-error@+1 {{sgd needs a finite clipnorm >= 0 (0: off), got -1}}
-graph.training @m loss = categorical_crossentropy optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.0, nesterov = false, clipnorm = -1.0> metrics = [] global_batch_size = 2
+graph.training @m losses = [#graph.output_loss<kind = categorical_crossentropy>] optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.0, nesterov = false, clipnorm = -1.0> global_batch_size = 2
 
 // -----
 
 // expected-error@+1 {{adam needs a finite weight_decay >= 0 (0: off), got inf}}
-graph.training @m loss = categorical_crossentropy optimizer = #graph.adam<learning_rate = 0.001, beta_1 = 0.9, beta_2 = 0.999, epsilon = 1.0e-07, amsgrad = false, weight_decay = 1.0e400> metrics = [] global_batch_size = 2
+graph.training @m losses = [#graph.output_loss<kind = categorical_crossentropy>] optimizer = #graph.adam<learning_rate = 0.001, beta_1 = 0.9, beta_2 = 0.999, epsilon = 1.0e-07, amsgrad = false, weight_decay = 1.0e400> global_batch_size = 2
 
 // -----
 
 // expected-error@+1 {{rmsprop takes at most one of clipnorm, global_clipnorm and clipvalue}}
-graph.training @m loss = categorical_crossentropy optimizer = #graph.rmsprop<learning_rate = 0.001, rho = 0.9, momentum = 0.0, epsilon = 1.0e-07, centered = false, global_clipnorm = 1.0, clipvalue = 0.5> metrics = [] global_batch_size = 2
+graph.training @m losses = [#graph.output_loss<kind = categorical_crossentropy>] optimizer = #graph.rmsprop<learning_rate = 0.001, rho = 0.9, momentum = 0.0, epsilon = 1.0e-07, centered = false, global_clipnorm = 1.0, clipvalue = 0.5> global_batch_size = 2
 
 // -----
 
 // Learning-rate schedules.
 // expected-error@+1 {{sgd's schedule needs a finite decay_steps > 0, got 0}}
-graph.training @m loss = categorical_crossentropy optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.0, nesterov = false, schedule = #graph.cosine_decay<decay_steps = 0.0>> metrics = [] global_batch_size = 2
+graph.training @m losses = [#graph.output_loss<kind = categorical_crossentropy>] optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.0, nesterov = false, schedule = #graph.cosine_decay<decay_steps = 0.0>> global_batch_size = 2
 
 // -----
 
 // expected-error@+1 {{sgd's piecewise_constant_decay needs 1 to 16 boundaries and one value more, got 2 and 2}}
-graph.training @m loss = categorical_crossentropy optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.0, nesterov = false, schedule = #graph.piecewise_constant_decay<boundaries = [1.0, 2.0], values = [0.1, 0.01]>> metrics = [] global_batch_size = 2
+graph.training @m losses = [#graph.output_loss<kind = categorical_crossentropy>] optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.0, nesterov = false, schedule = #graph.piecewise_constant_decay<boundaries = [1.0, 2.0], values = [0.1, 0.01]>> global_batch_size = 2
 
 // -----
 
 // expected-error@+1 {{adam has an unknown schedule #graph.init<zeros>}}
-graph.training @m loss = categorical_crossentropy optimizer = #graph.adam<learning_rate = 0.001, beta_1 = 0.9, beta_2 = 0.999, epsilon = 1.0e-07, amsgrad = false, schedule = #graph.init<zeros>> metrics = [] global_batch_size = 2
+graph.training @m losses = [#graph.output_loss<kind = categorical_crossentropy>] optimizer = #graph.adam<learning_rate = 0.001, beta_1 = 0.9, beta_2 = 0.999, epsilon = 1.0e-07, amsgrad = false, schedule = #graph.init<zeros>> global_batch_size = 2
 
 // -----
 
@@ -180,14 +180,14 @@ func.func @norms_without_clip(%w: tensor<3xf32>, %g: tensor<3xf32>, %n: tensor<f
 
 // expected-error@+2 {{expected 'true' or 'false'}}
 // expected-error@+1 {{failed to parse Graph_SGDAttr parameter 'nesterov' which is to be a `bool`}}
-graph.training @m loss = categorical_crossentropy optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.9, nesterov = 1> metrics = [] global_batch_size = 2
+graph.training @m losses = [#graph.output_loss<kind = categorical_crossentropy>] optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.9, nesterov = 1> global_batch_size = 2
 
 // -----
 
 // Every optimizer parameter is required (clipping and weight decay are
 // optional, 0 when absent).
 // expected-error@+1 {{struct is missing required parameter: momentum}}
-graph.training @m loss = categorical_crossentropy optimizer = #graph.sgd<learning_rate = 0.01> metrics = [] global_batch_size = 2
+graph.training @m losses = [#graph.output_loss<kind = categorical_crossentropy>] optimizer = #graph.sgd<learning_rate = 0.01> global_batch_size = 2
 
 // -----
 
@@ -196,8 +196,8 @@ graph.training @m loss = categorical_crossentropy optimizer = #graph.sgd<learnin
 //===----------------------------------------------------------------------===//
 
 // expected-error@+2 {{expected ::mlir::graph::LossKind to be one of: categorical_crossentropy, sparse_categorical_crossentropy, binary_crossentropy, mean_squared_error, mean_absolute_error, mean_absolute_percentage_error, mean_squared_logarithmic_error, huber, log_cosh, poisson, kl_divergence, hinge, squared_hinge, binary_accuracy, binary_focal_crossentropy, categorical_focal_crossentropy, cosine_similarity, categorical_hinge, dice, tversky}}
-// expected-error@+1 {{failed to parse Graph_LossKindAttr parameter 'value'}}
-graph.training @m loss = ctc optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.0, nesterov = false> metrics = [] global_batch_size = 2
+// expected-error@+1 {{failed to parse Graph_OutputLossAttr parameter 'kind' which is to be a `::mlir::graph::LossKind`}}
+graph.training @m losses = [#graph.output_loss<kind = ctc>] optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.0, nesterov = false> global_batch_size = 2
 
 // -----
 
@@ -380,8 +380,9 @@ graph.model @m {
   %x = graph.input "x" : tensor<2x3xf32>
   graph.output %x : tensor<2x3xf32>
 }
-// expected-error@+1 {{'graph.training' op unknown metric 'auc' (supported: accuracy, binary_accuracy, mae, mse, mape, msle and their long names, and top-k accuracies)}}
-graph.training @m loss = categorical_crossentropy optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.0, nesterov = false> metrics = ["accuracy", "auc"] global_batch_size = 2
+// expected-error@+2 {{metric auc needs num_thresholds >= 2, got 1}}
+// expected-error@+1 {{failed to parse Graph_OutputLossAttr parameter 'metrics' which is to be a `::mlir::ArrayAttr`}}
+graph.training @m losses = [#graph.output_loss<kind = categorical_crossentropy, metrics = [#graph.metric<kind = accuracy, name = "accuracy">, #graph.metric<kind = auc, name = "auc", num_thresholds = 1>]>] optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.0, nesterov = false> global_batch_size = 2
 
 // -----
 
@@ -389,8 +390,73 @@ graph.model @m {
   %x = graph.input "x" : tensor<2x3xf32>
   graph.output %x : tensor<2x3xf32>
 }
-// expected-error@+1 {{'graph.training' op metric 'mae' compares predictions with targets; loss categorical_crossentropy takes class labels}}
-graph.training @m loss = categorical_crossentropy optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.0, nesterov = false> metrics = ["accuracy", "mae"] global_batch_size = 2
+// expected-error@+2 {{k is the top-k accuracies', precision's and recall's, not accuracy's}}
+// expected-error@+1 {{failed to parse Graph_OutputLossAttr parameter 'metrics' which is to be a `::mlir::ArrayAttr`}}
+graph.training @m losses = [#graph.output_loss<kind = categorical_crossentropy, metrics = [#graph.metric<kind = accuracy, name = "accuracy", k = 3>]>] optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.0, nesterov = false> global_batch_size = 2
+
+// -----
+
+graph.model @m {
+  %x = graph.input "x" : tensor<2x3xf32>
+  graph.output %x : tensor<2x3xf32>
+}
+// expected-error@+2 {{threshold is binary_accuracy's, precision's and recall's, not auc's}}
+// expected-error@+1 {{failed to parse Graph_OutputLossAttr parameter 'metrics' which is to be a `::mlir::ArrayAttr`}}
+graph.training @m losses = [#graph.output_loss<kind = binary_crossentropy, metrics = [#graph.metric<kind = auc, name = "auc", threshold = 0.3>]>] optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.0, nesterov = false> global_batch_size = 2
+
+// -----
+
+graph.model @m {
+  %x = graph.input "x" : tensor<2x3xf32>
+  graph.output %x : tensor<2x3xf32>
+}
+// expected-error@+1 {{metric 'top2' takes class indices; loss categorical_crossentropy takes labels of the predictions' shape}}
+graph.training @m losses = [#graph.output_loss<kind = categorical_crossentropy, metrics = [#graph.metric<kind = sparse_top_k_categorical_accuracy, name = "top2", k = 2>]>] optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.0, nesterov = false> global_batch_size = 2
+
+// -----
+
+graph.model @m {
+  %x = graph.input "x" : tensor<2x3xf32>
+  graph.output %x : tensor<2x3xf32>
+}
+// expected-error@+1 {{ignore_class is sparse_categorical_crossentropy's, not categorical_crossentropy's}}
+graph.training @m losses = [#graph.output_loss<kind = categorical_crossentropy, ignore_class = -1>] optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.0, nesterov = false> global_batch_size = 2
+
+// -----
+
+graph.model @m {
+  %x = graph.input "x" : tensor<2x3xf32>
+  graph.output %x : tensor<2x3xf32>
+}
+// expected-error@+1 {{axis is dice's and tversky's, not mean_squared_error's}}
+graph.training @m losses = [#graph.output_loss<kind = mean_squared_error, axis = [1]>] optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.0, nesterov = false> global_batch_size = 2
+
+// -----
+
+graph.model @m {
+  %x = graph.input "x" : tensor<2x3xf32>
+  graph.output %x : tensor<2x3xf32>
+}
+// expected-error@+1 {{'graph.training' op loss dice: axis 2 is outside the output's 2 axes}}
+graph.training @m losses = [#graph.output_loss<kind = dice, axis = [2]>] optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.0, nesterov = false> global_batch_size = 2
+
+// -----
+
+graph.model @m {
+  %x = graph.input "x" : tensor<2x3xf32>
+  graph.output %x : tensor<2x3xf32>
+}
+// expected-error@+1 {{two metrics are named 'accuracy'}}
+graph.training @m losses = [#graph.output_loss<kind = categorical_crossentropy, metrics = [#graph.metric<kind = accuracy, name = "accuracy">, #graph.metric<kind = categorical_accuracy, name = "accuracy">]>] optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.0, nesterov = false> global_batch_size = 2
+
+// -----
+
+graph.model @m {
+  %x = graph.input "x" : tensor<2x3xf32>
+  graph.output %x : tensor<2x3xf32>
+}
+// expected-error@+1 {{metric 'mae' compares predictions with labels of their shape; loss sparse_categorical_crossentropy takes class indices}}
+graph.training @m losses = [#graph.output_loss<kind = sparse_categorical_crossentropy, metrics = [#graph.metric<kind = accuracy, name = "accuracy">, #graph.metric<kind = mean_absolute_error, name = "mae">]>] optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.0, nesterov = false> global_batch_size = 2
 
 // -----
 
@@ -399,7 +465,7 @@ graph.model @m {
   graph.output %x : tensor<2x3xf32>
 }
 // expected-error@+1 {{delta is huber's, not mean_squared_error's}}
-graph.training @m loss = mean_squared_error delta = 2.0 optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.0, nesterov = false> metrics = [] global_batch_size = 2
+graph.training @m losses = [#graph.output_loss<kind = mean_squared_error, delta = 2.0>] optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.0, nesterov = false> global_batch_size = 2
 
 // -----
 
@@ -407,8 +473,8 @@ graph.model @m {
   %x = graph.input "x" : tensor<2x3xf32>
   graph.output %x : tensor<2x3xf32>
 }
-// expected-error@+1 {{'graph.training' op binary_accuracy is a metric, not a loss}}
-graph.training @m loss = binary_accuracy optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.0, nesterov = false> metrics = [] global_batch_size = 2
+// expected-error@+1 {{binary_accuracy is a metric, not a loss}}
+graph.training @m losses = [#graph.output_loss<kind = binary_accuracy>] optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.0, nesterov = false> global_batch_size = 2
 
 // -----
 
@@ -524,14 +590,14 @@ func.func @overlap_sums_targets(%p: tensor<4x3xf32>, %t: tensor<4x2xf32>) -> ten
 // -----
 
 // expected-error@+1 {{'graph.training' op 'cnn' does not name a graph.model}}
-graph.training @cnn loss = categorical_crossentropy optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.0, nesterov = false> metrics = [] global_batch_size = 2
+graph.training @cnn losses = [#graph.output_loss<kind = categorical_crossentropy>] optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.0, nesterov = false> global_batch_size = 2
 
 // -----
 
 // A variable is a symbol, but not a model.
 graph.variable @v : tensor<2x3xf32> = #graph.init<zeros>
 // expected-error@+1 {{'graph.training' op 'v' does not name a graph.model}}
-graph.training @v loss = categorical_crossentropy optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.0, nesterov = false> metrics = [] global_batch_size = 2
+graph.training @v losses = [#graph.output_loss<kind = categorical_crossentropy>] optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.0, nesterov = false> global_batch_size = 2
 
 // -----
 
@@ -540,8 +606,18 @@ graph.model @m {
   %y = graph.relu %x : tensor<2x3xf32>
   graph.output %x, %y : tensor<2x3xf32>, tensor<2x3xf32>
 }
-// expected-error@+1 {{'graph.training' op needs a model with exactly one output}}
-graph.training @m loss = categorical_crossentropy optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.0, nesterov = false> metrics = [] global_batch_size = 2
+// expected-error@+1 {{'graph.training' op has 1 losses for a model of 2 outputs: one loss per output}}
+graph.training @m losses = [#graph.output_loss<kind = categorical_crossentropy>] optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.0, nesterov = false> global_batch_size = 2
+
+// -----
+
+graph.model @m {
+  %x = graph.input "x" : tensor<2x3xf32>
+  %y = graph.relu %x : tensor<2x3xf32>
+  graph.output %x, %y : tensor<2x3xf32>, tensor<2x3xf32>
+}
+// expected-error@+1 {{'graph.training' op needs the names of the model's 2 outputs (graph.output's names): the logs and the data name each output}}
+graph.training @m losses = [#graph.output_loss<kind = categorical_crossentropy>, #graph.output_loss<kind = mean_squared_error>] optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.0, nesterov = false> global_batch_size = 2
 
 // -----
 
@@ -550,7 +626,7 @@ graph.model @m {
   graph.output %x : tensor<2x3x4xf32>
 }
 // expected-error@+1 {{'graph.training' op loss categorical_crossentropy needs float model output [batch, classes], got 'tensor<2x3x4xf32>'}}
-graph.training @m loss = categorical_crossentropy optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.0, nesterov = false> metrics = [] global_batch_size = 2
+graph.training @m losses = [#graph.output_loss<kind = categorical_crossentropy>] optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.0, nesterov = false> global_batch_size = 2
 
 // -----
 
@@ -559,7 +635,7 @@ graph.model @m {
   graph.output %x : tensor<2x3xi32>
 }
 // expected-error@+1 {{'graph.training' op loss sparse_categorical_crossentropy needs float model output [batch, classes], got 'tensor<2x3xi32>'}}
-graph.training @m loss = sparse_categorical_crossentropy optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.0, nesterov = false> metrics = [] global_batch_size = 2
+graph.training @m losses = [#graph.output_loss<kind = sparse_categorical_crossentropy>] optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.0, nesterov = false> global_batch_size = 2
 
 // -----
 
@@ -568,7 +644,7 @@ graph.model @m {
   graph.output %x : tensor<32x10xf32>
 }
 // expected-error@+1 {{'graph.training' op global_batch_size 64 does not match the batch dimension 32 of input 'image'}}
-graph.training @m loss = categorical_crossentropy optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.0, nesterov = false> metrics = [] global_batch_size = 64
+graph.training @m losses = [#graph.output_loss<kind = categorical_crossentropy>] optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.0, nesterov = false> global_batch_size = 64
 
 // -----
 
@@ -577,7 +653,7 @@ graph.model @m {
   graph.output %x : tensor<2x3xf32>
 }
 // expected-error@+1 {{'graph.training' op attribute 'global_batch_size' failed to satisfy constraint: 64-bit signless integer attribute whose value is positive}}
-graph.training @m loss = categorical_crossentropy optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.0, nesterov = false> metrics = [] global_batch_size = 0
+graph.training @m losses = [#graph.output_loss<kind = categorical_crossentropy>] optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.0, nesterov = false> global_batch_size = 0
 
 // -----
 
@@ -586,7 +662,7 @@ graph.model @m {
   graph.output %x : tensor<2x3xf32>
 }
 // expected-error@+1 {{'graph.training' op attribute 'optimizer' failed to satisfy constraint: stochastic gradient descent with optional (Nesterov) momentum or Adam with bias correction, epsilon added as Keras adds it or RMSprop with optional momentum and centering}}
-graph.training @m loss = categorical_crossentropy optimizer = "adam" metrics = [] global_batch_size = 2
+graph.training @m losses = [#graph.output_loss<kind = categorical_crossentropy>] optimizer = "adam" global_batch_size = 2
 
 // -----
 
@@ -594,15 +670,15 @@ graph.model @m {
   %x = graph.input "x" : tensor<2x3xf32>
   graph.output %x : tensor<2x3xf32>
 }
-// expected-error@+1 {{'graph.training' op attribute 'metrics' failed to satisfy constraint: string array attribute}}
-graph.training @m loss = categorical_crossentropy optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.0, nesterov = false> metrics = [1] global_batch_size = 2
+// expected-error@+1 {{'graph.training' op attribute 'losses' failed to satisfy constraint: one #graph.output_loss per output}}
+graph.training @m losses = ["mse"] optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.0, nesterov = false> global_batch_size = 2
 
 // -----
 
 graph.model @m {
   %x = graph.input "x" : tensor<2x3xf32>
   // expected-error@+1 {{'graph.training' op expects parent op 'builtin.module'}}
-  graph.training @m loss = categorical_crossentropy optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.0, nesterov = false> metrics = [] global_batch_size = 2
+  graph.training @m losses = [#graph.output_loss<kind = categorical_crossentropy>] optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.0, nesterov = false> global_batch_size = 2
   graph.output %x : tensor<2x3xf32>
 }
 
@@ -1390,7 +1466,7 @@ graph.variable @v : tensor<3xf32> = #graph.init<constant, value = 1.0, value = 2
 
 // An infinite epsilon would print as `inf`, which does not read back.
 // expected-error@+1 {{adam needs a finite epsilon > 0, got inf}}
-graph.training @m loss = categorical_crossentropy optimizer = #graph.adam<learning_rate = 0.001, beta_1 = 0.9, beta_2 = 0.999, epsilon = 1.0e400, amsgrad = false> metrics = [] global_batch_size = 2
+graph.training @m losses = [#graph.output_loss<kind = categorical_crossentropy>] optimizer = #graph.adam<learning_rate = 0.001, beta_1 = 0.9, beta_2 = 0.999, epsilon = 1.0e400, amsgrad = false> global_batch_size = 2
 
 // -----
 

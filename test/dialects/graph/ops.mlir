@@ -666,12 +666,12 @@ graph.model @accuracy {
 // CHECK-NEXT: %[[X:.*]] = graph.input "x" : tensor<256x10xf32>
 // CHECK-NEXT: graph.output %[[X]] : tensor<256x10xf32>
 // CHECK-NEXT: }
-// CHECK-NEXT: graph.training @cnn loss = categorical_crossentropy optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.0, nesterov = false> metrics = ["accuracy"] global_batch_size = 256
+// CHECK-NEXT: graph.training @cnn losses = [#graph.output_loss<kind = categorical_crossentropy, metrics = [#graph.metric<kind = accuracy, name = "accuracy">]>] optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.0, nesterov = false> global_batch_size = 256
 graph.model @cnn {
   %x = graph.input "x" : tensor<256x10xf32>
   graph.output %x : tensor<256x10xf32>
 }
-graph.training @cnn loss = categorical_crossentropy optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.0, nesterov = false> metrics = ["accuracy"] global_batch_size = 256
+graph.training @cnn losses = [#graph.output_loss<kind = categorical_crossentropy, metrics = [#graph.metric<kind = accuracy, name = "accuracy">]>] optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.0, nesterov = false> global_batch_size = 256
 
 // -----
 
@@ -680,12 +680,12 @@ graph.training @cnn loss = categorical_crossentropy optimizer = #graph.sgd<learn
 // CHECK-NEXT: %[[X:.*]] = graph.input "x" : tensor<64x10xf32>
 // CHECK-NEXT: graph.output %[[X]] : tensor<64x10xf32>
 // CHECK-NEXT: }
-// CHECK-NEXT: graph.training @sgd_nesterov loss = categorical_crossentropy optimizer = #graph.sgd<learning_rate = 0.1, momentum = 0.9, nesterov = true> metrics = [] global_batch_size = 64
+// CHECK-NEXT: graph.training @sgd_nesterov losses = [#graph.output_loss<kind = categorical_crossentropy>] optimizer = #graph.sgd<learning_rate = 0.1, momentum = 0.9, nesterov = true> global_batch_size = 64
 graph.model @sgd_nesterov {
   %x = graph.input "x" : tensor<64x10xf32>
   graph.output %x : tensor<64x10xf32>
 }
-graph.training @sgd_nesterov loss = categorical_crossentropy optimizer = #graph.sgd<nesterov = true, momentum = 0.9, learning_rate = 0.1> metrics = [] global_batch_size = 64
+graph.training @sgd_nesterov losses = [#graph.output_loss<kind = categorical_crossentropy>] optimizer = #graph.sgd<nesterov = true, momentum = 0.9, learning_rate = 0.1> global_batch_size = 64
 
 // -----
 
@@ -695,13 +695,13 @@ graph.training @sgd_nesterov loss = categorical_crossentropy optimizer = #graph.
 // CHECK-NEXT: %[[L:.*]] = graph.input "labels" : tensor<32xi32>
 // CHECK-NEXT: graph.output %[[X]] : tensor<32x10xf32>
 // CHECK-NEXT: }
-// CHECK-NEXT: graph.training @adam loss = sparse_categorical_crossentropy from_logits optimizer = #graph.adam<learning_rate = 0.001, beta_1 = 0.9, beta_2 = 0.999, epsilon = 1.0e-07, amsgrad = false> metrics = ["accuracy"] global_batch_size = 32
+// CHECK-NEXT: graph.training @adam losses = [#graph.output_loss<kind = sparse_categorical_crossentropy, from_logits = true, metrics = [#graph.metric<kind = accuracy, name = "accuracy">]>] optimizer = #graph.adam<learning_rate = 0.001, beta_1 = 0.9, beta_2 = 0.999, epsilon = 1.0e-07, amsgrad = false> global_batch_size = 32
 graph.model @adam {
   %x = graph.input "x" : tensor<32x10xf32>
   %l = graph.input "labels" : tensor<32xi32>
   graph.output %x : tensor<32x10xf32>
 }
-graph.training @adam loss = sparse_categorical_crossentropy from_logits optimizer = #graph.adam<learning_rate = 0.001, beta_1 = 0.9, beta_2 = 0.999, epsilon = 1.0e-07, amsgrad = false> metrics = ["accuracy"] global_batch_size = 32
+graph.training @adam losses = [#graph.output_loss<kind = sparse_categorical_crossentropy, from_logits = true, metrics = [#graph.metric<kind = accuracy, name = "accuracy">]>] optimizer = #graph.adam<learning_rate = 0.001, beta_1 = 0.9, beta_2 = 0.999, epsilon = 1.0e-07, amsgrad = false> global_batch_size = 32
 
 // -----
 
@@ -710,12 +710,12 @@ graph.training @adam loss = sparse_categorical_crossentropy from_logits optimize
 // CHECK-NEXT: %[[X:.*]] = graph.input "x" : tensor<32x10xf32>
 // CHECK-NEXT: graph.output %[[X]] : tensor<32x10xf32>
 // CHECK-NEXT: }
-// CHECK-NEXT: graph.training @adam_amsgrad loss = categorical_crossentropy from_logits optimizer = #graph.adam<learning_rate = 3.0e-04, beta_1 = 0.0, beta_2 = 0.5, epsilon = 1.0, amsgrad = true> metrics = ["accuracy", "accuracy"] global_batch_size = 32
+// CHECK-NEXT: graph.training @adam_amsgrad losses = [#graph.output_loss<kind = categorical_crossentropy, from_logits = true, metrics = [#graph.metric<kind = accuracy, name = "accuracy">, #graph.metric<kind = categorical_accuracy, name = "categorical_accuracy">]>] optimizer = #graph.adam<learning_rate = 3.0e-04, beta_1 = 0.0, beta_2 = 0.5, epsilon = 1.0, amsgrad = true> global_batch_size = 32
 graph.model @adam_amsgrad {
   %x = graph.input "x" : tensor<32x10xf32>
   graph.output %x : tensor<32x10xf32>
 }
-graph.training @adam_amsgrad loss = categorical_crossentropy from_logits optimizer = #graph.adam<learning_rate = 3.0e-4, beta_1 = 0.0, beta_2 = 0.5, epsilon = 1.0, amsgrad = true> metrics = ["accuracy", "accuracy"] global_batch_size = 32
+graph.training @adam_amsgrad losses = [#graph.output_loss<kind = categorical_crossentropy, from_logits = true, metrics = [#graph.metric<kind = accuracy, name = "accuracy">, #graph.metric<kind = categorical_accuracy, name = "categorical_accuracy">]>] optimizer = #graph.adam<learning_rate = 3.0e-4, beta_1 = 0.0, beta_2 = 0.5, epsilon = 1.0, amsgrad = true> global_batch_size = 32
 
 // -----
 
@@ -724,12 +724,12 @@ graph.training @adam_amsgrad loss = categorical_crossentropy from_logits optimiz
 // CHECK-NEXT: %[[X:.*]] = graph.input "x" : tensor<16x4xf32>
 // CHECK-NEXT: graph.output %[[X]] : tensor<16x4xf32>
 // CHECK-NEXT: }
-// CHECK-NEXT: graph.training @rmsprop loss = categorical_crossentropy optimizer = #graph.rmsprop<learning_rate = 0.001, rho = 0.9, momentum = 0.0, epsilon = 1.0e-07, centered = false> metrics = ["accuracy"] global_batch_size = 16
+// CHECK-NEXT: graph.training @rmsprop losses = [#graph.output_loss<kind = categorical_crossentropy, metrics = [#graph.metric<kind = accuracy, name = "accuracy">]>] optimizer = #graph.rmsprop<learning_rate = 0.001, rho = 0.9, momentum = 0.0, epsilon = 1.0e-07, centered = false> global_batch_size = 16
 graph.model @rmsprop {
   %x = graph.input "x" : tensor<16x4xf32>
   graph.output %x : tensor<16x4xf32>
 }
-graph.training @rmsprop loss = categorical_crossentropy optimizer = #graph.rmsprop<learning_rate = 0.001, rho = 0.9, momentum = 0.0, epsilon = 1.0e-07, centered = false> metrics = ["accuracy"] global_batch_size = 16
+graph.training @rmsprop losses = [#graph.output_loss<kind = categorical_crossentropy, metrics = [#graph.metric<kind = accuracy, name = "accuracy">]>] optimizer = #graph.rmsprop<learning_rate = 0.001, rho = 0.9, momentum = 0.0, epsilon = 1.0e-07, centered = false> global_batch_size = 16
 
 // -----
 
@@ -738,12 +738,12 @@ graph.training @rmsprop loss = categorical_crossentropy optimizer = #graph.rmspr
 // CHECK-NEXT: %[[X:.*]] = graph.input "x" : tensor<16x4xf32>
 // CHECK-NEXT: graph.output %[[X]] : tensor<16x4xf32>
 // CHECK-NEXT: }
-// CHECK-NEXT: graph.training @rmsprop_centered loss = categorical_crossentropy optimizer = #graph.rmsprop<learning_rate = 0.01, rho = 0.95, momentum = 0.5, epsilon = 1.0e-06, centered = true> metrics = ["accuracy"] global_batch_size = 16 {note = "extra"}
+// CHECK-NEXT: graph.training @rmsprop_centered losses = [#graph.output_loss<kind = categorical_crossentropy, metrics = [#graph.metric<kind = accuracy, name = "accuracy">]>] optimizer = #graph.rmsprop<learning_rate = 0.01, rho = 0.95, momentum = 0.5, epsilon = 1.0e-06, centered = true> global_batch_size = 16 {note = "extra"}
 graph.model @rmsprop_centered {
   %x = graph.input "x" : tensor<16x4xf32>
   graph.output %x : tensor<16x4xf32>
 }
-graph.training @rmsprop_centered loss = categorical_crossentropy optimizer = #graph.rmsprop<learning_rate = 0.01, rho = 0.95, momentum = 0.5, epsilon = 1.0e-06, centered = true> metrics = ["accuracy"] global_batch_size = 16 {note = "extra"}
+graph.training @rmsprop_centered losses = [#graph.output_loss<kind = categorical_crossentropy, metrics = [#graph.metric<kind = accuracy, name = "accuracy">]>] optimizer = #graph.rmsprop<learning_rate = 0.01, rho = 0.95, momentum = 0.5, epsilon = 1.0e-06, centered = true> global_batch_size = 16 {note = "extra"}
 
 // -----
 

@@ -48,6 +48,8 @@ struct PlanSpec {
   std::optional<std::vector<int32_t>> logicalPermutation;
   /// More copies of the launch, as a model with many layers has.
   int32_t extraLaunches = 0;
+  /// The model's outputs: each one's name and labels input.
+  std::vector<std::pair<std::string, std::string>> outputs = {{"", "labels"}};
 };
 
 std::vector<uint8_t> buildPlan(const PlanSpec &s) {
@@ -65,9 +67,16 @@ std::vector<uint8_t> buildPlan(const PlanSpec &s) {
       logicalPermutation);
   auto input = plan::CreateInput(b, b.CreateString("input_layer"), shape43,
                                  plan::DType::f32);
-  auto training =
-      plan::CreateTraining(b, plan::LossKind::categorical_crossentropy, false,
-                           plan::OptimizerKind::adam, 0, 0, 4);
+  auto labels =
+      plan::CreateInput(b, b.CreateString("labels"), shape43, plan::DType::f32);
+  std::vector<fb::Offset<plan::Output>> outputs;
+  for (const auto &[name, labelsInput] : s.outputs)
+    outputs.push_back(plan::CreateOutputDirect(
+        b, name.c_str(), plan::LossKind::categorical_crossentropy, false,
+        labelsInput.c_str(), "predictions"));
+  auto training = plan::CreateTraining(
+      b, plan::LossKind::categorical_crossentropy, false,
+      plan::OptimizerKind::adam, 0, 0, 4, 0, b.CreateVector(outputs));
 
   std::vector<fb::Offset<plan::Program>> programs;
   if (s.withProgram) {
@@ -118,8 +127,8 @@ std::vector<uint8_t> buildPlan(const PlanSpec &s) {
   auto root = plan::CreatePlan(
       b, s.version, b.CreateString("m"),
       b.CreateVector(std::vector<fb::Offset<plan::Variable>>{variable}),
-      b.CreateVector(std::vector<fb::Offset<plan::Input>>{input}), training,
-      b.CreateVector(programs));
+      b.CreateVector(std::vector<fb::Offset<plan::Input>>{input, labels}),
+      training, b.CreateVector(programs));
   plan::FinishPlanBuffer(b, root);
   return std::vector<uint8_t>(b.GetBufferPointer(),
                               b.GetBufferPointer() + b.GetSize());
@@ -152,6 +161,14 @@ TEST(PlanLoader, AcceptsAPlanOfMoreThanAMillionTables) {
 
 TEST(PlanLoader, RejectsEachSemanticFault) {
   expectFault({.version = kPlanVersion + 1}, "recompile it with graphc");
+  expectFault({.outputs = {}}, "training: no output");
+  expectFault({.outputs = {{"a", "labels"}, {"b", "labels"}}},
+              "output labels input 'labels' is not a labels input, or is "
+              "another output's");
+  expectFault({.outputs = {{"", "labels"}, {"b", "labels:b"}}},
+              "one of several outputs has no name");
+  expectFault({.outputs = {{"a", "labels:a"}}},
+              "no input 'labels:a' for an output's labels");
   expectFault({.replicas = 0}, "replicas must be >= 1");
   expectFault({.arenaBytes = 40}, "outside the arena of device 0");
   expectFault({.allocDevice = 1}, "device 1 is outside the program's devices");

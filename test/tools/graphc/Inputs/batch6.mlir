@@ -9,4 +9,4 @@ graph.model @m {
   %p = graph.softmax %z : tensor<6x2xf32>
   graph.output %p : tensor<6x2xf32>
 }
-graph.training @m loss = categorical_crossentropy optimizer = #graph.sgd<learning_rate = 0.1, momentum = 0.0, nesterov = false> metrics = ["accuracy"] global_batch_size = 6
+graph.training @m losses = [#graph.output_loss<kind = categorical_crossentropy, metrics = [#graph.metric<kind = accuracy, name = "accuracy">]>] optimizer = #graph.sgd<learning_rate = 0.1, momentum = 0.0, nesterov = false> global_batch_size = 6
