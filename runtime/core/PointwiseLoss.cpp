@@ -158,4 +158,35 @@ Status readOverlapLossConfig(const char *kernel, const KernelConfig &config,
   return Status::ok();
 }
 
+Status makeOverlapGroups(const char *kernel, const std::vector<int64_t> &shape,
+                         const std::vector<int64_t> &axis, OverlapGroups &out) {
+  out = OverlapGroups();
+  const std::string at = std::string(kernel) + ": ";
+  if (shape.size() < 2 || shape[0] < 1)
+    return Status::invalidInput(at + "needs predictions [B, ...], got " +
+                                shapeText(shape));
+  if (axis.empty())
+    return Status::invalidInput(at + "needs at least one axis");
+  out.shape = shape;
+  out.reduced.assign(shape.size(), false);
+  for (int64_t a : axis) {
+    if (a < 1 || a >= static_cast<int64_t>(shape.size()) ||
+        out.reduced[static_cast<size_t>(a)])
+      return Status::invalidInput(at + "axis " + std::to_string(a) +
+                                  " is not a distinct axis of " +
+                                  shapeText(shape) + " past the batch");
+    out.reduced[static_cast<size_t>(a)] = true;
+  }
+  out.keptStride.assign(shape.size(), 0);
+  int64_t stride = 1;
+  for (size_t d = shape.size(); d-- > 0;)
+    if (!out.reduced[d]) {
+      out.keptStride[d] = stride;
+      stride *= shape[d];
+    }
+  out.groups = stride;
+  out.perSample = stride / shape[0];
+  return Status::ok();
+}
+
 } // namespace graph::runtime

@@ -14,6 +14,8 @@
 #include "runtime/base/Status.h"
 #include "runtime/core/Kernel.h"
 
+#include <vector>
+
 namespace graph::runtime {
 
 enum class PointwiseKind {
@@ -95,6 +97,33 @@ struct OverlapLossConfig {
 
 Status readOverlapLossConfig(const char *kernel, const KernelConfig &config,
                              OverlapLossConfig &out);
+
+/// graph.sample_overlap_loss' groups: the elements of a tensor of `shape`
+/// that share the batch index and every coordinate outside the reduced
+/// `axis`, each group one ratio of Dice or Tversky.
+struct OverlapGroups {
+  /// Groups in all, and in one sample (the batch's row).
+  int64_t groups = 0, perSample = 0;
+  /// The group of element `i` (row-major).
+  int64_t groupOf(int64_t i) const {
+    int64_t group = 0;
+    for (size_t d = shape.size(); d-- > 0;) {
+      const int64_t coordinate = i % shape[d];
+      i /= shape[d];
+      if (!reduced[d])
+        group += coordinate * keptStride[d];
+    }
+    return group;
+  }
+
+  std::vector<int64_t> shape;
+  std::vector<bool> reduced;
+  std::vector<int64_t> keptStride;
+};
+
+/// The groups of `shape` [B, ...] with `axis` (positive, never 0) reduced.
+Status makeOverlapGroups(const char *kernel, const std::vector<int64_t> &shape,
+                         const std::vector<int64_t> &axis, OverlapGroups &out);
 
 } // namespace graph::runtime
 

@@ -74,6 +74,7 @@ void registerCpuKernels() {
     registerDnnlNormKernels(registry);
     registerVectorElementwiseKernels(registry);
     registerVectorLossKernels(registry);
+    registerVectorMetricKernels(registry);
     registerVectorOptimizerKernels(registry);
     registerVectorShapeKernels(registry);
     registerVectorImageKernels(registry);

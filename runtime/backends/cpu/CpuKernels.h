@@ -59,6 +59,7 @@ void registerDnnlPoolKernels(KernelRegistry &registry);
 void registerDnnlNormKernels(KernelRegistry &registry);
 void registerVectorElementwiseKernels(KernelRegistry &registry);
 void registerVectorLossKernels(KernelRegistry &registry);
+void registerVectorMetricKernels(KernelRegistry &registry);
 void registerVectorOptimizerKernels(KernelRegistry &registry);
 void registerVectorShapeKernels(KernelRegistry &registry);
 void registerVectorImageKernels(KernelRegistry &registry);

@@ -13,6 +13,7 @@
 
 #include "runtime/backends/reference/ReferenceKernels.h"
 
+#include "runtime/core/ConfusionMetrics.h"
 #include "runtime/core/DropoutMask.h"
 #include "runtime/core/ImageTransform.h"
 #include "runtime/core/LearningRateSchedule.h"
@@ -20,6 +21,7 @@
 #include "runtime/core/WindowGeometry.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <mutex>
@@ -2295,6 +2297,188 @@ Status overlapLossGrad(const KernelContext &, const KernelConfig &cfg,
   return Status::ok();
 }
 
+//===----------------------------------------------------------------------===//
+// sample_overlap_loss, sample_overlap_loss_grad: Keras' dice and tversky
+// with an axis, one ratio per sample and position left
+//===----------------------------------------------------------------------===//
+
+/// Each group's sums [I, T, P, 1, 1] (weightMean 1: the weights enter
+/// per group), and the groups.
+Status overlapGroupSums(const char *kName, const KernelConfig &cfg,
+                        const Tensors &ins, OverlapGroups &groups,
+                        std::vector<std::array<double, 5>> &sums) {
+  const TensorRef &pt = ins[0], &tt = ins[1];
+  REQUIRE(tt.shape == pt.shape, "targets " + shapeText(tt.shape) +
+                                    " do not match predictions " +
+                                    shapeText(pt.shape));
+  if (Status s =
+          makeOverlapGroups(kName, pt.shape, cfg.getInts("axis"), groups);
+      !s)
+    return s;
+  Vec p = load(pt), t = load(tt);
+  sums.assign(static_cast<size_t>(groups.groups), {0, 0, 0, 1, 1});
+  for (int64_t i = 0; i < pt.elements(); ++i) {
+    std::array<double, 5> &g = sums[static_cast<size_t>(groups.groupOf(i))];
+    g[0] += t[i] * p[i];
+    g[1] += t[i];
+    g[2] += p[i];
+  }
+  return Status::ok();
+}
+
+/// ins: predictions [B, ...], targets, [sample_weight [B]]; out: the mean
+/// over the groups of w_b times the group's loss.
+Status sampleOverlapLoss(const KernelContext &, const KernelConfig &cfg,
+                         const Tensors &ins, const Tensors &outs) {
+  static constexpr const char *kName = "sample_overlap_loss";
+  CHECK_ARITY(2, 3, 1);
+  OverlapLossConfig loss;
+  if (Status s = readOverlapLossConfig(kName, cfg, loss); !s)
+    return s;
+  REQUIRE(outs[0].elements() == 1,
+          "the loss must be a scalar, got " + shapeText(outs[0].shape));
+  OverlapGroups groups;
+  std::vector<std::array<double, 5>> sums;
+  if (Status s = overlapGroupSums(kName, cfg, ins, groups, sums); !s)
+    return s;
+  Vec w;
+  if (Status s = sampleWeights(kName, ins, 2, ins[0].shape[0], w); !s)
+    return s;
+  double total = 0;
+  for (int64_t g = 0; g < groups.groups; ++g)
+    total += w[g / groups.perSample] * loss.value(sums[g].data());
+  store(outs[0], Vec{total / static_cast<double>(groups.groups)});
+  return Status::ok();
+}
+
+/// ins: predictions, targets, [sample_weight [B]]; out: d loss / d
+/// predictions, a t + b of each element's group, times w_b / groups.
+Status sampleOverlapLossGrad(const KernelContext &, const KernelConfig &cfg,
+                             const Tensors &ins, const Tensors &outs) {
+  static constexpr const char *kName = "sample_overlap_loss_grad";
+  CHECK_ARITY(2, 3, 1);
+  OverlapLossConfig loss;
+  if (Status s = readOverlapLossConfig(kName, cfg, loss); !s)
+    return s;
+  REQUIRE(outs[0].shape == ins[0].shape,
+          "predictions_grad " + shapeText(outs[0].shape) +
+              " does not match predictions " + shapeText(ins[0].shape));
+  OverlapGroups groups;
+  std::vector<std::array<double, 5>> sums;
+  if (Status s = overlapGroupSums(kName, cfg, ins, groups, sums); !s)
+    return s;
+  Vec w;
+  if (Status s = sampleWeights(kName, ins, 2, ins[0].shape[0], w); !s)
+    return s;
+  Vec t = load(ins[1]), dp(t.size());
+  std::vector<double> slope(static_cast<size_t>(groups.groups)),
+      offset(static_cast<size_t>(groups.groups));
+  for (int64_t g = 0; g < groups.groups; ++g) {
+    loss.gradient(sums[g].data(), slope[g], offset[g]);
+    double scale = w[g / groups.perSample] / static_cast<double>(groups.groups);
+    slope[g] *= scale;
+    offset[g] *= scale;
+  }
+  for (int64_t i = 0; i < static_cast<int64_t>(t.size()); ++i) {
+    int64_t g = groups.groupOf(i);
+    dp[i] = slope[g] * t[i] + offset[g];
+  }
+  store(outs[0], dp);
+  return Status::ok();
+}
+
+//===----------------------------------------------------------------------===//
+// kept_rows, ignore_class: Keras' SparseCategoricalCrossentropy(ignore_class)
+//===----------------------------------------------------------------------===//
+
+/// ins: labels [B], metric_weight [B]; out: [K, R], the rows that hold
+/// examples (metric weight not 0) and those of them whose label is kept.
+Status keptRows(const KernelContext &, const KernelConfig &cfg,
+                const Tensors &ins, const Tensors &outs) {
+  static constexpr const char *kName = "kept_rows";
+  CHECK_ARITY(2, 2, 1);
+  REQUIRE(ins[1].elements() == ins[0].elements(),
+          "metric_weight must be [B], one per label");
+  REQUIRE(outs[0].elements() == 2,
+          "the counts must be [2], got " + shapeText(outs[0].shape));
+  const double ignored = static_cast<double>(cfg.getInt("ignore_class"));
+  Vec labels = load(ins[0]), w = load(ins[1]);
+  double kept = 0, rows = 0;
+  for (size_t r = 0; r < labels.size(); ++r) {
+    if (w[r] == 0.0)
+      continue;
+    rows += 1;
+    kept += labels[r] != ignored;
+  }
+  store(outs[0], Vec{kept, rows});
+  return Status::ok();
+}
+
+/// ins: labels [B], sample_weight [B], kept_rows' [K, R]; outs: the labels
+/// with the ignored ones 0, and the weights with theirs 0 and the others
+/// times R / K (not scaled with sum_reduction).
+Status ignoreClass(const KernelContext &, const KernelConfig &cfg,
+                   const Tensors &ins, const Tensors &outs) {
+  static constexpr const char *kName = "ignore_class";
+  CHECK_ARITY(3, 3, 2);
+  const int64_t rows = ins[0].elements();
+  REQUIRE(ins[1].elements() == rows && outs[0].elements() == rows &&
+              outs[1].elements() == rows,
+          "labels, sample_weight and the outputs must be [B]");
+  REQUIRE(ins[2].elements() == 2, "needs kept_rows' [2]");
+  const double ignored = static_cast<double>(cfg.getInt("ignore_class"));
+  Vec labels = load(ins[0]), w = load(ins[1]), counts = load(ins[2]);
+  const double scale = truthy(cfg, "sum_reduction") ? 1.0
+                       : counts[0] == 0.0           ? 0.0
+                                                    : counts[1] / counts[0];
+  for (int64_t r = 0; r < rows; ++r) {
+    bool drop = labels[r] == ignored;
+    labels[r] = drop ? 0.0 : labels[r];
+    w[r] = drop ? 0.0 : w[r] * scale;
+  }
+  store(outs[0], labels);
+  store(outs[1], w);
+  return Status::ok();
+}
+
+//===----------------------------------------------------------------------===//
+// confusion_counts: Keras' Precision, Recall and AUC state of a batch
+//===----------------------------------------------------------------------===//
+
+Status confusionCountsKernel(const KernelContext &, const KernelConfig &cfg,
+                             const Tensors &ins, const Tensors &outs) {
+  static constexpr const char *kName = "confusion_counts";
+  CHECK_ARITY(2, 3, 1);
+  ConfusionCountsConfig config;
+  if (Status s = readConfusionCountsConfig(kName, cfg, config); !s)
+    return s;
+  const TensorRef &p = ins[0], &t = ins[1];
+  REQUIRE(!p.shape.empty() && p.shape[0] > 0,
+          "needs predictions [B, ...], got " + shapeText(p.shape));
+  REQUIRE(t.shape == p.shape, "labels " + shapeText(t.shape) +
+                                  " do not match predictions " +
+                                  shapeText(p.shape));
+  REQUIRE(outs[0].elements() == 4 * config.columns(),
+          "the counts must be [4, " + std::to_string(config.columns()) +
+              "], got " + shapeText(outs[0].shape));
+  const int64_t rows = p.shape[0], width = p.elements() / rows;
+  REQUIRE(config.classId < width, "class_id " + std::to_string(config.classId) +
+                                      " is past the " + std::to_string(width) +
+                                      " columns");
+  Vec w;
+  if (Status s = sampleWeights(kName, ins, 2, rows, w); !s)
+    return s;
+  auto floats = [](const Vec &v) {
+    return std::vector<float>(v.begin(), v.end());
+  };
+  std::vector<float> pf = floats(load(p)), tf = floats(load(t)), wf = floats(w),
+                     counts(4 * config.columns());
+  confusionCounts(config, pf.data(), tf.data(), wf.data(), rows, width,
+                  counts.data());
+  store(outs[0], Vec(counts.begin(), counts.end()));
+  return Status::ok();
+}
+
 /// The fraction of rows whose arg-max (first maximum) is the label's; with
 /// sample_weight, sum_i w_i hit_i / B.
 Status accuracy(const KernelContext &, const KernelConfig &cfg,
@@ -2727,6 +2911,11 @@ const Entry kKernels[] = {
     {"overlap_sums", overlapSums},
     {"overlap_loss", overlapLoss},
     {"overlap_loss_grad", overlapLossGrad},
+    {"sample_overlap_loss", sampleOverlapLoss},
+    {"sample_overlap_loss_grad", sampleOverlapLossGrad},
+    {"kept_rows", keptRows},
+    {"ignore_class", ignoreClass},
+    {"confusion_counts", confusionCountsKernel},
     {"accuracy", accuracy},
     {"global_norm", globalNorm},
     {"optimizer_update", optimizerUpdate},

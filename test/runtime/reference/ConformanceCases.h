@@ -1085,6 +1085,69 @@ inline std::vector<Case> allCases() {
       add("overlap_loss_grad", cfg->getString("kind") + " weighted", *cfg,
           {ot, sums, ow}, {{6, 5}});
     }
+    // Dice and Tversky with an axis: one ratio per sample (axis [1, 2]) or
+    // per sample and column (axis [1]), then their mean.
+    Tensor sp = rnd({4, 3, 5}, 244, 0, 1), st = rnd({4, 3, 5}, 245, 0, 1);
+    Tensor sw = Tensor::f32({4}, {1, 0, 2, 0.5});
+    for (const KernelConfig *base : {&dice, &tversky})
+      for (std::vector<int64_t> axis :
+           {std::vector<int64_t>{1, 2}, std::vector<int64_t>{1}}) {
+        KernelConfig cfg = *base;
+        cfg.set("axis", axis);
+        std::string label =
+            cfg.getString("kind") + " axis " + std::to_string(axis.size());
+        add("sample_overlap_loss", label, cfg, {sp, st}, {{}});
+        add("sample_overlap_loss", label + " weighted", cfg, {sp, st, sw},
+            {{}});
+        add("sample_overlap_loss_grad", label, cfg, {sp, st}, {{4, 3, 5}});
+        add("sample_overlap_loss_grad", label + " weighted", cfg, {sp, st, sw},
+            {{4, 3, 5}});
+      }
+  }
+  // SparseCategoricalCrossentropy's ignore_class: the rows that hold
+  // examples and the kept ones (padding rows, metric weight 0, count in
+  // neither), then the labels and weights the loss sees.
+  {
+    Tensor labels = Tensor::i32({6}, {2, -1, 0, 2, -1, 1});
+    Tensor metricWeight = Tensor::f32({6}, {1, 1, 1, 1, 1, 0});
+    Tensor weights = Tensor::f32({6}, {1, 0.5, 2, 1, 1, 0});
+    for (int64_t ignored : {int64_t{-1}, int64_t{2}}) {
+      KernelConfig cfg;
+      cfg.set("ignore_class", ignored);
+      std::string label = "ignore " + std::to_string(ignored);
+      add("kept_rows", label, cfg, {labels, metricWeight}, {{2}});
+      // kept_rows' [kept, rows] of these labels: 3 of the 5 real rows
+      // either way.
+      Tensor counts = Tensor::f32({2}, {3, 5});
+      add("ignore_class", label, cfg, {labels, weights, counts}, {{6}, {6}}, {},
+          {plan::DType::i32, plan::DType::f32});
+      KernelConfig sum = cfg;
+      sum.set("sum_reduction", int64_t{1});
+      add("ignore_class", label + " sum", sum, {labels, weights, counts},
+          {{6}, {6}}, {}, {plan::DType::i32, plan::DType::f32});
+    }
+  }
+  // Precision's, Recall's and AUC's counts of a batch: [tp, fp, tn, fn] at
+  // one threshold, with top_k or class_id, or at AUC's thresholds (from
+  // logits too), weighted.
+  {
+    Tensor p = rnd({9, 4}, 250, 0, 1), logits = rnd({9, 4}, 251, -3, 3);
+    Tensor t = rnd({9, 4}, 252, 0, 1);
+    for (float &v : t.f)
+      v = v > 0.5f ? 1.0f : 0.0f;
+    Tensor w = rnd({9}, 253, 0, 2);
+    KernelConfig one, top2, column, auc, aucLogits;
+    one.set("threshold", 0.3);
+    top2.set("k", int64_t{2});
+    column.set("class_id", int64_t{1});
+    auc.set("num_thresholds", int64_t{200});
+    aucLogits.set("num_thresholds", int64_t{50}).set("from_logits", int64_t{1});
+    add("confusion_counts", "threshold 0.3", one, {p, t}, {{4, 1}});
+    add("confusion_counts", "top_k 2", top2, {p, t}, {{4, 1}});
+    add("confusion_counts", "class_id 1 weighted", column, {p, t, w}, {{4, 1}});
+    add("confusion_counts", "auc 200", auc, {p, t}, {{4, 200}});
+    add("confusion_counts", "auc 50 from logits weighted", aucLogits,
+        {logits, t, w}, {{4, 50}});
   }
   // Every convolution case again with its kernel in OHWI (filter_layout
   // ohwi, graphc's layout for a kernel variable only convolutions read):

@@ -384,6 +384,48 @@ TEST(ReferenceKernels, ConvPoolWithArgmaxIsConvThenPool) {
   }
 }
 
+/// Keras' confusion counts by hand: a prediction is positive above the
+/// threshold (Keras' `>`); rows tp, fp, tn, fn.
+TEST(ReferenceKernels, ConfusionCountsByHand) {
+  Tensor p = Tensor::f32({2, 2}, {0.9f, 0.2f, 0.6f, 0.7f});
+  Tensor t = Tensor::f32({2, 2}, {1, 0, 0, 1});
+  Tensor counts = Tensor::f32({4, 1});
+  RUN_OK("confusion_counts", {}, {&p, &t}, {&counts});
+  expectAllNear(counts.values(), {2, 1, 1, 0}, 0);
+  // Row weights 3 and 0.5; at 0.65 the 0.6 is no longer a false positive.
+  Tensor w = Tensor::f32({2}, {3, 0.5});
+  KernelConfig at;
+  at.set("threshold", 0.65);
+  RUN_OK("confusion_counts", at, {&p, &t, &w}, {&counts});
+  expectAllNear(counts.values(), {3.5, 0, 3.5, 0}, 1e-6);
+}
+
+/// Dice with axis [1]: one ratio a sample, 1 - 2 I / (T + P), then the
+/// mean; the ignored class' rows weigh nothing and the others R / K.
+TEST(ReferenceKernels, SampleDiceAndIgnoreClassByHand) {
+  Tensor p = Tensor::f32({2, 2}, {1, 0, 0.5f, 0.5f});
+  Tensor t = Tensor::f32({2, 2}, {1, 0, 1, 0});
+  Tensor loss = Tensor::f32({});
+  KernelConfig dice;
+  dice.set("kind", std::string("dice")).set("axis", std::vector<int64_t>{1});
+  RUN_OK("sample_overlap_loss", dice, {&p, &t}, {&loss});
+  // Sample 0: 1 - 2/2 = 0; sample 1: 1 - 1/2 = 0.5 (Keras' epsilon aside).
+  EXPECT_NEAR(loss.values()[0], 0.25, 1e-6);
+  Tensor labels = Tensor::i32({4}, {1, -1, 0, -1});
+  Tensor ones = Tensor::f32({4}, {1, 1, 1, 1});
+  Tensor kept = Tensor::f32({2});
+  KernelConfig ignore;
+  ignore.set("ignore_class", int64_t{-1});
+  RUN_OK("kept_rows", ignore, {&labels, &ones}, {&kept});
+  expectAllNear(kept.values(), {2, 4}, 0);
+  Tensor labelsOut = Tensor::i32({4});
+  Tensor weights = Tensor::f32({4});
+  RUN_OK("ignore_class", ignore, {&labels, &ones, &kept},
+         {&labelsOut, &weights});
+  expectAllNear(labelsOut.values(), {1, 0, 0, 0}, 0);
+  expectAllNear(weights.values(), {2, 0, 2, 0}, 0);
+}
+
 TEST(ReferenceKernels, Activations) {
   Tensor x = Tensor::f64({4}, {-1, 0.5, 1, 2});
   Tensor y = Tensor::f64({4});
@@ -1241,6 +1283,7 @@ const std::vector<std::string> kLaunchable = {
     "clipped_relu",
     "clipped_relu_grad",
     "concatenate",
+    "confusion_counts",
     "conv2d",
     "conv2d_grad_input",
     "conv2d_grad_kernel",
@@ -1266,6 +1309,8 @@ const std::vector<std::string> kLaunchable = {
     "hard_sigmoid_grad",
     "hard_silu",
     "hard_silu_grad",
+    "ignore_class",
+    "kept_rows",
     "layer_norm",
     "layer_norm_grad",
     "leaky_relu",
@@ -1291,6 +1336,8 @@ const std::vector<std::string> kLaunchable = {
     "relu",
     "relu_grad",
     "reshape",
+    "sample_overlap_loss",
+    "sample_overlap_loss_grad",
     "scale_shift",
     "sigmoid",
     "sigmoid_grad",
