@@ -241,15 +241,20 @@ private:
     timing["hook_seconds"] = report.hookSeconds;
     timing["compute_seconds"] = report.computeSeconds;
     r["timing"] = timing;
-    if (report.predictionWidth > 0) {
-      const int64_t rows = static_cast<int64_t>(report.predictions.size()) /
-                           report.predictionWidth;
-      py::array_t<float> p({static_cast<py::ssize_t>(rows),
-                            static_cast<py::ssize_t>(report.predictionWidth)});
-      std::memcpy(p.mutable_data(), report.predictions.data(),
-                  report.predictions.size() * sizeof(float));
-      r["predictions"] = p;
+    // One output: its array; several: a list, in the model's output order.
+    py::list predictions;
+    for (const job::JobReport::Prediction &p : report.predictions) {
+      const int64_t rows = static_cast<int64_t>(p.values.size()) / p.width;
+      py::array_t<float> a(
+          {static_cast<py::ssize_t>(rows), static_cast<py::ssize_t>(p.width)});
+      std::memcpy(a.mutable_data(), p.values.data(),
+                  p.values.size() * sizeof(float));
+      predictions.append(a);
     }
+    if (report.predictions.size() == 1)
+      r["predictions"] = predictions[0];
+    else if (!report.predictions.empty())
+      r["predictions"] = predictions;
     return r;
   }
 

@@ -99,7 +99,7 @@ class Trainer:
     """A Keras model compiled to a plan (see graphc.compile)."""
 
     def __init__(self, plan, keras_model, source, init_weights, batch_size,
-                 device_options, workdir, input_names, output_shape, seed):
+                 device_options, workdir, input_names, outputs, seed):
         self._plan_path = os.path.join(workdir.name, "model.plan")
         with open(self._plan_path, "wb") as f:
             f.write(plan)
@@ -111,7 +111,9 @@ class Trainer:
         self.batch_size = batch_size
         self._devices = device_options
         self._input_names = input_names
-        self._output_shape = output_shape
+        # [(name, shape)] of the model's outputs, in its order (empty when
+        # the model came as a file).
+        self._outputs = outputs
         self._seed = seed
 
     # --- the jobs ----------------------------------------------------------
@@ -149,13 +151,30 @@ class Trainer:
         arrays = self._inputs(x, f"{what} x")
         if y is None:
             raise InvalidDataError(f"{what}: y (the labels) is missing")
-        if isinstance(y, dict):
-            if len(y) != 1:
-                raise UnsupportedError(
-                    f"{what}: a dict of {len(y)} outputs; graphc trains models "
-                    "with one output so far")
+        names = [name for name, _ in self._outputs]
+        if isinstance(y, (list, tuple)) and len(names) > 1:
+            # The functional API's list of targets, in the outputs' order.
+            if len(y) != len(names):
+                raise InvalidDataError(
+                    f"{what}: a list of {len(y)} targets; the model has "
+                    f"{len(names)} outputs (" + ", ".join(names) + ")")
+            y = dict(zip(names, y))
+        if isinstance(y, dict) and len(y) == 1:
             (y,) = y.values()
-        arrays["y"] = _array(y, f"{what} y")
+        if isinstance(y, dict):
+            # One array per output, named after it (the job checks the
+            # names against the plan's outputs).
+            for name, value in y.items():
+                if names and name not in names:
+                    raise InvalidDataError(
+                        f"{what}: no output named '{name}'; the model's "
+                        "outputs are " + ", ".join(f"'{n}'" for n in names))
+                if name in arrays or name == "sample_weight":
+                    raise InvalidDataError(
+                        f"{what}: y['{name}'] has the name of an input")
+                arrays[str(name)] = _array(value, f"{what} y['{name}']")
+        else:
+            arrays["y"] = _array(y, f"{what} y")
         if sample_weight is not None:
             # Keras' sample_weight: one weight per example, (N,) or (N, 1).
             arrays["sample_weight"] = _array(sample_weight,
@@ -268,9 +287,17 @@ class Trainer:
             raise InvalidDataError("predict: no examples")
         result = self._run({"predict": "memory:predict"}, arrays, verbose)
         out = result["predictions"]
-        if self._output_shape and int(np.prod(self._output_shape)) == out.shape[1]:
-            out = out.reshape((out.shape[0],) + tuple(self._output_shape))
-        return out
+        # Each output's rows in the output's own shape; several outputs come
+        # back as a list, in the model's order, as Keras' predict returns
+        # a functional model's list of outputs.
+        several = isinstance(out, list)
+        outs = out if several else [out]
+        for i, a in enumerate(outs):
+            if i < len(self._outputs):
+                shape = self._outputs[i][1]
+                if shape and int(np.prod(shape)) == a.shape[1]:
+                    outs[i] = a.reshape((a.shape[0],) + tuple(shape))
+        return outs if several else outs[0]
 
     def _check_batch(self, batch_size, what):
         if batch_size is not None and self.batch_size is not None and int(
@@ -360,7 +387,7 @@ def compile(model, batch_size=None, devices=None, seed=0, loss=None,
     workdir = tempfile.TemporaryDirectory(prefix="graphc-")
     device_options, replicas = _devices(devices)
     keras_model, source, init_weights = None, None, None
-    input_names, output_shape = [], None
+    input_names, outputs = [], []
     if isinstance(model, (str, os.PathLike)):
         source = os.fspath(model)
         if not os.path.exists(source):
@@ -385,9 +412,15 @@ def compile(model, batch_size=None, devices=None, seed=0, loss=None,
         input_names = [t.name.split(":")[0]
                        for t in getattr(model, "inputs", None) or []]
         try:
-            output_shape = tuple(int(d) for d in model.outputs[0].shape[1:])
+            names = list(getattr(model, "output_names", None) or [])
+            shapes = [tuple(int(d) for d in t.shape[1:])
+                      for t in model.outputs]
+            if len(names) != len(shapes):
+                names = [t.name.split(":")[0].split("/")[0]
+                         for t in model.outputs]
+            outputs = list(zip(names, shapes))
         except Exception:
-            output_shape = None
+            outputs = []
         # The model's own initial weights, Keras-initialized, are the
         # trainer's (as model_to_estimator starts from them).
         init_weights = os.path.join(workdir.name, "initial.weights.h5")
@@ -399,4 +432,4 @@ def compile(model, batch_size=None, devices=None, seed=0, loss=None,
     except ValueError as e:
         raise InvalidModelError(str(e)) from None
     return Trainer(plan, keras_model, source, init_weights, batch_size,
-                   device_options, workdir, input_names, output_shape, seed)
+                   device_options, workdir, input_names, outputs, seed)

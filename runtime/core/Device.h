@@ -222,7 +222,11 @@ struct PreparedInput {
   /// rows one after another, in the plan's input order (ArraysDataset.h);
   /// this input takes elements [columnOffset, columnOffset + columns) of
   /// each row of rowElements. 0 columns: the whole row (one input).
+  /// A model of several outputs takes its labels the same way, each
+  /// output's columns of the batch's targets (its class index a float
+  /// column, converted to `intLabels` i32 on the way).
   int64_t columnOffset = 0, columns = 0, rowElements = 0;
+  bool intLabels = false;
 };
 
 /// A program ready to run: what the executor prepared, device-neutral.

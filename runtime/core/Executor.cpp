@@ -120,12 +120,22 @@ Status Executor::prepare(MirroredVariables &variables,
   int imageInput = -1, labelInput = -1, weightInput = -1,
       metricWeightInput = -1;
   // [input]: where its elements start in an example's features (-1: not a
-  // model input), and the features' elements per example.
-  std::vector<int64_t> columnOffset(inputs.size(), -1);
-  int64_t rowElements = 0;
+  // model input), and the features' elements per example. A model of
+  // several outputs has a labels input each ("labels:<output>"), which take
+  // their columns of the batch's targets the same way.
+  std::vector<int64_t> columnOffset(inputs.size(), -1),
+      labelOffset(inputs.size(), -1);
+  int64_t rowElements = 0, labelElements = 0;
+  int labelInputs = 0;
   for (size_t i = 0; i < inputs.size(); ++i) {
-    if (inputs[i]->name()->str() == "labels") {
+    if (isLabelsInput(inputs[i]->name()->string_view())) {
       labelInput = static_cast<int>(i);
+      ++labelInputs;
+      labelOffset[i] = labelElements;
+      int64_t row = 1;
+      for (size_t k = 1; k < inputs[i]->shape()->size(); ++k)
+        row *= inputs[i]->shape()->Get(k);
+      labelElements += row;
     } else if (inputs[i]->name()->str() == "sample_weight" ||
                inputs[i]->name()->str() == "metric_weight") {
       (inputs[i]->name()->str() == "sample_weight" ? weightInput
@@ -152,7 +162,10 @@ Status Executor::prepare(MirroredVariables &variables,
   if (imageInput < 0)
     return Status::error(where + ": the plan has no image input");
   globalBatch_ = inputs[imageInput]->shape()->Get(0);
-  if (labelInput >= 0)
+  multiLabels_ = labelInputs > 1;
+  if (multiLabels_)
+    labelFormat_ = data::LabelFormat::Dense;
+  else if (labelInput >= 0)
     labelFormat_ = inputs[labelInput]->dtype() == plan::DType::i32
                        ? data::LabelFormat::Sparse
                    : takesTargets(plan_) ? data::LabelFormat::Dense
@@ -246,7 +259,7 @@ Status Executor::prepare(MirroredVariables &variables,
     case plan::BufferKind::input: {
       const plan::Input &in = *inputs[b.input()];
       data::BatchPart part =
-          b.input() == labelInput          ? data::BatchPart::labels
+          labelOffset[b.input()] >= 0      ? data::BatchPart::labels
           : b.input() == weightInput       ? data::BatchPart::sampleWeights
           : b.input() == metricWeightInput ? data::BatchPart::metricWeights
                                            : data::BatchPart::images;
@@ -286,6 +299,12 @@ Status Executor::prepare(MirroredVariables &variables,
         prepared.columnOffset = columnOffset[b.input()];
         prepared.columns = bytes / (rowsPerReplica * int64_t(sizeof(float)));
         prepared.rowElements = rowElements;
+      }
+      if (part == data::BatchPart::labels && multiLabels_) {
+        prepared.columnOffset = labelOffset[b.input()];
+        prepared.columns = bytes / (rowsPerReplica * 4);
+        prepared.rowElements = labelElements;
+        prepared.intLabels = in.dtype() == plan::DType::i32;
       }
       prepared_.inputs.push_back(prepared);
       if (data::isWeights(part))
@@ -545,8 +564,17 @@ void Executor::runDevice(int d) {
                            static_cast<float *>(in.dst), labels);
       continue;
     }
+    if (in.intLabels) {
+      // One of several outputs' class indices: its column of the targets.
+      const float *src = static_cast<const float *>(s.data(in.part));
+      int32_t *dst = static_cast<int32_t *>(in.dst);
+      for (int64_t r = 0; r < s.rows; ++r)
+        dst[r] =
+            static_cast<int32_t>(src[r * in.rowElements + in.columnOffset]);
+      continue;
+    }
     if (in.columns > 0) {
-      // One of several inputs: its columns of every row.
+      // One of several inputs (outputs): its columns of every row.
       const float *src = static_cast<const float *>(s.data(in.part));
       float *dst = static_cast<float *>(in.dst);
       const size_t rowBytes = static_cast<size_t>(in.columns) * sizeof(float);
@@ -681,6 +709,9 @@ Status Executor::checkBatch(const data::Batch &batch) {
           : sl.oneHotLabels
               ? static_cast<size_t>(sl.rows * batch.numClasses) * sizeof(float)
               : 0;
+      if (in.columns > 0 && sl.oneHotLabels &&
+          batch.numClasses == in.rowElements)
+        have = static_cast<size_t>(sl.rows * in.columns) * 4;
       break;
     case data::BatchPart::sampleWeights:
     case data::BatchPart::metricWeights:
@@ -706,6 +737,9 @@ Status Executor::cacheDataset(std::shared_ptr<const data::Dataset> dataset) {
                    (dataset ? dataset->name : std::string("no dataset")) + ": ";
   if (!dataset)
     return Status::error(at + "no dataset given");
+  if (multiLabels_)
+    return Status::error(at + "the model has several outputs, whose labels "
+                              "a cached dataset does not feed yet");
   if (Status s = dataset->validate(); !s)
     return Status::error(at + s.message());
   // Each input buffer must be exactly the rows a gather writes.

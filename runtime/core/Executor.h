@@ -153,6 +153,9 @@ private:
   int64_t globalBatch_ = 0;
   int64_t localBatch_ = 0;
   data::LabelFormat labelFormat_ = data::LabelFormat::OneHot;
+  /// Several outputs: each labels input takes its columns of the batch's
+  /// targets (labelFormat_ is Dense).
+  bool multiLabels_ = false;
   std::shared_ptr<DeviceSet> deviceSet_;
   std::vector<DeviceMemory> arenas_;       // [device]
   std::vector<DeviceMemory> inputStorage_; // every device's input buffers

@@ -262,22 +262,40 @@ Status StepTimerHook::end(const SessionInfo &info) {
 
 void EpochMeans::add(const StepContext &ctx) {
   if (steps_++ == 0) {
-    metrics_ = ctx.metrics;
-    for (auto &m : metrics_)
-      m.second = 0;
+    names_.clear();
+    specs_ = ctx.metricSpecs;
+    states_.clear();
+    for (const auto &[name, value] : ctx.metrics)
+      names_.push_back(name);
+    for (size_t i = 0; i < names_.size(); ++i)
+      states_.emplace_back(
+          i < ctx.metricStates.size() ? ctx.metricStates[i].size() : 1, 0.0);
   }
   // The step's values are the job's means over its global batch of g rows,
   // sum_i s w_i v_i / g (s the batch's scale, g / n for the n examples of
   // an epoch's short batch; w the loss's weights or the metrics' 1 an
   // example): times n = g / s, the sums Keras accumulates. Every worker
-  // computes the same n, so every worker's logs are the job's.
+  // computes the same n, so every worker's logs are the job's. Confusion
+  // counts are sums already: they add up as they are.
   double n = 1;
   if (const data::Batch *b = ctx.batch)
     n = static_cast<double>(ctx.globalBatch) / b->weightScale;
   loss_ += ctx.loss * n;
   examples_ += n;
-  for (size_t i = 0; i < metrics_.size() && i < ctx.metrics.size(); ++i)
-    metrics_[i].second += ctx.metrics[i].second * n;
+  for (size_t i = 0; i < states_.size() && i < ctx.metrics.size(); ++i) {
+    const MetricSpec *spec = i < specs_.size() ? specs_[i] : nullptr;
+    if (spec && spec->counted() && i < ctx.metricStates.size()) {
+      const std::vector<double> &counts = ctx.metricStates[i];
+      for (size_t j = 0; j < counts.size() && j < states_[i].size(); ++j)
+        states_[i][j] += counts[j];
+      continue;
+    }
+    // A mean's state is the mean (the root of a root_mean is taken last).
+    double mean = i < ctx.metricStates.size() && !ctx.metricStates[i].empty()
+                      ? ctx.metricStates[i][0]
+                      : ctx.metrics[i].second;
+    states_[i][0] += mean * n;
+  }
 }
 
 double EpochMeans::loss() const {
@@ -285,10 +303,15 @@ double EpochMeans::loss() const {
 }
 
 std::vector<std::pair<std::string, double>> EpochMeans::metrics() const {
-  std::vector<std::pair<std::string, double>> means = metrics_;
-  for (auto &m : means)
-    m.second = examples_ != 0 ? m.second / examples_ : 0.0; // divide_no_nan
-  return means;
+  std::vector<std::pair<std::string, double>> values;
+  for (size_t i = 0; i < names_.size(); ++i) {
+    const MetricSpec *spec = i < specs_.size() ? specs_[i] : nullptr;
+    std::vector<double> state = states_[i];
+    if (!spec || !spec->counted())
+      state[0] = examples_ != 0 ? state[0] / examples_ : 0.0; // divide_no_nan
+    values.emplace_back(names_[i], spec ? spec->value(state) : state[0]);
+  }
+  return values;
 }
 
 Status DataOrderHook::afterStep(const StepContext &ctx) {

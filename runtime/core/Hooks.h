@@ -243,7 +243,9 @@ private:
 /// Keras' epoch logs from the steps of an epoch: the running means of fit's
 /// loss tracker (each batch's loss weighted by its examples) and of its
 /// compiled metrics (each example counts once: Keras' `metrics` take no
-/// sample weights). A step reports its mean over its static rows, of which
+/// sample weights), and the stateful metrics' state over the epoch (the
+/// root of the mean squared error's mean; Precision's, Recall's and AUC's
+/// counts, summed). A step reports its mean over its static rows, of which
 /// an epoch's short last batch has padding (StepContext::batch tells how
 /// many examples, and the scale its weights carried); without a batch a
 /// step counts as one.
@@ -252,13 +254,17 @@ public:
   void add(const StepContext &ctx);
   void reset() { *this = EpochMeans(); }
   double loss() const;
-  /// Each metric's mean, in the steps' order.
+  /// Each logged value's epoch value, in the steps' order.
   std::vector<std::pair<std::string, double>> metrics() const;
 
 private:
   int64_t steps_ = 0;
   double loss_ = 0, examples_ = 0;
-  std::vector<std::pair<std::string, double>> metrics_;
+  std::vector<std::string> names_;
+  std::vector<const MetricSpec *> specs_;
+  /// Each value's sum over the epoch: of its means times the examples, or
+  /// of its counts.
+  std::vector<std::vector<double>> states_;
 };
 
 /// `graphrun --data-order order.txt`: the source position of every example

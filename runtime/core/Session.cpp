@@ -3,6 +3,7 @@
 #include "runtime/core/Session.h"
 
 #include "runtime/collectives/Workers.h"
+#include "runtime/core/ConfusionMetrics.h"
 
 #include <algorithm>
 #include <array>
@@ -23,33 +24,132 @@ Status EvaluationHook::afterStep(const StepContext &ctx) {
   return evaluate_(ctx.step);
 }
 
+double MetricSpec::value(const std::vector<double> &state) const {
+  if (state.empty())
+    return std::nan("");
+  switch (reduction) {
+  case plan::MetricReduction::root_mean:
+    return std::sqrt(std::max(state[0], 0.0));
+  case plan::MetricReduction::precision:
+  case plan::MetricReduction::recall:
+  case plan::MetricReduction::auc: {
+    ConfusionMetric metric = reduction == plan::MetricReduction::precision
+                                 ? ConfusionMetric::precision
+                             : reduction == plan::MetricReduction::recall
+                                 ? ConfusionMetric::recall
+                                 : ConfusionMetric::auc;
+    return confusionMetric(
+        metric, curve == plan::AucCurve::pr ? AucCurve::pr : AucCurve::roc,
+        static_cast<AucSummation>(summation), state.data(),
+        static_cast<int64_t>(state.size() / 4));
+  }
+  default:
+    return state[0];
+  }
+}
+
+std::vector<MetricSpec> metricSpecs(const plan::Plan &plan) {
+  std::vector<MetricSpec> specs;
+  const plan::Training *t = plan.training();
+  if (!t || !t->metrics())
+    return specs;
+  for (const flatbuffers::String *name : *t->metrics()) {
+    MetricSpec spec;
+    spec.name = name->str();
+    if (t->metric_specs())
+      for (const plan::Metric *m : *t->metric_specs())
+        if (m->name()->str() == spec.name) {
+          spec.reduction = m->reduction();
+          spec.curve = m->curve();
+          spec.summation = m->summation();
+        }
+    specs.push_back(std::move(spec));
+  }
+  return specs;
+}
+
 int Session::totalReplicas() const {
   return options_.replicas *
          (options_.workers ? std::max(1, options_.workers->size()) : 1);
 }
 
-Status Session::meanOverWorkers(StepResult &result, bool vote, int &votes) {
+Status Session::countsOf(const StepResult &result,
+                         std::vector<std::vector<double>> &counts) const {
+  counts.assign(specs_.size(), {});
+  for (size_t m = 0; m < specs_.size(); ++m) {
+    if (!specs_[m].counted())
+      continue;
+    auto named = std::find(result.tensorNames.begin(), result.tensorNames.end(),
+                           specs_[m].name);
+    if (named == result.tensorNames.end())
+      return Status::error(plan_.path + ": the step has no output '" +
+                           specs_[m].name + "' (the metric's counts)");
+    size_t t = static_cast<size_t>(named - result.tensorNames.begin());
+    std::vector<double> &sum = counts[m];
+    for (const std::vector<std::vector<float>> &replica : result.tensors) {
+      const std::vector<float> &c = replica[t];
+      if (sum.empty())
+        sum.assign(c.size(), 0.0);
+      if (c.size() != sum.size() || c.size() % 4 != 0)
+        return Status::error(plan_.path + ": output '" + specs_[m].name +
+                             "' holds " + std::to_string(c.size()) +
+                             " counts, not [4, thresholds] on every replica");
+      for (size_t i = 0; i < c.size(); ++i)
+        sum[i] += c[i];
+    }
+  }
+  return Status::ok();
+}
+
+Status Session::meanOverWorkers(StepResult &result,
+                                std::vector<std::vector<double>> &counts,
+                                bool vote, int &votes) {
   votes = vote ? 1 : 0;
   Workers *workers = options_.workers;
   if (!workers || workers->size() < 2)
     return Status::ok();
   // Sums over this worker's replicas; summed over the workers, divided by
-  // the job's replicas. The stop votes ride along: no collective of their
-  // own.
+  // the job's replicas. The counts and the stop votes ride along: no
+  // collective of their own.
   const size_t outputs = result.names.size();
-  std::vector<double> sums(outputs + 1, 0.0);
+  std::vector<double> sums(outputs, 0.0);
   for (const std::vector<double> &replica : result.perReplica)
     for (size_t o = 0; o < outputs; ++o)
       sums[o] += replica[o];
-  sums[outputs] = votes;
+  for (const std::vector<double> &c : counts)
+    sums.insert(sums.end(), c.begin(), c.end());
+  sums.push_back(votes);
   if (Status s =
           workers->allReduceSum(sums.data(), static_cast<int64_t>(sums.size()));
       !s)
     return Status::error("step outputs across workers: " + s.message());
   for (size_t o = 0; o < outputs; ++o)
     result.mean[o] = sums[o] / totalReplicas();
-  votes = static_cast<int>(sums[outputs]);
+  size_t at = outputs;
+  for (std::vector<double> &c : counts)
+    for (double &v : c)
+      v = sums[at++];
+  votes = static_cast<int>(sums[at]);
   return Status::ok();
+}
+
+void Session::readOutputs(const StepResult &result,
+                          std::vector<std::vector<double>> &counts,
+                          StepContext &ctx) const {
+  ctx.metrics.clear();
+  ctx.metricSpecs.clear();
+  ctx.metricStates.clear();
+  ctx.loss = result.value("loss");
+  ctx.gradNorm = result.value("grad_norm");
+  for (size_t m = 0; m < specs_.size(); ++m) {
+    const MetricSpec &spec = specs_[m];
+    std::vector<double> state =
+        spec.counted() ? std::move(counts[m])
+                       : std::vector<double>{result.value(spec.name)};
+    ctx.metrics.emplace_back(spec.name, spec.value(state));
+    ctx.metricSpecs.push_back(&spec);
+    ctx.metricStates.push_back(std::move(state));
+  }
 }
 
 Status Session::setGlobalStep(int64_t step) {
@@ -93,6 +193,7 @@ Status Session::create(const LoadedPlan &plan, const SessionOptions &options,
           Executor::create(*plan.plan, *program, s->variables_, eo, s->train_);
       !st)
     return Status::error(plan.path + ": " + st.message());
+  s->specs_ = metricSpecs(*plan.plan);
   out = std::move(s);
   return Status::ok();
 }
@@ -266,7 +367,11 @@ Status Session::train(data::BatchIterator &batches, int64_t maxSteps,
     bool vote = false;
     for (Hook *h : hooks)
       vote = vote || h->votesToStop();
-    if (status = meanOverWorkers(l.result, vote, ctx.stopVotes); !status)
+    std::vector<std::vector<double>> counts;
+    if (status = countsOf(l.result, counts); !status)
+      break;
+    if (status = meanOverWorkers(l.result, counts, vote, ctx.stopVotes);
+        !status)
       break;
     ++globalStep_;
     ctx.end = Clock::now();
@@ -279,17 +384,7 @@ Status Session::train(data::BatchIterator &batches, int64_t maxSteps,
     ctx.inputWaitSeconds = (ctx.step == info.initialStep + 1 ? firstInput : 0) +
                            seconds(devicesDone, l.fetchEnd);
     ctx.result = &l.result;
-    ctx.metrics.clear();
-    ctx.loss = std::nan("");
-    ctx.gradNorm = std::nan("");
-    for (size_t o = 0; o < l.result.names.size(); ++o) {
-      if (l.result.names[o] == "loss")
-        ctx.loss = l.result.mean[o];
-      else if (l.result.names[o] == "grad_norm")
-        ctx.gradNorm = l.result.mean[o];
-      else
-        ctx.metrics.emplace_back(l.result.names[o], l.result.mean[o]);
-    }
+    readOutputs(l.result, counts, ctx);
     for (Hook *h : hooks)
       if (status = h->afterStep(ctx); !status)
         break;
@@ -426,16 +521,29 @@ Status Session::evaluate(data::BatchIterator &batches, EvalResult &out,
   // reports (its loss tracker weighs a batch by its size).
   const double rowsPerReplica = static_cast<double>(eval_->localBatch()) /
                                 static_cast<double>(eval_->replicas());
+  // The confusion metrics' counts add up over the batches instead.
+  std::vector<std::string> sumNames;
+  std::vector<double> sums;
+  std::vector<std::vector<double>> counts(specs_.size());
   Status run = runBatches(
       *eval_, batches, maxBatches,
       [&](const data::Batch &batch, const StepResult &result) -> Status {
-        if (out.names.empty()) {
-          out.names = result.names;
-          out.values.assign(result.names.size(), 0.0);
+        if (sumNames.empty()) {
+          sumNames = result.names;
+          sums.assign(result.names.size(), 0.0);
         }
         for (size_t o = 0; o < result.names.size(); ++o)
           for (const std::vector<double> &replica : result.perReplica)
-            out.values[o] += replica[o] * rowsPerReplica;
+            sums[o] += replica[o] * rowsPerReplica;
+        std::vector<std::vector<double>> batchCounts;
+        if (Status s = countsOf(result, batchCounts); !s)
+          return s;
+        for (size_t m = 0; m < counts.size(); ++m) {
+          if (counts[m].empty())
+            counts[m].assign(batchCounts[m].size(), 0.0);
+          for (size_t i = 0; i < batchCounts[m].size(); ++i)
+            counts[m][i] += batchCounts[m][i];
+        }
         for (size_t t = 0; t < result.tensorNames.size(); ++t)
           if (classes && result.tensorNames[t] == "predictions" &&
               !batch.indicesOnly())
@@ -449,33 +557,74 @@ Status Session::evaluate(data::BatchIterator &batches, EvalResult &out,
     return run;
   // Every worker's sums and examples: the whole test set's means.
   if (options_.workers && options_.workers->size() > 1) {
-    std::vector<double> sums = out.values;
+    std::vector<double> all = sums;
+    for (const std::vector<double> &c : counts)
+      all.insert(all.end(), c.begin(), c.end());
     // The confusion counts travel as doubles: exact up to 2^53.
     for (int64_t c : out.confusion)
-      sums.push_back(static_cast<double>(c));
-    sums.push_back(static_cast<double>(out.examples));
-    sums.push_back(static_cast<double>(out.batches));
+      all.push_back(static_cast<double>(c));
+    all.push_back(static_cast<double>(out.examples));
+    all.push_back(static_cast<double>(out.batches));
+    // A worker without a batch knows no sizes: the job's sizes are every
+    // worker's (sent ahead), so that all add vectors of one length.
+    std::vector<double> sizes{static_cast<double>(sums.size())};
+    for (const std::vector<double> &c : counts)
+      sizes.push_back(static_cast<double>(c.size()));
+    std::vector<double> most = sizes;
     if (Status s = options_.workers->allReduceSum(
-            sums.data(), static_cast<int64_t>(sums.size()));
+            most.data(), static_cast<int64_t>(most.size()));
         !s)
       return Status::error("evaluation across workers: " + s.message());
-    out.batches = static_cast<int64_t>(sums.back());
-    sums.pop_back();
-    out.examples = static_cast<int64_t>(sums.back());
-    sums.pop_back();
-    for (size_t i = out.confusion.size(); i-- > 0;) {
-      out.confusion[i] = static_cast<int64_t>(sums.back());
-      sums.pop_back();
+    const double workers = static_cast<double>(options_.workers->size());
+    for (size_t i = 0; i < sizes.size(); ++i)
+      if (sizes[i] != 0 && sizes[i] * workers != most[i])
+        return Status::error("evaluation across workers: the workers' "
+                             "evaluation programs have different outputs");
+    if (sums.empty() && most[0] > 0) {
+      // This worker evaluated nothing: zeros of the others' sizes.
+      sums.assign(static_cast<size_t>(most[0] / workers), 0.0);
+      for (size_t m = 0; m < counts.size(); ++m)
+        counts[m].assign(static_cast<size_t>(most[m + 1] / workers), 0.0);
+      all = sums;
+      for (const std::vector<double> &c : counts)
+        all.insert(all.end(), c.begin(), c.end());
+      for (int64_t c : out.confusion)
+        all.push_back(static_cast<double>(c));
+      all.push_back(static_cast<double>(out.examples));
+      all.push_back(static_cast<double>(out.batches));
     }
-    if (sums.size() != out.values.size())
-      return Status::error("evaluation across workers: the workers' "
-                           "evaluation programs have different outputs");
-    out.values = sums;
+    if (Status s = options_.workers->allReduceSum(
+            all.data(), static_cast<int64_t>(all.size()));
+        !s)
+      return Status::error("evaluation across workers: " + s.message());
+    size_t at = 0;
+    for (double &v : sums)
+      v = all[at++];
+    for (std::vector<double> &c : counts)
+      for (double &v : c)
+        v = all[at++];
+    for (int64_t &c : out.confusion)
+      c = static_cast<int64_t>(all[at++]);
+    out.examples = static_cast<int64_t>(all[at++]);
+    out.batches = static_cast<int64_t>(all[at++]);
   }
   if (out.examples == 0)
     return Status::error("evaluation: the test data gave no example");
-  for (double &v : out.values)
-    v /= static_cast<double>(out.examples);
+  const double examples = static_cast<double>(out.examples);
+  auto meanOf = [&](const std::string &name) {
+    for (size_t o = 0; o < sumNames.size(); ++o)
+      if (sumNames[o] == name)
+        return sums[o] / examples;
+    return std::nan("");
+  };
+  out.names = {"loss"};
+  out.values = {meanOf("loss")};
+  for (size_t m = 0; m < specs_.size(); ++m) {
+    const MetricSpec &spec = specs_[m];
+    out.names.push_back(spec.name);
+    out.values.push_back(spec.value(
+        spec.counted() ? counts[m] : std::vector<double>{meanOf(spec.name)}));
+  }
   return Status::ok();
 }
 
@@ -487,27 +636,38 @@ Status Session::predict(data::BatchIterator &batches,
   if (Status st = programExecutor(plan::ProgramKind::predict, predict_); !st)
     return st;
   const int64_t rows = predict_->localBatch() / predict_->replicas();
-  std::vector<float> values;
+  // One buffer an output: "predictions", or "predictions:<output>" for
+  // each output of a model of several.
+  std::vector<std::vector<float>> values;
+  std::vector<OutputRows> outputs;
   return runBatches(
       *predict_, batches, -1,
       [&](const data::Batch &batch, const StepResult &result) -> Status {
-        auto named = std::find(result.tensorNames.begin(),
-                               result.tensorNames.end(), "predictions");
-        if (named == result.tensorNames.end())
+        outputs.clear();
+        values.resize(result.tensorNames.size());
+        for (size_t t = 0; t < result.tensorNames.size(); ++t) {
+          std::string_view name = result.tensorNames[t];
+          if (name != "predictions" && !name.starts_with("predictions:"))
+            continue;
+          // Replica after replica, their rows are the batch's rows in order.
+          values[t].clear();
+          for (const std::vector<std::vector<float>> &replica : result.tensors)
+            values[t].insert(values[t].end(), replica[t].begin(),
+                             replica[t].end());
+          int64_t width =
+              rows > 0
+                  ? static_cast<int64_t>(result.tensors[0][t].size()) / rows
+                  : 0;
+          if (width <= 0)
+            return Status::error(plan_.path + ": the predictions of '" +
+                                 std::string(name) + "' are empty");
+          name.remove_prefix(std::min(name.size(), sizeof("predictions")));
+          outputs.push_back({name, values[t].data(), width});
+        }
+        if (outputs.empty())
           return Status::error(plan_.path + ": the prediction program has no "
                                             "'predictions' output");
-        size_t t = static_cast<size_t>(named - result.tensorNames.begin());
-        // Replica after replica, their rows are the batch's rows in order.
-        values.clear();
-        for (const std::vector<std::vector<float>> &replica : result.tensors)
-          values.insert(values.end(), replica[t].begin(), replica[t].end());
-        int64_t width =
-            rows > 0 ? static_cast<int64_t>(result.tensors[0][t].size()) / rows
-                     : 0;
-        if (width <= 0)
-          return Status::error(plan_.path + ": the predictions are empty");
-        return consume(values.data(), batch.examples(), width,
-                       batch.sourceIndices.data());
+        return consume(outputs, batch.examples(), batch.sourceIndices.data());
       });
 }
 

@@ -35,6 +35,30 @@
 
 namespace graph::runtime {
 
+/// How a logged value besides the loss is made from the steps' outputs of
+/// its name (plan.fbs, Metric): a weighted mean over the rows (the errors,
+/// the accuracies, the per-output losses), the root of one (Keras'
+/// RootMeanSquaredError), or Keras' result() of confusion counts that add
+/// up over replicas, workers and steps (Precision, Recall, AUC).
+struct MetricSpec {
+  std::string name;
+  plan::MetricReduction reduction = plan::MetricReduction::mean;
+  plan::AucCurve curve = plan::AucCurve::roc;
+  plan::AucSummation summation = plan::AucSummation::interpolation;
+
+  /// Whether its state is confusion counts [4, T] rather than a mean.
+  bool counted() const {
+    return reduction != plan::MetricReduction::mean &&
+           reduction != plan::MetricReduction::root_mean;
+  }
+  /// The value of a state: {mean} (mean, root_mean) or the counts.
+  double value(const std::vector<double> &state) const;
+};
+
+/// The logged values besides the loss, as the plan makes them (its
+/// Training.metrics and metric_specs; a metric without a spec is a mean).
+std::vector<MetricSpec> metricSpecs(const plan::Plan &plan);
+
 /// What a hook knows about the run as a whole.
 struct SessionInfo {
   std::string model;
@@ -63,9 +87,15 @@ struct StepContext {
   int64_t step = 0;
   int64_t globalBatch = 0;
   int replicas = 1;
-  /// After the step: the mean over replicas of the loss and of each metric.
+  /// After the step: the mean over replicas of the loss, and each logged
+  /// value besides it (the per-output losses, the metrics) over the job's
+  /// global batch, in the plan's order.
   double loss = 0;
   std::vector<std::pair<std::string, double>> metrics;
+  /// After the step: what each of `metrics` is made of, to add up over an
+  /// epoch (EpochMeans): its spec, and its state, {mean} or the counts.
+  std::vector<const MetricSpec *> metricSpecs;
+  std::vector<std::vector<double>> metricStates;
   /// After the step: the norm of the gradients it applied (the training
   /// program's `grad_norm` output), NaN when the program has none. Finite
   /// exactly when every gradient is: the NaN guard reads it.
@@ -184,6 +214,7 @@ struct SessionOptions {
 struct EvalResult {
   int64_t batches = 0;
   int64_t examples = 0;
+  /// "loss" and the logged values besides it, as the plan makes them.
   std::vector<std::string> names;
   std::vector<double> values;
   double value(const std::string &name) const;
@@ -195,11 +226,19 @@ struct EvalResult {
   std::vector<int64_t> confusion;
 };
 
-/// One batch's predictions, handed over in the data's order: `rows`
-/// examples (padding left out) of `width` floats each, and each row's
-/// position in the source dataset.
+/// One output's predictions of one batch: `width` floats an example.
+struct OutputRows {
+  /// The output's name; empty for a model of one output.
+  std::string_view output;
+  const float *values = nullptr;
+  int64_t width = 0;
+};
+
+/// One batch's predictions, handed over in the data's order: every
+/// output's rows (in the plan's order) for `rows` examples (padding left
+/// out), and each row's position in the source dataset.
 using PredictionFn =
-    std::function<Status(const float *values, int64_t rows, int64_t width,
+    std::function<Status(const std::vector<OutputRows> &outputs, int64_t rows,
                          const int64_t *sourceIndices)>;
 
 class Session {
@@ -265,9 +304,23 @@ private:
                     int64_t maxBatches,
                     const std::function<Status(const data::Batch &,
                                                const StepResult &)> &consume);
-  /// Replaces result.mean by the mean over every worker's replicas, and
-  /// counts the workers whose hooks vote to stop (`vote` is this one's).
-  Status meanOverWorkers(StepResult &result, bool vote, int &votes);
+  /// Replaces result.mean by the mean over every worker's replicas, adds
+  /// `counts` (the confusion metrics' counts of this worker's replicas, as
+  /// countsOf gave them) over the workers, and counts the workers whose
+  /// hooks vote to stop (`vote` is this one's).
+  Status meanOverWorkers(StepResult &result,
+                         std::vector<std::vector<double>> &counts, bool vote,
+                         int &votes);
+  /// Each of specs_' counted metrics' counts, summed over this worker's
+  /// replicas (empty for the others); an error when the step has no
+  /// output of its name.
+  Status countsOf(const StepResult &result,
+                  std::vector<std::vector<double>> &counts) const;
+  /// ctx's loss, gradient norm and logged values from a step's result and
+  /// counts.
+  void readOutputs(const StepResult &result,
+                   std::vector<std::vector<double>> &counts,
+                   StepContext &ctx) const;
   /// The executor of the plan's `kind` program for the job's replicas,
   /// made on first use.
   Status programExecutor(plan::ProgramKind kind,
@@ -280,6 +333,8 @@ private:
   std::unique_ptr<Executor> eval_;
   std::unique_ptr<Executor> predict_;
   int64_t globalStep_ = 0;
+  /// The logged values besides the loss (metricSpecs of the plan).
+  std::vector<MetricSpec> specs_;
 };
 
 } // namespace graph::runtime

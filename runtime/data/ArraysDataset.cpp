@@ -50,6 +50,7 @@ std::vector<std::string> split(const std::string &text, char separator) {
 /// read from `what`): width 1 holds indices, a larger width one-hot rows.
 Status toClassLabels(const std::string &what, const std::vector<double> &values,
                      int64_t rows, int64_t width, int32_t classes,
+                     std::optional<int64_t> ignoreClass,
                      std::vector<int32_t> &labels, int32_t &numClasses) {
   labels.resize(static_cast<size_t>(rows));
   if (width > 1 && classes > 0 && width != classes)
@@ -81,6 +82,11 @@ Status toClassLabels(const std::string &what, const std::vector<double> &values,
     } else {
       if (std::isnan(label))
         return Status::invalidInput(at + "label is NaN");
+      if (ignoreClass && label == static_cast<double>(*ignoreClass)) {
+        // Left out by the loss (ignore_class): no class of its own.
+        labels[static_cast<size_t>(r)] = static_cast<int32_t>(label);
+        continue;
+      }
       if (label < 0 || label != std::floor(label) || label >= 2147483647.0)
         return Status::invalidInput(
             at + "label " + std::to_string(label) +
@@ -344,10 +350,176 @@ Status readWeights(const std::string &name, const NumpyArray &x,
   return Status::ok();
 }
 
+/// Output `out`'s labels from array `y` (n rows) into its columns
+/// [offset, offset + width) of `targets` (rows of `stride` floats).
+Status outputTargets(const NumpyArray &y, const ArraysOptions::Output &out,
+                     int64_t n, int64_t offset, int64_t stride,
+                     std::vector<float> &targets) {
+  using Kind = ArraysOptions::Output::Kind;
+  std::vector<double> values(static_cast<size_t>(n * y.rowElements()));
+  y.rowsToDouble(0, n, values.data());
+  std::vector<int64_t> dims(y.shape().begin() + 1, y.shape().end());
+  std::vector<float> own;
+  if (out.kind == Kind::targets) {
+    if (Status s = toTargets(y.source(), values, n, dims, out.shape, own); !s)
+      return s;
+  } else {
+    const std::vector<int64_t> &ys = y.shape();
+    if (ys.size() > 2 || y.rowElements() == 0)
+      return Status::invalidInput(
+          y.source() + ": shape " + numpyShape(ys) + "; output '" + out.name +
+          "' takes (N,) or (N, 1) class indices, or (N, " +
+          std::to_string(out.classes) + ") one-hot rows");
+    std::vector<int32_t> labels;
+    int32_t classes = 0;
+    if (Status s = toClassLabels(y.source(), values, n, y.rowElements(),
+                                 out.classes, out.ignoreClass, labels, classes);
+        !s)
+      return s;
+    const int64_t width = out.shape.elements();
+    own.assign(static_cast<size_t>(n * width), 0.0f);
+    for (int64_t r = 0; r < n; ++r) {
+      int32_t label = labels[static_cast<size_t>(r)];
+      if (out.kind == Kind::indices)
+        own[static_cast<size_t>(r)] = static_cast<float>(label);
+      else
+        own[static_cast<size_t>(r * width + label)] = 1.0f;
+    }
+  }
+  const int64_t width = out.shape.elements();
+  for (int64_t r = 0; r < n; ++r)
+    std::copy_n(own.data() + r * width, width,
+                targets.data() + r * stride + offset);
+  return Status::ok();
+}
+
+/// A model of several outputs (ArraysOptions::outputs): its inputs and
+/// each output's labels, arrays named after them, in memory.
+Status openOutputs(const std::string &spec, const ArraysOptions &o,
+                   std::shared_ptr<const Dataset> &memory,
+                   std::shared_ptr<const std::vector<float>> &weights) {
+  std::vector<NumpyArray> owned;
+  const std::vector<NumpyArray> *members = &owned;
+  std::string name;
+  std::string outputNames;
+  for (const ArraysOptions::Output &out : o.outputs)
+    outputNames += (outputNames.empty() ? "" : "=..., ") + out.name;
+  if (spec.starts_with(kMemoryPrefix)) {
+    if (Status s = findInMemory(spec, o, members, name); !s)
+      return s;
+  } else {
+    name = spec.substr(std::string(kArraysPrefix).size());
+    if (name.find(',') != std::string::npos || name.ends_with(".npy"))
+      return Status::invalidInput(
+          spec +
+          ": the model has several outputs: give an .npz with an "
+          "array named after each input and output (np.savez(f, x=..., " +
+          outputNames + "=...))");
+    if (Status s = openNpz(name, owned); !s)
+      return s;
+  }
+  std::string names;
+  for (const NumpyArray &a : *members)
+    names += (names.empty() ? "'" : ", '") + a.name() + "'";
+  auto find = [&](const std::string &member) -> const NumpyArray * {
+    for (const NumpyArray &a : *members)
+      if (a.name() == member)
+        return &a;
+    return nullptr;
+  };
+  // The inputs: each named after itself, or x for a model of one.
+  std::vector<std::pair<std::string, ExampleShape>> inputs = o.inputs;
+  if (inputs.empty())
+    inputs.push_back({o.inputName, o.shape});
+  std::vector<const NumpyArray *> xs;
+  for (const auto &[input, shape] : inputs) {
+    const NumpyArray *a = find(input);
+    if (!a && inputs.size() == 1)
+      a = find("x");
+    if (!a)
+      return Status::invalidInput(name + ": no array '" + input + "'" +
+                                  (inputs.size() == 1 ? " nor 'x'" : "") +
+                                  " (the model's input) among " + names);
+    std::vector<int64_t> row(a->shape().begin() + (a->shape().empty() ? 0 : 1),
+                             a->shape().end());
+    if (a->shape().empty() || row != shape.dims)
+      return Status::invalidInput(
+          a->source() + ": shape " + numpyShape(a->shape()) + " (" +
+          elementTypeName(a->type()) + "); the model's input '" + input +
+          "' takes " + expectedShape(shape) +
+          ": one row per example, of the input's shape");
+    if (!xs.empty() && a->rows() != xs.front()->rows())
+      return Status::invalidInput(lengthMismatch(name, *xs.front(), *a));
+    xs.push_back(a);
+  }
+  const NumpyArray &x = *xs.front();
+  const int64_t n = x.rows();
+  if (n == 0)
+    return Status::invalidInput(x.source() + ": holds no examples");
+  int64_t width = 0;
+  for (const ArraysOptions::Output &out : o.outputs)
+    width += out.shape.elements();
+  auto ds = std::make_shared<Dataset>();
+  ds->targets.assign(static_cast<size_t>(n * width), 0.0f);
+  if (o.needsLabels) {
+    int64_t offset = 0;
+    for (const ArraysOptions::Output &out : o.outputs) {
+      const NumpyArray *y = find(out.name);
+      if (!y)
+        return Status::invalidInput(
+            name + ": no array '" + out.name + "' (the labels of output '" +
+            out.name + "') among " + names +
+            "; a model of several outputs takes one array named after each "
+            "(Keras' fit(x, {" +
+            outputNames + ": ...}))");
+      if (y->shape().empty() || y->rows() != n)
+        return Status::invalidInput(lengthMismatch(name, x, *y));
+      if (Status s = outputTargets(*y, out, n, offset, width, ds->targets); !s)
+        return s;
+      offset += out.shape.elements();
+    }
+  }
+  if (const NumpyArray *w = find(std::string(kSampleWeightArray)))
+    if (Status s = readWeights(name, x, *w, weights); !s)
+      return s;
+  const int64_t bytes = n * o.shape.elements() * int64_t(sizeof(float));
+  if (bytes > o.inMemoryBytes)
+    return Status::invalidInput(
+        name +
+        ": a model of several outputs takes its arrays in memory, and "
+        "these need " +
+        std::to_string(bytes >> 20) + " MiB as float32, more than the " +
+        std::to_string(o.inMemoryBytes >> 20) + " MiB available");
+  ds->name = x.source();
+  ds->shape = o.shape;
+  ds->numClasses = static_cast<int32_t>(width);
+  ds->labels.assign(static_cast<size_t>(n), 0);
+  ds->images.resize(static_cast<size_t>(n * o.shape.elements()));
+  // Each example's inputs side by side, in the plan's order.
+  const int64_t features = o.shape.elements();
+  int64_t offset = 0;
+  std::vector<float> rows;
+  for (const NumpyArray *a : xs) {
+    const int64_t columns = a->rowElements();
+    rows.resize(static_cast<size_t>(n * columns));
+    a->rowsToFloat(0, n, rows.data());
+    for (int64_t r = 0; r < n; ++r)
+      std::copy_n(rows.data() + r * columns, columns,
+                  ds->images.data() + r * features + offset);
+    offset += columns;
+  }
+  if (Status s = ds->validate(); !s)
+    return s;
+  memory = std::move(ds);
+  return Status::ok();
+}
+
 Status openNumpy(const std::string &spec, const ArraysOptions &o,
                  std::shared_ptr<const Dataset> &memory,
                  std::optional<MappedExamples> &mapped,
                  std::shared_ptr<const std::vector<float>> &weights) {
+  if (o.outputs.size() > 1)
+    return openOutputs(spec, o, memory, weights);
   std::shared_ptr<NumpyArray> x, y, w;
   std::string name;
   // Several inputs: x is the first's array, the others follow it.
@@ -420,7 +592,7 @@ Status openNumpy(const std::string &spec, const ArraysOptions &o,
     std::vector<double> values(static_cast<size_t>(n * y->rowElements()));
     y->rowsToDouble(0, n, values.data());
     if (Status s = toClassLabels(y->source(), values, n, y->rowElements(),
-                                 o.classes, labels, numClasses);
+                                 o.classes, o.ignoreClass, labels, numClasses);
         !s)
       return s;
   }
@@ -457,6 +629,8 @@ Status openNumpy(const std::string &spec, const ArraysOptions &o,
     }
     ds->labels = std::move(labels);
     ds->targets = std::move(targets);
+    if (o.ignoreClass)
+      ds->ignoredLabel = static_cast<int32_t>(*o.ignoreClass);
     if (Status s = ds->validate(); !s)
       return s;
     memory = std::move(ds);
@@ -467,6 +641,8 @@ Status openNumpy(const std::string &spec, const ArraysOptions &o,
   list->numClasses = numClasses;
   list->labels = std::move(labels);
   list->targets = std::move(targets);
+  if (o.ignoreClass)
+    list->ignoredLabel = static_cast<int32_t>(*o.ignoreClass);
   if (Status s = list->validate(); !s)
     return s;
   mapped = MappedExamples{std::move(list), std::move(x), o.shape};
@@ -478,6 +654,11 @@ Status openCsv(const std::string &spec, const ArraysOptions &o,
   std::string path = spec.substr(std::string(kCsvPrefix).size());
   if (path.empty())
     return Status::invalidInput(spec + ": name the file, csv:FILE");
+  if (o.outputs.size() > 1)
+    return Status::invalidInput(
+        spec + ": the model has several outputs, whose labels a CSV file "
+               "does not name: give arrays:FILE.npz with an array named "
+               "after each output");
   CsvTable table;
   if (Status s = readCsv(path, table); !s)
     return s;
@@ -566,11 +747,13 @@ Status openCsv(const std::string &spec, const ArraysOptions &o,
       return s;
   } else if (!labelColumns.empty()) {
     std::string what = path + ": --label-columns";
-    if (Status s = toClassLabels(what, values, n, lw, o.classes, ds->labels,
-                                 ds->numClasses);
+    if (Status s = toClassLabels(what, values, n, lw, o.classes, o.ignoreClass,
+                                 ds->labels, ds->numClasses);
         !s)
       return s;
   }
+  if (o.ignoreClass)
+    ds->ignoredLabel = static_cast<int32_t>(*o.ignoreClass);
   if (Status s = ds->validate(); !s)
     return s;
   memory = std::move(ds);

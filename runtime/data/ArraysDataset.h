@@ -97,6 +97,27 @@ struct ArraysOptions {
   /// Features up to this many bytes (as float32) are converted into memory;
   /// above it a .npy stays mapped.
   int64_t inMemoryBytes = int64_t(1) << 30;
+  /// SparseCategoricalCrossentropy's ignore_class: a label y may hold
+  /// outside the classes.
+  std::optional<int64_t> ignoreClass;
+
+  /// One output of a model of several, and what its labels are.
+  struct Output {
+    std::string name;
+    enum class Kind { indices, oneHot, targets } kind = Kind::targets;
+    /// Targets: one example's (the output's shape). One-hot: [classes].
+    /// Indices: [1].
+    ExampleShape shape;
+    /// Indices and one-hot rows: the classes the loss predicts.
+    int32_t classes = 0;
+    std::optional<int64_t> ignoreClass;
+  };
+  /// A model of several outputs: each one, in the plan's order. Each is
+  /// then an array named after it (Keras' dict form of y, an .npz member or
+  /// in memory), and an example's targets are their rows one after
+  /// another (Dataset::targets; a class index is one float). Empty: one
+  /// output, y.
+  std::vector<Output> outputs;
 };
 
 /// Whether `spec` names arrays (arrays:..., memory:...) or a CSV file

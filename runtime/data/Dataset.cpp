@@ -6,9 +6,10 @@ namespace graph::runtime::data {
 namespace {
 
 Status validateLabels(const std::string &name,
-                      const std::vector<int32_t> &labels, int32_t numClasses) {
+                      const std::vector<int32_t> &labels, int32_t numClasses,
+                      std::optional<int32_t> ignored) {
   for (size_t i = 0; i < labels.size(); ++i)
-    if (labels[i] < 0 || labels[i] >= numClasses)
+    if ((labels[i] < 0 || labels[i] >= numClasses) && labels[i] != ignored)
       return Status::error(name + ": label " + std::to_string(labels[i]) +
                            " of example " + std::to_string(i) +
                            " is outside [0, " + std::to_string(numClasses) +
@@ -71,7 +72,7 @@ Status Dataset::validate() const {
         "); images and labels must describe the same examples");
   if (Status s = validateTargets(name, targets, size(), numClasses); !s)
     return s;
-  return validateLabels(name, labels, numClasses);
+  return validateLabels(name, labels, numClasses, ignoredLabel);
 }
 
 Status ExampleList::validate() const {
@@ -80,7 +81,7 @@ Status ExampleList::validate() const {
                          " classes; a dataset needs at least one");
   if (Status s = validateTargets(name, targets, size(), numClasses); !s)
     return s;
-  return validateLabels(name, labels, numClasses);
+  return validateLabels(name, labels, numClasses, ignoredLabel);
 }
 
 } // namespace graph::runtime::data

@@ -20,6 +20,7 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -90,6 +91,9 @@ struct Dataset {
   /// Empty, or size() * numClasses floats: each example's targets, for the
   /// element-wise losses (then every label is 0).
   std::vector<float> targets;
+  /// A label allowed outside [0, numClasses): SparseCategoricalCrossentropy's
+  /// ignore_class, whose examples the loss leaves out.
+  std::optional<int32_t> ignoredLabel;
 
   int64_t size() const { return static_cast<int64_t>(labels.size()); }
   const float *image(int64_t i) const {
@@ -118,6 +122,8 @@ struct ExampleList {
   std::vector<int32_t> labels;
   /// As Dataset::targets.
   std::vector<float> targets;
+  /// As Dataset::ignoredLabel.
+  std::optional<int32_t> ignoredLabel;
 
   int64_t size() const { return static_cast<int64_t>(labels.size()); }
 

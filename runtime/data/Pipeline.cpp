@@ -902,10 +902,12 @@ class Batcher final : public BatchIterator {
 public:
   Batcher(std::unique_ptr<ExampleIterator> upstream, std::string name,
           int64_t batchSize, LabelFormat labelFormat, Remainder remainder,
-          ExampleShape shape, int32_t numClasses, bool indicesOnly)
+          ExampleShape shape, int32_t numClasses,
+          std::optional<int32_t> ignoredLabel, bool indicesOnly)
       : upstream_(std::move(upstream)), name_(std::move(name)),
         batchSize_(batchSize), labelFormat_(labelFormat), remainder_(remainder),
-        shape_(shape), numClasses_(numClasses), indicesOnly_(indicesOnly) {}
+        shape_(shape), numClasses_(numClasses), ignoredLabel_(ignoredLabel),
+        indicesOnly_(indicesOnly) {}
 
   Status next(Batch &out, bool &end) override {
     if (!error_)
@@ -970,7 +972,11 @@ private:
             " floats when it reaches batch(), a " + shape_.str() +
             " example has " + std::to_string(elements) +
             "; give map() the shape its function produces");
-      if (example_.label < 0 || example_.label >= numClasses_)
+      // An ignore_class label reaches the loss as it is (class indices
+      // only: it has no one-hot row).
+      bool ignored = labelFormat_ == LabelFormat::Sparse &&
+                     example_.label == ignoredLabel_;
+      if ((example_.label < 0 || example_.label >= numClasses_) && !ignored)
         return Status::error(
             name_ + ": example " + std::to_string(example_.index) +
             " has label " + std::to_string(example_.label) +
@@ -1011,6 +1017,7 @@ private:
   Remainder remainder_;
   ExampleShape shape_;
   int32_t numClasses_;
+  std::optional<int32_t> ignoredLabel_;
   bool indicesOnly_;
   /// Reused across rows so that its image buffer is allocated once.
   Example example_;
@@ -1106,6 +1113,7 @@ Pipeline::Pipeline(std::shared_ptr<const Dataset> source) {
   }
   shape_ = source->shape;
   numClasses_ = source->numClasses;
+  ignoredLabel_ = source->ignoredLabel;
   stage_ = std::make_shared<DatasetStage>(std::move(source));
 }
 
@@ -1121,6 +1129,7 @@ Pipeline::Pipeline(std::shared_ptr<const ExampleList> source) {
     return;
   }
   numClasses_ = source->numClasses;
+  ignoredLabel_ = source->ignoredLabel;
   needsPixels_ = true;
   stage_ = std::make_shared<ExampleListStage>(std::move(source));
 }
@@ -1351,7 +1360,7 @@ Status Pipeline::open(std::unique_ptr<BatchIterator> &out,
       return s;
     std::unique_ptr<BatchIterator> it = std::make_unique<Batcher>(
         std::move(examples), name_, batchSize_, labelFormat_, remainder_,
-        shape_, numClasses_, indicesOnly_);
+        shape_, numClasses_, ignoredLabel_, indicesOnly_);
     if (prefetch_ > 0)
       it = std::make_unique<Prefetcher>(std::move(it),
                                         static_cast<size_t>(prefetch_));

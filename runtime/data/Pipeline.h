@@ -99,6 +99,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -211,6 +212,8 @@ private:
   std::shared_ptr<const ExampleStage> stage_;
   ExampleShape shape_;
   int32_t numClasses_ = 0;
+  /// The source's Dataset::ignoredLabel.
+  std::optional<int32_t> ignoredLabel_;
   int64_t batchSize_ = 0;
   LabelFormat labelFormat_ = LabelFormat::Sparse;
   Remainder remainder_ = Remainder::drop;

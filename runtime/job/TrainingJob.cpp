@@ -27,6 +27,7 @@
 #include "runtime/backends/reference/ReferenceKernels.h"
 #include "runtime/base/AtomicFile.h"
 #include "runtime/base/HostMemory.h"
+#include "runtime/base/ZipArchive.h"
 #include "runtime/checkpoint/Checkpoint.h"
 #include "runtime/checkpoint/KerasWeightsWriter.h"
 #include "runtime/checkpoint/Npy.h"
@@ -233,7 +234,7 @@ int32_t lossClasses(const plan::Program &program) {
     if (kernel != "softmax_cross_entropy" &&
         kernel != "sparse_categorical_crossentropy")
       continue;
-    if (op->ins()->Get(0) >= program.buffers()->size())
+    if (static_cast<uint32_t>(op->ins()->Get(0)) >= program.buffers()->size())
       return 0;
     const plan::Buffer *b = program.buffers()->Get(op->ins()->Get(0));
     if (b && b->shape() && b->shape()->size() > 0)
@@ -244,6 +245,28 @@ int32_t lossClasses(const plan::Program &program) {
 
 bool usesEma(const plan::Plan &p) {
   return trainingHyperParameter(p, "use_ema", 0) != 0;
+}
+
+/// The classes output `name` of a model of several outputs predicts: the
+/// last dimension of its predictions ("predictions:<name>") in the first
+/// program that outputs them; 0 when none does.
+int32_t outputClasses(const plan::Plan &plan, const std::string &name) {
+  const std::string output = "predictions:" + name;
+  for (const plan::Program *program : *plan.programs()) {
+    if (!program->ops() || !program->buffers())
+      continue;
+    for (const plan::Op *op : *program->ops()) {
+      if (op->kind() != plan::OpKind::output || !op->name() ||
+          op->name()->str() != output || !op->ins() || op->ins()->size() == 0 ||
+          static_cast<uint32_t>(op->ins()->Get(0)) >=
+              program->buffers()->size())
+        continue;
+      const plan::Buffer *b = program->buffers()->Get(op->ins()->Get(0));
+      if (b && b->shape() && b->shape()->size() > 1)
+        return static_cast<int32_t>(b->shape()->Get(b->shape()->size() - 1));
+    }
+  }
+  return 0;
 }
 
 /// Copies every `<var>/average` slot into `<var>`, on every device.
@@ -373,6 +396,10 @@ private:
     a.featureColumns = o_.featureColumns;
     a.inMemory = o_.arrays;
     a.inputs = multiInputs_;
+    a.outputs = multiOutputs_;
+    const auto *outputs = loaded_.plan->training()->outputs();
+    if (outputs && outputs->size() == 1 && outputs->Get(0)->has_ignore_class())
+      a.ignoreClass = outputs->Get(0)->ignore_class();
     if (int64_t available = availableMemory(); available > 0)
       a.inMemoryBytes = std::min<int64_t>(a.inMemoryBytes, available / 4);
     return so;
@@ -383,6 +410,10 @@ private:
   /// A model of several inputs: each one's name and example shape, in plan
   /// order (shape_ is then their elements side by side); else empty.
   std::vector<std::pair<std::string, data::ExampleShape>> multiInputs_;
+  /// A model of several outputs: each one's labels, in plan order (the
+  /// targets are their columns side by side, targetShape_ their width);
+  /// else empty.
+  std::vector<data::ArraysOptions::Output> multiOutputs_;
   /// With an element-wise loss, one example's targets (else empty).
   data::ExampleShape targetShape_;
   int32_t classes_ = 10;
@@ -536,9 +567,63 @@ Status TrainingJob::checkLocally() {
       elements += shape.elements();
     shape_ = data::ExampleShape(std::vector<int64_t>{elements});
   }
-  // An element-wise loss takes targets of the output's shape; the class
-  // losses class labels, one-hot rows when the labels are [batch, classes].
-  if (labels && takesTargets(p)) {
+  // A model of several outputs takes each output's labels from an array
+  // named after it, side by side as targets (ArraysDataset.h).
+  const auto *outputs = p.training()->outputs();
+  if (outputs && outputs->size() > 1) {
+    std::string names;
+    for (const plan::Output *out : *outputs)
+      names += (names.empty() ? "'" : ", '") + out->name()->str() + "'";
+    for (const std::string *spec : {o_.predict.empty() ? &o_.data : &o_.predict,
+                                    &o_.evalData, &o_.validationData})
+      if (!spec->empty() &&
+          !(data::isArraysSpec(*spec) && !spec->starts_with("csv:")))
+        return Status::error(o_.plan + ": the model has several outputs (" +
+                             names + "); " + *spec +
+                             " holds one label each: give arrays named after "
+                             "each output, arrays:FILE.npz");
+    if (placement_.backend == Backend::cuda || o_.cacheOnDevice)
+      return Status::error(o_.plan + ": the model has several outputs (" +
+                           names +
+                           "): the cuda backend and --cache-on-device feed "
+                           "one output's labels yet; use --backend cpu");
+    if (!o_.classWeight.empty())
+      return Status::error("--class-weight: the model has several outputs (" +
+                           names +
+                           "); Keras' class_weight is for a model of one "
+                           "output only");
+    int64_t width = 0;
+    for (const plan::Output *out : *outputs) {
+      const plan::Input *in = nullptr;
+      for (const plan::Input *candidate : *p.inputs())
+        if (candidate->name()->str() == out->labels()->str())
+          in = candidate;
+      data::ArraysOptions::Output o;
+      o.name = out->name()->str();
+      if (out->has_ignore_class())
+        o.ignoreClass = out->ignore_class();
+      using Kind = data::ArraysOptions::Output::Kind;
+      std::vector<int64_t> dims(in->shape()->begin() + 1, in->shape()->end());
+      if (in->dtype() == plan::DType::i32) {
+        o.kind = Kind::indices;
+        o.shape = data::ExampleShape({1});
+        o.classes = outputClasses(p, o.name);
+      } else if (out->loss() == plan::LossKind::categorical_crossentropy) {
+        o.kind = Kind::oneHot;
+        o.shape = data::ExampleShape(dims);
+        o.classes = static_cast<int32_t>(dims.empty() ? 1 : dims.back());
+      } else {
+        o.kind = Kind::targets;
+        o.shape = data::ExampleShape(dims);
+      }
+      width += o.shape.elements();
+      multiOutputs_.push_back(std::move(o));
+    }
+    targetShape_ = data::ExampleShape(std::vector<int64_t>{width});
+  } else if (labels && takesTargets(p)) {
+    // An element-wise loss takes targets of the output's shape; the class
+    // losses class labels, one-hot rows when the labels are [batch,
+    // classes].
     targetShape_ = data::ExampleShape(std::vector<int64_t>(
         labels->shape()->begin() + 1, labels->shape()->end()));
   } else {
@@ -1373,6 +1458,17 @@ Status TrainingJob::checkPrediction() {
     return Status::error("--predict " + o_.predict +
                          ": say where the predictions go with "
                          "--predictions FILE.npy");
+  const auto *outputs = loaded_.plan->training()->outputs();
+  if (!o_.predictions.empty() && outputs && outputs->size() > 1 &&
+      !o_.predictions.ends_with(".npz")) {
+    std::string names;
+    for (const plan::Output *out : *outputs)
+      names += (names.empty() ? "'" : ", '") + out->name()->str() + "'";
+    return Status::invalidInput(
+        "--predictions " + o_.predictions +
+        ": the model has several outputs (" + names +
+        "): name an .npz file, which holds an array for each");
+  }
   if (!o_.predictions.empty())
     for (const std::string &path : {o_.predictions, o_.predictions + ".txt"})
       if (Status s = checkOutputFile("--predictions", path); !s)
@@ -1393,18 +1489,21 @@ Status TrainingJob::predict() {
   std::unique_ptr<data::BatchIterator> batches;
   if (Status s = pipeline.open(batches); !s)
     return Status::error(train_->name() + ": " + s.message());
-  std::vector<float> values;
+  std::vector<JobReport::Prediction> outputs;
   std::vector<int64_t> sources;
-  int64_t width = 0;
-  Status s =
-      session_->predict(*batches,
-                        [&](const float *rows, int64_t n, int64_t w,
-                            const int64_t *indices) -> Status {
-                          width = w;
-                          values.insert(values.end(), rows, rows + n * w);
-                          sources.insert(sources.end(), indices, indices + n);
-                          return Status::ok();
-                        });
+  Status s = session_->predict(
+      *batches,
+      [&](const std::vector<OutputRows> &batch, int64_t n,
+          const int64_t *indices) -> Status {
+        if (outputs.empty())
+          for (const OutputRows &rows : batch)
+            outputs.push_back({std::string(rows.output), {}, rows.width});
+        for (size_t i = 0; i < batch.size(); ++i)
+          outputs[i].values.insert(outputs[i].values.end(), batch[i].values,
+                                   batch[i].values + n * batch[i].width);
+        sources.insert(sources.end(), indices, indices + n);
+        return Status::ok();
+      });
   if (!s)
     return s;
   if (train_->images && o_.skipBadImages) {
@@ -1418,21 +1517,42 @@ Status TrainingJob::predict() {
     for (size_t r = 0; r < sources.size(); ++r) {
       if (bad.count(train_->source(sources[r])))
         continue;
-      std::copy_n(values.begin() + static_cast<int64_t>(r) * width, width,
-                  values.begin() + static_cast<int64_t>(kept) * width);
+      for (JobReport::Prediction &p : outputs)
+        std::copy_n(p.values.begin() + static_cast<int64_t>(r) * p.width,
+                    p.width,
+                    p.values.begin() + static_cast<int64_t>(kept) * p.width);
       sources[kept++] = sources[r];
     }
     sources.resize(kept);
-    values.resize(kept * static_cast<size_t>(width));
+    for (JobReport::Prediction &p : outputs)
+      p.values.resize(kept * static_cast<size_t>(p.width));
   }
   int64_t examples = static_cast<int64_t>(sources.size());
   if (io_.report && o_.predictions.empty()) {
-    io_.report->predictions = std::move(values);
-    io_.report->predictionWidth = width;
+    io_.report->predictions = std::move(outputs);
     return Status::ok();
   }
-  if (Status w = ckpt::writeNpy(o_.predictions, values, {examples, width}); !w)
-    return Status::error("--predictions: " + w.message());
+  if (outputs.size() == 1) {
+    if (Status w = ckpt::writeNpy(o_.predictions, outputs[0].values,
+                                  {examples, outputs[0].width});
+        !w)
+      return Status::error("--predictions: " + w.message());
+  } else {
+    // Keras' predict returns one array an output: an .npz of an array
+    // named after each, as np.load gives them back.
+    std::vector<std::string> bytes;
+    for (const JobReport::Prediction &p : outputs)
+      bytes.push_back(ckpt::npyBytes(p.values, {examples, p.width}));
+    std::vector<ZipMember> members;
+    for (size_t i = 0; i < outputs.size(); ++i)
+      members.push_back({outputs[i].output + ".npy", bytes[i]});
+    std::string archive;
+    if (Status w = storedZipArchive(members, archive); !w)
+      return Status::error("--predictions " + o_.predictions + ": " +
+                           w.message());
+    if (Status w = writeFileAtomically(o_.predictions, archive); !w)
+      return Status::error("--predictions: " + w.message());
+  }
   // A line per example: a newline in a file's name (and the backslash
   // that escapes it) is written escaped, so that line i is example i.
   std::string list;
@@ -1443,7 +1563,12 @@ Status TrainingJob::predict() {
   }
   if (Status w = writeFileAtomically(o_.predictions + ".txt", list); !w)
     return Status::error("--predictions: " + w.message());
-  out_ << "graphrun: predictions of " << examples << " examples (" << width
+  std::string widths;
+  for (const JobReport::Prediction &p : outputs)
+    widths += (widths.empty() ? "" : ", ") +
+              (outputs.size() > 1 ? p.output + ": " : std::string()) +
+              std::to_string(p.width);
+  out_ << "graphrun: predictions of " << examples << " examples (" << widths
        << " values each) written to " << o_.predictions << ", their sources to "
        << o_.predictions << ".txt\n";
   reportSkipped();

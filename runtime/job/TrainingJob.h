@@ -162,10 +162,11 @@ struct JobOptions {
   bool checkNumerics = false;
   /// Prediction instead of training (Keras' predict): the data to predict
   /// on ("fashion_mnist" or "synthetic": their test split; images:DIR, in
-  /// the folder's listing order), and the .npy
-  /// file the predictions go to (float32 [examples, outputs], in the data's
-  /// order; the examples' sources, a line each, in `predictions` + ".txt":
-  /// an image's path, else "name#index").
+  /// the folder's listing order; arrays), and the .npy file the
+  /// predictions go to (float32 [examples, outputs], in the data's order;
+  /// a model of several outputs: an .npz of an array named after each, as
+  /// Keras' predict returns one each; the examples' sources, a line each,
+  /// in `predictions` + ".txt": an image's path, else "name#index").
   std::string predict;
   std::string predictions;
   /// The signals that stop the job at a whole step, write the checkpoint of
@@ -202,10 +203,15 @@ struct JobReport {
   std::vector<std::map<std::string, double>> epochs;
   /// --eval's result: the loss, then each metric, over the whole set.
   Logs evaluation;
-  /// --predict without --predictions: [examples, width] floats, in the
-  /// data's order.
-  std::vector<float> predictions;
-  int64_t predictionWidth = 0;
+  /// --predict without --predictions: each output's [examples, width]
+  /// floats, in the data's order (one, named "", for a model of one
+  /// output).
+  struct Prediction {
+    std::string output;
+    std::vector<float> values;
+    int64_t width = 0;
+  };
+  std::vector<Prediction> predictions;
   /// The steps run, and the step timer's figures (0 before its warm-up
   /// ends): mean step seconds, examples per second, and the mean split of
   /// a step (input wait, hooks, the rest: the devices).

@@ -277,3 +277,48 @@ def test_class_weight_is_keras_per_example_weight(flat):
     with pytest.raises(ValueError, match="class_weight"):
         trainer.fit(x, y, class_weight=class_weight, sample_weight=per_example,
                     verbose=0)
+
+
+def test_a_model_of_two_outputs_takes_and_gives_one_array_each(flat):
+    """Keras' dict of losses, loss_weights and metrics per output: fit on a
+    dict of targets, evaluate and predict agree with Keras' own on the
+    trained weights, under the names Keras logs."""
+    x_train, y_train, x_test, y_test = flat
+    # The second output regresses the image's mean brightness.
+    def brightness(x):
+        return x.mean(axis=1, keepdims=True).astype(np.float32)
+    keras.utils.set_random_seed(8)
+    pixels = keras.Input((784,), name="pixels")
+    h = keras.layers.Dense(64, activation="relu")(pixels)
+    label = keras.layers.Dense(10, activation="softmax", name="label")(h)
+    light = keras.layers.Dense(1, name="light")(h)
+    model = keras.Model(pixels, [label, light])
+    model.compile(optimizer="adam",
+                  loss={"label": "sparse_categorical_crossentropy",
+                        "light": "mse"},
+                  loss_weights={"label": 1.0, "light": 0.5},
+                  metrics={"label": ["accuracy"], "light": ["mae"]})
+    trainer = graphc.compile(model, batch_size=200, devices="cpu:2")
+    history = trainer.fit(x_train[:12000],
+                          {"label": y_train[:12000],
+                           "light": brightness(x_train[:12000])},
+                          epochs=2, verbose=0)
+    assert {"loss", "label_loss", "light_loss", "label_accuracy",
+            "light_mae"} <= set(history.history)
+    # The list form of y, in the outputs' order, is the same targets.
+    targets = [y_test, brightness(x_test)]
+    ours = trainer.evaluate(x_test, targets)
+    trainer.to_keras(model)
+    theirs = model.evaluate(x_test, targets, batch_size=200, verbose=0,
+                            return_dict=True)
+    assert set(ours) == set(theirs)
+    for name in theirs:
+        assert abs(ours[name] - theirs[name]) < 1e-5, name
+    assert ours["label_accuracy"] > 0.75
+    mine = trainer.predict(x_test[:600])
+    keras_own = model.predict(x_test[:600], batch_size=200, verbose=0)
+    assert [a.shape for a in mine] == [(600, 10), (600, 1)]
+    for a, b in zip(mine, keras_own):
+        assert np.max(np.abs(a - b)) < 1e-5
+    with pytest.raises(graphc.InvalidDataError, match="'shade'"):
+        trainer.evaluate(x_test, {"label": y_test, "shade": targets[1]})
