@@ -47,12 +47,19 @@ Status readConfusionCountsConfig(const char *kernel, const KernelConfig &config,
 void confusionCounts(const ConfusionCountsConfig &config, const float *p,
                      const float *labels, const float *weights, int64_t rows,
                      int64_t width, float *out) {
+  ConfusionScratch scratch(config, width);
+  confusionCounts(config, p, labels, weights, rows, width, out, scratch);
+}
+
+void confusionCounts(const ConfusionCountsConfig &config, const float *p,
+                     const float *labels, const float *weights, int64_t rows,
+                     int64_t width, float *out, ConfusionScratch &scratch) {
   const int64_t columns = config.columns();
-  std::vector<float> tp(static_cast<size_t>(columns), 0.0f),
-      fp(static_cast<size_t>(columns), 0.0f);
+  std::vector<float> &tp = scratch.tp, &fp = scratch.fp, &row = scratch.row;
+  std::vector<int64_t> &order = scratch.order;
+  std::fill(tp.begin(), tp.end(), 0.0f);
+  std::fill(fp.begin(), fp.end(), 0.0f);
   float positives = 0.0f, negatives = 0.0f;
-  std::vector<float> row(static_cast<size_t>(width));
-  std::vector<int64_t> order(static_cast<size_t>(width));
   const float threshold = static_cast<float>(config.threshold);
   for (int64_t r = 0; r < rows; ++r) {
     const float w = weights ? weights[r] : 1.0f;
@@ -62,13 +69,17 @@ void confusionCounts(const ConfusionCountsConfig &config, const float *p,
       for (float &v : row)
         v = 1.0f / (1.0f + std::exp(-v));
     if (config.k > 0 && config.k < width) {
-      // The k largest keep their value; a stable sort puts the lower index
-      // first among equals, as top_k does.
+      // The k largest keep their value, the lower index first among
+      // equals, as top_k does (a total order: nth_element needs no
+      // stability, and unlike stable_sort allocates nothing).
       for (int64_t j = 0; j < width; ++j)
         order[static_cast<size_t>(j)] = j;
-      std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
-        return row[static_cast<size_t>(a)] > row[static_cast<size_t>(b)];
-      });
+      std::nth_element(order.begin(), order.begin() + config.k, order.end(),
+                       [&](int64_t a, int64_t b) {
+                         const float va = row[static_cast<size_t>(a)],
+                                     vb = row[static_cast<size_t>(b)];
+                         return va > vb || (va == vb && a < b);
+                       });
       for (int64_t j = config.k; j < width; ++j)
         row[static_cast<size_t>(order[static_cast<size_t>(j)])] = kNegInf;
     }

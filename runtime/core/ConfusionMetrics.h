@@ -19,6 +19,7 @@
 #include "runtime/core/Kernel.h"
 
 #include <cstdint>
+#include <vector>
 
 namespace graph::runtime {
 
@@ -42,9 +43,24 @@ struct ConfusionCountsConfig {
 Status readConfusionCountsConfig(const char *kernel, const KernelConfig &config,
                                  ConfusionCountsConfig &out);
 
+/// What confusionCounts works in, sized for a configuration and a row
+/// width, so that a kernel that keeps one allocates nothing per batch.
+struct ConfusionScratch {
+  ConfusionScratch(const ConfusionCountsConfig &config, int64_t width)
+      : tp(static_cast<size_t>(config.columns())),
+        fp(static_cast<size_t>(config.columns())),
+        row(static_cast<size_t>(width)), order(static_cast<size_t>(width)) {}
+  std::vector<float> tp, fp, row;
+  std::vector<int64_t> order;
+};
+
 /// Rows [tp, fp, tn, fn] by `config.columns()` columns, into `out`: the
 /// weighted counts of `rows` rows of `width` (prediction, label) pairs each
 /// (a label not 0 is positive; `weights` null: every row weighs 1).
+void confusionCounts(const ConfusionCountsConfig &config, const float *p,
+                     const float *labels, const float *weights, int64_t rows,
+                     int64_t width, float *out, ConfusionScratch &scratch);
+/// The same with a scratch of its own.
 void confusionCounts(const ConfusionCountsConfig &config, const float *p,
                      const float *labels, const float *weights, int64_t rows,
                      int64_t width, float *out);

@@ -92,11 +92,14 @@ Status confusionCountsFactory(const KernelContext &, const KernelConfig &cfg,
                                   " columns");
   if (Status s = checkRowWeights(kName, ins, 2, rows, "sample_weight"); !s)
     return s;
-  out = [config, rows, width](const KernelContext &, const KernelConfig &,
-                              const Tensors &ins, const Tensors &outs) {
+  // The counting's scratch, sized here: a step allocates nothing.
+  auto scratch = std::make_shared<ConfusionScratch>(config, width);
+  out = [config, rows, width, scratch](const KernelContext &,
+                                       const KernelConfig &, const Tensors &ins,
+                                       const Tensors &outs) {
     confusionCounts(config, ins[0].f32(), ins[1].f32(),
                     ins.size() > 2 ? ins[2].f32() : nullptr, rows, width,
-                    outs[0].f32());
+                    outs[0].f32(), *scratch);
     return Status::ok();
   };
   return Status::ok();
@@ -212,8 +215,12 @@ Status sampleOverlapFactory(const char *kName, const KernelConfig &cfg,
                                   (gradient ? " must match the predictions"
                                             : " must be a scalar"));
   const int64_t n = p.elements();
-  auto sums = std::make_shared<std::vector<std::array<double, 5>>>();
-  out = [loss, groups, sums, n,
+  // Per-group scratch, sized once: a step allocates nothing.
+  auto sums = std::make_shared<std::vector<std::array<double, 5>>>(
+      static_cast<size_t>(groups->groups));
+  auto slopes = std::make_shared<std::vector<float>>(
+      2 * static_cast<size_t>(groups->groups));
+  out = [loss, groups, sums, slopes, n,
          gradient](const KernelContext &, const KernelConfig &,
                    const Tensors &ins, const Tensors &outs) {
     const float *p = ins[0].f32(), *t = ins[1].f32();
@@ -230,8 +237,7 @@ Status sampleOverlapFactory(const char *kName, const KernelConfig &cfg,
       outs[0].f32()[0] = static_cast<float>(total / count);
       return Status::ok();
     }
-    std::vector<float> slope(static_cast<size_t>(groups->groups)),
-        offset(static_cast<size_t>(groups->groups));
+    float *slope = slopes->data(), *offset = slope + groups->groups;
     for (int64_t g = 0; g < groups->groups; ++g) {
       double a, b;
       loss.gradient((*sums)[g].data(), a, b);
