@@ -90,7 +90,7 @@ else
   fi
   ninja -C "$build" graphrun graph-import graphc gpu-runtime-tests \
     cuda-kernel-tests >>"$tests_log" 2>&1 || { fail "build ($tests_log)"; exit 1; }
-  ldd "$build/bin/graphrun" | grep -q libcudart ||
+  ldd "$build/bin/graphrun" | grep libcudart >/dev/null ||
     { fail "$build has no CUDA backend (no CUDA compiler found)"; exit 1; }
   bin="$build/bin"
   tests_dir="$build/test/runtime"

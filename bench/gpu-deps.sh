@@ -56,7 +56,7 @@ bundle)
   for p in "${programs[@]}"; do
     [[ -x "$build/$p" ]] || { echo "gpu-deps: $build/$p is not built (ninja -C $build ${p##*/})" >&2; exit 1; }
   done
-  ldd "$build/bin/graphrun" | grep -q libcudart ||
+  ldd "$build/bin/graphrun" | grep libcudart >/dev/null ||
     { echo "gpu-deps: $build/bin/graphrun is built without CUDA" >&2; exit 1; }
   rm -rf "$deps"
   stage="$deps/prebuilt"

@@ -29,7 +29,7 @@ if [[ -n "${STEPS:-}" ]]; then
 else
   length=(--epochs "${EPOCHS:-3}")
 fi
-if nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
+if nvidia-smi -L 2>/dev/null | grep '^GPU' >/dev/null; then
   devices=() # graphrun's default: every GPU
   echo "== graphrun: ${length[*]} on every GPU, real Fashion-MNIST, then the test set"
 else
