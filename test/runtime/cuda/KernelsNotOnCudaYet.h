@@ -22,9 +22,8 @@ namespace graph::runtime::testing {
 /// The element-wise and row-wise Keras losses and metrics
 /// (graph.pointwise_loss), Dice and Tversky (graph.overlap_sums,
 /// graph.overlap_loss, and per sample with an axis:
-/// graph.sample_overlap_loss), ignore_class (graph.ignore_class,
-/// graph.kept_rows) and the confusion-count metrics AUC, Precision and
-/// Recall (graph.confusion_counts).
+/// graph.sample_overlap_loss) and the confusion-count metrics AUC,
+/// Precision and Recall (graph.confusion_counts).
 inline const std::set<std::string> kKernelsNotOnCudaYet = {
     "pointwise_loss",
     "pointwise_loss_grad",
@@ -33,8 +32,6 @@ inline const std::set<std::string> kKernelsNotOnCudaYet = {
     "overlap_loss_grad",
     "sample_overlap_loss",
     "sample_overlap_loss_grad",
-    "kept_rows",
-    "ignore_class",
     "confusion_counts"};
 
 /// Forms of kernels the cuda backend has that it refuses, naming them: the

@@ -624,6 +624,124 @@ Status accuracy(const KernelContext &ctx, const KernelConfig &cfg,
   return Status::ok();
 }
 
+//===----------------------------------------------------------------------===//
+// kept_rows, ignore_class: SparseCategoricalCrossentropy's ignore_class
+//===----------------------------------------------------------------------===//
+
+/// counts = [kept, rows]: the rows that hold examples (metric weight not 0)
+/// and those of them whose label is not `ignored`. One block: a batch's
+/// labels are few, and the two sums are added in double, as the reference.
+__global__ void keptRowsKernel(Labels labels, const float *metricWeight,
+                               int64_t rows, double ignored, float *counts) {
+  __shared__ double kept[kThreads], real[kThreads];
+  double k = 0.0, r = 0.0;
+  for (int64_t i = threadIdx.x; i < rows; i += blockDim.x) {
+    if (metricWeight[i] == 0.0f)
+      continue;
+    r += 1.0;
+    k += labels.at(i) != ignored ? 1.0 : 0.0;
+  }
+  kept[threadIdx.x] = k;
+  real[threadIdx.x] = r;
+  __syncthreads();
+  for (unsigned half = blockDim.x / 2; half > 0; half /= 2) {
+    if (threadIdx.x < half) {
+      kept[threadIdx.x] += kept[threadIdx.x + half];
+      real[threadIdx.x] += real[threadIdx.x + half];
+    }
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) {
+    counts[0] = static_cast<float>(kept[0]);
+    counts[1] = static_cast<float>(real[0]);
+  }
+}
+
+/// The labels with the ignored ones 0, and the weights with theirs 0 and
+/// the others times R / K (kept_rows' counts, summed over the replicas),
+/// unless the loss is a sum.
+__global__ void ignoreClassKernel(const int32_t *labels, const float *weights,
+                                  const float *counts, int64_t rows,
+                                  int32_t ignored, bool sumReduction,
+                                  int32_t *labelsOut, float *weightsOut) {
+  const double scale = sumReduction        ? 1.0
+                       : counts[0] == 0.0f ? 0.0
+                                           : double(counts[1]) / counts[0];
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < rows;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const bool drop = labels[i] == ignored;
+    labelsOut[i] = drop ? 0 : labels[i];
+    weightsOut[i] = drop ? 0.0f : static_cast<float>(weights[i] * scale);
+  }
+}
+
+Status keptRows(const KernelContext &ctx, const KernelConfig &cfg,
+                const Tensors &ins, const Tensors &outs, KernelFn &out) {
+  static constexpr const char *kName = "kept_rows";
+  RETURN_IF_ERROR(
+      checkOperands(kName, ins, outs, 2, 2, 1, OperandRule::f32WithLabels(0)));
+  const int64_t rows = ins[0].elements();
+  REQUIRE(ins[1].elements() == rows,
+          "metric_weight must be [B], one per label");
+  REQUIRE(outs[0].elements() == 2,
+          "the counts must be [2], got " + shapeText(outs[0].shape));
+  Labels labels;
+  RETURN_IF_ERROR(labelsOf(kName, ins[0], rows, 1, false, labels));
+  const double ignored = static_cast<double>(cfg.getInt("ignore_class"));
+  CudaDeviceState *state = nullptr;
+  RETURN_IF_ERROR(deviceStateOf(kName, ctx, state));
+  const float *metricWeight = ins[1].f32();
+  float *counts = outs[0].f32();
+  out = [=](const KernelContext &, const KernelConfig &, const Tensors &,
+            const Tensors &) {
+    keptRowsKernel<<<1, kThreads, 0, state->compute>>>(labels, metricWeight,
+                                                       rows, ignored, counts);
+    RETURN_IF_LAUNCH_FAILED("keptRowsKernel");
+    return Status::ok();
+  };
+  return Status::ok();
+}
+
+Status ignoreClass(const KernelContext &ctx, const KernelConfig &cfg,
+                   const Tensors &ins, const Tensors &outs, KernelFn &out) {
+  static constexpr const char *kName = "ignore_class";
+  REQUIRE(ins.size() == 3 && outs.size() == 2,
+          "takes labels, sample_weight and kept_rows' counts; gives labels "
+          "and weights");
+  const int64_t rows = ins[0].elements();
+  REQUIRE(ins[0].dtype == plan::DType::i32 &&
+              outs[0].dtype == plan::DType::i32 && outs[0].elements() == rows,
+          "labels in and out must be i32 [B]");
+  REQUIRE(ins[1].dtype == plan::DType::f32 && ins[1].elements() == rows &&
+              outs[1].dtype == plan::DType::f32 && outs[1].elements() == rows,
+          "sample_weight and the weights out must be f32 [B]");
+  REQUIRE(ins[2].dtype == plan::DType::f32 && ins[2].elements() == 2,
+          "needs kept_rows' f32 [2]");
+  const int64_t ignore = cfg.getInt("ignore_class");
+  REQUIRE(ignore >= INT32_MIN && ignore <= INT32_MAX,
+          "ignore_class " + std::to_string(ignore) + " is not an i32 label");
+  const auto ignored = static_cast<int32_t>(ignore);
+  const bool sum = cfg.getInt("sum_reduction", 0) != 0;
+  CudaDeviceState *state = nullptr;
+  RETURN_IF_ERROR(deviceStateOf(kName, ctx, state));
+  const int32_t *labels = static_cast<const int32_t *>(ins[0].data);
+  const float *weights = ins[1].f32(), *counts = ins[2].f32();
+  int32_t *labelsOut = static_cast<int32_t *>(outs[0].data);
+  float *weightsOut = outs[1].f32();
+  const unsigned blocks = static_cast<unsigned>(
+      std::min<int64_t>((rows + kThreads - 1) / kThreads, 1024));
+  out = [=](const KernelContext &, const KernelConfig &, const Tensors &,
+            const Tensors &) {
+    if (rows == 0)
+      return Status::ok();
+    ignoreClassKernel<<<blocks, kThreads, 0, state->compute>>>(
+        labels, weights, counts, rows, ignored, sum, labelsOut, weightsOut);
+    RETURN_IF_LAUNCH_FAILED("ignoreClassKernel");
+    return Status::ok();
+  };
+  return Status::ok();
+}
+
 } // namespace
 
 void registerLossKernels() {
@@ -643,6 +761,8 @@ void registerLossKernels() {
       crossEntropyFactory("sparse_categorical_crossentropy_grad", true, true));
   r.addFactory("softmax_cross_entropy", Backend::cuda, softmaxCrossEntropy);
   r.addFactory("accuracy", Backend::cuda, accuracy);
+  r.addFactory("kept_rows", Backend::cuda, keptRows);
+  r.addFactory("ignore_class", Backend::cuda, ignoreClass);
 }
 
 } // namespace graph::runtime::cuda
