@@ -106,37 +106,6 @@ constexpr double kEpsilon = 1e-7; // keras.config.epsilon()
 // beta fn + eps) with fp = sum (1 - p) t = T - I, fn = sum p (1 - t) = P - I.
 /// Keras' reduce_weighted_values of a scalar loss: times the weights'
 /// mean (divide_no_nan: 0 without rows).
-static double weightMean(const double sums[OverlapLossConfig::kSums]) {
-  return sums[4] > 0 ? sums[3] / sums[4] : 0.0;
-}
-
-double OverlapLossConfig::value(const double sums[kSums]) const {
-  const double i = sums[0], t = sums[1], p = sums[2];
-  if (!tversky)
-    return (1.0 - 2.0 * i / (t + p + kEpsilon)) * weightMean(sums);
-  return (1.0 - i / (i + alpha * (t - i) + beta * (p - i) + kEpsilon)) *
-         weightMean(sums);
-}
-
-void OverlapLossConfig::gradient(const double sums[kSums], double &slope,
-                                 double &offset) const {
-  const double i = sums[0], t = sums[1], p = sums[2];
-  const double scale = weightMean(sums);
-  if (!tversky) {
-    // d/dp_k: I' = t_k, T + P' = 1.
-    double d = t + p + kEpsilon;
-    slope = -2.0 / d * scale;
-    offset = 2.0 * i / (d * d) * scale;
-    return;
-  }
-  // D = I + alpha (T - I) + beta (P - I) + eps, D' = t_k (1 - alpha - beta)
-  // + beta.
-  double d = i + alpha * (t - i) + beta * (p - i) + kEpsilon;
-  double q = i / (d * d);
-  slope = (-1.0 / d + q * (1.0 - alpha - beta)) * scale;
-  offset = q * beta * scale;
-}
-
 Status readOverlapLossConfig(const char *kernel, const KernelConfig &config,
                              OverlapLossConfig &out) {
   const std::string at = std::string(kernel) + ": ";

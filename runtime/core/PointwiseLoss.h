@@ -16,6 +16,14 @@
 
 #include <vector>
 
+// OverlapLossConfig's formulas run on the host and, in the cuda backend's
+// kernels, on the device: one definition for both.
+#if defined(__CUDACC__)
+#define GRAPH_LOSS_HOST_DEVICE __host__ __device__
+#else
+#define GRAPH_LOSS_HOST_DEVICE
+#endif
+
 namespace graph::runtime {
 
 enum class PointwiseKind {
@@ -88,11 +96,41 @@ struct OverlapLossConfig {
 
   /// overlap_sums' length: sum t p, sum t, sum p, sum w, rows.
   static constexpr int64_t kSums = 5;
-  /// The loss of `sums` (the ratio times the weights' mean, sum w / rows),
-  /// and its gradient by each prediction p_i of a row weighing more than 0
-  /// as slope t_i + offset (unscaled by replicas).
-  double value(const double sums[kSums]) const;
-  void gradient(const double sums[kSums], double &slope, double &offset) const;
+  /// keras.config.epsilon().
+  static constexpr double kEpsilon = 1e-7;
+
+  /// The weights' mean, sum w / rows (0 without rows).
+  GRAPH_LOSS_HOST_DEVICE static double weightMean(const double sums[kSums]) {
+    return sums[4] > 0 ? sums[3] / sums[4] : 0.0;
+  }
+  /// The loss of `sums` (the ratio times the weights' mean, sum w / rows).
+  GRAPH_LOSS_HOST_DEVICE double value(const double sums[kSums]) const {
+    const double i = sums[0], t = sums[1], p = sums[2];
+    if (!tversky)
+      return (1.0 - 2.0 * i / (t + p + kEpsilon)) * weightMean(sums);
+    return (1.0 - i / (i + alpha * (t - i) + beta * (p - i) + kEpsilon)) *
+           weightMean(sums);
+  }
+  /// Its gradient by each prediction p_i of a row weighing more than 0, as
+  /// slope t_i + offset (unscaled by replicas).
+  GRAPH_LOSS_HOST_DEVICE void gradient(const double sums[kSums], double &slope,
+                                       double &offset) const {
+    const double i = sums[0], t = sums[1], p = sums[2];
+    const double scale = weightMean(sums);
+    if (!tversky) {
+      // d/dp_k: I' = t_k, T + P' = 1.
+      const double d = t + p + kEpsilon;
+      slope = -2.0 / d * scale;
+      offset = 2.0 * i / (d * d) * scale;
+      return;
+    }
+    // D = I + alpha (T - I) + beta (P - I) + eps, D' = t_k (1 - alpha -
+    // beta) + beta.
+    const double d = i + alpha * (t - i) + beta * (p - i) + kEpsilon;
+    const double q = i / (d * d);
+    slope = (-1.0 / d + q * (1.0 - alpha - beta)) * scale;
+    offset = q * beta * scale;
+  }
 };
 
 Status readOverlapLossConfig(const char *kernel, const KernelConfig &config,

@@ -20,19 +20,12 @@
 namespace graph::runtime::testing {
 
 /// The element-wise and row-wise Keras losses and metrics
-/// (graph.pointwise_loss), Dice and Tversky (graph.overlap_sums,
-/// graph.overlap_loss, and per sample with an axis:
-/// graph.sample_overlap_loss) and the confusion-count metrics AUC,
+/// (graph.pointwise_loss), Dice and Tversky per sample with an axis
+/// (graph.sample_overlap_loss) and the confusion-count metrics AUC,
 /// Precision and Recall (graph.confusion_counts).
 inline const std::set<std::string> kKernelsNotOnCudaYet = {
-    "pointwise_loss",
-    "pointwise_loss_grad",
-    "overlap_sums",
-    "overlap_loss",
-    "overlap_loss_grad",
-    "sample_overlap_loss",
-    "sample_overlap_loss_grad",
-    "confusion_counts"};
+    "pointwise_loss", "pointwise_loss_grad", "sample_overlap_loss",
+    "sample_overlap_loss_grad", "confusion_counts"};
 
 /// Forms of kernels the cuda backend has that it refuses, naming them: the
 /// top-k accuracies (accuracy with k > 1).

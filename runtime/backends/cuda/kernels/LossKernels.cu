@@ -21,6 +21,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/backends/cuda/kernels/CudaKernels.h"
+#include "runtime/core/PointwiseLoss.h"
 
 #include <cmath>
 #include <memory>
@@ -742,6 +743,172 @@ Status ignoreClass(const KernelContext &ctx, const KernelConfig &cfg,
   return Status::ok();
 }
 
+//===----------------------------------------------------------------------===//
+// overlap_sums, overlap_loss(_grad): Keras' Dice and Tversky over the batch
+//===----------------------------------------------------------------------===//
+
+/// sums = [sum t p, sum t, sum p] over the rows of weight not 0, then
+/// [sum w, rows]. One block, in double, as the reference.
+__global__ void overlapSumsKernel(const float *p, const float *t,
+                                  const float *w, int64_t n, int64_t rows,
+                                  float *sums) {
+  __shared__ double part[4][kThreads];
+  const int64_t perRow = n / rows;
+  double tp = 0.0, ts = 0.0, ps = 0.0, ws = 0.0;
+  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
+    if (w && w[i / perRow] == 0.0f)
+      continue;
+    tp += double(t[i]) * p[i];
+    ts += t[i];
+    ps += p[i];
+  }
+  for (int64_t r = threadIdx.x; r < rows; r += blockDim.x)
+    ws += w ? double(w[r]) : 1.0;
+  part[0][threadIdx.x] = tp;
+  part[1][threadIdx.x] = ts;
+  part[2][threadIdx.x] = ps;
+  part[3][threadIdx.x] = ws;
+  __syncthreads();
+  for (unsigned half = blockDim.x / 2; half > 0; half /= 2) {
+    if (threadIdx.x < half)
+      for (int k = 0; k < 4; ++k)
+        part[k][threadIdx.x] += part[k][threadIdx.x + half];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) {
+    for (int k = 0; k < 4; ++k)
+      sums[k] = static_cast<float>(part[k][0]);
+    sums[4] = static_cast<float>(rows);
+  }
+}
+
+__device__ void loadSums(const float *in, double sums[5]) {
+  for (int k = 0; k < OverlapLossConfig::kSums; ++k)
+    sums[k] = in[k];
+}
+
+__global__ void overlapLossKernel(OverlapLossConfig loss, const float *in,
+                                  float *out) {
+  double sums[OverlapLossConfig::kSums];
+  loadSums(in, sums);
+  out[0] = static_cast<float>(loss.value(sums));
+}
+
+/// d loss / d p = replicas (slope t + offset), 0 in rows of weight 0.
+__global__ void overlapLossGradKernel(OverlapLossConfig loss, const float *t,
+                                      const float *in, const float *w,
+                                      int64_t n, int64_t perRow, float *dp) {
+  double sums[OverlapLossConfig::kSums];
+  loadSums(in, sums);
+  double slope = 0.0, offset = 0.0;
+  loss.gradient(sums, slope, offset);
+  const double replicas = static_cast<double>(loss.replicas);
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x)
+    dp[i] = w && w[i / perRow] == 0.0f
+                ? 0.0f
+                : static_cast<float>(replicas * (slope * t[i] + offset));
+}
+
+/// An optional f32 [rows] sample_weight at ins[index] (null when absent).
+Status optionalRowWeights(const char *kName, const Tensors &ins, size_t index,
+                          int64_t rows, const float *&w) {
+  w = nullptr;
+  if (ins.size() <= index)
+    return Status::ok();
+  REQUIRE(ins[index].dtype == plan::DType::f32 && ins[index].elements() == rows,
+          "sample_weight " + shapeText(ins[index].shape) + " must be f32 [" +
+              std::to_string(rows) + "]");
+  w = ins[index].f32();
+  return Status::ok();
+}
+
+Status overlapSums(const KernelContext &ctx, const KernelConfig &,
+                   const Tensors &ins, const Tensors &outs, KernelFn &out) {
+  static constexpr const char *kName = "overlap_sums";
+  RETURN_IF_ERROR(checkOperands(kName, ins, outs, 2, 3, 1));
+  const TensorRef &p = ins[0], &t = ins[1];
+  REQUIRE(!p.shape.empty() && p.shape[0] > 0,
+          "needs predictions [B, ...], got " + shapeText(p.shape));
+  REQUIRE(t.shape == p.shape, "targets " + shapeText(t.shape) +
+                                  " do not match predictions " +
+                                  shapeText(p.shape));
+  REQUIRE(outs[0].elements() == OverlapLossConfig::kSums,
+          "the sums must be [5], got " + shapeText(outs[0].shape));
+  const int64_t n = p.elements(), rows = p.shape[0];
+  const float *w = nullptr;
+  RETURN_IF_ERROR(optionalRowWeights(kName, ins, 2, rows, w));
+  CudaDeviceState *state = nullptr;
+  RETURN_IF_ERROR(deviceStateOf(kName, ctx, state));
+  const float *pp = p.f32(), *tp = t.f32();
+  float *sums = outs[0].f32();
+  out = [=](const KernelContext &, const KernelConfig &, const Tensors &,
+            const Tensors &) {
+    overlapSumsKernel<<<1, kThreads, 0, state->compute>>>(pp, tp, w, n, rows,
+                                                          sums);
+    RETURN_IF_LAUNCH_FAILED("overlapSumsKernel");
+    return Status::ok();
+  };
+  return Status::ok();
+}
+
+Status overlapLoss(const KernelContext &ctx, const KernelConfig &cfg,
+                   const Tensors &ins, const Tensors &outs, KernelFn &out) {
+  static constexpr const char *kName = "overlap_loss";
+  RETURN_IF_ERROR(checkOperands(kName, ins, outs, 1, 1, 1));
+  OverlapLossConfig loss;
+  RETURN_IF_ERROR(readOverlapLossConfig(kName, cfg, loss));
+  REQUIRE(ins[0].elements() == OverlapLossConfig::kSums,
+          "needs overlap_sums' [5], got " + shapeText(ins[0].shape));
+  REQUIRE(outs[0].elements() == 1,
+          "the loss must be a scalar, got " + shapeText(outs[0].shape));
+  CudaDeviceState *state = nullptr;
+  RETURN_IF_ERROR(deviceStateOf(kName, ctx, state));
+  const float *sums = ins[0].f32();
+  float *value = outs[0].f32();
+  out = [=](const KernelContext &, const KernelConfig &, const Tensors &,
+            const Tensors &) {
+    overlapLossKernel<<<1, 1, 0, state->compute>>>(loss, sums, value);
+    RETURN_IF_LAUNCH_FAILED("overlapLossKernel");
+    return Status::ok();
+  };
+  return Status::ok();
+}
+
+Status overlapLossGrad(const KernelContext &ctx, const KernelConfig &cfg,
+                       const Tensors &ins, const Tensors &outs, KernelFn &out) {
+  static constexpr const char *kName = "overlap_loss_grad";
+  RETURN_IF_ERROR(checkOperands(kName, ins, outs, 2, 3, 1));
+  OverlapLossConfig loss;
+  RETURN_IF_ERROR(readOverlapLossConfig(kName, cfg, loss));
+  const TensorRef &t = ins[0];
+  REQUIRE(ins[1].elements() == OverlapLossConfig::kSums,
+          "needs overlap_sums' [5], got " + shapeText(ins[1].shape));
+  REQUIRE(outs[0].shape == t.shape,
+          "predictions_grad " + shapeText(outs[0].shape) +
+              " does not match targets " + shapeText(t.shape));
+  REQUIRE(!t.shape.empty() && t.shape[0] > 0,
+          "needs targets [B, ...], got " + shapeText(t.shape));
+  const int64_t n = t.elements(), rows = t.shape[0];
+  const float *w = nullptr;
+  RETURN_IF_ERROR(optionalRowWeights(kName, ins, 2, rows, w));
+  CudaDeviceState *state = nullptr;
+  RETURN_IF_ERROR(deviceStateOf(kName, ctx, state));
+  const float *tp = t.f32(), *sums = ins[1].f32();
+  float *dp = outs[0].f32();
+  const int64_t perRow = n / rows;
+  const unsigned blocks = static_cast<unsigned>(
+      std::min<int64_t>((n + kThreads - 1) / kThreads, 1024));
+  out = [=](const KernelContext &, const KernelConfig &, const Tensors &,
+            const Tensors &) {
+    overlapLossGradKernel<<<blocks, kThreads, 0, state->compute>>>(
+        loss, tp, sums, w, n, perRow, dp);
+    RETURN_IF_LAUNCH_FAILED("overlapLossGradKernel");
+    return Status::ok();
+  };
+  return Status::ok();
+}
+
 } // namespace
 
 void registerLossKernels() {
@@ -763,6 +930,9 @@ void registerLossKernels() {
   r.addFactory("accuracy", Backend::cuda, accuracy);
   r.addFactory("kept_rows", Backend::cuda, keptRows);
   r.addFactory("ignore_class", Backend::cuda, ignoreClass);
+  r.addFactory("overlap_sums", Backend::cuda, overlapSums);
+  r.addFactory("overlap_loss", Backend::cuda, overlapLoss);
+  r.addFactory("overlap_loss_grad", Backend::cuda, overlapLossGrad);
 }
 
 } // namespace graph::runtime::cuda
