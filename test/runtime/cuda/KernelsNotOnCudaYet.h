@@ -20,12 +20,10 @@
 namespace graph::runtime::testing {
 
 /// The element-wise and row-wise Keras losses and metrics
-/// (graph.pointwise_loss), Dice and Tversky per sample with an axis
-/// (graph.sample_overlap_loss) and the confusion-count metrics AUC,
-/// Precision and Recall (graph.confusion_counts).
+/// (graph.pointwise_loss) and the confusion-count metrics AUC, Precision
+/// and Recall (graph.confusion_counts).
 inline const std::set<std::string> kKernelsNotOnCudaYet = {
-    "pointwise_loss", "pointwise_loss_grad", "sample_overlap_loss",
-    "sample_overlap_loss_grad", "confusion_counts"};
+    "pointwise_loss", "pointwise_loss_grad", "confusion_counts"};
 
 /// Forms of kernels the cuda backend has that it refuses, naming them: the
 /// top-k accuracies (accuracy with k > 1).

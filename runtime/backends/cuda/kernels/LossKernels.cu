@@ -909,6 +909,202 @@ Status overlapLossGrad(const KernelContext &ctx, const KernelConfig &cfg,
   return Status::ok();
 }
 
+//===----------------------------------------------------------------------===//
+// sample_overlap_loss(_grad): Dice and Tversky with an axis, one ratio per
+// sample and position left
+//===----------------------------------------------------------------------===//
+
+constexpr int kMaxGroupRank = 8;
+
+/// OverlapGroups for the device: group g's elements are its kept
+/// coordinates (g in row-major order over the kept axes, as
+/// OverlapGroups::groupOf numbers them) with every reduced coordinate.
+struct GroupGeometry {
+  int rank = 0;
+  int64_t shape[kMaxGroupRank] = {};
+  bool reduced[kMaxGroupRank] = {};
+  int64_t groups = 0, perGroup = 0, perSample = 0;
+
+  /// The flat index of element `j` of group `g`.
+  __device__ int64_t element(int64_t g, int64_t j) const {
+    int64_t flat = 0, stride = 1;
+    for (int d = rank - 1; d >= 0; --d) {
+      int64_t &from = reduced[d] ? j : g;
+      flat += (from % shape[d]) * stride;
+      from /= shape[d];
+      stride *= shape[d];
+    }
+    return flat;
+  }
+  /// The group of flat index `i`.
+  __device__ int64_t groupOf(int64_t i) const {
+    int64_t group = 0, keptStride = 1;
+    for (int d = rank - 1; d >= 0; --d) {
+      const int64_t coordinate = i % shape[d];
+      i /= shape[d];
+      if (!reduced[d]) {
+        group += coordinate * keptStride;
+        keptStride *= shape[d];
+      }
+    }
+    return group;
+  }
+};
+
+/// One block a group: its [I, T, P] in double.
+__global__ void groupSumsKernel(GroupGeometry geo, const float *p,
+                                const float *t, double *sums) {
+  __shared__ double part[3][kThreads];
+  for (int64_t g = blockIdx.x; g < geo.groups; g += gridDim.x) {
+    double tp = 0.0, ts = 0.0, ps = 0.0;
+    for (int64_t j = threadIdx.x; j < geo.perGroup; j += blockDim.x) {
+      const int64_t i = geo.element(g, j);
+      tp += double(t[i]) * p[i];
+      ts += t[i];
+      ps += p[i];
+    }
+    part[0][threadIdx.x] = tp;
+    part[1][threadIdx.x] = ts;
+    part[2][threadIdx.x] = ps;
+    __syncthreads();
+    for (unsigned half = blockDim.x / 2; half > 0; half /= 2) {
+      if (threadIdx.x < half)
+        for (int k = 0; k < 3; ++k)
+          part[k][threadIdx.x] += part[k][threadIdx.x + half];
+      __syncthreads();
+    }
+    if (threadIdx.x == 0)
+      for (int k = 0; k < 3; ++k)
+        sums[3 * g + k] = part[k][0];
+    __syncthreads();
+  }
+}
+
+/// A group's sums as OverlapLossConfig takes them (weight mean 1: the
+/// weights enter per group).
+__device__ void groupSums(const double *sums, int64_t g, double out[5]) {
+  out[0] = sums[3 * g];
+  out[1] = sums[3 * g + 1];
+  out[2] = sums[3 * g + 2];
+  out[3] = out[4] = 1.0;
+}
+
+/// The mean over the groups of w_b times the group's loss; one block.
+__global__ void sampleOverlapLossKernel(OverlapLossConfig loss,
+                                        GroupGeometry geo, const double *sums,
+                                        const float *w, float *out) {
+  __shared__ double part[kThreads];
+  double total = 0.0;
+  for (int64_t g = threadIdx.x; g < geo.groups; g += blockDim.x) {
+    double s[5];
+    groupSums(sums, g, s);
+    total += (w ? double(w[g / geo.perSample]) : 1.0) * loss.value(s);
+  }
+  part[threadIdx.x] = total;
+  __syncthreads();
+  for (unsigned half = blockDim.x / 2; half > 0; half /= 2) {
+    if (threadIdx.x < half)
+      part[threadIdx.x] += part[threadIdx.x + half];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0)
+    out[0] = static_cast<float>(part[0] / double(geo.groups));
+}
+
+/// d loss / d p_i = (slope t_i + offset) of i's group, times w_b / groups.
+__global__ void sampleOverlapLossGradKernel(OverlapLossConfig loss,
+                                            GroupGeometry geo,
+                                            const double *sums, const float *t,
+                                            const float *w, int64_t n,
+                                            float *dp) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t g = geo.groupOf(i);
+    double s[5], slope = 0.0, offset = 0.0;
+    groupSums(sums, g, s);
+    loss.gradient(s, slope, offset);
+    const double scale =
+        (w ? double(w[g / geo.perSample]) : 1.0) / double(geo.groups);
+    dp[i] = static_cast<float>((slope * t[i] + offset) * scale);
+  }
+}
+
+Status sampleOverlapFactory(const char *kName, bool gradient,
+                            const KernelContext &ctx, const KernelConfig &cfg,
+                            const Tensors &ins, const Tensors &outs,
+                            KernelFn &out) {
+  RETURN_IF_ERROR(checkOperands(kName, ins, outs, 2, 3, 1));
+  OverlapLossConfig loss;
+  RETURN_IF_ERROR(readOverlapLossConfig(kName, cfg, loss));
+  const TensorRef &p = ins[0], &t = ins[1];
+  REQUIRE(t.shape == p.shape, "targets " + shapeText(t.shape) +
+                                  " do not match predictions " +
+                                  shapeText(p.shape));
+  OverlapGroups groups;
+  RETURN_IF_ERROR(
+      makeOverlapGroups(kName, p.shape, cfg.getInts("axis"), groups));
+  REQUIRE(p.shape.size() <= kMaxGroupRank,
+          "predictions of rank " + std::to_string(p.shape.size()) +
+              " (at most " + std::to_string(kMaxGroupRank) + ")");
+  REQUIRE(gradient ? outs[0].shape == p.shape : outs[0].elements() == 1,
+          "the output " + shapeText(outs[0].shape) +
+              (gradient ? " must match the predictions" : " must be a scalar"));
+  const int64_t n = p.elements();
+  const float *w = nullptr;
+  RETURN_IF_ERROR(optionalRowWeights(kName, ins, 2, p.shape[0], w));
+  GroupGeometry geo;
+  geo.rank = static_cast<int>(p.shape.size());
+  for (int d = 0; d < geo.rank; ++d) {
+    geo.shape[d] = p.shape[d];
+    geo.reduced[d] = groups.reduced[d];
+  }
+  geo.groups = groups.groups;
+  geo.perSample = groups.perSample;
+  geo.perGroup = n / groups.groups;
+  CudaDeviceState *state = nullptr;
+  RETURN_IF_ERROR(deviceStateOf(kName, ctx, state));
+  auto scratch = std::make_shared<DeviceBuffer>();
+  RETURN_IF_ERROR(scratch->allocate(state->ordinal,
+                                    size_t(3 * geo.groups) * sizeof(double)));
+  double *sums = static_cast<double *>(scratch->data());
+  const float *pp = p.f32(), *tp = t.f32();
+  float *o = outs[0].f32();
+  const unsigned sumBlocks =
+      static_cast<unsigned>(std::min<int64_t>(geo.groups, 4096));
+  const unsigned gradBlocks = static_cast<unsigned>(
+      std::min<int64_t>((n + kThreads - 1) / kThreads, 1024));
+  out = [=](const KernelContext &, const KernelConfig &, const Tensors &,
+            const Tensors &) {
+    (void)scratch; // kept alive with the launch site
+    groupSumsKernel<<<sumBlocks, kThreads, 0, state->compute>>>(geo, pp, tp,
+                                                                sums);
+    RETURN_IF_LAUNCH_FAILED("groupSumsKernel");
+    if (gradient)
+      sampleOverlapLossGradKernel<<<gradBlocks, kThreads, 0, state->compute>>>(
+          loss, geo, sums, tp, w, n, o);
+    else
+      sampleOverlapLossKernel<<<1, kThreads, 0, state->compute>>>(loss, geo,
+                                                                  sums, w, o);
+    RETURN_IF_LAUNCH_FAILED("sampleOverlapLossKernel");
+    return Status::ok();
+  };
+  return Status::ok();
+}
+
+Status sampleOverlapLoss(const KernelContext &ctx, const KernelConfig &cfg,
+                         const Tensors &ins, const Tensors &outs,
+                         KernelFn &out) {
+  return sampleOverlapFactory("sample_overlap_loss", false, ctx, cfg, ins, outs,
+                              out);
+}
+
+Status sampleOverlapLossGrad(const KernelContext &ctx, const KernelConfig &cfg,
+                             const Tensors &ins, const Tensors &outs,
+                             KernelFn &out) {
+  return sampleOverlapFactory("sample_overlap_loss_grad", true, ctx, cfg, ins,
+                              outs, out);
+}
+
 } // namespace
 
 void registerLossKernels() {
@@ -933,6 +1129,9 @@ void registerLossKernels() {
   r.addFactory("overlap_sums", Backend::cuda, overlapSums);
   r.addFactory("overlap_loss", Backend::cuda, overlapLoss);
   r.addFactory("overlap_loss_grad", Backend::cuda, overlapLossGrad);
+  r.addFactory("sample_overlap_loss", Backend::cuda, sampleOverlapLoss);
+  r.addFactory("sample_overlap_loss_grad", Backend::cuda,
+               sampleOverlapLossGrad);
 }
 
 } // namespace graph::runtime::cuda
