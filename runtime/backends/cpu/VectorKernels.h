@@ -49,6 +49,21 @@ inline Status kernelError(const char *kernel, const std::string &message) {
   return Status::error(std::string(kernel) + ": " + message);
 }
 
+/// An optional per-row input (`what`: sample_weight, metric_weight) at
+/// `index`: f32 [rows] when present.
+inline Status checkRowWeights(const char *kernel,
+                              const std::vector<TensorRef> &ins, size_t index,
+                              int64_t rows,
+                              const char *what = "sample_weight") {
+  if (ins.size() <= index)
+    return Status::ok();
+  if (ins[index].dtype != plan::DType::f32 || ins[index].elements() != rows)
+    return kernelError(kernel,
+                       std::string(what) + " " + shapeText(ins[index].shape) +
+                           " must be f32 [" + std::to_string(rows) + "]");
+  return Status::ok();
+}
+
 /// outer x size x inner around `axis` (negative counts from the end); false
 /// when the axis is out of range.
 inline bool splitAxis(const std::vector<int64_t> &shape, int64_t axis,

@@ -293,18 +293,6 @@ Status resolveLabels(const char *kName, const TensorRef &predictions,
   return Status::ok();
 }
 
-/// A loss's or metric's optional sample_weight (input `index`): f32 [B].
-Status checkSampleWeight(const char *kName, const Tensors &ins, size_t index,
-                         int64_t rows) {
-  if (ins.size() <= index)
-    return Status::ok();
-  if (ins[index].dtype != plan::DType::f32 || ins[index].elements() != rows)
-    return kernelError(kName, "sample_weight " + shapeText(ins[index].shape) +
-                                  " must be f32 [" + std::to_string(rows) +
-                                  "]");
-  return Status::ok();
-}
-
 /// Row r's weight: 1 without a sample_weight input.
 inline double weightAt(const Tensors &ins, size_t index, int64_t r) {
   return ins.size() > index ? ins[index].f32()[r] : 1.0;
@@ -460,7 +448,7 @@ KernelFactory crossEntropyFactory(const char *kName, bool sparse,
     Labels labels;
     if (Status s = resolveLabels(kName, ins[0], ins[1], sparse, labels); !s)
       return s;
-    if (Status s = checkSampleWeight(kName, ins, 2, labels.rows); !s)
+    if (Status s = checkRowWeights(kName, ins, 2, labels.rows); !s)
       return s;
     if (gradient && outs[0].elements() != ins[0].elements())
       return kernelError(kName, "predictions_grad " + shapeText(outs[0].shape) +
@@ -553,7 +541,7 @@ Status softmaxCrossEntropyFactory(const KernelContext &, const KernelConfig &,
   Labels labels;
   if (Status s = resolveLabels(kName, ins[0], ins[1], false, labels); !s)
     return s;
-  if (Status s = checkSampleWeight(kName, ins, 2, labels.rows); !s)
+  if (Status s = checkRowWeights(kName, ins, 2, labels.rows); !s)
     return s;
   if (outs[0].elements() != ins[0].elements() ||
       outs[2].elements() != ins[0].elements() || outs[1].elements() != 1)
@@ -1186,7 +1174,7 @@ KernelFactory pointwiseLossFactory(const char *kName, bool gradient) {
     const int64_t n = p.elements(), rows = p.shape[0];
     if (n == 0)
       return kernelError(kName, "empty predictions " + shapeText(p.shape));
-    if (Status s = checkSampleWeight(kName, ins, 2, rows); !s)
+    if (Status s = checkRowWeights(kName, ins, 2, rows); !s)
       return s;
     if (gradient && outs[0].shape != p.shape)
       return kernelError(kName, "predictions_grad " + shapeText(outs[0].shape) +
@@ -1246,7 +1234,7 @@ Status overlapSumsFactory(const KernelContext &, const KernelConfig &,
     return kernelError(kName,
                        "the sums must be [5], got " + shapeText(outs[0].shape));
   const int64_t n = p.elements(), rows = p.shape[0];
-  if (Status s = checkSampleWeight(kName, ins, 2, rows); !s)
+  if (Status s = checkRowWeights(kName, ins, 2, rows); !s)
     return s;
   struct Sums {
     double inter = 0, t = 0, p = 0;
@@ -1360,7 +1348,7 @@ Status overlapLossGradFactory(const KernelContext &, const KernelConfig &cfg,
     return kernelError(kName, "needs targets [B, ...], got " +
                                   shapeText(ins[0].shape));
   const int64_t n = ins[0].elements(), rows = ins[0].shape[0];
-  if (Status s = checkSampleWeight(kName, ins, 2, rows); !s)
+  if (Status s = checkRowWeights(kName, ins, 2, rows); !s)
     return s;
   out = [loss, n, rows](const KernelContext &ctx, const KernelConfig &,
                         const Tensors &ins, const Tensors &outs) {
@@ -1419,7 +1407,7 @@ Status accuracyFactory(const KernelContext &, const KernelConfig &cfg,
   Labels labels;
   if (Status s = resolveLabels(kName, ins[0], ins[1], indices, labels); !s)
     return s;
-  if (Status s = checkSampleWeight(kName, ins, 2, labels.rows); !s)
+  if (Status s = checkRowWeights(kName, ins, 2, labels.rows); !s)
     return s;
   const int64_t k = cfg.getInt("k", 1);
   if (k < 1)

@@ -18,6 +18,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/backends/cpu/CpuKernels.h"
+#include "runtime/backends/cpu/VectorKernels.h"
 #include "runtime/core/ConfusionMetrics.h"
 #include "runtime/core/PointwiseLoss.h"
 
@@ -30,10 +31,8 @@ namespace graph::runtime::cpu {
 namespace {
 
 using Tensors = std::vector<TensorRef>;
-
-Status kernelError(const char *kernel, const std::string &message) {
-  return Status::invalidInput(std::string(kernel) + ": " + message);
-}
+using vec::checkRowWeights;
+using vec::kernelError;
 
 /// A class-index label of an i32, i64 or f32 tensor.
 double labelAt(const TensorRef &t, int64_t i) {
@@ -50,18 +49,6 @@ double labelAt(const TensorRef &t, int64_t i) {
 bool isLabelType(plan::DType dtype) {
   return dtype == plan::DType::i32 || dtype == plan::DType::i64 ||
          dtype == plan::DType::f32;
-}
-
-/// An optional f32 [rows] input `index`.
-Status checkRowWeights(const char *kName, const Tensors &ins, size_t index,
-                       int64_t rows, const char *what) {
-  if (ins.size() <= index)
-    return Status::ok();
-  if (ins[index].dtype != plan::DType::f32 || ins[index].elements() != rows)
-    return kernelError(kName,
-                       std::string(what) + " " + shapeText(ins[index].shape) +
-                           " must be f32 [" + std::to_string(rows) + "]");
-  return Status::ok();
 }
 
 Status confusionCountsFactory(const KernelContext &, const KernelConfig &cfg,

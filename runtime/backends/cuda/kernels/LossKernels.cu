@@ -810,19 +810,6 @@ __global__ void overlapLossGradKernel(OverlapLossConfig loss, const float *t,
                 : static_cast<float>(replicas * (slope * t[i] + offset));
 }
 
-/// An optional f32 [rows] sample_weight at ins[index] (null when absent).
-Status optionalRowWeights(const char *kName, const Tensors &ins, size_t index,
-                          int64_t rows, const float *&w) {
-  w = nullptr;
-  if (ins.size() <= index)
-    return Status::ok();
-  REQUIRE(ins[index].dtype == plan::DType::f32 && ins[index].elements() == rows,
-          "sample_weight " + shapeText(ins[index].shape) + " must be f32 [" +
-              std::to_string(rows) + "]");
-  w = ins[index].f32();
-  return Status::ok();
-}
-
 Status overlapSums(const KernelContext &ctx, const KernelConfig &,
                    const Tensors &ins, const Tensors &outs, KernelFn &out) {
   static constexpr const char *kName = "overlap_sums";
@@ -837,7 +824,7 @@ Status overlapSums(const KernelContext &ctx, const KernelConfig &,
           "the sums must be [5], got " + shapeText(outs[0].shape));
   const int64_t n = p.elements(), rows = p.shape[0];
   const float *w = nullptr;
-  RETURN_IF_ERROR(optionalRowWeights(kName, ins, 2, rows, w));
+  RETURN_IF_ERROR(sampleWeightOf(kName, ins, rows, w));
   CudaDeviceState *state = nullptr;
   RETURN_IF_ERROR(deviceStateOf(kName, ctx, state));
   const float *pp = p.f32(), *tp = t.f32();
@@ -891,7 +878,7 @@ Status overlapLossGrad(const KernelContext &ctx, const KernelConfig &cfg,
           "needs targets [B, ...], got " + shapeText(t.shape));
   const int64_t n = t.elements(), rows = t.shape[0];
   const float *w = nullptr;
-  RETURN_IF_ERROR(optionalRowWeights(kName, ins, 2, rows, w));
+  RETURN_IF_ERROR(sampleWeightOf(kName, ins, rows, w));
   CudaDeviceState *state = nullptr;
   RETURN_IF_ERROR(deviceStateOf(kName, ctx, state));
   const float *tp = t.f32(), *sums = ins[1].f32();
@@ -1051,7 +1038,7 @@ Status sampleOverlapFactory(const char *kName, bool gradient,
               (gradient ? " must match the predictions" : " must be a scalar"));
   const int64_t n = p.elements();
   const float *w = nullptr;
-  RETURN_IF_ERROR(optionalRowWeights(kName, ins, 2, p.shape[0], w));
+  RETURN_IF_ERROR(sampleWeightOf(kName, ins, p.shape[0], w));
   GroupGeometry geo;
   geo.rank = static_cast<int>(p.shape.size());
   for (int d = 0; d < geo.rank; ++d) {
