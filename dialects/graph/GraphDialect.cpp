@@ -17,3 +17,18 @@ void GraphDialect::initialize() {
       >();
   registerAttributes();
 }
+
+LogicalResult GraphDialect::verifyOperationAttribute(Operation *op,
+                                                     NamedAttribute attr) {
+  // Only graph.compute_type is checked here; the others (the importer's
+  // graph.keras_config) are read by those who set them.
+  if (attr.getName() != getComputeTypeAttrName())
+    return success();
+  auto type = dyn_cast<TypeAttr>(attr.getValue());
+  if (!type || !(type.getValue().isBF16() || type.getValue().isF16()))
+    return op->emitError() << attr.getName()
+                           << " must be a type, bf16 or f16 (float32 ops "
+                              "carry none), not "
+                           << attr.getValue();
+  return success();
+}

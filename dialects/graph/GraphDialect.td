@@ -24,7 +24,16 @@ def Graph_Dialect : Dialect {
   let useDefaultAttributePrinterParser = 1;
   let extraClassDeclaration = [{
     void registerAttributes();
+
+    /// The discardable attribute by which an op says its compute type
+    /// (a TypeAttr: bf16 or f16): the importer puts it on the ops of a
+    /// layer under a mixed-precision policy, and graph-assign-precision
+    /// turns it into tensor types and casts.
+    static constexpr ::llvm::StringLiteral getComputeTypeAttrName() {
+      return ::llvm::StringLiteral("graph.compute_type");
+    }
   }];
+  let hasOperationAttrVerify = 1;
 }
 
 class Graph_Op<string mnemonic, list<Trait> traits = []>

@@ -442,6 +442,21 @@ def Graph_FlattenOp : Graph_Op<"flatten", [Pure, InferTypeOpAdaptor]> {
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($output)";
 }
 
+def Graph_CastOp : Graph_Op<"cast", [Pure, SameOperandsAndResultShape]> {
+  let summary = "converts floats to another float type, rounding to nearest even";
+  let description = [{
+    The casts of a mixed-precision model (graph-assign-precision makes
+    them): a float32 weight or input to the layer's compute type (bfloat16,
+    float16), and a reduced-precision activation to float32 where Keras
+    computes in float32 (batch normalisation, the loss). Narrowing rounds
+    to nearest, ties to even, as TensorFlow's Cast does; widening is exact.
+    Its gradient is the cast of the output gradient back.
+  }];
+  let arguments = (ins Graph_FloatTensor:$input);
+  let results = (outs Graph_FloatTensor:$output);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($output)";
+}
+
 def Graph_ReshapeOp : Graph_Op<"reshape", [Pure]> {
   let summary = "reshapes every axis but the batch axis (Keras Reshape)";
   let arguments = (ins Graph_FloatTensor:$input);
