@@ -99,11 +99,36 @@ static std::string tooLarge(llvm::StringRef what,
 
 /// What a layer object knows once constructed: its Keras identity, and the
 /// variables it created on its first call.
+llvm::StringRef policyName(DTypePolicy policy) {
+  switch (policy) {
+  case DTypePolicy::float32:
+    return "float32";
+  case DTypePolicy::mixed_bfloat16:
+    return "mixed_bfloat16";
+  case DTypePolicy::mixed_float16:
+    return "mixed_float16";
+  }
+  llvm_unreachable("a DTypePolicy");
+}
+
+Type ModelBuilder::computeType(DTypePolicy policy) {
+  switch (policy) {
+  case DTypePolicy::float32:
+    return Type();
+  case DTypePolicy::mixed_bfloat16:
+    return BFloat16Type::get(context);
+  case DTypePolicy::mixed_float16:
+    return Float16Type::get(context);
+  }
+  llvm_unreachable("a DTypePolicy");
+}
+
 struct ModelBuilder::LayerContext {
   std::string name;
   std::string className;
   Location loc;
   bool trainable;
+  DTypePolicy policy;
   std::map<std::string, VariableOp> variables;
 };
 
@@ -390,8 +415,13 @@ Layer ModelBuilder::makeLayer(
     const LayerOptions &options, size_t minInputs, size_t maxInputs,
     std::function<Tensor(LayerContext &, llvm::ArrayRef<Tensor>)> body) {
   std::string name = uniqueName(options.name, defaultBase);
-  auto layer = std::make_shared<LayerContext>(LayerContext{
-      name, className.str(), layerLoc(options, name), options.trainable, {}});
+  auto layer =
+      std::make_shared<LayerContext>(LayerContext{name,
+                                                  className.str(),
+                                                  layerLoc(options, name),
+                                                  options.trainable,
+                                                  options.dtype_policy,
+                                                  {}});
   return Layer([this, layer, minInputs, maxInputs,
                 body = std::move(body)](llvm::ArrayRef<Tensor> inputs) {
     // After an error, stay quiet: the first message is the one that matters.
@@ -406,7 +436,16 @@ Layer ModelBuilder::makeLayer(
                          " input(s), got " + llvm::Twine(inputs.size()));
       return Tensor();
     }
-    return body(*layer, inputs);
+    Block &block = model.getBlock();
+    Operation *last = block.empty() ? nullptr : &block.back();
+    Tensor result = body(*layer, inputs);
+    if (Type compute = computeType(layer->policy))
+      for (Operation &op : llvm::make_range(
+               last ? std::next(last->getIterator()) : block.begin(),
+               block.end()))
+        op.setAttr(GraphDialect::getComputeTypeAttrName(),
+                   TypeAttr::get(compute));
+    return result;
   });
 }
 

@@ -99,6 +99,14 @@ struct Initializer {
   static Initializer of(InitKind kind) { return Initializer{.kind = kind}; }
 };
 
+/// Keras' dtype policies a layer may have. The mixed ones compute in
+/// bfloat16 or float16 and keep float32 variables; the importer refuses
+/// Keras' others (pure bfloat16 or float16 variables, float64, quantized).
+enum class DTypePolicy { float32, mixed_bfloat16, mixed_float16 };
+
+/// Keras' name of a policy ("mixed_bfloat16").
+llvm::StringRef policyName(DTypePolicy policy);
+
 /// Options every layer takes.
 struct LayerOptions {
   /// Keras' name; empty gives Keras' default (`conv2d`, `conv2d_1`, ...).
@@ -106,6 +114,9 @@ struct LayerOptions {
   bool trainable = true;
   /// Where diagnostics point (the importer passes the file); unknown if null.
   std::optional<mlir::Location> loc;
+  /// Keras' `dtype`: under a mixed policy the layer's ops carry
+  /// graph.compute_type, which graph-assign-precision makes real.
+  DTypePolicy dtype_policy = DTypePolicy::float32;
 };
 
 struct Conv2DOptions : LayerOptions {
@@ -555,6 +566,8 @@ public:
 
 private:
   std::string uniqueName(llvm::StringRef requested, llvm::StringRef base);
+  /// The graph.compute_type of a layer under `policy`; null for float32.
+  mlir::Type computeType(DTypePolicy policy);
   mlir::Location layerLoc(const LayerOptions &options, llvm::StringRef name);
   Layer
   makeLayer(llvm::StringRef className, llvm::StringRef defaultBase,

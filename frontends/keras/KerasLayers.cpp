@@ -17,6 +17,7 @@ using mlir::success;
 namespace graph::keras {
 namespace {
 
+using builder::DTypePolicy;
 using builder::Initializer;
 using builder::InitKind;
 using builder::Padding;
@@ -318,21 +319,48 @@ LogicalResult readInitializer(ConfigReader &r, llvm::StringRef key,
   return success();
 }
 
-/// Only float32 is supported: a dtype string, or a DTypePolicy object.
-LogicalResult readDtype(ConfigReader &config) {
+/// A layer's `dtype`: a policy name (tf.keras 2 and Keras 3 write
+/// "float32"), or a policy object, Keras 3's
+/// {"module": "keras", "class_name": "DTypePolicy", "config": {"name": ...}}
+/// or tf.keras 2's {"class_name": "Policy", "config": {"name": ...}}.
+/// Unset is float32, Keras' default.
+LogicalResult readDtype(ConfigReader &config, DTypePolicy &policy) {
+  policy = DTypePolicy::float32;
   const json::Value *dtype = config.getSet("dtype");
   if (!dtype)
     return success();
   std::optional<llvm::StringRef> name = dtype->getAsString();
-  if (const json::Object *policy = dtype->getAsObject())
-    if (const json::Object *policyConfig = policy->getObject("config"))
+  if (const json::Object *object = dtype->getAsObject()) {
+    std::optional<llvm::StringRef> className = object->getString("class_name");
+    if (className != "DTypePolicy" && className != "Policy" &&
+        className != "FloatDTypePolicy")
+      return config.error("dtype", "a dtype policy object of class '" +
+                                       className.value_or("") +
+                                       "' (expected DTypePolicy or Policy)");
+    if (const json::Object *policyConfig = object->getObject("config"))
       name = policyConfig->getString("name");
-  if (name == "float32")
-    return success();
-  if (dtype->getAsObject() && name)
+  }
+  if (!name)
+    return config.unsupportedValue(
+        "dtype", "expected a policy name or a DTypePolicy object");
+  if (*name == "float32")
+    policy = DTypePolicy::float32;
+  else if (*name == "mixed_bfloat16")
+    policy = DTypePolicy::mixed_bfloat16;
+  else if (*name == "mixed_float16")
+    policy = DTypePolicy::mixed_float16;
+  else if (*name == "bfloat16" || *name == "float16")
+    return config.error(
+        "dtype", "dtype policy '" + *name +
+                     "' keeps the layer's variables in " + *name +
+                     "; graph keeps every weight in float32 and computes in "
+                     "reduced precision under 'mixed_" +
+                     *name + "' (Keras' mixed precision), use that");
+  else
     return config.error("dtype", "unsupported dtype policy '" + *name +
-                                     "' (only float32 is supported)");
-  return config.unsupportedValue("dtype", "only float32 is supported");
+                                     "' (supported: float32, mixed_bfloat16, "
+                                     "mixed_float16)");
+  return success();
 }
 
 /// The fields every layer has.
@@ -352,7 +380,7 @@ LogicalResult readCommon(const LayerEntry &entry, ConfigReader &config,
   config.ignore("batch_shape");
   config.ignore("input_shape");
   config.ignore("autocast");
-  return readDtype(config);
+  return readDtype(config, options.dtype_policy);
 }
 
 } // namespace
@@ -473,7 +501,10 @@ LogicalResult createLayer(builder::ModelBuilder &model, LayerEntry &entry,
   if (cls == "InputLayer") {
     c.ignore("name");
     c.ignore("trainable");
-    if (failed(readDtype(c)) ||
+    // An input is fed float32 whatever the policy: the first layer casts
+    // it to its compute type, as Keras' autocast does.
+    DTypePolicy inputPolicy;
+    if (failed(readDtype(c, inputPolicy)) ||
         failed(readInputShape(c, entry.inputShape, entry.fixedBatch)) ||
         failed(c.expectBool("sparse", false)) ||
         failed(c.expectBool("ragged", false)) ||
