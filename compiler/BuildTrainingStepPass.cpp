@@ -72,7 +72,7 @@ static std::optional<SmallVector<unsigned>> gradientOperands(Operation *op) {
             ReshapeOp, PadOp, ClippedReluOp, SiluOp, HardSigmoidOp, HardSiluOp,
             ScaleShiftOp, AvgPool2DGradOp, TransposeOp, RandomImageTransformOp,
             RandomContrastOp, BroadcastOp, SumToOp, NormalizeOp,
-            ChannelScaleShiftOp>(
+            ChannelScaleShiftOp, CastOp>(
           [](Operation *) { return SmallVector<unsigned>{0}; })
       .Case<AddOp, ConcatenateOp, MultiplyOp, MaximumOp, LayerNormOp>(
           [](Operation *op) {
@@ -202,6 +202,11 @@ emitOperandGradients(OpBuilder &b, Operation *op, Value dy,
       .Case([&](GlobalAvgPool2DOp op) {
         give(0, GlobalAvgPool2DGradOp::create(b, loc, op.getInput().getType(),
                                               dy));
+      })
+      .Case([&](CastOp op) {
+        // A cast's gradient is the cast back: a bfloat16 activation's
+        // gradient arrives in bfloat16, a float32 weight's in float32.
+        give(0, CastOp::create(b, loc, op.getInput().getType(), dy));
       })
       .Case<FlattenOp, ReshapeOp>([&](Operation *op) {
         give(0, ReshapeOp::create(b, loc, op->getOperand(0).getType(), dy));
@@ -1201,8 +1206,28 @@ SmallVector<Value> TrainingStepBuilder::cloneInferencePass(IRMapping &mapping) {
                              [&](Value v) { return mapping.lookup(v); });
 }
 
+/// mixed_float16 needs Keras' dynamic loss scaling (LossScaleOptimizer):
+/// float16 gradients underflow without it, so such a step is refused
+/// rather than trained wrongly.
+static LogicalResult checkNoFloat16(ModelOp model) {
+  // The first layer op, not a cast of an input: the message names a layer.
+  for (Operation &op : model.getBlock())
+    for (Value result : op.getResults())
+      if (auto type = dyn_cast<RankedTensorType>(result.getType());
+          type && type.getElementType().isF16() && !isa<CastOp>(op))
+        return emitError(
+                   op.getLoc(),
+                   "computes in float16 (Keras' mixed_float16), whose "
+                   "training needs dynamic loss scaling (Keras' "
+                   "LossScaleOptimizer), which graphc does not build yet; "
+                   "train under mixed_bfloat16 instead (graphc --precision "
+                   "mixed_bfloat16), which needs none"),
+               failure();
+  return success();
+}
+
 LogicalResult TrainingStepBuilder::run() {
-  if (failed(plan()))
+  if (failed(checkNoFloat16(model)) || failed(plan()))
     return failure();
   addSlotVariables();
   buildTrainStep();

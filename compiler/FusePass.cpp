@@ -324,10 +324,13 @@ static void fuseBiasGradIntoPoolGrad(BiasAddGradOp biasGrad) {
 /// kernel can pool it a slice at a time while it is in cache and never
 /// store it. Only when the pool and its gradient are the output's only
 /// readers. The fused ops take the places of the pool and its gradient,
-/// where their operands are defined.
+/// where their operands are defined. Float32 only: in bfloat16 the pool
+/// picks its maximum among the rounded activations, where ties are common
+/// (and the gradient goes to the first), and a fused kernel would compare
+/// them unrounded and route the gradient elsewhere.
 static void fuseConvIntoPool(MaxPool2DOp pool) {
   auto conv = pool.getInput().getDefiningOp<FusedConv2DOp>();
-  if (!conv)
+  if (!conv || !pool.getInput().getType().getElementType().isF32())
     return;
   Value x = conv.getOutput();
   MaxPool2DGradOp grad;

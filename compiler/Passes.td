@@ -1,7 +1,7 @@
 //===- Passes.td - the graphc passes -----------------------*- tablegen -*-===//
 //
 // The training pipeline, in order (see docs/architecture.md):
-//   graph-build-training-step, graph-fuse, graph-assign-filter-layout,
+//   graph-assign-precision, graph-build-training-step, graph-fuse, graph-assign-filter-layout,
 //   dist-replicate,
 //   dist-insert-all-reduce, graph-lower-to-exec, exec-insert-timestamps,
 //   exec-plan-memory; then the plan emitter.
@@ -12,6 +12,26 @@
 #define COMPILER_PASSES_TD
 
 include "mlir/Pass/PassBase.td"
+
+def AssignPrecision : Pass<"graph-assign-precision", "::mlir::ModuleOp"> {
+  let summary = "gives each op of a mixed-precision model its compute type, as Keras does";
+  let description = [{
+    Turns the importer's `graph.compute_type` marks (Keras' mixed_bfloat16
+    and mixed_float16 policies) into tensor types and `graph.cast`s in every
+    `graph.model`: marked ops compute in bf16/f16, variables and inputs stay
+    f32 and are cast once for their readers, batch_norm and layer_norm
+    compute in f32 (as Keras' layers do), an unmarked op reads f32, and the
+    model's outputs are cast to f32 for the loss and metrics. `precision`
+    replaces the model's policy (graphc --precision). Runs before
+    graph-build-training-step, so gradients follow the forward types.
+  }];
+  let options = [
+    Option<"precision", "precision", "std::string", "\"\"",
+           "float32, mixed_bfloat16 or mixed_float16: replaces the "
+           "model's policy (empty: the model's own)">
+  ];
+  let dependentDialects = ["::mlir::graph::GraphDialect"];
+}
 
 def BuildTrainingStep : Pass<"graph-build-training-step", "::mlir::ModuleOp"> {
   let summary = "builds the training, evaluation and prediction steps of a model";

@@ -97,6 +97,8 @@ mlir::graphc::compileTraining(ModuleOp input, const PipelineOptions &options) {
   // The replica-independent part runs once.
   OwningOpRef<ModuleOp> base = cast<ModuleOp>(input->clone());
   if (failed(runPasses(*base, options, [&](OpPassManager &pm) {
+        pm.addPass(
+            createAssignPrecision(AssignPrecisionOptions{options.precision}));
         pm.addPass(createBuildTrainingStep());
         if (options.fuse)
           pm.addPass(createFuse());

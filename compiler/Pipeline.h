@@ -8,6 +8,7 @@
 #include "mlir/Pass/PassManager.h"
 
 #include <functional>
+#include <string>
 #include <vector>
 
 namespace mlir::graphc {
@@ -21,6 +22,9 @@ struct PipelineOptions {
   /// (1, 2, 4, 8), keeping those that divide the global batch.
   std::vector<int64_t> replicas;
   int64_t bucketBytes = 4 << 20;
+  /// Replaces the model's dtype policy (float32, mixed_bfloat16,
+  /// mixed_float16); empty keeps the model's own.
+  std::string precision;
   bool fuse = true;
   /// Store conv kernels OHWI (graph-assign-filter-layout); off keeps Keras'
   /// HWIO, which the backends then transpose per step (for comparison).

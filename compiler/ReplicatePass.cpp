@@ -118,7 +118,8 @@ static RankedTensorType withBatch(RankedTensorType type, int64_t batch) {
 static LogicalResult checkDerivable(Operation *op, int64_t batch) {
   if (op->getNumResults() == 0 ||
       isa<InputOp, ElementwiseOp, InferTypeOpInterface>(op) ||
-      op->hasTrait<OpTrait::SameOperandsAndResultType>())
+      op->hasTrait<OpTrait::SameOperandsAndResultType>() ||
+      op->hasTrait<OpTrait::SameOperandsAndResultShape>())
     return success();
   std::optional<SmallVector<bool>> carries = batchCarryingResults(op);
   if (!carries)
@@ -159,6 +160,14 @@ static LogicalResult retype(Operation *clone, int64_t localBatch) {
   if (clone->hasTrait<OpTrait::SameOperandsAndResultType>()) {
     for (OpResult result : clone->getResults())
       result.setType(clone->getOperand(0).getType());
+    return success();
+  }
+  // graph.cast: the operand's shape, its own element type.
+  if (clone->hasTrait<OpTrait::SameOperandsAndResultShape>()) {
+    auto shape = cast<RankedTensorType>(clone->getOperand(0).getType());
+    for (OpResult result : clone->getResults())
+      result.setType(shape.clone(
+          cast<RankedTensorType>(result.getType()).getElementType()));
     return success();
   }
   // Its verifier demands that every input have the result's type.

@@ -2,6 +2,7 @@
 //
 //   graphc model.mlir -o model.plan [--replicas 1,2] [--bucket-bytes N]
 //                     [--max-arena-bytes N] [--no-fuse]
+//                     [--precision float32|mixed_bfloat16|mixed_float16]
 //                     [--keras-filter-layout] [--emit=mlir]
 //                     [--mlir-timing]
 //                     [--print-ir-after-all]
@@ -56,6 +57,12 @@ static cl::opt<int64_t> maxArenaBytes(
     cl::desc("refuse a plan whose arena on one device needs more bytes "
              "(default 68719476736, 64 GiB)"),
     cl::value_desc("n"), cl::cat(graphcCategory));
+static cl::opt<std::string> precision(
+    "precision",
+    cl::desc("the dtype policy to train in, replacing the model's: float32, "
+             "mixed_bfloat16 or mixed_float16 (layers the model keeps in "
+             "float32 stay float32)"),
+    cl::value_desc("policy"), cl::init(""));
 static cl::opt<bool> noFuse("no-fuse", cl::desc("skip graph-fuse"),
                             cl::cat(graphcCategory));
 static cl::opt<bool> kerasFilterLayout(
@@ -146,6 +153,7 @@ int main(int argc, char **argv) {
   options.replicas.assign(replicas.begin(), replicas.end());
   options.bucketBytes = bucketBytes;
   options.fuse = !noFuse;
+  options.precision = precision;
   options.assignFilterLayout = !kerasFilterLayout;
   options.maxArenaBytes = maxArenaBytes;
   options.configure = [&](PassManager &pm) {
