@@ -1,6 +1,9 @@
 //===- Kernel.cpp - kernel configuration and registry ---------------------===//
 
 #include "runtime/core/Kernel.h"
+#include "runtime/core/ReducedPrecision.h"
+
+#include <algorithm>
 
 namespace graph::runtime {
 
@@ -146,6 +149,12 @@ void KernelRegistry::addFactory(const std::string &name, Backend backend,
   kernels[{name, backend}] = std::move(factory);
 }
 
+void KernelRegistry::addReducedPrecision(const std::string &name,
+                                         Backend backend, KernelFn fn) {
+  add(name, backend, std::move(fn));
+  reducedPrecision.insert({name, backend});
+}
+
 bool KernelRegistry::has(const std::string &name, Backend backend) const {
   return kernels.count({name, backend}) != 0;
 }
@@ -160,6 +169,19 @@ Status KernelRegistry::instantiate(const std::string &name, Backend backend,
   if (it == kernels.end())
     return Status::error(std::string("the ") + backendName(backend) +
                          " backend has no kernel '" + name + "'");
+  auto reduced = [](const TensorRef &t) { return isReducedFloat(t.dtype); };
+  if (!reducedPrecision.count({name, backend}) &&
+      (std::any_of(ins.begin(), ins.end(), reduced) ||
+       std::any_of(outs.begin(), outs.end(), reduced))) {
+    // A mixed-precision plan: the host backends run their float32 kernel
+    // with the reference rounding; device buffers are out of their reach.
+    if (backend == Backend::cuda)
+      return Status::error(
+          "has bfloat16 or float16 operands, and the cuda backend has no "
+          "reduced-precision kernels yet: mixed precision runs on the "
+          "reference and cpu backends");
+    return instantiateWidened(it->second, ctx, config, ins, outs, out);
+  }
   return it->second(ctx, config, ins, outs, out);
 }
 

@@ -26,6 +26,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <variant>
@@ -177,6 +178,11 @@ public:
   /// A kernel with per-launch-site state.
   void addFactory(const std::string &name, Backend backend,
                   KernelFactory factory);
+  /// A kernel that takes bfloat16 and float16 operands itself. Any other
+  /// kernel, given such operands on a host backend, runs in float32 on
+  /// widened copies with its outputs rounded (ReducedPrecision.h).
+  void addReducedPrecision(const std::string &name, Backend backend,
+                           KernelFn fn);
   bool has(const std::string &name, Backend backend) const;
   /// Instantiates kernel `name` of `backend` for one launch site; an error
   /// when the backend has no such kernel or the factory refuses.
@@ -188,6 +194,7 @@ public:
 
 private:
   std::map<std::pair<std::string, Backend>, KernelFactory> kernels;
+  std::set<std::pair<std::string, Backend>> reducedPrecision;
 };
 
 } // namespace graph::runtime

@@ -9,6 +9,7 @@
 
 #include "runtime/backends/cpu/CpuKernels.h"
 #include "runtime/backends/cpu/VectorKernels.h"
+#include "runtime/core/ReducedPrecision.h"
 
 #include <algorithm>
 #include <cstring>
@@ -374,6 +375,9 @@ void registerVectorShapeKernels(KernelRegistry &registry) {
   registry.addFactory("broadcast", Backend::cpu, broadcastFactory);
   registry.addFactory("sum_to", Backend::cpu, sumToFactory);
   registry.addFactory("flatten", Backend::cpu, copyFactory("flatten"));
+  // Reads and writes bfloat16 and float16 itself; every other cpu kernel
+  // computes in float32 on widened copies (ReducedPrecision.h).
+  registry.addReducedPrecision("cast", Backend::cpu, castKernel);
   registry.addFactory("reshape", Backend::cpu, copyFactory("reshape"));
   registry.addFactory("concatenate", Backend::cpu, concatenateFactory);
   registry.addFactory("slice", Backend::cpu, sliceFactory);

@@ -18,6 +18,7 @@
 #include "runtime/core/ImageTransform.h"
 #include "runtime/core/LearningRateSchedule.h"
 #include "runtime/core/PointwiseLoss.h"
+#include "runtime/core/ReducedPrecision.h"
 #include "runtime/core/WindowGeometry.h"
 
 #include <algorithm>
@@ -2886,6 +2887,7 @@ const Entry kKernels[] = {
     {"channel_scale_shift", channelScaleShift},
     {"flatten", flatten},
     {"reshape", reshape},
+    {"cast", castKernel},
     {"add", add},
     {"multiply", multiply},
     {"maximum", maximum},
@@ -2947,6 +2949,10 @@ void registerReferenceKernels() {
   std::call_once(once, [] {
     for (const Entry &e : kKernels)
       KernelRegistry::global().add(e.name, Backend::reference, e.fn);
+    // The one kernel that reads and writes bfloat16 and float16 itself;
+    // the others compute in float32 on widened copies (ReducedPrecision.h).
+    KernelRegistry::global().addReducedPrecision("cast", Backend::reference,
+                                                 castKernel);
   });
 }
 

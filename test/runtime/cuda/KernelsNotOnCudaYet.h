@@ -20,10 +20,10 @@
 namespace graph::runtime::testing {
 
 /// The element-wise and row-wise Keras losses and metrics
-/// (graph.pointwise_loss) and the confusion-count metrics AUC, Precision
-/// and Recall (graph.confusion_counts).
+/// (graph.pointwise_loss), the confusion-count metrics AUC, Precision
+/// and Recall (graph.confusion_counts), and mixed precision's graph.cast.
 inline const std::set<std::string> kKernelsNotOnCudaYet = {
-    "pointwise_loss", "pointwise_loss_grad", "confusion_counts"};
+    "pointwise_loss", "pointwise_loss_grad", "confusion_counts", "cast"};
 
 /// Forms of kernels the cuda backend has that it refuses, naming them: the
 /// top-k accuracies (accuracy with k > 1).

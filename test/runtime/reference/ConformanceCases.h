@@ -394,6 +394,9 @@ inline std::vector<Case> allCases() {
   }
   add("flatten", "", {}, {rnd({2, 3, 4}, 22)}, {{2, 12}});
   add("reshape", "", {}, {rnd({2, 3, 4}, 22)}, {{2, 4, 3}});
+  // Its bfloat16 and float16 forms: ReducedPrecisionTest (these cases hold
+  // f32 and f64 only).
+  add("cast", "f32 to f32", {}, {rnd({2, 3, 4}, 22)}, {{2, 3, 4}});
   add("add", "3 inputs", {}, {rnd({5}, 23), rnd({5}, 24), rnd({5}, 25)}, {{5}});
   add("concatenate", "axis -1", {}, {rnd({2, 3}, 26), rnd({2, 2}, 27)},
       {{2, 5}});

@@ -1353,6 +1353,7 @@ const std::vector<std::string> kLaunchable = {
     "tanh",
     "tanh_grad",
     "transpose",
+    "cast",
 };
 
 TEST(ReferenceRegistry, RegistersEveryLaunchableOp) {

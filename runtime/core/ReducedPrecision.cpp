@@ -1,0 +1,143 @@
+//===- ReducedPrecision.cpp - bfloat16 and float16 on the host ------------===//
+
+#include "runtime/core/ReducedPrecision.h"
+
+#include <map>
+#include <memory>
+
+namespace graph::runtime {
+
+namespace {
+
+float loadFloat(const void *src, plan::DType type, int64_t i) {
+  const auto *half = static_cast<const uint16_t *>(src);
+  switch (type) {
+  case plan::DType::bf16:
+    return bf16ToFloat(half[i]);
+  case plan::DType::f16:
+    return f16ToFloat(half[i]);
+  default:
+    return static_cast<const float *>(src)[i];
+  }
+}
+
+bool isFloat(plan::DType type) {
+  return type == plan::DType::f32 || isReducedFloat(type);
+}
+
+} // namespace
+
+void convertFloats(const void *src, plan::DType from, void *dst, plan::DType to,
+                   int64_t n) {
+  auto *half = static_cast<uint16_t *>(dst);
+  auto *single = static_cast<float *>(dst);
+  // The common cases as plain loops the compiler vectorizes.
+  if (from == plan::DType::f32 && to == plan::DType::bf16) {
+    const auto *s = static_cast<const float *>(src);
+    for (int64_t i = 0; i < n; ++i)
+      half[i] = floatToBf16(s[i]);
+    return;
+  }
+  if (from == plan::DType::bf16 && to == plan::DType::f32) {
+    const auto *s = static_cast<const uint16_t *>(src);
+    for (int64_t i = 0; i < n; ++i)
+      single[i] = bf16ToFloat(s[i]);
+    return;
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    float v = loadFloat(src, from, i);
+    switch (to) {
+    case plan::DType::bf16:
+      half[i] = floatToBf16(v);
+      break;
+    case plan::DType::f16:
+      half[i] = floatToF16(v);
+      break;
+    default:
+      single[i] = v;
+    }
+  }
+}
+
+Status castKernel(const KernelContext &, const KernelConfig &,
+                  const std::vector<TensorRef> &ins,
+                  const std::vector<TensorRef> &outs) {
+  if (ins.size() != 1 || outs.size() != 1)
+    return Status::error("cast: takes 1 input and 1 output");
+  const TensorRef &in = ins[0], &out = outs[0];
+  if (!isFloat(in.dtype) || !isFloat(out.dtype))
+    return Status::error("cast: converts between f32, bf16 and f16 only");
+  if (in.elements() != out.elements())
+    return Status::error("cast: input " + shapeText(in.shape) + " and output " +
+                         shapeText(out.shape) + " differ in size");
+  convertFloats(in.data, in.dtype, out.data, out.dtype, in.elements());
+  return Status::ok();
+}
+
+Status instantiateWidened(const KernelFactory &factory,
+                          const KernelContext &ctx, const KernelConfig &config,
+                          const std::vector<TensorRef> &ins,
+                          const std::vector<TensorRef> &outs, KernelFn &out) {
+  // One float32 copy per reduced buffer: an output that aliases an input
+  // (an in-place kernel) shares its copy.
+  struct Copy {
+    TensorRef reduced;
+    std::unique_ptr<float[]> wide;
+  };
+  auto copies = std::make_shared<std::vector<Copy>>();
+  std::map<void *, size_t> byAddress;
+  auto widen = [&](const TensorRef &t) {
+    if (!isReducedFloat(t.dtype))
+      return t;
+    auto [it, fresh] = byAddress.try_emplace(t.data, copies->size());
+    if (fresh)
+      copies->push_back(
+          {t, std::unique_ptr<float[]>(new float[t.elements()]())});
+    TensorRef wide = t;
+    wide.data = (*copies)[it->second].wide.get();
+    wide.dtype = plan::DType::f32;
+    return wide;
+  };
+  std::vector<TensorRef> wideIns, wideOuts;
+  for (const TensorRef &t : ins)
+    wideIns.push_back(widen(t));
+  std::vector<size_t> reducedOuts;
+  for (const TensorRef &t : outs) {
+    if (isReducedFloat(t.dtype))
+      reducedOuts.push_back(byAddress.count(t.data) ? byAddress[t.data]
+                                                    : copies->size());
+    wideOuts.push_back(widen(t));
+  }
+  std::vector<size_t> reducedIns;
+  for (const TensorRef &t : ins)
+    if (isReducedFloat(t.dtype))
+      reducedIns.push_back(byAddress[t.data]);
+
+  KernelFn inner;
+  if (Status s = factory(ctx, config, wideIns, wideOuts, inner); !s)
+    return s;
+  out = [copies, inner = std::move(inner), wideIns = std::move(wideIns),
+         wideOuts = std::move(wideOuts), reducedIns,
+         reducedOuts](const KernelContext &c, const KernelConfig &cfg,
+                      const std::vector<TensorRef> &,
+                      const std::vector<TensorRef> &) -> Status {
+    for (size_t i : reducedIns) {
+      const Copy &copy = (*copies)[i];
+      convertFloats(copy.reduced.data, copy.reduced.dtype, copy.wide.get(),
+                    plan::DType::f32, copy.reduced.elements());
+    }
+    // Arenas never move, so the launch's buffers are the ones seen at
+    // instantiation: the kernel runs on their copies.
+    if (Status s = inner(c, cfg, wideIns, wideOuts); !s)
+      return s;
+    for (size_t i : reducedOuts) {
+      const Copy &copy = (*copies)[i];
+      convertFloats(copy.wide.get(), plan::DType::f32, copy.reduced.data,
+                    copy.reduced.dtype, copy.reduced.elements());
+    }
+    return Status::ok();
+  };
+  return Status::ok();
+}
+
+} // namespace graph::runtime

@@ -1,0 +1,69 @@
+//===- ReducedPrecision.h - bfloat16 and float16 on the host ----*- C++ -*-===//
+//
+// The conversions a mixed-precision plan needs on the host backends, and
+// the rule by which they run a float32 kernel on bfloat16 or float16
+// operands: widen the inputs exactly, compute in float32, round each output
+// to the nearest representable value, ties to even (TensorFlow's Cast, and
+// what its CPU kernels do after computing a bf16 op in float32). That is the
+// reference rounding graph-assign-precision's casts are specified by, so
+// the reference backend stays the oracle of a mixed-precision step.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef RUNTIME_CORE_REDUCEDPRECISION_H
+#define RUNTIME_CORE_REDUCEDPRECISION_H
+
+#include "runtime/core/Kernel.h"
+
+#include <bit>
+#include <cstdint>
+
+namespace graph::runtime {
+
+inline float bf16ToFloat(uint16_t bits) {
+  return std::bit_cast<float>(static_cast<uint32_t>(bits) << 16);
+}
+
+/// Round to nearest even; a NaN stays a (quiet) NaN, infinities stay.
+inline uint16_t floatToBf16(float value) {
+  uint32_t u = std::bit_cast<uint32_t>(value);
+  if ((u & 0x7fffffffu) > 0x7f800000u)
+    return static_cast<uint16_t>((u >> 16) | 0x0040u);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return static_cast<uint16_t>(u >> 16);
+}
+
+inline float f16ToFloat(uint16_t bits) {
+  return static_cast<float>(std::bit_cast<_Float16>(bits));
+}
+
+/// Round to nearest even; past 65504 (after rounding) is infinity.
+inline uint16_t floatToF16(float value) {
+  return std::bit_cast<uint16_t>(static_cast<_Float16>(value));
+}
+
+inline bool isReducedFloat(plan::DType dtype) {
+  return dtype == plan::DType::bf16 || dtype == plan::DType::f16;
+}
+
+/// `n` values of `from` (f32, bf16 or f16) at `src` converted to `to` at
+/// `dst`, rounding to nearest even where `to` is narrower.
+void convertFloats(const void *src, plan::DType from, void *dst, plan::DType to,
+                   int64_t n);
+
+/// `factory` (a float32 kernel) for a launch with bf16/f16 operands: the
+/// kernel gets float32 copies of them, its reduced inputs widened before
+/// each run and its reduced outputs rounded after it.
+Status instantiateWidened(const KernelFactory &factory,
+                          const KernelContext &ctx, const KernelConfig &config,
+                          const std::vector<TensorRef> &ins,
+                          const std::vector<TensorRef> &outs, KernelFn &out);
+
+/// graph.cast: one float tensor to another float type (KernelFn).
+Status castKernel(const KernelContext &ctx, const KernelConfig &config,
+                  const std::vector<TensorRef> &ins,
+                  const std::vector<TensorRef> &outs);
+
+} // namespace graph::runtime
+
+#endif // RUNTIME_CORE_REDUCEDPRECISION_H
