@@ -59,6 +59,7 @@ bool compileKerasModel(const std::string &source, bool isPath,
 
   mlir::graphc::PipelineOptions pipeline;
   pipeline.replicas = options.replicas;
+  pipeline.precision = options.precision;
   auto lowered = mlir::graphc::compileTraining(*module, pipeline);
   if (mlir::failed(lowered))
     return fail("the model could not be compiled");

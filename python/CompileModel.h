@@ -25,6 +25,8 @@ struct CompileOptions {
   std::optional<double> learningRate;
   /// graphc's --replicas (empty: its default counts).
   std::vector<int64_t> replicas;
+  /// graphc's --precision (empty: the model's own dtype policy).
+  std::string precision;
 };
 
 /// Compiles `source`: a path to a .keras, .h5 or .json file when `isPath`,

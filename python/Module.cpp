@@ -267,8 +267,9 @@ py::bytes compileModel(const std::string &source, bool isPath,
                        std::optional<std::string> loss,
                        std::optional<std::string> optimizer,
                        std::optional<double> learningRate,
-                       std::vector<int64_t> replicas) {
+                       std::vector<int64_t> replicas, std::string precision) {
   graph::python::CompileOptions o;
+  o.precision = std::move(precision);
   o.batchSize = batchSize;
   o.loss = std::move(loss);
   o.optimizer = std::move(optimizer);
@@ -302,6 +303,7 @@ PYBIND11_MODULE(_graphc, m) {
         py::arg("optimizer") = py::none(),
         py::arg("learning_rate") = py::none(),
         py::arg("replicas") = std::vector<int64_t>{},
+        py::arg("precision") = std::string(),
         "A Keras model (a path, or its JSON) to a training plan's bytes; "
         "ValueError with the importer's or compiler's messages.");
   py::class_<Model>(m, "Model")

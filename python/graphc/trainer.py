@@ -378,12 +378,16 @@ class Trainer:
 
 
 def compile(model, batch_size=None, devices=None, seed=0, loss=None,
-            optimizer=None, learning_rate=None):
+            optimizer=None, learning_rate=None, precision=None):
     """Compiles a Keras model for training: a live, compiled keras.Model, or
     a path to a .keras, .h5 or .json file. `devices`: "cpu", "cpu:N" (N
     replicas on CPU threads), "gpu" (every GPU) or "gpu:N"; default:
     graphrun's (every GPU, else one CPU replica). `batch_size` is the global
-    batch (default: the model's fixed batch, else 32, as Keras' fit)."""
+    batch (default: the model's fixed batch, else 32, as Keras' fit).
+    `precision` ("float32", "mixed_bfloat16", "mixed_float16") replaces
+    the dtype policy the model's layers carry (graphc --precision); by
+    default a model built under keras.mixed_precision's mixed_bfloat16
+    trains in it."""
     workdir = tempfile.TemporaryDirectory(prefix="graphc-")
     device_options, replicas = _devices(devices)
     keras_model, source, init_weights = None, None, None
@@ -428,7 +432,7 @@ def compile(model, batch_size=None, devices=None, seed=0, loss=None,
     counts = [replicas] if replicas and replicas not in (1, 2, 4, 8) else []
     try:
         plan = _graphc.compile_model(text, is_path, batch_size, loss, optimizer,
-                                     learning_rate, counts)
+                                     learning_rate, counts, precision or "")
     except ValueError as e:
         raise InvalidModelError(str(e)) from None
     return Trainer(plan, keras_model, source, init_weights, batch_size,

@@ -322,3 +322,37 @@ def test_a_model_of_two_outputs_takes_and_gives_one_array_each(flat):
         assert np.max(np.abs(a - b)) < 1e-5
     with pytest.raises(graphc.InvalidDataError, match="'shade'"):
         trainer.evaluate(x_test, {"label": y_test, "shade": targets[1]})
+
+
+def test_a_mixed_bfloat16_model_trains_in_it_and_comes_back_float32(flat):
+    """Built under keras.mixed_precision's mixed_bfloat16, the guide's MLP
+    trains in bfloat16 (its layers carry the policy); the weights that come
+    back are float32, as Keras keeps them, and Keras' own bf16 evaluation of
+    them agrees with ours within bfloat16's noise (one rounding step of the
+    loss, 2^-8); precision="float32" trains the same model in float32."""
+    x_train, y_train, x_test, y_test = flat
+    keras.mixed_precision.set_global_policy("mixed_bfloat16")
+    try:
+        keras.utils.set_random_seed(3)
+        model = mlp(keras, optimizer="sgd")
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
+    trainer = graphc.compile(model, batch_size=256, devices="cpu")
+    history = trainer.fit(x_train[:12800], y_train[:12800], epochs=1,
+                          verbose=0)
+    assert history.history["loss"][0] < 2.3
+    ours = trainer.evaluate(x_test[:2560], y_test[:2560])
+    trainer.to_keras(model)
+    assert all(str(w.dtype) == "float32" for w in model.weights)
+    assert model.layers[1].dtype_policy.name == "mixed_bfloat16"
+    theirs = model.evaluate(x_test[:2560], y_test[:2560], batch_size=256,
+                            verbose=0, return_dict=True)
+    assert abs(ours["loss"] - theirs["loss"]) <= 2 ** -8 * theirs["loss"]
+    # The same weights evaluated in float32 give another loss: the
+    # trainer's was bfloat16's.
+    f32 = graphc.compile(model, batch_size=256, devices="cpu",
+                         precision="float32")
+    exact = f32.evaluate(x_test[:2560], y_test[:2560])
+    assert exact["loss"] != ours["loss"]
+    with pytest.raises(graphc.InvalidModelError, match="unknown precision"):
+        graphc.compile(model, batch_size=256, precision="mixed_bfloat8")
