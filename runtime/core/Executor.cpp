@@ -337,6 +337,32 @@ Status Executor::prepare(MirroredVariables &variables,
   std::set<std::string> missing;
   const KernelRegistry &registry = KernelRegistry::global();
   const auto &ops = *program_.ops();
+
+  // A mixed-precision plan on a host backend: the float32 copies its
+  // kernels compute on (ReducedPrecision.h) share one scratch per device,
+  // sized for the device's largest launch, rather than one copy per launch
+  // (which took more memory than the float32 plan's whole arena).
+  std::vector<int64_t> widen(arenas_.size(), 0);
+  for (const plan::Op *op : ops) {
+    int device = local(op->device());
+    if (op->kind() != plan::OpKind::launch || device < 0 ||
+        static_cast<size_t>(device) >= widen.size())
+      continue;
+    std::vector<TensorRef> ins, outs;
+    if (op->ins())
+      for (int32_t b : *op->ins())
+        ins.push_back(tensor(b));
+    if (op->outs())
+      for (int32_t b : *op->outs())
+        outs.push_back(tensor(b));
+    widen[device] = std::max(
+        widen[device], registry.widenedElements(op->kernel()->str(),
+                                                options.backend, ins, outs));
+  }
+  widenScratch_.clear();
+  for (int64_t elements : widen)
+    widenScratch_.emplace_back(elements ? new float[elements]() : nullptr);
+
   for (size_t i = 0; i < ops.size(); ++i) {
     const plan::Op &op = *ops[i];
     std::string at = where + ", op " + std::to_string(i) + ": ";
@@ -388,6 +414,10 @@ Status Executor::prepare(MirroredVariables &variables,
       site.replicas = replicas_;
       site.seed = options.seed;
       site.deviceState = device.kernelState();
+      if (static_cast<size_t>(p.device) < widen.size()) {
+        site.widenScratch = widenScratch_[p.device].get();
+        site.widenScratchElements = widen[p.device];
+      }
       if (Status s = registry.instantiate(p.kernelName, options.backend, site,
                                           p.config, p.ins, p.outs, p.kernel);
           !s)

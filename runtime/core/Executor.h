@@ -159,6 +159,9 @@ private:
   std::shared_ptr<DeviceSet> deviceSet_;
   std::vector<DeviceMemory> arenas_;       // [device]
   std::vector<DeviceMemory> inputStorage_; // every device's input buffers
+  /// [device] the float32 scratch of a mixed-precision plan's widened
+  /// kernels (KernelContext::widenScratch); null where none is needed.
+  std::vector<std::unique_ptr<float[]>> widenScratch_;
   PreparedProgram prepared_;
   // The host path: each device's ops (all-reduces in every list), run by
   // runDevice; null runner_. Other backends: runner_.

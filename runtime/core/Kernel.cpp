@@ -3,8 +3,6 @@
 #include "runtime/core/Kernel.h"
 #include "runtime/core/ReducedPrecision.h"
 
-#include <algorithm>
-
 namespace graph::runtime {
 
 const char *backendName(Backend backend) {
@@ -159,6 +157,15 @@ bool KernelRegistry::has(const std::string &name, Backend backend) const {
   return kernels.count({name, backend}) != 0;
 }
 
+int64_t
+KernelRegistry::widenedElements(const std::string &name, Backend backend,
+                                const std::vector<TensorRef> &ins,
+                                const std::vector<TensorRef> &outs) const {
+  if (backend == Backend::cuda || reducedPrecision.count({name, backend}))
+    return 0;
+  return widenedCopyElements(ins, outs);
+}
+
 Status KernelRegistry::instantiate(const std::string &name, Backend backend,
                                    const KernelContext &ctx,
                                    const KernelConfig &config,
@@ -169,10 +176,8 @@ Status KernelRegistry::instantiate(const std::string &name, Backend backend,
   if (it == kernels.end())
     return Status::error(std::string("the ") + backendName(backend) +
                          " backend has no kernel '" + name + "'");
-  auto reduced = [](const TensorRef &t) { return isReducedFloat(t.dtype); };
   if (!reducedPrecision.count({name, backend}) &&
-      (std::any_of(ins.begin(), ins.end(), reduced) ||
-       std::any_of(outs.begin(), outs.end(), reduced))) {
+      widenedCopyElements(ins, outs) > 0) {
     // A mixed-precision plan: the host backends run their float32 kernel
     // with the reference rounding; device buffers are out of their reach.
     if (backend == Backend::cuda)

@@ -110,6 +110,13 @@ struct KernelContext {
   /// the reference and cpu backends; the CUDA backend's per-device context
   /// (stream, library handles) on cuda.
   void *deviceState = nullptr;
+  /// Float32 scratch for the widened copies of a kernel's bf16/f16
+  /// operands (ReducedPrecision.h), shared by every launch of the device:
+  /// a host device runs its ops one at a time on one thread. Sized by the
+  /// executor for the device's largest launch; null: each launch owns its
+  /// copies.
+  float *widenScratch = nullptr;
+  int64_t widenScratchElements = 0;
 };
 
 using KernelFn = std::function<Status(
@@ -184,6 +191,12 @@ public:
   void addReducedPrecision(const std::string &name, Backend backend,
                            KernelFn fn);
   bool has(const std::string &name, Backend backend) const;
+  /// Whether a launch of `name` with these operands runs on widened
+  /// float32 copies (ReducedPrecision.h), and how many float32 elements
+  /// the copies take (each reduced buffer once); 0 when it does not.
+  int64_t widenedElements(const std::string &name, Backend backend,
+                          const std::vector<TensorRef> &ins,
+                          const std::vector<TensorRef> &outs) const;
   /// Instantiates kernel `name` of `backend` for one launch site; an error
   /// when the backend has no such kernel or the factory refuses.
   Status instantiate(const std::string &name, Backend backend,

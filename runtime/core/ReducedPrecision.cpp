@@ -4,6 +4,7 @@
 
 #include <map>
 #include <memory>
+#include <set>
 
 namespace graph::runtime {
 
@@ -74,67 +75,82 @@ Status castKernel(const KernelContext &, const KernelConfig &,
   return Status::ok();
 }
 
+int64_t widenedCopyElements(const std::vector<TensorRef> &ins,
+                            const std::vector<TensorRef> &outs) {
+  std::set<void *> seen;
+  int64_t total = 0;
+  for (const auto *list : {&ins, &outs})
+    for (const TensorRef &t : *list)
+      if (isReducedFloat(t.dtype) && seen.insert(t.data).second)
+        total += t.elements();
+  return total;
+}
+
 Status instantiateWidened(const KernelFactory &factory,
                           const KernelContext &ctx, const KernelConfig &config,
                           const std::vector<TensorRef> &ins,
                           const std::vector<TensorRef> &outs, KernelFn &out) {
-  // One float32 copy per reduced buffer: an output that aliases an input
-  // (an in-place kernel) shares its copy.
+  // One float32 copy per reduced buffer (an output that aliases an input,
+  // an in-place kernel, shares its copy), carved from the device's scratch
+  // or from storage of the launch's own.
+  int64_t needed = widenedCopyElements(ins, outs);
+  std::shared_ptr<float[]> owned;
+  float *next = ctx.widenScratch;
+  if (!next || ctx.widenScratchElements < needed) {
+    owned.reset(new float[needed]());
+    next = owned.get();
+  }
   struct Copy {
     TensorRef reduced;
-    std::unique_ptr<float[]> wide;
+    float *wide;
   };
-  auto copies = std::make_shared<std::vector<Copy>>();
+  std::vector<Copy> copies;
   std::map<void *, size_t> byAddress;
   auto widen = [&](const TensorRef &t) {
     if (!isReducedFloat(t.dtype))
       return t;
-    auto [it, fresh] = byAddress.try_emplace(t.data, copies->size());
-    if (fresh)
-      copies->push_back(
-          {t, std::unique_ptr<float[]>(new float[t.elements()]())});
+    auto [it, fresh] = byAddress.try_emplace(t.data, copies.size());
+    if (fresh) {
+      copies.push_back({t, next});
+      next += t.elements();
+    }
     TensorRef wide = t;
-    wide.data = (*copies)[it->second].wide.get();
+    wide.data = copies[it->second].wide;
     wide.dtype = plan::DType::f32;
     return wide;
   };
   std::vector<TensorRef> wideIns, wideOuts;
   for (const TensorRef &t : ins)
     wideIns.push_back(widen(t));
-  std::vector<size_t> reducedOuts;
-  for (const TensorRef &t : outs) {
-    if (isReducedFloat(t.dtype))
-      reducedOuts.push_back(byAddress.count(t.data) ? byAddress[t.data]
-                                                    : copies->size());
+  for (const TensorRef &t : outs)
     wideOuts.push_back(widen(t));
-  }
-  std::vector<size_t> reducedIns;
+  std::vector<Copy> reducedIns, reducedOuts;
   for (const TensorRef &t : ins)
     if (isReducedFloat(t.dtype))
-      reducedIns.push_back(byAddress[t.data]);
+      reducedIns.push_back(copies[byAddress[t.data]]);
+  for (const TensorRef &t : outs)
+    if (isReducedFloat(t.dtype))
+      reducedOuts.push_back(copies[byAddress[t.data]]);
 
   KernelFn inner;
   if (Status s = factory(ctx, config, wideIns, wideOuts, inner); !s)
     return s;
-  out = [copies, inner = std::move(inner), wideIns = std::move(wideIns),
-         wideOuts = std::move(wideOuts), reducedIns,
-         reducedOuts](const KernelContext &c, const KernelConfig &cfg,
-                      const std::vector<TensorRef> &,
-                      const std::vector<TensorRef> &) -> Status {
-    for (size_t i : reducedIns) {
-      const Copy &copy = (*copies)[i];
-      convertFloats(copy.reduced.data, copy.reduced.dtype, copy.wide.get(),
+  out = [owned, inner = std::move(inner), wideIns = std::move(wideIns),
+         wideOuts = std::move(wideOuts), reducedIns = std::move(reducedIns),
+         reducedOuts = std::move(reducedOuts)](
+            const KernelContext &c, const KernelConfig &cfg,
+            const std::vector<TensorRef> &,
+            const std::vector<TensorRef> &) -> Status {
+    for (const Copy &copy : reducedIns)
+      convertFloats(copy.reduced.data, copy.reduced.dtype, copy.wide,
                     plan::DType::f32, copy.reduced.elements());
-    }
     // Arenas never move, so the launch's buffers are the ones seen at
     // instantiation: the kernel runs on their copies.
     if (Status s = inner(c, cfg, wideIns, wideOuts); !s)
       return s;
-    for (size_t i : reducedOuts) {
-      const Copy &copy = (*copies)[i];
-      convertFloats(copy.wide.get(), plan::DType::f32, copy.reduced.data,
+    for (const Copy &copy : reducedOuts)
+      convertFloats(copy.wide, plan::DType::f32, copy.reduced.data,
                     copy.reduced.dtype, copy.reduced.elements());
-    }
     return Status::ok();
   };
   return Status::ok();

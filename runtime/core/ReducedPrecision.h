@@ -51,9 +51,16 @@ inline bool isReducedFloat(plan::DType dtype) {
 void convertFloats(const void *src, plan::DType from, void *dst, plan::DType to,
                    int64_t n);
 
+/// The float32 elements the widened copies of a launch's bf16/f16 operands
+/// take: each reduced buffer once (an in-place output shares its input's).
+int64_t widenedCopyElements(const std::vector<TensorRef> &ins,
+                            const std::vector<TensorRef> &outs);
+
 /// `factory` (a float32 kernel) for a launch with bf16/f16 operands: the
 /// kernel gets float32 copies of them, its reduced inputs widened before
-/// each run and its reduced outputs rounded after it.
+/// each run and its reduced outputs rounded after it. The copies live in
+/// ctx.widenScratch when the executor gives one (it must hold
+/// widenedCopyElements), else the launch owns them.
 Status instantiateWidened(const KernelFactory &factory,
                           const KernelContext &ctx, const KernelConfig &config,
                           const std::vector<TensorRef> &ins,

@@ -5,6 +5,7 @@
 // has 5 exponent bits (bias 15) and 10 fraction bits.
 
 #include "runtime/core/ReducedPrecision.h"
+#include "runtime/backends/reference/ReferenceKernels.h"
 
 #include <gtest/gtest.h>
 
@@ -117,6 +118,45 @@ TEST(ReducedPrecision, Float32KernelRunsOnWidenedCopies) {
   ASSERT_TRUE(inPlace({}, {}, {in}, {in}));
   float once = bf16ToFloat(floatToBf16(1.0f + 1.0f / 3.0f));
   EXPECT_EQ(x[0], floatToBf16(once + 1.0f / 3.0f));
+}
+
+TEST(ReducedPrecision, LaunchesShareTheDeviceScratch) {
+  // Two launches of one device, each run in turn as a host device's thread
+  // runs them, their copies in one scratch sized for the larger.
+  KernelRegistry &registry = KernelRegistry::global();
+  registry.add("test.add_third", Backend::reference, addThird);
+  std::vector<uint16_t> a = {floatToBf16(1.0f), floatToBf16(2.0f)}, b(2);
+  std::vector<uint16_t> c = {floatToBf16(-1.0f)}, d(1);
+  TensorRef ta{a.data(), {2}, DType::bf16}, tb{b.data(), {2}, DType::bf16};
+  TensorRef tc{c.data(), {1}, DType::bf16}, td{d.data(), {1}, DType::bf16};
+  EXPECT_EQ(registry.widenedElements("test.add_third", Backend::reference, {ta},
+                                     {tb}),
+            4);
+  EXPECT_EQ(registry.widenedElements("test.add_third", Backend::reference, {ta},
+                                     {ta}),
+            2);
+  // cast reads and writes bf16 itself.
+  reference::registerReferenceKernels();
+  EXPECT_EQ(registry.widenedElements("cast", Backend::reference, {ta}, {tb}),
+            0);
+  std::vector<float> scratch(4, -7.0f);
+  KernelContext ctx;
+  ctx.widenScratch = scratch.data();
+  ctx.widenScratchElements = 4;
+  KernelFn first, second;
+  ASSERT_TRUE(registry.instantiate("test.add_third", Backend::reference, ctx,
+                                   {}, {ta}, {tb}, first));
+  ASSERT_TRUE(registry.instantiate("test.add_third", Backend::reference, ctx,
+                                   {}, {tc}, {td}, second));
+  for (int round = 0; round < 2; ++round) {
+    ASSERT_TRUE(first({}, {}, {ta}, {tb}));
+    ASSERT_TRUE(second({}, {}, {tc}, {td}));
+    EXPECT_EQ(b[0], floatToBf16(1.0f + 1.0f / 3.0f));
+    EXPECT_EQ(b[1], floatToBf16(2.0f + 1.0f / 3.0f));
+    EXPECT_EQ(d[0], floatToBf16(-1.0f + 1.0f / 3.0f));
+  }
+  // The copies were the scratch's: the last run left its float32 there.
+  EXPECT_EQ(scratch[1], -1.0f + 1.0f / 3.0f);
 }
 
 TEST(ReducedPrecision, CudaRefusesRatherThanWidens) {
