@@ -21,6 +21,7 @@
 //     and metrics do with y_pred before they compute.
 // The casts are graph.cast ops (round to nearest even), shared: one per
 // value and type. The marks are removed afterwards: the types carry them.
+// A model without marks (float32) passes untouched, float64 included.
 //
 // `precision` overrides the model's policy as `graphc --precision` does:
 // every marked op takes the new compute type (float32 removes the mark);
@@ -59,33 +60,51 @@ bool isFloatTensor(Value value) {
   return isa_and_nonnull<FloatType>(elementTypeOf(value));
 }
 
+/// Whether any op of `model` carries a compute type: a float32 model
+/// (without --precision) passes untouched.
+bool isMarked(ModelOp model) {
+  return llvm::any_of(model.getBlock(), [](Operation &op) {
+    return op.hasAttr(GraphDialect::getComputeTypeAttrName());
+  });
+}
+
 class PrecisionAssigner {
 public:
   explicit PrecisionAssigner(ModelOp model)
       : model(model), b(model.getContext()) {}
 
-  void run() {
+  LogicalResult run() {
     Type f32 = b.getF32Type();
     StringRef mark = GraphDialect::getComputeTypeAttrName();
     for (Operation &op :
          llvm::make_early_inc_range(model.getBlock().without_terminator())) {
-      if (isa<CastOp>(op))
-        continue;
       auto attr = op.getAttrOfType<TypeAttr>(mark);
       op.removeAttr(mark);
-      Type compute = attr ? attr.getValue() : f32;
-      if (isa<ReadVariableOp, InputOp>(op))
+      if (isa<CastOp, ReadVariableOp, InputOp>(op))
         continue; // float32 variables and inputs; their readers cast.
+      // Fused regions and training-step ops come after this pass.
+      if (op.getNumRegions() != 0 ||
+          isa<OptimizerUpdateOp, AssignVariableOp>(op))
+        return op.emitOpError("is not a forward layer op: "
+                              "graph-assign-precision runs on the imported "
+                              "model, before graph-build-training-step");
+      Type compute = attr ? attr.getValue() : f32;
       // Already assigned (a second run): its types say its compute type.
       if (!attr && llvm::any_of(op.getResults(), [&](Value result) {
             return isFloatTensor(result) && elementTypeOf(result) != f32;
           }))
         continue;
       if (compute != f32 && computesInFloat32(&op)) {
-        castOperands(op, f32);
+        // Keras' __call__ casts the layer's inputs to the compute type
+        // before the layer widens them: an input arrives rounded. Its
+        // variables (moving statistics, gamma, beta) are not autocast.
+        for (OpOperand &operand : op.getOpOperands())
+          if (isConvertible(operand.get()) &&
+              !operand.get().getDefiningOp<ReadVariableOp>())
+            operand.set(castTo(castTo(operand.get(), compute), f32));
         b.setInsertionPointAfter(&op);
         for (Value result : op.getResults())
-          if (isFloatTensor(result) && !result.use_empty()) {
+          if (isConvertible(result) && !result.use_empty()) {
             Value narrowed = castTo(result, compute);
             result.replaceAllUsesExcept(narrowed, narrowed.getDefiningOp());
           }
@@ -93,17 +112,25 @@ public:
       }
       castOperands(op, compute);
       for (Value result : op.getResults())
-        if (isFloatTensor(result))
+        if (isConvertible(result))
           result.setType(
               cast<RankedTensorType>(result.getType()).clone(compute));
     }
     castOperands(*model.getOutputOp(), f32);
+    return success();
   }
 
 private:
+  /// A tensor of the types a policy mixes (f32, bf16, f16): a float64
+  /// model, which the reference backend runs, keeps its types.
+  static bool isConvertible(Value value) {
+    Type type = elementTypeOf(value);
+    return type && (type.isF32() || type.isBF16() || type.isF16());
+  }
+
   void castOperands(Operation &op, Type to) {
     for (OpOperand &operand : op.getOpOperands())
-      if (isFloatTensor(operand.get()))
+      if (isConvertible(operand.get()))
         operand.set(castTo(operand.get(), to));
   }
 
@@ -127,18 +154,6 @@ private:
   DenseMap<std::pair<Value, Type>, Value> casts;
 };
 
-/// The compute type of a Keras policy name; null for float32, failure for
-/// a name Keras does not have.
-FailureOr<Type> policyComputeType(MLIRContext *context, StringRef name) {
-  if (name == "float32")
-    return Type();
-  if (name == "mixed_bfloat16")
-    return Type(BFloat16Type::get(context));
-  if (name == "mixed_float16")
-    return Type(Float16Type::get(context));
-  return failure();
-}
-
 struct AssignPrecisionPass
     : mlir::graphc::impl::AssignPrecisionBase<AssignPrecisionPass> {
   using AssignPrecisionBase::AssignPrecisionBase;
@@ -149,20 +164,20 @@ struct AssignPrecisionPass
     for (ModelOp model : module.getOps<ModelOp>()) {
       if (!precision.empty() && failed(override(model, mark)))
         return signalPassFailure();
-      PrecisionAssigner(model).run();
+      if (isMarked(model) && failed(PrecisionAssigner(model).run()))
+        return signalPassFailure();
     }
   }
 
   LogicalResult override(ModelOp model, StringRef mark) {
-    FailureOr<Type> compute = policyComputeType(&getContext(), precision);
+    FailureOr<Type> compute =
+        GraphDialect::policyComputeType(&getContext(), precision);
     if (failed(compute))
       return emitError(model.getLoc()) << "unknown precision '" << precision
                                        << "' (Keras' policies: float32, "
                                           "mixed_bfloat16, mixed_float16)";
-    Block &block = model.getBlock();
-    bool marked =
-        llvm::any_of(block, [&](Operation &op) { return op.hasAttr(mark); });
-    for (Operation &op : block.without_terminator()) {
+    bool marked = isMarked(model);
+    for (Operation &op : model.getBlock().without_terminator()) {
       if (!marked && *compute && !isa<InputOp, ReadVariableOp>(op))
         op.setAttr(mark, TypeAttr::get(*compute));
       else if (op.hasAttr(mark)) {

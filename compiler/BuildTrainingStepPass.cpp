@@ -1210,6 +1210,11 @@ SmallVector<Value> TrainingStepBuilder::cloneInferencePass(IRMapping &mapping) {
 /// float16 gradients underflow without it, so such a step is refused
 /// rather than trained wrongly.
 static LogicalResult checkNoFloat16(ModelOp model) {
+  for (Operation &op : model.getBlock())
+    if (op.hasAttr(GraphDialect::getComputeTypeAttrName()))
+      return op.emitOpError("carries a compute type that no pass has "
+                            "made real: run graph-assign-precision first"),
+             failure();
   // The first layer op, not a cast of an input: the message names a layer.
   for (Operation &op : model.getBlock())
     for (Value result : op.getResults())

@@ -1,7 +1,8 @@
 //===- Passes.td - the graphc passes -----------------------*- tablegen -*-===//
 //
 // The training pipeline, in order (see docs/architecture.md):
-//   graph-assign-precision, graph-build-training-step, graph-fuse, graph-assign-filter-layout,
+//   graph-assign-precision, graph-build-training-step, graph-fuse,
+//   graph-assign-filter-layout,
 //   dist-replicate,
 //   dist-insert-all-reduce, graph-lower-to-exec, exec-insert-timestamps,
 //   exec-plan-memory; then the plan emitter.
@@ -14,7 +15,7 @@
 include "mlir/Pass/PassBase.td"
 
 def AssignPrecision : Pass<"graph-assign-precision", "::mlir::ModuleOp"> {
-  let summary = "gives each op of a mixed-precision model its compute type, as Keras does";
+  let summary = "gives each op of a mixed-precision model its compute type";
   let description = [{
     Turns the importer's `graph.compute_type` marks (Keras' mixed_bfloat16
     and mixed_float16 policies) into tensor types and `graph.cast`s in every

@@ -32,3 +32,14 @@ LogicalResult GraphDialect::verifyOperationAttribute(Operation *op,
                            << attr.getValue();
   return success();
 }
+
+FailureOr<Type> GraphDialect::policyComputeType(MLIRContext *context,
+                                                llvm::StringRef policy) {
+  if (policy == "float32")
+    return Type();
+  if (policy == "mixed_bfloat16")
+    return Type(BFloat16Type::get(context));
+  if (policy == "mixed_float16")
+    return Type(Float16Type::get(context));
+  return failure();
+}

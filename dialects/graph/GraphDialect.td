@@ -32,6 +32,12 @@ def Graph_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral getComputeTypeAttrName() {
       return ::llvm::StringLiteral("graph.compute_type");
     }
+
+    /// The compute type of a Keras dtype policy a graph model may have:
+    /// null for "float32", bf16 for "mixed_bfloat16", f16 for
+    /// "mixed_float16"; failure for any other name.
+    static ::mlir::FailureOr<::mlir::Type>
+    policyComputeType(::mlir::MLIRContext *context, ::llvm::StringRef policy);
   }];
   let hasOperationAttrVerify = 1;
 }

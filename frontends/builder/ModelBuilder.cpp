@@ -97,8 +97,6 @@ static std::string tooLarge(llvm::StringRef what,
       .str();
 }
 
-/// What a layer object knows once constructed: its Keras identity, and the
-/// variables it created on its first call.
 llvm::StringRef policyName(DTypePolicy policy) {
   switch (policy) {
   case DTypePolicy::float32:
@@ -112,17 +110,11 @@ llvm::StringRef policyName(DTypePolicy policy) {
 }
 
 Type ModelBuilder::computeType(DTypePolicy policy) {
-  switch (policy) {
-  case DTypePolicy::float32:
-    return Type();
-  case DTypePolicy::mixed_bfloat16:
-    return BFloat16Type::get(context);
-  case DTypePolicy::mixed_float16:
-    return Float16Type::get(context);
-  }
-  llvm_unreachable("a DTypePolicy");
+  return *GraphDialect::policyComputeType(context, policyName(policy));
 }
 
+/// What a layer object knows once constructed: its Keras identity, and the
+/// variables it created on its first call.
 struct ModelBuilder::LayerContext {
   std::string name;
   std::string className;

@@ -79,9 +79,9 @@ graph.training @m losses = [#graph.output_loss<kind = sparse_categorical_crossen
 // -----
 
 // BatchNormalization computes in float32 under a mixed policy (Keras casts
-// its input to float32 and its output back), with float32 statistics; an
-// input read by two bf16 layers is cast once.
-
+// its input to the compute type, as every layer's __call__ does, then to
+// float32, and its output back), with float32 statistics; an input read by
+// two bf16 layers is cast once.
 graph.variable @"bn/moving_mean" : tensor<4xf32> = #graph.init<zeros> {trainable = false}
 graph.variable @"bn/moving_variance" : tensor<4xf32> = #graph.init<ones> {trainable = false}
 graph.variable @"d/kernel" : tensor<4x4xf32> = #graph.init<glorot_uniform>
@@ -101,7 +101,8 @@ graph.training @m losses = [#graph.output_loss<kind = mean_squared_error>] optim
 // CHECK-LABEL: graph.model @m
 // CHECK:       %[[X:.+]] = graph.input "input_layer" : tensor<2x4xf32>
 // CHECK-NEXT:  %[[XH:.+]] = graph.cast %[[X]] : tensor<2x4xf32> -> tensor<2x4xbf16>
-// CHECK:       %[[N:.+]] = graph.batch_norm %[[X]], %{{.+}}, %{{[^ ]+}}{{.*}} : (tensor<2x4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<2x4xf32>
+// CHECK-NEXT:  %[[XF:.+]] = graph.cast %[[XH]] : tensor<2x4xbf16> -> tensor<2x4xf32>
+// CHECK:       %[[N:.+]] = graph.batch_norm %[[XF]], %{{.+}}, %{{[^ ]+}}{{.*}} : (tensor<2x4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<2x4xf32>
 // CHECK-NEXT:  %[[NH:.+]] = graph.cast %[[N]] : tensor<2x4xf32> -> tensor<2x4xbf16>
 // CHECK-NEXT:  %[[R:.+]] = graph.relu %[[NH]] : tensor<2x4xbf16>
 // CHECK:       %[[A:.+]] = graph.dense %[[XH]], %{{.+}} : (tensor<2x4xbf16>, tensor<4x4xbf16>) -> tensor<2x4xbf16>

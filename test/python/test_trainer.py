@@ -329,7 +329,8 @@ def test_a_mixed_bfloat16_model_trains_in_it_and_comes_back_float32(flat):
     trains in bfloat16 (its layers carry the policy); the weights that come
     back are float32, as Keras keeps them, and Keras' own bf16 evaluation of
     them agrees with ours within bfloat16's noise (one rounding step of the
-    loss, 2^-8); precision="float32" trains the same model in float32."""
+    loss, 2^-8) and far closer than a float32 evaluation (precision=
+    "float32") of the same weights does."""
     x_train, y_train, x_test, y_test = flat
     keras.mixed_precision.set_global_policy("mixed_bfloat16")
     try:
@@ -348,11 +349,13 @@ def test_a_mixed_bfloat16_model_trains_in_it_and_comes_back_float32(flat):
     theirs = model.evaluate(x_test[:2560], y_test[:2560], batch_size=256,
                             verbose=0, return_dict=True)
     assert abs(ours["loss"] - theirs["loss"]) <= 2 ** -8 * theirs["loss"]
-    # The same weights evaluated in float32 give another loss: the
-    # trainer's was bfloat16's.
+    # The same weights evaluated in float32.
     f32 = graphc.compile(model, batch_size=256, devices="cpu",
                          precision="float32")
     exact = f32.evaluate(x_test[:2560], y_test[:2560])
-    assert exact["loss"] != ours["loss"]
+    # Ours is Keras' bf16 loss, not float32's: 3e-5 from it where
+    # float32 is 4e-4 away (seed 3).
+    assert abs(ours["loss"] - theirs["loss"]) < \
+        abs(exact["loss"] - theirs["loss"]) / 3
     with pytest.raises(graphc.InvalidModelError, match="unknown precision"):
         graphc.compile(model, batch_size=256, precision="mixed_bfloat8")
