@@ -263,6 +263,11 @@ Status Executor::prepare(MirroredVariables &variables,
           : b.input() == weightInput       ? data::BatchPart::sampleWeights
           : b.input() == metricWeightInput ? data::BatchPart::metricWeights
                                            : data::BatchPart::images;
+      // The feed writes float32 (class indices as int32 labels).
+      if (b.dtype() != plan::DType::f32 &&
+          !(part == data::BatchPart::labels && b.dtype() == plan::DType::i32))
+        return Status::error(at + "input '" + in.name()->str() +
+                             "' is neither float32 nor int32 labels");
       // The replica's share: rows B/N of the global input's row shape.
       int64_t rows = rowsPerReplica;
       bool shapeOk = b.dtype() == in.dtype() &&
@@ -477,6 +482,9 @@ Status Executor::prepare(MirroredVariables &variables,
       TensorRef value = tensor(op.ins()->Get(0));
       // A one-element output is a scalar (loss, a metric); a larger one a
       // tensor the caller reads whole (predictions).
+      // Both are read as float32 (a mixed-precision plan casts its outputs).
+      if (value.dtype != plan::DType::f32)
+        return Status::error(at + "output '" + name + "' is not float32");
       if (value.elements() == 1) {
         auto [it, added] =
             outputIndex.emplace(name, static_cast<int>(outputIndex.size()));
@@ -484,9 +492,6 @@ Status Executor::prepare(MirroredVariables &variables,
           prepared_.outputNames.push_back(name);
         p.output = it->second;
       } else {
-        if (value.dtype != plan::DType::f32)
-          return Status::error(at + "tensor output '" + name +
-                               "' is not float32");
         auto [it, added] = tensorOutputIndex.emplace(
             name, static_cast<int>(tensorOutputIndex.size()));
         if (added)

@@ -2,9 +2,10 @@
 
 #include "runtime/core/ReducedPrecision.h"
 
+#include <algorithm>
+#include <cstddef>
 #include <map>
 #include <memory>
-#include <set>
 
 namespace graph::runtime {
 
@@ -75,14 +76,29 @@ Status castKernel(const KernelContext &, const KernelConfig &,
   return Status::ok();
 }
 
-int64_t widenedCopyElements(const std::vector<TensorRef> &ins,
-                            const std::vector<TensorRef> &outs) {
-  std::set<void *> seen;
-  int64_t total = 0;
+namespace {
+
+/// The reduced buffers of a launch by address, each with the most
+/// elements any operand at that address has (a view may be smaller).
+std::map<void *, int64_t> reducedBuffers(const std::vector<TensorRef> &ins,
+                                         const std::vector<TensorRef> &outs) {
+  std::map<void *, int64_t> buffers;
   for (const auto *list : {&ins, &outs})
     for (const TensorRef &t : *list)
-      if (isReducedFloat(t.dtype) && seen.insert(t.data).second)
-        total += t.elements();
+      if (isReducedFloat(t.dtype)) {
+        int64_t &elements = buffers[t.data];
+        elements = std::max(elements, t.elements());
+      }
+  return buffers;
+}
+
+} // namespace
+
+int64_t widenedCopyElements(const std::vector<TensorRef> &ins,
+                            const std::vector<TensorRef> &outs) {
+  int64_t total = 0;
+  for (auto [data, elements] : reducedBuffers(ins, outs))
+    total += elements;
   return total;
 }
 
@@ -104,6 +120,17 @@ Status instantiateWidened(const KernelFactory &factory,
     TensorRef reduced;
     float *wide;
   };
+  // Operands at one address share a copy of the largest of them; two
+  // reduced buffers that overlap otherwise would not see each other's
+  // writes through their copies.
+  std::map<void *, int64_t> buffers = reducedBuffers(ins, outs);
+  const std::byte *end = nullptr;
+  for (auto [data, elements] : buffers) {
+    if (static_cast<const std::byte *>(data) < end)
+      return Status::error("bfloat16/float16 operands that partly overlap "
+                           "cannot run on widened copies");
+    end = static_cast<const std::byte *>(data) + elements * 2;
+  }
   std::vector<Copy> copies;
   std::map<void *, size_t> byAddress;
   auto widen = [&](const TensorRef &t) {
@@ -111,8 +138,10 @@ Status instantiateWidened(const KernelFactory &factory,
       return t;
     auto [it, fresh] = byAddress.try_emplace(t.data, copies.size());
     if (fresh) {
-      copies.push_back({t, next});
-      next += t.elements();
+      TensorRef whole = t;
+      whole.shape = {buffers[t.data]};
+      copies.push_back({whole, next});
+      next += buffers[t.data];
     }
     TensorRef wide = t;
     wide.data = copies[it->second].wide;

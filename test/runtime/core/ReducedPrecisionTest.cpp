@@ -159,6 +159,25 @@ TEST(ReducedPrecision, LaunchesShareTheDeviceScratch) {
   EXPECT_EQ(scratch[1], -1.0f + 1.0f / 3.0f);
 }
 
+TEST(ReducedPrecision, OverlappingOperandsAreRefused) {
+  KernelRegistry &registry = KernelRegistry::global();
+  registry.add("test.add_third", Backend::reference, addThird);
+  std::vector<uint16_t> x(4);
+  TensorRef whole{x.data(), {4}, DType::bf16};
+  TensorRef inner{x.data() + 1, {2}, DType::bf16};
+  KernelFn fn;
+  Status s = registry.instantiate("test.add_third", Backend::reference, {}, {},
+                                  {whole}, {inner}, fn);
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.message().find("partly overlap"), std::string::npos)
+      << s.message();
+  // A smaller view at the same address shares the larger one's copy.
+  TensorRef head{x.data(), {2}, DType::bf16};
+  EXPECT_EQ(registry.widenedElements("test.add_third", Backend::reference,
+                                     {whole}, {head}),
+            4);
+}
+
 TEST(ReducedPrecision, CudaRefusesRatherThanWidens) {
   KernelRegistry &registry = KernelRegistry::global();
   registry.add("test.add_third", Backend::cuda, addThird);
