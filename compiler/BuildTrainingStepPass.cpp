@@ -15,6 +15,17 @@
 // as early in backward as it can: the order of the updates, and of the
 // all-reduce buckets built later, follows it.
 //
+// Under dynamic loss scaling (a model that computes in float16, or a
+// graph.training with a loss_scale: Keras' LossScaleOptimizer) three more
+// variables hold the scale, the finite steps since it last changed and the
+// updates applied (optimizer/dynamic_scale, optimizer/step_counter,
+// optimizer/iterations); each loss gradient is multiplied by the scale
+// (graph.scale_by), the updates skip a step whose gradients are not finite
+// and divide the others by it, and graph.loss_scale_update moves the scale
+// as Keras does. The step's grad_norm is then that of the unscaled
+// gradients, and a `loss_scale` output reports the scale after the step
+// (Keras' dynamic_scale as a callback's on_train_batch_end reads it).
+//
 // A frozen batch_norm (gamma and beta not trainable: Keras'
 // BatchNormalization with trainable = False) stays in inference mode in
 // @train_step; layers below it still train, through
@@ -38,6 +49,16 @@ namespace mlir::graphc {
 
 using namespace mlir;
 using namespace mlir::graph;
+
+/// Dynamic loss scaling's variables, named after Keras'
+/// LossScaleOptimizer's (dynamic_scale, step_counter) and its inner
+/// optimizer's iterations; the "optimizer/" prefix keeps them out of weights
+/// files (isOptimizerSlotName).
+static constexpr StringLiteral kDynamicScale = "optimizer/dynamic_scale";
+static constexpr StringLiteral kStepCounter = "optimizer/step_counter";
+static constexpr StringLiteral kIterations = "optimizer/iterations";
+static constexpr StringLiteral kLossScaleVariables[] = {
+    kDynamicScale, kStepCounter, kIterations};
 
 //===----------------------------------------------------------------------===//
 // Gradient rules, one per forward op
@@ -424,7 +445,11 @@ public:
 
 private:
   LogicalResult plan();
+  /// Keras' LossScaleOptimizer: whether the step scales its loss, and how.
+  LogicalResult planLossScale();
   void addSlotVariables();
+  /// A read of the loss-scale variable `name` (optimizer/...).
+  Value readLossScaleVariable(StringRef name);
   void buildTrainStep();
   void buildEvalStep();
   void buildPredictStep();
@@ -527,6 +552,9 @@ private:
 
   ModuleOp module;
   TrainingOp training;
+  /// Dynamic loss scaling (Keras' LossScaleOptimizer): its initial scale
+  /// and growth steps, when on.
+  std::optional<std::pair<double, int64_t>> lossScale;
   /// One per output of @m.
   SmallVector<OutputLossAttr> losses;
   /// @m's graph.output names (null for one output).
@@ -679,6 +707,21 @@ void TrainingStepBuilder::addSlotVariables() {
         context, InitKind::constant, zeros.getMean(), zeros.getStddev(),
         zeros.getMinval(), zeros.getMaxval(),
         adagrad.getInitialAccumulatorValue(), std::nullopt);
+  if (lossScale) {
+    // Scalars stored as one element (a variable holds a tensor of rank 1
+    // or more): the scale starts at its initial value, the counts at 0.
+    VariableOp last = planned.trained.back();
+    b.setInsertionPointAfter(last);
+    auto type = RankedTensorType::get({1}, b.getF32Type());
+    InitializerAttr initial = InitializerAttr::get(
+        context, InitKind::constant, zeros.getMean(), zeros.getStddev(),
+        zeros.getMinval(), zeros.getMaxval(), llvm::APFloat(lossScale->first),
+        std::nullopt);
+    for (StringRef name : kLossScaleVariables)
+      VariableOp::create(
+          b, last.getLoc(), name, type, name == kDynamicScale ? initial : zeros,
+          /*trainable=*/false, DenseI64ArrayAttr(), DenseI64ArrayAttr());
+  }
   for (VariableOp var : planned.trained) {
     b.setInsertionPointAfter(var);
     for (StringRef slot : variableSlotNames())
@@ -1055,9 +1098,22 @@ void TrainingStepBuilder::buildTrainStep() {
   // Backward, in reverse order of the forward, from each output's share of
   // the total loss.
   Location loc = training.getLoc();
-  for (auto [i, output] : llvm::enumerate(forwardOutputs))
-    if (planned.needsGrad.contains(output))
-      contribute(output, headSeed(i, trainPredictions[i], heads[i]));
+  // Keras' scale_loss, taken through the loss's gradient: each output's
+  // share of it times the scale.
+  Value scale, counter, iterations;
+  if (lossScale) {
+    scale = readLossScaleVariable(kDynamicScale);
+    counter = readLossScaleVariable(kStepCounter);
+    iterations = readLossScaleVariable(kIterations);
+  }
+  for (auto [i, output] : llvm::enumerate(forwardOutputs)) {
+    if (!planned.needsGrad.contains(output))
+      continue;
+    Value seed = headSeed(i, trainPredictions[i], heads[i]);
+    if (scale)
+      seed = ScaleByOp::create(b, loc, seed, scale, IntegerAttr());
+    contribute(output, seed);
+  }
   for (Operation *op : llvm::reverse(planned.active)) {
     Value dy = grads.lookup(op->getResult(0));
     assert(dy && "every use of an active result has contributed");
@@ -1081,9 +1137,13 @@ void TrainingStepBuilder::buildTrainStep() {
   // follows the all-reduce, as in MirroredStrategy).
   // Made before the updates only when they clip by it.
   OptimizerOptions options = getOptimizerOptions(optimizer);
+  // Under loss scaling it also decides whether the updates apply.
   Value gradNorm;
-  if (options.globalClipnorm > 0)
+  if (options.globalClipnorm > 0 || lossScale)
     gradNorm = GlobalNormOp::create(b, loc, applied);
+  SmallVector<Value> lossScaleOperands;
+  if (lossScale)
+    lossScaleOperands = {scale, gradNorm, iterations};
   SmallVector<StringRef> slotNames = OptimizerUpdateOp::slotNames(optimizer);
   std::optional<double> emaMomentum;
   if (std::optional<llvm::APFloat> m = training.getEmaMomentum())
@@ -1106,9 +1166,9 @@ void TrainingStepBuilder::buildTrainStep() {
       norms.push_back(GlobalNormOp::create(b, varLoc, ValueRange{grad}));
     else if (options.globalClipnorm > 0)
       norms.push_back(gradNorm);
-    auto update =
-        OptimizerUpdateOp::create(b, varLoc, TypeRange{type}, slotTypes,
-                                  optimizer, param, grad, slots, norms);
+    auto update = OptimizerUpdateOp::create(
+        b, varLoc, TypeRange{type}, slotTypes, optimizer, param, grad, slots,
+        norms, lossScaleOperands, IntegerAttr());
     if (emaMomentum)
       updated.push_back({var, update.getNewParams()[0]});
     else
@@ -1143,10 +1203,29 @@ void TrainingStepBuilder::buildTrainStep() {
   }
   if (!gradNorm)
     gradNorm = GlobalNormOp::create(b, loc, applied);
-  outputs.push_back(gradNorm);
   SmallVector<std::string> names = outputNames();
-  names.push_back("grad_norm");
+  if (lossScale) {
+    auto next = LossScaleUpdateOp::create(
+        b, loc, scale, counter, iterations, gradNorm,
+        b.getI64IntegerAttr(lossScale->second), IntegerAttr());
+    AssignVariableOp::create(b, loc, kDynamicScale, next.getNewScale());
+    AssignVariableOp::create(b, loc, kStepCounter, next.getNewCounter());
+    AssignVariableOp::create(b, loc, kIterations, next.getNewIterations());
+    outputs.push_back(next.getGradNorm());
+    names.push_back("grad_norm");
+    outputs.push_back(next.getNewScale());
+    names.push_back("loss_scale");
+  } else {
+    outputs.push_back(gradNorm);
+    names.push_back("grad_norm");
+  }
   OutputOp::create(b, training.getLoc(), outputs, strings(names));
+}
+
+Value TrainingStepBuilder::readLossScaleVariable(StringRef name) {
+  return ReadVariableOp::create(b, training.getLoc(),
+                                RankedTensorType::get({1}, b.getF32Type()),
+                                FlatSymbolRefAttr::get(b.getStringAttr(name)));
 }
 
 ArrayAttr TrainingStepBuilder::strings(ArrayRef<std::string> names) {
@@ -1206,33 +1285,67 @@ SmallVector<Value> TrainingStepBuilder::cloneInferencePass(IRMapping &mapping) {
                              [&](Value v) { return mapping.lookup(v); });
 }
 
-/// mixed_float16 needs Keras' dynamic loss scaling (LossScaleOptimizer):
-/// float16 gradients underflow without it, so such a step is refused
-/// rather than trained wrongly.
-static LogicalResult checkNoFloat16(ModelOp model) {
+/// The compute types graph-assign-precision turns into casts must be gone.
+static LogicalResult checkPrecisionAssigned(ModelOp model) {
   for (Operation &op : model.getBlock())
     if (op.hasAttr(GraphDialect::getComputeTypeAttrName()))
       return op.emitOpError("carries a compute type that no pass has "
                             "made real: run graph-assign-precision first"),
              failure();
-  // The first layer op, not a cast of an input: the message names a layer.
+  return success();
+}
+
+/// The first layer op that computes in float16 (not a cast of an input:
+/// messages name a layer), or null.
+static Operation *firstFloat16Op(ModelOp model) {
   for (Operation &op : model.getBlock())
     for (Value result : op.getResults())
       if (auto type = dyn_cast<RankedTensorType>(result.getType());
           type && type.getElementType().isF16() && !isa<CastOp>(op))
-        return emitError(
-                   op.getLoc(),
-                   "computes in float16 (Keras' mixed_float16), whose "
-                   "training needs dynamic loss scaling (Keras' "
-                   "LossScaleOptimizer), which graphc does not build yet; "
-                   "train under mixed_bfloat16 instead (graphc --precision "
-                   "mixed_bfloat16), which needs none"),
-               failure();
+        return &op;
+  return nullptr;
+}
+
+LogicalResult TrainingStepBuilder::planLossScale() {
+  // Keras' compile wraps the optimizer of a mixed_float16 model in a
+  // LossScaleOptimizer (auto_scale_loss), with its defaults; float16
+  // gradients underflow without one.
+  Operation *float16 = firstFloat16Op(model);
+  if (std::optional<llvm::APFloat> initial = training.getLossScale())
+    lossScale = {initial->convertToDouble(),
+                 training.getLossScaleGrowthSteps().value_or(2000)};
+  else if (float16)
+    lossScale = {32768.0, 2000};
+  if (!lossScale)
+    return success();
+  auto refuse = [&](StringRef what) {
+    InFlightDiagnostic diag =
+        training.emitError("dynamic loss scaling (")
+        << (float16 ? "the model computes in float16" : "a LossScaleOptimizer")
+        << ") with " << what << " is not supported";
+    if (float16)
+      diag.attachNote(float16->getLoc())
+          << "this op computes in float16; train under mixed_bfloat16 "
+             "(graphc --precision mixed_bfloat16), which needs no loss "
+             "scaling";
+    return diag;
+  };
+  if (training.getEmaMomentum())
+    return refuse("use_ema");
+  if (getOptimizerOptions(training.getOptimizer()).gradientAccumulationSteps >
+      0)
+    return refuse("gradient_accumulation_steps");
+  for (StringRef name : kLossScaleVariables)
+    if (Operation *existing = symbols.lookup(name))
+      return existing->emitError("symbol '")
+             << name << "' is taken: dynamic loss scaling keeps its state "
+             << "under that name";
   return success();
 }
 
 LogicalResult TrainingStepBuilder::run() {
-  if (failed(checkNoFloat16(model)) || failed(plan()))
+  if (failed(checkPrecisionAssigned(model)) || failed(planLossScale()) ||
+      failed(plan()))
     return failure();
   addSlotVariables();
   buildTrainStep();

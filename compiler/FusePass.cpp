@@ -488,9 +488,10 @@ static void fuseOptimizerUpdates(ArrayRef<OptimizerUpdateOp> updates) {
     ops.push_back(update);
   }
   OpBuilder builder(last);
-  auto fused = OptimizerUpdateOp::create(builder, fusedLocation(ops), newParams,
-                                         newSlots, last.getOptimizer(), params,
-                                         grads, slots, norms);
+  // The group shares its loss-scale operands (see fuseModel).
+  auto fused = OptimizerUpdateOp::create(
+      builder, fusedLocation(ops), newParams, newSlots, last.getOptimizer(),
+      params, grads, slots, norms, last.getLossScale(), last.getReplicasAttr());
   size_t param = 0, slot = 0;
   for (OptimizerUpdateOp update : updates) {
     for (Value result : update.getNewParams())
@@ -545,9 +546,16 @@ static void fuseModel(ModelOp model) {
   for (ArrayRef<Operation *> group : llvm::reverse(groups))
     fuseElementwiseGroup(group);
 
-  llvm::MapVector<Attribute, SmallVector<OptimizerUpdateOp>> updates;
-  for (OptimizerUpdateOp update : block.getOps<OptimizerUpdateOp>())
-    updates[update.getOptimizer()].push_back(update);
+  // Updates merge when they run the same optimizer under the same loss
+  // scaling: the norm that decides the skip names it (the training step
+  // gives every update the same scale, norm and iterations).
+  llvm::MapVector<std::pair<Attribute, Value>, SmallVector<OptimizerUpdateOp>>
+      updates;
+  for (OptimizerUpdateOp update : block.getOps<OptimizerUpdateOp>()) {
+    Value norm =
+        update.getLossScale().empty() ? Value() : update.getLossScale()[1];
+    updates[{update.getOptimizer(), norm}].push_back(update);
+  }
   for (auto &entry : updates)
     if (entry.second.size() >= 2)
       fuseOptimizerUpdates(entry.second);

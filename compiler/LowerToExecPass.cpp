@@ -150,6 +150,12 @@ static SmallVector<NamedAttribute> kernelAttributes(Operation *op) {
     scaleAndShift(bn.getGamma(), bn.getBeta());
   if (auto ln = dyn_cast<graph::LayerNormOp>(op))
     scaleAndShift(ln.getGamma(), ln.getBeta());
+  // Its ins end with (scale, norm, iterations) under loss scaling.
+  if (auto update = dyn_cast<graph::OptimizerUpdateOp>(op);
+      update && !update.getLossScale().empty()) {
+    Builder b(op->getContext());
+    attrs.emplace_back(b.getStringAttr("loss_scaled"), b.getI64IntegerAttr(1));
+  }
   return attrs;
 }
 

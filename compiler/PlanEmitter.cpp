@@ -313,6 +313,18 @@ private:
       add("ema_overwrite_frequency",
           static_cast<double>(training.getEmaOverwriteFrequency().value_or(0)));
     }
+    // Keras' LossScaleOptimizer given to compile: the Keras files graphrun
+    // writes keep its layout.
+    if (std::optional<llvm::APFloat> scale = training.getLossScale()) {
+      hyper.push_back(plan::CreateAttr(fbb, fbb.CreateString("loss_scale"),
+                                       plan::AttrKind::float_, 0,
+                                       scale->convertToDouble()));
+      hyper.push_back(plan::CreateAttr(
+          fbb, fbb.CreateString("loss_scale_growth_steps"),
+          plan::AttrKind::float_, 0,
+          static_cast<double>(
+              training.getLossScaleGrowthSteps().value_or(2000))));
+    }
     // Keras' reduction="sum": an epoch's short batch sums its examples'
     // losses as they are (the runtime does not scale their weights). The
     // verifier has made the outputs agree on it.

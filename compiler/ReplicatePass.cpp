@@ -276,6 +276,19 @@ struct ReplicatePass : graphc::impl::ReplicateBase<ReplicatePass> {
         if (auto grad = dyn_cast<OverlapLossGradOp>(clone);
             grad && numReplicas > 1)
           grad.setReplicasAttr(builder.getI64IntegerAttr(numReplicas));
+        // Loss scaling: each replica's gradient is its share of the global
+        // batch's (MirroredStrategy's), and the update and the reported
+        // norm undo that share of the averaged gradients.
+        if (numReplicas > 1) {
+          auto replicas = builder.getI64IntegerAttr(numReplicas);
+          if (auto scale = dyn_cast<ScaleByOp>(clone))
+            scale.setReplicasAttr(replicas);
+          if (auto next = dyn_cast<LossScaleUpdateOp>(clone))
+            next.setReplicasAttr(replicas);
+          if (auto update = dyn_cast<OptimizerUpdateOp>(clone);
+              update && !update.getLossScale().empty())
+            update.setReplicasAttr(replicas);
+        }
       }
       for (Value value : output.getOutputs())
         outputs.push_back(mapping.lookup(value));

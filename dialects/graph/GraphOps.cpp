@@ -16,6 +16,8 @@
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/CheckedArithmetic.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace mlir::graph;
 
@@ -445,6 +447,17 @@ LogicalResult TrainingOp::verify() {
     if (*frequency < 1)
       return emitOpError("needs ema_overwrite_frequency >= 1, got ")
              << *frequency;
+  }
+  if (std::optional<llvm::APFloat> scale = getLossScale()) {
+    double s = scale->convertToDouble();
+    if (!(s > 0) || !std::isfinite(s))
+      return emitOpError("needs a finite loss_scale > 0, got ") << formatF64(s);
+  }
+  if (std::optional<int64_t> steps = getLossScaleGrowthSteps()) {
+    if (!getLossScale())
+      return emitOpError("loss_scale_growth_steps needs loss_scale");
+    if (*steps < 1)
+      return emitOpError("needs loss_scale_growth_steps >= 1, got ") << *steps;
   }
   return success();
 }
@@ -1904,6 +1917,54 @@ LogicalResult OptimizerUpdateOp::verify() {
            << n << "), got " << getNorms().size();
   if (!clipsByNorm && !getNorms().empty())
     return emitOpError("takes norms only with clipnorm or global_clipnorm");
+  if (!getLossScale().empty()) {
+    if (getLossScale().size() != 3)
+      return emitOpError("takes loss_scale as (scale, norm, iterations), got ")
+             << getLossScale().size() << " operand(s)";
+    for (Value v : getLossScale())
+      if (cast<RankedTensorType>(v.getType()).getNumElements() != 1)
+        return emitOpError("loss_scale operand ")
+               << v.getType() << " must hold one element";
+    if (options.gradientAccumulationSteps > 0)
+      return emitOpError("cannot both accumulate gradients and scale the "
+                         "loss (Keras' LossScaleOptimizer does not take "
+                         "gradient_accumulation_steps either)");
+  }
+  return success();
+}
+
+/// Whether `value`'s type holds one element.
+static bool holdsOneElement(Value value) {
+  auto type = dyn_cast<RankedTensorType>(value.getType());
+  return type && type.hasStaticShape() && type.getNumElements() == 1;
+}
+
+LogicalResult ScaleByOp::verify() {
+  if (!holdsOneElement(getScale()))
+    return emitOpError("needs a scale of one element, got ")
+           << getScale().getType();
+  return success();
+}
+
+LogicalResult ScaleByOp::inferReturnTypes(MLIRContext *,
+                                          std::optional<Location>,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &results) {
+  results.push_back(adaptor.getInput().getType());
+  return success();
+}
+
+LogicalResult
+LossScaleUpdateOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                    Adaptor adaptor,
+                                    SmallVectorImpl<Type> &results) {
+  for (Value v : {adaptor.getScale(), adaptor.getCounter(),
+                  adaptor.getIterations(), adaptor.getNorm()}) {
+    if (!holdsOneElement(v))
+      return emitOptionalError(loc, "graph.loss_scale_update: operand ",
+                               v.getType(), " must hold one element");
+    results.push_back(v.getType());
+  }
   return success();
 }
 

@@ -181,12 +181,21 @@ def Graph_TrainingOp : Graph_Op<"training", [HasParent<"::mlir::ModuleOp">,
     take the average every N-th step; at the end of training the runtime
     replaces the variables with their averages, as Keras' fit does
     (`finalize_variable_values`).
+
+    `loss_scale` (Keras' LossScaleOptimizer, which compile wraps around the
+    optimizer of a mixed_float16 model) is the initial dynamic loss scale
+    and `loss_scale_growth_steps` the finite steps after which it doubles.
+    graph-build-training-step scales the loss of a model that computes in
+    float16 even without them (Keras' defaults: 2^15 and 2000); with them it
+    scales any model's.
   }];
   let arguments = (ins FlatSymbolRefAttr:$model,
                        TypedArrayAttrBase<Graph_OutputLossAttr,
                                           "one #graph.output_loss per output">:$losses,
                        OptionalAttr<F64Attr>:$ema_momentum,
                        OptionalAttr<I64Attr>:$ema_overwrite_frequency,
+                       OptionalAttr<F64Attr>:$loss_scale,
+                       OptionalAttr<I64Attr>:$loss_scale_growth_steps,
                        AnyAttrOf<[Graph_SGDAttr, Graph_AdamAttr,
                                   Graph_RMSpropAttr, Graph_AdagradAttr,
                                   Graph_AdamaxAttr, Graph_NadamAttr]>:$optimizer,
@@ -195,6 +204,8 @@ def Graph_TrainingOp : Graph_Op<"training", [HasParent<"::mlir::ModuleOp">,
     $model `losses` `=` $losses
     (`ema_momentum` `=` $ema_momentum^)?
     (`ema_overwrite_frequency` `=` $ema_overwrite_frequency^)?
+    (`loss_scale` `=` $loss_scale^)?
+    (`loss_scale_growth_steps` `=` $loss_scale_growth_steps^)?
     `optimizer` `=` $optimizer
     `global_batch_size` `=` $global_batch_size attr-dict
   }];
@@ -1376,6 +1387,18 @@ def Graph_OptimizerUpdateOp : Graph_Op<"optimizer_update", [Pure,
     `clipvalue` the gradient is clipped to `[-c, c]`, and with
     `weight_decay` the variable first becomes `var - var * wd * lr`.
 
+    Under dynamic loss scaling (Keras' LossScaleOptimizer) `loss_scale` is
+    `(scale, norm, iterations)`, each one element: the scale this step's
+    loss was multiplied by, the `graph.global_norm` of the (scaled,
+    all-reduced) gradients, and the updates applied so far. When the norm
+    is not finite the update is skipped (every result is its operand);
+    otherwise each gradient (and each clipping norm) is first divided by
+    the scale, and the step count of the bias corrections and of the
+    learning-rate schedule is `iterations + 1` (Keras' inner optimizer
+    counts only the updates it applied) in place of the global step. With
+    `replicas` N (dist-replicate sets it) the divisor is `scale / N`: the
+    replicas' gradients were scaled by it (graph.scale_by) and averaged.
+
     ```mlir
     %p, %m, %v = graph.optimizer_update #graph.adam<...>
         params(%w : tensor<3xf32>) grads(%g : tensor<3xf32>)
@@ -1389,14 +1412,17 @@ def Graph_OptimizerUpdateOp : Graph_Op<"optimizer_update", [Pure,
                        Variadic<Graph_FloatTensor>:$params,
                        Variadic<Graph_FloatTensor>:$grads,
                        Variadic<Graph_FloatTensor>:$slots,
-                       Variadic<Graph_Scalar>:$norms);
+                       Variadic<Graph_Scalar>:$norms,
+                       Variadic<Graph_FloatTensor>:$loss_scale,
+                       OptionalAttr<I64Attr>:$replicas);
   let results = (outs Variadic<Graph_FloatTensor>:$new_params,
                       Variadic<Graph_FloatTensor>:$new_slots);
   let assemblyFormat = [{
     $optimizer `params` `(` $params `:` type($params) `)`
     `grads` `(` $grads `:` type($grads) `)`
     `slots` `(` ($slots^ `:` type($slots))? `)`
-    (`norms` `(` $norms^ `:` type($norms) `)`)? attr-dict
+    (`norms` `(` $norms^ `:` type($norms) `)`)?
+    (`loss_scale` `(` $loss_scale^ `:` type($loss_scale) `)`)? attr-dict
     `->` `(` type($new_params) `)` (`,` `(` type($new_slots)^ `)`)?
   }];
   let hasVerifier = 1;
@@ -1421,6 +1447,56 @@ def Graph_GlobalNormOp : Graph_Op<"global_norm", [Pure, InferTypeOpAdaptor]> {
   let results = (outs Graph_Scalar:$norm);
   let assemblyFormat = [{
     $inputs attr-dict `:` type($inputs) `->` type($norm)
+  }];
+}
+
+def Graph_ScaleByOp : Graph_Op<"scale_by", [Pure, InferTypeOpAdaptor]> {
+  let summary = "x * s, for a tensor s of one element";
+  let description = [{
+    The loss gradient times the dynamic loss scale (Keras'
+    LossScaleOptimizer.scale_loss, taken through the loss's gradient): the
+    scale is a variable, read each step, so not an attribute.
+
+    With `replicas` N (dist-replicate sets it) the product is divided by N:
+    a replica's gradient is then its share of the global batch's, as each
+    replica's under MirroredStrategy (whose loss is divided by the global
+    batch), so float16 overflows where TensorFlow's does; the all-reduce's
+    mean of them, times N, is TensorFlow's sum (see optimizer_update).
+  }];
+  let arguments = (ins Graph_FloatTensor:$input, Graph_FloatTensor:$scale,
+                       OptionalAttr<I64Attr>:$replicas);
+  let results = (outs Graph_FloatTensor:$output);
+  let assemblyFormat = [{
+    $input `,` $scale attr-dict `:` type($input) `,` type($scale)
+  }];
+  let hasVerifier = 1;
+}
+
+def Graph_LossScaleUpdateOp : Graph_Op<"loss_scale_update", [Pure,
+    InferTypeOpAdaptor]> {
+  let summary = "Keras' dynamic loss scale after a step";
+  let description = [{
+    keras/src/optimizers/loss_scale_optimizer.py: with `norm` (the
+    `graph.global_norm` of the step's scaled gradients) finite, the step
+    counter counts up and, at `growth_steps`, restarts while the scale
+    doubles; `iterations` (the updates applied) counts up. With it not
+    finite (the update was skipped), the scale halves and the counter
+    restarts. `grad_norm` is the norm divided by the scale: that of the
+    gradients the optimizer applies (with `replicas` N, divided by scale /
+    N, as optimizer_update divides). Every operand holds one element; the
+    results have the operands' types (scale, counter, iterations, norm).
+  }];
+  let arguments = (ins Graph_FloatTensor:$scale, Graph_FloatTensor:$counter,
+                       Graph_FloatTensor:$iterations, Graph_FloatTensor:$norm,
+                       ConfinedAttr<I64Attr, [IntPositive]>:$growth_steps,
+                       OptionalAttr<I64Attr>:$replicas);
+  let results = (outs Graph_FloatTensor:$new_scale,
+                      Graph_FloatTensor:$new_counter,
+                      Graph_FloatTensor:$new_iterations,
+                      Graph_FloatTensor:$grad_norm);
+  let assemblyFormat = [{
+    $scale `,` $counter `,` $iterations `,` $norm attr-dict `:`
+    type($scale) `,` type($counter) `,` type($iterations) `,` type($norm)
   }];
 }
 

@@ -1602,9 +1602,17 @@ ModelBuilder::finish(llvm::ArrayRef<Tensor> outputs,
         emaFrequency =
             builder.getI64IntegerAttr(training->ema_overwrite_frequency);
     }
+    mlir::FloatAttr lossScale;
+    mlir::IntegerAttr growthSteps;
+    if (training->loss_scale) {
+      lossScale = builder.getF64FloatAttr(training->loss_scale->initial_scale);
+      growthSteps =
+          builder.getI64IntegerAttr(training->loss_scale->dynamic_growth_steps);
+    }
     TrainingOp::create(builder, training->loc.value_or(baseLoc),
                        model.getSymName(), builder.getArrayAttr(losses),
-                       emaMomentum, emaFrequency, optimizer, batchSize);
+                       emaMomentum, emaFrequency, lossScale, growthSteps,
+                       optimizer, batchSize);
   }
   if (mlir::failed(mlir::verify(*module)))
     return nullptr;

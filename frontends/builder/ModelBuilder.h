@@ -457,6 +457,14 @@ struct Training {
   std::optional<double> ema_momentum;
   int64_t ema_overwrite_frequency = 0;
   Optimizer optimizer = Adam{};
+  /// Keras' LossScaleOptimizer around `optimizer`: its initial_scale and
+  /// dynamic_growth_steps (unset: loss scaling only where the model
+  /// computes in float16, with Keras' defaults).
+  struct LossScale {
+    double initial_scale = 32768.0;
+    int64_t dynamic_growth_steps = 2000;
+  };
+  std::optional<LossScale> loss_scale;
   /// Where diagnostics about the training (a loss that does not fit the
   /// output) point: the importer passes the output layer. The model's
   /// location if unset.

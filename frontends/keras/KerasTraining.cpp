@@ -403,10 +403,65 @@ LogicalResult readSchedule(ConfigReader &optimizer,
   return c.checkNoOtherFields();
 }
 
-LogicalResult readOptimizer(ConfigReader &compile,
-                            std::optional<builder::Optimizer> &out,
-                            builder::Training &training) {
-  const json::Value *field = compile.getSet("optimizer");
+static LogicalResult readOptimizerField(ConfigReader &parent,
+                                        llvm::StringRef key, bool wrapped,
+                                        std::optional<builder::Optimizer> &out,
+                                        builder::Training &training);
+
+/// Keras' LossScaleOptimizer (Keras 3: inner_optimizer, initial_scale,
+/// dynamic_growth_steps; tf.keras 2 adds `dynamic`, which must be true, as
+/// Keras 3 requires): the inner optimizer, and dynamic loss scaling.
+static LogicalResult
+readLossScaleOptimizer(ConfigReader &object,
+                       std::optional<builder::Optimizer> &out,
+                       builder::Training &training) {
+  object.ignore("module");
+  object.ignore("registered_name");
+  std::unique_ptr<ConfigReader> config = object.child("config");
+  if (!config)
+    return failure();
+  ConfigReader &c = *config;
+  builder::Training::LossScale scale;
+  if (failed(c.readDouble("initial_scale", scale.initial_scale)))
+    return failure();
+  if (!(scale.initial_scale > 0) || !std::isfinite(scale.initial_scale))
+    return c.unsupportedValue("initial_scale", "expected a number > 0");
+  if (const json::Value *steps = c.getSet("dynamic_growth_steps")) {
+    std::optional<int64_t> n = steps->getAsInteger();
+    if (!n || *n < 1)
+      return c.unsupportedValue("dynamic_growth_steps",
+                                "expected an integer >= 1");
+    scale.dynamic_growth_steps = *n;
+  }
+  bool dynamic = true;
+  if (failed(c.readBool("dynamic", dynamic)))
+    return failure();
+  if (!dynamic)
+    return c.unsupportedValue("dynamic",
+                              "a fixed loss scale is not supported; Keras 3 "
+                              "refuses dynamic=False too");
+  c.ignore("name");
+  if (!c.getSet("inner_optimizer"))
+    return c.error("inner_optimizer", "a LossScaleOptimizer needs the "
+                                      "optimizer it wraps");
+  if (failed(readOptimizerField(c, "inner_optimizer", /*wrapped=*/true, out,
+                                training)))
+    return failure();
+  training.loss_scale = scale;
+  if (failed(c.checkNoOtherFields()))
+    return failure();
+  return object.checkNoOtherFields();
+}
+
+/// The optimizer in `parent`'s field `key`: a name, or an object whose
+/// class is one of Keras' optimizers or (not `wrapped`) a
+/// LossScaleOptimizer around one.
+static LogicalResult readOptimizerField(ConfigReader &parent,
+                                        llvm::StringRef key, bool wrapped,
+                                        std::optional<builder::Optimizer> &out,
+                                        builder::Training &training) {
+  ConfigReader &compile = parent;
+  const json::Value *field = compile.getSet(key);
   if (!field)
     return success();
   auto kindOf = [](llvm::StringRef name) -> std::optional<builder::Optimizer> {
@@ -436,18 +491,20 @@ LogicalResult readOptimizer(ConfigReader &compile,
   if (std::optional<llvm::StringRef> name = field->getAsString()) {
     out = kindOf(*name);
     if (!out)
-      return compile.error("optimizer", "unsupported optimizer '" + *name +
-                                            "' (" + expected + ")");
+      return compile.error(key, "unsupported optimizer '" + *name + "' (" +
+                                    expected + ")");
     return success();
   }
-  std::unique_ptr<ConfigReader> object = compile.child("optimizer");
+  std::unique_ptr<ConfigReader> object = compile.child(key);
   std::string className;
   if (!object || failed(object->readString("class_name", className, true)))
     return failure();
+  if (className == "LossScaleOptimizer" && !wrapped)
+    return readLossScaleOptimizer(*object, out, training);
   out = kindOf(className);
   if (!out)
-    return compile.error("optimizer", "unsupported optimizer '" + className +
-                                          "' (" + expected + ")");
+    return compile.error(key, "unsupported optimizer '" + className + "' (" +
+                                  expected + ")");
   object->ignore("module");
   object->ignore("registered_name");
   if (!object->getSet("config"))
@@ -595,6 +652,13 @@ LogicalResult readOptimizer(ConfigReader &compile,
       failed(c.checkNoOtherFields()))
     return failure();
   return object->checkNoOtherFields();
+}
+
+LogicalResult readOptimizer(ConfigReader &compile,
+                            std::optional<builder::Optimizer> &out,
+                            builder::Training &training) {
+  return readOptimizerField(compile, "optimizer", /*wrapped=*/false, out,
+                            training);
 }
 
 /// The metric a Keras name means (keras.metrics.get: a function's name, a

@@ -413,25 +413,27 @@ std::vector<std::vector<std::string>> slotGroups(const plan::Plan &plan) {
   return groups;
 }
 
-Status writeOptimizer(MemoryH5 &h5, const KerasModel &model,
-                      const MirroredVariables &variables,
-                      const KerasModelState &state) {
+/// A one-element variable of the plan as a number (0 when it has none).
+double scalarVariable(const MirroredVariables &variables,
+                      const std::string &name, Status &status) {
+  int v = variables.find(name);
+  if (v < 0)
+    return 0;
+  std::vector<float> values;
+  status = readFloats(variables, v, values);
+  return status && !values.empty() ? values[0] : 0;
+}
+
+/// Keras' optimizer variables in `vars` (at `path`), counted on from
+/// `index`: iterations, the learning rate unless a schedule sets it, the
+/// slots, Nadam's u_product.
+Status writeOptimizerVariables(MemoryH5 &h5, Hid &vars, const std::string &path,
+                               int &index, const KerasModel &model,
+                               const MirroredVariables &variables,
+                               const KerasModelState &state,
+                               int64_t iterations) {
   const plan::Plan &plan = *state.plan;
-  const std::string path = "optimizer/vars";
-  Hid vars;
-  if (Status s = h5.group(path, vars); !s)
-    return s;
-  const plan::OptimizerKind kind = plan.training()->optimizer();
-  if (Status s = h5.stringAttribute(
-          vars.get(), path, "name",
-          optimizerName(kind,
-                        trainingHyperParameter(plan, "weight_decay", 0) != 0 &&
-                            kind == plan::OptimizerKind::adam));
-      !s)
-    return s;
-  int index = 0;
   auto next = [&]() { return std::to_string(index++); };
-  int64_t iterations = state.iterations;
   if (Status s =
           h5.dataset(vars.get(), path, next(), H5T_STD_I64LE, {}, &iterations);
       !s)
@@ -461,7 +463,7 @@ Status writeOptimizer(MemoryH5 &h5, const KerasModel &model,
           return st;
       }
   // Nadam's u_product, a function of the step (LearningRateSchedule.h).
-  if (kind == plan::OptimizerKind::nadam) {
+  if (plan.training()->optimizer() == plan::OptimizerKind::nadam) {
     float product = static_cast<float>(
         nadamUProduct(trainingHyperParameter(plan, "beta_1", 0.9), iterations));
     if (Status s =
@@ -470,6 +472,74 @@ Status writeOptimizer(MemoryH5 &h5, const KerasModel &model,
       return s;
   }
   return Status::ok();
+}
+
+/// The optimizer as Keras' saving_lib writes it. Under dynamic loss scaling
+/// Keras' iterations are the updates applied (optimizer/iterations), not
+/// the steps run. A model compiled with a LossScaleOptimizer (the plan's
+/// `loss_scale`) is written in its layout: optimizer/vars holds its own
+/// iterations and learning rate (both unused, 0), step_counter and
+/// dynamic_scale, then the inner optimizer's variables, which
+/// optimizer/inner_optimizer/vars holds again. A mixed_float16 model whose
+/// compile_config names the plain optimizer (Keras' auto_scale_loss, which
+/// load_model does not redo) gets the plain layout, without the scale.
+Status writeOptimizer(MemoryH5 &h5, const KerasModel &model,
+                      const MirroredVariables &variables,
+                      const KerasModelState &state) {
+  const plan::Plan &plan = *state.plan;
+  const plan::OptimizerKind kind = plan.training()->optimizer();
+  const std::string innerName = optimizerName(
+      kind, trainingHyperParameter(plan, "weight_decay", 0) != 0 &&
+                kind == plan::OptimizerKind::adam);
+  Status status = Status::ok();
+  int64_t iterations = state.iterations;
+  if (variables.find("optimizer/iterations") >= 0)
+    iterations = static_cast<int64_t>(
+        scalarVariable(variables, "optimizer/iterations", status));
+  if (!status)
+    return status;
+  const bool wrapped = trainingHyperParameter(plan, "loss_scale", 0) > 0;
+  std::string path = "optimizer/vars";
+  Hid vars;
+  if (Status s = h5.group(path, vars); !s)
+    return s;
+  if (Status s = h5.stringAttribute(
+          vars.get(), path, "name",
+          wrapped ? std::string("loss_scale_optimizer") : innerName);
+      !s)
+    return s;
+  int index = 0;
+  if (wrapped) {
+    auto next = [&]() { return std::to_string(index++); };
+    int64_t zero = 0;
+    float rate = 0.0f;
+    auto counter = static_cast<int64_t>(
+        scalarVariable(variables, "optimizer/step_counter", status));
+    auto scale = static_cast<float>(
+        scalarVariable(variables, "optimizer/dynamic_scale", status));
+    if (!status)
+      return status;
+    for (Status s :
+         {h5.dataset(vars.get(), path, next(), H5T_STD_I64LE, {}, &zero),
+          h5.dataset(vars.get(), path, next(), H5T_IEEE_F32LE, {}, &rate),
+          h5.dataset(vars.get(), path, next(), H5T_STD_I64LE, {}, &counter),
+          h5.dataset(vars.get(), path, next(), H5T_IEEE_F32LE, {}, &scale)})
+      if (!s)
+        return s;
+  }
+  if (Status s = writeOptimizerVariables(h5, vars, path, index, model,
+                                         variables, state, iterations);
+      !s || !wrapped)
+    return s;
+  path = "optimizer/inner_optimizer/vars";
+  Hid inner;
+  if (Status s = h5.group(path, inner); !s)
+    return s;
+  if (Status s = h5.stringAttribute(inner.get(), path, "name", innerName); !s)
+    return s;
+  index = 0;
+  return writeOptimizerVariables(h5, inner, path, index, model, variables,
+                                 state, iterations);
 }
 
 Status kerasWeightsImage(const MirroredVariables &variables,

@@ -382,6 +382,8 @@ Status MetricsFileHook::afterStep(const StepContext &ctx) {
   out_ << "{\"step\": " << ctx.step << ", \"loss\": " << jsonNumber(ctx.loss);
   for (const auto &[name, value] : ctx.metrics)
     out_ << ", \"" << name << "\": " << jsonNumber(value);
+  if (!std::isnan(ctx.lossScale))
+    out_ << ", \"loss_scale\": " << jsonNumber(ctx.lossScale);
   out_ << ", \"seconds\": " << jsonNumber(seconds) << "}\n";
   return flushLines(out_, name_);
 }

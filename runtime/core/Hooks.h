@@ -193,6 +193,10 @@ private:
   Mode mode_;
   /// The plan's step has a `grad_norm` output (SessionInfo::outputs).
   bool hasNorm_ = true;
+  /// It scales its loss (a `loss_scale` output): a non-finite gradient
+  /// norm is then a step the optimizer skipped, as Keras'
+  /// LossScaleOptimizer does, not a divergence; the loss still vouches.
+  bool lossScaled_ = false;
   /// Mode::everyTensor, or a step without a gradient norm.
   bool everyStep_ = false;
   std::vector<float> scratch_;

@@ -62,6 +62,8 @@ Status NanGuardHook::scan(Finding &out) {
 Status NanGuardHook::begin(const SessionInfo &info) {
   hasNorm_ = std::find(info.outputs.begin(), info.outputs.end(), "grad_norm") !=
              info.outputs.end();
+  lossScaled_ = std::find(info.outputs.begin(), info.outputs.end(),
+                          "loss_scale") != info.outputs.end();
   everyStep_ = mode_ == Mode::everyTensor || !hasNorm_;
   int64_t largest = 0;
   for (int v = 0; v < variables_.count(); ++v)
@@ -95,7 +97,8 @@ Status NanGuardHook::afterStep(const StepContext &ctx) {
         break;
       }
   }
-  if (output.empty() && hasNorm_ && !std::isfinite(ctx.gradNorm)) {
+  if (output.empty() && hasNorm_ && !lossScaled_ &&
+      !std::isfinite(ctx.gradNorm)) {
     output = "gradient norm";
     outputValue = ctx.gradNorm;
   }

@@ -141,6 +141,7 @@ void Session::readOutputs(const StepResult &result,
   ctx.metricStates.clear();
   ctx.loss = result.value("loss");
   ctx.gradNorm = result.value("grad_norm");
+  ctx.lossScale = result.value("loss_scale");
   for (size_t m = 0; m < specs_.size(); ++m) {
     const MetricSpec &spec = specs_[m];
     std::vector<double> state =

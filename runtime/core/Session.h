@@ -28,6 +28,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <string>
 #include <utility>
@@ -100,6 +101,11 @@ struct StepContext {
   /// program's `grad_norm` output), NaN when the program has none. Finite
   /// exactly when every gradient is: the NaN guard reads it.
   double gradNorm = 0;
+  /// After the step: the loss scale it left (its `loss_scale` output: Keras'
+  /// LossScaleOptimizer.dynamic_scale after the batch), NaN when it scales
+  /// no loss. A step whose gradients were not finite applied no update and
+  /// halved it.
+  double lossScale = std::numeric_limits<double>::quiet_NaN();
   /// After the step: how many workers had a hook voting to stop
   /// (Hook::votesToStop) as the step finished: the same count on every
   /// worker, so that all stop after the same step.

@@ -77,12 +77,15 @@ Status loadPlan(const std::string &path, LoadedPlan &out);
 Status verifyPlan(const uint8_t *data, size_t size, const std::string &name,
                   const plan::Plan *&out);
 
-/// Whether `name` is an optimizer slot's: slots are named
-/// "<variable>/<slot>" (conv2d/kernel/m), so a name whose part before its
-/// last '/' names a variable (`isVariable(prefix)`) is one. Weights files
-/// and parameter counts leave slots out.
+/// Whether `name` is the optimizer's: slots are named "<variable>/<slot>"
+/// (conv2d/kernel/m), so a name whose part before its last '/' names a
+/// variable (`isVariable(prefix)`) is one; the optimizer's own state
+/// (dynamic loss scaling's optimizer/dynamic_scale, ...) starts with
+/// "optimizer/". Weights files and parameter counts leave them out.
 template <typename IsVariable>
 bool isOptimizerSlotName(std::string_view name, IsVariable &&isVariable) {
+  if (name.starts_with("optimizer/"))
+    return true;
   size_t slash = name.rfind('/');
   return slash != std::string_view::npos && isVariable(name.substr(0, slash));
 }

@@ -30,6 +30,12 @@ after it), trained with model.fit for 1 epoch on 24 examples at batch 8
                           float32), Adam(0.01)
   mlp_float16             mixed_float16, mlp_bfloat16's model, SGD(0.1)
                           (wrapped in a LossScaleOptimizer by compile)
+  mlp_float16_skips       mixed_float16, the same model, 128 examples (16
+                          steps), LossScaleOptimizer(Adam(0.01),
+                          initial_scale=2**20, dynamic_growth_steps=2)
+                          given to compile: the first steps overflow float16
+                          and are skipped, the scale halves down, then
+                          doubles every 2 finite steps and overflows again
 
 Writes to DIR:
 
@@ -39,9 +45,10 @@ Writes to DIR:
   CASE/init.safetensors      every variable before fit (float32)
   CASE/expected.safetensors  every variable after it
   CASE/history.json          fit's epoch logs (loss, accuracy)
-  mlp_float16/loss_scale.json  the LossScaleOptimizer's settings, and its
+  mlp_float16*/loss_scale.json  the LossScaleOptimizer's settings, its
                              dynamic_scale, step_counter and iterations
-                             after fit
+                             after fit, and after each batch ("batches":
+                             the scale and iterations after it)
 
 It also trains each bfloat16 case's model again in float32 from the same
 init and prints how far the mixed precision weights are from it (nothing
@@ -103,9 +110,12 @@ def cnn(keras):
 
 def cases(keras):
     """name -> (policy, model maker, optimizer maker, input shape, scale of
-    x). x ~ N(0, scale^2): the MLP's pre-activations and the CNN's
-    convolutions come out O(1)."""
+    x[, examples]). x ~ N(0, scale^2): the MLP's pre-activations and the
+    CNN's convolutions come out O(1)."""
     sgd = lambda: keras.optimizers.SGD(learning_rate=0.1)  # noqa: E731
+    skips = lambda: keras.optimizers.LossScaleOptimizer(  # noqa: E731
+        keras.optimizers.Adam(learning_rate=0.01), initial_scale=2.0**20,
+        dynamic_growth_steps=2)
     return {
         "mlp_bfloat16": ("mixed_bfloat16", lambda: mlp(keras, True), sgd,
                          (5,), 1.0),
@@ -116,19 +126,30 @@ def cases(keras):
                          (8, 8, 1), 1.0),
         "mlp_float16": ("mixed_float16", lambda: mlp(keras, True), sgd,
                         (5,), 1.0),
+        "mlp_float16_skips": ("mixed_float16", lambda: mlp(keras, True),
+                              skips, (5,), 1.0, 128),
     }
 
 
-def train(keras, policy, make, optimizer, data, init=None):
-    """A model made and compiled under `policy` (float32 again after),
-    given `init`'s variables if any: (model, variables before, history)."""
+def train(keras, policy, make, optimizer, data, init=None, strategy=None):
+    """A model made and compiled under `policy` (float32 again after), in
+    `strategy`'s scope if any, given `init`'s variables if any: (model,
+    variables before, history)."""
     keras.backend.clear_session()
     keras.mixed_precision.set_global_policy(policy)
     try:
-        model = make()
-        model.compile(optimizer=optimizer(),
-                      loss=keras.losses.SparseCategoricalCrossentropy(),
-                      metrics=["accuracy"])
+        if strategy is not None:
+            with strategy.scope():
+                model = make()
+                model.compile(
+                    optimizer=optimizer(),
+                    loss=keras.losses.SparseCategoricalCrossentropy(),
+                    metrics=["accuracy"])
+        else:
+            model = make()
+            model.compile(optimizer=optimizer(),
+                          loss=keras.losses.SparseCategoricalCrossentropy(),
+                          metrics=["accuracy"])
     finally:
         keras.mixed_precision.set_global_policy("float32")
     if init is not None:
@@ -137,12 +158,27 @@ def train(keras, policy, make, optimizer, data, init=None):
                 w.assign(init[layer.name + "/" + w.name])
     before = variables(model)
     keras.utils.set_random_seed(5)
+    batches = []
+
+    class Scale(keras.callbacks.Callback):
+        """The loss scale and iterations after each batch."""
+
+        def on_train_batch_end(self, batch, logs=None):
+            opt = self.model.optimizer
+            if hasattr(opt, "dynamic_scale"):
+                batches.append(
+                    {"dynamic_scale": float(opt.dynamic_scale.numpy()),
+                     "step_counter": int(opt.step_counter.numpy()),
+                     "iterations": int(opt.iterations.numpy())})
+
     history = model.fit(data["x"], data["y"], batch_size=BATCH,
-                        epochs=EPOCHS, shuffle=False, verbose=0)
+                        epochs=EPOCHS, shuffle=False, verbose=0,
+                        callbacks=[Scale()])
+    history.batches = batches
     return model, before, history
 
 
-def loss_scale(optimizer):
+def loss_scale(optimizer, batches):
     """The LossScaleOptimizer's settings and dynamic scale."""
     return {"class": type(optimizer).__name__,
             "inner_optimizer": type(optimizer.inner_optimizer).__name__,
@@ -150,7 +186,8 @@ def loss_scale(optimizer):
             "dynamic_growth_steps": int(optimizer.dynamic_growth_steps),
             "dynamic_scale": float(optimizer.dynamic_scale.numpy()),
             "step_counter": int(optimizer.step_counter.numpy()),
-            "iterations": int(optimizer.iterations.numpy())}
+            "iterations": int(optimizer.iterations.numpy()),
+            "batches": batches}
 
 
 def compare(name, init, mixed, f32):
@@ -175,15 +212,22 @@ def main():
     # The CPU only (tensorflow-cpu has no GPU anyway).
     os.environ.setdefault("CUDA_VISIBLE_DEVICES", "-1")
     os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+    import tensorflow as tf
+    # Two logical CPUs for MirroredStrategy (before TensorFlow starts).
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    tf.config.set_logical_device_configuration(
+        cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
     import keras
 
-    for name, (policy, make, optimizer, shape, scale) in cases(keras).items():
+    for name, case in cases(keras).items():
         if only and name not in only:
             continue
+        policy, make, optimizer, shape, scale = case[:5]
+        examples = case[5] if len(case) > 5 else EXAMPLES
         rng = np.random.default_rng(sum(map(ord, name)))
-        data = {"x": (scale * rng.normal(0.0, 1.0, (EXAMPLES,) + shape)
+        data = {"x": (scale * rng.normal(0.0, 1.0, (examples,) + shape)
                       ).astype(np.float32),
-                "y": rng.integers(0, CLASSES, EXAMPLES).astype(np.int32)}
+                "y": rng.integers(0, CLASSES, examples).astype(np.int32)}
         out = os.path.join(directory, name)
         os.makedirs(out, exist_ok=True)
         np.savez(os.path.join(out, "data.npz"), **data)
@@ -212,9 +256,27 @@ def main():
         if policy == "mixed_float16":
             scaled = model.optimizer
             assert type(scaled).__name__ == "LossScaleOptimizer", scaled
+            state = loss_scale(scaled, history.batches)
             with open(os.path.join(out, "loss_scale.json"), "w") as f:
-                json.dump(loss_scale(scaled), f, indent=1)
-            print(name, "loss scale", loss_scale(scaled))
+                json.dump(state, f, indent=1)
+            print(name, "loss scale", state)
+            if name.endswith("_skips"):
+                # The same fit under MirroredStrategy on 2 logical CPUs is
+                # no oracle: Keras 3.x's LossScaleOptimizer (TensorFlow
+                # path) decides finiteness on replica 0's gradients before
+                # they are all-reduced, so a step that overflows on replica
+                # 1 only is applied and NaN enters the weights. Printed,
+                # not written.
+                strategy = tf.distribute.MirroredStrategy(
+                    ["/cpu:0", "/cpu:1"])
+                mirrored, _, mhistory = train(keras, policy, make, optimizer,
+                                              data, init=before,
+                                              strategy=strategy)
+                finite = all(bool(np.isfinite(v).all())
+                             for v in variables(mirrored).values())
+                print(name, "MirroredStrategy: loss scale after each batch",
+                      [b["dynamic_scale"] for b in mhistory.batches],
+                      "weights finite:", finite)
         else:
             f32_model, _, f32_history = train(keras, "float32", make,
                                               optimizer, data, init=before)

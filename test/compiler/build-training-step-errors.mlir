@@ -171,3 +171,59 @@ graph.model @m {
   graph.output %0 : tensor<4x2xf32>
 }
 graph.training @m losses = [#graph.output_loss<kind = categorical_crossentropy>] optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.0, nesterov = false> global_batch_size = 4
+
+// -----
+
+// Dynamic loss scaling (a float16 model) with use_ema: refused, naming the
+// float16 op.
+graph.variable @"dense/kernel" : tensor<3x2xf32> = #graph.init<glorot_uniform>
+graph.model @m {
+  %x = graph.input "input_layer" : tensor<4x3xf32>
+  %xh = graph.cast %x : tensor<4x3xf32> -> tensor<4x3xf16>
+  %k = graph.read_variable @"dense/kernel" : tensor<3x2xf32>
+  %kh = graph.cast %k : tensor<3x2xf32> -> tensor<3x2xf16>
+  // expected-note@+1 {{this op computes in float16; train under mixed_bfloat16 (graphc --precision mixed_bfloat16), which needs no loss scaling}}
+  %0 = graph.dense %xh, %kh : (tensor<4x3xf16>, tensor<3x2xf16>) -> tensor<4x2xf16>
+  %1 = graph.cast %0 : tensor<4x2xf16> -> tensor<4x2xf32>
+  graph.output %1 : tensor<4x2xf32>
+}
+// expected-error@+1 {{dynamic loss scaling (the model computes in float16) with use_ema is not supported}}
+graph.training @m losses = [#graph.output_loss<kind = categorical_crossentropy, from_logits = true>] ema_momentum = 0.99 optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.0, nesterov = false> global_batch_size = 4
+
+// -----
+
+// A LossScaleOptimizer with gradient accumulation: refused (Keras'
+// LossScaleOptimizer does not take it either).
+graph.variable @"dense/kernel" : tensor<3x2xf32> = #graph.init<glorot_uniform>
+graph.model @m {
+  %x = graph.input "input_layer" : tensor<4x3xf32>
+  %k = graph.read_variable @"dense/kernel" : tensor<3x2xf32>
+  %0 = graph.dense %x, %k : (tensor<4x3xf32>, tensor<3x2xf32>) -> tensor<4x2xf32>
+  graph.output %0 : tensor<4x2xf32>
+}
+// expected-error@+1 {{dynamic loss scaling (a LossScaleOptimizer) with gradient_accumulation_steps is not supported}}
+graph.training @m losses = [#graph.output_loss<kind = categorical_crossentropy, from_logits = true>] loss_scale = 8.0 optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.0, nesterov = false, gradient_accumulation_steps = 2> global_batch_size = 4
+
+// -----
+
+graph.variable @"dense/kernel" : tensor<3x2xf32> = #graph.init<glorot_uniform>
+graph.model @m {
+  %x = graph.input "input_layer" : tensor<4x3xf32>
+  %k = graph.read_variable @"dense/kernel" : tensor<3x2xf32>
+  %0 = graph.dense %x, %k : (tensor<4x3xf32>, tensor<3x2xf32>) -> tensor<4x2xf32>
+  graph.output %0 : tensor<4x2xf32>
+}
+// expected-error@+1 {{loss_scale_growth_steps needs loss_scale}}
+graph.training @m losses = [#graph.output_loss<kind = categorical_crossentropy, from_logits = true>] loss_scale_growth_steps = 5 optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.0, nesterov = false> global_batch_size = 4
+
+// -----
+
+graph.variable @"dense/kernel" : tensor<3x2xf32> = #graph.init<glorot_uniform>
+graph.model @m {
+  %x = graph.input "input_layer" : tensor<4x3xf32>
+  %k = graph.read_variable @"dense/kernel" : tensor<3x2xf32>
+  %0 = graph.dense %x, %k : (tensor<4x3xf32>, tensor<3x2xf32>) -> tensor<4x2xf32>
+  graph.output %0 : tensor<4x2xf32>
+}
+// expected-error@+1 {{needs a finite loss_scale > 0, got 0}}
+graph.training @m losses = [#graph.output_loss<kind = categorical_crossentropy, from_logits = true>] loss_scale = 0.0 optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.0, nesterov = false> global_batch_size = 4

@@ -333,9 +333,9 @@ graph.model @train_step_sparse {
   %d1 = graph.softmax_grad %d2, %2 : tensor<4x5xf32>
   %db = graph.bias_add_grad %d1 : tensor<4x5xf32> -> tensor<5xf32>
   %dk = graph.dense_grad_kernel %x, %d1 : (tensor<4x3xf32>, tensor<4x5xf32>) -> tensor<3x5xf32>
-  %pb = "graph.optimizer_update"(%b, %db) <{optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.0, nesterov = false>, operandSegmentSizes = array<i32: 1, 1, 0, 0>, resultSegmentSizes = array<i32: 1, 0>}> : (tensor<5xf32>, tensor<5xf32>) -> tensor<5xf32>
+  %pb = "graph.optimizer_update"(%b, %db) <{optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.0, nesterov = false>, operandSegmentSizes = array<i32: 1, 1, 0, 0, 0>, resultSegmentSizes = array<i32: 1, 0>}> : (tensor<5xf32>, tensor<5xf32>) -> tensor<5xf32>
   graph.assign_variable @"dense/bias", %pb : tensor<5xf32>
-  %pk = "graph.optimizer_update"(%k, %dk) <{optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.0, nesterov = false>, operandSegmentSizes = array<i32: 1, 1, 0, 0>, resultSegmentSizes = array<i32: 1, 0>}> : (tensor<3x5xf32>, tensor<3x5xf32>) -> tensor<3x5xf32>
+  %pk = "graph.optimizer_update"(%k, %dk) <{optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.0, nesterov = false>, operandSegmentSizes = array<i32: 1, 1, 0, 0, 0>, resultSegmentSizes = array<i32: 1, 0>}> : (tensor<3x5xf32>, tensor<3x5xf32>) -> tensor<3x5xf32>
   graph.assign_variable @"dense/kernel", %pk : tensor<3x5xf32>
   graph.output %loss, %acc : tensor<f32>, tensor<f32>
 }
@@ -570,7 +570,7 @@ graph.model @updates_by_optimizer {
   graph.assign_variable @a, %pa : tensor<2xf32>
   graph.assign_variable @"a/momentum", %sa : tensor<2xf32>
   %b = graph.read_variable @b : tensor<3xf32>
-  %pb = "graph.optimizer_update"(%b, %gb) <{optimizer = #graph.sgd<learning_rate = 0.1, momentum = 0.0, nesterov = false>, operandSegmentSizes = array<i32: 1, 1, 0, 0>, resultSegmentSizes = array<i32: 1, 0>}> : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
+  %pb = "graph.optimizer_update"(%b, %gb) <{optimizer = #graph.sgd<learning_rate = 0.1, momentum = 0.0, nesterov = false>, operandSegmentSizes = array<i32: 1, 1, 0, 0, 0>, resultSegmentSizes = array<i32: 1, 0>}> : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
   graph.assign_variable @b, %pb : tensor<3xf32>
   %c = graph.read_variable @c : tensor<4xf32>
   %mc = graph.read_variable @"c/momentum" : tensor<4xf32>
@@ -598,11 +598,11 @@ graph.variable @c : tensor<2xf32> = #graph.init<zeros>
 graph.model @update_used_early {
   %ga = graph.input "ga" : tensor<2xf32>
   %a = graph.read_variable @a : tensor<2xf32>
-  %pa = "graph.optimizer_update"(%a, %ga) <{optimizer = #graph.sgd<learning_rate = 0.1, momentum = 0.0, nesterov = false>, operandSegmentSizes = array<i32: 1, 1, 0, 0>, resultSegmentSizes = array<i32: 1, 0>}> : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>
+  %pa = "graph.optimizer_update"(%a, %ga) <{optimizer = #graph.sgd<learning_rate = 0.1, momentum = 0.0, nesterov = false>, operandSegmentSizes = array<i32: 1, 1, 0, 0, 0>, resultSegmentSizes = array<i32: 1, 0>}> : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>
   graph.assign_variable @a, %pa : tensor<2xf32>
   %gc = graph.relu %pa : tensor<2xf32>
   %c = graph.read_variable @c : tensor<2xf32>
-  %pc = "graph.optimizer_update"(%c, %gc) <{optimizer = #graph.sgd<learning_rate = 0.1, momentum = 0.0, nesterov = false>, operandSegmentSizes = array<i32: 1, 1, 0, 0>, resultSegmentSizes = array<i32: 1, 0>}> : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>
+  %pc = "graph.optimizer_update"(%c, %gc) <{optimizer = #graph.sgd<learning_rate = 0.1, momentum = 0.0, nesterov = false>, operandSegmentSizes = array<i32: 1, 1, 0, 0, 0>, resultSegmentSizes = array<i32: 1, 0>}> : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>
   graph.assign_variable @c, %pc : tensor<2xf32>
   graph.output %pc : tensor<2xf32>
 }

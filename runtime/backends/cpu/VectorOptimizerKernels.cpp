@@ -18,6 +18,7 @@
 #include "runtime/backends/cpu/CpuKernels.h"
 #include "runtime/backends/cpu/VectorKernels.h"
 #include "runtime/core/LearningRateSchedule.h"
+#include "runtime/core/LossScale.h"
 
 #include <algorithm>
 #include <cmath>
@@ -58,6 +59,10 @@ struct Hyper {
   double clipnorm = 0, globalClipnorm = 0;
   float clipvalue = 0, weightDecayTimesLr = 0;
   bool byNorm() const { return clipnorm > 0 || globalClipnorm > 0; }
+  // Dynamic loss scaling: the ins end with scale, norm and iterations; the
+  // replicas' averaged gradients carry scale / replicas.
+  bool lossScaled = false;
+  int64_t replicas = 1;
   double weightDecay = 0;
   LearningRateSchedule schedule; // kind constant: learningRate throughout
 };
@@ -259,11 +264,23 @@ public:
     // the raw step count (Keras' _iterations).
     bool applies = h.accumulation == 0 || ctx.step % h.accumulation == 0;
     int64_t step = h.accumulation ? ctx.step / h.accumulation : ctx.step;
+    int64_t scheduleStep = ctx.step - 1;
+    // Loss scaling (see the reference): skip a step of non-finite
+    // gradients, else unscale them and count the updates applied.
+    float lossScale = 1.0f;
+    if (h.lossScaled) {
+      size_t at = ins.size() - 3;
+      lossScale = ins[at].f32()[0] / static_cast<float>(h.replicas);
+      if (!std::isfinite(ins[at + 1].f32()[0]))
+        return copyThrough(ins, outs);
+      step = static_cast<int64_t>(ins[at + 2].f32()[0]) + 1;
+      scheduleStep = step - 1;
+    }
     if (ctx.learningRate >= 0 ||
         h.schedule.kind != LearningRateSchedule::constant) {
       h.learningRate = ctx.learningRate >= 0
                            ? ctx.learningRate
-                           : learningRateAt(h.schedule, ctx.step - 1);
+                           : learningRateAt(h.schedule, scheduleStep);
       h.lr = static_cast<float>(h.learningRate);
       h.weightDecayTimesLr = static_cast<float>(h.weightDecay * h.learningRate);
     }
@@ -279,7 +296,8 @@ public:
       }
       // Keras' scale, from the norm in double (see the reference).
       if (h.byNorm()) {
-        double norm = ins[(2 + h.allSlots) * n + v].f32()[0];
+        double norm = ins[(2 + h.allSlots) * n + v].f32()[0] /
+                      static_cast<double>(lossScale);
         double scale =
             h.clipnorm > 0
                 ? h.clipnorm / std::max(norm, h.clipnorm)
@@ -344,6 +362,14 @@ public:
           }
           g = gTile;
         }
+        if (h.lossScaled) {
+          // Keras divides (ops.divide(g, scale)): exact for a power of two,
+          // and the same rounding as Keras' for any other scale.
+#pragma omp simd
+          for (int64_t i = 0; i < len; ++i)
+            gTile[i] = g[i] / lossScale;
+          g = gTile;
+        }
         if (h.byNorm()) {
           float scale = var.scale;
 #pragma omp simd
@@ -392,6 +418,21 @@ public:
   }
 
 private:
+  /// A skipped step: every result is its operand (usually the same buffer).
+  Status copyThrough(const Tensors &ins, const Tensors &outs) const {
+    size_t n = vars.size();
+    auto copy = [](const TensorRef &from, const TensorRef &to) {
+      if (from.f32() != to.f32())
+        std::copy(from.f32(), from.f32() + from.elements(), to.f32());
+    };
+    for (size_t v = 0; v < n; ++v) {
+      copy(ins[v], outs[v]);
+      for (int64_t s = 0; s < h.allSlots; ++s)
+        copy(ins[2 * n + v * h.allSlots + s], outs[n + v * h.allSlots + s]);
+    }
+    return Status::ok();
+  }
+
   Hyper h;
   std::vector<Chunk> chunks;
   std::vector<Variable> vars; // this step's pointers
@@ -453,20 +494,35 @@ Status optimizerUpdateFactory(const KernelContext &, const KernelConfig &cfg,
     return kernelError(kName, "gradient_accumulation_steps must be 0 or >= 2, "
                               "without clipping by a norm");
   h.allSlots = h.slots + (h.accumulation ? 1 : 0);
+  h.lossScaled = cfg.getInt("loss_scaled", 0) != 0;
+  h.replicas = cfg.getInt("replicas", 1);
+  if (h.replicas < 1)
+    return kernelError(kName, "replicas must be >= 1");
+  if (h.lossScaled && h.accumulation)
+    return kernelError(kName, "loss scaling with gradient accumulation is "
+                              "not supported");
   h.weightDecay = cfg.getFloat("weight_decay", 0.0);
   h.weightDecayTimesLr = static_cast<float>(h.weightDecay * h.learningRate);
   std::string scheduleError;
   if (!scheduleFromConfig(cfg, h.schedule, scheduleError))
     return kernelError(kName, scheduleError);
   size_t perVariable = 2 + h.allSlots + (h.byNorm() ? 1 : 0);
-  if (ins.empty() || ins.size() % perVariable != 0)
+  size_t scaled = h.lossScaled ? 3 : 0;
+  if (ins.size() < scaled)
+    return kernelError(kName, "loss_scaled takes scale, norm and iterations");
+  for (size_t i = ins.size() - scaled; i < ins.size(); ++i)
+    if (ins[i].elements() != 1)
+      return kernelError(kName, "loss_scaled: scale, norm and iterations "
+                                "hold one element each");
+  size_t listed = ins.size() - scaled;
+  if (listed == 0 || listed % perVariable != 0)
     return kernelError(kName, std::to_string(ins.size()) +
                                   " inputs do not split into params, grads" +
                                   (h.byNorm() ? ", " : " and ") +
                                   std::to_string(h.allSlots) + " slot(s)" +
                                   (h.byNorm() ? " and a norm" : "") +
                                   " per variable for " + kind);
-  size_t n = ins.size() / perVariable;
+  size_t n = listed / perVariable;
   if (Status s = checkOperands(kName, ins, outs, ins.size(), ins.size(),
                                n * (1 + h.allSlots), kCpuOperands);
       !s)
@@ -612,6 +668,10 @@ void registerVectorOptimizerKernels(KernelRegistry &registry) {
   registry.addFactory("optimizer_update", Backend::cpu, optimizerUpdateFactory);
   registry.addFactory("ema_update", Backend::cpu, emaUpdateFactory);
   registry.addFactory("global_norm", Backend::cpu, globalNormFactory);
+  // A step's two small pieces of loss scaling: the reference's loops.
+  registry.addFactory("scale_by", Backend::cpu, scaleByFactory);
+  registry.addFactory("loss_scale_update", Backend::cpu,
+                      lossScaleUpdateFactory);
 }
 
 } // namespace graph::runtime::cpu

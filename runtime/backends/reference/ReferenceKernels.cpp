@@ -17,6 +17,7 @@
 #include "runtime/core/DropoutMask.h"
 #include "runtime/core/ImageTransform.h"
 #include "runtime/core/LearningRateSchedule.h"
+#include "runtime/core/LossScale.h"
 #include "runtime/core/PointwiseLoss.h"
 #include "runtime/core/ReducedPrecision.h"
 #include "runtime/core/WindowGeometry.h"
@@ -2590,10 +2591,16 @@ Status globalNorm(const KernelContext &, const KernelConfig &,
 // value, with weight decay) and resets it, with t = step / N (Keras'
 // iterations count updates) but lr still at step - 1 (the schedule reads
 // Keras' raw _iterations).
+// loss_scaled (Keras' LossScaleOptimizer; ins end with scale, norm,
+// iterations, one element each): a step whose norm is not finite changes
+// nothing; otherwise g = g / (scale / replicas) (a clipping norm likewise;
+// replicas 1 unless dist-replicate set it) and t =
+// iterations + 1, lr at iterations (the updates the inner optimizer has
+// applied, which skipped steps do not count).
 //===----------------------------------------------------------------------===//
 
 Status optimizerUpdate(const KernelContext &ctx, const KernelConfig &cfg,
-                       const Tensors &ins, const Tensors &outs) {
+                       const Tensors &all, const Tensors &outs) {
   static constexpr const char *kName = "optimizer_update";
   std::string kind = cfg.getString("optimizer");
   // The learning rate of this step: a schedule's value at Keras'
@@ -2611,8 +2618,32 @@ Status optimizerUpdate(const KernelContext &ctx, const KernelConfig &cfg,
               std::to_string(accumulation));
   bool applies = accumulation == 0 || ctx.step % accumulation == 0;
   int64_t step = accumulation ? ctx.step / accumulation : ctx.step;
+  int64_t scheduleStep = ctx.step - 1;
+  // Dynamic loss scaling: the trailing (scale, norm, iterations).
+  bool lossScaled = cfg.getInt("loss_scaled", 0) != 0;
+  REQUIRE(!(lossScaled && accumulation),
+          "loss scaling with gradient accumulation is not supported");
+  Tensors ins = all;
+  double lossScale = 1.0;
+  if (lossScaled) {
+    REQUIRE(ins.size() >= 3, "loss_scaled takes scale, norm and iterations");
+    for (size_t i = ins.size() - 3; i < ins.size(); ++i)
+      REQUIRE(ins[i].elements() == 1,
+              "loss_scaled: scale, norm and iterations hold one element each");
+    // The replicas' averaged gradients carry scale / replicas.
+    int64_t replicas = cfg.getInt("replicas", 1);
+    REQUIRE(replicas >= 1, "replicas must be >= 1");
+    lossScale = static_cast<double>(static_cast<float>(
+        load(ins[ins.size() - 3])[0] / static_cast<double>(replicas)));
+    double norm = load(ins[ins.size() - 2])[0];
+    auto iterations = static_cast<int64_t>(load(ins[ins.size() - 1])[0]);
+    ins.resize(ins.size() - 3);
+    applies = std::isfinite(norm);
+    step = iterations + 1;
+    scheduleStep = iterations;
+  }
   double lr = ctx.learningRate >= 0 ? ctx.learningRate
-                                    : learningRateAt(schedule, ctx.step - 1);
+                                    : learningRateAt(schedule, scheduleStep);
   double momentum = cfg.getFloat("momentum", 0.0);
   int64_t k = 0;
   bool amsgrad = false, centered = false;
@@ -2684,8 +2715,20 @@ Status optimizerUpdate(const KernelContext &ctx, const KernelConfig &cfg,
         sum[i] = 0.0;
       }
     }
+    if (lossScaled) {
+      // Keras' _stateful_handle_non_finite_grads: nothing moves.
+      if (!applies) {
+        store(outs[v], w);
+        for (int64_t s = 0; s < kAll; ++s)
+          store(outs[n + v * kAll + s], slots[s]);
+        continue;
+      }
+      for (double &gi : g)
+        gi /= lossScale;
+    }
     if (byNorm) {
-      double norm = load(ins[(2 + kAll) * n + v])[0];
+      // The norm of the unscaled gradients under loss scaling.
+      double norm = load(ins[(2 + kAll) * n + v])[0] / lossScale;
       if (clipnorm > 0) {
         for (double &gi : g)
           gi = gi * clipnorm / std::max(norm, clipnorm);
@@ -2921,6 +2964,8 @@ const Entry kKernels[] = {
     {"accuracy", accuracy},
     {"global_norm", globalNorm},
     {"optimizer_update", optimizerUpdate},
+    {"scale_by", scaleByKernel},
+    {"loss_scale_update", lossScaleUpdateKernel},
     {"ema_update", emaUpdate},
     {"elementwise", elementwise},
 };

@@ -1051,6 +1051,92 @@ TEST_F(CpuVectorKernels, OptimizerWritesSeparateOutputsAndKeepsItsInputs) {
     expectMatches(out[k], *want[k], 1e-6, "output " + std::to_string(k));
 }
 
+// Dynamic loss scaling (Keras' LossScaleOptimizer, _stateful_handle_*):
+// an update of gradients scaled by S (here by S / 2, two replicas' averaged
+// share) after k applied updates is the plain update of the unscaled
+// gradients at step k + 1, whatever the global step; a step of non-finite
+// gradients changes nothing. The oracle is the reference's plain update.
+TEST_F(CpuVectorKernels, LossScaledUpdateIsThePlainUpdateOfTheUnscaledOne) {
+  const std::vector<int64_t> sizes = {7, 20000};
+  const double scale = 1024.0;
+  for (auto &[label, plainCfg] : optimizers()) {
+    if (plainCfg.getInt("gradient_accumulation_steps", 0) > 0)
+      continue; // refused with loss scaling (see below)
+    int64_t k = slotsOf(plainCfg);
+    // The oracle: 4 plain updates, then the fifth.
+    OptimizerState plain(sizes, k);
+    for (int64_t step = 1; step <= 5; ++step) {
+      KernelContext ctx;
+      ctx.step = step;
+      plain.gradientsOfStep(step);
+      RUN_OK("optimizer_update", plainCfg, plain.ins(), plain.outs(), ctx);
+    }
+    KernelConfig cfg = plainCfg;
+    cfg.set("loss_scaled", int64_t{1});
+    cfg.set("replicas", int64_t{2});
+    for (Backend backend : {Backend::reference, Backend::cpu}) {
+      std::string what = label + " on " + backendName(backend);
+      OptimizerState scaled(sizes, k);
+      for (int64_t step = 1; step <= 4; ++step) {
+        KernelContext ctx;
+        ctx.step = step;
+        scaled.gradientsOfStep(step);
+        RUN_OK("optimizer_update", plainCfg, scaled.ins(), scaled.outs(), ctx);
+      }
+      scaled.gradientsOfStep(5);
+      for (Tensor &g : scaled.grads)
+        for (float &x : g.f)
+          x *= static_cast<float>(scale / 2); // exact: a power of two
+      Tensor s = Tensor::f32({1}, {scale}), iterations = Tensor::f32({1}, {4});
+      Tensor finite = Tensor::f32({}, {123.0}), inf = Tensor::f32({}, {0});
+      inf.f[0] = std::numeric_limits<float>::infinity();
+      // Not finite: every value and slot stays, bit for bit.
+      std::vector<Tensor> before;
+      for (Tensor *t : scaled.outs())
+        before.push_back(*t);
+      std::vector<Tensor *> ins = scaled.ins();
+      ins.insert(ins.end(), {&s, &inf, &iterations});
+      KernelContext ctx;
+      ctx.step = 37; // the global step: loss scaling counts its own
+      RUN_OK("optimizer_update", cfg, ins, scaled.outs(), ctx, backend);
+      std::vector<Tensor *> after = scaled.outs();
+      for (size_t t = 0; t < after.size(); ++t)
+        EXPECT_EQ(after[t]->f, before[t].f)
+            << what << ": output " << t << " moved on a skipped step";
+      // Finite: the fifth plain update.
+      ins.back() = &iterations;
+      ins[ins.size() - 2] = &finite;
+      RUN_OK("optimizer_update", cfg, ins, scaled.outs(), ctx, backend);
+      // The reference's unscaled gradients are exact; the cpu's float
+      // update differs from the double one by its roundings.
+      double tol = backend == Backend::reference ? 1e-12 : 1e-6;
+      for (size_t v = 0; v < sizes.size(); ++v)
+        expectMatches(scaled.params[v], plain.params[v], tol,
+                      what + " variable " + std::to_string(v));
+      for (size_t t = 0; t < scaled.slots.size(); ++t)
+        expectMatches(scaled.slots[t], plain.slots[t], tol,
+                      what + " slot " + std::to_string(t));
+    }
+  }
+}
+
+TEST_F(CpuVectorKernels, LossScalingRefusesGradientAccumulation) {
+  Tensor w = Tensor::f32({3}), g = Tensor::f32({3}), m = Tensor::f32({3}),
+         acc = Tensor::f32({3}), one = Tensor::f32({1}, {1.0}),
+         norm = Tensor::f32({}, {1.0});
+  KernelConfig cfg = optimizer("sgd", {{"learning_rate", 0.1},
+                                       {"momentum", 0.9},
+                                       {"gradient_accumulation_steps", 2}});
+  cfg.set("loss_scaled", int64_t{1});
+  EXPECT_EQ(factoryError("optimizer_update", cfg,
+                         {&w, &g, &m, &acc, &one, &norm, &one}, {&w, &m, &acc}),
+            "optimizer_update: loss scaling with gradient accumulation is not "
+            "supported");
+  RUN_FAILS("loss scaling with gradient accumulation is not supported",
+            "optimizer_update", cfg, {&w, &g, &m, &acc, &one, &norm, &one},
+            {&w, &m, &acc});
+}
+
 TEST_F(CpuVectorKernels, OptimizerRejectsBadLaunches) {
   Tensor w = Tensor::f32({3}), g = Tensor::f32({3}), m = Tensor::f32({3}),
          shortSlot = Tensor::f32({2});

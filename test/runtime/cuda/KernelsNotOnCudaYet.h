@@ -21,15 +21,19 @@ namespace graph::runtime::testing {
 
 /// The element-wise and row-wise Keras losses and metrics
 /// (graph.pointwise_loss), the confusion-count metrics AUC, Precision
-/// and Recall (graph.confusion_counts), and mixed precision's graph.cast.
+/// and Recall (graph.confusion_counts), mixed precision's graph.cast, and
+/// dynamic loss scaling's graph.scale_by and graph.loss_scale_update.
 inline const std::set<std::string> kKernelsNotOnCudaYet = {
-    "pointwise_loss", "pointwise_loss_grad", "confusion_counts", "cast"};
+    "pointwise_loss", "pointwise_loss_grad", "confusion_counts", "cast",
+    "scale_by",       "loss_scale_update"};
 
 /// Forms of kernels the cuda backend has that it refuses, naming them: the
-/// top-k accuracies (accuracy with k > 1).
+/// top-k accuracies (accuracy with k > 1) and the loss-scaled optimizer
+/// update.
 inline bool formNotOnCudaYet(const std::string &kernel,
                              const KernelConfig &cfg) {
-  return kernel == "accuracy" && cfg.getInt("k", 1) > 1;
+  return (kernel == "accuracy" && cfg.getInt("k", 1) > 1) ||
+         (kernel == "optimizer_update" && cfg.getInt("loss_scaled", 0) != 0);
 }
 
 } // namespace graph::runtime::testing

@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <numeric>
 #include <random>
@@ -579,6 +580,34 @@ inline std::vector<Case> allCases() {
     add("optimizer_update", label, cfg, ins, outs, step3);
   };
   optCase("sgd", opt("sgd", {{"learning_rate", 0.1}}), 0);
+  // Loss-scaled (scale 512 over 2 replicas, 4 updates applied): Adam's
+  // step is 5 whatever the global step; an infinite norm skips it.
+  for (bool finite : {true, false}) {
+    KernelConfig scaled = opt("adam", {{"learning_rate", 0.01},
+                                       {"beta_1", 0.9},
+                                       {"beta_2", 0.999},
+                                       {"epsilon", 1e-7}});
+    scaled.set("loss_scaled", int64_t{1});
+    scaled.set("replicas", int64_t{2});
+    std::vector<Tensor> ins = {rnd({3}, 40), rnd({2}, 41),
+                               rnd({3}, 42, -256, 256),
+                               rnd({2}, 43, -256, 256)};
+    std::vector<std::vector<int64_t>> outs = {{3}, {2}};
+    for (int v = 0; v < 2; ++v)
+      for (int s = 0; s < 2; ++s) {
+        ins.push_back(rnd({v == 0 ? 3 : 2}, 44 + 10 * v + s, 0.5, 1));
+        outs.push_back({v == 0 ? 3 : 2});
+      }
+    Tensor norm = Tensor::f32({}, {3.0});
+    if (!finite)
+      norm.f[0] = std::numeric_limits<float>::infinity();
+    ins.push_back(Tensor::f32({1}, {512.0}));
+    ins.push_back(norm);
+    ins.push_back(Tensor::f32({1}, {4.0}));
+    add("optimizer_update",
+        finite ? "adam loss-scaled" : "adam loss-scaled, skipped", scaled, ins,
+        outs, step3);
+  }
   optCase(
       "sgd nesterov",
       opt("sgd", {{"learning_rate", 0.1}, {"momentum", 0.9}, {"nesterov", 1}}),
@@ -978,6 +1007,27 @@ inline std::vector<Case> allCases() {
   // The gradient norm: several tensors, one over a chunk boundary.
   add("global_norm", "three tensors", {},
       {rnd({3, 4}, 91), rnd({7}, 92), rnd({40000}, 93)}, {{}});
+  // Dynamic loss scaling: the loss gradient times a replica's share of the
+  // scale, and the scale's move after a finite step that doubles it and
+  // after an overflow (LossScale.h).
+  {
+    KernelConfig two;
+    two.set("replicas", int64_t{2});
+    add("scale_by", "replicas 2", two,
+        {rnd({4, 3}, 94), Tensor::f32({1}, {32768.0})}, {{4, 3}});
+    KernelConfig growth;
+    growth.set("growth_steps", int64_t{3});
+    add("loss_scale_update", "finite, doubles", growth,
+        {Tensor::f32({1}, {1024.0}), Tensor::f32({1}, {2.0}),
+         Tensor::f32({1}, {7.0}), Tensor::f32({}, {5.0})},
+        {{1}, {1}, {1}, {}});
+    Tensor inf = Tensor::f32({}, {0.0});
+    inf.f[0] = std::numeric_limits<float>::infinity();
+    add("loss_scale_update", "overflow, halves", growth,
+        {Tensor::f32({1}, {1024.0}), Tensor::f32({1}, {2.0}),
+         Tensor::f32({1}, {7.0}), inf},
+        {{1}, {1}, {1}, {}});
+  }
   KernelConfig body;
   body.set("body", std::string("add(a0, a1) -> t0; elu(t0) {alpha=0.5} -> t1; "
                                "tanh_grad(a2, t1) -> t2; yield t2"));

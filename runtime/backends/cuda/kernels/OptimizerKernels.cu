@@ -277,6 +277,11 @@ Status optimizerUpdate(const KernelContext &ctx, const KernelConfig &cfg,
   std::string scheduleError;
   REQUIRE(scheduleFromConfig(cfg, h.schedule, scheduleError), scheduleError);
   bool byNorm = h.clipnorm > 0 || h.globalClipnorm > 0;
+  // Written when a GPU is lent: the host backends have it (LossScale.h).
+  REQUIRE(cfg.getInt("loss_scaled", 0) == 0,
+          "dynamic loss scaling (mixed_float16, Keras' LossScaleOptimizer) is "
+          "not on the cuda backend yet: use --backend cpu, or train under "
+          "mixed_bfloat16");
   h.accumulation = cfg.getInt("gradient_accumulation_steps", 0);
   REQUIRE(h.accumulation == 0 || (h.accumulation >= 2 && !byNorm),
           "gradient_accumulation_steps must be 0 or >= 2, without clipping "
