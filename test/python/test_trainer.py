@@ -359,3 +359,32 @@ def test_a_mixed_bfloat16_model_trains_in_it_and_comes_back_float32(flat):
         abs(exact["loss"] - theirs["loss"]) / 3
     with pytest.raises(graphc.InvalidModelError, match="unknown precision"):
         graphc.compile(model, batch_size=256, precision="mixed_bfloat8")
+
+
+def test_a_mixed_float16_model_trains_with_keras_loss_scaling(flat):
+    """Under mixed_float16 Keras' compile wraps the optimizer in a
+    LossScaleOptimizer; graphc trains the guide's MLP with it (float16
+    activations and gradients, the loss scaled, overflowing steps skipped),
+    the weights come back float32, and Keras' own float16 evaluation of
+    them agrees with ours within float16's noise (a few roundings of
+    2^-11 of the loss)."""
+    x_train, y_train, x_test, y_test = flat
+    keras.mixed_precision.set_global_policy("mixed_float16")
+    try:
+        keras.utils.set_random_seed(3)
+        model = mlp(keras, optimizer="sgd")
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
+    assert type(model.optimizer).__name__ == "LossScaleOptimizer"
+    trainer = graphc.compile(model, batch_size=256, devices="cpu")
+    history = trainer.fit(x_train[:12800], y_train[:12800], epochs=1,
+                          verbose=0)
+    assert history.history["loss"][0] < 2.3
+    ours = trainer.evaluate(x_test[:2560], y_test[:2560])
+    trainer.to_keras(model)
+    assert all(str(w.dtype) == "float32" for w in model.weights)
+    assert model.layers[1].dtype_policy.name == "mixed_float16"
+    theirs = model.evaluate(x_test[:2560], y_test[:2560], batch_size=256,
+                            verbose=0, return_dict=True)
+    assert abs(ours["loss"] - theirs["loss"]) <= 2 ** -9 * theirs["loss"]
+    assert abs(ours["accuracy"] - theirs["accuracy"]) <= 2 / 2560

@@ -1063,26 +1063,25 @@ TEST_F(CpuVectorKernels, LossScaledUpdateIsThePlainUpdateOfTheUnscaledOne) {
     if (plainCfg.getInt("gradient_accumulation_steps", 0) > 0)
       continue; // refused with loss scaling (see below)
     int64_t k = slotsOf(plainCfg);
+    // Plain updates 1..last on the reference.
+    auto plainSteps = [&](OptimizerState &state, int64_t last) {
+      for (int64_t step = 1; step <= last; ++step) {
+        KernelContext ctx;
+        ctx.step = step;
+        state.gradientsOfStep(step);
+        RUN_OK("optimizer_update", plainCfg, state.ins(), state.outs(), ctx);
+      }
+    };
     // The oracle: 4 plain updates, then the fifth.
     OptimizerState plain(sizes, k);
-    for (int64_t step = 1; step <= 5; ++step) {
-      KernelContext ctx;
-      ctx.step = step;
-      plain.gradientsOfStep(step);
-      RUN_OK("optimizer_update", plainCfg, plain.ins(), plain.outs(), ctx);
-    }
+    plainSteps(plain, 5);
     KernelConfig cfg = plainCfg;
     cfg.set("loss_scaled", int64_t{1});
     cfg.set("replicas", int64_t{2});
     for (Backend backend : {Backend::reference, Backend::cpu}) {
       std::string what = label + " on " + backendName(backend);
       OptimizerState scaled(sizes, k);
-      for (int64_t step = 1; step <= 4; ++step) {
-        KernelContext ctx;
-        ctx.step = step;
-        scaled.gradientsOfStep(step);
-        RUN_OK("optimizer_update", plainCfg, scaled.ins(), scaled.outs(), ctx);
-      }
+      plainSteps(scaled, 4);
       scaled.gradientsOfStep(5);
       for (Tensor &g : scaled.grads)
         for (float &x : g.f)
