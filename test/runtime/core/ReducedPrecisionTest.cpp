@@ -6,6 +6,7 @@
 
 #include "runtime/core/ReducedPrecision.h"
 #include "runtime/backends/reference/ReferenceKernels.h"
+#include "runtime/core/DenormalMode.h"
 
 #include <gtest/gtest.h>
 
@@ -57,6 +58,52 @@ TEST(ReducedPrecision, Float16RoundsToNearestEven) {
   EXPECT_EQ(floatToF16(std::ldexp(1.0f, -25)), 0x0000);
   EXPECT_EQ(f16ToFloat(0x3555), 0.333251953125f);
   EXPECT_EQ(floatToF16(1.0f / 3.0f), 0x3555);
+}
+
+// The bulk float16 conversions (F16C where the CPU has it) agree with the
+// scalar ones bit for bit: every half to float, and floats across the
+// half range (subnormal halves, the rounding boundaries, overflow past
+// 65504, infinities, NaN) to half, with subnormal floats flushed on the
+// thread (the cpu backend's compute threads) and without.
+TEST(ReducedPrecision, BulkFloat16MatchesTheScalarConversion) {
+  std::vector<uint16_t> halves(65536);
+  for (uint32_t h = 0; h < 65536; ++h)
+    halves[h] = static_cast<uint16_t>(h);
+  std::vector<float> floats;
+  for (uint32_t u = 0; u < 0xffffffffu - 4093; u += 4093)
+    floats.push_back(bits(u)); // every exponent, signs, NaNs
+  for (float f : {65504.0f, 65519.99f, 65520.0f, 5.96e-8f, 2.98e-8f, 2.99e-8f,
+                  6.1e-5f, 1e-40f, -1e-40f})
+    floats.push_back(f);
+  for (bool flush : {false, true}) {
+    ScopedDenormalMode mode(flush);
+    std::vector<float> wide(halves.size());
+    convertFloats(halves.data(), DType::f16, wide.data(), DType::f32,
+                  static_cast<int64_t>(halves.size()));
+    for (size_t h = 0; h < halves.size(); ++h) {
+      float want = f16ToFloat(halves[h]);
+      if (std::isnan(want))
+        EXPECT_TRUE(std::isnan(wide[h])) << "half 0x" << std::hex << h;
+      else
+        EXPECT_EQ(std::bit_cast<uint32_t>(wide[h]),
+                  std::bit_cast<uint32_t>(want))
+            << "half 0x" << std::hex << h << (flush ? " (flushing)" : "");
+    }
+    std::vector<uint16_t> narrow(floats.size());
+    convertFloats(floats.data(), DType::f32, narrow.data(), DType::f16,
+                  static_cast<int64_t>(floats.size()));
+    for (size_t i = 0; i < floats.size(); ++i) {
+      uint16_t want = floatToF16(floats[i]);
+      if (std::isnan(floats[i]))
+        EXPECT_TRUE(std::isnan(f16ToFloat(narrow[i])));
+      else if (std::fpclassify(floats[i]) == FP_SUBNORMAL)
+        // A subnormal float is far below the smallest half: zero, the
+        // sign kept or not as the flushing CPU leaves it.
+        EXPECT_EQ(narrow[i] & 0x7fff, 0) << floats[i];
+      else
+        EXPECT_EQ(narrow[i], want) << floats[i] << (flush ? " (flushing)" : "");
+    }
+  }
 }
 
 TEST(ReducedPrecision, CastKernelConvertsBetweenTypes) {
