@@ -314,17 +314,12 @@ private:
           static_cast<double>(training.getEmaOverwriteFrequency().value_or(0)));
     }
     // Keras' LossScaleOptimizer given to compile: the Keras files graphrun
-    // writes keep its layout.
-    if (std::optional<llvm::APFloat> scale = training.getLossScale()) {
+    // writes keep its layout (the growth steps live in the graph's
+    // loss_scale_update and in the model's Keras config).
+    if (std::optional<llvm::APFloat> scale = training.getLossScale())
       hyper.push_back(plan::CreateAttr(fbb, fbb.CreateString("loss_scale"),
                                        plan::AttrKind::float_, 0,
                                        scale->convertToDouble()));
-      hyper.push_back(plan::CreateAttr(
-          fbb, fbb.CreateString("loss_scale_growth_steps"),
-          plan::AttrKind::float_, 0,
-          static_cast<double>(
-              training.getLossScaleGrowthSteps().value_or(2000))));
-    }
     // Keras' reduction="sum": an epoch's short batch sums its examples'
     // losses as they are (the runtime does not scale their weights). The
     // verifier has made the outputs agree on it.

@@ -324,20 +324,21 @@ def test_a_model_of_two_outputs_takes_and_gives_one_array_each(flat):
         trainer.evaluate(x_test, {"label": y_test, "shade": targets[1]})
 
 
-def test_a_mixed_bfloat16_model_trains_in_it_and_comes_back_float32(flat):
-    """Built under keras.mixed_precision's mixed_bfloat16, the guide's MLP
-    trains in bfloat16 (its layers carry the policy); the weights that come
-    back are float32, as Keras keeps them, and Keras' own bf16 evaluation of
-    them agrees with ours within bfloat16's noise (one rounding step of the
-    loss, 2^-8) and far closer than a float32 evaluation (precision=
-    "float32") of the same weights does."""
-    x_train, y_train, x_test, y_test = flat
-    keras.mixed_precision.set_global_policy("mixed_bfloat16")
+def mlp_under(policy):
+    """The guide's MLP (SGD) built under Keras' global dtype `policy`."""
+    keras.mixed_precision.set_global_policy(policy)
     try:
         keras.utils.set_random_seed(3)
-        model = mlp(keras, optimizer="sgd")
+        return mlp(keras, optimizer="sgd")
     finally:
         keras.mixed_precision.set_global_policy("float32")
+
+
+def train_and_return(model, flat, policy):
+    """graphc trains `model` for 12800 examples, evaluates it, hands the
+    weights back (float32, the layers keeping `policy`) and Keras evaluates
+    them: (trainer, ours, theirs)."""
+    x_train, y_train, x_test, y_test = flat
     trainer = graphc.compile(model, batch_size=256, devices="cpu")
     history = trainer.fit(x_train[:12800], y_train[:12800], epochs=1,
                           verbose=0)
@@ -345,9 +346,22 @@ def test_a_mixed_bfloat16_model_trains_in_it_and_comes_back_float32(flat):
     ours = trainer.evaluate(x_test[:2560], y_test[:2560])
     trainer.to_keras(model)
     assert all(str(w.dtype) == "float32" for w in model.weights)
-    assert model.layers[1].dtype_policy.name == "mixed_bfloat16"
+    assert model.layers[1].dtype_policy.name == policy
     theirs = model.evaluate(x_test[:2560], y_test[:2560], batch_size=256,
                             verbose=0, return_dict=True)
+    return trainer, ours, theirs
+
+
+def test_a_mixed_bfloat16_model_trains_in_it_and_comes_back_float32(flat):
+    """Built under keras.mixed_precision's mixed_bfloat16, the guide's MLP
+    trains in bfloat16 (its layers carry the policy); the weights that come
+    back are float32, as Keras keeps them, and Keras' own bf16 evaluation of
+    them agrees with ours within bfloat16's noise (one rounding step of the
+    loss, 2^-8) and far closer than a float32 evaluation (precision=
+    "float32") of the same weights does."""
+    _, _, x_test, y_test = flat
+    model = mlp_under("mixed_bfloat16")
+    _, ours, theirs = train_and_return(model, flat, "mixed_bfloat16")
     assert abs(ours["loss"] - theirs["loss"]) <= 2 ** -8 * theirs["loss"]
     # The same weights evaluated in float32.
     f32 = graphc.compile(model, batch_size=256, devices="cpu",
@@ -368,23 +382,8 @@ def test_a_mixed_float16_model_trains_with_keras_loss_scaling(flat):
     the weights come back float32, and Keras' own float16 evaluation of
     them agrees with ours within float16's noise (a few roundings of
     2^-11 of the loss)."""
-    x_train, y_train, x_test, y_test = flat
-    keras.mixed_precision.set_global_policy("mixed_float16")
-    try:
-        keras.utils.set_random_seed(3)
-        model = mlp(keras, optimizer="sgd")
-    finally:
-        keras.mixed_precision.set_global_policy("float32")
+    model = mlp_under("mixed_float16")
     assert type(model.optimizer).__name__ == "LossScaleOptimizer"
-    trainer = graphc.compile(model, batch_size=256, devices="cpu")
-    history = trainer.fit(x_train[:12800], y_train[:12800], epochs=1,
-                          verbose=0)
-    assert history.history["loss"][0] < 2.3
-    ours = trainer.evaluate(x_test[:2560], y_test[:2560])
-    trainer.to_keras(model)
-    assert all(str(w.dtype) == "float32" for w in model.weights)
-    assert model.layers[1].dtype_policy.name == "mixed_float16"
-    theirs = model.evaluate(x_test[:2560], y_test[:2560], batch_size=256,
-                            verbose=0, return_dict=True)
+    _, ours, theirs = train_and_return(model, flat, "mixed_float16")
     assert abs(ours["loss"] - theirs["loss"]) <= 2 ** -9 * theirs["loss"]
     assert abs(ours["accuracy"] - theirs["accuracy"]) <= 2 / 2560
