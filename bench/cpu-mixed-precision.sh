@@ -55,6 +55,7 @@ for seed in $(seq 1 "$seeds"); do
   done
 done
 
+echo "$policy ran: $(grep -o 'precision [^)]*)' "$work/$policy.1/log" | head -1)"
 "$python" - "$work" "$seeds" "$policy" <<'PY'
 import csv, json, sys
 import numpy as np

@@ -47,6 +47,18 @@ if os.geteuid() == 0 and shutil.which("ip") and subprocess.run(
     subprocess.run(["ip", "netns", "del", probe], capture_output=True)
     config.available_features.add("netns")
 
+# AVX-512 (oneDNN's avx512_core: F, BW, VL and DQ): the only CPUs on which
+# oneDNN 2.6 computes bfloat16 (GRAPH_CPU_BF16=onednn), natively with
+# AVX512-BF16 or AMX, emulated without.
+try:
+    with open("/proc/cpuinfo") as cpuinfo:
+        flags = next((l.split(":", 1)[1].split() for l in cpuinfo
+                      if l.startswith("flags")), [])
+except OSError:
+    flags = []
+if {"avx512f", "avx512bw", "avx512vl", "avx512dq"} <= set(flags):
+    config.available_features.add("avx512")
+
 # The libFuzzer targets, where the build has them (test/CMakeLists.txt).
 if config.graph_have_fuzzers:
     config.available_features.add("fuzzers")

@@ -143,14 +143,29 @@ void KernelRegistry::add(const std::string &name, Backend backend,
 }
 
 void KernelRegistry::addFactory(const std::string &name, Backend backend,
-                                KernelFactory factory) {
+                                KernelFactory factory,
+                                TakesReduced takesReduced) {
   kernels[{name, backend}] = std::move(factory);
+  if (takesReduced)
+    reducedPrecision[{name, backend}] = std::move(takesReduced);
+  else
+    reducedPrecision.erase({name, backend});
 }
 
 void KernelRegistry::addReducedPrecision(const std::string &name,
                                          Backend backend, KernelFn fn) {
   add(name, backend, std::move(fn));
-  reducedPrecision.insert({name, backend});
+  reducedPrecision[{name, backend}] = [](const std::vector<TensorRef> &,
+                                         const std::vector<TensorRef> &) {
+    return true;
+  };
+}
+
+bool KernelRegistry::takesReduced(const std::string &name, Backend backend,
+                                  const std::vector<TensorRef> &ins,
+                                  const std::vector<TensorRef> &outs) const {
+  auto it = reducedPrecision.find({name, backend});
+  return it != reducedPrecision.end() && it->second(ins, outs);
 }
 
 bool KernelRegistry::has(const std::string &name, Backend backend) const {
@@ -161,7 +176,7 @@ int64_t
 KernelRegistry::widenedElements(const std::string &name, Backend backend,
                                 const std::vector<TensorRef> &ins,
                                 const std::vector<TensorRef> &outs) const {
-  if (backend == Backend::cuda || reducedPrecision.count({name, backend}))
+  if (backend == Backend::cuda || takesReduced(name, backend, ins, outs))
     return 0;
   return widenedCopyElements(ins, outs);
 }
@@ -176,8 +191,8 @@ Status KernelRegistry::instantiate(const std::string &name, Backend backend,
   if (it == kernels.end())
     return Status::error(std::string("the ") + backendName(backend) +
                          " backend has no kernel '" + name + "'");
-  if (!reducedPrecision.count({name, backend}) &&
-      widenedCopyElements(ins, outs) > 0) {
+  if (widenedCopyElements(ins, outs) > 0 &&
+      !takesReduced(name, backend, ins, outs)) {
     // A mixed-precision plan: the host backends run their float32 kernel
     // with the reference rounding; device buffers are out of their reach.
     if (backend == Backend::cuda)
@@ -220,6 +235,7 @@ Status checkOperands(const char *kernel, const std::vector<TensorRef> &ins,
     bool labels = input && static_cast<int>(i) == rule.labels;
     bool integer = t.dtype == plan::DType::i32 || t.dtype == plan::DType::i64;
     bool allowed = t.dtype == plan::DType::f32 ||
+                   (rule.bf16 && t.dtype == plan::DType::bf16) ||
                    (rule.numeric && (t.dtype == plan::DType::f64 || integer)) ||
                    (labels && integer);
     if (!allowed)
@@ -227,6 +243,7 @@ Status checkOperands(const char *kernel, const std::vector<TensorRef> &ins,
                            plan::EnumNameDType(t.dtype) +
                            (rule.numeric ? ", expected f32, f64, i32 or i64"
                             : labels     ? ", expected f32, i32 or i64"
+                            : rule.bf16  ? ", expected f32 or bf16"
                                          : ", expected f32") +
                            rule.why);
   }

@@ -26,7 +26,6 @@
 #include <functional>
 #include <map>
 #include <optional>
-#include <set>
 #include <string>
 #include <utility>
 #include <variant>
@@ -132,12 +131,23 @@ using KernelFactory =
                          const std::vector<TensorRef> &ins,
                          const std::vector<TensorRef> &outs, KernelFn &out)>;
 
+/// Whether a kernel computes on a launch's bfloat16/float16 operands itself
+/// (KernelRegistry::addFactory).
+using TakesReduced = std::function<bool(const std::vector<TensorRef> &ins,
+                                        const std::vector<TensorRef> &outs)>;
+
 /// What a kernel's operands may be, for checkOperands: f32 (the cpu and
 /// cuda backends), optionally with one input of integer class indices, or
 /// any of f32, f64, i32 and i64 (the reference backend, which also takes
-/// f64 for finite differences).
+/// f64 for finite differences), or f32 and bf16 (a kernel that computes
+/// on bfloat16 itself).
 struct OperandRule {
   static OperandRule f32() { return {}; }
+  static OperandRule f32OrBf16() {
+    OperandRule r;
+    r.bf16 = true;
+    return r;
+  }
   /// f32, and input `input` may also hold i32 or i64 labels.
   static OperandRule f32WithLabels(int input) {
     OperandRule r;
@@ -157,6 +167,7 @@ struct OperandRule {
   }
 
   bool numeric = false;
+  bool bf16 = false;
   int labels = -1;
   const char *why = "";
 };
@@ -182,15 +193,23 @@ public:
   static KernelRegistry &global();
   /// A stateless kernel: every launch site shares `fn`.
   void add(const std::string &name, Backend backend, KernelFn fn);
-  /// A kernel with per-launch-site state.
+  /// A kernel with per-launch-site state. Given bfloat16 or float16
+  /// operands on a host backend it runs in float32 on widened copies
+  /// (ReducedPrecision.h), unless `takesReduced` says the factory computes
+  /// on those operands itself (the cpu backend's oneDNN bf16 primitives).
   void addFactory(const std::string &name, Backend backend,
-                  KernelFactory factory);
+                  KernelFactory factory, TakesReduced takesReduced = {});
   /// A kernel that takes bfloat16 and float16 operands itself. Any other
   /// kernel, given such operands on a host backend, runs in float32 on
   /// widened copies with its outputs rounded (ReducedPrecision.h).
   void addReducedPrecision(const std::string &name, Backend backend,
                            KernelFn fn);
   bool has(const std::string &name, Backend backend) const;
+  /// Whether kernel `name` computes on these bfloat16/float16 operands
+  /// itself rather than on widened float32 copies.
+  bool takesReduced(const std::string &name, Backend backend,
+                    const std::vector<TensorRef> &ins,
+                    const std::vector<TensorRef> &outs) const;
   /// Whether a launch of `name` with these operands runs on widened
   /// float32 copies (ReducedPrecision.h), and how many float32 elements
   /// the copies take (each reduced buffer once); 0 when it does not.
@@ -207,7 +226,7 @@ public:
 
 private:
   std::map<std::pair<std::string, Backend>, KernelFactory> kernels;
-  std::set<std::pair<std::string, Backend>> reducedPrecision;
+  std::map<std::pair<std::string, Backend>, TakesReduced> reducedPrecision;
 };
 
 } // namespace graph::runtime

@@ -72,6 +72,25 @@ namespace fs = std::filesystem;
 
 namespace {
 
+/// The precision a host backend computes `program` in, for the start-up
+/// line: fp32, or the reduced type a mixed-precision plan rounds its
+/// activations to and, on the cpu backend, the kernels that take it.
+std::string hostPrecision(const plan::Program &program, Backend backend) {
+  bool bf16 = false, f16 = false;
+  for (const plan::Buffer *b : *program.buffers()) {
+    bf16 |= b->dtype() == plan::DType::bf16;
+    f16 |= b->dtype() == plan::DType::f16;
+  }
+  std::string text = std::string(bf16  ? "mixed bf16"
+                                 : f16 ? "mixed f16"
+                                       : "fp32") +
+                     " (" + backendName(backend);
+  std::string path;
+  if (bf16 && backend == Backend::cpu && cpu::describeBf16Path(path))
+    text += ": " + path;
+  return text + ")";
+}
+
 /// " loss = 0.25, accuracy = 0.9": an evaluation's values, each name after
 /// `prefix` (Keras' val_ for validation).
 std::string namedValues(const EvalResult &result, const std::string &prefix) {
@@ -1136,7 +1155,7 @@ Status TrainingJob::setUp(int &reportedBy) {
        << " replica(s), backend " << backendName(backend) << ", precision "
        << (backend == Backend::cuda
                ? std::string(precisionName(so.precision))
-               : std::string("fp32 (") + backendName(backend) + ")");
+               : hostPrecision(session_->trainProgram(), backend));
   if (o_.predict.empty() && session_->stepsInFlight() > 1)
     out_ << ", " << session_->stepsInFlight() << " steps in flight";
   out_ << ", global batch " << globalBatch_ << " ("

@@ -6,6 +6,11 @@
 // config's filter_layout), [in, out] dense kernels. Every kernel is checked
 // against the reference backend by test/runtime/reference/ConformanceTest.cpp.
 //
+// Mixed precision: the convolutions and matmuls take bfloat16 launches on
+// oneDNN's bf16 primitives where the CPU computes bfloat16 natively
+// (DnnlContext.h: Bf16Path); every other launch with bf16 or f16 operands
+// runs its float32 kernel on widened copies (runtime/core/ReducedPrecision.h).
+//
 // Threads: one OpenMP pool. N replicas in one process run on N device
 // threads; each takes an equal share of the process' threads
 // (threadsPerReplica), so two replicas on two cores use one core each
@@ -25,6 +30,11 @@ namespace graph::runtime::cpu {
 /// The cpu kernels' operands: f32 only (checkOperands' rule).
 inline const OperandRule kCpuOperands =
     OperandRule::f32().because(" (the cpu backend computes in f32 only)");
+
+/// How this process runs a bfloat16 plan's convolutions and matmuls, for
+/// graphrun's start-up line: "oneDNN bf16 primitives (avx512_core_bf16)",
+/// or the widened float32 kernels; an error when GRAPH_CPU_BF16 is wrong.
+Status describeBf16Path(std::string &description);
 
 /// Registers every cpu kernel in KernelRegistry::global() under
 /// Backend::cpu. Idempotent.

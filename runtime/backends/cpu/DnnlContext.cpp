@@ -7,6 +7,8 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <string>
 
 namespace graph::runtime::cpu {
 
@@ -175,9 +177,112 @@ Status appendEpilogue(const char *kernel, const KernelConfig &config,
   return Status::ok();
 }
 
-memory::desc nhwcDesc(int64_t n, int64_t h, int64_t w, int64_t c) {
-  return memory::desc({n, c, h, w}, memory::data_type::f32,
-                      memory::format_tag::nhwc);
+memory::desc nhwcDesc(int64_t n, int64_t h, int64_t w, int64_t c,
+                      memory::data_type type) {
+  return memory::desc({n, c, h, w}, type, memory::format_tag::nhwc);
+}
+
+namespace {
+
+/// Whether oneDNN's effective ISA includes `feature`: oneDNN 2.6's ISA
+/// values are bit sets, each one's bits including those it extends.
+bool cpuHas(dnnl::cpu_isa feature) {
+  const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
+  const auto bits = static_cast<unsigned>(feature);
+  return (isa & bits) == bits;
+}
+
+/// Whether the CPU has AVX512-BF16 (AMX includes it), whose instructions
+/// take bfloat16 dot products.
+bool cpuComputesBf16() { return cpuHas(dnnl::cpu_isa::avx512_core_bf16); }
+
+} // namespace
+
+Status bf16Path(Bf16Path &path) {
+  static const std::pair<Status, Bf16Path> chosen = [] {
+    const char *env = std::getenv("GRAPH_CPU_BF16");
+    std::string want = env ? env : "auto";
+    // oneDNN takes bfloat16 on AVX-512 CPUs only (it emulates AVX512-BF16
+    // with AVX-512 instructions); elsewhere it refuses every bf16 primitive.
+    if (want == "onednn" && !cpuHas(dnnl::cpu_isa::avx512_core))
+      return std::pair{Status::error("GRAPH_CPU_BF16=onednn: oneDNN computes "
+                                     "bfloat16 only on AVX-512 CPUs, and this "
+                                     "one has no AVX-512"),
+                       Bf16Path::widened};
+    if (want == "onednn")
+      return std::pair{Status::ok(), Bf16Path::onednn};
+    if (want == "widened")
+      return std::pair{Status::ok(), Bf16Path::widened};
+    if (want != "auto")
+      return std::pair{Status::error("GRAPH_CPU_BF16 is '" + want +
+                                     "': expected auto, onednn or widened"),
+                       Bf16Path::widened};
+    return std::pair{Status::ok(),
+                     cpuComputesBf16() ? Bf16Path::onednn : Bf16Path::widened};
+  }();
+  path = chosen.second;
+  return chosen.first;
+}
+
+Status describeBf16Path(std::string &description) {
+  Bf16Path path;
+  if (Status s = bf16Path(path); !s)
+    return s;
+  const bool native = cpuComputesBf16();
+  description =
+      path == Bf16Path::onednn
+          ? std::string("convolutions and matmuls on oneDNN's bf16 "
+                        "primitives") +
+                (native ? "" : ", emulated: this CPU has no AVX512-BF16")
+          : std::string("float32 kernels on widened copies") +
+                (native ? ", as GRAPH_CPU_BF16 asks"
+                        : ", this CPU has no AVX512-BF16 or AMX");
+  return Status::ok();
+}
+
+bool takesBf16(const std::vector<TensorRef> &ins,
+               const std::vector<TensorRef> &outs) {
+  bool anyBf16 = false;
+  for (const std::vector<TensorRef> *list : {&ins, &outs})
+    for (const TensorRef &t : *list) {
+      if (t.dtype == plan::DType::bf16)
+        anyBf16 = true;
+      else if (t.dtype != plan::DType::i32 && t.dtype != plan::DType::i64)
+        return false;
+    }
+  Bf16Path path;
+  return anyBf16 && (!bf16Path(path) || path == Bf16Path::onednn);
+}
+
+Status dnnlOperandType(const char *kernel, const std::vector<TensorRef> &ins,
+                       const std::vector<TensorRef> &outs,
+                       memory::data_type &type) {
+  const plan::DType first = ins.empty() ? plan::DType::f32 : ins[0].dtype;
+  if (first == plan::DType::bf16) {
+    Bf16Path path;
+    if (Status s = bf16Path(path); !s)
+      return Status::error(std::string(kernel) + ": " + s.message());
+  }
+  for (size_t i = 0; i < ins.size() + outs.size(); ++i) {
+    const TensorRef &t = i < ins.size() ? ins[i] : outs[i - ins.size()];
+    if (t.dtype != first)
+      return Status::error(
+          std::string(kernel) + ": " +
+          (i < ins.size() ? "input " + std::to_string(i)
+                          : "output " + std::to_string(i - ins.size())) +
+          " is " + plan::EnumNameDType(t.dtype) + ", expected " +
+          plan::EnumNameDType(first) + " as input 0");
+  }
+  type = first == plan::DType::bf16 ? memory::data_type::bf16
+                                    : memory::data_type::f32;
+  return Status::ok();
+}
+
+memory sliceOf(const memory::desc &desc, const TensorRef &t, int part,
+               int parts) {
+  const int64_t bytes = t.dtype == plan::DType::bf16 ? 2 : 4;
+  return bind(desc, static_cast<char *>(t.data) +
+                        part * (t.elements() / parts) * bytes);
 }
 
 } // namespace graph::runtime::cpu

@@ -168,7 +168,48 @@ Status appendEpilogue(const char *kernel, const KernelConfig &config,
                       dnnl::post_ops &ops);
 
 /// An NHWC activation as oneDNN's logical NCHW dims in layout nhwc.
-dnnl::memory::desc nhwcDesc(int64_t n, int64_t h, int64_t w, int64_t c);
+dnnl::memory::desc
+nhwcDesc(int64_t n, int64_t h, int64_t w, int64_t c,
+         dnnl::memory::data_type type = dnnl::memory::data_type::f32);
+
+/// How the convolution and matmul kernels take a launch whose operands are
+/// bfloat16: with oneDNN's bf16 primitives (bf16 operands, float32
+/// accumulation, each output rounded to nearest even once: the reference
+/// rounding, up to the order of the sums), or as every other kernel does,
+/// in float32 on widened copies (ReducedPrecision.h). GRAPH_CPU_BF16 says
+/// which: `auto` (the default) takes oneDNN's primitives where the CPU has
+/// AVX512-BF16 or AMX, which compute on bfloat16 natively; without them
+/// oneDNN emulates bfloat16, and on an AVX-512 Xeon that was 5x slower
+/// than its float32 convolutions (seed CNN conv 2 forward: 18.7 against
+/// 3.7 ms). `onednn` takes them anyway (the tests' way to run them on such
+/// a CPU), `widened` never.
+enum class Bf16Path { widened, onednn };
+
+/// The path GRAPH_CPU_BF16 and the CPU choose; an error naming the
+/// variable when it holds anything else.
+Status bf16Path(Bf16Path &path);
+
+/// KernelRegistry::TakesReduced of the oneDNN convolution and matmul
+/// kernels: every floating-point operand is bf16 and bf16Path() is onednn
+/// (or GRAPH_CPU_BF16 is wrong, which the factory then reports).
+bool takesBf16(const std::vector<TensorRef> &ins,
+               const std::vector<TensorRef> &outs);
+
+/// The operands of a kernel with a bf16 path (takesBf16).
+inline const OperandRule kDnnlOperands = OperandRule::f32OrBf16().because(
+    " (the cpu backend computes in f32, or in bf16 on oneDNN's bf16 path)");
+
+/// The oneDNN type of the launch's floating-point operands, which must all
+/// be f32, or all bf16 (takesBf16); an error naming the kernel and the
+/// operand otherwise.
+Status dnnlOperandType(const char *kernel, const std::vector<TensorRef> &ins,
+                       const std::vector<TensorRef> &outs,
+                       dnnl::memory::data_type &type);
+
+/// `t`'s slice `part` of `parts` along its first axis, as a buffer for
+/// `desc`.
+dnnl::memory sliceOf(const dnnl::memory::desc &desc, const TensorRef &t,
+                     int part, int parts);
 
 } // namespace graph::runtime::cpu
 

@@ -29,6 +29,11 @@
 // [F, kh, kw, C / G] is its gohwi layout (a depthwise kernel
 // [C * m, kh, kw, 1] included).
 //
+// On the bf16 path (DnnlContext.h: takesBf16) conv2d, fused_conv2d and
+// their gradients run oneDNN's bf16 primitives on the plan's bf16 buffers;
+// fused_conv2d_pool, which a mixed-precision plan does not form, stays
+// float32.
+//
 //===----------------------------------------------------------------------===//
 
 #include "runtime/backends/cpu/CpuKernels.h"
@@ -55,31 +60,40 @@ struct ConvShape {
   WindowGeometry g;
   ConvChannels channels;
   int64_t filters = 0;
+  memory::data_type type = kF32; // of every operand (dnnlOperandType)
 
   bool grouped() const { return channels.groups > 1; }
-  memory::desc src() const { return nhwcDesc(g.n, g.h.in, g.w.in, g.c); }
-  memory::desc dst() const { return nhwcDesc(g.n, g.h.out, g.w.out, filters); }
+  memory::desc src() const { return nhwcDesc(g.n, g.h.in, g.w.in, g.c, type); }
+  memory::desc dst() const {
+    return nhwcDesc(g.n, g.h.out, g.w.out, filters, type);
+  }
   memory::dims weightDims() const {
     if (grouped())
       return {channels.groups, channels.filtersPerGroup(),
               channels.channelsPerGroup, g.h.window, g.w.window};
     return {filters, g.c, g.h.window, g.w.window};
   }
-  memory::desc weightsAny() const { return {weightDims(), kF32, Tag::any}; }
+  /// The primitive's choice of layout, of the operands' type or `as`.
+  memory::desc weightsAny() const { return weightsAny(type); }
+  memory::desc weightsAny(memory::data_type as) const {
+    return {weightDims(), as, Tag::any};
+  }
   /// The plan's kernel as it lies in memory.
   memory::desc weightsPlan() const {
     const bool ohwi = channels.layout == FilterLayout::ohwi;
     if (grouped())
-      return {weightDims(), kF32, ohwi ? Tag::gohwi : Tag::hwigo};
-    return {weightDims(), kF32, ohwi ? Tag::ohwi : Tag::hwio};
+      return {weightDims(), type, ohwi ? Tag::gohwi : Tag::hwigo};
+    return {weightDims(), type, ohwi ? Tag::ohwi : Tag::hwio};
   }
 };
 
 Status convShape(const char *kName, const KernelConfig &cfg,
                  const std::vector<int64_t> &input,
                  const std::vector<int64_t> &kernel,
-                 const std::vector<int64_t> &output, ConvShape &s) {
+                 const std::vector<int64_t> &output, ConvShape &s,
+                 memory::data_type type = kF32) {
   std::string name(kName);
+  s.type = type;
   if (Status st = resolveConv(kName, cfg, input, kernel, s.g, s.channels); !st)
     return st;
   s.filters = s.channels.filters;
@@ -157,21 +171,19 @@ void addParts(DnnlLaunch &launch, const dnnl::primitive &primitive,
   launch.addSplit(primitive, pd, std::move(split));
 }
 
-/// `t`'s slice p of `parts` along the batch, as a buffer for `desc`.
-memory slice(const memory::desc &desc, const TensorRef &t, int p, int parts) {
-  return bind(desc, t.f32() + p * (t.elements() / parts));
-}
-
 Status makeForward(const char *kName, bool fused, const KernelContext &ctx,
                    const KernelConfig &cfg, const Tensors &ins,
                    const Tensors &outs, KernelFn &out) {
   if (Status s =
-          checkOperands(kName, ins, outs, 2, fused ? 3 : 2, 1, kCpuOperands);
+          checkOperands(kName, ins, outs, 2, fused ? 3 : 2, 1, kDnnlOperands);
       !s)
+    return s;
+  memory::data_type type;
+  if (Status s = dnnlOperandType(kName, ins, outs, type); !s)
     return s;
   ConvShape shape;
   if (Status s = convShape(kName, cfg, ins[0].shape, ins[1].shape,
-                           outs[0].shape, shape);
+                           outs[0].shape, shape, type);
       !s)
     return s;
   bool hasBias = ins.size() == 3;
@@ -190,7 +202,7 @@ Status makeForward(const char *kName, bool fused, const KernelContext &ctx,
   part.g.n /= parts;
   ReplicaThreadsScope threads(ctx, parts > 1 ? 1 : 0);
   try {
-    memory::desc biasDesc({shape.filters}, kF32, Tag::x);
+    memory::desc biasDesc({shape.filters}, type, Tag::x);
     dnnl::convolution_forward::primitive_desc pd(
         forwardDesc(part, hasBias ? &biasDesc : nullptr), attr, dnnlEngine());
     DnnlLaunch launch(kName);
@@ -199,9 +211,9 @@ Status makeForward(const char *kName, bool fused, const KernelContext &ctx,
     addParts(launch, dnnl::convolution_forward(pd), pd, parts,
              [&](int p, int parts) {
                std::unordered_map<int, memory> args = {
-                   {DNNL_ARG_SRC, slice(part.src(), ins[0], p, parts)},
+                   {DNNL_ARG_SRC, sliceOf(part.src(), ins[0], p, parts)},
                    {DNNL_ARG_WEIGHTS, weights},
-                   {DNNL_ARG_DST, slice(part.dst(), outs[0], p, parts)}};
+                   {DNNL_ARG_DST, sliceOf(part.dst(), outs[0], p, parts)}};
                if (hasBias)
                  args.emplace(DNNL_ARG_BIAS, bind(biasDesc, ins[2].data));
                return args;
@@ -470,11 +482,14 @@ Status makeConv2dGradInput(const KernelContext &ctx, const KernelConfig &cfg,
                            const Tensors &ins, const Tensors &outs,
                            KernelFn &out) {
   static constexpr const char *kName = "conv2d_grad_input";
-  if (Status s = checkOperands(kName, ins, outs, 2, 2, 1, kCpuOperands); !s)
+  if (Status s = checkOperands(kName, ins, outs, 2, 2, 1, kDnnlOperands); !s)
+    return s;
+  memory::data_type type;
+  if (Status s = dnnlOperandType(kName, ins, outs, type); !s)
     return s;
   ConvShape shape;
   if (Status s = convShape(kName, cfg, outs[0].shape, ins[1].shape,
-                           ins[0].shape, shape);
+                           ins[0].shape, shape, type);
       !s)
     return s;
   const int parts = splitsBatch(ctx, shape);
@@ -496,9 +511,9 @@ Status makeConv2dGradInput(const KernelContext &ctx, const KernelConfig &cfg,
     addParts(launch, dnnl::convolution_backward_data(pd), pd, parts,
              [&](int p, int parts) -> std::unordered_map<int, memory> {
                return {
-                   {DNNL_ARG_DIFF_DST, slice(part.dst(), ins[0], p, parts)},
+                   {DNNL_ARG_DIFF_DST, sliceOf(part.dst(), ins[0], p, parts)},
                    {DNNL_ARG_WEIGHTS, weights},
-                   {DNNL_ARG_DIFF_SRC, slice(part.src(), outs[0], p, parts)}};
+                   {DNNL_ARG_DIFF_SRC, sliceOf(part.src(), outs[0], p, parts)}};
              });
     out = std::move(launch);
   } catch (const dnnl::error &e) {
@@ -514,11 +529,14 @@ Status makeConv2dGradKernel(const KernelContext &ctx, const KernelConfig &cfg,
                             const Tensors &ins, const Tensors &outs,
                             KernelFn &out) {
   static constexpr const char *kName = "conv2d_grad_kernel";
-  if (Status s = checkOperands(kName, ins, outs, 2, 2, 1, kCpuOperands); !s)
+  if (Status s = checkOperands(kName, ins, outs, 2, 2, 1, kDnnlOperands); !s)
+    return s;
+  memory::data_type type;
+  if (Status s = dnnlOperandType(kName, ins, outs, type); !s)
     return s;
   ConvShape shape;
   if (Status s = convShape(kName, cfg, ins[0].shape, outs[0].shape,
-                           ins[1].shape, shape);
+                           ins[1].shape, shape, type);
       !s)
     return s;
   const int parts = splitsBatch(ctx, shape);
@@ -529,8 +547,11 @@ Status makeConv2dGradKernel(const KernelContext &ctx, const KernelConfig &cfg,
     const WindowGeometry &g = part.g;
     dnnl::convolution_forward::primitive_desc hint(forwardDesc(part),
                                                    dnnlEngine());
+    // The weights' gradient is summed in float32 (and its parts added up
+    // in float32) and rounded to the plan's type once, by the reorder into
+    // the output.
     dnnl::convolution_backward_weights::primitive_desc pd(
-        {dnnl::algorithm::convolution_direct, part.src(), part.weightsAny(),
+        {dnnl::algorithm::convolution_direct, part.src(), part.weightsAny(kF32),
          part.dst(), dnnlStrides(g), dnnlDilations(g), dnnlPadBefore(g),
          dnnlPadAfter(g)},
         userScratchpad(), dnnlEngine(), hint);
@@ -544,9 +565,10 @@ Status makeConv2dGradKernel(const KernelContext &ctx, const KernelConfig &cfg,
       partial.emplace_back(pd.diff_weights_desc(), dnnlEngine());
     addParts(launch, dnnl::convolution_backward_weights(pd), pd, parts,
              [&](int p, int parts) -> std::unordered_map<int, memory> {
-               return {{DNNL_ARG_SRC, slice(part.src(), ins[0], p, parts)},
-                       {DNNL_ARG_DIFF_DST, slice(part.dst(), ins[1], p, parts)},
-                       {DNNL_ARG_DIFF_WEIGHTS, partial[p]}};
+               return {
+                   {DNNL_ARG_SRC, sliceOf(part.src(), ins[0], p, parts)},
+                   {DNNL_ARG_DIFF_DST, sliceOf(part.dst(), ins[1], p, parts)},
+                   {DNNL_ARG_DIFF_WEIGHTS, partial[p]}};
              });
     if (parts > 1)
       launch.addLoop([partial] {
@@ -571,11 +593,13 @@ Status makeConv2dGradKernel(const KernelContext &ctx, const KernelConfig &cfg,
 } // namespace
 
 void registerDnnlConvKernels(KernelRegistry &registry) {
-  registry.addFactory("conv2d", Backend::cpu, makeConv2d);
-  registry.addFactory("fused_conv2d", Backend::cpu, makeFusedConv2d);
+  registry.addFactory("conv2d", Backend::cpu, makeConv2d, takesBf16);
+  registry.addFactory("fused_conv2d", Backend::cpu, makeFusedConv2d, takesBf16);
   registry.addFactory("fused_conv2d_pool", Backend::cpu, ConvPool::make);
-  registry.addFactory("conv2d_grad_input", Backend::cpu, makeConv2dGradInput);
-  registry.addFactory("conv2d_grad_kernel", Backend::cpu, makeConv2dGradKernel);
+  registry.addFactory("conv2d_grad_input", Backend::cpu, makeConv2dGradInput,
+                      takesBf16);
+  registry.addFactory("conv2d_grad_kernel", Backend::cpu, makeConv2dGradKernel,
+                      takesBf16);
 }
 
 } // namespace graph::runtime::cpu

@@ -5,7 +5,8 @@
 // the [in, out] kernel as it is, and the transposes the gradients need as
 // strided views (format_tag::ba) of the same buffers, so no launch copies
 // anything. Inputs of rank > 2 are [rows, K] matrices: the dense ops
-// contract the last axis only.
+// contract the last axis only. On the bf16 path (DnnlContext.h: takesBf16)
+// the same matmuls take bf16 operands and accumulate in float32.
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,11 +22,12 @@ using Tensors = std::vector<TensorRef>;
 using Tag = memory::format_tag;
 constexpr auto kF32 = memory::data_type::f32;
 
-/// A row-major [rows, cols] matrix, or its transpose ([cols, rows] read
-/// through strides) when `transposed`.
-memory::desc matrix(int64_t rows, int64_t cols, bool transposed = false) {
-  return transposed ? memory::desc({cols, rows}, kF32, Tag::ba)
-                    : memory::desc({rows, cols}, kF32, Tag::ab);
+/// A row-major [rows, cols] matrix of `type`, or its transpose ([cols,
+/// rows] read through strides) when `transposed`.
+memory::desc matrix(memory::data_type type, int64_t rows, int64_t cols,
+                    bool transposed = false) {
+  return transposed ? memory::desc({cols, rows}, type, Tag::ba)
+                    : memory::desc({rows, cols}, type, Tag::ab);
 }
 
 Status fail(const char *kName, const std::string &message) {
@@ -48,7 +50,7 @@ Status makeMatmul(const char *kName, const KernelContext &ctx,
     attr.set_post_ops(ops);
     memory::desc biasDesc;
     if (bias)
-      biasDesc = matrix(1, dst.dims()[1]);
+      biasDesc = matrix(dst.data_type(), 1, dst.dims()[1]);
     dnnl::matmul::primitive_desc pd(
         bias ? dnnl::matmul::desc(src, weights, biasDesc, dst)
              : dnnl::matmul::desc(src, weights, dst),
@@ -72,8 +74,11 @@ Status makeForward(const char *kName, bool fused, const KernelContext &ctx,
                    const KernelConfig &cfg, const Tensors &ins,
                    const Tensors &outs, KernelFn &out) {
   if (Status s =
-          checkOperands(kName, ins, outs, 2, fused ? 3 : 2, 1, kCpuOperands);
+          checkOperands(kName, ins, outs, 2, fused ? 3 : 2, 1, kDnnlOperands);
       !s)
+    return s;
+  memory::data_type type;
+  if (Status s = dnnlOperandType(kName, ins, outs, type); !s)
     return s;
   const TensorRef &x = ins[0], &k = ins[1];
   if (k.shape.size() != 2 || x.shape.empty() || x.shape.back() != k.shape[0])
@@ -93,8 +98,9 @@ Status makeForward(const char *kName, bool fused, const KernelContext &ctx,
   if (fused)
     if (Status s = appendEpilogue(kName, cfg, ops); !s)
       return s;
-  return makeMatmul(kName, ctx, matrix(rows, in), x.data, matrix(in, units),
-                    k.data, matrix(rows, units), outs[0].data, ops, bias, out);
+  return makeMatmul(kName, ctx, matrix(type, rows, in), x.data,
+                    matrix(type, in, units), k.data, matrix(type, rows, units),
+                    outs[0].data, ops, bias, out);
 }
 
 Status makeDense(const KernelContext &ctx, const KernelConfig &cfg,
@@ -112,7 +118,10 @@ Status makeDenseGradInput(const KernelContext &ctx, const KernelConfig &,
                           const Tensors &ins, const Tensors &outs,
                           KernelFn &out) {
   static constexpr const char *kName = "dense_grad_input";
-  if (Status s = checkOperands(kName, ins, outs, 2, 2, 1, kCpuOperands); !s)
+  if (Status s = checkOperands(kName, ins, outs, 2, 2, 1, kDnnlOperands); !s)
+    return s;
+  memory::data_type type;
+  if (Status s = dnnlOperandType(kName, ins, outs, type); !s)
     return s;
   const TensorRef &dy = ins[0], &k = ins[1];
   if (k.shape.size() != 2 || dy.shape.empty() || dy.shape.back() != k.shape[1])
@@ -124,9 +133,9 @@ Status makeDenseGradInput(const KernelContext &ctx, const KernelConfig &,
     return fail(kName, "input_grad " + shapeText(outs[0].shape) + " is not " +
                            std::to_string(rows) + " rows of " +
                            std::to_string(in));
-  return makeMatmul(kName, ctx, matrix(rows, units), dy.data,
-                    matrix(in, units, /*transposed=*/true), k.data,
-                    matrix(rows, in), outs[0].data, {}, nullptr, out);
+  return makeMatmul(kName, ctx, matrix(type, rows, units), dy.data,
+                    matrix(type, in, units, /*transposed=*/true), k.data,
+                    matrix(type, rows, in), outs[0].data, {}, nullptr, out);
 }
 
 /// dk[K, N] = x[rows, K]^T * dy[rows, N].
@@ -134,7 +143,10 @@ Status makeDenseGradKernel(const KernelContext &ctx, const KernelConfig &,
                            const Tensors &ins, const Tensors &outs,
                            KernelFn &out) {
   static constexpr const char *kName = "dense_grad_kernel";
-  if (Status s = checkOperands(kName, ins, outs, 2, 2, 1, kCpuOperands); !s)
+  if (Status s = checkOperands(kName, ins, outs, 2, 2, 1, kDnnlOperands); !s)
+    return s;
+  memory::data_type type;
+  if (Status s = dnnlOperandType(kName, ins, outs, type); !s)
     return s;
   const TensorRef &x = ins[0], &dy = ins[1];
   if (x.shape.empty() || dy.shape.empty())
@@ -147,18 +159,20 @@ Status makeDenseGradKernel(const KernelContext &ctx, const KernelConfig &,
   if (outs[0].shape != std::vector<int64_t>{in, units})
     return fail(kName, "kernel_grad is " + shapeText(outs[0].shape) +
                            ", expected " + shapeText({in, units}));
-  return makeMatmul(kName, ctx, matrix(rows, in, /*transposed=*/true), x.data,
-                    matrix(rows, units), dy.data, matrix(in, units),
-                    outs[0].data, {}, nullptr, out);
+  return makeMatmul(kName, ctx, matrix(type, rows, in, /*transposed=*/true),
+                    x.data, matrix(type, rows, units), dy.data,
+                    matrix(type, in, units), outs[0].data, {}, nullptr, out);
 }
 
 } // namespace
 
 void registerDnnlDenseKernels(KernelRegistry &registry) {
-  registry.addFactory("dense", Backend::cpu, makeDense);
-  registry.addFactory("fused_dense", Backend::cpu, makeFusedDense);
-  registry.addFactory("dense_grad_input", Backend::cpu, makeDenseGradInput);
-  registry.addFactory("dense_grad_kernel", Backend::cpu, makeDenseGradKernel);
+  registry.addFactory("dense", Backend::cpu, makeDense, takesBf16);
+  registry.addFactory("fused_dense", Backend::cpu, makeFusedDense, takesBf16);
+  registry.addFactory("dense_grad_input", Backend::cpu, makeDenseGradInput,
+                      takesBf16);
+  registry.addFactory("dense_grad_kernel", Backend::cpu, makeDenseGradKernel,
+                      takesBf16);
 }
 
 } // namespace graph::runtime::cpu

@@ -5,6 +5,7 @@
 
 #include "runtime/backends/reference/ReferenceKernels.h"
 #include "runtime/core/Kernel.h"
+#include "runtime/core/ReducedPrecision.h"
 
 #include <gtest/gtest.h>
 
@@ -15,13 +16,15 @@
 
 namespace graph::runtime::testing {
 
-/// An owned tensor of f32, f64 or i32 elements.
+/// An owned tensor of f32, f64, i32 or bf16 elements (a bf16 element set
+/// from a double is rounded to nearest even).
 struct Tensor {
   std::vector<int64_t> shape;
   plan::DType dtype = plan::DType::f64;
   std::vector<double> d;
   std::vector<float> f;
   std::vector<int32_t> i;
+  std::vector<uint16_t> h;
 
   static Tensor make(std::vector<int64_t> shape, plan::DType dtype,
                      const std::vector<double> &values = {}) {
@@ -35,6 +38,9 @@ struct Tensor {
       break;
     case plan::DType::i32:
       t.i.assign(n, 0);
+      break;
+    case plan::DType::bf16:
+      t.h.assign(n, 0);
       break;
     default:
       t.d.assign(n, 0.0);
@@ -73,6 +79,8 @@ struct Tensor {
       f[k] = static_cast<float>(v);
     else if (dtype == plan::DType::i32)
       i[k] = static_cast<int32_t>(v);
+    else if (dtype == plan::DType::bf16)
+      h[k] = floatToBf16(static_cast<float>(v));
     else
       d[k] = v;
   }
@@ -81,6 +89,8 @@ struct Tensor {
       return f[k];
     if (dtype == plan::DType::i32)
       return i[k];
+    if (dtype == plan::DType::bf16)
+      return bf16ToFloat(h[k]);
     return d[k];
   }
   std::vector<double> values() const {
@@ -97,6 +107,8 @@ struct Tensor {
       r.data = f.data();
     else if (dtype == plan::DType::i32)
       r.data = i.data();
+    else if (dtype == plan::DType::bf16)
+      r.data = h.data();
     else
       r.data = d.data();
     return r;
