@@ -124,6 +124,7 @@ job::JobOptions jobOptions(const py::dict &d) {
   setIf(d, "progress", o.progress);
   setIf(d, "preempt_signals", o.preemptSignals);
   setIf(d, "keep_denormals", o.keepDenormals);
+  setIf(d, "allreduce_dtype", o.allReduceDtype);
   setIf(d, "precision", o.precision);
   setIf(d, "collective_timeout", o.collectiveTimeoutSeconds);
   setIf(d, "csv_log", o.csvLog);

@@ -73,6 +73,8 @@ config.substitutions.append(("%fuzz_dir", os.path.join(config.graph_obj_root, "f
 # among its workers itself, hence --bind-to none).
 if config.graph_have_mpi and shutil.which("mpirun"):
     config.available_features.add("mpi")
+    # bench/mpi-allreduce.cpp, built with MPI.
+    llvm_config.add_tool_substitutions(["mpi-allreduce"], tool_dirs)
     config.environment["OMPI_ALLOW_RUN_AS_ROOT"] = "1"
     config.environment["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"
     config.substitutions.append(

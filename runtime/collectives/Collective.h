@@ -41,6 +41,13 @@ class Workers;
 
 enum class ReduceOp { sum, mean };
 
+/// The type a bucket crosses between workers in (graphrun
+/// --allreduce-dtype): float32, or bfloat16 for half the bytes on the
+/// wire, each worker's local sum and each partial sum across workers
+/// rounded to bfloat16 (nearest even). Replicas within a process always sum
+/// in float32, in shared memory.
+enum class WireType { f32, bf16 };
+
 /// The replicas of a job that this process holds: replicas [first, first +
 /// local) of `total` (workers x local replicas each).
 struct ReplicaSpan {
@@ -71,10 +78,12 @@ public:
 /// not depend on arrival order), then a second rendezvous. With `workers`
 /// of more than one process, the first local replica also sums the bucket
 /// across them (Workers::allReduceSum) between the two. `workers` must
-/// outlive the collective; null means one process.
+/// outlive the collective; null means one process. `wire` is the type the
+/// cross-worker step sums in.
 std::unique_ptr<Collective>
 makeLocalCollective(ReplicaSpan span, Workers *workers,
-                    std::chrono::milliseconds timeout);
+                    std::chrono::milliseconds timeout,
+                    WireType wire = WireType::f32);
 
 /// One process's `replicas` replicas, no other worker.
 inline std::unique_ptr<Collective>

@@ -1,6 +1,8 @@
 //===- LocalCollective.cpp - all-reduce among threads, then workers -------===//
 
 #include "runtime/collectives/Collective.h"
+
+#include "runtime/base/Bfloat16.h"
 #include "runtime/collectives/Workers.h"
 
 #include <condition_variable>
@@ -20,8 +22,8 @@ namespace {
 class LocalCollective final : public Collective {
 public:
   LocalCollective(ReplicaSpan span, Workers *workers,
-                  std::chrono::milliseconds timeout)
-      : span_(span), replicas_(span.local), timeout_(timeout),
+                  std::chrono::milliseconds timeout, WireType wire)
+      : span_(span), replicas_(span.local), timeout_(timeout), wire_(wire),
         workers_(workers && workers->size() > 1 ? workers : nullptr),
         buffers_(static_cast<size_t>(span.local), nullptr),
         counts_(static_cast<size_t>(span.local), 0),
@@ -60,7 +62,9 @@ public:
       return s;
     if (rank == 0) {
       auto start = std::chrono::steady_clock::now();
-      Status s = workers_->allReduceSum(buffers_[0], count);
+      Status s = wire_ == WireType::bf16
+                     ? sumAcrossWorkersInBf16(buffers_[0], count)
+                     : workers_->allReduceSum(buffers_[0], count);
       crossWorkerSeconds_ += std::chrono::duration<double>(
                                  std::chrono::steady_clock::now() - start)
                                  .count();
@@ -131,6 +135,17 @@ private:
     return Status::error(reason);
   }
 
+  /// The cross-worker sum of `count` floats at `data`, carried as
+  /// bfloat16.
+  Status sumAcrossWorkersInBf16(float *data, int64_t count) {
+    wireBuffer_.resize(static_cast<size_t>(count));
+    floatsToBf16(data, wireBuffer_.data(), count);
+    if (Status s = workers_->allReduceSumBf16(wireBuffer_.data(), count); !s)
+      return s;
+    bf16sToFloats(wireBuffer_.data(), data, count);
+    return Status::ok();
+  }
+
   /// Elements [begin, end) of every buffer: their sum, times `scale`.
   void reduceSlice(int64_t begin, int64_t end, float scale) {
     for (int64_t i = begin; i < end; ++i) {
@@ -146,7 +161,9 @@ private:
   ReplicaSpan span_;
   int replicas_;
   std::chrono::milliseconds timeout_;
-  Workers *workers_; // null: this process is the whole job
+  WireType wire_;
+  Workers *workers_;                 // null: this process is the whole job
+  std::vector<uint16_t> wireBuffer_; // WireType::bf16: rank 0's bucket
   double crossWorkerSeconds_ = 0;
   std::vector<float *> buffers_;
   std::vector<int64_t> counts_;
@@ -162,8 +179,8 @@ private:
 
 std::unique_ptr<Collective>
 makeLocalCollective(ReplicaSpan span, Workers *workers,
-                    std::chrono::milliseconds timeout) {
-  return std::make_unique<LocalCollective>(span, workers, timeout);
+                    std::chrono::milliseconds timeout, WireType wire) {
+  return std::make_unique<LocalCollective>(span, workers, timeout, wire);
 }
 
 } // namespace graph::runtime

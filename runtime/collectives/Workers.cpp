@@ -24,6 +24,8 @@
 
 #include "runtime/collectives/Workers.h"
 
+#include "runtime/base/Bfloat16.h"
+
 #ifdef GRAPH_HAVE_MPI
 // The C API only: Open MPI's deprecated C++ bindings would need their own
 // library.
@@ -61,6 +63,7 @@ public:
   const std::string &host(int) const override { return host_; }
   Status allReduceSum(float *, int64_t) override { return Status::ok(); }
   Status allReduceSum(double *, int64_t) override { return Status::ok(); }
+  Status allReduceSumBf16(uint16_t *, int64_t) override { return Status::ok(); }
   Status broadcast(void *, size_t, int) override { return Status::ok(); }
   Status allGather(const std::string &mine,
                    std::vector<std::string> &all) override {
@@ -81,6 +84,13 @@ std::string mpiError(int code) {
   if (MPI_Error_string(code, text, &length) != MPI_SUCCESS)
     return "MPI error " + std::to_string(code);
   return std::string(text, static_cast<size_t>(length));
+}
+
+/// MPI's reduction of two bfloat16 buffers (MPI_UINT16_T): each pair
+/// summed in float32, rounded to nearest even.
+void sumBf16(void *in, void *inout, int *len, MPI_Datatype *) {
+  addBf16(static_cast<const uint16_t *>(in), static_cast<uint16_t *>(inout),
+          *len);
 }
 
 class MpiWorkers final : public Workers {
@@ -133,6 +143,8 @@ public:
           MPI_Wait(&r, MPI_STATUS_IGNORE);
       MPI_Comm_free(&comm_);
     }
+    if (bf16Sum_ != MPI_OP_NULL)
+      MPI_Op_free(&bf16Sum_);
     if (owner_) {
       int finalized = 0;
       MPI_Finalized(&finalized);
@@ -152,6 +164,11 @@ public:
   Status allReduceSum(double *data, int64_t count) override {
     return allReduce(data, count, MPI_DOUBLE,
                      "summing " + std::to_string(count) + " doubles");
+  }
+  Status allReduceSumBf16(uint16_t *data, int64_t count) override {
+    return allReduce(data, count, MPI_UINT16_T,
+                     "summing " + std::to_string(count) + " bfloat16s",
+                     bf16Sum_);
   }
 
   Status broadcast(void *data, size_t bytes, int root) override {
@@ -242,6 +259,9 @@ private:
   Status start() {
     if (int rc = MPI_Comm_dup(MPI_COMM_WORLD, &comm_); rc != MPI_SUCCESS)
       return Status::error("MPI_Comm_dup: " + mpiError(rc));
+    if (int rc = MPI_Op_create(&sumBf16, /*commute=*/1, &bf16Sum_);
+        rc != MPI_SUCCESS)
+      return Status::error("MPI_Op_create: " + mpiError(rc));
     MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
     MPI_Comm_rank(comm_, &rank_);
     MPI_Comm_size(comm_, &size_);
@@ -282,7 +302,7 @@ private:
   }
 
   Status allReduce(void *data, int64_t count, MPI_Datatype type,
-                   const std::string &what) {
+                   const std::string &what, MPI_Op op = MPI_SUM) {
     int elementBytes = 0;
     MPI_Type_size(type, &elementBytes);
     auto *p = static_cast<char *>(data);
@@ -291,7 +311,7 @@ private:
       if (Status s = collective(what,
                                 [&] {
                                   return MPI_Allreduce(MPI_IN_PLACE, p, chunk,
-                                                       type, MPI_SUM, comm_);
+                                                       type, op, comm_);
                                 });
           !s)
         return s;
@@ -413,6 +433,7 @@ private:
   /// MPI_THREAD_MULTIPLE: the watchdog may call MPI.
   bool multiple_;
   MPI_Comm comm_ = MPI_COMM_NULL;
+  MPI_Op bf16Sum_ = MPI_OP_NULL; // sumBf16
   int rank_ = 0, size_ = 1;
   std::vector<std::string> hosts_;
 

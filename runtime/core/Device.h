@@ -88,6 +88,10 @@ struct ExecutorOptions {
   /// (rank + 1) * N / W), on this process's devices 0..N / W - 1, and its
   /// all-reduces span the workers.
   Workers *workers = nullptr;
+  /// The type gradients cross between workers in (graphrun
+  /// --allreduce-dtype): float32, or bfloat16 on the host transport
+  /// (Collective.h). The cuda backend's NCCL path takes float32 only.
+  WireType allReduceWire = WireType::f32;
 };
 
 /// Memory one device allocated; released by the function the device gave.

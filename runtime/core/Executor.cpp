@@ -527,10 +527,16 @@ Status Executor::prepare(MirroredVariables &variables,
 
   if (Status s = deviceSet_->createRunner(prepared_, options, runner_); !s)
     return Status::error(where + ": " + s.message());
+  if (runner_ && options.allReduceWire != WireType::f32)
+    return Status::error(
+        where + ": the " + backendName(options.backend) +
+        " backend all-reduces in float32 only (NCCL's bfloat16 path is not "
+        "built yet): leave --allreduce-dtype at fp32");
   if (!runner_) {
     // The host path: every device runs its ops (and each all-reduce) on its
     // own thread; events are a board of step ids.
-    collective_ = makeLocalCollective(span_, options.workers, options.timeout);
+    collective_ = makeLocalCollective(span_, options.workers, options.timeout,
+                                      options.allReduceWire);
     eventStep_.assign(static_cast<size_t>(prepared_.numEvents), 0);
     hostOps_ = scheduleHostOps(prepared_.ops, replicas_, prepared_.numEvents);
   }

@@ -72,19 +72,11 @@ void convertFloats(const void *src, plan::DType from, void *dst, plan::DType to,
                    int64_t n) {
   auto *half = static_cast<uint16_t *>(dst);
   auto *single = static_cast<float *>(dst);
-  // The common cases as plain loops the compiler vectorizes.
-  if (from == plan::DType::f32 && to == plan::DType::bf16) {
-    const auto *s = static_cast<const float *>(src);
-    for (int64_t i = 0; i < n; ++i)
-      half[i] = floatToBf16(s[i]);
-    return;
-  }
-  if (from == plan::DType::bf16 && to == plan::DType::f32) {
-    const auto *s = static_cast<const uint16_t *>(src);
-    for (int64_t i = 0; i < n; ++i)
-      single[i] = bf16ToFloat(s[i]);
-    return;
-  }
+  // The common cases in bulk, vectorized for the CPU (Bfloat16.h, F16C).
+  if (from == plan::DType::f32 && to == plan::DType::bf16)
+    return floatsToBf16(static_cast<const float *>(src), half, n);
+  if (from == plan::DType::bf16 && to == plan::DType::f32)
+    return bf16sToFloats(static_cast<const uint16_t *>(src), single, n);
 #if defined(__x86_64__)
   if (hasF16C() && from == plan::DType::f32 && to == plan::DType::f16)
     return floatsToF16C(static_cast<const float *>(src), half, n);

@@ -13,25 +13,13 @@
 #ifndef RUNTIME_CORE_REDUCEDPRECISION_H
 #define RUNTIME_CORE_REDUCEDPRECISION_H
 
+#include "runtime/base/Bfloat16.h" // bf16ToFloat, floatToBf16
 #include "runtime/core/Kernel.h"
 
 #include <bit>
 #include <cstdint>
 
 namespace graph::runtime {
-
-inline float bf16ToFloat(uint16_t bits) {
-  return std::bit_cast<float>(static_cast<uint32_t>(bits) << 16);
-}
-
-/// Round to nearest even; a NaN stays a (quiet) NaN, infinities stay.
-inline uint16_t floatToBf16(float value) {
-  uint32_t u = std::bit_cast<uint32_t>(value);
-  if ((u & 0x7fffffffu) > 0x7f800000u)
-    return static_cast<uint16_t>((u >> 16) | 0x0040u);
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return static_cast<uint16_t>(u >> 16);
-}
 
 inline float f16ToFloat(uint16_t bits) {
   return static_cast<float>(std::bit_cast<_Float16>(bits));

@@ -164,6 +164,7 @@ Status Session::setGlobalStep(int64_t step) {
 ExecutorOptions SessionOptions::executorOptions() const {
   ExecutorOptions eo;
   eo.workers = workers;
+  eo.allReduceWire = allReduceWire;
   eo.backend = backend;
   eo.seed = seed;
   eo.timeout = timeout;

@@ -187,6 +187,8 @@ struct SessionOptions {
   int replicas = 1;
   /// The job's workers (null: one process); must outlive the session.
   Workers *workers = nullptr;
+  /// What gradients cross between workers as (ExecutorOptions).
+  WireType allReduceWire = WireType::f32;
   Backend backend = Backend::reference;
   uint64_t seed = 0;
   std::chrono::milliseconds timeout{60000};

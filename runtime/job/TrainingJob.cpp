@@ -507,6 +507,10 @@ Status TrainingJob::checkLocally() {
   if (!o_.precision.empty() && !parsePrecision(o_.precision))
     return Status::error("--precision " + o_.precision +
                          ": unknown precision (fp32 or tf32)");
+  if (!o_.allReduceDtype.empty() && o_.allReduceDtype != "fp32" &&
+      o_.allReduceDtype != "bf16")
+    return Status::error("--allreduce-dtype " + o_.allReduceDtype +
+                         ": expected fp32 or bf16");
   if (KernelRegistry::global().names(backend).empty())
     return Status::error(std::string("backend ") + backendName(backend) +
                          ": no kernels of that backend are in this build; "
@@ -918,6 +922,8 @@ Status TrainingJob::compareWorkers() {
        << "checkpoint every=" << o_.checkpointEvery << "\n"
        << "collective timeout=" << o_.collectiveTimeoutSeconds << "\n"
        << "precision=" << o_.precision << "\n"
+       << "allreduce dtype="
+       << (o_.allReduceDtype.empty() ? "fp32" : o_.allReduceDtype) << "\n"
        << "nan guard=" << o_.nanGuard << "/" << o_.checkNumerics << "\n"
        << "preempt signals=" << o_.preemptSignals << "\n"
        << "training data=" << o_.data << ", " << train_->size() << " examples\n"
@@ -1125,6 +1131,8 @@ Status TrainingJob::setUp(int &reportedBy) {
   so.learningRate = o_.learningRate;
   so.cudaGraph = !o_.noCudaGraph;
   so.flushDenormals = !o_.keepDenormals;
+  so.allReduceWire =
+      o_.allReduceDtype == "bf16" ? WireType::bf16 : WireType::f32;
   so.stepsInFlight = o_.stepsInFlight;
   // TF32 convolutions and matrix products by default on a GPU (PyTorch's
   // cuDNN default); the host backends compute in fp32 regardless.
@@ -1164,11 +1172,15 @@ Status TrainingJob::setUp(int &reportedBy) {
        << " examples";
   if (workerCount() > 1)
     out_ << ", each worker its " << localBatch_
-         << " rows of every global batch";
+         << " rows of every global batch, gradients across workers in "
+         << (so.allReduceWire == WireType::bf16 ? "bf16" : "fp32");
   else if (o_.shardCount > 1)
     out_ << ", shard " << o_.shardIndex << "/" << o_.shardCount << ": "
          << epochExamples_;
   out_ << ")\n";
+  if (workerCount() == 1 && so.allReduceWire == WireType::bf16)
+    out_ << "graphrun: note: --allreduce-dtype bf16 has no effect on a job "
+            "of one worker: its replicas sum in fp32, in shared memory\n";
   if (backend != Backend::cuda && o_.precision == "tf32")
     out_ << "graphrun: note: --precision tf32 has no effect on the "
          << backendName(backend) << " backend, which computes in fp32\n";

@@ -117,6 +117,9 @@ struct JobOptions {
   /// cpu: compute with subnormal floats instead of flushing them to zero
   /// (ExecutorOptions::flushDenormals).
   bool keepDenormals = false;
+  /// fp32 or bf16: the type gradients cross between workers in
+  /// (ExecutorOptions::allReduceWire; empty: fp32).
+  std::string allReduceDtype;
   /// Steps kept launched at once (SessionOptions::stepsInFlight; 0: the
   /// backend's choice, 2 on a GPU).
   int stepsInFlight = 0;

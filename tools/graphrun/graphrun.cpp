@@ -266,6 +266,12 @@ int main(int argc, char **argv) {
                "to zero (the default, as TensorFlow's CPU kernels do: "
                "arithmetic on them is slow, and Adam's moments fill with "
                "them over a long run)");
+  app.add_option("--allreduce-dtype", o.allReduceDtype,
+                 "fp32 or bf16: the type gradients cross between workers in "
+                 "(default fp32; bf16 halves the bytes on the wire, each "
+                 "sum rounded to bfloat16; replicas in one process always "
+                 "sum in fp32; host transport only)")
+      ->check(CLI::IsMember({"fp32", "bf16"}));
   addInteger(app, "--steps-in-flight", o.stepsInFlight, 1, 2,
              "steps launched before the host waits for the oldest: 2 "
              "launches step k+1 before reading step k's outputs, so the "
