@@ -3,9 +3,9 @@
 
     allreduce_two_hosts.py BUILD-DIR [RATES] [STEPS]
 
-Two network namespaces joined by a bridge (as
-test/tools/graphrun/multi-worker/two_hosts.py makes them), one worker in
-each, TCP alone between them (btl tcp,self: no shared memory), each host's
+Two network namespaces joined by a bridge
+(test/tools/graphrun/multi-worker/netns_hosts.py, as two-hosts.test makes
+them), one worker in each, TCP alone between them (btl tcp,self: no shared memory), each host's
 sending shaped by a token bucket (`tc qdisc ... tbf rate R`) for every R of
 RATES (comma-separated tc rates, "none" for the bare veth; default
 none,10gbit,1gbit). For each: bench/mpi-allreduce's median all-reduce of
@@ -21,6 +21,11 @@ import re
 import subprocess
 import sys
 import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "test", "tools", "graphrun",
+                                "multi-worker"))
+from netns_hosts import TwoHosts  # noqa: E402
 
 
 def sh(*args, check=True, env=None, tries=1):
@@ -48,24 +53,10 @@ def main():
     rates = (sys.argv[2] if len(sys.argv) > 2 else "none,10gbit,1gbit").split(",")
     steps = sys.argv[3] if len(sys.argv) > 3 else "60"
     work = tempfile.mkdtemp()
-    tag = str(os.getpid() % 10000)
-    net = f"10.79.{os.getpid() % 250 + 1}"
-    bridge = f"gab{tag}"
-    names = [f"ga{tag}a", f"ga{tag}b"]
-    agent = os.path.join(work, "netns-agent.sh")
-    with open(agent, "w") as f:
-        f.write('#!/bin/sh\nhost="$1"; shift\n'
-                'exec ip netns exec "$host" /bin/sh -c "$*"\n')
-    os.chmod(agent, 0o755)
-    mpirun = ["mpirun", "--host", ",".join(names), "-np", "2", "--bind-to",
-              "none", "--mca", "plm_rsh_agent", agent, "--mca",
-              "plm_rsh_no_tree_spawn", "1", "--mca", "btl", "tcp,self",
-              "--mca", "btl_tcp_if_include", f"{net}.0/24", "--mca",
-              "oob_tcp_if_include", f"{net}.0/24", "-x",
-              "MALLOC_MMAP_THRESHOLD_=4294967296", "-x",
-              "MALLOC_TRIM_THRESHOLD_=4294967296"]
-    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1",
-               OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    hosts = TwoHosts(work, "ga", "10.79")
+    mpirun = hosts.mpirun + ["-x", "MALLOC_MMAP_THRESHOLD_=4294967296",
+                             "-x", "MALLOC_TRIM_THRESHOLD_=4294967296"]
+    env = hosts.env
     print("machine: %d cores, load average %s" % (
         os.cpu_count(), open("/proc/loadavg").read().split()[:3]))
     plan = os.path.join(work, "cnn.plan")
@@ -75,29 +66,14 @@ def main():
        "--batch-size", "256", "-o", os.path.join(work, "cnn.mlir"))
     sh(f"{build}/bin/graphc", os.path.join(work, "cnn.mlir"), "--replicas",
        "2", "-o", plan)
-    try:
-        sh("ip", "link", "add", bridge, "type", "bridge")
-        sh("ip", "addr", "add", f"{net}.1/24", "dev", bridge)
-        sh("ip", "link", "set", bridge, "up")
-        for i, ns in enumerate(names):
-            sh("ip", "netns", "add", ns)
-            outer, inner = f"{ns}o", f"{ns}i"
-            sh("ip", "link", "add", outer, "type", "veth", "peer", "name",
-               inner)
-            sh("ip", "link", "set", inner, "netns", ns)
-            sh("ip", "link", "set", outer, "master", bridge)
-            sh("ip", "link", "set", outer, "up")
-            sh("ip", "netns", "exec", ns, "ip", "addr", "add",
-               f"{net}.{i + 2}/24", "dev", inner)
-            sh("ip", "netns", "exec", ns, "ip", "link", "set", inner, "up")
-            sh("ip", "netns", "exec", ns, "ip", "link", "set", "lo", "up")
+    with hosts:
         print("two hosts: network namespaces joined by a bridge, TCP only")
         print("%-8s %-5s %12s %12s %12s %12s" % (
             "link", "wire", "MPI f32 ms", "ours ms", "step ms",
             "across ms"))
         for rate in rates:
-            for ns in names:
-                dev = f"{ns}i"
+            for i, ns in enumerate(hosts.names):
+                dev = hosts.inner(i)
                 sh("ip", "netns", "exec", ns, "tc", "qdisc", "del", "dev",
                    dev, "root", check=False)
                 if rate != "none":
@@ -120,11 +96,6 @@ def main():
                     rate, dtype, medians[0], medians[1], 1e3 * float(step),
                     1e3 * float(across)))
         return 0
-    finally:
-        for ns in names:
-            sh("ip", "netns", "del", ns, check=False)
-            sh("ip", "link", "del", f"{ns}o", check=False)
-        sh("ip", "link", "del", bridge, check=False)
 
 
 if __name__ == "__main__":

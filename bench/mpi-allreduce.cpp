@@ -9,19 +9,18 @@
 // prints the mean and median of each and our overhead.
 //
 // --dtype bf16 times the cross-worker step of `graphrun --allreduce-dtype
-// bf16` instead: the floats rounded to bfloat16, Workers::allReduceSumBf16
-// (half the bytes, MPI's reduction a user op), widened back, against the
-// same bare float32 MPI_Allreduce. --dump DIR runs one all-reduce of
-// varied values instead of timing (each rank's input and result as raw
-// float32 files in DIR, for test/tools/graphrun/multi-worker/
-// allreduce-bf16.test to check against NumPy).
+// bf16` instead: Workers::allReduceSumAsBf16 (the floats rounded to
+// bfloat16, half the bytes, MPI's reduction a user op, widened back), against
+// the same bare float32 MPI_Allreduce. --dump DIR runs one all-reduce of varied
+// values instead of timing (each rank's input and result as raw float32 files
+// in DIR, for test/tools/graphrun/multi-worker/ allreduce-bf16.test to check
+// against NumPy).
 //
 //   mpirun -np 2 mpi-allreduce [--floats 93322] [--reps 2000]
 //                              [--dtype fp32|bf16] [--dump DIR]
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/base/Bfloat16.h"
 #include "runtime/collectives/Workers.h"
 
 #define OMPI_SKIP_MPICXX 1
@@ -63,16 +62,9 @@ int main(int argc, char **argv) {
     return 1;
   }
   std::vector<float> data(static_cast<size_t>(floats), 1.0f);
-  std::vector<uint16_t> wire(bf16 ? data.size() : 0);
-  // What graphrun's collective does with a bucket (LocalCollective.cpp).
-  auto reduceOurs = [&]() -> Status {
-    if (!bf16)
-      return workers->allReduceSum(data.data(), floats);
-    floatsToBf16(data.data(), wire.data(), floats);
-    if (Status s = workers->allReduceSumBf16(wire.data(), floats); !s)
-      return s;
-    bf16sToFloats(wire.data(), data.data(), floats);
-    return Status::ok();
+  auto reduceOurs = [&]() {
+    return bf16 ? workers->allReduceSumAsBf16(data.data(), floats)
+                : workers->allReduceSum(data.data(), floats);
   };
   if (!dump.empty()) {
     // Magnitudes over 8 decades and both signs, different on every rank,
@@ -151,7 +143,7 @@ int main(int argc, char **argv) {
     std::printf("%-40s %10.4f %10.4f\n", "MPI_Allreduce, float32 (bare)",
                 mean(bare), median(bare));
     std::printf("%-40s %10.4f %10.4f\n",
-                bf16 ? "allReduceSumBf16 + conversions (ours)"
+                bf16 ? "allReduceSumAsBf16 (ours)"
                      : "Workers::allReduceSum (ours)",
                 mean(ours), median(ours));
     if (bf16)

@@ -2,7 +2,6 @@
 
 #include "runtime/collectives/Collective.h"
 
-#include "runtime/base/Bfloat16.h"
 #include "runtime/collectives/Workers.h"
 
 #include <condition_variable>
@@ -63,7 +62,7 @@ public:
     if (rank == 0) {
       auto start = std::chrono::steady_clock::now();
       Status s = wire_ == WireType::bf16
-                     ? sumAcrossWorkersInBf16(buffers_[0], count)
+                     ? workers_->allReduceSumAsBf16(buffers_[0], count)
                      : workers_->allReduceSum(buffers_[0], count);
       crossWorkerSeconds_ += std::chrono::duration<double>(
                                  std::chrono::steady_clock::now() - start)
@@ -135,17 +134,6 @@ private:
     return Status::error(reason);
   }
 
-  /// The cross-worker sum of `count` floats at `data`, carried as
-  /// bfloat16.
-  Status sumAcrossWorkersInBf16(float *data, int64_t count) {
-    wireBuffer_.resize(static_cast<size_t>(count));
-    floatsToBf16(data, wireBuffer_.data(), count);
-    if (Status s = workers_->allReduceSumBf16(wireBuffer_.data(), count); !s)
-      return s;
-    bf16sToFloats(wireBuffer_.data(), data, count);
-    return Status::ok();
-  }
-
   /// Elements [begin, end) of every buffer: their sum, times `scale`.
   void reduceSlice(int64_t begin, int64_t end, float scale) {
     for (int64_t i = begin; i < end; ++i) {
@@ -162,8 +150,7 @@ private:
   int replicas_;
   std::chrono::milliseconds timeout_;
   WireType wire_;
-  Workers *workers_;                 // null: this process is the whole job
-  std::vector<uint16_t> wireBuffer_; // WireType::bf16: rank 0's bucket
+  Workers *workers_; // null: this process is the whole job
   double crossWorkerSeconds_ = 0;
   std::vector<float *> buffers_;
   std::vector<int64_t> counts_;

@@ -63,7 +63,7 @@ public:
   const std::string &host(int) const override { return host_; }
   Status allReduceSum(float *, int64_t) override { return Status::ok(); }
   Status allReduceSum(double *, int64_t) override { return Status::ok(); }
-  Status allReduceSumBf16(uint16_t *, int64_t) override { return Status::ok(); }
+  Status allReduceSumAsBf16(float *, int64_t) override { return Status::ok(); }
   Status broadcast(void *, size_t, int) override { return Status::ok(); }
   Status allGather(const std::string &mine,
                    std::vector<std::string> &all) override {
@@ -165,10 +165,16 @@ public:
     return allReduce(data, count, MPI_DOUBLE,
                      "summing " + std::to_string(count) + " doubles");
   }
-  Status allReduceSumBf16(uint16_t *data, int64_t count) override {
-    return allReduce(data, count, MPI_UINT16_T,
-                     "summing " + std::to_string(count) + " bfloat16s",
-                     bf16Sum_);
+  Status allReduceSumAsBf16(float *data, int64_t count) override {
+    wire_.resize(static_cast<size_t>(count));
+    floatsToBf16(data, wire_.data(), count);
+    if (Status s = allReduce(wire_.data(), count, MPI_UINT16_T,
+                             "summing " + std::to_string(count) + " bfloat16s",
+                             bf16Sum_);
+        !s)
+      return s;
+    bf16sToFloats(wire_.data(), data, count);
+    return Status::ok();
   }
 
   Status broadcast(void *data, size_t bytes, int root) override {
@@ -434,6 +440,7 @@ private:
   bool multiple_;
   MPI_Comm comm_ = MPI_COMM_NULL;
   MPI_Op bf16Sum_ = MPI_OP_NULL; // sumBf16
+  std::vector<uint16_t> wire_;   // allReduceSumAsBf16's bfloat16 copy
   int rank_ = 0, size_ = 1;
   std::vector<std::string> hosts_;
 

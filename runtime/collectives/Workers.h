@@ -52,10 +52,11 @@ public:
   /// with the same count, in the same order.
   virtual Status allReduceSum(float *data, int64_t count) = 0;
   virtual Status allReduceSum(double *data, int64_t count) = 0;
-  /// Sums `count` bfloat16 values (runtime/base/Bfloat16.h) over the
-  /// workers, in place: half the bytes of float32 on the wire, each partial
-  /// sum computed in float32 and rounded to bfloat16 (nearest even).
-  virtual Status allReduceSumBf16(uint16_t *data, int64_t count) = 0;
+  /// Sums `count` floats over the workers, in place, carried as bfloat16
+  /// (runtime/base/Bfloat16.h): each worker's values rounded to bf16, then
+  /// each partial sum computed in float32 and rounded to bf16 (nearest
+  /// even), the result widened back. Half the bytes of float32 on the wire.
+  virtual Status allReduceSumAsBf16(float *data, int64_t count) = 0;
   /// Copies `bytes` at `data` from worker `root` to every worker.
   virtual Status broadcast(void *data, size_t bytes, int root) = 0;
   /// Every worker's `mine`, in rank order.

@@ -24,18 +24,9 @@ import os
 import re
 import subprocess
 import sys
-import tempfile
 import time
 
-
-def sh(*args, check=True):
-    return subprocess.run(list(args), check=check, capture_output=True,
-                          text=True)
-
-
-def namespace_pids(ns):
-    r = sh("ip", "netns", "pids", ns, check=False)
-    return [int(p) for p in r.stdout.split()]
+from netns_hosts import TwoHosts, namespace_pids, sh
 
 
 def commands(pids):
@@ -53,41 +44,10 @@ def main():
     work, graphrun, plan = sys.argv[1], sys.argv[2], sys.argv[3]
     assert sys.argv[4] == "--"
     flags = sys.argv[5:]
-    tag = str(os.getpid() % 10000)
-    net = f"10.78.{os.getpid() % 250 + 1}"
-    bridge = f"gbr{tag}"
-    names = [f"gh{tag}a", f"gh{tag}b"]
-    agent = os.path.join(work, "netns-agent.sh")
-    with open(agent, "w") as f:
-        f.write('#!/bin/sh\n# plm_rsh_agent: HOST COMMAND...; HOST is a '
-                'network namespace\nhost="$1"; shift\n'
-                'exec ip netns exec "$host" /bin/sh -c "$*"\n')
-    os.chmod(agent, 0o755)
-    mpirun = ["mpirun", "--host", ",".join(names), "-np", "2", "--bind-to",
-              "none", "--mca", "plm_rsh_agent", agent, "--mca",
-              "plm_rsh_no_tree_spawn", "1", "--mca", "btl", "tcp,self",
-              "--mca", "btl_tcp_if_include", f"{net}.0/24", "--mca",
-              "oob_tcp_if_include", f"{net}.0/24"]
-    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1",
-               OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-    try:
-        sh("ip", "link", "add", bridge, "type", "bridge")
-        sh("ip", "addr", "add", f"{net}.1/24", "dev", bridge)
-        sh("ip", "link", "set", bridge, "up")
-        for i, ns in enumerate(names):
-            sh("ip", "netns", "add", ns)
-            outer, inner = f"{ns}o", f"{ns}i"
-            sh("ip", "link", "add", outer, "type", "veth", "peer", "name",
-               inner)
-            sh("ip", "link", "set", inner, "netns", ns)
-            sh("ip", "link", "set", outer, "master", bridge)
-            sh("ip", "link", "set", outer, "up")
-            sh("ip", "netns", "exec", ns, "ip", "addr", "add",
-               f"{net}.{i + 2}/24", "dev", inner)
-            sh("ip", "netns", "exec", ns, "ip", "link", "set", inner, "up")
-            sh("ip", "netns", "exec", ns, "ip", "link", "set", "lo", "up")
-        print(f"two hosts: namespaces {names[0]} ({net}.2) and {names[1]} "
-              f"({net}.3), TCP only")
+    with TwoHosts(work, "gh", "10.78") as hosts:
+        names, mpirun, env = hosts.names, hosts.mpirun, hosts.env
+        print(f"two hosts: namespaces {names[0]} ({hosts.net}.2) and "
+              f"{names[1]} ({hosts.net}.3), TCP only")
 
         # 1. Training across the two.
         weights = os.path.join(work, "w2.safetensors")
@@ -159,16 +119,6 @@ def main():
         print("left behind: " + (", ".join(left) if left else
                                  "no process in either namespace"))
         return 1 if left else 0
-    finally:
-        for ns in names:
-            for pid in namespace_pids(ns):
-                try:
-                    os.kill(pid, 9)
-                except OSError:
-                    pass
-            sh("ip", "netns", "del", ns, check=False)
-            sh("ip", "link", "del", f"{ns}o", check=False)
-        sh("ip", "link", "del", bridge, check=False)
 
 
 if __name__ == "__main__":
