@@ -9,7 +9,11 @@
 // and dense launch of the step (forward, backward data, backward weights)
 // as one bare oneDNN primitive at the step's shapes, every memory in the
 // layout the primitive picks (format `any`: blocked activations and
-// weights, no reorder timed), back to back. A primitive is timed both ways
+// weights, no reorder timed), back to back. A launch on bf16 buffers (a
+// mixed_bfloat16 plan) is timed as oneDNN's bf16 primitive, as the cpu
+// backend's bf16 path runs it: bf16 operands, float32 weight gradients;
+// the floor of such a plan is its bf16 floor, whether or not the backend
+// takes that path on this CPU. A primitive is timed both ways
 // the cpu backend can run a step on this machine's threads -- the whole
 // batch on all threads, and half the batch on half the threads (one of two
 // replicas) -- and the faster counts. The sum is what a step of these
@@ -25,6 +29,7 @@
 
 #include "runtime/backends/cpu/CpuKernels.h"
 #include "runtime/backends/cpu/DnnlContext.h"
+#include "runtime/base/Bfloat16.h"
 #include "runtime/core/DenormalMode.h"
 #include "runtime/core/WindowGeometry.h"
 #include "runtime/plan/PlanLoader.h"
@@ -75,11 +80,18 @@ void fillUniform(float *data, int64_t n, std::mt19937 &gen) {
     data[i] = dist(gen);
 }
 
+void fillUniformBf16(uint16_t *data, int64_t n, std::mt19937 &gen) {
+  std::vector<float> values(n);
+  fillUniform(values.data(), n, gen);
+  floatsToBf16(values.data(), data, n);
+}
+
 //===----------------------------------------------------------------------===//
 // The floor: bare oneDNN primitives in the layouts they pick
 //===----------------------------------------------------------------------===//
 
 constexpr auto kF32 = memory::data_type::f32;
+constexpr auto kBf16 = memory::data_type::bf16;
 constexpr auto kAny = memory::format_tag::any;
 
 /// A primitive with every memory allocated in its primitive descriptor's
@@ -91,8 +103,12 @@ struct BarePrimitive {
 
 memory filled(const memory::desc &desc, std::mt19937 &gen) {
   memory m(desc, cpu::dnnlEngine());
-  fillUniform(static_cast<float *>(m.get_data_handle()),
-              static_cast<int64_t>(desc.get_size() / sizeof(float)), gen);
+  if (desc.data_type() == kBf16)
+    fillUniformBf16(static_cast<uint16_t *>(m.get_data_handle()),
+                    static_cast<int64_t>(desc.get_size() / 2), gen);
+  else
+    fillUniform(static_cast<float *>(m.get_data_handle()),
+                static_cast<int64_t>(desc.get_size() / sizeof(float)), gen);
   return m;
 }
 
@@ -108,13 +124,17 @@ BarePrimitive bare(const PrimitiveDesc &pd, std::vector<int> argKinds,
   return b;
 }
 
-memory::desc anyDesc(const memory::dims &dims) { return {dims, kF32, kAny}; }
+memory::desc anyDesc(const memory::dims &dims, memory::data_type type = kF32) {
+  return {dims, type, kAny};
+}
 
-/// The convolution of a conv launch at batch `n`, or an error.
+/// The convolution of a conv launch at batch `n` on operands of `type`
+/// (f32, or bf16 with float32 weight gradients), or an error.
 Status convPrimitive(const std::string &kernel, const KernelConfig &cfg,
                      const std::vector<Shape> &ins,
                      const std::vector<Shape> &outs, int64_t n,
-                     std::mt19937 &gen, BarePrimitive &out) {
+                     memory::data_type type, std::mt19937 &gen,
+                     BarePrimitive &out) {
   // NHWC input and output of the forward convolution; its kernel HWIO or
   // OHWI (the config's filter_layout: graphc stores a kernel that only
   // convolutions read as OHWI), resolved as the cpu backend resolves it.
@@ -132,17 +152,18 @@ Status convPrimitive(const std::string &kernel, const KernelConfig &cfg,
       !s)
     return s;
   // A grouped (depthwise) convolution: oneDNN's 5-D grouped weights.
-  memory::desc src = anyDesc({n, g.c, g.h.in, g.w.in});
-  memory::desc weights =
-      ch.groups > 1 ? anyDesc({ch.groups, ch.filtersPerGroup(),
-                               ch.channelsPerGroup, g.h.window, g.w.window})
-                    : anyDesc({ch.filters, g.c, g.h.window, g.w.window});
-  memory::desc dst = anyDesc({n, ch.filters, g.h.out, g.w.out});
+  memory::dims weightDims =
+      ch.groups > 1 ? memory::dims{ch.groups, ch.filtersPerGroup(),
+                                   ch.channelsPerGroup, g.h.window, g.w.window}
+                    : memory::dims{ch.filters, g.c, g.h.window, g.w.window};
+  memory::desc src = anyDesc({n, g.c, g.h.in, g.w.in}, type);
+  memory::desc weights = anyDesc(weightDims, type);
+  memory::desc dst = anyDesc({n, ch.filters, g.h.out, g.w.out}, type);
   memory::dims strides = cpu::dnnlStrides(g), dilations = cpu::dnnlDilations(g),
                padL = cpu::dnnlPadBefore(g), padR = cpu::dnnlPadAfter(g);
   // fused_conv2d_pool's floor is its convolution's: the pool is extra.
   bool fused = kernel == "fused_conv2d" || kernel == "fused_conv2d_pool";
-  memory::desc bias({ch.filters}, kF32, memory::format_tag::x);
+  memory::desc bias({ch.filters}, type, memory::format_tag::x);
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   dnnl::post_ops ops;
@@ -177,8 +198,8 @@ Status convPrimitive(const std::string &kernel, const KernelConfig &cfg,
         pd, {DNNL_ARG_DIFF_DST, DNNL_ARG_WEIGHTS, DNNL_ARG_DIFF_SRC}, gen);
   } else {
     dnnl::convolution_backward_weights::primitive_desc pd(
-        {dnnl::algorithm::convolution_direct, src, weights, dst, strides,
-         dilations, padL, padR},
+        {dnnl::algorithm::convolution_direct, src, anyDesc(weightDims), dst,
+         strides, dilations, padL, padR},
         attr, cpu::dnnlEngine(), hint);
     out = bare<dnnl::convolution_backward_weights>(
         pd, {DNNL_ARG_SRC, DNNL_ARG_DIFF_DST, DNNL_ARG_DIFF_WEIGHTS}, gen);
@@ -187,11 +208,13 @@ Status convPrimitive(const std::string &kernel, const KernelConfig &cfg,
 }
 
 /// The matmul of a dense launch with `rows` rows (the batch times the
-/// leading axes).
+/// leading axes) on operands of `type` (f32, or bf16 with a float32 weight
+/// gradient).
 Status densePrimitive(const std::string &kernel, const KernelConfig &cfg,
                       const std::vector<Shape> &ins,
                       const std::vector<Shape> &outs, double batchScale,
-                      std::mt19937 &gen, BarePrimitive &out) {
+                      memory::data_type type, std::mt19937 &gen,
+                      BarePrimitive &out) {
   // [rows, k] input, [k, units] kernel of the forward dense.
   const Shape &x = kernel == "dense_grad_input" ? outs[0] : ins[0];
   const Shape &w = kernel == "dense_grad_kernel" ? outs[0] : ins[1];
@@ -212,10 +235,13 @@ Status densePrimitive(const std::string &kernel, const KernelConfig &cfg,
     if (Status s = cpu::appendEpilogue(kernel.c_str(), cfg, ops); !s)
       return s;
   attr.set_post_ops(ops);
-  memory::desc bias({1, c[1]}, kF32, memory::format_tag::ab);
+  memory::desc bias({1, c[1]}, type, memory::format_tag::ab);
+  memory::data_type result = kernel == "dense_grad_kernel" ? kF32 : type;
   dnnl::matmul::primitive_desc pd(
-      fused ? dnnl::matmul::desc(anyDesc(a), anyDesc(b), bias, anyDesc(c))
-            : dnnl::matmul::desc(anyDesc(a), anyDesc(b), anyDesc(c)),
+      fused ? dnnl::matmul::desc(anyDesc(a, type), anyDesc(b, type), bias,
+                                 anyDesc(c, result))
+            : dnnl::matmul::desc(anyDesc(a, type), anyDesc(b, type),
+                                 anyDesc(c, result)),
       attr, cpu::dnnlEngine());
   std::vector<int> args = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST};
   if (fused)
@@ -234,10 +260,12 @@ bool isDense(const std::string &k) {
 }
 
 /// Milliseconds of the bare primitive of a conv or dense launch on
-/// `threads` threads with its batch scaled by `batchScale`.
+/// `threads` threads with its batch scaled by `batchScale`, on operands of
+/// `type`.
 Status timeFloor(const std::string &kernel, const KernelConfig &cfg,
                  const std::vector<Shape> &ins, const std::vector<Shape> &outs,
-                 double batchScale, int threads, int reps, double &ms) {
+                 memory::data_type type, double batchScale, int threads,
+                 int reps, double &ms) {
   std::mt19937 gen(1);
   int saved = omp_get_max_threads();
   omp_set_num_threads(threads);
@@ -247,9 +275,10 @@ Status timeFloor(const std::string &kernel, const KernelConfig &cfg,
     if (isConv(kernel)) {
       const Shape &input = kernel == "conv2d_grad_input" ? outs[0] : ins[0];
       s = convPrimitive(kernel, cfg, ins, outs,
-                        static_cast<int64_t>(input[0] * batchScale), gen, p);
+                        static_cast<int64_t>(input[0] * batchScale), type, gen,
+                        p);
     } else {
-      s = densePrimitive(kernel, cfg, ins, outs, batchScale, gen, p);
+      s = densePrimitive(kernel, cfg, ins, outs, batchScale, type, gen, p);
     }
     if (s) {
       dnnl::stream stream(cpu::dnnlEngine());
@@ -317,6 +346,7 @@ int main(int argc, char **argv) {
               floor ? "   floor ms" : "");
   std::mt19937 gen(1);
   double total = 0, floorTotal = 0;
+  bool anyBf16 = false;
   std::map<std::string, double> byKernel;
   const auto &buffers = *program->buffers();
   for (uint32_t i = 0; i < program->ops()->size(); ++i) {
@@ -336,6 +366,9 @@ int main(int argc, char **argv) {
       storage.emplace_back((bytes + 3) / 4 + 1);
       if (b->dtype() == graph::plan::DType::f32)
         fillUniform(storage.back().data(), elements(shape), gen);
+      else if (b->dtype() == graph::plan::DType::bf16)
+        fillUniformBf16(reinterpret_cast<uint16_t *>(storage.back().data()),
+                        elements(shape), gen);
       else
         std::fill(storage.back().begin(), storage.back().end(), 0.0f);
       to.push_back({storage.back().data(), shape, b->dtype()});
@@ -374,8 +407,12 @@ int main(int argc, char **argv) {
     if (floor && (isConv(name) || isDense(name))) {
       // The step's shapes are device 0's share of the batch: the whole
       // batch is `replicas` times that.
+      // A launch on bf16 activations is timed as the bf16 primitive.
+      memory::data_type type =
+          ins[0].dtype == graph::plan::DType::bf16 ? kBf16 : kF32;
+      anyBf16 |= type == kBf16;
       double whole = 0, half = 0;
-      if (Status s = timeFloor(name, cfg, inShapes, outShapes, replicas,
+      if (Status s = timeFloor(name, cfg, inShapes, outShapes, type, replicas,
                                allThreads, reps, whole);
           !s) {
         std::fprintf(stderr, "\ncpu-kernels: op %u: %s\n", i,
@@ -384,8 +421,8 @@ int main(int argc, char **argv) {
       }
       double best = whole;
       if (allThreads > 1) {
-        if (Status s = timeFloor(name, cfg, inShapes, outShapes, replicas / 2.0,
-                                 allThreads / 2, reps, half);
+        if (Status s = timeFloor(name, cfg, inShapes, outShapes, type,
+                                 replicas / 2.0, allThreads / 2, reps, half);
             !s) {
           std::fprintf(stderr, "\ncpu-kernels: op %u: %s\n", i,
                        s.message().c_str());
@@ -403,8 +440,9 @@ int main(int argc, char **argv) {
     std::printf("  %-26s %9.3f\n", name.c_str(), ms);
   std::printf("total %.3f ms\n", total);
   if (floor)
-    std::printf("floor %.3f ms (conv/dense primitives, best layout, the "
+    std::printf("floor %.3f ms (conv/dense primitives%s, best layout, the "
                 "faster of %d thread(s) x whole batch and %d x half)\n",
-                floorTotal, allThreads, std::max(1, allThreads / 2));
+                floorTotal, anyBf16 ? " in bf16 where the plan is" : "",
+                allThreads, std::max(1, allThreads / 2));
   return 0;
 }

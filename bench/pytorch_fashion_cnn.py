@@ -20,6 +20,11 @@ reached".
 --compile-mode);
 --channels-last keeps the model's weights and the input in PyTorch's
 channels_last memory format (NHWC, oneDNN's layout on CPU).
+
+--autocast bf16 runs the forward pass under torch.autocast(dtype=bfloat16)
+(on CPU: PyTorch's mixed precision, bf16 convolutions and matrix products
+on oneDNN, float32 weights and optimizer), as PyTorch's docs advise: the
+backward pass outside the context.
 """
 import argparse
 import time
@@ -44,6 +49,8 @@ parser.add_argument("--precision", default="tf32", choices=["fp32", "tf32"],
                     "float32 mode, as graphrun --precision")
 parser.add_argument("--channels-last", action="store_true",
                     help="weights and input in channels_last memory format")
+parser.add_argument("--autocast", default=None, choices=["bf16"],
+                    help="forward pass under torch.autocast in bfloat16")
 parser.add_argument("--data-dir", default=None,
                     help="Fashion-MNIST IDX files: time to --target-accuracy")
 parser.add_argument("--target-accuracy", type=float, default=0.90)
@@ -84,7 +91,9 @@ def sync():
 def train_step(images, labels):
     x = images.permute(0, 3, 1, 2).contiguous(memory_format=memory_format)
     optimizer.zero_grad(set_to_none=True)
-    loss = loss_fn(forward(x), labels)
+    with torch.autocast(device.type, dtype=torch.bfloat16,
+                        enabled=args.autocast == "bf16"):
+        loss = loss_fn(forward(x), labels)
     loss.backward()
     optimizer.step()
     return loss
