@@ -240,8 +240,8 @@ Status describeBf16Path(std::string &description) {
   return Status::ok();
 }
 
-bool takesBf16(const std::vector<TensorRef> &ins,
-               const std::vector<TensorRef> &outs) {
+bool allBf16(const std::vector<TensorRef> &ins,
+             const std::vector<TensorRef> &outs) {
   bool anyBf16 = false;
   for (const std::vector<TensorRef> *list : {&ins, &outs})
     for (const TensorRef &t : *list) {
@@ -250,8 +250,19 @@ bool takesBf16(const std::vector<TensorRef> &ins,
       else if (t.dtype != plan::DType::i32 && t.dtype != plan::DType::i64)
         return false;
     }
+  return anyBf16;
+}
+
+bool takesBf16(const std::vector<TensorRef> &ins,
+               const std::vector<TensorRef> &outs) {
   Bf16Path path;
-  return anyBf16 && (!bf16Path(path) || path == Bf16Path::onednn);
+  return allBf16(ins, outs) && (!bf16Path(path) || path == Bf16Path::onednn);
+}
+
+bool poolTakesBf16(bool needsDnnl, const std::vector<TensorRef> &ins,
+                   const std::vector<TensorRef> &outs) {
+  return allBf16(ins, outs) &&
+         (!needsDnnl || cpuHas(dnnl::cpu_isa::avx512_core));
 }
 
 Status dnnlOperandType(const char *kernel, const std::vector<TensorRef> &ins,

@@ -189,11 +189,24 @@ enum class Bf16Path { widened, onednn };
 /// variable when it holds anything else.
 Status bf16Path(Bf16Path &path);
 
+/// Whether every floating-point operand of a launch is bf16 (integer
+/// operands aside), and there is one.
+bool allBf16(const std::vector<TensorRef> &ins,
+             const std::vector<TensorRef> &outs);
+
 /// KernelRegistry::TakesReduced of the oneDNN convolution and matmul
-/// kernels: every floating-point operand is bf16 and bf16Path() is onednn
-/// (or GRAPH_CPU_BF16 is wrong, which the factory then reports).
+/// kernels: allBf16 and bf16Path() is onednn (or GRAPH_CPU_BF16 is wrong,
+/// which the factory then reports).
 bool takesBf16(const std::vector<TensorRef> &ins,
                const std::vector<TensorRef> &outs);
+
+/// KernelRegistry::TakesReduced of the max-pooling kernels, whose bf16
+/// launches compute bit for bit what their widened launches do without
+/// widening whole tensors (DnnlPoolKernels.cpp): allBf16, and for oneDNN's
+/// bf16 pooling (`needsDnnl`) a CPU with AVX-512. Not GRAPH_CPU_BF16's
+/// choice: nothing rounds differently.
+bool poolTakesBf16(bool needsDnnl, const std::vector<TensorRef> &ins,
+                   const std::vector<TensorRef> &outs);
 
 /// The operands of a kernel with a bf16 path (takesBf16).
 inline const OperandRule kDnnlOperands = OperandRule::f32OrBf16().because(

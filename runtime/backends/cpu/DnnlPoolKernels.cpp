@@ -19,10 +19,21 @@
 // fused_conv2d_pool recorded instead of searching x, which it does not
 // read.
 //
+// bf16 launches (a mixed_bfloat16 plan) of max_pool2d and max_pool2d_grad
+// skip the widened copies (ReducedPrecision.h) every other kernel's bf16
+// launch takes, bit for bit the same: the maximum of bfloat16 values is
+// one of them, so oneDNN's bf16 pooling rounds nothing; the gradient widens
+// one image of x and dy at a time into a thread's scratch, runs the float32
+// loop there and rounds that image's dx to nearest even, as the widened
+// launch rounds all of it. What they save is the whole-tensor passes: on the
+// seed CNN at batch 256, converting conv 1's 11 MB activation to 22 MB of
+// floats and its gradient back, every step.
+//
 //===----------------------------------------------------------------------===//
 
 #include "runtime/backends/cpu/CpuKernels.h"
 #include "runtime/backends/cpu/DnnlContext.h"
+#include "runtime/base/Bfloat16.h"
 
 #include <immintrin.h>
 
@@ -30,6 +41,7 @@
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <vector>
 
 namespace graph::runtime::cpu {
 
@@ -63,35 +75,41 @@ Status poolShape(const char *kName, const KernelConfig &cfg,
   return Status::ok();
 }
 
-memory::desc inputDesc(const WindowGeometry &g) {
-  return nhwcDesc(g.n, g.h.in, g.w.in, g.c);
+constexpr auto kF32 = memory::data_type::f32;
+
+memory::desc inputDesc(const WindowGeometry &g, memory::data_type type = kF32) {
+  return nhwcDesc(g.n, g.h.in, g.w.in, g.c, type);
 }
-memory::desc pooledDesc(const WindowGeometry &g) {
-  return nhwcDesc(g.n, g.h.out, g.w.out, g.c);
+memory::desc pooledDesc(const WindowGeometry &g,
+                        memory::data_type type = kF32) {
+  return nhwcDesc(g.n, g.h.out, g.w.out, g.c, type);
 }
 
 dnnl::pooling_forward::desc forwardDesc(dnnl::prop_kind prop,
                                         dnnl::algorithm alg,
-                                        const WindowGeometry &g) {
-  return {prop,           alg,           inputDesc(g),     pooledDesc(g),
-          dnnlStrides(g), dnnlWindow(g), dnnlPadBefore(g), dnnlPadAfter(g)};
+                                        const WindowGeometry &g,
+                                        memory::data_type type = kF32) {
+  return {
+      prop,           alg,           inputDesc(g, type), pooledDesc(g, type),
+      dnnlStrides(g), dnnlWindow(g), dnnlPadBefore(g),   dnnlPadAfter(g)};
 }
 
-/// A forward pooling launch: x (ins[0]) to y (outs[0]).
+/// A forward pooling launch: x (ins[0]) to y (outs[0]), both of `type`.
 Status makeForward(const char *kName, dnnl::algorithm alg,
                    const KernelContext &ctx, const WindowGeometry &g,
-                   const Tensors &ins, const Tensors &outs, KernelFn &out) {
+                   memory::data_type type, const Tensors &ins,
+                   const Tensors &outs, KernelFn &out) {
   ReplicaThreadsScope threads(ctx);
   try {
     // forward_inference: a max pool then keeps no workspace (see the file
     // comment).
     dnnl::pooling_forward::primitive_desc pd(
-        forwardDesc(dnnl::prop_kind::forward_inference, alg, g),
+        forwardDesc(dnnl::prop_kind::forward_inference, alg, g, type),
         userScratchpad(), dnnlEngine());
     DnnlLaunch launch(kName);
     launch.add(dnnl::pooling_forward(pd), pd,
-               {{DNNL_ARG_SRC, bind(inputDesc(g), ins[0].data)},
-                {DNNL_ARG_DST, bind(pooledDesc(g), outs[0].data)}});
+               {{DNNL_ARG_SRC, bind(inputDesc(g, type), ins[0].data)},
+                {DNNL_ARG_DST, bind(pooledDesc(g, type), outs[0].data)}});
     out = std::move(launch);
   } catch (const dnnl::error &e) {
     return fail(kName, std::string("oneDNN refused the pooling: ") + e.what());
@@ -126,13 +144,17 @@ Status makeAvgBackward(const char *kName, const KernelContext &ctx,
 Status makeMaxPool2d(const KernelContext &ctx, const KernelConfig &cfg,
                      const Tensors &ins, const Tensors &outs, KernelFn &out) {
   static constexpr const char *kName = "max_pool2d";
-  if (Status s = checkOperands(kName, ins, outs, 1, 1, 1, kCpuOperands); !s)
+  // bf16 from a mixed_bfloat16 plan (poolTakesBf16), else float32.
+  memory::data_type type;
+  if (Status s = checkOperands(kName, ins, outs, 1, 1, 1, kDnnlOperands); !s)
+    return s;
+  if (Status s = dnnlOperandType(kName, ins, outs, type); !s)
     return s;
   WindowGeometry g;
   if (Status s = poolShape(kName, cfg, ins[0].shape, outs[0].shape, g); !s)
     return s;
-  return makeForward(kName, dnnl::algorithm::pooling_max, ctx, g, ins, outs,
-                     out);
+  return makeForward(kName, dnnl::algorithm::pooling_max, ctx, g, type, ins,
+                     outs, out);
 }
 
 Status makeAvgPool2d(const KernelContext &ctx, const KernelConfig &cfg,
@@ -144,7 +166,7 @@ Status makeAvgPool2d(const KernelContext &ctx, const KernelConfig &cfg,
   if (Status s = poolShape(kName, cfg, ins[0].shape, outs[0].shape, g); !s)
     return s;
   return makeForward(kName, dnnl::algorithm::pooling_avg_exclude_padding, ctx,
-                     g, ins, outs, out);
+                     g, kF32, ins, outs, out);
 }
 
 /// ins: output_grad; out: input_grad (the forward input's shape).
@@ -183,7 +205,7 @@ Status makeGlobalAvgPool2d(const KernelContext &ctx, const KernelConfig &,
   if (Status s = globalShape(kName, ins[0].shape, outs[0].shape, g); !s)
     return s;
   return makeForward(kName, dnnl::algorithm::pooling_avg_exclude_padding, ctx,
-                     g, ins, outs, out);
+                     g, kF32, ins, outs, out);
 }
 
 Status makeGlobalAvgPool2dGrad(const KernelContext &ctx, const KernelConfig &,
@@ -290,89 +312,118 @@ void maxPoolGrad2x2(const WindowGeometry &g, const float *xn, const float *dyn,
     }
 }
 
-/// dx of a max pool: each dy goes to the first maximum of x in its window.
-/// An image's dx is written by one thread, so overlapping windows may
-/// accumulate. When the windows tile the input (stride == window on both
-/// axes, the usual 2x2/2 pool) no position is in two windows: each window's
-/// positions are written once (dy at the maximum, zero elsewhere) and only
-/// what no window covers is cleared first, instead of clearing all of dx and
-/// adding into it. With `relu` (max_pool2d_grad {relu_grad}), dx is also
-/// zero where x <= 0: the gradient of the relu that produced x. With
-/// `imageSums` ([N, C]), image n's dx summed per channel goes to row n.
-void maxPoolGrad(const WindowGeometry &g, const float *x, const float *dy,
-                 float *dx, bool relu, float *imageSums) {
+/// dx of one image of a max pool: each dy goes to the first maximum of x in
+/// its window. An image's dx is written by one thread, so overlapping
+/// windows may accumulate. When the windows tile the input (stride ==
+/// window on both axes, the usual 2x2/2 pool) no position is in two windows:
+/// each window's positions are written once (dy at the maximum, zero
+/// elsewhere) and only what no window covers is cleared first, instead of
+/// clearing all of dx and adding into it. With `relu` (max_pool2d_grad
+/// {relu_grad}), dx is also zero where x <= 0: the gradient of the relu that
+/// produced x. With `sums` ([C]), the image's dx summed per channel goes
+/// there.
+void maxPoolGradImage(const WindowGeometry &g, const float *xn,
+                      const float *dyn, float *dxn, bool relu, float *sums) {
   constexpr int64_t kBlock = 8; // one AVX2 register of channels
   const int64_t c = g.c, inW = g.w.in;
   const int64_t inImage = g.h.in * inW * c;
-  const int64_t outImage = g.h.out * g.w.out * c;
   const bool tiled = isTiling(g);
-  const bool full2x2 = isFull2x2(g);
-#pragma omp parallel for schedule(static)
-  for (int64_t n = 0; n < g.n; ++n) {
-    const float *xn = x + n * inImage;
-    const float *dyn = dy + n * outImage;
-    float *dxn = dx + n * inImage;
-    float *sums = imageSums ? imageSums + n * c : nullptr;
-    if (sums)
-      std::fill(sums, sums + c, 0.0f);
-    if (full2x2) {
-      maxPoolGrad2x2(g, xn, dyn, dxn, relu, sums);
-      continue;
-    }
-    clearBeforeWindows(g, dxn);
-    for (int64_t oh = 0; oh < g.h.out; ++oh) {
-      const WindowSpan h = windowSpan(g.h, oh);
-      for (int64_t ow = 0; ow < g.w.out; ++ow) {
-        const WindowSpan w = windowSpan(g.w, ow);
-        const float *dyw = dyn + (oh * g.w.out + ow) * c;
-        for (int64_t c0 = 0; c0 < c; c0 += kBlock) {
-          int64_t width = std::min(kBlock, c - c0);
-          float best[kBlock];
-          int32_t at[kBlock];
-          // The window's first in-range position starts as the maximum;
-          // later ones replace it only when strictly greater.
-          int32_t first = static_cast<int32_t>(h.begin * inW + w.begin);
-          for (int64_t k = 0; k < width; ++k) {
-            best[k] = xn[first * c + c0 + k];
-            at[k] = first;
-          }
-          for (int64_t ih = h.begin; ih < h.end; ++ih)
-            for (int64_t iw = ih == h.begin ? w.begin + 1 : w.begin; iw < w.end;
-                 ++iw) {
-              int32_t pos = static_cast<int32_t>(ih * inW + iw);
-              const float *xp = xn + pos * c + c0;
+  if (sums)
+    std::fill(sums, sums + c, 0.0f);
+  if (isFull2x2(g)) {
+    maxPoolGrad2x2(g, xn, dyn, dxn, relu, sums);
+    return;
+  }
+  clearBeforeWindows(g, dxn);
+  for (int64_t oh = 0; oh < g.h.out; ++oh) {
+    const WindowSpan h = windowSpan(g.h, oh);
+    for (int64_t ow = 0; ow < g.w.out; ++ow) {
+      const WindowSpan w = windowSpan(g.w, ow);
+      const float *dyw = dyn + (oh * g.w.out + ow) * c;
+      for (int64_t c0 = 0; c0 < c; c0 += kBlock) {
+        int64_t width = std::min(kBlock, c - c0);
+        float best[kBlock];
+        int32_t at[kBlock];
+        // The window's first in-range position starts as the maximum;
+        // later ones replace it only when strictly greater.
+        int32_t first = static_cast<int32_t>(h.begin * inW + w.begin);
+        for (int64_t k = 0; k < width; ++k) {
+          best[k] = xn[first * c + c0 + k];
+          at[k] = first;
+        }
+        for (int64_t ih = h.begin; ih < h.end; ++ih)
+          for (int64_t iw = ih == h.begin ? w.begin + 1 : w.begin; iw < w.end;
+               ++iw) {
+            int32_t pos = static_cast<int32_t>(ih * inW + iw);
+            const float *xp = xn + pos * c + c0;
 #pragma omp simd
-              for (int64_t k = 0; k < width; ++k) {
-                bool greater = xp[k] > best[k];
-                best[k] = greater ? xp[k] : best[k];
-                at[k] = greater ? pos : at[k];
-              }
+            for (int64_t k = 0; k < width; ++k) {
+              bool greater = xp[k] > best[k];
+              best[k] = greater ? xp[k] : best[k];
+              at[k] = greater ? pos : at[k];
             }
-          if (tiled) {
-            for (int64_t ih = h.begin; ih < h.end; ++ih)
-              for (int64_t iw = w.begin; iw < w.end; ++iw) {
-                int32_t pos = static_cast<int32_t>(ih * inW + iw);
-                float *dxp = dxn + pos * c + c0;
-#pragma omp simd
-                for (int64_t k = 0; k < width; ++k)
-                  dxp[k] = at[k] == pos ? dyw[c0 + k] : 0.0f;
-              }
-          } else {
-            for (int64_t k = 0; k < width; ++k)
-              dxn[at[k] * c + c0 + k] += dyw[c0 + k];
           }
+        if (tiled) {
+          for (int64_t ih = h.begin; ih < h.end; ++ih)
+            for (int64_t iw = w.begin; iw < w.end; ++iw) {
+              int32_t pos = static_cast<int32_t>(ih * inW + iw);
+              float *dxp = dxn + pos * c + c0;
+#pragma omp simd
+              for (int64_t k = 0; k < width; ++k)
+                dxp[k] = at[k] == pos ? dyw[c0 + k] : 0.0f;
+            }
+        } else {
+          for (int64_t k = 0; k < width; ++k)
+            dxn[at[k] * c + c0 + k] += dyw[c0 + k];
         }
       }
     }
-    if (relu)
+  }
+  if (relu)
 #pragma omp simd
-      for (int64_t i = 0; i < inImage; ++i)
-        dxn[i] = xn[i] > 0.0f ? dxn[i] : 0.0f;
-    if (sums)
-      for (int64_t i = 0; i < inImage; i += c)
+    for (int64_t i = 0; i < inImage; ++i)
+      dxn[i] = xn[i] > 0.0f ? dxn[i] : 0.0f;
+  if (sums)
+    for (int64_t i = 0; i < inImage; i += c)
 #pragma omp simd
-        for (int64_t k = 0; k < c; ++k)
-          sums[k] += dxn[i + k];
+      for (int64_t k = 0; k < c; ++k)
+        sums[k] += dxn[i + k];
+}
+
+/// dx of a max pool, an image a thread at a time (maxPoolGradImage). With
+/// `imageSums` ([N, C]), image n's dx summed per channel goes to row n.
+void maxPoolGrad(const WindowGeometry &g, const float *x, const float *dy,
+                 float *dx, bool relu, float *imageSums) {
+  const int64_t inImage = g.h.in * g.w.in * g.c;
+  const int64_t outImage = g.h.out * g.w.out * g.c;
+#pragma omp parallel for schedule(static)
+  for (int64_t n = 0; n < g.n; ++n)
+    maxPoolGradImage(g, x + n * inImage, dy + n * outImage, dx + n * inImage,
+                     relu, imageSums ? imageSums + n * g.c : nullptr);
+}
+
+/// maxPoolGrad on bfloat16 x, dy and dx: each image's x and dy widened into
+/// the thread's scratch (a few hundred KB: in L2), its dx computed there by
+/// the same float32 loop and rounded to nearest even into dx. The values are
+/// the widened launch's; the whole-tensor conversions are gone.
+void maxPoolGradBf16(const WindowGeometry &g, const uint16_t *x,
+                     const uint16_t *dy, uint16_t *dx, bool relu,
+                     float *imageSums) {
+  const int64_t inImage = g.h.in * g.w.in * g.c;
+  const int64_t outImage = g.h.out * g.w.out * g.c;
+#pragma omp parallel for schedule(static)
+  for (int64_t n = 0; n < g.n; ++n) {
+    // x, dx and dy of one image; only grows, so a steady step allocates
+    // nothing.
+    thread_local std::vector<float> scratch;
+    if (scratch.size() < static_cast<size_t>(2 * inImage + outImage))
+      scratch.resize(2 * inImage + outImage);
+    float *xn = scratch.data(), *dxn = xn + inImage, *dyn = dxn + inImage;
+    bf16sToFloats(x + n * inImage, xn, inImage);
+    bf16sToFloats(dy + n * outImage, dyn, outImage);
+    maxPoolGradImage(g, xn, dyn, dxn, relu,
+                     imageSums ? imageSums + n * g.c : nullptr);
+    floatsToBf16(dxn, dx + n * inImage, inImage);
   }
 }
 
@@ -397,7 +448,8 @@ public:
     sums.images_ = g.n;
     sums.channels_ = g.c;
     sums.rows_ = std::make_shared<std::vector<float>>(g.n * g.c);
-    sums.out_ = outs[1].f32();
+    sums.out_ = outs[1].data;
+    sums.bf16_ = outs[1].dtype == plan::DType::bf16;
     return Status::ok();
   }
   /// [N, C] rows for the gradient loop; null without an input_grad_sum.
@@ -409,14 +461,20 @@ public:
       double total = 0.0;
       for (int64_t n = 0; n < images_; ++n)
         total += (*rows_)[n * channels_ + k];
-      out_[k] = static_cast<float>(total);
+      // A bf16 sum is rounded from the float, as a widened launch does.
+      if (bf16_)
+        static_cast<uint16_t *>(out_)[k] =
+            floatToBf16(static_cast<float>(total));
+      else
+        static_cast<float *>(out_)[k] = static_cast<float>(total);
     }
   }
 
 private:
   int64_t images_ = 0, channels_ = 0;
   std::shared_ptr<std::vector<float>> rows_; // kept across steps
-  float *out_ = nullptr;
+  void *out_ = nullptr;                      // float, or bf16 with bf16_
+  bool bf16_ = false;
 };
 
 /// ins: x, y, dy; outs: dx and optionally its per-channel sum. y is not
@@ -430,8 +488,12 @@ Status makeMaxPool2dGrad(const KernelContext &, const KernelConfig &cfg,
     return fail(kName, "writes input_grad and optionally input_grad_sum, got " +
                            std::to_string(outs.size()) + " outputs");
   if (Status s =
-          checkOperands(kName, ins, outs, 3, 3, outs.size(), kCpuOperands);
+          checkOperands(kName, ins, outs, 3, 3, outs.size(), kDnnlOperands);
       !s)
+    return s;
+  // All bf16 (poolTakesBf16) or all float32.
+  memory::data_type type;
+  if (Status s = dnnlOperandType(kName, ins, outs, type); !s)
     return s;
   WindowGeometry g;
   if (Status s = poolShape(kName, cfg, ins[0].shape, ins[2].shape, g); !s)
@@ -444,17 +506,25 @@ Status makeMaxPool2dGrad(const KernelContext &, const KernelConfig &cfg,
     return fail(kName, "input_grad " + shapeText(outs[0].shape) +
                            " does not have the input's shape " +
                            shapeText(ins[0].shape));
-  const float *x = ins[0].f32(), *dy = ins[2].f32();
-  float *dx = outs[0].f32();
+  const void *x = ins[0].data, *dy = ins[2].data;
+  void *dx = outs[0].data;
   bool relu = cfg.getInt("relu_grad", 0) != 0;
+  bool bf16 = type == memory::data_type::bf16;
   ChannelSums sums;
   if (Status s = ChannelSums::make(kName, g, outs, sums); !s)
     return s;
-  out = [g, x, dy, dx, relu, sums](const KernelContext &ctx,
-                                   const KernelConfig &, const Tensors &,
-                                   const Tensors &) {
+  out = [g, x, dy, dx, relu, bf16, sums](const KernelContext &ctx,
+                                         const KernelConfig &, const Tensors &,
+                                         const Tensors &) {
     useReplicaThreads(ctx);
-    maxPoolGrad(g, x, dy, dx, relu, sums.imageRows());
+    if (bf16)
+      maxPoolGradBf16(g, static_cast<const uint16_t *>(x),
+                      static_cast<const uint16_t *>(dy),
+                      static_cast<uint16_t *>(dx), relu, sums.imageRows());
+    else
+      maxPoolGrad(g, static_cast<const float *>(x),
+                  static_cast<const float *>(dy), static_cast<float *>(dx),
+                  relu, sums.imageRows());
     sums.finish();
     return Status::ok();
   };
@@ -593,8 +663,14 @@ Status makeMaxPool2dArgmaxGrad(const KernelContext &, const KernelConfig &cfg,
 } // namespace
 
 void registerDnnlPoolKernels(KernelRegistry &registry) {
-  registry.addFactory("max_pool2d", Backend::cpu, makeMaxPool2d);
-  registry.addFactory("max_pool2d_grad", Backend::cpu, makeMaxPool2dGrad);
+  registry.addFactory("max_pool2d", Backend::cpu, makeMaxPool2d,
+                      [](const Tensors &ins, const Tensors &outs) {
+                        return poolTakesBf16(true, ins, outs);
+                      });
+  registry.addFactory("max_pool2d_grad", Backend::cpu, makeMaxPool2dGrad,
+                      [](const Tensors &ins, const Tensors &outs) {
+                        return poolTakesBf16(false, ins, outs);
+                      });
   registry.addFactory("max_pool2d_argmax_grad", Backend::cpu,
                       makeMaxPool2dArgmaxGrad);
   registry.addFactory("avg_pool2d", Backend::cpu, makeAvgPool2d);

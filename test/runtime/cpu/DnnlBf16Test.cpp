@@ -20,6 +20,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 
@@ -96,8 +97,8 @@ TEST(CpuDnnlBf16, RunsOnOneDnnsBf16Primitives) {
   // A launch of f32 and bf16 operands is not the bf16 path's: it widens.
   EXPECT_FALSE(KernelRegistry::global().takesReduced("conv2d", Backend::cpu,
                                                      bf16, mixed));
-  // Nor is any kernel outside the convolutions and matmuls.
-  EXPECT_FALSE(KernelRegistry::global().takesReduced("max_pool2d", Backend::cpu,
+  // Nor is a kernel outside them and max pooling (below).
+  EXPECT_FALSE(KernelRegistry::global().takesReduced("avg_pool2d", Backend::cpu,
                                                      bf16, bf16));
 }
 
@@ -166,6 +167,79 @@ TEST(CpuDnnlBf16, MatmulsRoundAsTheReference) {
     expectSameRounding("fused_dense", relu, {&x, &k, &b}, y);
     expectSameRounding("dense_grad_input", none, {&dy, &k}, c.x);
     expectSameRounding("dense_grad_kernel", none, {&x, &dy}, {in, c.units});
+  }
+}
+
+/// max_pool2d and max_pool2d_grad take bf16 launches themselves
+/// (DnnlPoolKernels.cpp), whatever GRAPH_CPU_BF16 says, and must equal the
+/// reference's widened launch bit for bit: the maximum of bfloat16 values
+/// is one of them, and the gradient runs the float32 loop on each image's
+/// widened x and dy and rounds its dx once, as a widened launch does. x
+/// takes 9 values, so windows hold ties (the first maximum wins) and
+/// zeros and negatives (relu_grad). Cases: the seed CNN's 2x2/2 pool
+/// (maxPoolGrad2x2's AVX2 loop), an odd size that leaves a row and a
+/// column uncovered, and overlapping 3x3/2 windows with same padding and 5
+/// channels (the general loop, which adds into dx).
+TEST(CpuDnnlBf16, MaxPoolingEqualsTheReferenceBitForBit) {
+  cpu::registerCpuKernels();
+  SKIP_WITHOUT_AVX512();
+  struct C {
+    std::vector<int64_t> x, y;
+    int64_t window, stride;
+    const char *padding;
+  };
+  const C cases[] = {
+      {{4, 26, 26, 32}, {4, 13, 13, 32}, 2, 2, "valid"},
+      {{2, 7, 7, 8}, {2, 3, 3, 8}, 2, 2, "valid"},
+      {{3, 9, 9, 5}, {3, 5, 5, 5}, 3, 2, "same"},
+  };
+  unsigned seed = 200;
+  for (const C &c : cases) {
+    SCOPED_TRACE("input " + shapeText(c.x) + ", window " +
+                 std::to_string(c.window) + "/" + std::to_string(c.stride) +
+                 " " + c.padding);
+    KernelConfig cfg;
+    cfg.set("pool_size", std::vector<int64_t>{c.window, c.window})
+        .set("strides", std::vector<int64_t>{c.stride, c.stride})
+        .set("padding", std::string(c.padding));
+    KernelConfig fused = cfg;
+    fused.set("relu_grad", int64_t(1));
+    std::vector<double> levels = uniform(elements(c.x), -1, 1, seed++);
+    for (double &v : levels)
+      v = std::round(v * 4) / 4;
+    Tensor x = Tensor::make(c.x, kBf16, levels);
+    Tensor dy = randomBf16(c.y, seed++);
+    std::vector<TensorRef> ins = {x.ref(), dy.ref(), dy.ref()};
+    std::vector<TensorRef> outs = {x.ref()};
+    ASSERT_TRUE(KernelRegistry::global().takesReduced("max_pool2d_grad",
+                                                      Backend::cpu, ins, outs))
+        << "the bf16 launch would widen";
+    ASSERT_TRUE(KernelRegistry::global().takesReduced(
+        "max_pool2d", Backend::cpu, {x.ref()}, {dy.ref()}));
+
+    Tensor y = Tensor::make(c.y, kBf16), yCpu = Tensor::make(c.y, kBf16);
+    RUN_OK("max_pool2d", cfg, {&x}, {&y}, {}, Backend::reference);
+    RUN_OK("max_pool2d", cfg, {&x}, {&yCpu}, {}, Backend::cpu);
+    EXPECT_EQ(yCpu.values(), y.values());
+
+    for (const KernelConfig *config : {&cfg, &fused}) {
+      SCOPED_TRACE(config == &fused ? "relu_grad, input_grad_sum" : "plain");
+      Tensor dx = Tensor::make(c.x, kBf16), dxCpu = Tensor::make(c.x, kBf16);
+      Tensor sum = Tensor::make({c.x[3]}, kBf16),
+             sumCpu = Tensor::make({c.x[3]}, kBf16);
+      std::vector<Tensor *> want = {&dx}, got = {&dxCpu};
+      if (config == &fused)
+        want.push_back(&sum), got.push_back(&sumCpu);
+      RUN_OK("max_pool2d_grad", *config, {&x, &y, &dy}, want, {},
+             Backend::reference);
+      RUN_OK("max_pool2d_grad", *config, {&x, &y, &dy}, got, {}, Backend::cpu);
+      std::vector<double> expected = dx.values();
+      EXPECT_EQ(dxCpu.values(), expected);
+      EXPECT_GT(std::count(expected.begin(), expected.end(), 0.0),
+                int64_t(expected.size() / 2))
+          << "most positions get no gradient";
+      EXPECT_EQ(sumCpu.values(), sum.values());
+    }
   }
 }
 
