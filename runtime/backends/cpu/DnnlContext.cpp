@@ -259,10 +259,9 @@ bool takesBf16(const std::vector<TensorRef> &ins,
   return allBf16(ins, outs) && (!bf16Path(path) || path == Bf16Path::onednn);
 }
 
-bool poolTakesBf16(bool needsDnnl, const std::vector<TensorRef> &ins,
-                   const std::vector<TensorRef> &outs) {
-  return allBf16(ins, outs) &&
-         (!needsDnnl || cpuHas(dnnl::cpu_isa::avx512_core));
+bool poolingTakesBf16(const std::vector<TensorRef> &ins,
+                      const std::vector<TensorRef> &outs) {
+  return allBf16(ins, outs) && cpuHas(dnnl::cpu_isa::avx512_core);
 }
 
 Status dnnlOperandType(const char *kernel, const std::vector<TensorRef> &ins,

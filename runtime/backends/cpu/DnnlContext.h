@@ -200,13 +200,13 @@ bool allBf16(const std::vector<TensorRef> &ins,
 bool takesBf16(const std::vector<TensorRef> &ins,
                const std::vector<TensorRef> &outs);
 
-/// KernelRegistry::TakesReduced of the max-pooling kernels, whose bf16
-/// launches compute bit for bit what their widened launches do without
-/// widening whole tensors (DnnlPoolKernels.cpp): allBf16, and for oneDNN's
-/// bf16 pooling (`needsDnnl`) a CPU with AVX-512. Not GRAPH_CPU_BF16's
-/// choice: nothing rounds differently.
-bool poolTakesBf16(bool needsDnnl, const std::vector<TensorRef> &ins,
-                   const std::vector<TensorRef> &outs);
+/// KernelRegistry::TakesReduced of max_pool2d, whose bf16 launches run
+/// oneDNN's bf16 pooling, bit for bit what a widened launch computes
+/// (DnnlPoolKernels.cpp): allBf16 and a CPU with AVX-512, where oneDNN has
+/// bf16 at all. Not GRAPH_CPU_BF16's choice: nothing rounds differently.
+/// (max_pool2d_grad's own loop takes any allBf16 launch.)
+bool poolingTakesBf16(const std::vector<TensorRef> &ins,
+                      const std::vector<TensorRef> &outs);
 
 /// The operands of a kernel with a bf16 path (takesBf16).
 inline const OperandRule kDnnlOperands = OperandRule::f32OrBf16().because(

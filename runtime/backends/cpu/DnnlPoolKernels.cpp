@@ -33,6 +33,7 @@
 
 #include "runtime/backends/cpu/CpuKernels.h"
 #include "runtime/backends/cpu/DnnlContext.h"
+#include "runtime/backends/cpu/VectorKernels.h"
 #include "runtime/base/Bfloat16.h"
 
 #include <immintrin.h>
@@ -144,7 +145,7 @@ Status makeAvgBackward(const char *kName, const KernelContext &ctx,
 Status makeMaxPool2d(const KernelContext &ctx, const KernelConfig &cfg,
                      const Tensors &ins, const Tensors &outs, KernelFn &out) {
   static constexpr const char *kName = "max_pool2d";
-  // bf16 from a mixed_bfloat16 plan (poolTakesBf16), else float32.
+  // bf16 from a mixed_bfloat16 plan (poolingTakesBf16), else float32.
   memory::data_type type;
   if (Status s = checkOperands(kName, ins, outs, 1, 1, 1, kDnnlOperands); !s)
     return s;
@@ -413,12 +414,9 @@ void maxPoolGradBf16(const WindowGeometry &g, const uint16_t *x,
   const int64_t outImage = g.h.out * g.w.out * g.c;
 #pragma omp parallel for schedule(static)
   for (int64_t n = 0; n < g.n; ++n) {
-    // x, dx and dy of one image; only grows, so a steady step allocates
-    // nothing.
-    thread_local std::vector<float> scratch;
-    if (scratch.size() < static_cast<size_t>(2 * inImage + outImage))
-      scratch.resize(2 * inImage + outImage);
-    float *xn = scratch.data(), *dxn = xn + inImage, *dyn = dxn + inImage;
+    // x, dx and dy of one image.
+    float *xn = vec::threadScratch<float>(2 * inImage + outImage);
+    float *dxn = xn + inImage, *dyn = dxn + inImage;
     bf16sToFloats(x + n * inImage, xn, inImage);
     bf16sToFloats(dy + n * outImage, dyn, outImage);
     maxPoolGradImage(g, xn, dyn, dxn, relu,
@@ -491,7 +489,7 @@ Status makeMaxPool2dGrad(const KernelContext &, const KernelConfig &cfg,
           checkOperands(kName, ins, outs, 3, 3, outs.size(), kDnnlOperands);
       !s)
     return s;
-  // All bf16 (poolTakesBf16) or all float32.
+  // All bf16 (allBf16) or all float32.
   memory::data_type type;
   if (Status s = dnnlOperandType(kName, ins, outs, type); !s)
     return s;
@@ -664,13 +662,9 @@ Status makeMaxPool2dArgmaxGrad(const KernelContext &, const KernelConfig &cfg,
 
 void registerDnnlPoolKernels(KernelRegistry &registry) {
   registry.addFactory("max_pool2d", Backend::cpu, makeMaxPool2d,
-                      [](const Tensors &ins, const Tensors &outs) {
-                        return poolTakesBf16(true, ins, outs);
-                      });
+                      poolingTakesBf16);
   registry.addFactory("max_pool2d_grad", Backend::cpu, makeMaxPool2dGrad,
-                      [](const Tensors &ins, const Tensors &outs) {
-                        return poolTakesBf16(false, ins, outs);
-                      });
+                      allBf16);
   registry.addFactory("max_pool2d_argmax_grad", Backend::cpu,
                       makeMaxPool2dArgmaxGrad);
   registry.addFactory("avg_pool2d", Backend::cpu, makeAvgPool2d);
