@@ -712,7 +712,10 @@ protected:
                                      {"update_begin", u},
                                      {"step_end", u + microseconds(20)}});
       }
-      ctx.end = t + microseconds(500);
+      // After the slower replica's step_end (t + 580): the next step starts
+      // no earlier, so each track's events stay in time order (with 500,
+      // a prompt wake-up put step 2's forward before step 1's update).
+      ctx.end = t + microseconds(600);
       ctx.result = &result;
       ASSERT_TRUE(hook.afterStep(ctx));
       std::this_thread::sleep_until(ctx.end);
@@ -814,7 +817,7 @@ TEST_F(TraceHookTest, OneTrackPerReplicaAndStreamAndAHostTrack) {
   for (double d : durations["2/update"])
     EXPECT_NEAR(d, 20, 0.01);
   for (double d : durations["0/step"])
-    EXPECT_GE(d, 500);
+    EXPECT_GE(d, 600);
 }
 
 TEST_F(TraceHookTest, HostReductionsAreDrawnWhereTheThreadRanThem) {
