@@ -61,10 +61,7 @@ per_epoch=$((60000 / batch))
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 
-if ! /usr/bin/python3 -c "import torch" 2>/dev/null; then
-  echo "installing python3-torch (Debian) for the comparison"
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3-torch >/dev/null
-fi
+"$root/bench/pytorch-peer.sh"
 keras_python="$("$root/bench/keras-venv.sh")"
 
 echo "== $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg); $epochs epochs of $per_epoch steps, batch $batch, seed $seed"

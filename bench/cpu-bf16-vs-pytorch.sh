@@ -37,10 +37,7 @@ build="${3:-$root/build}"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 
-if ! /usr/bin/python3 -c "import torch" 2>/dev/null; then
-  echo "installing python3-torch (Debian) for the comparison"
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3-torch >/dev/null
-fi
+"$root/bench/pytorch-peer.sh"
 
 echo "machine: $(nproc) cores"
 lscpu | grep -E '^(Model name|Flags):' | sed 's/  */ /g'

@@ -35,10 +35,7 @@ work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 batch=256
 
-if ! /usr/bin/python3 -c "import torch" 2>/dev/null; then
-  echo "installing python3-torch (Debian) for the comparison"
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3-torch >/dev/null
-fi
+"$root/bench/pytorch-peer.sh"
 tf_python=""
 if tf_python=$("$root/bench/keras-venv.sh" 2>"$work/venv.log"); then :; else
   echo "TensorFlow peer skipped: bench/keras-venv.sh failed ($(tail -1 "$work/venv.log"))"

@@ -32,10 +32,7 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export MALLOC_MMAP_THRESHOLD_=4294967296 MALLOC_TRIM_THRESHOLD_=4294967296
 mpirun=(mpirun --oversubscribe --bind-to none)
 
-if ! /usr/bin/python3 -c "import torch" 2>/dev/null; then
-  echo "installing python3-torch (Debian) for the comparison"
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3-torch >/dev/null
-fi
+"$root/bench/pytorch-peer.sh"
 command -v mpirun >/dev/null || {
   echo "multiworker-scaling: mpirun not found: run scripts/setup.sh" >&2
   exit 1

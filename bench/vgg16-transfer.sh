@@ -21,10 +21,7 @@ build="${2:-$root/build}"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 
-if ! /usr/bin/python3 -c "import torch" 2>/dev/null; then
-  echo "installing python3-torch (Debian) for the comparison"
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3-torch >/dev/null
-fi
+"$root/bench/pytorch-peer.sh"
 
 "$build/bin/graph-import" "$root/examples/vgg16_oct.json" --batch-size 32 -o "$work/m.mlir"
 "$build/bin/graphc" "$work/m.mlir" --replicas 1,2 -o "$work/m.plan"
