@@ -135,9 +135,11 @@ forwardDesc(const ConvShape &s, const memory::desc *bias = nullptr) {
 /// oneDNN's direct jit kernel: oneDNN 2.6 lists brgconv first for every NHWC
 /// float32 convolution, and on an image's first layers (1 to 8 channels)
 /// brgconv is the slower one. Measured on one thread (AVX-512, oneDNN
-/// 2.6.3; bench/cpu-kernels): 3x3 32 filters on 4 images 28x28 of 1
-/// channel 0.021 against 0.011 ms (the seed CNN's conv 1 in
-/// fused_conv2d_pool), of 3 channels 0.056 against 0.032 ms, of 8 channels
+/// 2.6.3, each implementation oneDNN lists timed on its own, best of 5 x
+/// 10 runs): 3x3 32 filters on 4 images 28x28 of 1 channel 0.021 against
+/// 0.011 ms (the seed CNN's conv 1 in fused_conv2d_pool; in the step,
+/// bench/cpu-kernels: 1.21-1.48 -> 1.10-1.15 ms with its pool), of 3
+/// channels 0.056 against 0.032 ms, of 8 channels
 /// 0.110 against 0.090 ms; at 16 channels brgconv is ahead (0.198 against
 /// 0.224 ms). Two threads on 32 RGB images, 32 filters at 224x224: 12.4
 /// against 10.6 ms; 64 filters at 112x112: 7.0 ms both.
