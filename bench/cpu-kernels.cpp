@@ -20,7 +20,12 @@
 // layers cannot go below without a faster convolution; bench scripts divide
 // it by the measured step time (the efficiency).
 //
-//   cpu-kernels PLAN [--replicas 1] [--reps 20] [--floor]
+//   cpu-kernels PLAN [--replicas 1] [--reps 20] [--floor] [--cold]
+//
+// Each launch is timed `reps` times in a row, so its operands are warm in
+// the core's L2 after the first; in a step they come from L3. --cold
+// evicts them before every call, which puts the sum nearer the step.
+// (The floor is timed warm either way: it is what the primitives cost.)
 //
 // Buffers are filled with uniform [0, 1) values (integers with 0), so the
 // timings do not depend on the data, as for these kernels they should not.
@@ -72,6 +77,39 @@ template <typename Fn> double timeIt(int reps, Fn &&fn) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start)
              .count() /
          reps;
+}
+
+/// Bytes each thread writes to push a launch's operands out of its core's
+/// private caches (--cold): twice the largest L2 of these machines.
+constexpr size_t kEvictBytes = size_t(8) << 20;
+
+/// As timeIt, but every call starts with its operands out of the private
+/// caches of the `threads` threads that run it (they stay in the shared
+/// L3), as in a step, where a launch reads what was written several
+/// launches before. Only the calls are timed.
+template <typename Fn> double timeCold(int reps, int threads, Fn &&fn) {
+  static std::vector<std::vector<char>> scratch(
+      omp_get_max_threads() > threads ? omp_get_max_threads() : threads,
+      std::vector<char>(kEvictBytes));
+  auto evict = [&] {
+#pragma omp parallel num_threads(threads)
+    {
+      std::vector<char> &mine = scratch[omp_get_thread_num()];
+      for (size_t i = 0; i < mine.size(); i += 64)
+        mine[i] = static_cast<char>(mine[i] + 1);
+    }
+  };
+  for (int i = 0; i < 3; ++i)
+    fn();
+  double ms = 0;
+  for (int i = 0; i < reps; ++i) {
+    evict();
+    auto start = Clock::now();
+    fn();
+    ms +=
+        std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+  }
+  return ms / reps;
 }
 
 void fillUniform(float *data, int64_t n, std::mt19937 &gen) {
@@ -301,13 +339,17 @@ int main(int argc, char **argv) {
                "kernel, and (--floor) its conv/dense compute floor"};
   std::string planPath;
   int replicas = 1, reps = 20;
-  bool floor = false;
+  bool floor = false, cold = false;
   app.add_option("plan", planPath, "plan file (graphc's output)")->required();
   app.add_option("--replicas", replicas,
                  "the training program for this many replicas")
       ->check(CLI::PositiveNumber);
   app.add_option("--reps", reps, "timed runs per launch")
       ->check(CLI::PositiveNumber);
+  app.add_flag("--cold", cold,
+               "time each launch with its operands out of the private "
+               "caches (in L3), as a step runs it, instead of warm from "
+               "the run before");
   app.add_flag("--floor", floor,
                "also time each conv/dense launch as a bare oneDNN primitive "
                "in its best layout");
@@ -340,8 +382,10 @@ int main(int argc, char **argv) {
   // (Executor::runDevice; the floor's primitives run on all the threads).
   ScopedDenormalMode flush(true);
   cpu::shareDenormalMode(allThreads);
-  std::printf("plan %s, %d replica(s), device 0: %d thread(s)\n",
-              planPath.c_str(), replicas, threads);
+  std::printf("plan %s, %d replica(s), device 0: %d thread(s), launches "
+              "timed %s\n",
+              planPath.c_str(), replicas, threads,
+              cold ? "cold (operands out of L1/L2)" : "warm");
   std::printf("%-4s %-24s %-28s %9s%s\n", "op", "kernel", "output", "ms",
               floor ? "   floor ms" : "");
   std::mt19937 gen(1);
@@ -391,10 +435,11 @@ int main(int argc, char **argv) {
       return 1;
     }
     Status failed = Status::ok();
-    double ms = timeIt(reps, [&] {
+    auto launch = [&] {
       if (Status s = fn(ctx, cfg, ins, outs); !s)
         failed = s;
-    });
+    };
+    double ms = cold ? timeCold(reps, threads, launch) : timeIt(reps, launch);
     if (!failed) {
       std::fprintf(stderr, "cpu-kernels: op %u: %s\n", i,
                    failed.message().c_str());
