@@ -42,9 +42,9 @@ class TwoHosts:
         # its hwloc topology at an address it guesses from its own memory
         # map, and now and then that write crashes it (SIGSEGV in
         # hwloc_shmem_topology_write); mpirun then waits for it forever.
-        # Seen in 4 of 100 launches here, and 12 of 150 with a plain
-        # local agent (not the namespaces); 0 of 200 with the option
-        # (docs/multi-worker.md).
+        # Seen in 4 of 100 launches here (0 of 200 with the option), and
+        # in 8 to 12 of 150 with a plain local agent, no namespaces (0 of
+        # 150 with it): docs/multi-worker.md.
         self.mpirun = [
             "mpirun", "--host", ",".join(self.names), "-np", "2",
             "--bind-to", "none", "--mca", "plm_rsh_agent", agent, "--mca",
