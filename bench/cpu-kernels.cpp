@@ -43,6 +43,7 @@
 #include <omp.h>
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <functional>
@@ -80,7 +81,7 @@ template <typename Fn> double timeIt(int reps, Fn &&fn) {
 }
 
 /// Bytes each thread writes to push a launch's operands out of its core's
-/// private caches (--cold): twice the largest L2 of these machines.
+/// private caches (--cold): four times the 2 MiB L2 of these machines.
 constexpr size_t kEvictBytes = size_t(8) << 20;
 
 /// As timeIt, but every call starts with its operands out of the private
@@ -89,8 +90,7 @@ constexpr size_t kEvictBytes = size_t(8) << 20;
 /// launches before. Only the calls are timed.
 template <typename Fn> double timeCold(int reps, int threads, Fn &&fn) {
   static std::vector<std::vector<char>> scratch(
-      omp_get_max_threads() > threads ? omp_get_max_threads() : threads,
-      std::vector<char>(kEvictBytes));
+      std::max(omp_get_max_threads(), threads), std::vector<char>(kEvictBytes));
   auto evict = [&] {
 #pragma omp parallel num_threads(threads)
     {
