@@ -48,6 +48,7 @@
 #include <cstdio>
 #include <functional>
 #include <map>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -68,48 +69,44 @@ int64_t elements(const Shape &shape) {
 }
 
 /// Milliseconds per call of `fn` over `reps` calls, after 3 warm-up calls
-/// (first touch, JIT, caches).
-template <typename Fn> double timeIt(int reps, Fn &&fn) {
-  for (int i = 0; i < 3; ++i)
-    fn();
-  auto start = Clock::now();
-  for (int i = 0; i < reps; ++i)
-    fn();
-  return std::chrono::duration<double, std::milli>(Clock::now() - start)
-             .count() /
-         reps;
-}
-
-/// Bytes each thread writes to push a launch's operands out of its core's
-/// private caches (--cold): four times the 2 MiB L2 of these machines.
-constexpr size_t kEvictBytes = size_t(8) << 20;
-
-/// As timeIt, but every call starts with its operands out of the private
-/// caches of the `threads` threads that run it (they stay in the shared
-/// L3), as in a step, where a launch reads what was written several
-/// launches before. Only the calls are timed.
-template <typename Fn> double timeCold(int reps, int threads, Fn &&fn) {
-  static std::vector<std::vector<char>> scratch(
-      std::max(omp_get_max_threads(), threads), std::vector<char>(kEvictBytes));
-  auto evict = [&] {
-#pragma omp parallel num_threads(threads)
-    {
-      std::vector<char> &mine = scratch[omp_get_thread_num()];
-      for (size_t i = 0; i < mine.size(); i += 64)
-        mine[i] = static_cast<char>(mine[i] + 1);
-    }
-  };
+/// (first touch, JIT, caches); `beforeEach`, if set, runs untimed before
+/// every timed call.
+template <typename Fn>
+double timeIt(int reps, Fn &&fn,
+              const std::function<void()> &beforeEach = nullptr) {
   for (int i = 0; i < 3; ++i)
     fn();
   double ms = 0;
   for (int i = 0; i < reps; ++i) {
-    evict();
+    if (beforeEach)
+      beforeEach();
     auto start = Clock::now();
     fn();
     ms +=
         std::chrono::duration<double, std::milli>(Clock::now() - start).count();
   }
   return ms / reps;
+}
+
+/// Bytes each thread writes to push a launch's operands out of its core's
+/// private caches (--cold): four times the 2 MiB L2 of these machines.
+constexpr size_t kEvictBytes = size_t(8) << 20;
+
+/// --cold's step before every timed call: each of the `threads` threads
+/// that run a launch writes its own kEvictBytes, so the launch's operands
+/// leave those cores' private caches (they stay in the shared L3), as in a
+/// step, where a launch reads what was written several launches before.
+std::function<void()> evictPrivateCaches(int threads) {
+  auto scratch = std::make_shared<std::vector<std::vector<char>>>(
+      threads, std::vector<char>(kEvictBytes));
+  return [scratch, threads] {
+#pragma omp parallel num_threads(threads)
+    {
+      std::vector<char> &mine = (*scratch)[omp_get_thread_num()];
+      for (size_t i = 0; i < mine.size(); i += 64)
+        mine[i] = static_cast<char>(mine[i] + 1);
+    }
+  };
 }
 
 void fillUniform(float *data, int64_t n, std::mt19937 &gen) {
@@ -388,6 +385,8 @@ int main(int argc, char **argv) {
               cold ? "cold (operands out of L1/L2)" : "warm");
   std::printf("%-4s %-24s %-28s %9s%s\n", "op", "kernel", "output", "ms",
               floor ? "   floor ms" : "");
+  const std::function<void()> evict =
+      cold ? evictPrivateCaches(threads) : nullptr;
   std::mt19937 gen(1);
   double total = 0, floorTotal = 0;
   bool anyBf16 = false;
@@ -439,7 +438,7 @@ int main(int argc, char **argv) {
       if (Status s = fn(ctx, cfg, ins, outs); !s)
         failed = s;
     };
-    double ms = cold ? timeCold(reps, threads, launch) : timeIt(reps, launch);
+    double ms = timeIt(reps, launch, evict);
     if (!failed) {
       std::fprintf(stderr, "cpu-kernels: op %u: %s\n", i,
                    failed.message().c_str());
