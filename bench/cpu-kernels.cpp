@@ -176,7 +176,8 @@ Status convPrimitive(const std::string &kernel, const KernelConfig &cfg,
   Shape input, kernelShape;
   if (kernel == "conv2d_grad_input")
     input = outs[0], kernelShape = ins[1];
-  else if (kernel == "conv2d_grad_kernel")
+  else if (kernel == "conv2d_grad_kernel" ||
+           kernel == "fused_conv2d_pool_grad_kernel")
     input = ins[0], kernelShape = outs[0];
   else
     input = ins[0], kernelShape = ins[1];
@@ -286,8 +287,12 @@ Status densePrimitive(const std::string &kernel, const KernelConfig &cfg,
 }
 
 bool isConv(const std::string &k) {
+  // fused_conv2d_pool_grad_kernel's floor is its convolution's weight
+  // gradient as oneDNN computes it, from the dense gradient (which the cpu
+  // kernel does not write).
   return k == "conv2d" || k == "fused_conv2d" || k == "fused_conv2d_pool" ||
-         k == "conv2d_grad_input" || k == "conv2d_grad_kernel";
+         k == "conv2d_grad_input" || k == "conv2d_grad_kernel" ||
+         k == "fused_conv2d_pool_grad_kernel";
 }
 bool isDense(const std::string &k) {
   return k == "dense" || k == "fused_dense" || k == "dense_grad_input" ||

@@ -9,8 +9,9 @@
 //   - the variable and its optimizer slots get the OHWI type and name their
 //     Keras form (`logical_shape`, `logical_permutation`), through which the
 //     runtime initializes, checkpoints and saves them in Keras' layout;
-//   - every convolution that reads it, and the conv2d_grad_kernel that
-//     computes its gradient, get `filter_layout = ohwi`;
+//   - every convolution that reads it, and the conv2d_grad_kernel (or
+//     graph-fuse's fused_conv2d_pool_grad_kernel) that computes its
+//     gradient, get `filter_layout = ohwi`;
 //   - the optimizer update, the gradient norm and the assignments are
 //     elementwise in it, so they only change type.
 // A Keras depthwise kernel [kh, kw, C, m] becomes [C * m, kh, kw, 1]
@@ -18,7 +19,7 @@
 //
 // Only a variable whose every use is one of these is converted: read as a
 // convolution's kernel (all of them in one form), or as an optimizer
-// update's parameter whose gradient is a conv2d_grad_kernel read only by
+// update's parameter whose gradient is one of those, read only by
 // updates and the gradient norm, and whose slots are used by that update
 // alone (Keras' use_ema: an EMA update of its new value, with an average
 // variable of its own). Anything else (a regularizer reading the kernel, a
@@ -71,7 +72,7 @@ struct UpdateSlot {
 struct Conversion {
   KernelForm form;
   SmallVector<Operation *> convolutions; // read the kernel: get ohwi
-  SmallVector<Conv2DGradKernelOp> gradients;
+  SmallVector<Operation *> gradients;    // kernelGradient()s
   SmallVector<UpdateSlot> updates;
   SmallVector<EmaUpdateOp> emas; // use_ema: the average follows the update
   SmallVector<VariableOp> slots; // the optimizer's, and the EMA averages
@@ -103,6 +104,22 @@ std::optional<KernelForm> kernelFormOf(OpOperand &use) {
   if (auto conv = dyn_cast<Conv2DGradInputOp>(op))
     return form(conv, conv.getInputGrad());
   return std::nullopt;
+}
+
+/// The op that computes `value` as a Keras-layout kernel's gradient, as its
+/// first result: a conv2d_grad_kernel, or graph-fuse's
+/// fused_conv2d_pool_grad_kernel; null for anything else.
+Operation *kernelGradient(Value value) {
+  Operation *op = value.getDefiningOp();
+  auto hwio = [](auto grad) -> Operation * {
+    return grad.getFilterLayout() == FilterLayout::hwio ? grad.getOperation()
+                                                        : nullptr;
+  };
+  if (auto grad = dyn_cast_or_null<Conv2DGradKernelOp>(op))
+    return value == grad.getKernelGrad() ? hwio(grad) : nullptr;
+  if (auto grad = dyn_cast_or_null<FusedConv2DPoolGradKernelOp>(op))
+    return value == grad.getKernelGrad() ? hwio(grad) : nullptr;
+  return nullptr;
 }
 
 /// `use`'s position in `segment` (an op's variadic operands), or nullopt
@@ -208,11 +225,10 @@ private:
       OptimizerUpdateOp update = u.update;
       // The gradient: a conv2d_grad_kernel of this kernel's form, read only
       // where layout does not matter.
-      auto grad =
-          update.getGrads()[u.index].getDefiningOp<Conv2DGradKernelOp>();
-      if (!grad || grad.getFilterLayout() != FilterLayout::hwio)
+      Operation *grad = kernelGradient(update.getGrads()[u.index]);
+      if (!grad)
         return std::nullopt;
-      for (OpOperand &use : grad.getKernelGrad().getUses()) {
+      for (OpOperand &use : grad->getResult(0).getUses()) {
         if (isa<GlobalNormOp>(use.getOwner()))
           continue;
         // Else only as this variable's gradient in one of its updates.
@@ -303,9 +319,9 @@ private:
     auto layout = FilterLayoutAttr::get(v.getContext(), FilterLayout::ohwi);
     for (Operation *conv : c.convolutions)
       conv->setAttr("filter_layout", layout);
-    for (Conv2DGradKernelOp grad : c.gradients) {
-      grad.setFilterLayoutAttr(layout);
-      grad.getKernelGrad().setType(ohwi);
+    for (Operation *grad : c.gradients) {
+      grad->setAttr("filter_layout", layout);
+      grad->getResult(0).setType(ohwi);
     }
     for (EmaUpdateOp ema : c.emas) {
       ema.getNewAverage().setType(ohwi);

@@ -9,7 +9,9 @@
 //      max_pool2d_grad {relu_grad}, and + the bias_add_grad of its result
 //      -> max_pool2d_grad with an input_grad_sum; then fused_conv2d ->
 //      max_pool2d (and its max_pool2d_grad) -> fused_conv2d_pool (and
-//      max_pool2d_argmax_grad) where nothing else reads the conv's output;
+//      max_pool2d_argmax_grad) where nothing else reads the conv's output,
+//      and that gradient + the conv2d_grad_kernel that alone reads it ->
+//      fused_conv2d_pool_grad_kernel;
 //   4. chains of elementwise ops -> graph.elementwise;
 //   5. optimizer_updates with the same optimizer -> one multi-tensor update.
 // Each stage only matches the unfused ops and leaves nothing it could match
@@ -375,6 +377,48 @@ static void fuseConvIntoPool(MaxPool2DOp pool) {
   conv->erase();
 }
 
+/// conv2d_grad_kernel(x, max_pool2d_argmax_grad(...)) where that is the
+/// dense gradient's only reader (the first convolution: its input needs no
+/// gradient) -> fused_conv2d_pool_grad_kernel, which multiplies each
+/// window's gradient into the input patch under its argmax instead of
+/// writing the dense gradient and reading it back. At the kernel
+/// gradient's place: the argmax gradient's operands are defined before it.
+/// The convolution's geometry must be the fused_conv2d_pool's (the argmax
+/// says where in its output each window's maximum was); float32 only, as
+/// that op is.
+static void fuseArgmaxGradIntoKernelGrad(Conv2DGradKernelOp kernelGrad) {
+  auto argmaxGrad =
+      kernelGrad.getOutputGrad().getDefiningOp<MaxPool2DArgmaxGradOp>();
+  if (!argmaxGrad || soleUser(argmaxGrad.getInputGrad()) != kernelGrad ||
+      !argmaxGrad.getInputGrad().getType().getElementType().isF32())
+    return;
+  auto forward = argmaxGrad.getArgmax().getDefiningOp<FusedConv2DPoolOp>();
+  if (!forward || forward.getInput() != kernelGrad.getInput() ||
+      forward.getStrides() != kernelGrad.getStrides() ||
+      forward.getPadding() != kernelGrad.getPadding() ||
+      forward.getDilations() != kernelGrad.getDilations() ||
+      forward.getGroups() != kernelGrad.getGroups() ||
+      forward.getFilterLayout() != kernelGrad.getFilterLayout())
+    return;
+  Value sum = argmaxGrad.getInputGradSum();
+  OpBuilder builder(kernelGrad);
+  auto fused = FusedConv2DPoolGradKernelOp::create(
+      builder, fusedLocation({argmaxGrad, kernelGrad}),
+      kernelGrad.getKernelGrad().getType(), argmaxGrad.getInputGrad().getType(),
+      sum ? sum.getType() : Type(), kernelGrad.getInput(),
+      argmaxGrad.getArgmax(), argmaxGrad.getOutput(),
+      argmaxGrad.getOutputGrad(), kernelGrad.getStridesAttr(),
+      kernelGrad.getPaddingAttr(), kernelGrad.getDilationsAttr(),
+      kernelGrad.getGroupsAttr(), kernelGrad.getFilterLayoutAttr(),
+      argmaxGrad.getPoolSizeAttr(), argmaxGrad.getStridesAttr(),
+      argmaxGrad.getPaddingAttr(), argmaxGrad.getReluGradAttr());
+  kernelGrad.getKernelGrad().replaceAllUsesWith(fused.getKernelGrad());
+  if (sum)
+    sum.replaceAllUsesWith(fused.getBiasGrad());
+  kernelGrad->erase();
+  argmaxGrad->erase();
+}
+
 //===----------------------------------------------------------------------===//
 // 4. elementwise chains
 //===----------------------------------------------------------------------===//
@@ -531,6 +575,9 @@ static void fuseModel(ModelOp model) {
     fuseBiasGradIntoPoolGrad(biasGrad);
   for (MaxPool2DOp pool : llvm::to_vector(block.getOps<MaxPool2DOp>()))
     fuseConvIntoPool(pool);
+  for (Conv2DGradKernelOp grad :
+       llvm::to_vector(block.getOps<Conv2DGradKernelOp>()))
+    fuseArgmaxGradIntoKernelGrad(grad);
 
   // From the end, so that each group is rooted at its last op and grows
   // backwards as far as it can: groups are maximal and disjoint.

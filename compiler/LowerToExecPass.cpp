@@ -111,7 +111,7 @@ static bool isUngroupedConvolution(Operation *op) {
   return llvm::TypeSwitch<Operation *, bool>(op)
       .Case<graph::Conv2DOp, graph::Conv2DGradInputOp,
             graph::Conv2DGradKernelOp, graph::FusedConv2DOp,
-            graph::FusedConv2DPoolOp>(
+            graph::FusedConv2DPoolOp, graph::FusedConv2DPoolGradKernelOp>(
           [](auto conv) { return conv.getGroups() == 1; })
       .Default([](Operation *) { return false; });
 }

@@ -71,7 +71,8 @@ def Fuse : Pass<"graph-fuse", "::mlir::ModuleOp"> {
     `softmax_cross_entropy`; the relu and bias gradients below a max pool
     join the pool's gradient, and a fused_conv2d read only by a max pool
     (and its gradient) becomes `fused_conv2d_pool` (and
-    `max_pool2d_argmax_grad`); chains of elementwise ops become one
+    `max_pool2d_argmax_grad`, which with the conv2d_grad_kernel that alone
+    reads its result becomes `fused_conv2d_pool_grad_kernel`); chains of elementwise ops become one
     `graph.elementwise`; all `optimizer_update`s of a step become one
     multi-tensor update. Idempotent.
   }];
@@ -82,8 +83,8 @@ def AssignFilterLayout : Pass<"graph-assign-filter-layout", "::mlir::ModuleOp"> 
   let summary = "stores convolution kernels OHWI, the layout cuDNN reads";
   let description = [{
     A kernel variable read only by convolutions (and trained through a
-    conv2d_grad_kernel) is stored OHWI [F, kh, kw, C / groups] instead of
-    Keras' HWIO, with its optimizer slots: the variable names its Keras form
+    conv2d_grad_kernel or a fused_conv2d_pool_grad_kernel) is stored OHWI
+    [F, kh, kw, C / groups] instead of Keras' HWIO, with its optimizer slots: the variable names its Keras form
     (`logical_shape`, `logical_permutation`) and the convolutions and the
     kernel gradient get `filter_layout = ohwi`, so no backend transposes a
     filter per step. Variables with other uses keep Keras' layout.

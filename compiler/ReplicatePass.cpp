@@ -72,6 +72,12 @@ static std::optional<SmallVector<bool>> batchCarryingResults(Operation *op) {
     carries.resize(op->getNumResults());
     return carries;
   }
+  // kernel_grad and bias_grad are not; the workspace is the conv's output.
+  if (isa<FusedConv2DPoolGradKernelOp>(op)) {
+    SmallVector<bool> carries{false, true, false};
+    carries.resize(op->getNumResults());
+    return carries;
+  }
   // input_grad; gamma_grad and beta_grad are [C].
   if (isa<BatchNormGradOp, LayerNormGradOp>(op))
     return SmallVector<bool>{true, false, false};

@@ -2040,6 +2040,27 @@ LogicalResult MaxPool2DArgmaxGradOp::verify() {
   return verifyInputGradSum(*this, getInputGradSum(), *input);
 }
 
+LogicalResult FusedConv2DPoolGradKernelOp::verify() {
+  auto conv = inferConv2D(getLoc(), getInput(), getKernelGrad(), getStrides(),
+                          getPadding(), getDilations(), getGroups(),
+                          getFilterLayout(), "input", "kernel_grad");
+  if (failed(conv) ||
+      failed(expectType(*this, getWorkspace().getType(), *conv,
+                        "workspace (the convolution's output)")))
+    return failure();
+  auto pooled = inferPool2DType(getLoc(), *conv, getPoolSize(),
+                                getPoolStrides(), getPoolPadding());
+  if (failed(pooled) ||
+      failed(expectType(*this, getOutput().getType(), *pooled,
+                        "output (the forward pool's result)")) ||
+      failed(expectType(*this, getOutputGrad().getType(), *pooled,
+                        "output_grad")) ||
+      failed(expectType(*this, getArgmax().getType(), argmaxType(*pooled),
+                        "argmax")))
+    return failure();
+  return verifyInputGradSum(*this, getBiasGrad(), *conv);
+}
+
 LogicalResult FusedDenseOp::verify() {
   SmallVector<Type> inferred;
   DenseOp::Adaptor adaptor({getInput(), getKernel()});

@@ -1610,6 +1610,52 @@ def Graph_MaxPool2DArgmaxGradOp : Graph_Op<"max_pool2d_argmax_grad", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Graph_FusedConv2DPoolGradKernelOp
+    : Graph_Op<"fused_conv2d_pool_grad_kernel", [Pure]> {
+  let summary = "a fused_conv2d_pool's kernel gradient from its pooled gradient";
+  let description = [{
+    `conv2d_grad_kernel(input, max_pool2d_argmax_grad(argmax, output,
+    output_grad))`: the kernel gradient of the convolution of a
+    `fused_conv2d_pool`, taken straight from the gradient of its pooled
+    output. Each window's gradient goes to the one position its argmax
+    names (with `relu_grad`, only where the window's maximum, `output`, is
+    > 0), so a kernel can multiply it into the input patch under that
+    position instead of writing the dense gradient of the convolution's
+    output and reading it back: a quarter of the work for a 2x2 pool. With
+    `bias_grad`, also the sum of that gradient over every axis but the last
+    (`input_grad_sum`). Set by graph-fuse where nothing but the kernel
+    gradient reads the dense gradient: the first convolution of a model,
+    whose input needs none.
+
+    `workspace` has the dense gradient's shape: a backend without a direct
+    kernel computes the two ops above through it. The cpu kernel never
+    reads or writes it.
+  }];
+  let arguments = (ins Graph_FloatTensor:$input, Graph_I32Tensor:$argmax,
+                       Graph_FloatTensor:$output,
+                       Graph_FloatTensor:$output_grad,
+                       Graph_Pair:$strides, Graph_PaddingAttr:$padding,
+                       Graph_Pair:$dilations,
+                       DefaultValuedAttr<I64Attr, "1">:$groups,
+                       DefaultValuedAttr<Graph_FilterLayoutAttr,
+                           "::mlir::graph::FilterLayout::hwio">:$filter_layout,
+                       Graph_Pair:$pool_size, Graph_Pair:$pool_strides,
+                       Graph_PaddingAttr:$pool_padding, UnitAttr:$relu_grad);
+  let results = (outs Graph_FloatTensor:$kernel_grad,
+                      Graph_FloatTensor:$workspace,
+                      Optional<Graph_FloatTensor>:$bias_grad);
+  let assemblyFormat = [{
+    $input `,` $argmax `,` $output `,` $output_grad `strides` `=` $strides
+    `padding` `=` `` $padding `dilations` `=` $dilations
+    (`groups` `=` $groups^)?
+    (`filter_layout` `=` `` $filter_layout^)?
+    `pool_size` `=` $pool_size `pool_strides` `=` $pool_strides
+    `pool_padding` `=` `` $pool_padding attr-dict
+    `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 def Graph_FusedDenseOp : Graph_Op<"fused_dense", [Pure]> {
   let summary = "dense + optional bias + activation in one kernel";
   let arguments = (ins Graph_FloatTensor:$input, Graph_FloatTensor:$kernel,

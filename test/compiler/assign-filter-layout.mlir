@@ -137,3 +137,38 @@ graph.model @m {
   graph.output %4 : tensor<2x3xf32>
 }
 graph.training @m losses = [#graph.output_loss<kind = categorical_crossentropy, metrics = [#graph.metric<kind = accuracy, name = "accuracy">]>] optimizer = #graph.sgd<learning_rate = 0.1, momentum = 0.9, nesterov = false, clipnorm = 0.5> global_batch_size = 2
+
+// -----
+
+// The seed CNN's first layer (conv -> relu -> max pool on the model's
+// input): graph-fuse gives its kernel gradient as a
+// fused_conv2d_pool_grad_kernel, which gets the OHWI layout as a
+// conv2d_grad_kernel would, and keeps it in the replicated plan.
+
+// CHECK-LABEL: graph.variable @"conv2d/kernel" : tensor<4x3x3x1xf32> = #graph.init<glorot_uniform> {logical_permutation = array<i64: 3, 0, 1, 2>, logical_shape = array<i64: 3, 3, 1, 4>}
+// CHECK-LABEL: graph.model @train_step
+// CHECK:       graph.fused_conv2d_pool {{.+}} filter_layout = ohwi activation = relu
+// CHECK:       %[[G:.+]], %{{.+}}, %{{.+}} = graph.fused_conv2d_pool_grad_kernel {{.+}} filter_layout = ohwi pool_size = [2, 2] {{.+}} -> (tensor<4x3x3x1xf32>, tensor<2x6x6x4xf32>, tensor<4xf32>)
+// CHECK:       graph.optimizer_update {{.+}} grads({{.*}}%[[G]]
+
+// EXEC-LABEL: exec.program @train
+// EXEC:       exec.launch "fused_conv2d_pool_grad_kernel" {{.*}}filter_layout = "ohwi"
+
+graph.variable @"conv2d/kernel" : tensor<3x3x1x4xf32> = #graph.init<glorot_uniform>
+graph.variable @"conv2d/bias" : tensor<4xf32> = #graph.init<zeros>
+graph.variable @"dense/kernel" : tensor<36x3xf32> = #graph.init<glorot_uniform>
+graph.model @m {
+  %x = graph.input "input_layer" : tensor<2x8x8x1xf32>
+  %k = graph.read_variable @"conv2d/kernel" : tensor<3x3x1x4xf32>
+  %0 = graph.conv2d %x, %k strides = [1, 1] padding = valid dilations = [1, 1] : (tensor<2x8x8x1xf32>, tensor<3x3x1x4xf32>) -> tensor<2x6x6x4xf32>
+  %b = graph.read_variable @"conv2d/bias" : tensor<4xf32>
+  %1 = graph.bias_add %0, %b : tensor<2x6x6x4xf32>, tensor<4xf32>
+  %2 = graph.relu %1 : tensor<2x6x6x4xf32>
+  %3 = graph.max_pool2d %2 pool_size = [2, 2] strides = [2, 2] padding = valid : tensor<2x6x6x4xf32> -> tensor<2x3x3x4xf32>
+  %4 = graph.reshape %3 : tensor<2x3x3x4xf32> -> tensor<2x36xf32>
+  %kd = graph.read_variable @"dense/kernel" : tensor<36x3xf32>
+  %5 = graph.dense %4, %kd : (tensor<2x36xf32>, tensor<36x3xf32>) -> tensor<2x3xf32>
+  %6 = graph.softmax %5 : tensor<2x3xf32>
+  graph.output %6 : tensor<2x3xf32>
+}
+graph.training @m losses = [#graph.output_loss<kind = categorical_crossentropy, metrics = [#graph.metric<kind = accuracy, name = "accuracy">]>] optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.0, nesterov = false> global_batch_size = 2

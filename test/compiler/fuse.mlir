@@ -741,3 +741,62 @@ graph.model @conv_pool_not_fused {
   %3 = graph.avg_pool2d %2 pool_size = [2, 2] strides = [2, 2] padding = valid : tensor<2x3x3x8xf32> -> tensor<2x1x1x8xf32>
   graph.output %0, %1, %3 : tensor<2x3x3x8xf32>, tensor<2x1x1x8xf32>, tensor<2x1x1x8xf32>
 }
+
+// -----
+
+// The first layer's backward pass: the dense gradient of the conv's output
+// is read only by the kernel gradient (the model's input needs none), so
+// fused_conv2d_pool_grad_kernel takes it from the pooled gradient and the
+// argmax, with the bias gradient; the dense gradient is its workspace.
+
+// CHECK-LABEL: graph.model @conv_pool_grad_kernel
+// CHECK:         %[[Y:.+]], %[[A:.+]] = graph.fused_conv2d_pool %[[X:[^,]+]],
+// CHECK-NOT:     graph.max_pool2d_argmax_grad
+// CHECK-NOT:     graph.conv2d_grad_kernel
+// CHECK:         %[[DK:.+]], %{{.+}}, %[[DB:.+]] = graph.fused_conv2d_pool_grad_kernel %[[X]], %[[A]], %[[Y]], %[[DY:[^ ]+]] strides = [1, 1] padding = valid dilations = [1, 1] pool_size = [2, 2] pool_strides = [2, 2] pool_padding = valid {relu_grad} : (tensor<2x5x5x1xf32>, tensor<2x1x1x8xi32>, tensor<2x1x1x8xf32>, tensor<2x1x1x8xf32>) -> (tensor<3x3x1x8xf32>, tensor<2x3x3x8xf32>, tensor<8xf32>)
+// CHECK-NOT:     graph.max_pool2d_argmax_grad
+// CHECK-NOT:     graph.conv2d_grad_kernel
+// CHECK:         graph.output %[[Y]], %[[DK]], %[[DB]]
+graph.model @conv_pool_grad_kernel {
+  %x = graph.input "x" : tensor<2x5x5x1xf32>
+  %k = graph.input "k" : tensor<3x3x1x8xf32>
+  %b = graph.input "b" : tensor<8xf32>
+  %dy = graph.input "dy" : tensor<2x1x1x8xf32>
+  %0 = graph.conv2d %x, %k strides = [1, 1] padding = valid dilations = [1, 1] : (tensor<2x5x5x1xf32>, tensor<3x3x1x8xf32>) -> tensor<2x3x3x8xf32>
+  %1 = graph.bias_add %0, %b : tensor<2x3x3x8xf32>, tensor<8xf32>
+  %2 = graph.relu %1 : tensor<2x3x3x8xf32>
+  %3 = graph.max_pool2d %2 pool_size = [2, 2] strides = [2, 2] padding = valid : tensor<2x3x3x8xf32> -> tensor<2x1x1x8xf32>
+  %4 = graph.max_pool2d_grad %2, %3, %dy pool_size = [2, 2] strides = [2, 2] padding = valid : (tensor<2x3x3x8xf32>, tensor<2x1x1x8xf32>, tensor<2x1x1x8xf32>) -> tensor<2x3x3x8xf32>
+  %5 = graph.relu_grad %4, %2 : tensor<2x3x3x8xf32>
+  %6 = graph.bias_add_grad %5 : tensor<2x3x3x8xf32> -> tensor<8xf32>
+  %7 = graph.conv2d_grad_kernel %x, %5 strides = [1, 1] padding = valid dilations = [1, 1] : (tensor<2x5x5x1xf32>, tensor<2x3x3x8xf32>) -> tensor<3x3x1x8xf32>
+  graph.output %3, %7, %6 : tensor<2x1x1x8xf32>, tensor<3x3x1x8xf32>, tensor<8xf32>
+}
+
+// -----
+
+// A layer below another: its input gradient reads the dense gradient too,
+// so that gradient is written anyway and the kernel gradient stays
+// conv2d_grad_kernel.
+
+// CHECK-LABEL: graph.model @conv_pool_grad_kernel_not_fused
+// CHECK:         %[[DX:.+]], %{{.+}} = graph.max_pool2d_argmax_grad
+// CHECK-DAG:     graph.conv2d_grad_kernel %{{.+}}, %[[DX]]
+// CHECK-DAG:     graph.conv2d_grad_input %[[DX]]
+// CHECK-NOT:     fused_conv2d_pool_grad_kernel
+graph.model @conv_pool_grad_kernel_not_fused {
+  %x = graph.input "x" : tensor<2x5x5x1xf32>
+  %k = graph.input "k" : tensor<3x3x1x8xf32>
+  %b = graph.input "b" : tensor<8xf32>
+  %dy = graph.input "dy" : tensor<2x1x1x8xf32>
+  %0 = graph.conv2d %x, %k strides = [1, 1] padding = valid dilations = [1, 1] : (tensor<2x5x5x1xf32>, tensor<3x3x1x8xf32>) -> tensor<2x3x3x8xf32>
+  %1 = graph.bias_add %0, %b : tensor<2x3x3x8xf32>, tensor<8xf32>
+  %2 = graph.relu %1 : tensor<2x3x3x8xf32>
+  %3 = graph.max_pool2d %2 pool_size = [2, 2] strides = [2, 2] padding = valid : tensor<2x3x3x8xf32> -> tensor<2x1x1x8xf32>
+  %4 = graph.max_pool2d_grad %2, %3, %dy pool_size = [2, 2] strides = [2, 2] padding = valid : (tensor<2x3x3x8xf32>, tensor<2x1x1x8xf32>, tensor<2x1x1x8xf32>) -> tensor<2x3x3x8xf32>
+  %5 = graph.relu_grad %4, %2 : tensor<2x3x3x8xf32>
+  %6 = graph.bias_add_grad %5 : tensor<2x3x3x8xf32> -> tensor<8xf32>
+  %7 = graph.conv2d_grad_kernel %x, %5 strides = [1, 1] padding = valid dilations = [1, 1] : (tensor<2x5x5x1xf32>, tensor<2x3x3x8xf32>) -> tensor<3x3x1x8xf32>
+  %8 = graph.conv2d_grad_input %5, %k strides = [1, 1] padding = valid dilations = [1, 1] : (tensor<2x3x3x8xf32>, tensor<3x3x1x8xf32>) -> tensor<2x5x5x1xf32>
+  graph.output %3, %7, %6, %8 : tensor<2x1x1x8xf32>, tensor<3x3x1x8xf32>, tensor<8xf32>, tensor<2x5x5x1xf32>
+}

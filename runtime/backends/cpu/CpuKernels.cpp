@@ -78,6 +78,7 @@ void registerCpuKernels() {
     registerVectorOptimizerKernels(registry);
     registerVectorShapeKernels(registry);
     registerVectorImageKernels(registry);
+    registerVectorConvPoolGradKernels(registry);
   });
 }
 

@@ -73,6 +73,7 @@ void registerVectorMetricKernels(KernelRegistry &registry);
 void registerVectorOptimizerKernels(KernelRegistry &registry);
 void registerVectorShapeKernels(KernelRegistry &registry);
 void registerVectorImageKernels(KernelRegistry &registry);
+void registerVectorConvPoolGradKernels(KernelRegistry &registry);
 
 } // namespace graph::runtime::cpu
 

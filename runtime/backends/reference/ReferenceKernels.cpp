@@ -492,6 +492,82 @@ Status maxPool2dArgmaxGrad(const KernelContext &, const KernelConfig &cfg,
   return storeInputGradSum(kName, dx, g.c, outs);
 }
 
+/// ins: x, argmax, y, dy; outs: dk, workspace [, bias gradient]. From the
+/// definitions, not through the dense gradient: each dy (with relu_grad only
+/// where y > 0) is the convolution's output gradient at its window's argmax,
+/// (oh, ow), and adds dy * x[n, oh*sh - pt + kh*dh, ow*sw - pl + kw*dw, c]
+/// to dk[kh, kw, c, f] for every tap. The workspace is left as it is.
+Status fusedConv2dPoolGradKernel(const KernelContext &, const KernelConfig &cfg,
+                                 const Tensors &ins, const Tensors &outs) {
+  static constexpr const char *kName = "fused_conv2d_pool_grad_kernel";
+  REQUIRE(outs.size() == 2 || outs.size() == 3,
+          "writes kernel_grad, the workspace and optionally the bias "
+          "gradient, got " +
+              std::to_string(outs.size()) + " outputs");
+  CHECK_ARITY(4, 4, outs.size());
+  const TensorRef &x = ins[0];
+  WindowGeometry cg;
+  ConvChannels cc;
+  RESOLVE_CONV(x.shape, outs[0].shape, cg, cc);
+  const int64_t f = cc.filters, groupChannels = cc.channelsPerGroup,
+                fg = cc.filtersPerGroup();
+  std::vector<int64_t> convShape = {cg.n, cg.h.out, cg.w.out, f};
+  REQUIRE(outs[1].shape == convShape, "workspace " + shapeText(outs[1].shape) +
+                                          " is not the "
+                                          "convolution's output " +
+                                          shapeText(convShape));
+  WindowGeometry g;
+  if (Status s =
+          poolGeometry(kName, fusedPoolConfig(cfg), convShape, ins[3].shape, g);
+      !s)
+    return s;
+  REQUIRE(ins[1].dtype == plan::DType::i32 && ins[1].shape == ins[3].shape &&
+              ins[2].shape == ins[3].shape,
+          "argmax (i32), output and output_grad must have one shape");
+  const int32_t *argmax = ins[1].i32();
+  Vec xv = load(x), y = load(ins[2]), dy = load(ins[3]);
+  Vec dk(outs[0].elements(), 0.0), bias(f, 0.0);
+  bool relu = truthy(cfg, "relu_grad");
+  for (int64_t n = 0; n < g.n; ++n)
+    for (int64_t ph = 0; ph < g.h.out; ++ph)
+      for (int64_t pw = 0; pw < g.w.out; ++pw)
+        for (int64_t o = 0; o < f; ++o) {
+          int64_t i = nhwc(n, ph, pw, o, g.h.out, g.w.out, f);
+          int32_t at = argmax[i];
+          REQUIRE(at >= 0 && at < g.h.window * g.w.window,
+                  "argmax " + std::to_string(at) + " is outside the window");
+          int64_t oh = argmaxRow(g, ph, at), ow = argmaxColumn(g, pw, at);
+          REQUIRE(oh >= 0 && oh < g.h.in && ow >= 0 && ow < g.w.in,
+                  "argmax " + std::to_string(at) + " is a padded position");
+          if (relu && !(y[i] > 0))
+            continue;
+          bias[o] += dy[i];
+          for (int64_t kh = 0; kh < cg.h.window; ++kh) {
+            int64_t ih = oh * cg.h.stride - cg.h.padBefore + kh * cg.h.dilation;
+            if (ih < 0 || ih >= cg.h.in)
+              continue;
+            for (int64_t kw = 0; kw < cg.w.window; ++kw) {
+              int64_t iw =
+                  ow * cg.w.stride - cg.w.padBefore + kw * cg.w.dilation;
+              if (iw < 0 || iw >= cg.w.in)
+                continue;
+              for (int64_t c = 0; c < groupChannels; ++c)
+                dk[cc.offset(kh, kw, c, o)] +=
+                    dy[i] * xv[nhwc(n, ih, iw, o / fg * groupChannels + c,
+                                    cg.h.in, cg.w.in, cg.c)];
+            }
+          }
+        }
+  store(outs[0], dk);
+  if (outs.size() == 3) {
+    REQUIRE(outs[2].elements() == f, "bias gradient " +
+                                         shapeText(outs[2].shape) +
+                                         " does not match the filters");
+    store(outs[2], bias);
+  }
+  return Status::ok();
+}
+
 /// The mean over the window's in-range positions (Keras excludes padding).
 Status avgPool2d(const KernelContext &, const KernelConfig &cfg,
                  const Tensors &ins, const Tensors &outs) {
@@ -2881,6 +2957,7 @@ const Entry kKernels[] = {
     {"fused_conv2d", fusedConv2d},
     {"fused_conv2d_pool", fusedConv2dPool},
     {"max_pool2d_argmax_grad", maxPool2dArgmaxGrad},
+    {"fused_conv2d_pool_grad_kernel", fusedConv2dPoolGradKernel},
     {"conv2d_grad_input", conv2dGradInput},
     {"conv2d_grad_kernel", conv2dGradKernel},
     {"max_pool2d", maxPool2d},

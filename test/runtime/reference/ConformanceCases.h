@@ -38,6 +38,14 @@ struct Case {
   std::vector<plan::DType> outTypes = {};
 };
 
+/// Whether output `o` of `c` is a workspace, whose contents the kernel does
+/// not define (fused_conv2d_pool_grad_kernel's: the cuda backend computes
+/// the dense gradient there, the host backends leave it), so no test
+/// compares it.
+inline bool isWorkspaceOutput(const Case &c, size_t o) {
+  return c.kernel == "fused_conv2d_pool_grad_kernel" && o == 1;
+}
+
 /// Zeroed output tensors of `c`'s shapes and types.
 inline std::vector<Tensor> outputsOf(const Case &c) {
   std::vector<Tensor> outs;
@@ -893,6 +901,60 @@ inline std::vector<Case> allCases() {
     add("fused_conv2d_pool", label + ", no bias", cfg,
         {rnd(xs, 80), rnd(ks, 81)}, {ys, ys}, {},
         {plan::DType::f32, plan::DType::i32});
+  }
+  // fused_conv2d_pool_grad_kernel: the kernel (and bias) gradient of a
+  // fused_conv2d_pool from its pooled gradient, argmax from the pool of a
+  // convolution output with ties. The seed CNN's first layer (one channel,
+  // 3x3 valid, 2x2 s2 pool: the cpu kernel's vector path, an odd width the
+  // pool leaves a column of), same padding (patches in the padding take
+  // the general loop), a pool padded at the edge, and general shapes:
+  // three channels at stride 2 under an overlapping pool, OHWI, depthwise.
+  for (auto [label, conv, poolCfg, layout, groups, xs, ks, relu, bias] :
+       {std::tuple{std::string("seed CNN's first layer, relu_grad, bias"),
+                   window("valid", {1, 1}, {1, 1}),
+                   pool("valid", {2, 2}, {2, 2}), std::string("hwio"),
+                   int64_t{1}, std::vector<int64_t>{3, 12, 11, 1},
+                   std::vector<int64_t>{3, 3, 1, 16}, true, true},
+        std::tuple{std::string("same conv, OHWI, relu_grad, bias"),
+                   window("same", {1, 1}, {1, 1}),
+                   pool("valid", {2, 2}, {2, 2}), std::string("ohwi"),
+                   int64_t{1}, std::vector<int64_t>{2, 8, 9, 1},
+                   std::vector<int64_t>{8, 3, 3, 1}, true, true},
+        std::tuple{std::string("2x2 kernel, padded pool, no relu, no bias"),
+                   window("valid", {1, 1}, {1, 1}),
+                   pool("same", {2, 2}, {2, 2}), std::string("hwio"),
+                   int64_t{1}, std::vector<int64_t>{2, 8, 8, 1},
+                   std::vector<int64_t>{2, 2, 1, 24}, false, false},
+        std::tuple{std::string("3 channels, s2 conv, 3x3 s1 pool, bias"),
+                   window("same", {2, 2}, {1, 1}), pool("same", {3, 3}, {1, 1}),
+                   std::string("hwio"), int64_t{1},
+                   std::vector<int64_t>{2, 7, 6, 3},
+                   std::vector<int64_t>{3, 3, 3, 5}, true, true},
+        std::tuple{std::string("depthwise m2, relu_grad"),
+                   window("valid", {1, 1}, {1, 1}),
+                   pool("valid", {2, 2}, {2, 2}), std::string("hwio"),
+                   int64_t{4}, std::vector<int64_t>{2, 8, 8, 4},
+                   std::vector<int64_t>{3, 3, 4, 2}, true, false}}) {
+    KernelConfig cfg = conv;
+    cfg.set("filter_layout", layout);
+    if (groups > 1)
+      cfg.set("groups", groups);
+    cfg.set("pool_size", poolCfg.getInts("pool_size"));
+    cfg.set("pool_strides", poolCfg.getInts("strides"));
+    cfg.set("pool_padding", poolCfg.getString("padding"));
+    if (relu)
+      cfg.set("relu_grad", int64_t{1});
+    WindowGeometry g;
+    ConvChannels cc;
+    if (Status s = resolveConv("test", cfg, xs, ks, g, cc); !s)
+      throw std::runtime_error(s.message());
+    std::vector<int64_t> convShape = {g.n, g.h.out, g.w.out, cc.filters};
+    auto [y, argmax] = poolWithArgmax(ties(convShape, 88), poolCfg);
+    std::vector<std::vector<int64_t>> outs = {ks, convShape};
+    if (bias)
+      outs.push_back({cc.filters});
+    add("fused_conv2d_pool_grad_kernel", label, cfg,
+        {rnd(xs, 89), argmax, y, rnd(y.shape, 90)}, outs);
   }
   {
     // Depthwise (Keras' [kh, kw, C, multiplier] kernel, groups = C), tanh.

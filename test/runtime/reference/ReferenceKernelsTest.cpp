@@ -384,6 +384,70 @@ TEST(ReferenceKernels, ConvPoolWithArgmaxIsConvThenPool) {
   }
 }
 
+/// graph-fuse's fused_conv2d_pool_grad_kernel computes what it replaces,
+/// conv2d_grad_kernel(x, max_pool2d_argmax_grad {relu_grad}): the seed
+/// CNN's first layer (one channel, 2x2 stride 2 pool) and a general one
+/// (two channels, padded stride-2 convolution, overlapping 3x3 windows),
+/// each with the relu's zeros deciding some windows.
+TEST(ReferenceKernels, ConvPoolGradKernelIsArgmaxGradThenKernelGrad) {
+  struct Layer {
+    const char *convPadding;
+    int64_t convStride;
+    const char *poolPadding;
+    int64_t poolSize, poolStride;
+    std::vector<int64_t> x, k;
+  };
+  for (const Layer &l :
+       {Layer{"valid", 1, "valid", 2, 2, {3, 9, 8, 1}, {3, 3, 1, 4}},
+        Layer{"same", 2, "same", 3, 2, {2, 9, 7, 2}, {3, 3, 2, 3}}}) {
+    KernelConfig conv = poolConfig(l.convPadding, 1, l.convStride);
+    conv.set("dilations", std::vector<int64_t>{1, 1});
+    KernelConfig forward = conv;
+    forward.set("activation", std::string("relu"));
+    KernelConfig pool = poolConfig(l.poolPadding, l.poolSize, l.poolStride);
+    forward.set("pool_size", pool.getInts("pool_size"))
+        .set("pool_strides", pool.getInts("strides"))
+        .set("pool_padding", std::string(l.poolPadding));
+    Tensor x = Tensor::f32(l.x, uniform(count(l.x), -1, 1, 4));
+    Tensor k = Tensor::f32(l.k, uniform(count(l.k), -1, 1, 5));
+    int64_t f = l.k[3];
+    int64_t oh = (l.x[1] + l.convStride - 1) / l.convStride;
+    int64_t ow = (l.x[2] + l.convStride - 1) / l.convStride;
+    if (std::string(l.convPadding) == "valid")
+      oh = l.x[1] - 2, ow = l.x[2] - 2;
+    std::vector<int64_t> convShape = {l.x[0], oh, ow, f};
+    int64_t ph = std::string(l.poolPadding) == "same"
+                     ? (oh + l.poolStride - 1) / l.poolStride
+                     : (oh - l.poolSize) / l.poolStride + 1;
+    int64_t pw = std::string(l.poolPadding) == "same"
+                     ? (ow + l.poolStride - 1) / l.poolStride
+                     : (ow - l.poolSize) / l.poolStride + 1;
+    std::vector<int64_t> pooled = {l.x[0], ph, pw, f};
+    Tensor y = Tensor::f32(pooled),
+           at = Tensor::make(pooled, graph::plan::DType::i32);
+    RUN_OK("fused_conv2d_pool", forward, {&x, &k}, {&y, &at});
+    Tensor dy = Tensor::f32(pooled, uniform(count(pooled), -1, 1, 6));
+
+    KernelConfig route = pool;
+    route.set("relu_grad", int64_t{1});
+    Tensor dense = Tensor::f32(convShape), sum = Tensor::f32({f});
+    Tensor dk = Tensor::f32(l.k);
+    RUN_OK("max_pool2d_argmax_grad", route, {&at, &y, &dy}, {&dense, &sum});
+    RUN_OK("conv2d_grad_kernel", conv, {&x, &dense}, {&dk});
+
+    KernelConfig fused = forward;
+    fused.set("relu_grad", int64_t{1});
+    Tensor fdk = Tensor::f32(l.k), workspace = Tensor::f32(convShape),
+           fsum = Tensor::f32({f});
+    RUN_OK("fused_conv2d_pool_grad_kernel", fused, {&x, &at, &y, &dy},
+           {&fdk, &workspace, &fsum});
+    expectAllNear(fdk.values(), dk.values(), 1e-6);
+    expectAllNear(fsum.values(), sum.values(), 1e-6);
+    std::vector<double> ys = y.values();
+    EXPECT_GT(std::count(ys.begin(), ys.end(), 0.0), 0) << l.convPadding;
+  }
+}
+
 /// Keras' confusion counts by hand: a prediction is positive above the
 /// threshold (Keras' `>`); rows tp, fp, tn, fn.
 TEST(ReferenceKernels, ConfusionCountsByHand) {
@@ -1299,6 +1363,7 @@ const std::vector<std::string> kLaunchable = {
     "flatten",
     "fused_conv2d",
     "fused_conv2d_pool",
+    "fused_conv2d_pool_grad_kernel",
     "fused_dense",
     "gelu",
     "gelu_grad",

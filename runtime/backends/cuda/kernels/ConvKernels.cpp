@@ -802,6 +802,41 @@ Status conv2dGradKernel(const KernelContext &ctx, const KernelConfig &cfg,
   return Status::ok();
 }
 
+/// fused_conv2d_pool_grad_kernel as the two ops graph-fuse joined, through
+/// its workspace: this backend's max_pool2d_argmax_grad writes the dense
+/// gradient there and its conv2d_grad_kernel reads it back, the launches
+/// the unfused plan made. (The cpu backend's kernel skips the workspace.)
+Status fusedConv2dPoolGradKernel(const KernelContext &ctx,
+                                 const KernelConfig &cfg, const Tensors &ins,
+                                 const Tensors &outs, KernelFn &out) {
+  static constexpr const char *kName = "fused_conv2d_pool_grad_kernel";
+  REQUIRE(ins.size() == 4 && (outs.size() == 2 || outs.size() == 3),
+          "takes the input, argmax, output and output_grad, and writes "
+          "kernel_grad, the workspace and optionally the bias gradient");
+  KernelConfig routeCfg = fusedPoolConfig(cfg);
+  routeCfg.set("relu_grad", cfg.getInt("relu_grad", 0));
+  const Tensors routeIns = {ins[1], ins[2], ins[3]};
+  Tensors routeOuts = {outs[1]};
+  if (outs.size() == 3)
+    routeOuts.push_back(outs[2]);
+  // The convolution's strides, padding, dilations, groups and
+  // filter_layout keep their names in the fused config.
+  const Tensors gradIns = {ins[0], outs[1]}, gradOuts = {outs[0]};
+  const KernelRegistry &registry = KernelRegistry::global();
+  KernelFn route, grad;
+  RETURN_IF_ERROR(registry.instantiate("max_pool2d_argmax_grad", Backend::cuda,
+                                       ctx, routeCfg, routeIns, routeOuts,
+                                       route));
+  RETURN_IF_ERROR(registry.instantiate("conv2d_grad_kernel", Backend::cuda, ctx,
+                                       cfg, gradIns, gradOuts, grad));
+  out = [=](const KernelContext &ctx, const KernelConfig &, const Tensors &,
+            const Tensors &) {
+    RETURN_IF_ERROR(route(ctx, routeCfg, routeIns, routeOuts));
+    return grad(ctx, cfg, gradIns, gradOuts);
+  };
+  return Status::ok();
+}
+
 } // namespace
 
 void registerConvKernels() {
@@ -810,6 +845,8 @@ void registerConvKernels() {
   r.addFactory("fused_conv2d", Backend::cuda, fusedConv2d);
   r.addFactory("conv2d_grad_input", Backend::cuda, conv2dGradInput);
   r.addFactory("conv2d_grad_kernel", Backend::cuda, conv2dGradKernel);
+  r.addFactory("fused_conv2d_pool_grad_kernel", Backend::cuda,
+               fusedConv2dPoolGradKernel);
 }
 
 } // namespace graph::runtime::cuda

@@ -1,0 +1,326 @@
+//===- VectorConvPoolGradKernels.cpp - a pooled conv's kernel gradient ----===//
+//
+// fused_conv2d_pool_grad_kernel: the kernel (and bias) gradient of a
+// fused_conv2d_pool from the gradient of its pooled output, without the
+// dense gradient of the convolution's output that max_pool2d_argmax_grad
+// would write and conv2d_grad_kernel read back (for the seed CNN's first
+// layer 11 MB a replica each way, for a 148 KB result). Each pooled
+// gradient goes to the one conv output its argmax names, and from there
+// into every tap: dk[kh, kw, c, f] += dy * x[n, oh + kh, ow + kw, c].
+//
+// The batch is split into one slice per thread; each slice sums into its
+// own float32 buffer, and the slices are added up in order, so the result
+// does not depend on which thread finished first.
+//
+// The common first layer -- one input channel, a 3x3 (or smaller) window
+// at stride 1, a 2x2 pool at stride 2, filters a multiple of 8 -- takes a
+// vector path: a window's 2x4 input rows under tap row kh sit in one
+// register, and each filter's input value for tap (kh, kw) is the lane its
+// argmax names in it (one permute), so each tap is one permute and one FMA
+// for 8 filters, where the dense gradient costs four FMAs. Other shapes,
+// and the positions where the window or the patch reaches into padding,
+// take the general loop.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/backends/cpu/CpuKernels.h"
+#include "runtime/backends/cpu/VectorKernels.h"
+#include "runtime/core/WindowGeometry.h"
+
+#include <immintrin.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+
+namespace graph::runtime::cpu {
+
+namespace {
+
+using namespace vec;
+using Tensors = std::vector<TensorRef>;
+
+constexpr const char *kName = "fused_conv2d_pool_grad_kernel";
+
+struct Shape {
+  WindowGeometry conv; // the convolution over the input
+  WindowGeometry pool; // the pool over the convolution's output
+  ConvChannels channels;
+  bool relu = false;
+  int64_t filters() const { return channels.filters; }
+  /// Kernel gradient elements in the accumulators' order [kh, kw, c, f].
+  int64_t kernelElements() const {
+    return conv.h.window * conv.w.window * channels.channelsPerGroup *
+           channels.filters;
+  }
+};
+
+/// The gradient the convolution's output gets at pooled element `i`.
+inline float routed(const Shape &s, const float *y, const float *dy,
+                    int64_t i) {
+  return !s.relu || y[i] > 0.0f ? dy[i] : 0.0f;
+}
+
+/// Pooled position (ph, pw) of image n, any geometry: window position p by
+/// window position, the filters whose argmax is p multiplied into the taps
+/// of the conv output p names. `routedScratch`: filters() floats.
+void accumulatePosition(const Shape &s, int64_t n, int64_t ph, int64_t pw,
+                        const float *x, const int32_t *argmax, const float *y,
+                        const float *dy, float *dk, float *bias,
+                        float *routedScratch) {
+  const WindowGeometry &g = s.pool, &c = s.conv;
+  const int64_t f = s.filters(), cg = s.channels.channelsPerGroup,
+                fg = s.channels.filtersPerGroup();
+  const int64_t at = ((n * g.h.out + ph) * g.w.out + pw) * f;
+  const int32_t *a = argmax + at;
+  for (int64_t o = 0; o < f; ++o)
+    bias[o] += routed(s, y, dy, at + o);
+  const int32_t positions = static_cast<int32_t>(g.h.window * g.w.window);
+  for (int32_t p = 0; p < positions; ++p) {
+    const int64_t oh = argmaxRow(g, ph, p), ow = argmaxColumn(g, pw, p);
+    if (oh < 0 || oh >= g.h.in || ow < 0 || ow >= g.w.in)
+      continue;
+    float *gp = routedScratch;
+    bool any = false;
+    for (int64_t o = 0; o < f; ++o) {
+      gp[o] = a[o] == p ? routed(s, y, dy, at + o) : 0.0f;
+      any |= gp[o] != 0.0f;
+    }
+    if (!any)
+      continue;
+    for (int64_t kh = 0; kh < c.h.window; ++kh) {
+      const int64_t ih = oh * c.h.stride - c.h.padBefore + kh * c.h.dilation;
+      if (ih < 0 || ih >= c.h.in)
+        continue;
+      for (int64_t kw = 0; kw < c.w.window; ++kw) {
+        const int64_t iw = ow * c.w.stride - c.w.padBefore + kw * c.w.dilation;
+        if (iw < 0 || iw >= c.w.in)
+          continue;
+        const float *xp = x + ((n * c.h.in + ih) * c.w.in + iw) * c.c;
+        float *dkt = dk + (kh * c.w.window + kw) * cg * f;
+        if (s.channels.groups == 1) {
+          for (int64_t ci = 0; ci < cg; ++ci) {
+            const float xv = xp[ci];
+            float *row = dkt + ci * f;
+#pragma omp simd
+            for (int64_t o = 0; o < f; ++o)
+              row[o] += xv * gp[o];
+          }
+        } else {
+          for (int64_t o = 0; o < f; ++o)
+            for (int64_t ci = 0; ci < cg; ++ci)
+              dkt[ci * f + o] += xp[o / fg * cg + ci] * gp[o];
+        }
+      }
+    }
+  }
+}
+
+/// Whether the vector path takes this layer, and at which pooled positions:
+/// those whose four window positions and (kh + 1) x 4 input patch are all
+/// in range.
+bool vectorShape(const Shape &s) {
+  const WindowGeometry &g = s.pool, &c = s.conv;
+  return s.channels.groups == 1 && c.c == 1 && c.h.stride == 1 &&
+         c.w.stride == 1 && c.h.dilation == 1 && c.w.dilation == 1 &&
+         c.h.window <= 3 && c.w.window <= 3 && g.h.window == 2 &&
+         g.w.window == 2 && g.h.stride == 2 && g.w.stride == 2 &&
+         s.filters() % 8 == 0;
+}
+bool vectorPosition(const Shape &s, int64_t ph, int64_t pw) {
+  const WindowGeometry &g = s.pool, &c = s.conv;
+  const int64_t oh = ph * 2 - g.h.padBefore, ow = pw * 2 - g.w.padBefore;
+  const int64_t ih = oh - c.h.padBefore, iw = ow - c.w.padBefore;
+  return oh >= 0 && oh + 1 < g.h.in && ow >= 0 && ow + 1 < g.w.in && ih >= 0 &&
+         ih + c.h.window + 1 <= c.h.in && iw >= 0 && iw + 4 <= c.w.in;
+}
+
+/// The vector path over image n's vector positions (`fast`, row-major over
+/// the pooled grid), 8 filters at a time, the taps' sums in registers (the
+/// window a template parameter, so they stay there).
+template <int kh, int kw>
+void accumulateImageVector(const Shape &s, int64_t n, const uint8_t *fast,
+                           const float *x, const int32_t *argmax,
+                           const float *y, const float *dy, float *dk,
+                           float *bias) {
+  const WindowGeometry &g = s.pool, &c = s.conv;
+  const int64_t f = s.filters();
+  const __m256 zero = _mm256_setzero_ps();
+  for (int64_t o0 = 0; o0 < f; o0 += 8) {
+    __m256 acc[kh * kw], sum = zero;
+    for (__m256 &v : acc)
+      v = zero;
+    for (int64_t ph = 0; ph < g.h.out; ++ph)
+      for (int64_t pw = 0; pw < g.w.out; ++pw) {
+        if (!fast[ph * g.w.out + pw])
+          continue;
+        const int64_t at = ((n * g.h.out + ph) * g.w.out + pw) * f + o0;
+        __m256 grad = _mm256_loadu_ps(dy + at);
+        if (s.relu)
+          grad = _mm256_and_ps(
+              grad, _mm256_cmp_ps(_mm256_loadu_ps(y + at), zero, _CMP_GT_OQ));
+        sum = _mm256_add_ps(sum, grad);
+        // Argmax a = 2 * row + column; its lane in [row 0 | row 1] of the
+        // patch rows is 4 * row + column = a + (a & 2).
+        const __m256i a =
+            _mm256_loadu_si256(reinterpret_cast<const __m256i *>(argmax + at));
+        const __m256i lane =
+            _mm256_add_epi32(a, _mm256_and_si256(a, _mm256_set1_epi32(2)));
+        const int64_t ih = ph * 2 - g.h.padBefore - c.h.padBefore,
+                      iw = pw * 2 - g.w.padBefore - c.w.padBefore;
+        const float *xp = x + (n * c.h.in + ih) * c.w.in + iw;
+        for (int i = 0; i < kh; ++i) {
+          const __m256 rows =
+              _mm256_set_m128(_mm_loadu_ps(xp + c.w.in), _mm_loadu_ps(xp));
+          xp += c.w.in;
+          for (int j = 0; j < kw; ++j) {
+            const __m256 v = _mm256_permutevar8x32_ps(
+                rows, _mm256_add_epi32(lane, _mm256_set1_epi32(j)));
+            acc[i * kw + j] = _mm256_fmadd_ps(grad, v, acc[i * kw + j]);
+          }
+        }
+      }
+    for (int t = 0; t < kh * kw; ++t) {
+      float *row = dk + t * f + o0;
+      _mm256_storeu_ps(row, _mm256_add_ps(_mm256_loadu_ps(row), acc[t]));
+    }
+    _mm256_storeu_ps(bias + o0, _mm256_add_ps(_mm256_loadu_ps(bias + o0), sum));
+  }
+}
+
+using ImageVectorFn = void (*)(const Shape &, int64_t, const uint8_t *,
+                               const float *, const int32_t *, const float *,
+                               const float *, float *, float *);
+
+/// accumulateImageVector for vectorShape's windows (1..3 x 1..3).
+ImageVectorFn imageVectorFn(int64_t kh, int64_t kw) {
+  static constexpr ImageVectorFn fns[3][3] = {
+      {accumulateImageVector<1, 1>, accumulateImageVector<1, 2>,
+       accumulateImageVector<1, 3>},
+      {accumulateImageVector<2, 1>, accumulateImageVector<2, 2>,
+       accumulateImageVector<2, 3>},
+      {accumulateImageVector<3, 1>, accumulateImageVector<3, 2>,
+       accumulateImageVector<3, 3>}};
+  return fns[kh - 1][kw - 1];
+}
+
+/// ins: input, argmax, output, output_grad; outs: kernel_grad (the
+/// config's filter_layout), workspace (untouched), optionally bias_grad.
+Status makeFusedConv2dPoolGradKernel(const KernelContext &ctx,
+                                     const KernelConfig &cfg,
+                                     const Tensors &ins, const Tensors &outs,
+                                     KernelFn &out) {
+  if (outs.size() != 2 && outs.size() != 3)
+    return kernelError(kName, "writes kernel_grad, the workspace and "
+                              "optionally the bias gradient, got " +
+                                  std::to_string(outs.size()) + " outputs");
+  if (ins.size() != 4 || ins[1].dtype != plan::DType::i32 || !ins[1].data)
+    return kernelError(kName, "takes the input, an i32 argmax, the output "
+                              "and output_grad");
+  if (Status st = checkOperands(kName, {ins[0], ins[2], ins[3]}, outs, 3, 3,
+                                outs.size(), kCpuOperands);
+      !st)
+    return st;
+  auto s = std::make_shared<Shape>();
+  if (Status st = resolveConv(kName, cfg, ins[0].shape, outs[0].shape, s->conv,
+                              s->channels);
+      !st)
+    return st;
+  const int64_t f = s->filters();
+  const std::vector<int64_t> convShape = {s->conv.n, s->conv.h.out,
+                                          s->conv.w.out, f};
+  if (outs[1].shape != convShape)
+    return kernelError(kName, "workspace " + shapeText(outs[1].shape) +
+                                  " is not the convolution's output " +
+                                  shapeText(convShape));
+  const KernelConfig poolCfg = fusedPoolConfig(cfg);
+  const auto [windowH, windowW] = poolCfg.getPair("pool_size", 2);
+  if (Status st = resolveWindow(kName, poolCfg, convShape, windowH, windowW,
+                                false, s->pool);
+      !st)
+    return st;
+  const std::vector<int64_t> pooled = {s->pool.n, s->pool.h.out, s->pool.w.out,
+                                       f};
+  for (int i : {1, 2, 3})
+    if (ins[i].shape != pooled)
+      return kernelError(kName, "argmax, output and output_grad must be the "
+                                "pooled " +
+                                    shapeText(pooled) + ", got " +
+                                    shapeText(ins[i].shape));
+  if (outs.size() == 3 && outs[2].elements() != f)
+    return kernelError(kName, "bias gradient " + shapeText(outs[2].shape) +
+                                  " does not match the filters");
+  s->relu = cfg.getInt("relu_grad", 0) != 0;
+
+  std::vector<uint8_t> fast(static_cast<size_t>(s->pool.h.out * s->pool.w.out),
+                            0);
+  const ImageVectorFn vector =
+      vectorShape(*s) ? imageVectorFn(s->conv.h.window, s->conv.w.window)
+                      : nullptr;
+  if (vector)
+    for (int64_t ph = 0; ph < s->pool.h.out; ++ph)
+      for (int64_t pw = 0; pw < s->pool.w.out; ++pw)
+        fast[ph * s->pool.w.out + pw] = vectorPosition(*s, ph, pw);
+
+  // One slice of the batch per thread, each with its own sums.
+  const int parts = static_cast<int>(
+      std::min<int64_t>(threadsPerReplica(ctx.replicas), s->conv.n));
+  const int64_t stride = s->kernelElements() + f;
+  auto partial =
+      std::make_shared<std::vector<float>>(static_cast<size_t>(parts * stride));
+  const float *x = ins[0].f32(), *y = ins[2].f32(), *dy = ins[3].f32();
+  const int32_t *argmax = ins[1].i32();
+  float *kernelGrad = outs[0].f32();
+  float *biasGrad = outs.size() == 3 ? outs[2].f32() : nullptr;
+  out = [=](const KernelContext &ctx, const KernelConfig &, const Tensors &,
+            const Tensors &) {
+    useReplicaThreads(ctx);
+    const Shape &sh = *s;
+    float *sums = partial->data();
+#pragma omp parallel for num_threads(parts) schedule(static, 1)
+    for (int part = 0; part < parts; ++part) {
+      float *dk = sums + part * stride, *bias = dk + sh.kernelElements();
+      std::fill(dk, dk + stride, 0.0f);
+      float *scratch = threadScratch<float>(static_cast<size_t>(f));
+      const int64_t first = sh.conv.n * part / parts,
+                    last = sh.conv.n * (part + 1) / parts;
+      for (int64_t n = first; n < last; ++n) {
+        if (vector)
+          vector(sh, n, fast.data(), x, argmax, y, dy, dk, bias);
+        for (int64_t ph = 0; ph < sh.pool.h.out; ++ph)
+          for (int64_t pw = 0; pw < sh.pool.w.out; ++pw)
+            if (!fast[ph * sh.pool.w.out + pw])
+              accumulatePosition(sh, n, ph, pw, x, argmax, y, dy, dk, bias,
+                                 scratch);
+      }
+    }
+    for (int part = 1; part < parts; ++part) {
+      const float *add = sums + part * stride;
+#pragma omp simd
+      for (int64_t i = 0; i < stride; ++i)
+        sums[i] += add[i];
+    }
+    const ConvChannels &cc = sh.channels;
+    const int64_t cg = cc.channelsPerGroup;
+    for (int64_t kh = 0; kh < sh.conv.h.window; ++kh)
+      for (int64_t kw = 0; kw < sh.conv.w.window; ++kw)
+        for (int64_t c = 0; c < cg; ++c)
+          for (int64_t o = 0; o < f; ++o)
+            kernelGrad[cc.offset(kh, kw, c, o)] =
+                sums[((kh * sh.conv.w.window + kw) * cg + c) * f + o];
+    if (biasGrad)
+      std::memcpy(biasGrad, sums + sh.kernelElements(),
+                  static_cast<size_t>(f) * sizeof(float));
+    return Status::ok();
+  };
+  return Status::ok();
+}
+
+} // namespace
+
+void registerVectorConvPoolGradKernels(KernelRegistry &registry) {
+  registry.addFactory(kName, Backend::cpu, makeFusedConv2dPoolGradKernel);
+}
+
+} // namespace graph::runtime::cpu
