@@ -2023,21 +2023,34 @@ LogicalResult FusedConv2DPoolOp::verify() {
                     "argmax");
 }
 
+/// The operands an argmax pool gradient reads, against the pool of
+/// `input` (the pool's input, the convolution's output): the forward
+/// pool's `output`, `outputGrad`, the i32 `argmax`, all of the pooled
+/// shape; and the optional per-channel `sum` of the routed gradient.
+static LogicalResult verifyArgmaxRouting(Operation *op, RankedTensorType input,
+                                         ArrayRef<int64_t> poolSize,
+                                         ArrayRef<int64_t> strides,
+                                         Padding padding, Value output,
+                                         Value outputGrad, Value argmax,
+                                         Value sum) {
+  auto pooled =
+      inferPool2DType(op->getLoc(), input, poolSize, strides, padding);
+  if (failed(pooled) ||
+      failed(expectType(op, output.getType(), *pooled,
+                        "output (the forward pool's result)")) ||
+      failed(expectType(op, outputGrad.getType(), *pooled, "output_grad")) ||
+      failed(expectType(op, argmax.getType(), argmaxType(*pooled), "argmax")))
+    return failure();
+  return verifyInputGradSum(op, sum, input);
+}
+
 LogicalResult MaxPool2DArgmaxGradOp::verify() {
   auto input = rankedOperand(getLoc(), getInputGrad(), "input_grad", 4, "NHWC");
   if (failed(input))
     return failure();
-  auto pooled = inferPool2DType(getLoc(), *input, getPoolSize(), getStrides(),
-                                getPadding());
-  if (failed(pooled) ||
-      failed(expectType(*this, getOutput().getType(), *pooled,
-                        "output (the forward pool's result)")) ||
-      failed(expectType(*this, getOutputGrad().getType(), *pooled,
-                        "output_grad")) ||
-      failed(expectType(*this, getArgmax().getType(), argmaxType(*pooled),
-                        "argmax")))
-    return failure();
-  return verifyInputGradSum(*this, getInputGradSum(), *input);
+  return verifyArgmaxRouting(*this, *input, getPoolSize(), getStrides(),
+                             getPadding(), getOutput(), getOutputGrad(),
+                             getArgmax(), getInputGradSum());
 }
 
 LogicalResult FusedConv2DPoolGradKernelOp::verify() {
@@ -2048,17 +2061,9 @@ LogicalResult FusedConv2DPoolGradKernelOp::verify() {
       failed(expectType(*this, getWorkspace().getType(), *conv,
                         "workspace (the convolution's output)")))
     return failure();
-  auto pooled = inferPool2DType(getLoc(), *conv, getPoolSize(),
-                                getPoolStrides(), getPoolPadding());
-  if (failed(pooled) ||
-      failed(expectType(*this, getOutput().getType(), *pooled,
-                        "output (the forward pool's result)")) ||
-      failed(expectType(*this, getOutputGrad().getType(), *pooled,
-                        "output_grad")) ||
-      failed(expectType(*this, getArgmax().getType(), argmaxType(*pooled),
-                        "argmax")))
-    return failure();
-  return verifyInputGradSum(*this, getBiasGrad(), *conv);
+  return verifyArgmaxRouting(*this, *conv, getPoolSize(), getPoolStrides(),
+                             getPoolPadding(), getOutput(), getOutputGrad(),
+                             getArgmax(), getBiasGrad());
 }
 
 LogicalResult FusedDenseOp::verify() {
