@@ -388,7 +388,7 @@ int main(int argc, char **argv) {
               "timed %s\n",
               planPath.c_str(), replicas, threads,
               cold ? "cold (operands out of L1/L2)" : "warm");
-  std::printf("%-4s %-24s %-28s %9s%s\n", "op", "kernel", "output", "ms",
+  std::printf("%-4s %-29s %-28s %9s%s\n", "op", "kernel", "output", "ms",
               floor ? "   floor ms" : "");
   const std::function<void()> evict =
       cold ? evictPrivateCaches(threads) : nullptr;
@@ -452,7 +452,7 @@ int main(int argc, char **argv) {
     total += ms;
     byKernel[name] += ms;
     std::string output = outShapes.empty() ? "" : shapeText(outShapes[0]);
-    std::printf("%-4u %-24s %-28s %9.3f", i, name.c_str(), output.c_str(), ms);
+    std::printf("%-4u %-29s %-28s %9.3f", i, name.c_str(), output.c_str(), ms);
     if (floor && (isConv(name) || isDense(name))) {
       // The step's shapes are device 0's share of the batch: the whole
       // batch is `replicas` times that.
@@ -486,7 +486,7 @@ int main(int argc, char **argv) {
   }
   std::printf("\nby kernel (ms per step on device 0):\n");
   for (const auto &[name, ms] : byKernel)
-    std::printf("  %-26s %9.3f\n", name.c_str(), ms);
+    std::printf("  %-31s %9.3f\n", name.c_str(), ms);
   std::printf("total %.3f ms\n", total);
   if (floor)
     std::printf("floor %.3f ms (conv/dense primitives%s, best layout, the "

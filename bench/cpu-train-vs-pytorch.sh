@@ -3,8 +3,9 @@
 # run: the seed Fashion-MNIST CNN, global batch 256, Adam 0.001, synthetic
 # data, 2 threads for everyone. Two rounds; within a round every
 # configuration runs once, one after the other, so a change of load hits
-# all of them alike. The load average is printed before each round: take
-# figures from an idle machine.
+# all of them alike. lscpu's model and flags come first (AVX-512 or only
+# AVX2 decides oneDNN's kernels and ours), and the load average before each
+# round: take figures from an idle machine.
 #
 #   bench/cpu-train-vs-pytorch.sh [steps] [build-dir]
 #
@@ -35,6 +36,7 @@ work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 batch=256
 
+lscpu | grep -E '^(Model name|Flags):' | sed 's/  */ /g'
 "$root/bench/pytorch-peer.sh"
 tf_python=""
 if tf_python=$("$root/bench/keras-venv.sh" 2>"$work/venv.log"); then :; else
