@@ -51,11 +51,16 @@ pytest_log="$build/pytest.log"
 if "$py" -m pip install -q --disable-pip-version-check --no-build-isolation \
      --no-deps --config-settings=build-dir="$build" "$root" >"$build/pip-install.log" 2>&1; then
   (cd "$root/test/python" && "$py" -m pytest -q -p no:cacheprovider 2>&1) | tee "$pytest_log"
+  pytest_status=${PIPESTATUS[0]}
   pp=$(grep -oE '[0-9]+ passed' "$pytest_log" | grep -oE '[0-9]+' | tail -1)
   pf=$(grep -oE '[0-9]+ (failed|errors?)' "$pytest_log" | awk '{n += $1} END {print n + 0}')
   ps=$(grep -oE '[0-9]+ skipped' "$pytest_log" | grep -oE '[0-9]+' | tail -1)
   passed=$((passed + ${pp:-0})); failed=$((failed + pf)); skipped=$((skipped + ${ps:-0}))
-  [[ -n "$pp$pf" ]] || { echo "pytest ran no test"; failed=$((failed + 1)); }
+  # A crash (an abort in the module) prints no counts: pytest's status says it.
+  if [[ -z "$pp" && $pf -eq 0 ]] || [[ $pytest_status -ne 0 && $pf -eq 0 ]]; then
+    echo "pytest did not finish (exit status $pytest_status)"
+    failed=$((failed + 1))
+  fi
 else
   cat "$build/pip-install.log"
   echo "pip install . failed"
