@@ -8,10 +8,15 @@
 #include <cctype>
 #include <cerrno>
 #include <csignal>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
+#include <pthread.h>
 #include <sstream>
+#include <sys/eventfd.h>
+#include <system_error>
+#include <thread>
 #include <unistd.h>
 
 namespace graph::runtime::job {
@@ -109,7 +114,28 @@ Status parsePreemptSignals(const std::string &text, std::vector<int> &out) {
 struct PreemptionSignals::Saved {
   std::vector<struct sigaction> actions;
   bool restored = false;
+  // The installing thread's signal mask before, and the delivery thread,
+  // which waits on `wake` for the end.
+  sigset_t callerMask{};
+  bool masked = false;
+  int wake = -1;
+  std::thread delivery;
 };
+
+namespace {
+
+/// The thread the preemption signals are delivered on: the only one of
+/// the job's that leaves them unblocked. It waits for the end, and the
+/// handler runs on its stack whenever a signal comes.
+void deliverSignals(sigset_t signals, int wake) {
+  pthread_setname_np(pthread_self(), "graph-signals");
+  pthread_sigmask(SIG_UNBLOCK, &signals, nullptr);
+  uint64_t ended = 0;
+  while (::read(wake, &ended, sizeof ended) < 0 && errno == EINTR) {
+  }
+}
+
+} // namespace
 
 PreemptionSignals::PreemptionSignals(std::vector<int> signals)
     : signals_(std::move(signals)) {}
@@ -141,6 +167,42 @@ Status PreemptionSignals::install(const std::vector<int> &signals,
     }
     p->saved_->actions.push_back(previous);
   }
+  // Routed to the delivery thread: these, and any other a process is sent
+  // politely that has a handler (the host's: Python's SIGINT while
+  // graphc.Trainer evaluates), whichever action it runs.
+  sigset_t set;
+  sigemptyset(&set);
+  bool routed = false;
+  for (const NamedSignal &named : kSignals) {
+    struct sigaction now {};
+    sigaction(named.number, nullptr, &now);
+    bool handled = (now.sa_flags & SA_SIGINFO)
+                       ? now.sa_sigaction != nullptr
+                       : now.sa_handler != SIG_DFL && now.sa_handler != SIG_IGN;
+    if (handled) {
+      sigaddset(&set, named.number);
+      routed = true;
+    }
+  }
+  if (routed) {
+    Saved &saved = *p->saved_;
+    saved.wake = ::eventfd(0, EFD_CLOEXEC);
+    if (saved.wake < 0)
+      return Status::internal(std::string("--preempt-signals: eventfd: ") +
+                              std::strerror(errno));
+    // Blocked here first: the delivery thread starts with them blocked
+    // too, and a signal in between waits for it to unblock them.
+    pthread_sigmask(SIG_BLOCK, &set, &saved.callerMask);
+    saved.masked = true;
+    try {
+      saved.delivery = std::thread(deliverSignals, set, saved.wake);
+    } catch (const std::system_error &e) {
+      return Status::internal(
+          std::string("--preempt-signals: cannot start the thread the "
+                      "signals are delivered on: ") +
+          e.what());
+    }
+  }
   out = std::move(p);
   return Status::ok();
 }
@@ -155,6 +217,17 @@ void PreemptionSignals::restore() {
 
 PreemptionSignals::~PreemptionSignals() {
   restore();
+  if (saved_) {
+    if (saved_->delivery.joinable()) {
+      uint64_t end = 1;
+      (void)!::write(saved_->wake, &end, sizeof end);
+      saved_->delivery.join();
+    }
+    if (saved_->wake >= 0)
+      ::close(saved_->wake);
+    if (saved_->masked)
+      pthread_sigmask(SIG_SETMASK, &saved_->callerMask, nullptr);
+  }
   gInstalled.store(false);
 }
 

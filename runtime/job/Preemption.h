@@ -13,6 +13,19 @@
 // (Hook::votesToStop, StepContext::stopVoted), so a signal that reached one
 // worker, or mpirun, stops every worker after the same step.
 //
+// The handler runs on a thread of its own, never on one that computes. The
+// installing thread blocks the signals, and so do the threads it starts
+// afterwards and the cpu backend's OpenMP team (cpu::shareSignalMask); a
+// delivery thread that does nothing else leaves them unblocked, so the
+// kernel hands it every signal sent to the process. Signals the host
+// handles go there too (Python's SIGINT while graphc.Trainer evaluates).
+// Why: oneDNN 2.6's JIT GEMM kernels (jit_avx_gemm_f32,
+// jit_avx512_common_gemm_f32; Debian 12 ships 2.6.3) point rsp into a heap
+// workspace while they run, and a signal frame written there corrupts the
+// heap: a SIGINT during an MLP's first steps aborted graphrun in about 1 of
+// 30 runs ("free(): invalid next size"). oneDNN 3.11 fixed it (issue #4845,
+// pull request #4855).
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef RUNTIME_JOB_PREEMPTION_H
@@ -55,9 +68,14 @@ std::string signalName(int signal);
 class PreemptionSignals {
 public:
   /// Installs handlers for `signals` (empty: none, the default actions
-  /// stay).
+  /// stay), blocks them on the calling thread, with any other of the named
+  /// signals that has a handler (Python's SIGINT), and starts the thread
+  /// they are delivered on. Install and destroy on the same thread.
   static Status install(const std::vector<int> &signals,
                         std::unique_ptr<PreemptionSignals> &out);
+  /// restore(), ends the delivery thread and gives the calling thread its
+  /// signal mask back (a signal still pending then meets the restored
+  /// action).
   ~PreemptionSignals();
   PreemptionSignals(const PreemptionSignals &) = delete;
   PreemptionSignals &operator=(const PreemptionSignals &) = delete;
@@ -74,7 +92,8 @@ public:
   static bool sentByParent();
   /// Puts the previous actions back (after the last step: a signal during
   /// the final evaluation or --save-weights ends the process at once, the
-  /// final checkpoint being written by then). Idempotent.
+  /// final checkpoint being written by then). The signals still arrive on
+  /// the delivery thread until this object is destroyed. Idempotent.
   void restore();
   const std::vector<int> &signals() const { return signals_; }
 

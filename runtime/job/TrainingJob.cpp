@@ -2011,6 +2011,9 @@ Status runTrainingJob(const JobOptions &o, std::ostream &out, std::ostream &err,
   std::unique_ptr<PreemptionSignals> signals;
   if (Status s = PreemptionSignals::install(preemptSignals, signals); !s)
     return s;
+  // This thread runs device 0's kernels, and its OpenMP team may predate
+  // the job: neither may take a signal (Preemption.h says why).
+  cpu::shareSignalMask();
   // StatusCode::cancelled says "preempted" to graphrun, and nothing else.
   auto notPreempted = [](const Status &s) {
     return s.code() == StatusCode::cancelled ? Status::error(s.message()) : s;

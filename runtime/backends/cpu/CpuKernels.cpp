@@ -7,8 +7,10 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <csignal>
 #include <cstdlib>
 #include <mutex>
+#include <pthread.h>
 
 namespace graph::runtime::cpu {
 
@@ -61,6 +63,16 @@ void shareDenormalMode(int threads) {
   }
   teamMode = mode;
   teamThreads = std::max(threads, 1);
+}
+
+void shareSignalMask() {
+  sigset_t mask;
+  pthread_sigmask(SIG_SETMASK, nullptr, &mask);
+  const int threads = processThreads();
+  if (threads <= 1 || omp_in_parallel())
+    return;
+#pragma omp parallel num_threads(threads)
+  pthread_sigmask(SIG_SETMASK, &mask, nullptr);
 }
 
 void registerCpuKernels() {

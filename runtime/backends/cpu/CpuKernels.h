@@ -62,6 +62,14 @@ void useReplicaThreads(const KernelContext &ctx);
 /// grew since the last call on this thread; otherwise reads MXCSR only.
 void shareDenormalMode(int threads);
 
+/// Gives the calling thread's OpenMP team, as many threads as this process
+/// uses, the calling thread's signal mask. Threads libgomp starts later
+/// inherit it; those it started before (an earlier job in this process)
+/// would not. A job that blocks its preemption signals calls it, so that no
+/// signal lands on a thread running oneDNN (runtime/job/Preemption.h says
+/// why). One parallel region.
+void shareSignalMask();
+
 // Per-file registration, called by registerCpuKernels().
 void registerDnnlConvKernels(KernelRegistry &registry);
 void registerDnnlDenseKernels(KernelRegistry &registry);
