@@ -163,6 +163,64 @@ def test_ctrl_c_stops_at_a_step_and_the_trainer_stays_usable(flat):
     assert trainer.evaluate(x_test, y_test)["accuracy"] > 0.5
 
 
+def _threads():
+    """{thread id: (name, blocked-signal mask)} of this process, from /proc."""
+    out = {}
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{tid}/comm") as f:
+                name = f.read().strip()
+            with open(f"/proc/self/task/{tid}/status") as f:
+                blocked = next(int(line.split()[1], 16) for line in f
+                               if line.startswith("SigBlk:"))
+        except (OSError, StopIteration):
+            continue  # a thread that ended meanwhile
+        out[int(tid)] = (name, blocked)
+    return out
+
+
+def test_ctrl_c_during_evaluate_runs_pythons_handler_off_the_computing_thread(
+        flat):
+    # oneDNN 2.6's JIT GEMM kernels point rsp into the heap while they run:
+    # a signal frame written on the thread that computes corrupts it. An
+    # evaluation has no preemption signals of its own, so Python's SIGINT
+    # handler stays; the job routes it to its graph-signals thread.
+    _, _, x_test, y_test = flat
+    trainer = graphc.compile(mlp(keras), batch_size=100, devices="cpu")
+    x, y = np.tile(x_test, (6, 1)), np.tile(y_test, 6)
+    main = threading.get_native_id()
+    sigint = 1 << (signal.SIGINT - 1)
+    seen = []
+    done = threading.Event()
+
+    def watch():
+        while not done.is_set():
+            threads = _threads()
+            if any(name == "graph-signals" for name, _ in threads.values()):
+                seen.append(threads[main][1])
+                os.kill(os.getpid(), signal.SIGINT)
+                return
+            time.sleep(0.002)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    try:
+        # Python raises the KeyboardInterrupt once the job is back.
+        with pytest.raises(KeyboardInterrupt):
+            for _ in range(10):
+                trainer.evaluate(x, y)
+                time.sleep(0.2)
+    finally:
+        done.set()
+        watcher.join()
+    assert seen, "no graph-signals thread while evaluate ran"
+    assert seen[0] & sigint, "the thread that computes takes SIGINT"
+    after = _threads()
+    assert not after[main][1] & sigint
+    assert "graph-signals" not in {name for name, _ in after.values()}
+    assert trainer.evaluate(x_test, y_test)["loss"] > 0
+
+
 def test_bad_arrays_are_refused_naming_them(flat):
     x_train, y_train, _, _ = flat
     trainer = graphc.compile(mlp(keras), batch_size=100, devices="cpu")
