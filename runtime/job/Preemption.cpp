@@ -114,10 +114,9 @@ Status parsePreemptSignals(const std::string &text, std::vector<int> &out) {
 struct PreemptionSignals::Saved {
   std::vector<struct sigaction> actions;
   bool restored = false;
-  // The installing thread's signal mask before, and the delivery thread,
-  // which waits on `wake` for the end.
+  // With signals routed (wake >= 0): the installing thread's signal mask
+  // before, and the delivery thread, which waits on `wake` for the end.
   sigset_t callerMask{};
-  bool masked = false;
   int wake = -1;
   std::thread delivery;
 };
@@ -172,19 +171,16 @@ Status PreemptionSignals::install(const std::vector<int> &signals,
   // graphc.Trainer evaluates), whichever action it runs.
   sigset_t set;
   sigemptyset(&set);
-  bool routed = false;
   for (const NamedSignal &named : kSignals) {
     struct sigaction now {};
     sigaction(named.number, nullptr, &now);
     bool handled = (now.sa_flags & SA_SIGINFO)
                        ? now.sa_sigaction != nullptr
                        : now.sa_handler != SIG_DFL && now.sa_handler != SIG_IGN;
-    if (handled) {
+    if (handled)
       sigaddset(&set, named.number);
-      routed = true;
-    }
   }
-  if (routed) {
+  if (!sigisemptyset(&set)) {
     Saved &saved = *p->saved_;
     saved.wake = ::eventfd(0, EFD_CLOEXEC);
     if (saved.wake < 0)
@@ -193,7 +189,6 @@ Status PreemptionSignals::install(const std::vector<int> &signals,
     // Blocked here first: the delivery thread starts with them blocked
     // too, and a signal in between waits for it to unblock them.
     pthread_sigmask(SIG_BLOCK, &set, &saved.callerMask);
-    saved.masked = true;
     try {
       saved.delivery = std::thread(deliverSignals, set, saved.wake);
     } catch (const std::system_error &e) {
@@ -223,10 +218,10 @@ PreemptionSignals::~PreemptionSignals() {
       (void)!::write(saved_->wake, &end, sizeof end);
       saved_->delivery.join();
     }
-    if (saved_->wake >= 0)
+    if (saved_->wake >= 0) {
       ::close(saved_->wake);
-    if (saved_->masked)
       pthread_sigmask(SIG_SETMASK, &saved_->callerMask, nullptr);
+    }
   }
   gInstalled.store(false);
 }

@@ -66,11 +66,11 @@ void shareDenormalMode(int threads) {
 }
 
 void shareSignalMask() {
-  sigset_t mask;
-  pthread_sigmask(SIG_SETMASK, nullptr, &mask);
   const int threads = processThreads();
   if (threads <= 1 || omp_in_parallel())
     return;
+  sigset_t mask;
+  pthread_sigmask(SIG_SETMASK, nullptr, &mask);
 #pragma omp parallel num_threads(threads)
   pthread_sigmask(SIG_SETMASK, &mask, nullptr);
 }
