@@ -17,6 +17,8 @@ namespace {
 /// Larger than any image set a host can hold decoded; a header beyond it is
 /// corrupt, and the check keeps the size arithmetic from overflowing.
 constexpr int64_t kMaxElements = int64_t(1) << 40;
+/// The most a deflate stream expands: a 258-byte match coded in two bits.
+constexpr uint64_t kMaxDeflateExpansion = 1032;
 
 const char *idxTypeName(uint8_t type) {
   switch (type) {
@@ -105,6 +107,34 @@ public:
     return Status::ok();
   }
 
+  /// Fails, before anything is allocated for them, when the file cannot
+  /// hold the `size` bytes the header declares (after `consumed` bytes of
+  /// header): a corrupt 16-byte header may declare a terabyte. A plain file
+  /// holds what is left of it; a gzip stream at most 1032 times its size
+  /// (deflate's largest expansion, a 258-byte match in two bits).
+  Status checkHolds(uint64_t size, uint64_t consumed, const std::string &what) {
+    std::error_code ec;
+    const uint64_t fileSize = std::filesystem::file_size(path_, ec);
+    if (ec)
+      return Status::ok(); // Not a regular file: the reads will tell.
+    if (gzdirect(file_.get())) {
+      const uint64_t left = fileSize > consumed ? fileSize - consumed : 0;
+      if (size > left)
+        return fail("truncated: " + what + " needs " + std::to_string(size) +
+                    " bytes but the file holds only " + std::to_string(left) +
+                    "; the download is incomplete, fetch the file again");
+      return Status::ok();
+    }
+    if (size / kMaxDeflateExpansion > fileSize)
+      return fail("the header declares " + what + ", " + std::to_string(size) +
+                  " bytes, more than a gzip file of " +
+                  std::to_string(fileSize) +
+                  " bytes can hold (deflate expands at most " +
+                  std::to_string(kMaxDeflateExpansion) +
+                  " times); the header is corrupt");
+    return Status::ok();
+  }
+
   /// Fails when anything follows the data the header declares.
   Status expectEnd(const std::string &what) {
     uint8_t extra;
@@ -187,6 +217,11 @@ Status readIdxFile(const std::string &path, IdxArray &out) {
     elements *= dims[i];
   }
   std::string what = "the " + dimsString(dims) + " data";
+  const uint64_t itemBytes = type == kIdxUnsignedByte ? 1 : sizeof(float);
+  if (Status s = in.checkHolds(uint64_t(elements) * itemBytes,
+                               4 + header.size(), what);
+      !s)
+    return s;
   std::vector<uint8_t> data;
   std::vector<float> floats;
   if (type == kIdxUnsignedByte) {

@@ -239,6 +239,48 @@ TEST_F(IdxReaderTest, TruncatedInsideHeader) {
                                                       "header's 3 dimensions"));
 }
 
+// A corrupt header may declare far more data than the file holds: the
+// reader refuses it before allocating for it (it used to allocate and zero
+// all of it first, here 512 GiB: std::bad_alloc, the process aborted).
+TEST_F(IdxReaderTest, AHeaderDeclaringMoreThanTheRawFileHoldsAllocatesNothing) {
+  writeRaw(path("huge"), idxBytes({1 << 20, 1 << 19}, {1, 2, 3}));
+  IdxArray a;
+  Status s = readIdxFile(path("huge"), a);
+  ASSERT_FALSE(s);
+  EXPECT_THAT(s.message(),
+              HasSubstr(path("huge") + ": truncated: the 1048576x524288 data "
+                                       "needs 549755813888 bytes but the file "
+                                       "holds only 3"));
+}
+
+TEST_F(IdxReaderTest, AHeaderDeclaringMoreThanAGzipFileCanHoldIsCorrupt) {
+  // 2^39 bytes from a gzip file of a few dozen: more than deflate's 1032x.
+  writeGzip(path("huge.gz"), idxBytes({1 << 20, 1 << 19}, {1, 2, 3}));
+  const auto size = std::filesystem::file_size(path("huge.gz"));
+  IdxArray a;
+  Status s = readIdxFile(path("huge.gz"), a);
+  ASSERT_FALSE(s);
+  EXPECT_THAT(s.message(),
+              HasSubstr(path("huge.gz") +
+                        ": the header declares the 1048576x524288 data, "
+                        "549755813888 bytes, more than a gzip file of " +
+                        std::to_string(size) +
+                        " bytes can hold (deflate expands at most 1032 "
+                        "times); the header is corrupt"));
+}
+
+// The bound is deflate's real limit, not a guess: a file of zeros that
+// compresses about 1000 times still reads.
+TEST_F(IdxReaderTest, AGzipFileCompressedAThousandTimesReads) {
+  std::vector<uint8_t> zeros(size_t(8) << 20, 0);
+  writeGzip(path("zeros.gz"), idxBytes({8, 1024, 1024}, zeros));
+  const auto size = std::filesystem::file_size(path("zeros.gz"));
+  EXPECT_GT(zeros.size() / size, 500u);
+  IdxArray a;
+  ASSERT_TRUE(readIdxFile(path("zeros.gz"), a)) << size;
+  EXPECT_EQ(a.data.size(), zeros.size());
+}
+
 TEST_F(IdxReaderTest, TruncatedGzipStream) {
   // A large enough file that cutting the compressed stream loses data.
   std::vector<uint8_t> data(1 << 16);
