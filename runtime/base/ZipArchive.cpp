@@ -6,6 +6,7 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <new>
 
 namespace graph::runtime {
@@ -16,6 +17,11 @@ namespace {
 /// compressed size: Keras' own zip-bomb rule (saving_lib._reject_zip_bomb).
 constexpr uint64_t kExpansionFloor = uint64_t(256) << 20;
 constexpr uint64_t kMaxExpansion = 100;
+/// The most a deflate stream can expand (a 258-byte match coded in two bits),
+/// and a few bytes of slack for a tiny member's block headers: a member
+/// declaring more is corrupt, whatever its size.
+constexpr uint64_t kMaxDeflateExpansion = 1032;
+constexpr uint64_t kDeflateSlack = 1024;
 
 std::string errorText(zip_error_t *error) { return zip_error_strerror(error); }
 
@@ -23,6 +29,9 @@ std::string errorText(zip_error_t *error) { return zip_error_strerror(error); }
 
 struct ZipArchive::Impl {
   zip_t *archive = nullptr;
+  /// The archive's size in bytes (0 if unknown): no member's compressed
+  /// bytes can exceed it.
+  uint64_t bytes = 0;
   ~Impl() {
     if (archive)
       zip_discard(archive);
@@ -61,11 +70,12 @@ static Status listMembers(zip_t *archive,
   return Status::ok();
 }
 
-Status ZipArchive::adopt(void *handle, ZipArchive &out) {
+Status ZipArchive::adopt(void *handle, uint64_t bytes, ZipArchive &out) {
   auto *archive = static_cast<zip_t *>(handle);
   ZipArchive opened;
   opened.impl_ = std::make_unique<Impl>();
   opened.impl_->archive = archive; // owned from here, also on failure
+  opened.impl_->bytes = bytes;
   if (Status s = listMembers(archive, opened.members_); !s)
     return s;
   out = std::move(opened);
@@ -86,7 +96,9 @@ Status ZipArchive::open(const std::string &path, ZipArchive &out) {
       return Status::notFound("cannot open the zip archive: " + message);
     return Status::error("cannot open the zip archive: " + message);
   }
-  return adopt(archive, out);
+  std::error_code ec;
+  uint64_t bytes = std::filesystem::file_size(path, ec);
+  return adopt(archive, ec ? 0 : bytes, out);
 }
 
 Status ZipArchive::openBuffer(std::string_view bytes, ZipArchive &out) {
@@ -111,7 +123,7 @@ Status ZipArchive::openBuffer(std::string_view bytes, ZipArchive &out) {
     return Status::error("cannot open the zip archive: " + message);
   }
   zip_error_fini(&error);
-  return adopt(archive, out);
+  return adopt(archive, bytes.size(), out);
 }
 
 const ZipArchive::Member *ZipArchive::find(std::string_view name) const {
@@ -137,6 +149,24 @@ Status ZipArchive::read(std::string_view name, uint64_t limit,
                      &stat) != 0 ||
       !(stat.valid & ZIP_STAT_SIZE))
     return Status::invalidInput(where + "cannot read its size in the archive");
+  // Headers that contradict the archive or deflate are corrupt: refused
+  // before anything is allocated for the size they declare.
+  if ((stat.valid & ZIP_STAT_COMP_SIZE) && impl_->bytes > 0 &&
+      stat.comp_size > impl_->bytes)
+    return Status::invalidInput(
+        where + "declares " + std::to_string(stat.comp_size) +
+        " compressed bytes in an archive of " + std::to_string(impl_->bytes) +
+        " (archive corrupt)");
+  if ((stat.valid & ZIP_STAT_COMP_SIZE) &&
+      (stat.valid & ZIP_STAT_COMP_METHOD) &&
+      stat.comp_method == ZIP_CM_DEFLATE &&
+      (stat.size - std::min(stat.size, kDeflateSlack)) / kMaxDeflateExpansion >
+          stat.comp_size)
+    return Status::invalidInput(
+        where + "declares " + std::to_string(stat.size) + " bytes from " +
+        std::to_string(stat.comp_size) +
+        " deflated, more than deflate expands (" +
+        std::to_string(kMaxDeflateExpansion) + "x; archive corrupt)");
   if (stat.size > limit)
     return Status::resourceExhausted(where + "declares " +
                                      std::to_string(stat.size) +

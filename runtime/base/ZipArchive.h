@@ -7,7 +7,10 @@
 // exactly the size and the CRC-32 its headers declare (libzip checks the
 // CRC only when a read reaches the member's end; zlib checks it again,
 // whatever libzip's version does); a large member that expands more than
-// 100 times is refused as a zip bomb (Keras' saving_lib._reject_zip_bomb).
+// 100 times is refused as a zip bomb (Keras' saving_lib._reject_zip_bomb),
+// and headers no real archive has (more compressed bytes than the archive
+// holds, more expansion than deflate can give) as corrupt, before anything
+// is allocated for the size they declare.
 // It lives at the runtime's base so that the frontends, which link MLIR,
 // and the runtime, which never does, share it.
 //
@@ -65,7 +68,8 @@ public:
 private:
   /// Takes over an opened libzip archive (a zip_t, kept out of this header)
   /// and lists its members.
-  static Status adopt(void *archive, ZipArchive &out);
+  /// `bytes` is the archive's size (0 if unknown).
+  static Status adopt(void *archive, uint64_t bytes, ZipArchive &out);
 
   struct Impl;
   std::unique_ptr<Impl> impl_;

@@ -680,6 +680,47 @@ with zipfile.ZipFile(f'{d}/hollow.npz', 'w') as z:
   }
 }
 
+// Sizes in the central directory that no real archive has are refused as
+// corrupt before anything is reserved for them (the reader used to reserve
+// the declared size, up to the memory available, and find the lie after).
+TEST_F(NumpyArrayTest, NpzSizesNoArchiveCanHoldAreCorrupt) {
+  ASSERT_TRUE(runPython(dir_.string(), R"PY(
+import io, struct
+def npy(a):
+    b = io.BytesIO(); np.save(b, a); return b.getvalue()
+def patched(name, comp_size, size):
+    with zipfile.ZipFile(f'{d}/{name}', 'w', zipfile.ZIP_DEFLATED) as z:
+        z.writestr('x.npy', npy(np.arange(3)))
+    raw = bytearray(open(f'{d}/{name}', 'rb').read())
+    cd = raw.index(b'PK\x01\x02')
+    raw[cd + 20:cd + 28] = struct.pack('<II', comp_size, size)
+    open(f'{d}/{name}', 'wb').write(bytes(raw))
+patched('outsized.npz', 0xFFFFFF00, 0xFFFFFFF0)
+patched('inflated.npz', 100, 200000)
+)PY"));
+  const auto archive = std::filesystem::file_size(path("outsized.npz"));
+  struct Case {
+    const char *file;
+    std::string message;
+  };
+  for (const Case &c : {
+           Case{"outsized.npz", ": x.npy: declares 4294967040 compressed "
+                                "bytes in an archive of " +
+                                    std::to_string(archive) +
+                                    " (archive corrupt)"},
+           Case{"inflated.npz", ": x.npy: declares 200000 bytes from 100 "
+                                "deflated, more than deflate expands (1032x; "
+                                "archive corrupt)"},
+       }) {
+    SCOPED_TRACE(c.file);
+    std::vector<NumpyArray> arrays;
+    Status s = openNpz(path(c.file), arrays);
+    ASSERT_FALSE(s);
+    EXPECT_EQ(s.code(), StatusCode::invalidInput);
+    EXPECT_THAT(s.message(), HasSubstr(path(c.file) + c.message));
+  }
+}
+
 /// True if this process maps `file`.
 bool mapped(const std::string &file) {
   std::ifstream maps("/proc/self/maps");
