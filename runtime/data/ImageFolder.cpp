@@ -208,7 +208,7 @@ struct DecodeScratch {
     if (bytes.capacity() > kKeep)
       std::vector<uint8_t>().swap(bytes);
     if (image.pixels.capacity() > kKeep)
-      std::vector<uint8_t>().swap(image.pixels);
+      PixelBuffer().swap(image.pixels);
     if (grey.capacity() * sizeof(float) > kKeep)
       std::vector<float>().swap(grey);
   }

@@ -55,7 +55,7 @@ bool hasAdobeMarker(const uint8_t *data, size_t size) {
 /// TensorFlow's CMYK to RGB (core/lib/jpeg/jpeg_mem.cc): with Adobe's
 /// marker the values are inverted, r = k c / 255; without it r = (255 - k)
 /// (255 - c) / 255; integer division, as TF computes it.
-void cmykToRgb(const std::vector<uint8_t> &cmyk, bool adobe, uint8_t *rgb) {
+void cmykToRgb(const PixelBuffer &cmyk, bool adobe, uint8_t *rgb) {
   const size_t pixels = cmyk.size() / 4;
   for (size_t i = 0; i < pixels; ++i) {
     const int c = cmyk[4 * i], m = cmyk[4 * i + 1], y = cmyk[4 * i + 2],

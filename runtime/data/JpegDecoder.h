@@ -24,10 +24,32 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace graph::runtime::data {
+
+/// An allocator whose resize leaves new bytes uninitialised, for buffers a
+/// decoder then writes whole: a corrupt file declaring a 1 GB image must not
+/// cost 1 GB of zeroed pages before its data are found missing (the pages a
+/// failed decode never wrote are never touched).
+template <typename T> struct UninitializedAllocator : std::allocator<T> {
+  template <typename U> struct rebind {
+    using other = UninitializedAllocator<U>;
+  };
+  UninitializedAllocator() = default;
+  template <typename U>
+  UninitializedAllocator(const UninitializedAllocator<U> &) noexcept {}
+  template <typename U> void construct(U *p) noexcept {
+    ::new (static_cast<void *>(p)) U;
+  }
+  template <typename U, typename... Args> void construct(U *p, Args &&...args) {
+    ::new (static_cast<void *>(p)) U(std::forward<Args>(args)...);
+  }
+};
+using PixelBuffer = std::vector<uint8_t, UninitializedAllocator<uint8_t>>;
 
 /// 8-bit pixels, row-major height x width x channels.
 struct DecodedImage {
@@ -40,7 +62,7 @@ struct DecodedImage {
   /// The DCT scaling used: the image is 1/scaleDenominator of the file's
   /// size (rounded up), 1 for a full decode.
   int scaleDenominator = 1;
-  std::vector<uint8_t> pixels;
+  PixelBuffer pixels;
 };
 
 /// Reads the whole of `path` into `out` (reusing its storage). Fails, naming
@@ -91,7 +113,7 @@ private:
 
   void *handle_ = nullptr;
   /// A CMYK file's pixels before their conversion, reused.
-  std::vector<uint8_t> cmyk_;
+  PixelBuffer cmyk_;
 };
 
 } // namespace graph::runtime::data

@@ -18,6 +18,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
 #include <tuple>
 
 namespace graph::runtime::data::test {
@@ -31,6 +32,11 @@ struct Fixture {
 };
 
 void PrintTo(const Fixture &f, std::ostream *os) { *os << f.name; }
+
+/// A decoded image's bytes, to compare with a reference's.
+std::vector<uint8_t> bytesOf(const DecodedImage &image) {
+  return {image.pixels.begin(), image.pixels.end()};
+}
 
 const Fixture kRgb420 = {"rgb420", 29, 37};
 const Fixture kRgb444 = {"rgb444", 20, 24};
@@ -66,7 +72,7 @@ TEST_P(FullDecodeTest, EqualsLibjpegTurbosDecodeExactly) {
       imageFixture(std::string(f.name) + (channels == 3 ? ".rgb" : ".gray")));
   ASSERT_EQ(image.pixels.size(), expected.size());
   // Byte for byte: accurate IDCT and fancy upsampling, as PIL decodes.
-  EXPECT_TRUE(image.pixels == expected) << f.name;
+  EXPECT_TRUE(bytesOf(image) == expected) << f.name;
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -93,9 +99,9 @@ TEST(FastIdctTest, EqualsTfDecodeJpegsDefault) {
     ASSERT_TRUE(s) << s.message();
     std::vector<uint8_t> tf = readBytes(imageFixture(
         std::string(f.name) + (channels == 3 ? ".tf.rgb" : ".tf.gray")));
-    EXPECT_TRUE(image.pixels == tf) << f.name;
+    EXPECT_TRUE(bytesOf(image) == tf) << f.name;
     // ... which the accurate IDCT is not.
-    std::vector<uint8_t> accurate = decodeFixture(f, channels).pixels;
+    std::vector<uint8_t> accurate = bytesOf(decodeFixture(f, channels));
     EXPECT_FALSE(accurate == tf) << f.name;
   }
 }
@@ -111,7 +117,7 @@ TEST(DctScalingTest, ScaledDecodeEqualsLibjpegTurbosScaledDecode) {
     EXPECT_EQ(image.fileHeight, 96);
     std::vector<uint8_t> expected =
         readBytes(imageFixture("photo.scale" + std::to_string(denom) + ".rgb"));
-    EXPECT_TRUE(image.pixels == expected) << "1/" << denom;
+    EXPECT_TRUE(bytesOf(image) == expected) << "1/" << denom;
   }
 }
 
@@ -133,7 +139,7 @@ TEST(DctScalingTest, TargetOverHalfTheSizeDecodesInFull) {
   DecodedImage image = decodeFixture(kPhoto, 3, 65, 48);
   EXPECT_EQ(image.scaleDenominator, 1);
   EXPECT_EQ(image.width, 128);
-  EXPECT_TRUE(image.pixels == readBytes(imageFixture("photo.rgb")));
+  EXPECT_TRUE(bytesOf(image) == readBytes(imageFixture("photo.rgb")));
 }
 
 TEST(JpegDecoderTest, DecodesCmykToTfsRgb) {
@@ -152,7 +158,7 @@ TEST(JpegDecoderTest, DecodesCmykToTfsRgb) {
     EXPECT_EQ(image.channels, 3);
     EXPECT_EQ(image.width, 56);
     EXPECT_EQ(image.height, 40);
-    EXPECT_TRUE(image.pixels == tf) << "channels " << channels;
+    EXPECT_TRUE(bytesOf(image) == tf) << "channels " << channels;
   }
   // The accurate IDCT (graphrun's default) is within a few levels of it.
   ASSERT_TRUE(decoder.decode(path, bytes.data(), bytes.size(), 3, 0, 0, image));
@@ -193,8 +199,46 @@ TEST(JpegDecoderTest, DecodesAgainAfterABadFile) {
     Status s =
         decoder.decode("good.jpeg", good.data(), good.size(), 3, 0, 0, image);
     ASSERT_TRUE(s) << s.message();
-    EXPECT_TRUE(image.pixels == readBytes(imageFixture("rgb420.rgb")));
+    EXPECT_TRUE(bytesOf(image) == readBytes(imageFixture("rgb420.rgb")));
   }
+}
+
+/// This process's resident memory in bytes (VmRSS).
+int64_t residentBytes() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line))
+    if (line.rfind("VmRSS:", 0) == 0)
+      return std::stoll(line.substr(6)) * 1024;
+  return -1;
+}
+
+TEST(JpegDecoderTest, AForgedSizeCostsNoMemoryForPixelsNeverDecoded) {
+  // A small file whose frame header declares 20000x20000 (1.2 GB of RGB):
+  // the decode fails when the data run out, and the buffer sized for the
+  // declared image is never touched beyond the rows decoded (it used to be
+  // zero-filled first: 1.2 GB resident for a 2 kB file, per pipeline thread).
+  std::vector<uint8_t> bytes = readBytes(imageFixture("rgb420.jpeg"));
+  size_t sof = 0;
+  while (sof + 9 < bytes.size() &&
+         !(bytes[sof] == 0xFF && bytes[sof + 1] == 0xC0))
+    ++sof;
+  ASSERT_LT(sof + 9, bytes.size()) << "no baseline frame header";
+  for (size_t at : {sof + 5, sof + 7}) { // height, then width: 20000
+    bytes[at] = 20000 >> 8;
+    bytes[at + 1] = 20000 & 0xFF;
+  }
+  JpegDecoder decoder;
+  DecodedImage image;
+  const int64_t before = residentBytes();
+  Status s =
+      decoder.decode("forged.jpeg", bytes.data(), bytes.size(), 3, 0, 0, image);
+  const int64_t after = residentBytes();
+  ASSERT_FALSE(s);
+  EXPECT_THAT(s.message(), HasSubstr("forged.jpeg: corrupt or truncated JPEG"));
+  EXPECT_GE(image.pixels.capacity(), size_t(20000) * 20000 * 3);
+  EXPECT_LT(after - before, int64_t(64) << 20)
+      << "resident memory grew by " << (after - before) << " bytes";
 }
 
 //===-- resize ------------------------------------------------------------===//
