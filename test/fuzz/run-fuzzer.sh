@@ -4,19 +4,23 @@
 # between runs in BUILD/fuzz/corpus-NAME. The targets are built by the main
 # build (the graph-fuzzers step; see test/fuzz/CMakeLists.txt).
 #
-#   test/fuzz/run-fuzzer.sh {keras-importer|plan-loader} [seconds] [build-dir]
+#   test/fuzz/run-fuzzer.sh NAME [seconds] [build-dir]
+#
+# NAME: keras-importer, plan-loader, numpy-reader, csv-reader, idx-reader or
+# jpeg-decoder.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-usage="usage: run-fuzzer.sh {keras-importer|plan-loader} [seconds] [build-dir]"
+names="keras-importer plan-loader numpy-reader csv-reader idx-reader jpeg-decoder"
+usage="usage: run-fuzzer.sh {${names// /|}} [seconds] [build-dir]"
 name="${1:?$usage}"
 seconds="${2:-600}"
 build="${3:-$root/build}"
 out="$build/fuzz"
 corpus="$out/corpus-$name"
 case "$name" in
-keras-importer | plan-loader) ;;
+keras-importer | plan-loader | numpy-reader | csv-reader | idx-reader | jpeg-decoder) ;;
 *)
-  echo "run-fuzzer.sh: no fuzzer '$name' (keras-importer or plan-loader)" >&2
+  echo "run-fuzzer.sh: no fuzzer '$name' (one of: $names)" >&2
   exit 2
   ;;
 esac
@@ -42,6 +46,10 @@ plan-loader)
   done
   seeds=("$out/seeds-plan-loader")
   flags=(-max_len=262144)
+  ;;
+*)
+  # The data readers: the small valid files of Inputs/make-seeds.py.
+  seeds=("$root/test/fuzz/Inputs/$name")
   ;;
 esac
 
