@@ -201,7 +201,8 @@ Status SafetensorsFile::parse(std::string bytes, const std::string &source,
     std::string why;
     try {
       [[maybe_unused]] Json again = Json::parse(header);
-    } catch (const Json::parse_error &e) {
+    } catch (const Json::exception &e) {
+      // A parse_error, or out_of_range for a number past a double's range.
       why = std::string(": ") + e.what();
     }
     return fault("the header is not valid JSON" + why);

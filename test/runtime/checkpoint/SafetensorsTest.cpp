@@ -183,6 +183,17 @@ TEST(SafetensorsMalformed, BadJson) {
               HasSubstr("w.safetensors: the header is not valid JSON: "));
 }
 
+// A number too large for a double is nlohmann's out_of_range, not a
+// parse_error: the reader's second parse (for the message) threw it out of
+// parse() and the process aborted (found by the safetensors-reader fuzzer).
+TEST(SafetensorsMalformed, ANumberPastADoublesRange) {
+  EXPECT_THAT(parseError(file(R"({"w": {"dtype": "F32", "shape": [1], )"
+                              R"("data_offsets": [0, 4e400]}})",
+                              floats({1}))),
+              HasSubstr("w.safetensors: the header is not valid JSON: "
+                        "[json.exception.out_of_range.406] number overflow"));
+}
+
 TEST(SafetensorsMalformed, DuplicateTensor) {
   EXPECT_EQ(
       parseError(file(
