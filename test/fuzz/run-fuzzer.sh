@@ -6,11 +6,11 @@
 #
 #   test/fuzz/run-fuzzer.sh NAME [seconds] [build-dir]
 #
-# NAME: keras-importer, plan-loader, numpy-reader, csv-reader, idx-reader or
-# jpeg-decoder.
+# NAME: keras-importer, plan-loader, numpy-reader, csv-reader, idx-reader,
+# jpeg-decoder or safetensors-reader.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-names="keras-importer plan-loader numpy-reader csv-reader idx-reader jpeg-decoder"
+names="keras-importer plan-loader numpy-reader csv-reader idx-reader jpeg-decoder safetensors-reader"
 usage="usage: run-fuzzer.sh {${names// /|}} [seconds] [build-dir]"
 name="${1:?$usage}"
 seconds="${2:-600}"
@@ -18,7 +18,8 @@ build="${3:-$root/build}"
 out="$build/fuzz"
 corpus="$out/corpus-$name"
 case "$name" in
-keras-importer | plan-loader | numpy-reader | csv-reader | idx-reader | jpeg-decoder) ;;
+keras-importer | plan-loader | numpy-reader | csv-reader | idx-reader | jpeg-decoder | \
+  safetensors-reader) ;;
 *)
   echo "run-fuzzer.sh: no fuzzer '$name' (one of: $names)" >&2
   exit 2
@@ -48,7 +49,7 @@ plan-loader)
   flags=(-max_len=262144)
   ;;
 *)
-  # The data readers: the small valid files of Inputs/make-seeds.py.
+  # The file readers: the small valid files of Inputs/make-seeds.py.
   seeds=("$root/test/fuzz/Inputs/$name")
   ;;
 esac

@@ -72,12 +72,39 @@ for name, mode, options, request in (
     Image.fromarray(pixels).convert(mode).save(buf, "JPEG", **options)
     out("jpeg-decoder", name + ".bin", bytes([request]) + buf.getvalue())
 
+# safetensors as graphrun's checkpoints and --save-weights write them: an
+# 8-byte header length, the JSON header, the tensors tiling the data.
+def safetensors(tensors, metadata):
+    import json
+    header, data = {}, b""
+    for name, array in tensors.items():
+        raw = array.tobytes()
+        dtype = {"float32": "F32", "int64": "I64", "uint16": "BF16"}[array.dtype.name]
+        header[name] = {"dtype": dtype, "shape": list(array.shape),
+                        "data_offsets": [len(data), len(data) + len(raw)]}
+        data += raw
+    if metadata:
+        header["__metadata__"] = metadata
+    text = json.dumps(header).encode()
+    return struct.pack("<Q", len(text)) + text + data
+
+
+out("safetensors-reader", "checkpoint.safetensors", safetensors(
+    {"conv2d/kernel": x.reshape(3, 2, 2, 1), "dense/bias": x[0],
+     "iterations": np.array([40], dtype=np.int64)},
+    {"global_step": "40", "format": "graph-checkpoint"}))
+out("safetensors-reader", "bf16-and-empty.safetensors", safetensors(
+    {"w": np.array([0x3F80, 0xC000], dtype=np.uint16),
+     "empty": np.zeros((0, 3), dtype=np.float32)}, None))
+
 # Inputs the fuzzers found faults with, now refused cleanly (each test runs
 # them first). A 13-byte IDX file declaring 8x529205251 float32s (16.9 GB,
 # allocated before the file was found short); an .npz whose directory
 # declares 4 GB of compressed bytes in a file of a few hundred (reserved
 # before the read found the lie); a 2 kB JPEG whose frame declares
-# 20000x20000 (1.2 GB zero-filled before the data ran out).
+# 20000x20000 (1.2 GB zero-filled before the data ran out); a safetensors
+# header with a number past a double's range (an exception out of the
+# reader: the process aborted).
 out("idx-reader-regressions", "declares-16.9GB.idx",
     bytes([0, 0, 0x0D, 2, 0, 0, 0, 8, 0x1F, 0x8B, 8, 3, 0]))
 buf = io.BytesIO()
@@ -92,3 +119,6 @@ raw = bytearray(buf.getvalue())
 sof = raw.index(b"\xff\xc0")
 raw[sof + 5:sof + 9] = struct.pack(">HH", 20000, 20000)
 out("jpeg-decoder-regressions", "declares-20000x20000.bin", bytes([3]) + bytes(raw))
+header = b'{"w": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4e400]}}'
+out("safetensors-reader-regressions", "number-overflow.safetensors",
+    struct.pack("<Q", len(header)) + header + bytes(4))
