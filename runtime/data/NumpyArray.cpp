@@ -821,13 +821,20 @@ Status NumpyArray::parse(const uint8_t *bytes, size_t size,
       !s)
     return s.withContext(context);
   const int64_t item = static_cast<int64_t>(itemSize(array.type_));
-  int64_t declared = item;
-  for (int64_t dim : array.shape_)
-    if (__builtin_mul_overflow(declared, dim, &declared))
+  // The non-zero dimensions must multiply within 64 bits even when another
+  // is 0 (NumPy refuses such a shape too: "array is too big"), so that
+  // rowElements() and every offset computed from the shape stay defined.
+  int64_t nonZero = item;
+  bool empty = false;
+  for (int64_t dim : array.shape_) {
+    empty |= dim == 0;
+    if (dim != 0 && __builtin_mul_overflow(nonZero, dim, &nonZero))
       return fail("the shape " + shapeString(array.shape_) + " of " +
                   elementTypeName(array.type_) +
-                  " overflows: it declares more than 2^63 bytes; the header "
-                  "is corrupt");
+                  " overflows: its dimensions multiply past 2^63 bytes; the "
+                  "header is corrupt");
+  }
+  const int64_t declared = empty ? 0 : nonZero;
   const size_t dataStart = headerStart + headerLength;
   const uint64_t held = size - dataStart;
   std::string layout = " (shape " + shapeString(array.shape_) + " of " +

@@ -104,7 +104,8 @@ out("safetensors-reader", "bf16-and-empty.safetensors", safetensors(
 # before the read found the lie); a 2 kB JPEG whose frame declares
 # 20000x20000 (1.2 GB zero-filled before the data ran out); a safetensors
 # header with a number past a double's range (an exception out of the
-# reader: the process aborted).
+# reader: the process aborted); a .npy of shape (0, 6472469950663476972, 37),
+# empty but with rows whose size overflowed (undefined behaviour).
 out("idx-reader-regressions", "declares-16.9GB.idx",
     bytes([0, 0, 0x0D, 2, 0, 0, 0, 8, 0x1F, 0x8B, 8, 3, 0]))
 buf = io.BytesIO()
@@ -122,3 +123,7 @@ out("jpeg-decoder-regressions", "declares-20000x20000.bin", bytes([3]) + bytes(r
 header = b'{"w": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4e400]}}'
 out("safetensors-reader-regressions", "number-overflow.safetensors",
     struct.pack("<Q", len(header)) + header + bytes(4))
+header = b"{'descr': '>f2', 'fortran_order': False, 'shape': (0, 6472469950663476972, 37), }"
+header += b" " * (63 - (len(header) + 10) % 64) + b"\n"
+out("numpy-reader-regressions", "empty-rows-overflow.npy",
+    b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header)

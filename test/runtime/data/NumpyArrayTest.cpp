@@ -577,6 +577,10 @@ TEST_F(NumpyArrayTest, OverflowingOrNegativeShape) {
            Case{"(4611686018427387904, 4)",
                 "the shape (4611686018427387904, 4) of float32 overflows"},
            Case{"(3037000500, 3037000500)", "overflows"},
+           // Empty, yet its rows' size overflows (found by the fuzzer:
+           // rowElements() overflowed; NumPy: "array is too big").
+           Case{"(0, 4611686018427387904, 4)",
+                "the shape (0, 4611686018427387904, 4) of float32 overflows"},
            Case{"(99999999999999999999999,)",
                 "has a dimension, 99999999999999999999999, that overflows a "
                 "64-bit integer"},
