@@ -94,6 +94,16 @@ protected:
     EXPECT_FALSE(s);
     return s;
   }
+  /// Expects the .npz `file` in the test's folder to be refused as invalid
+  /// input with a message that names it and goes on with `message`.
+  void expectNpzRefused(const char *file, const std::string &message) {
+    SCOPED_TRACE(file);
+    std::vector<NumpyArray> arrays;
+    Status s = openNpz(path(file), arrays);
+    ASSERT_FALSE(s);
+    EXPECT_EQ(s.code(), StatusCode::invalidInput);
+    EXPECT_THAT(s.message(), HasSubstr(path(file) + message));
+  }
 };
 
 struct DtypeCase {
@@ -664,24 +674,11 @@ with zipfile.ZipFile(f'{d}/cut.npz', 'w') as z:
 with zipfile.ZipFile(f'{d}/hollow.npz', 'w') as z:
     z.writestr('x.npy', b'')
 )PY"));
-  struct Case {
-    const char *file;
-    std::string message;
-  };
-  for (const Case &c : {
-           Case{"readme.npz", ": member 'README.txt' is not a .npy file"},
-           Case{"garbage.npz", ": x: not a .npy file"},
-           Case{"cut.npz", ": x: holds 40 bytes of data, its header declares "
-                           "48"},
-           Case{"hollow.npz", ": x: is empty (0 bytes)"},
-       }) {
-    SCOPED_TRACE(c.file);
-    std::vector<NumpyArray> arrays;
-    Status s = openNpz(path(c.file), arrays);
-    ASSERT_FALSE(s);
-    EXPECT_EQ(s.code(), StatusCode::invalidInput);
-    EXPECT_THAT(s.message(), HasSubstr(path(c.file) + c.message));
-  }
+  expectNpzRefused("readme.npz", ": member 'README.txt' is not a .npy file");
+  expectNpzRefused("garbage.npz", ": x: not a .npy file");
+  expectNpzRefused("cut.npz",
+                   ": x: holds 40 bytes of data, its header declares 48");
+  expectNpzRefused("hollow.npz", ": x: is empty (0 bytes)");
 }
 
 // Sizes in the central directory that no real archive has are refused as
@@ -703,26 +700,13 @@ patched('outsized.npz', 0xFFFFFF00, 0xFFFFFFF0)
 patched('inflated.npz', 100, 200000)
 )PY"));
   const auto archive = std::filesystem::file_size(path("outsized.npz"));
-  struct Case {
-    const char *file;
-    std::string message;
-  };
-  for (const Case &c : {
-           Case{"outsized.npz", ": x.npy: declares 4294967040 compressed "
-                                "bytes in an archive of " +
-                                    std::to_string(archive) +
-                                    " (archive corrupt)"},
-           Case{"inflated.npz", ": x.npy: declares 200000 bytes from 100 "
-                                "deflated, more than deflate expands (1032x; "
-                                "archive corrupt)"},
-       }) {
-    SCOPED_TRACE(c.file);
-    std::vector<NumpyArray> arrays;
-    Status s = openNpz(path(c.file), arrays);
-    ASSERT_FALSE(s);
-    EXPECT_EQ(s.code(), StatusCode::invalidInput);
-    EXPECT_THAT(s.message(), HasSubstr(path(c.file) + c.message));
-  }
+  expectNpzRefused("outsized.npz", ": x.npy: declares 4294967040 compressed "
+                                   "bytes in an archive of " +
+                                       std::to_string(archive) +
+                                       " (archive corrupt)");
+  expectNpzRefused("inflated.npz", ": x.npy: declares 200000 bytes from 100 "
+                                   "deflated, more than deflate expands "
+                                   "(1032x; archive corrupt)");
 }
 
 /// True if this process maps `file`.
