@@ -13,6 +13,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <set>
 #include <sstream>
 
@@ -127,6 +128,11 @@ Status parseTensor(const std::string &source, const std::string &name,
     if (!d.is_number_unsigned())
       return fault("shape " + shape.dump() +
                    " holds something other than non-negative integers");
+    // Shapes are int64 here; a larger dimension (even beside a 0, which
+    // keeps the byte count at 0) would turn negative.
+    if (d.get<uint64_t>() >
+        static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+      return fault("shape " + shape.dump() + " has a dimension over 2^63 - 1");
     out.shape.push_back(static_cast<int64_t>(d.get<uint64_t>()));
   }
 

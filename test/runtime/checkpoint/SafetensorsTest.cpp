@@ -194,6 +194,17 @@ TEST(SafetensorsMalformed, ANumberPastADoublesRange) {
                         "[json.exception.out_of_range.406] number overflow"));
 }
 
+// Beside a 0 the byte count stays 0, so a dimension of 2^63 passed the size
+// check and came out of the reader as a negative int64.
+TEST(SafetensorsMalformed, ADimensionPastInt64) {
+  EXPECT_THAT(parseError(file(R"({"e": {"dtype": "F32", )"
+                              R"("shape": [0, 9223372036854775808], )"
+                              R"("data_offsets": [0, 0]}})",
+                              "")),
+              HasSubstr("w.safetensors: tensor 'e': shape [0,"
+                        "9223372036854775808] has a dimension over 2^63 - 1"));
+}
+
 TEST(SafetensorsMalformed, DuplicateTensor) {
   EXPECT_EQ(
       parseError(file(
