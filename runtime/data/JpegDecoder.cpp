@@ -247,7 +247,7 @@ Status JpegDecoder::decode(const std::string &name, const uint8_t *data,
                     static_cast<int>(scaledWidth), 0,
                     static_cast<int>(scaledHeight), pixelFormat,
                     (fastIdct ? TJFLAG_FASTDCT : TJFLAG_ACCURATEDCT) |
-                        TJFLAG_STOPONWARNING) != 0)
+                        TJFLAG_STOPONWARNING | TJFLAG_LIMITSCANS) != 0)
     return fault(name, "decoding");
   if (cmyk)
     cmykToRgb(cmyk_, hasAdobeMarker(data, size), out.pixels.data());

@@ -13,7 +13,11 @@
 //
 // Every libjpeg warning is an error here: a truncated file draws one
 // ("Premature end of JPEG file") yet TurboJPEG still returns an image, its
-// missing rows grey, which a model would train on unnoticed.
+// missing rows grey, which a model would train on unnoticed. A progressive
+// file of more than 500 scans is refused too (TJFLAG_LIMITSCANS, as
+// libjpeg-turbo advises for files from elsewhere): each scan is a pass over
+// the whole image's coefficients, so a small file can cost thousands of
+// passes over a large frame; encoders write about ten scans.
 //
 //===----------------------------------------------------------------------===//
 

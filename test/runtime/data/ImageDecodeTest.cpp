@@ -203,6 +203,63 @@ TEST(JpegDecoderTest, DecodesAgainAfterABadFile) {
   }
 }
 
+/// A valid progressive 8x8 grayscale JPEG of all-zero coefficients (every
+/// pixel 128) in 1 + 63 * `bitPlanes` scans: the DC scan, then for each AC
+/// coefficient its own first scan (Al = bitPlanes - 1) and its successive
+/// approximation refinements down to Al = 0, as libjpeg's progression rules
+/// allow. Both Huffman tables hold one 1-bit code, symbol 0 (a DC difference
+/// of 0; an end of band of one block), so every scan codes one bit.
+std::vector<uint8_t> manyScanJpeg(int bitPlanes) {
+  std::vector<uint8_t> out = {0xFF, 0xD8};
+  auto segment = [&](uint8_t marker, std::vector<uint8_t> body) {
+    out.insert(out.end(), {0xFF, marker, uint8_t((body.size() + 2) >> 8),
+                           uint8_t((body.size() + 2) & 0xFF)});
+    out.insert(out.end(), body.begin(), body.end());
+  };
+  std::vector<uint8_t> quant(65, 1);
+  quant[0] = 0; // 8-bit table 0
+  segment(0xDB, quant);
+  segment(0xC2, {8, 0, 8, 0, 8, 1, 1, 0x11, 0}); // 8x8, one component
+  for (uint8_t table : {0x00, 0x10}) {           // DC 0, AC 0
+    std::vector<uint8_t> dht = {table, 1};       // one code of length 1
+    dht.resize(1 + 16, 0);
+    dht.push_back(0); // its symbol
+    segment(0xC4, dht);
+  }
+  auto scan = [&](uint8_t ss, uint8_t se, uint8_t ah, uint8_t al) {
+    segment(0xDA, {1, 1, 0x00, ss, se, uint8_t(ah << 4 | al)});
+    out.push_back(0x7F); // the code '0', padded with ones
+  };
+  scan(0, 0, 0, 0);
+  for (uint8_t k = 1; k < 64; ++k) {
+    scan(k, k, 0, uint8_t(bitPlanes - 1));
+    for (int al = bitPlanes - 2; al >= 0; --al)
+      scan(k, k, uint8_t(al + 1), uint8_t(al));
+  }
+  out.insert(out.end(), {0xFF, 0xD9});
+  return out;
+}
+
+TEST(JpegDecoderTest, AProgressiveFileOfOver500ScansIsRefused) {
+  // Each scan is a pass over the whole image's coefficients, so a small
+  // file can cost thousands of passes over a large frame: TurboJPEG's
+  // TJFLAG_LIMITSCANS refuses more than 500, as libjpeg-turbo advises for
+  // untrusted files. 442 scans of the same form still decode, and without
+  // the flag the 883-scan file decodes too (checked when it was added).
+  JpegDecoder decoder;
+  DecodedImage image;
+  std::vector<uint8_t> fewer = manyScanJpeg(7); // 1 + 63 * 7 = 442 scans
+  Status s =
+      decoder.decode("442.jpeg", fewer.data(), fewer.size(), 1, 0, 0, image);
+  ASSERT_TRUE(s) << s.message();
+  EXPECT_TRUE(bytesOf(image) == std::vector<uint8_t>(64, 128));
+  std::vector<uint8_t> many = manyScanJpeg(14); // 1 + 63 * 14 = 883 scans
+  s = decoder.decode("883.jpeg", many.data(), many.size(), 1, 0, 0, image);
+  ASSERT_FALSE(s);
+  EXPECT_THAT(s.message(), HasSubstr("883.jpeg: "));
+  EXPECT_THAT(s.message(), HasSubstr("more than 500 scans"));
+}
+
 /// This process's resident memory in bytes (VmRSS).
 int64_t residentBytes() {
   std::ifstream status("/proc/self/status");
