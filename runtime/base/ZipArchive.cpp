@@ -17,10 +17,7 @@ namespace {
 /// compressed size: Keras' own zip-bomb rule (saving_lib._reject_zip_bomb).
 constexpr uint64_t kExpansionFloor = uint64_t(256) << 20;
 constexpr uint64_t kMaxExpansion = 100;
-/// The most a deflate stream can expand (a 258-byte match coded in two bits),
-/// and a few bytes of slack for a tiny member's block headers: a member
-/// declaring more is corrupt, whatever its size.
-constexpr uint64_t kMaxDeflateExpansion = 1032;
+/// Slack over kMaxDeflateExpansion for a tiny member's block headers.
 constexpr uint64_t kDeflateSlack = 1024;
 
 std::string errorText(zip_error_t *error) { return zip_error_strerror(error); }

@@ -29,6 +29,11 @@
 
 namespace graph::runtime {
 
+/// The most a deflate stream can expand: a 258-byte match coded in two bits.
+/// A zip member or gzip file declaring more than this many times its
+/// compressed size is corrupt.
+inline constexpr uint64_t kMaxDeflateExpansion = 1032;
+
 /// True if `head` (a file's first bytes) begins like a zip archive.
 bool looksLikeZip(std::string_view head);
 

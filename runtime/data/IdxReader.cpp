@@ -2,6 +2,8 @@
 
 #include "runtime/data/IdxReader.h"
 
+#include "runtime/base/ZipArchive.h"
+
 #include <zlib.h>
 
 #include <bit>
@@ -17,8 +19,6 @@ namespace {
 /// Larger than any image set a host can hold decoded; a header beyond it is
 /// corrupt, and the check keeps the size arithmetic from overflowing.
 constexpr int64_t kMaxElements = int64_t(1) << 40;
-/// The most a deflate stream expands: a 258-byte match coded in two bits.
-constexpr uint64_t kMaxDeflateExpansion = 1032;
 
 const char *idxTypeName(uint8_t type) {
   switch (type) {
@@ -110,8 +110,8 @@ public:
   /// Fails, before anything is allocated for them, when the file cannot
   /// hold the `size` bytes the header declares (after `consumed` bytes of
   /// header): a corrupt 16-byte header may declare a terabyte. A plain file
-  /// holds what is left of it; a gzip stream at most 1032 times its size
-  /// (deflate's largest expansion, a 258-byte match in two bits).
+  /// holds what is left of it; a gzip stream at most kMaxDeflateExpansion
+  /// times its size.
   Status checkHolds(uint64_t size, uint64_t consumed, const std::string &what) {
     std::error_code ec;
     const uint64_t fileSize = std::filesystem::file_size(path_, ec);

@@ -30,7 +30,6 @@
 #include <cstdint>
 #include <memory>
 #include <string>
-#include <utility>
 #include <vector>
 
 namespace graph::runtime::data {
@@ -46,11 +45,10 @@ template <typename T> struct UninitializedAllocator : std::allocator<T> {
   UninitializedAllocator() = default;
   template <typename U>
   UninitializedAllocator(const UninitializedAllocator<U> &) noexcept {}
+  // Only construction without a value changes; with one, allocator_traits
+  // falls back to std::construct_at.
   template <typename U> void construct(U *p) noexcept {
     ::new (static_cast<void *>(p)) U;
-  }
-  template <typename U, typename... Args> void construct(U *p, Args &&...args) {
-    ::new (static_cast<void *>(p)) U(std::forward<Args>(args)...);
   }
 };
 using PixelBuffer = std::vector<uint8_t, UninitializedAllocator<uint8_t>>;

@@ -221,9 +221,10 @@ std::vector<uint8_t> manyScanJpeg(int bitPlanes) {
   segment(0xDB, quant);
   segment(0xC2, {8, 0, 8, 0, 8, 1, 1, 0x11, 0}); // 8x8, one component
   for (uint8_t table : {0x00, 0x10}) {           // DC 0, AC 0
-    std::vector<uint8_t> dht = {table, 1};       // one code of length 1
-    dht.resize(1 + 16, 0);
-    dht.push_back(0); // its symbol
+    // The table's id, 16 code counts (one code of length 1), its symbol 0.
+    std::vector<uint8_t> dht(1 + 16 + 1, 0);
+    dht[0] = table;
+    dht[1] = 1;
     segment(0xC4, dht);
   }
   auto scan = [&](uint8_t ss, uint8_t se, uint8_t ah, uint8_t al) {
