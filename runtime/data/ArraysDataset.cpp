@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <utility>
 
 namespace graph::runtime::data {
@@ -24,6 +25,14 @@ std::string numpyShape(const std::vector<int64_t> &dims) {
   for (size_t i = 0; i < dims.size(); ++i)
     text += (i ? ", " : "") + std::to_string(dims[i]);
   return text + (dims.size() == 1 ? ",)" : ")");
+}
+
+/// A value in an error as Python prints it (1e+300, nan), not as
+/// std::to_string's 300 digits.
+std::string shortNumber(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", value);
+  return text;
 }
 
 /// The shape x must have, N examples of `shape`: "(N, 784)".
@@ -131,12 +140,17 @@ Status toTargets(const std::string &what, const std::vector<double> &values,
         numpyShape(shape.dims) + " per example");
   targets.resize(static_cast<size_t>(rows * shape.elements()));
   for (size_t i = 0; i < targets.size(); ++i) {
+    std::string at =
+        what + ": example " +
+        std::to_string(static_cast<int64_t>(i) / shape.elements()) + ": ";
     if (std::isnan(values[i]))
-      return Status::invalidInput(
-          what + ": example " +
-          std::to_string(static_cast<int64_t>(i) / shape.elements()) +
-          ": target is NaN");
+      return Status::invalidInput(at + "target is NaN");
     targets[i] = static_cast<float>(values[i]);
+    // An infinite target (or a float64 past float32's range) makes every
+    // loss of its batch inf or NaN.
+    if (!std::isfinite(targets[i]))
+      return Status::invalidInput(at + "target " + shortNumber(values[i]) +
+                                  " is not finite as float32");
   }
   return Status::ok();
 }
@@ -340,11 +354,12 @@ Status readWeights(const std::string &name, const NumpyArray &x,
   w.rowsToDouble(0, w.rows(), values.data());
   auto weights = std::make_shared<std::vector<float>>(values.size());
   for (size_t i = 0; i < values.size(); ++i) {
-    if (!std::isfinite(values[i]))
+    (*weights)[i] = static_cast<float>(values[i]);
+    // Finite as the float32 the loss is weighed in: a float64 1e300 is not.
+    if (!std::isfinite((*weights)[i]))
       return Status::invalidInput(
           w.source() + ": sample_weight[" + std::to_string(i) + "] is " +
-          std::to_string(values[i]) + "; weights must be finite");
-    (*weights)[i] = static_cast<float>(values[i]);
+          shortNumber(values[i]) + "; weights must be finite as float32");
   }
   out = std::move(weights);
   return Status::ok();

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <limits>
 
 namespace graph::runtime::data {
 
@@ -28,13 +29,20 @@ bool parseInteger(const std::string &text, int64_t &out) {
   return true;
 }
 
+/// A weight must stay finite as the float32 the examples are weighed in
+/// (1e300 is a finite double but an infinite loss).
+bool inFloatRange(double weight) {
+  return std::isfinite(weight) &&
+         std::fabs(weight) <= std::numeric_limits<float>::max();
+}
+
 bool parseWeight(const std::string &text, double &out) {
   if (text.empty())
     return false;
   char *end = nullptr;
   errno = 0;
   out = std::strtod(text.c_str(), &end);
-  return errno == 0 && *end == '\0' && std::isfinite(out);
+  return errno == 0 && *end == '\0' && inFloatRange(out);
 }
 
 Status parseFile(const std::string &path, ClassWeights &out) {
@@ -50,11 +58,15 @@ Status parseFile(const std::string &path, ClassWeights &out) {
   for (const auto &[key, value] : json.items()) {
     int64_t cls = 0;
     if (!parseInteger(key, cls) || !value.is_number() ||
-        !std::isfinite(value.get<double>()))
+        !inFloatRange(value.get<double>()))
       return Status::invalidInput("--class-weight " + path + ": \"" + key +
                                   "\": " + value.dump() +
                                   " is not a class index and a finite weight");
-    out[cls] = value.get<double>();
+    // JSON keeps "1" and "01" apart; both are class 1.
+    if (!out.emplace(cls, value.get<double>()).second)
+      return Status::invalidInput("--class-weight " + path + ": class " +
+                                  std::to_string(cls) + " appears twice (\"" +
+                                  key + "\" is one of its keys)");
   }
   return Status::ok();
 }

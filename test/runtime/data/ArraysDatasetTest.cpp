@@ -399,6 +399,38 @@ np.savez(f'{d}/scalar.npz', x=x, y=np.int64(3))
               HasSubstr("scalar.npz: y: shape ()"));
 }
 
+/// A loss that compares predictions with targets (mean squared error, ...):
+/// y becomes float targets as NumPy's float32 conversion makes them, (N,)
+/// standing for (N, 1) as Keras expands it; a target that is not a finite
+/// float32 is refused.
+TEST_F(ArraysDatasetTest, TargetsAreNumpysFloat32AndFinite) {
+  ASSERT_TRUE(runPython(dir_.string(), R"PY(
+rng = np.random.default_rng(5)
+x = np.zeros((6, 3, 2), np.float32)
+y = rng.standard_normal(6) * 1e3
+y[2] = 2.0 ** -140
+np.savez(f'{d}/targets.npz', x=x, y=y)
+y.astype('<f4').tofile(f'{d}/targets.f32')
+for name, bad in [('nan', np.nan), ('inf', -np.inf), ('huge', 1e300)]:
+    z = y.copy()
+    z[4] = bad
+    np.savez(f'{d}/{name}.npz', x=x, y=z)
+)PY"));
+  ArraysOptions o = options();
+  o.targetShape = {1};
+  auto ds = openMemory("arrays:" + path("targets.npz"), o);
+  ASSERT_NE(ds, nullptr);
+  EXPECT_TRUE(sameFloats(ds->targets, floats("targets.f32")));
+  EXPECT_THAT(openFails("arrays:" + path("nan.npz"), o),
+              HasSubstr("nan.npz: y: example 4: target is NaN"));
+  EXPECT_THAT(openFails("arrays:" + path("inf.npz"), o),
+              HasSubstr("inf.npz: y: example 4: target -inf is not finite "
+                        "as float32"));
+  EXPECT_THAT(openFails("arrays:" + path("huge.npz"), o),
+              HasSubstr("huge.npz: y: example 4: target 1e+300 is not "
+                        "finite as float32"));
+}
+
 //===-- the arrays a spec names -------------------------------------------===//
 
 TEST_F(ArraysDatasetTest, RefusesXOfAnotherRowShape) {

@@ -39,6 +39,13 @@ def main():
     np.savez(p("weightnan.npz"), x=x, y=y, sample_weight=nan_weight)
     with open(p("class_weight.json"), "w") as f:
         f.write('{"0": 2.0, "one": 1.0}')
+    with open(p("class_weight_twice.json"), "w") as f:
+        f.write('{"1": 2.0, "01": 3.0}')
+    with open(p("class_weight_huge.json"), "w") as f:
+        f.write('{"0": 1.0, "1": 1e300}')
+    huge_weight = w.astype(np.float64)
+    huge_weight[7] = 1e300
+    np.savez(p("weighthuge.npz"), x=x, y=y, sample_weight=huge_weight)
     np.save(p("x.npy"), x)
     np.save(p("y.npy"), y)
     with open(p("x.npy"), "rb") as f:
