@@ -804,7 +804,9 @@ Value TrainingStepBuilder::headLoss(size_t i, Value predictions,
     head.overlapSums =
         OverlapSumsOp::create(b, loc, predictions, head.labels, head.weights);
     return OverlapLossOp::create(b, loc, kindAttr(i), head.overlapSums,
-                                 f64(loss.getAlpha()), f64(loss.getBeta()));
+                                 f64(loss.getAlpha()), f64(loss.getBeta()),
+                                 loss.getSumReduction() ? b.getUnitAttr()
+                                                        : UnitAttr());
   }
   if (isOverlapLoss(kind)) {
     auto type = cast<RankedTensorType>(predictions.getType());
@@ -1004,7 +1006,8 @@ Value TrainingStepBuilder::headSeed(size_t i, Value predictions,
   if (isOverlapLoss(kind) && loss.getAxis().empty()) {
     seed = OverlapLossGradOp::create(
         b, loc, kindAttr(i), head.labels, head.overlapSums, head.weights,
-        f64(loss.getAlpha()), f64(loss.getBeta()), IntegerAttr());
+        f64(loss.getAlpha()), f64(loss.getBeta()), IntegerAttr(),
+        loss.getSumReduction() ? b.getUnitAttr() : UnitAttr());
   } else if (isOverlapLoss(kind)) {
     auto type = cast<RankedTensorType>(predType);
     seed = SampleOverlapLossGradOp::create(

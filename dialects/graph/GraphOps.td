@@ -771,15 +771,22 @@ def Graph_OverlapLossOp
     Keras reduces this one value no further, under any reduction, but for
     the sample weights: the result is multiplied by the weights' mean (the
     sums' `sum w / B`, over every replica's rows), as Keras'
-    reduce_weighted_values does.
+    reduce_weighted_values does. With `sum_reduction` (Keras'
+    reduction="sum") it is not: the weights then only leave out the rows
+    of weight 0 (an epoch's short batch's padding), so that the value is
+    Keras' for a fit without sample weights. (Keras multiplies a summed
+    Dice by the sum of the sample weights when there are some, a factor
+    that grows with the batch; that case is not followed.)
   }];
   let arguments = (ins Graph_LossKindAttr:$kind, Graph_FloatTensor:$sums,
                        OptionalAttr<F64Attr>:$alpha,
-                       OptionalAttr<F64Attr>:$beta);
+                       OptionalAttr<F64Attr>:$beta,
+                       UnitAttr:$sum_reduction);
   let results = (outs Graph_Scalar:$loss);
   let assemblyFormat = [{
     `` $kind $sums (`alpha` `=` $alpha^)?
-    (`beta` `=` $beta^)? attr-dict `:` type($sums) `->` type($loss)
+    (`beta` `=` $beta^)? (`sum_reduction` $sum_reduction^)? attr-dict
+    `:` type($sums) `->` type($loss)
   }];
 }
 
@@ -799,18 +806,21 @@ def Graph_OverlapLossGradOp
     weight is 0 (which the sums left out) has gradient 0. `replicas` N
     (dist-replicate sets it) multiplies the gradient by N: each replica
     holds its rows' part of the one global loss's gradient, and the
-    replicas' gradients are averaged.
+    replicas' gradients are averaged. `sum_reduction` leaves the weights'
+    mean out, as graph.overlap_loss does.
   }];
   let arguments = (ins Graph_LossKindAttr:$kind, Graph_FloatTensor:$targets,
                        Graph_FloatTensor:$sums,
                        Optional<Graph_FloatTensor>:$sample_weight,
                        OptionalAttr<F64Attr>:$alpha,
                        OptionalAttr<F64Attr>:$beta,
-                       OptionalAttr<I64Attr>:$replicas);
+                       OptionalAttr<I64Attr>:$replicas,
+                       UnitAttr:$sum_reduction);
   let results = (outs Graph_FloatTensor:$predictions_grad);
   let assemblyFormat = [{
     `` $kind $targets `,` $sums (`weights` $sample_weight^)?
     (`alpha` `=` $alpha^)? (`beta` `=` $beta^)?
+    (`sum_reduction` $sum_reduction^)?
     attr-dict `:` type($targets) `,` type($sums)
     (`,` type($sample_weight)^)? `->` type($predictions_grad)
   }];

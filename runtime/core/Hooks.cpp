@@ -276,10 +276,13 @@ void EpochMeans::add(const StepContext &ctx) {
   // an epoch's short batch; w the loss's weights or the metrics' 1 an
   // example): times n = g / s, the sums Keras accumulates. Every worker
   // computes the same n, so every worker's logs are the job's. Confusion
-  // counts are sums already: they add up as they are.
-  double n = 1;
-  if (const data::Batch *b = ctx.batch)
+  // counts are sums already, of the metrics' weights: each of the short
+  // batch's examples counted s times, so they add up divided by s.
+  double n = 1, s = 1;
+  if (const data::Batch *b = ctx.batch) {
     n = static_cast<double>(ctx.globalBatch) / b->weightScale;
+    s = b->weightScale;
+  }
   loss_ += ctx.loss * n;
   examples_ += n;
   for (size_t i = 0; i < states_.size() && i < ctx.metrics.size(); ++i) {
@@ -287,7 +290,7 @@ void EpochMeans::add(const StepContext &ctx) {
     if (spec && spec->counted() && i < ctx.metricStates.size()) {
       const std::vector<double> &counts = ctx.metricStates[i];
       for (size_t j = 0; j < counts.size() && j < states_[i].size(); ++j)
-        states_[i][j] += counts[j];
+        states_[i][j] += counts[j] / s;
       continue;
     }
     // A mean's state is the mean (the root of a root_mean is taken last).

@@ -121,6 +121,7 @@ Status readOverlapLossConfig(const char *kernel, const KernelConfig &config,
   out.alpha = config.getFloat("alpha", 0.5);
   out.beta = config.getFloat("beta", 0.5);
   out.replicas = config.getInt("replicas", 1);
+  out.sumReduction = config.getInt("sum_reduction", 0) != 0;
   if (!std::isfinite(out.alpha) || !std::isfinite(out.beta) || out.replicas < 1)
     return Status::invalidInput(at + "needs a finite alpha and beta and "
                                      "replicas >= 1");

@@ -93,6 +93,9 @@ struct OverlapLossConfig {
   bool tversky = false;
   double alpha = 0.5, beta = 0.5;
   int64_t replicas = 1;
+  /// Keras' reduction="sum": the value is not multiplied by the weights'
+  /// mean (graph.overlap_loss).
+  bool sumReduction = false;
 
   /// overlap_sums' length: sum t p, sum t, sum p, sum w, rows.
   static constexpr int64_t kSums = 5;
@@ -103,33 +106,38 @@ struct OverlapLossConfig {
   GRAPH_LOSS_HOST_DEVICE static double weightMean(const double sums[kSums]) {
     return sums[4] > 0 ? sums[3] / sums[4] : 0.0;
   }
-  /// The loss of `sums` (the ratio times the weights' mean, sum w / rows).
+  /// What the ratio is multiplied by: the weights' mean, or 1 for a summed
+  /// loss.
+  GRAPH_LOSS_HOST_DEVICE double scale(const double sums[kSums]) const {
+    return sumReduction ? 1.0 : weightMean(sums);
+  }
+  /// The loss of `sums` (the ratio times scale()).
   GRAPH_LOSS_HOST_DEVICE double value(const double sums[kSums]) const {
     const double i = sums[0], t = sums[1], p = sums[2];
     if (!tversky)
-      return (1.0 - 2.0 * i / (t + p + kEpsilon)) * weightMean(sums);
+      return (1.0 - 2.0 * i / (t + p + kEpsilon)) * scale(sums);
     return (1.0 - i / (i + alpha * (t - i) + beta * (p - i) + kEpsilon)) *
-           weightMean(sums);
+           scale(sums);
   }
   /// Its gradient by each prediction p_i of a row weighing more than 0, as
   /// slope t_i + offset (unscaled by replicas).
   GRAPH_LOSS_HOST_DEVICE void gradient(const double sums[kSums], double &slope,
                                        double &offset) const {
     const double i = sums[0], t = sums[1], p = sums[2];
-    const double scale = weightMean(sums);
+    const double by = scale(sums);
     if (!tversky) {
       // d/dp_k: I' = t_k, T + P' = 1.
       const double d = t + p + kEpsilon;
-      slope = -2.0 / d * scale;
-      offset = 2.0 * i / (d * d) * scale;
+      slope = -2.0 / d * by;
+      offset = 2.0 * i / (d * d) * by;
       return;
     }
     // D = I + alpha (T - I) + beta (P - I) + eps, D' = t_k (1 - alpha -
     // beta) + beta.
     const double d = i + alpha * (t - i) + beta * (p - i) + kEpsilon;
     const double q = i / (d * d);
-    slope = (-1.0 / d + q * (1.0 - alpha - beta)) * scale;
-    offset = q * beta * scale;
+    slope = (-1.0 / d + q * (1.0 - alpha - beta)) * by;
+    offset = q * beta * by;
   }
 };
 

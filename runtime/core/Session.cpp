@@ -523,6 +523,25 @@ Status Session::evaluate(data::BatchIterator &batches, EvalResult &out,
   // reports (its loss tracker weighs a batch by its size).
   const double rowsPerReplica = static_cast<double>(eval_->localBatch()) /
                                 static_cast<double>(eval_->replicas());
+  // Keras' reduction="sum": a batch's loss is the sum over its examples,
+  // which the step's loss outputs give times the static rows over the
+  // examples; the loss tracker still weighs it by its examples, so the
+  // short last batch counts with its own.
+  const bool summedLosses =
+      trainingHyperParameter(*plan_.plan, "reduction_sum", 0) != 0;
+  // The loss, and each output's of a model of several ("<output>_loss").
+  auto isLossName = [&](const std::string &name) {
+    if (name == "loss")
+      return true;
+    const plan::Training *training = plan_.plan->training();
+    if (!training || !training->outputs())
+      return false;
+    for (const plan::Output *output : *training->outputs())
+      if (output->name() && name == output->name()->str() + "_loss")
+        return true;
+    return false;
+  };
+  std::vector<bool> isLoss;
   // The confusion metrics' counts add up over the batches instead.
   std::vector<std::string> sumNames;
   std::vector<double> sums;
@@ -533,10 +552,18 @@ Status Session::evaluate(data::BatchIterator &batches, EvalResult &out,
         if (sumNames.empty()) {
           sumNames = result.names;
           sums.assign(result.names.size(), 0.0);
+          for (const std::string &name : sumNames)
+            isLoss.push_back(isLossName(name));
         }
-        for (size_t o = 0; o < result.names.size(); ++o)
+        const double examples = static_cast<double>(batch.examples());
+        for (size_t o = 0; o < result.names.size(); ++o) {
+          const double weight =
+              summedLosses && isLoss[o]
+                  ? rowsPerReplica * examples / static_cast<double>(batch.size)
+                  : rowsPerReplica;
           for (const std::vector<double> &replica : result.perReplica)
-            sums[o] += replica[o] * rowsPerReplica;
+            sums[o] += replica[o] * weight;
+        }
         std::vector<std::vector<double>> batchCounts;
         if (Status s = countsOf(result, batchCounts); !s)
           return s;

@@ -61,6 +61,21 @@ def cases(keras):
         # reduction="sum": the short batch sums its 4 examples as it is.
         "mse_sum_sample_weight": (L.MeanSquaredError(reduction="sum"), 2,
                                   None, "real", [], "sample", False),
+        # reduction="sum" without weights: Dice's one ratio over the short
+        # batch's 4 examples, not scaled by them.
+        "dice_sum_short_batch": (L.Dice(reduction="sum"), 3, "sigmoid",
+                                 "binary3", [], None, False),
+        # reduction="sum" in validation: each validation batch's summed
+        # loss weighs as many as its examples (10 = 8 + 2).
+        "mse_sum_validation": (L.MeanSquaredError(reduction="sum"), 2, None,
+                               "real", ["mae"], None, True),
+        # The confusion metrics over an epoch that ends with a short batch:
+        # each of its examples counted once.
+        "confusion_short_batch": (
+            L.BinaryCrossentropy(), 1, "sigmoid", "binary",
+            [M.Precision(), M.Recall(), M.AUC(), M.AUC(curve="PR",
+                                                      name="pr_auc")],
+            None, True),
         # The top-k accuracies (unweighted, as Keras' compiled metrics are).
         "sparse_top_k": (L.SparseCategoricalCrossentropy(), 6, "softmax",
                          "classes",

@@ -602,6 +602,8 @@ graph.model @pointwise_loss {
 // CHECK-NEXT: %[[D:.*]] = graph.overlap_loss dice %[[S]] : tensor<5xf32> -> tensor<f32>
 // CHECK-NEXT: %[[TV:.*]] = graph.overlap_loss tversky %[[S]] alpha = 2.500000e-01 beta = 7.500000e-01 : tensor<5xf32> -> tensor<f32>
 // CHECK-NEXT: %[[G:.*]] = graph.overlap_loss_grad tversky %[[T]], %[[S]] weights %[[W]] alpha = 2.500000e-01 beta = 7.500000e-01 {replicas = 2 : i64} : tensor<8x3xf32>, tensor<5xf32>, tensor<8xf32> -> tensor<8x3xf32>
+// CHECK-NEXT: %[[DS:.*]] = graph.overlap_loss dice %[[S]] sum_reduction : tensor<5xf32> -> tensor<f32>
+// CHECK-NEXT: %[[GS:.*]] = graph.overlap_loss_grad dice %[[T]], %[[S]] weights %[[W]] sum_reduction : tensor<8x3xf32>, tensor<5xf32>, tensor<8xf32> -> tensor<8x3xf32>
 // CHECK-NEXT: %[[PG:.*]] = graph.pointwise_loss_grad huber %[[P]], %[[T]] weights %[[W]] : tensor<8x3xf32>, tensor<8xf32>
 graph.model @focal_row_overlap {
   %p = graph.input "p" : tensor<8x3xf32>
@@ -615,8 +617,10 @@ graph.model @focal_row_overlap {
   %d = graph.overlap_loss dice %s : tensor<5xf32> -> tensor<f32>
   %tv = graph.overlap_loss tversky %s alpha = 0.25 beta = 0.75 : tensor<5xf32> -> tensor<f32>
   %g = graph.overlap_loss_grad tversky %t, %s weights %w alpha = 0.25 beta = 0.75 {replicas = 2} : tensor<8x3xf32>, tensor<5xf32>, tensor<8xf32> -> tensor<8x3xf32>
+  %ds = graph.overlap_loss dice %s sum_reduction : tensor<5xf32> -> tensor<f32>
+  %gs = graph.overlap_loss_grad dice %t, %s weights %w sum_reduction : tensor<8x3xf32>, tensor<5xf32>, tensor<8xf32> -> tensor<8x3xf32>
   %pg = graph.pointwise_loss_grad huber %p, %t weights %w : tensor<8x3xf32>, tensor<8xf32>
-  graph.output %bf, %cf, %cs, %cg, %d, %tv, %g, %pg : tensor<f32>, tensor<f32>, tensor<f32>, tensor<8x3xf32>, tensor<f32>, tensor<f32>, tensor<8x3xf32>, tensor<8x3xf32>
+  graph.output %bf, %cf, %cs, %cg, %d, %tv, %g, %ds, %gs, %pg : tensor<f32>, tensor<f32>, tensor<f32>, tensor<8x3xf32>, tensor<f32>, tensor<f32>, tensor<8x3xf32>, tensor<f32>, tensor<8x3xf32>, tensor<8x3xf32>
 }
 
 // -----
