@@ -43,6 +43,8 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <string>
+#include <string_view>
 
 namespace graph::runtime::cpu {
 
@@ -162,6 +164,23 @@ forwardPrimitive(const ConvShape &s, const memory::desc *bias,
   } while (pd.next_impl());
   // Not listed (a CPU without AVX-512): oneDNN's first choice again.
   return {desc, attr, dnnlEngine()};
+}
+
+/// oneDNN 2.6's 1x1 backward-weights kernels (`jit_1x1:avx2`, and the
+/// AVX-512 one) write past their reduce-to-unit-stride workspace when the
+/// stride is over 1 and the NHWC source has fewer channels than their block
+/// (8, 16): oneDNN issue #6035, unfixed in Debian 12's 2.6.3. Here one step
+/// of a Conv2D(1, strides=2) on 3 channels corrupted the heap ("double free
+/// or corruption", a crash at exit, a hang). Below this many channels such a
+/// convolution's weight gradient takes the next implementation oneDNN
+/// lists.
+constexpr int64_t kUnitStrideBlock = 16;
+
+bool reducesToUnitStrideUnsafely(const ConvShape &s) {
+  const WindowGeometry &g = s.g;
+  return g.h.window == 1 && g.w.window == 1 &&
+         (g.h.stride > 1 || g.w.stride > 1) &&
+         s.channels.channelsPerGroup < kUnitStrideBlock;
 }
 
 /// Into how many parts a convolution splits its batch: one per thread of
@@ -582,11 +601,22 @@ Status makeConv2dGradKernel(const KernelContext &ctx, const KernelConfig &cfg,
     // The weights' gradient is summed in float32 (and its parts added up
     // in float32) and rounded to the plan's type once, by the reorder into
     // the output.
+    // Held while the descriptor walks oneDNN's list: its iterator reads it.
+    const dnnl::convolution_backward_weights::desc desc(
+        dnnl::algorithm::convolution_direct, part.src(), part.weightsAny(kF32),
+        part.dst(), dnnlStrides(g), dnnlDilations(g), dnnlPadBefore(g),
+        dnnlPadAfter(g));
     dnnl::convolution_backward_weights::primitive_desc pd(
-        {dnnl::algorithm::convolution_direct, part.src(), part.weightsAny(kF32),
-         part.dst(), dnnlStrides(g), dnnlDilations(g), dnnlPadBefore(g),
-         dnnlPadAfter(g)},
-        userScratchpad(), dnnlEngine(), hint);
+        desc, userScratchpad(), dnnlEngine(), hint);
+    if (reducesToUnitStrideUnsafely(part))
+      while (std::string_view(pd.impl_info_str()).starts_with("jit_1x1"))
+        if (!pd.next_impl())
+          return Status::error(
+              std::string(kName) +
+              ": oneDNN lists no implementation of this 1x1 strided "
+              "convolution's weight gradient but its 1x1 kernel, which "
+              "writes past its workspace on so few channels (oneDNN issue "
+              "#6035)");
     DnnlLaunch launch(kName);
     // Part p's gradient of its images goes to its own buffer (part 0's is
     // the output); they are added up in part order afterwards, so the sum
