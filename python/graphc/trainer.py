@@ -110,7 +110,12 @@ class Trainer:
         self._init_weights = init_weights
         self.batch_size = batch_size
         self._devices = device_options
-        self._input_names = input_names
+        # The model's inputs by their InputLayers' names (a functional
+        # model's dict keys, and the plan's inputs); a dict may also name
+        # them by their input tensors' names, which a Sequential model
+        # takes ("keras_tensor" for an unnamed keras.Input()).
+        self._input_names = [layer for _, layer in input_names]
+        self._input_aliases = {tensor: layer for tensor, layer in input_names}
         # [(name, shape)] of the model's outputs, in its order (empty when
         # the model came as a file).
         self._outputs = outputs
@@ -131,11 +136,16 @@ class Trainer:
             x = dict(zip(self._input_names, x))
         if isinstance(x, dict):
             arrays = {}
-            for name, value in x.items():
+            for key, value in x.items():
+                name = self._input_aliases.get(key, key)
                 if self._input_names and name not in self._input_names:
                     raise InvalidDataError(
                         f"{what}: no input named '{name}'; the model's inputs "
                         "are " + ", ".join(f"'{n}'" for n in self._input_names))
+                if str(name) in arrays:
+                    raise InvalidDataError(
+                        f"{what}: input '{name}' is given twice (as '{key}' "
+                        "and by another name)")
                 arrays[str(name)] = _array(value, f"{what}['{name}']")
             missing = [n for n in self._input_names if n not in arrays]
             if missing:
@@ -377,6 +387,16 @@ class Trainer:
                              "file name")
 
 
+def _input_layer_name(tensor):
+    """The name of the InputLayer that makes Keras input `tensor` (the
+    graph input graph-import names after it), else the tensor's own."""
+    history = getattr(tensor, "_keras_history", None)
+    layer = getattr(history, "operation", None)
+    if layer is None and isinstance(history, tuple) and history:
+        layer = history[0]
+    return getattr(layer, "name", None) or tensor.name.split(":")[0]
+
+
 def compile(model, batch_size=None, devices=None, seed=0, loss=None,
             optimizer=None, learning_rate=None, precision=None):
     """Compiles a Keras model for training: a live, compiled keras.Model, or
@@ -413,7 +433,7 @@ def compile(model, batch_size=None, devices=None, seed=0, loss=None,
         config["compile_config"] = model.get_compile_config()
         text, is_path = json.dumps(config), False
         keras_model = model
-        input_names = [t.name.split(":")[0]
+        input_names = [(t.name.split(":")[0], _input_layer_name(t))
                        for t in getattr(model, "inputs", None) or []]
         try:
             names = list(getattr(model, "output_names", None) or [])

@@ -1,5 +1,6 @@
 """graphc.compile / fit / evaluate / predict / to_keras against real Keras."""
 
+import json
 import os
 import signal
 import threading
@@ -290,6 +291,37 @@ def test_a_functional_model_of_two_inputs_takes_a_dict(flat):
                                        verbose=0))) < 1e-5
     with pytest.raises(graphc.InvalidDataError, match="'hint'"):
         trainer.evaluate({"pixels": x_test}, y_test)
+
+
+def test_unnamed_inputs_take_a_list_or_either_name():
+    # keras.Input() without a name: its InputLayer ("input_layer_1", the
+    # plan's input) and its tensor ("keras_tensor_5") are named apart.
+    # Keras 3.15 takes such a model's inputs as a list (a dict under either
+    # name fails one of its two checks); graphc takes the list, and a dict
+    # under either name.
+    keras.utils.set_random_seed(7)
+    a, b = keras.Input((4,)), keras.Input((3,))
+    out = keras.layers.Dense(2)(keras.layers.Concatenate()([a, b]))
+    model = keras.Model([a, b], out)
+    model.compile(optimizer="sgd", loss="mse")
+    trainer = graphc.compile(model, batch_size=4, devices="cpu:1")
+    rng = np.random.default_rng(8)
+    xa = rng.normal(size=(8, 4)).astype(np.float32)
+    xb = rng.normal(size=(8, 3)).astype(np.float32)
+    theirs = model.predict([xa, xb], verbose=0)
+    layers = [name for name, _, _ in
+              json.loads(model.to_json())["config"]["input_layers"]]
+    by_layer = dict(zip(layers, (xa, xb)))
+    by_tensor = {t.name: x for t, x in zip(model.inputs, (xa, xb))}
+    assert not set(by_layer) & set(by_tensor)
+    for x in ([xa, xb], by_layer, by_tensor):
+        assert np.max(np.abs(trainer.predict(x) - theirs)) < 1e-6
+    with pytest.raises(graphc.InvalidDataError, match="given twice"):
+        trainer.predict({**by_layer, model.inputs[0].name: xa})
+    y = rng.normal(size=(8, 2)).astype(np.float32)
+    ours = trainer.evaluate([xa, xb], y)
+    assert abs(ours["loss"] - model.evaluate([xa, xb], y, batch_size=4,
+                                             verbose=0)) < 1e-6
 
 
 def test_weighted_evaluate_agrees_with_keras(trained, flat):
