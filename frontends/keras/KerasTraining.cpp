@@ -111,6 +111,17 @@ LogicalResult readLossOption(ConfigReader &config, llvm::StringRef key,
   return success();
 }
 
+/// The name of a function that compile() was given (loss=
+/// keras.losses.mean_squared_error, metrics=[keras.metrics.binary_accuracy]),
+/// which Keras 3 saves as {"class_name": "function", "config": NAME}: the
+/// same loss or metric as the string NAME.
+std::optional<llvm::StringRef> functionName(const json::Value &value) {
+  const json::Object *object = value.getAsObject();
+  if (!object || object->getString("class_name") != "function")
+    return std::nullopt;
+  return object->getString("config");
+}
+
 /// One loss, a name or a Keras loss object, that field `key` of `owner`
 /// holds (`value`: the field, or an element of it, whose fields are named
 /// `path`...). Its options go into `out`.
@@ -118,11 +129,15 @@ LogicalResult readOneLoss(ConfigReader &owner, llvm::StringRef key,
                           const json::Value &value, const std::string &path,
                           builder::OutputLoss &out) {
   constexpr llvm::StringLiteral expected = kSupportedLosses;
-  if (std::optional<llvm::StringRef> name = value.getAsString()) {
+  std::optional<llvm::StringRef> function = functionName(value);
+  if (std::optional<llvm::StringRef> name =
+          function ? function : value.getAsString()) {
     std::optional<LossKind> kind = lossKindOf(*name);
     if (!kind)
-      return owner.errorAt(
-          &value, key, "unsupported loss '" + *name + "' (" + expected + ")");
+      return owner.errorAt(&value, key,
+                           "unsupported loss " +
+                               llvm::Twine(function ? "function " : "") + "'" +
+                               *name + "' (" + expected + ")");
     out.loss = *kind;
     return success();
   }
@@ -148,8 +163,16 @@ LogicalResult readOneLoss(ConfigReader &owner, llvm::StringRef key,
     return object.checkNoOtherFields();
   std::unique_ptr<ConfigReader> config = object.child("config");
   std::string reduction;
-  if (!config || failed(config->readBool("from_logits", out.from_logits)) ||
-      failed(config->readString("reduction", reduction)))
+  if (!config || failed(config->readBool("from_logits", out.from_logits)))
+    return failure();
+  // Keras 3 writes reduction=None, no reduction, as null.
+  if (const json::Value *field = config->get("reduction");
+      field && field->kind() == json::Value::Null)
+    return config->error("reduction",
+                         "reduction None (a loss per example) is not "
+                         "supported for training; expected "
+                         "'sum_over_batch_size' or 'sum'");
+  if (failed(config->readString("reduction", reduction)))
     return failure();
   // sum_over_batch_size and auto mean the loss is averaged over the batch,
   // which graph.training does; sum is its sum_reduction. None (a loss per
@@ -753,6 +776,15 @@ LogicalResult readOneMetric(ConfigReader &owner, llvm::StringRef key,
     std::optional<builder::Metric> metric = metricOf(*name);
     if (!metric)
       return unsupported(value, "'" + name->str() + "'");
+    out = *metric;
+    return success();
+  }
+  if (std::optional<llvm::StringRef> name = functionName(value)) {
+    std::optional<builder::Metric> metric = metricOf(*name);
+    // The function accuracy compares values exactly (keras.metrics.
+    // Accuracy), not the accuracy compile() picks for the string.
+    if (!metric || *name == "accuracy" || *name == "acc")
+      return unsupported(value, "function '" + name->str() + "'");
     out = *metric;
     return success();
   }

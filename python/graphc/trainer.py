@@ -387,6 +387,35 @@ class Trainer:
                              "file name")
 
 
+def _with_loss_options(loss, saved):
+    """`saved` (compile_config's loss, as get_compile_config() writes it)
+    with the options of the live loss objects of `loss` (model.loss, of the
+    same structure) that Keras 3 leaves out of their config: Huber's
+    `delta`, CosineSimilarity's `axis` (their get_config drops the
+    arguments they pass to the function they wrap, its _fn_kwargs)."""
+    if isinstance(saved, dict) and isinstance(loss, dict):
+        return {k: _with_loss_options(loss.get(k), v) for k, v in saved.items()}
+    if isinstance(saved, list) and isinstance(loss, (list, tuple)) and len(
+            saved) == len(loss):
+        return [_with_loss_options(l, v) for l, v in zip(loss, saved)]
+    options = getattr(loss, "_fn_kwargs", None)
+    if not isinstance(saved, dict) or not isinstance(
+            saved.get("config"), dict) or not isinstance(options, dict):
+        return saved
+    saved = dict(saved, config=dict(saved["config"]))
+    for key, value in options.items():
+        if isinstance(value, (tuple, np.ndarray, np.generic)):
+            value = np.asarray(value).tolist()
+        try:
+            json.dumps(value)
+        except TypeError:
+            # Not a value a config holds: the importer names the loss's
+            # missing option rather than guessing it.
+            continue
+        saved["config"].setdefault(key, value)
+    return saved
+
+
 def _input_layer_name(tensor):
     """The name of the InputLayer that makes Keras input `tensor` (the
     graph input graph-import names after it), else the tensor's own."""
@@ -431,6 +460,8 @@ def compile(model, batch_size=None, devices=None, seed=0, loss=None,
                 "compile: the model is not compiled: call model.compile("
                 "optimizer=..., loss=..., metrics=...) first")
         config["compile_config"] = model.get_compile_config()
+        config["compile_config"]["loss"] = _with_loss_options(
+            getattr(model, "loss", None), config["compile_config"].get("loss"))
         text, is_path = json.dumps(config), False
         keras_model = model
         input_names = [(t.name.split(":")[0], _input_layer_name(t))

@@ -324,6 +324,25 @@ def test_unnamed_inputs_take_a_list_or_either_name():
                                              verbose=0)) < 1e-6
 
 
+def test_loss_options_keras_leaves_out_of_its_config_are_read():
+    # Keras 3's Huber and CosineSimilarity drop delta and axis from their
+    # get_config(); the live loss objects still hold them.
+    rng = np.random.default_rng(9)
+    x = rng.normal(size=(22, 5)).astype(np.float32)
+    y = (3 * rng.normal(size=(22, 2))).astype(np.float32)
+    for delta in (0.3, 5.0):
+        keras.utils.set_random_seed(10)
+        model = keras.Sequential([keras.Input((5,)), keras.layers.Dense(2)])
+        model.compile(optimizer="sgd", loss=keras.losses.Huber(delta=delta))
+        assert "delta" not in model.get_compile_config()["loss"]["config"]
+        trainer = graphc.compile(model, batch_size=4, devices="cpu:1")
+        theirs = model.evaluate(x, y, batch_size=4, verbose=0)
+        assert abs(trainer.evaluate(x, y)["loss"] - theirs) < 1e-6 * theirs
+    model.compile(optimizer="sgd", loss=keras.losses.CosineSimilarity(axis=0))
+    with pytest.raises(graphc.InvalidModelError, match="axis"):
+        graphc.compile(model, batch_size=4, devices="cpu:1")
+
+
 def test_weighted_evaluate_agrees_with_keras(trained, flat):
     """Keras weighs the loss by sample_weight and not its compiled metrics;
     1000 examples at 256 end with a short batch."""
