@@ -350,6 +350,12 @@ class Trainer:
             path = getattr(w, "path", w.name)
             matches = [n for n in ours
                        if path == n or path.endswith("/" + n)]
+            if not matches and _adapt_count(w):
+                # Normalization.adapt()'s example count: no step reads or
+                # changes it, so the plan has none; Keras' value stays.
+                values.append(np.asarray(w.numpy() if hasattr(w, "numpy")
+                                         else w))
+                continue
             if not matches:
                 raise InvalidModelError(
                     f"to_keras: the Keras model's weight '{path}' is not one "
@@ -385,6 +391,15 @@ class Trainer:
         else:
             raise ValueError(f"save: {filepath}: a .keras, .h5 or .weights.h5 "
                              "file name")
+
+
+def _adapt_count(weight):
+    """Whether `weight` is the example count a preprocessing layer's adapt()
+    keeps (Normalization's int32 scalar 'count')."""
+    path = getattr(weight, "path", getattr(weight, "name", ""))
+    return (path.endswith("/count") and not getattr(weight, "trainable", True)
+            and "int" in str(getattr(weight, "dtype", ""))
+            and tuple(weight.shape) == ())
 
 
 def _with_loss_options(loss, saved):

@@ -343,6 +343,28 @@ def test_loss_options_keras_leaves_out_of_its_config_are_read():
         graphc.compile(model, batch_size=4, devices="cpu:1")
 
 
+def test_an_adapted_normalization_comes_back_to_keras(tmp_path):
+    # Normalization.adapt() adds an int32 'count' that no step uses: the
+    # plan has no such variable, and to_keras and save keep Keras' own.
+    rng = np.random.default_rng(11)
+    x = rng.normal(3.0, 2.0, size=(16, 6)).astype(np.float32)
+    y = rng.normal(size=(16, 2)).astype(np.float32)
+    norm = keras.layers.Normalization()
+    norm.adapt(x)
+    model = keras.Sequential([keras.Input((6,)), norm, keras.layers.Dense(2)])
+    model.compile(optimizer="sgd", loss="mse")
+    count = int(norm.count.numpy())
+    trainer = graphc.compile(model, batch_size=4, devices="cpu:1")
+    trainer.fit(x, y, epochs=2, verbose=0)
+    ours = trainer.predict(x)
+    trainer.to_keras(model)
+    assert int(norm.count.numpy()) == count
+    assert np.max(np.abs(model.predict(x, verbose=0) - ours)) < 1e-5
+    trainer.save(tmp_path / "n.keras")
+    loaded = keras.saving.load_model(tmp_path / "n.keras")
+    assert np.max(np.abs(loaded.predict(x, verbose=0) - ours)) < 1e-5
+
+
 def test_weighted_evaluate_agrees_with_keras(trained, flat):
     """Keras weighs the loss by sample_weight and not its compiled metrics;
     1000 examples at 256 end with a short batch."""
