@@ -375,6 +375,14 @@ public:
               " is out of range for rank " + llvm::Twine(rank));
         return {};
       }
+      // Keras allows it; here a step's rows are not all examples (an
+      // epoch's short batch is padded) and replicas split the batch.
+      if (axis == 0 || axis == -rank) {
+        error("softmax over the batch axis (axis " + llvm::Twine(axis) +
+              ") is not supported: a step's batch is split across "
+              "replicas and padded at an epoch's end");
+        return {};
+      }
       return SoftmaxOp::create(builder, loc, type, x,
                                builder.getI64IntegerAttr(axis));
     }

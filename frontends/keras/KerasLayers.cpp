@@ -460,6 +460,12 @@ LogicalResult createLayer(builder::ModelBuilder &model, LayerEntry &entry,
     if (!field)
       return success();
     const json::Array *list = field->getAsArray();
+    // Normalization(axis=None), one statistic over every axis, is saved as
+    // an empty list.
+    if (list && list->empty())
+      return c.error("axis", "axis None (statistics over every axis, the "
+                             "batch's included) is not supported; expected "
+                             "one axis, the last");
     std::optional<int64_t> value =
         list ? (list->size() == 1 ? (*list)[0].getAsInteger() : std::nullopt)
              : field->getAsInteger();
