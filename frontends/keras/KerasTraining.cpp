@@ -914,10 +914,15 @@ LogicalResult readMetricList(ConfigReader &owner, llvm::StringRef key,
         path.substr(0, path.size() - 1) + "[" + std::to_string(i) + "].";
     if (failed(readOneMetric(owner, key, element, at, metric)))
       return failure();
-    bool taken = llvm::any_of(
-        out, [&](const builder::Metric &m) { return m.name == metric.name; });
-    if (!taken)
-      out.push_back(metric);
+    // Two metrics of one name are both logged, the second as NAME_1, the
+    // third NAME_2 (Keras' CompileMetrics.result).
+    const std::string base = metric.name;
+    for (int index = 1; llvm::any_of(
+             out,
+             [&](const builder::Metric &m) { return m.name == metric.name; });
+         ++index)
+      metric.name = base + "_" + std::to_string(index);
+    out.push_back(metric);
   }
   return success();
 }
