@@ -127,8 +127,12 @@ private:
                             ConfigReader &config);
   LogicalResult readTensorRef(ConfigReader &reader, const json::Value &value,
                               TensorRef &out);
+  /// `key`'s references: one, a list, or (keras.Model's dict of inputs or
+  /// outputs) a dict, read in its keys' sorted order, Keras' flattening
+  /// order; `keys` gets them (empty for a list).
   LogicalResult readLayerRefs(ConfigReader &modelConfig, llvm::StringRef key,
-                              std::vector<TensorRef> &out);
+                              std::vector<TensorRef> &out,
+                              std::vector<std::string> *keys = nullptr);
   LogicalResult checkRef(ConfigReader &reader, llvm::StringRef key,
                          const TensorRef &ref);
 
@@ -155,8 +159,11 @@ private:
   /// Functional models: input_layers and output_layers.
   std::vector<TensorRef> inputRefs, outputRefs;
   /// The model's outputs' names, Keras' output_names: the layers they come
-  /// from.
+  /// from, or the keys of a dict of outputs (what Keras' logs, losses and
+  /// y then name them by).
   std::vector<std::string> outputNames;
+  /// The keys of a dict of outputs (output_layers), in their sorted order.
+  std::vector<std::string> outputKeys;
   /// The model that holds each layer that names variables or an input, over
   /// the root and every nested model: the names must be unique across them.
   std::shared_ptr<llvm::StringMap<std::string>> layerOwners;
@@ -610,10 +617,42 @@ LogicalResult ModelImporter::checkRef(ConfigReader &reader, llvm::StringRef key,
 
 LogicalResult ModelImporter::readLayerRefs(ConfigReader &modelConfig,
                                            llvm::StringRef key,
-                                           std::vector<TensorRef> &out) {
+                                           std::vector<TensorRef> &out,
+                                           std::vector<std::string> *keys) {
   const json::Value *field = modelConfig.getSet(key);
   if (!field)
     return modelConfig.missing(key);
+  if (const json::Object *dict = field->getAsObject(); dict && keys) {
+    // keras.Model(inputs, {"score": a, "prob": b}): Keras flattens a dict
+    // in its keys' sorted order.
+    std::vector<std::pair<std::string, const json::Value *>> entries;
+    for (const auto &[name, value] : *dict)
+      entries.emplace_back(name.str(), &value);
+    llvm::sort(entries, llvm::less_first());
+    if (entries.empty())
+      return modelConfig.error(key, "expected [layer, node, tensor] or a "
+                                    "list or dict of them, got {}");
+    for (const auto &[name, value] : entries) {
+      const json::Array *triple = value->getAsArray();
+      std::optional<llvm::StringRef> layer;
+      std::optional<int64_t> node, tensor;
+      if (triple && triple->size() == 3) {
+        layer = (*triple)[0].getAsString();
+        node = (*triple)[1].getAsInteger();
+        tensor = (*triple)[2].getAsInteger();
+      }
+      if (!layer || !node || !tensor)
+        return modelConfig.error(key, "'" + name +
+                                          "': expected [layer, node, tensor], "
+                                          "got " +
+                                          describe(*value));
+      out.push_back({layer->str(), *node, *tensor, &(*triple)[0]});
+      keys->push_back(name);
+      if (failed(checkRef(modelConfig, key, out.back())))
+        return failure();
+    }
+    return success();
+  }
   const json::Array *list = field->getAsArray();
   if (!list || list->empty())
     return modelConfig.error(key, "expected [layer, node, tensor] or a list "
@@ -699,7 +738,8 @@ LogicalResult ModelImporter::checkFunctional(ConfigReader &modelConfig) {
 
   // Inputs in the order input_layers lists them: the order data is fed in.
   if (failed(readLayerRefs(modelConfig, "input_layers", inputRefs)) ||
-      failed(readLayerRefs(modelConfig, "output_layers", outputRefs)))
+      failed(readLayerRefs(modelConfig, "output_layers", outputRefs,
+                           depth == 0 ? &outputKeys : nullptr)))
     return failure();
   llvm::StringSet<> listed;
   for (const TensorRef &ref : inputRefs) {
@@ -744,9 +784,9 @@ LogicalResult ModelImporter::buildFunctional(ConfigReader &modelConfig,
   }
   if (failed(runCalls()))
     return failure();
-  for (const TensorRef &ref : outputRefs) {
+  for (auto [i, ref] : llvm::enumerate(outputRefs)) {
     outputs.push_back(layers[layerIndex.lookup(ref.layer)].outputs[ref.node]);
-    outputNames.push_back(ref.layer);
+    outputNames.push_back(outputKeys.empty() ? ref.layer : outputKeys[i]);
   }
   outputLoc = layers[layerIndex.lookup(outputRefs.front().layer)].loc;
   return success();

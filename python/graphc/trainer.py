@@ -99,7 +99,8 @@ class Trainer:
     """A Keras model compiled to a plan (see graphc.compile)."""
 
     def __init__(self, plan, keras_model, source, init_weights, batch_size,
-                 device_options, workdir, input_names, outputs, seed):
+                 device_options, workdir, input_names, outputs, seed,
+                 outputs_as_dict=False):
         self._plan_path = os.path.join(workdir.name, "model.plan")
         with open(self._plan_path, "wb") as f:
             f.write(plan)
@@ -119,6 +120,7 @@ class Trainer:
         # [(name, shape)] of the model's outputs, in its order (empty when
         # the model came as a file).
         self._outputs = outputs
+        self._outputs_as_dict = outputs_as_dict
         self._seed = seed
 
     # --- the jobs ----------------------------------------------------------
@@ -307,6 +309,10 @@ class Trainer:
                 shape = self._outputs[i][1]
                 if shape and int(np.prod(shape)) == a.shape[1]:
                     outs[i] = a.reshape((a.shape[0],) + tuple(shape))
+        if several and self._outputs_as_dict:
+            # keras.Model(inputs, {"score": a, ...}): Keras' predict gives
+            # the same dict.
+            return {name: a for (name, _), a in zip(self._outputs, outs)}
         return outs if several else outs[0]
 
     def _check_batch(self, batch_size, what):
@@ -455,7 +461,7 @@ def compile(model, batch_size=None, devices=None, seed=0, loss=None,
     workdir = tempfile.TemporaryDirectory(prefix="graphc-")
     device_options, replicas = _devices(devices)
     keras_model, source, init_weights = None, None, None
-    input_names, outputs = [], []
+    input_names, outputs, outputs_as_dict = [], [], False
     if isinstance(model, (str, os.PathLike)):
         source = os.fspath(model)
         if not os.path.exists(source):
@@ -481,8 +487,13 @@ def compile(model, batch_size=None, devices=None, seed=0, loss=None,
         keras_model = model
         input_names = [(t.name.split(":")[0], _input_layer_name(t))
                        for t in getattr(model, "inputs", None) or []]
+        # A dict of outputs is named by its keys, in their sorted order
+        # (the order of model.outputs).
+        outputs_as_dict = isinstance(getattr(model, "output", None), dict)
         try:
             names = list(getattr(model, "output_names", None) or [])
+            if outputs_as_dict:
+                names = sorted(model.output)
             shapes = [tuple(int(d) for d in t.shape[1:])
                       for t in model.outputs]
             if len(names) != len(shapes):
@@ -502,4 +513,5 @@ def compile(model, batch_size=None, devices=None, seed=0, loss=None,
     except ValueError as e:
         raise InvalidModelError(str(e)) from None
     return Trainer(plan, keras_model, source, init_weights, batch_size,
-                   device_options, workdir, input_names, outputs, seed)
+                   device_options, workdir, input_names, outputs, seed,
+                   outputs_as_dict)

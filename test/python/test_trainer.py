@@ -365,6 +365,39 @@ def test_an_adapted_normalization_comes_back_to_keras(tmp_path):
     assert np.max(np.abs(loaded.predict(x, verbose=0) - ours)) < 1e-5
 
 
+def test_a_dict_of_outputs_is_named_by_its_keys():
+    # keras.Model(x, {"zscore": a, "prob": b}): Keras names the outputs by
+    # the keys (sorted), not by their layers, in y, the logs and predict.
+    keras.utils.set_random_seed(12)
+    x_in = keras.Input((8,), name="x")
+    h = keras.layers.Dense(6, activation="tanh")(x_in)
+    outputs = {"zscore": keras.layers.Dense(2, name="dense_a")(h),
+               "prob": keras.layers.Dense(1, activation="sigmoid",
+                                          name="dense_b")(h)}
+    model = keras.Model(x_in, outputs)
+    model.compile(optimizer="sgd",
+                  loss={"zscore": "mse", "prob": "binary_crossentropy"},
+                  loss_weights={"zscore": 1.0, "prob": 0.5},
+                  metrics={"prob": ["accuracy"]})
+    rng = np.random.default_rng(13)
+    x = rng.random((22, 8)).astype(np.float32)
+    y = {"zscore": rng.random((22, 2)).astype(np.float32),
+         "prob": rng.integers(0, 2, (22, 1)).astype(np.float32)}
+    trainer = graphc.compile(model, batch_size=4, devices="cpu:2")
+    trainer.fit(x, y, epochs=2, verbose=0)
+    ours = trainer.evaluate(x, y)
+    trainer.to_keras(model)
+    theirs = model.evaluate(x, y, batch_size=4, verbose=0, return_dict=True)
+    assert sorted(ours) == sorted(theirs) == [
+        "loss", "prob_accuracy", "prob_loss", "zscore_loss"]
+    for name in theirs:
+        assert abs(ours[name] - theirs[name]) < 1e-5, name
+    predicted, expected = trainer.predict(x), model.predict(x, verbose=0)
+    assert sorted(predicted) == sorted(expected) == ["prob", "zscore"]
+    for name in expected:
+        assert np.max(np.abs(predicted[name] - expected[name])) < 1e-5
+
+
 def test_weighted_evaluate_agrees_with_keras(trained, flat):
     """Keras weighs the loss by sample_weight and not its compiled metrics;
     1000 examples at 256 end with a short batch."""
