@@ -176,6 +176,13 @@ struct AssignPrecisionPass
       return emitError(model.getLoc()) << "unknown precision '" << precision
                                        << "' (Keras' policies: float32, "
                                           "mixed_bfloat16, mixed_float16)";
+    // The model's policy replaced by mixed_float16: Keras' compile would
+    // wrap its optimizer in a LossScaleOptimizer.
+    if (precision == "mixed_float16")
+      for (TrainingOp training :
+           model->getParentOfType<ModuleOp>().getOps<TrainingOp>())
+        if (training.getModel() == model.getSymName())
+          training.setNoAutoLossScale(false);
     bool marked = isMarked(model);
     for (Operation &op : model.getBlock().without_terminator()) {
       if (!marked && *compute && !isa<InputOp, ReadVariableOp>(op))

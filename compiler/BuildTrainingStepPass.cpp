@@ -1317,7 +1317,7 @@ LogicalResult TrainingStepBuilder::planLossScale() {
   if (std::optional<llvm::APFloat> initial = training.getLossScale())
     lossScale = {initial->convertToDouble(),
                  training.getLossScaleGrowthSteps().value_or(2000)};
-  else if (float16)
+  else if (float16 && !training.getNoAutoLossScale())
     lossScale = {32768.0, 2000};
   if (!lossScale)
     return success();

@@ -187,7 +187,11 @@ def Graph_TrainingOp : Graph_Op<"training", [HasParent<"::mlir::ModuleOp">,
     and `loss_scale_growth_steps` the finite steps after which it doubles.
     graph-build-training-step scales the loss of a model that computes in
     float16 even without them (Keras' defaults: 2^15 and 2000); with them it
-    scales any model's.
+    scales any model's. `no_auto_loss_scale` says the model's own policy is
+    known not to be mixed_float16 (a float32 model with a layer of dtype
+    mixed_float16): Keras' compile then wraps nothing, and the loss is not
+    scaled for its float16 layers (graphc --precision mixed_float16, the
+    model's policy replaced, removes it).
   }];
   let arguments = (ins FlatSymbolRefAttr:$model,
                        TypedArrayAttrBase<Graph_OutputLossAttr,
@@ -196,6 +200,7 @@ def Graph_TrainingOp : Graph_Op<"training", [HasParent<"::mlir::ModuleOp">,
                        OptionalAttr<I64Attr>:$ema_overwrite_frequency,
                        OptionalAttr<F64Attr>:$loss_scale,
                        OptionalAttr<I64Attr>:$loss_scale_growth_steps,
+                       UnitAttr:$no_auto_loss_scale,
                        AnyAttrOf<[Graph_SGDAttr, Graph_AdamAttr,
                                   Graph_RMSpropAttr, Graph_AdagradAttr,
                                   Graph_AdamaxAttr, Graph_NadamAttr]>:$optimizer,
@@ -206,6 +211,7 @@ def Graph_TrainingOp : Graph_Op<"training", [HasParent<"::mlir::ModuleOp">,
     (`ema_overwrite_frequency` `=` $ema_overwrite_frequency^)?
     (`loss_scale` `=` $loss_scale^)?
     (`loss_scale_growth_steps` `=` $loss_scale_growth_steps^)?
+    (`no_auto_loss_scale` $no_auto_loss_scale^)?
     `optimizer` `=` $optimizer
     `global_batch_size` `=` $global_batch_size attr-dict
   }];

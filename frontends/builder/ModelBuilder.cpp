@@ -1617,10 +1617,18 @@ ModelBuilder::finish(llvm::ArrayRef<Tensor> outputs,
       growthSteps =
           builder.getI64IntegerAttr(training->loss_scale->dynamic_growth_steps);
     }
+    // Said only where it decides something: a layer computes in float16.
+    bool float16 = false;
+    model.walk([&](mlir::Operation *op) {
+      if (auto type = op->getAttrOfType<mlir::TypeAttr>(
+              GraphDialect::getComputeTypeAttrName()))
+        float16 |= type.getValue().isF16();
+    });
     TrainingOp::create(builder, training->loc.value_or(baseLoc),
                        model.getSymName(), builder.getArrayAttr(losses),
                        emaMomentum, emaFrequency, lossScale, growthSteps,
-                       optimizer, batchSize);
+                       training->no_auto_loss_scale && float16, optimizer,
+                       batchSize);
   }
   if (mlir::failed(mlir::verify(*module)))
     return nullptr;

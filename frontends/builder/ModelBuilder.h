@@ -465,6 +465,10 @@ struct Training {
     int64_t dynamic_growth_steps = 2000;
   };
   std::optional<LossScale> loss_scale;
+  /// The model's own dtype policy is known and is not mixed_float16: Keras'
+  /// compile wraps no LossScaleOptimizer, so layers that compute in float16
+  /// by their own dtype train unscaled.
+  bool no_auto_loss_scale = false;
   /// Where diagnostics about the training (a loss that does not fit the
   /// output) point: the importer passes the output layer. The model's
   /// location if unset.

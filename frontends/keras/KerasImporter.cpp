@@ -1040,6 +1040,17 @@ mlir::OwningOpRef<mlir::ModuleOp> ModelImporter::import() {
         return nullptr;
       }
     training->loc = outputLoc;
+    // Keras' compile wraps the optimizer in a LossScaleOptimizer only when
+    // the model's own policy is mixed_float16. A Sequential saves that
+    // policy (a Functional does not: graphc's Python trainer adds it), so
+    // layers of dtype mixed_float16 in a float32 model train unscaled.
+    if (modelConfig->getSet("dtype")) {
+      builder::DTypePolicy policy;
+      if (failed(readDtypePolicy(*modelConfig, policy)))
+        return nullptr;
+      training->no_auto_loss_scale =
+          policy != builder::DTypePolicy::mixed_float16;
+    }
   }
   // One output needs no name: its loss, data and logs are the model's.
   return model->finish(outputs, training,

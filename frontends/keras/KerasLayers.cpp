@@ -1149,4 +1149,8 @@ LogicalResult createLayer(builder::ModelBuilder &model, LayerEntry &entry,
                         "' (supported: " + kSupportedLayers + ")");
 }
 
+LogicalResult readDtypePolicy(ConfigReader &config, DTypePolicy &policy) {
+  return readDtype(config, policy);
+}
+
 } // namespace graph::keras

@@ -91,6 +91,11 @@ mlir::LogicalResult readInputShape(ConfigReader &config,
                                    std::optional<std::vector<int64_t>> &shape,
                                    std::optional<FixedBatch> &batch);
 
+/// The dtype policy in field `dtype` (a layer's, or a Sequential model's
+/// own): a name or a policy object; float32 when unset.
+mlir::LogicalResult readDtypePolicy(ConfigReader &config,
+                                    builder::DTypePolicy &policy);
+
 } // namespace graph::keras
 
 #endif // FRONTENDS_KERAS_KERASLAYERS_H

@@ -481,6 +481,13 @@ def compile(model, batch_size=None, devices=None, seed=0, loss=None,
                 "compile: the model is not compiled: call model.compile("
                 "optimizer=..., loss=..., metrics=...) first")
         config["compile_config"] = model.get_compile_config()
+        # The model's own dtype policy decides whether compile() wrapped its
+        # optimizer in a LossScaleOptimizer; a Functional's config leaves
+        # it out (a Sequential's has it).
+        policy = getattr(getattr(model, "dtype_policy", None), "name", None)
+        if isinstance(config.get("config"), dict) and isinstance(
+                policy, str) and "dtype" not in config["config"]:
+            config["config"]["dtype"] = policy
         config["compile_config"]["loss"] = _with_loss_options(
             getattr(model, "loss", None), config["compile_config"].get("loss"))
         text, is_path = json.dumps(config), False

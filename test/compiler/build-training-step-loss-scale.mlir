@@ -95,3 +95,4 @@ graph.model @m {
   graph.output %2 : tensor<4x2xf32>
 }
 graph.training @m losses = [#graph.output_loss<kind = categorical_crossentropy>] loss_scale = 1024.0 loss_scale_growth_steps = 5 optimizer = #graph.adam<learning_rate = 0.001, beta_1 = 0.9, beta_2 = 0.999, epsilon = 1.0e-07, amsgrad = false, clipnorm = 1.0> global_batch_size = 4
+
