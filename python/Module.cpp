@@ -235,6 +235,9 @@ private:
     r["steps"] = report.steps;
     r["step"] = state_.step;
     r["stopped_early"] = report.stoppedEarly;
+    r["learning_rate"] = report.learningRate
+                             ? py::object(py::float_(*report.learningRate))
+                             : py::object(py::none());
     py::dict timing;
     timing["mean_step_seconds"] = report.meanStepSeconds;
     timing["examples_per_second"] = report.examplesPerSecond;

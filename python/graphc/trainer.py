@@ -121,6 +121,7 @@ class Trainer:
         # the model came as a file).
         self._outputs = outputs
         self._outputs_as_dict = outputs_as_dict
+        self._learning_rate = None
         self._seed = seed
 
     # --- the jobs ----------------------------------------------------------
@@ -211,6 +212,10 @@ class Trainer:
             options.setdefault("batch_size", self.batch_size)
         if not self._model.has_state and self._init_weights:
             options["init_weights"] = self._init_weights
+        # The rate an earlier fit's ReduceLROnPlateau left: Keras' optimizer
+        # keeps it.
+        if self._learning_rate is not None:
+            options.setdefault("learning_rate", self._learning_rate)
         # Ctrl-C: the job stops at a step boundary (its preemption signal)
         # and keeps that step's state; no checkpoint is needed.
         options["preempt_signals"] = "INT" if interruptible else "none"
@@ -269,6 +274,8 @@ class Trainer:
             options[ours.flag] = ours.value()
         # The job puts Python's SIGINT handler back itself, whatever ends it.
         result = self._run(options, arrays, verbose, interruptible=True)
+        if result.get("learning_rate") is not None:
+            self._learning_rate = float(result["learning_rate"])
         # Keras' History of this fit: epochs from initial_epoch.
         return History(result["history"], int(initial_epoch),
                        result["timing"], result["steps"],

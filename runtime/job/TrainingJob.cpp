@@ -1882,6 +1882,8 @@ Status TrainingJob::run() {
     JobReport &r = *io_.report;
     r.steps = session_->globalStep() - stepBefore;
     r.stoppedEarly = fitCallbacks && fitCallbacks->stopRequested();
+    if (fitCallbacks && o_.reduceLrOnPlateau)
+      r.learningRate = fitCallbacks->learningRate();
     if (timer) {
       r.meanStepSeconds = timer->meanStepSeconds();
       r.examplesPerSecond = timer->imagesPerSecond();

@@ -223,6 +223,9 @@ struct JobReport {
   double inputSeconds = 0, hookSeconds = 0, computeSeconds = 0;
   /// Whether fit's callbacks stopped training (EarlyStopping).
   bool stoppedEarly = false;
+  /// Under ReduceLROnPlateau: the rate it left, which Keras' optimizer
+  /// keeps for the next fit (JobOptions::learningRate carries it there).
+  std::optional<double> learningRate;
 };
 
 /// What a caller that keeps a model across jobs passes along (all

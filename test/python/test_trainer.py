@@ -141,6 +141,49 @@ def test_early_stopping_decides_as_keras_does(flat):
     assert history.stopped_early == (epochs < 8)
 
 
+def test_a_reduced_learning_rate_carries_into_the_next_fit():
+    # Keras' ReduceLROnPlateau assigns optimizer.learning_rate, which the
+    # next fit trains at. Keras' own callback, replayed on our logs, says
+    # what the rate is after the first fit; a trainer compiled at that rate
+    # from the same weights trains the second fit identically.
+    rng = np.random.default_rng(14)
+    x = rng.normal(size=(22, 8)).astype(np.float32)
+    y = rng.normal(size=(22, 3)).astype(np.float32)
+
+    def model():
+        keras.utils.set_random_seed(15)
+        m = keras.Sequential([keras.Input((8,)),
+                              keras.layers.Dense(6, activation="tanh",
+                                                 name="hidden"),
+                              keras.layers.Dense(3, name="out")])
+        m.compile(optimizer=keras.optimizers.SGD(0.1), loss="mse")
+        return m
+
+    def plateau():
+        return keras.callbacks.ReduceLROnPlateau(monitor="loss", factor=0.5,
+                                                 patience=0, min_delta=10.0)
+
+    first = model()
+    trainer = graphc.compile(first, batch_size=4, devices="cpu:1")
+    history = trainer.fit(x, y, epochs=2, shuffle=False, verbose=0,
+                          callbacks=[plateau()])
+    replay, holder = plateau(), model()
+    replay.set_model(holder)
+    replay.on_train_begin()
+    for epoch in range(2):
+        replay.on_epoch_end(epoch, {"loss": history.history["loss"][epoch]})
+    rate = float(holder.optimizer.learning_rate)
+    assert abs(rate - 0.05) < 1e-8
+    second = model()
+    trainer.to_keras(second)
+    again = graphc.compile(second, batch_size=4, devices="cpu:1",
+                           learning_rate=rate)
+    trainer.fit(x, y, epochs=1, shuffle=False, verbose=0)
+    again.fit(x, y, epochs=1, shuffle=False, verbose=0)
+    for name, value in again.get_weights().items():
+        assert np.max(np.abs(trainer.get_weights()[name] - value)) < 1e-7
+
+
 def test_ctrl_c_stops_at_a_step_and_the_trainer_stays_usable(flat):
     x_train, y_train, x_test, y_test = flat
     trainer = graphc.compile(mlp(keras), batch_size=100, devices="cpu")
