@@ -63,14 +63,28 @@ class ModelCheckpoint(Callback):
     flag = "checkpoint_best"
 
     def __init__(self, filepath, monitor="val_loss", verbose=0,
-                 save_best_only=True, mode="auto",
-                 initial_value_threshold=None):
+                 save_best_only=True, save_weights_only=None, mode="auto",
+                 save_freq="epoch", initial_value_threshold=None):
+        from .errors import UnsupportedError
         if not save_best_only:
-            from .errors import UnsupportedError
             raise UnsupportedError(
                 "ModelCheckpoint(save_best_only=False): graphc saves the best "
                 "epoch only; for every epoch's model use fit(..., "
                 "checkpoint_dir=...)")
+        if save_freq != "epoch":
+            raise UnsupportedError(
+                f"ModelCheckpoint(save_freq={save_freq!r}): graphc saves at "
+                "epochs' ends only (save_freq='epoch')")
+        # The file's name says the format, as Keras requires it to match
+        # save_weights_only.
+        name = str(filepath)
+        if save_weights_only is not None and bool(save_weights_only) != \
+                name.endswith(".weights.h5"):
+            raise ValueError(
+                f"ModelCheckpoint: save_weights_only={save_weights_only} "
+                f"needs a filepath that ends in "
+                + ("'.weights.h5'" if save_weights_only else
+                   "'.keras' (or '.h5')") + f", got '{name}'")
         self.args = dict(filepath=filepath, monitor=monitor, verbose=verbose,
                          mode=mode,
                          initial_value_threshold=initial_value_threshold)
@@ -94,9 +108,34 @@ class CSVLogger(Callback):
 
 
 class TensorBoard(Callback):
+    """The epoch_* scalars (train/ and validation/) each epoch; Keras'
+    histograms, images, per-batch scalars, profiling and embeddings are
+    refused rather than left out. The graph is not written (write_graph)."""
+
     flag = "tensorboard"
 
-    def __init__(self, log_dir="logs", **unused):
+    def __init__(self, log_dir="logs", histogram_freq=0, write_graph=True,
+                 write_images=False, write_steps_per_second=False,
+                 update_freq="epoch", profile_batch=0, embeddings_freq=0,
+                 embeddings_metadata=None):
+        unsupported = [
+            (name, value) for name, value, default in (
+                ("histogram_freq", histogram_freq, 0),
+                ("write_images", write_images, False),
+                ("write_steps_per_second", write_steps_per_second, False),
+                ("update_freq", update_freq, "epoch"),
+                ("profile_batch", profile_batch, 0),
+                ("embeddings_freq", embeddings_freq, 0),
+                ("embeddings_metadata", embeddings_metadata, None))
+            if value != default and not (name == "profile_batch"
+                                         and value in ((0, 0), [0, 0]))]
+        if unsupported:
+            from .errors import UnsupportedError
+            raise UnsupportedError(
+                "TensorBoard: " + ", ".join(f"{n}={v!r}" for n, v in
+                                             unsupported)
+                + " is not supported (graphc writes the epoch_* scalars each "
+                "epoch)")
         self.log_dir = str(log_dir)
 
     def value(self):
@@ -126,12 +165,23 @@ def from_keras(callback):
         return ModelCheckpoint(get("filepath"), monitor=get("monitor"),
                                verbose=get("verbose", 0),
                                save_best_only=get("save_best_only"),
+                               save_weights_only=get("save_weights_only"),
+                               save_freq=get("save_freq", "epoch"),
                                mode=get("mode", "auto"),
                                initial_value_threshold=get("best") if get("best") not in (None, float("inf"), float("-inf")) else None)
     if name == "CSVLogger":
         return CSVLogger(get("filename"), get("sep", ","), get("append", False))
     if name == "TensorBoard":
-        return TensorBoard(get("log_dir"))
+        # Keras keeps profile_batch as _start_batch/_stop_batch, and
+        # update_freq "epoch" as the string.
+        profile = (get("_start_batch", 0), get("_stop_batch", 0))
+        return TensorBoard(get("log_dir"), histogram_freq=get("histogram_freq", 0),
+                           write_images=get("write_images", False),
+                           write_steps_per_second=get("write_steps_per_second", False),
+                           update_freq=get("update_freq", "epoch"),
+                           profile_batch=0 if profile == (0, 0) else profile,
+                           embeddings_freq=get("embeddings_freq", 0),
+                           embeddings_metadata=get("embeddings_metadata"))
     from .errors import UnsupportedError
     raise UnsupportedError(
         f"callback {name}: graphc runs EarlyStopping, ReduceLROnPlateau, "

@@ -2,9 +2,11 @@
 
 #include "runtime/job/FitCallbacks.h"
 
+#include <cctype>
 #include <cerrno>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <utility>
 
@@ -723,6 +725,145 @@ Status CsvLogger::close() {
   if (result != 0)
     return Status::resourceExhausted(
         path_ + ": cannot close the CSV log: " + std::strerror(errno));
+  return Status::ok();
+}
+
+namespace {
+
+/// One field's value under `spec` ([0][width][.precision][type]), as
+/// Python's format() writes an int or a float.
+Status formatField(std::string_view name, std::string_view spec, bool isInteger,
+                   double value, std::string &out) {
+  const std::string where = "field '{" + std::string(name) +
+                            (spec.empty() ? "" : ":" + std::string(spec)) +
+                            "}'";
+  size_t at = 0;
+  bool zero = false;
+  if (at < spec.size() && spec[at] == '0') {
+    zero = true;
+    ++at;
+  }
+  int width = 0, precision = -1;
+  while (at < spec.size() && std::isdigit(static_cast<unsigned char>(spec[at])))
+    width = width * 10 + (spec[at++] - '0');
+  if (at < spec.size() && spec[at] == '.') {
+    ++at;
+    precision = 0;
+    if (at >= spec.size() ||
+        !std::isdigit(static_cast<unsigned char>(spec[at])))
+      return Status::invalidInput(where + ": a precision needs digits");
+    while (at < spec.size() &&
+           std::isdigit(static_cast<unsigned char>(spec[at])))
+      precision = precision * 10 + (spec[at++] - '0');
+  }
+  char type = at < spec.size() ? spec[at++] : '\0';
+  if (at != spec.size() || width > 256 || precision > 64 ||
+      (type && !std::strchr("dfeg%", type)))
+    return Status::invalidInput(
+        where + ": unsupported format spec (supported: [0][width]"
+                "[.precision][d|f|e|g|%], as in {epoch:02d} and "
+                "{val_loss:.2f})");
+  if (type == 'd' && !isInteger)
+    return Status::invalidInput(where + ": 'd' formats an integer; '" +
+                                std::string(name) +
+                                "' is a float (Python refuses it too)");
+  if (type == 'd' && precision >= 0)
+    return Status::invalidInput(where + ": an integer takes no precision");
+  std::string text;
+  char buffer[512];
+  if (isInteger && (type == 'd' || type == '\0')) {
+    std::snprintf(buffer, sizeof buffer, "%lld", static_cast<long long>(value));
+    text = buffer;
+  } else if (type == '\0' && precision < 0) {
+    // str(float): Python's repr.
+    text = pythonFloatRepr(value);
+  } else {
+    char conversion = type == '\0' ? 'g' : type == '%' ? 'f' : type;
+    // Python's default precision for f, e and % is 6; g without a type
+    // and with a precision is Python's general format.
+    int digits = precision >= 0 ? precision : 6;
+    double shown = type == '%' ? value * 100.0 : value;
+    const char format[] = {'%', '.', '*', conversion, '\0'};
+    std::snprintf(buffer, sizeof buffer, format, digits, shown);
+    text = buffer;
+    if (type == '%')
+      text += '%';
+  }
+  if (static_cast<int>(text.size()) < width) {
+    size_t pad = static_cast<size_t>(width) - text.size();
+    if (zero) {
+      size_t sign = !text.empty() && (text[0] == '-' || text[0] == '+');
+      text.insert(sign, pad, '0');
+    } else {
+      // Python right-aligns numbers.
+      text.insert(0, pad, ' ');
+    }
+  }
+  out += text;
+  return Status::ok();
+}
+
+} // namespace
+
+Status formatKerasFilepath(std::string_view pattern, int64_t epoch,
+                           const EpochLogs *logs, std::string &out) {
+  out.clear();
+  for (size_t i = 0; i < pattern.size(); ++i) {
+    char c = pattern[i];
+    if (c == '}') {
+      if (i + 1 < pattern.size() && pattern[i + 1] == '}') {
+        out += '}';
+        ++i;
+        continue;
+      }
+      return Status::invalidInput(
+          "a single '}' in the filepath: Keras formats it with str.format, "
+          "where a brace is written '}}'");
+    }
+    if (c != '{') {
+      out += c;
+      continue;
+    }
+    if (i + 1 < pattern.size() && pattern[i + 1] == '{') {
+      out += '{';
+      ++i;
+      continue;
+    }
+    size_t close = pattern.find('}', i);
+    if (close == std::string_view::npos)
+      return Status::invalidInput("an unclosed '{' in the filepath: Keras "
+                                  "formats it with str.format");
+    std::string_view field = pattern.substr(i + 1, close - i - 1);
+    size_t colon = field.find(':');
+    std::string_view name = field.substr(0, colon);
+    std::string_view spec =
+        colon == std::string_view::npos ? "" : field.substr(colon + 1);
+    if (name.empty())
+      return Status::invalidInput("a field without a name, '{" +
+                                  std::string(field) +
+                                  "}', in the filepath (Keras names them: "
+                                  "{epoch}, {val_loss})");
+    bool isEpoch = name == "epoch";
+    double value = 0;
+    if (isEpoch) {
+      value = static_cast<double>(epoch + 1);
+    } else if (logs) {
+      auto found = logs->find(std::string(name));
+      if (found == logs->end()) {
+        std::string keys = "epoch";
+        for (const auto &[key, v] : *logs)
+          keys += ", " + key;
+        return Status::invalidInput(
+            "the filepath's field '{" + std::string(field) + "}' names '" +
+            std::string(name) + "', which the epoch's logs do not hold (" +
+            keys + ")");
+      }
+      value = found->second;
+    }
+    if (Status s = formatField(name, spec, isEpoch || !logs, value, out); !s)
+      return Status::invalidInput("the filepath's " + s.message());
+    i = close;
+  }
   return Status::ok();
 }
 

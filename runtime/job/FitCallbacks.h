@@ -336,6 +336,16 @@ Status checkMonitorLogged(std::string_view flag, const std::string &monitor,
 /// "1234567890123456.0"), else "1e-05", "1.5e+16"; "nan", "inf", "-inf".
 std::string pythonFloatRepr(double value);
 
+/// Keras' ModelCheckpoint filepath for `epoch` (0-based): Python's
+/// str.format with epoch=epoch + 1 and the epoch's logs, as
+/// "m-{epoch:02d}-{val_loss:.2f}.keras". A field is a name, optionally
+/// ':' and a spec [0][width][.precision][d|f|e|g|%] (d for the epoch
+/// only, as Python refuses d for a float); "{{" and "}}" are braces. A name
+/// not in the logs is an error naming it, as Keras' KeyError is. With
+/// `logs` null only the syntax is checked (every name taken).
+Status formatKerasFilepath(std::string_view pattern, int64_t epoch,
+                           const EpochLogs *logs, std::string &out);
+
 /// Keras' CSVLogger: `epoch` and then the first epoch's log keys sorted;
 /// if none of those starts with val_, a val_<key> column follows for each
 /// (filled "NA" when the logs lack it). The columns stay fixed after the

@@ -110,9 +110,16 @@ Status FitCallbacksHook::epochEnd(const StepContext &ctx) {
   }
   if (c_.bestCheckpoint) {
     BestCheckpoint::Decision d = c_.bestCheckpoint->onEpochEnd(epoch, logs);
-    say(c_.bestCheckpoint->message(epoch, d, c_.bestCheckpointPath));
+    // Keras formats the filepath with the epoch and its logs.
+    std::string path;
+    if (Status s =
+            formatKerasFilepath(c_.bestCheckpointPath, epoch, &logs, path);
+        !s)
+      return Status::error("--checkpoint-best filepath " +
+                           c_.bestCheckpointPath + ": " + s.message());
+    say(c_.bestCheckpoint->message(epoch, d, path));
     if (d.save && chief_)
-      if (Status s = job_.save(c_.bestCheckpointPath, learningRate_); !s)
+      if (Status s = job_.save(path, learningRate_); !s)
         return Status::error("--checkpoint-best: " + s.message());
   }
   if (chief_ && !c_.epochCheckpointPattern.empty()) {

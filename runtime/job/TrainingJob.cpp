@@ -1319,11 +1319,17 @@ Status TrainingJob::makeFitCallbacks(int64_t stepsPerEpoch,
             checkMonitorLogged("--checkpoint-best", options.monitor, keys);
         !s)
       return s;
+    // A filepath of fields ({epoch:02d}) is checked as the first epoch
+    // would write it.
+    std::string first;
+    if (Status s = formatKerasFilepath(path, 0, nullptr, first); !s)
+      return Status::invalidInput("--checkpoint-best filepath " + path + ": " +
+                                  s.message());
     if (chief_) {
-      if (Status s = checkOutputFile("--checkpoint-best filepath", path); !s)
+      if (Status s = checkOutputFile("--checkpoint-best filepath", first); !s)
         return s;
       if (Status s =
-              checkWeightsOutput("--checkpoint-best filepath", path, p, false);
+              checkWeightsOutput("--checkpoint-best filepath", first, p, false);
           !s)
         return s;
     }

@@ -184,6 +184,39 @@ def test_a_reduced_learning_rate_carries_into_the_next_fit():
         assert np.max(np.abs(trainer.get_weights()[name] - value)) < 1e-7
 
 
+def test_checkpoint_filepath_fields_and_unsupported_callback_options(
+        tmp_path):
+    # Keras formats ModelCheckpoint's filepath with the epoch and its logs;
+    # options graphc would not honour are refused, not left out.
+    rng = np.random.default_rng(16)
+    x = rng.normal(size=(22, 8)).astype(np.float32)
+    y = rng.normal(size=(22, 3)).astype(np.float32)
+    keras.utils.set_random_seed(17)
+    model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(3)])
+    model.compile(optimizer=keras.optimizers.SGD(0.01), loss="mse")
+    trainer = graphc.compile(model, batch_size=4, devices="cpu:1")
+    pattern = str(tmp_path / "m-{epoch:02d}-{val_loss:.3f}.weights.h5")
+    history = trainer.fit(
+        x, y, epochs=2, verbose=0, shuffle=False, validation_data=(x, y),
+        callbacks=[keras.callbacks.ModelCheckpoint(
+            pattern, save_best_only=True, save_weights_only=True)])
+    # Every epoch improves here (a small step down a quadratic), so each
+    # saves under its own name.
+    val = history.history["val_loss"]
+    assert val[1] < val[0]
+    expected = sorted(pattern.format(epoch=e + 1, val_loss=v).split("/")[-1]
+                      for e, v in enumerate(val))
+    assert sorted(os.listdir(tmp_path)) == expected
+    for callback in (keras.callbacks.TensorBoard(str(tmp_path / "tb"),
+                                                 histogram_freq=1),
+                     keras.callbacks.TensorBoard(str(tmp_path / "tb"),
+                                                 update_freq="batch"),
+                     keras.callbacks.ModelCheckpoint(
+                         str(tmp_path / "m.keras"), save_freq=2)):
+        with pytest.raises(graphc.UnsupportedError):
+            trainer.fit(x, y, epochs=1, verbose=0, callbacks=[callback])
+
+
 def test_ctrl_c_stops_at_a_step_and_the_trainer_stays_usable(flat):
     x_train, y_train, x_test, y_test = flat
     trainer = graphc.compile(mlp(keras), batch_size=100, devices="cpu")

@@ -274,3 +274,57 @@ TEST(FitCallbacksCsv, AppendWritesTheHeaderOnlyToAnEmptyFile) {
 }
 
 } // namespace
+
+//===-- ModelCheckpoint's filepath ----------------------------------------===//
+
+/// Keras formats ModelCheckpoint's filepath with str.format(epoch=epoch + 1,
+/// **logs). The expected paths are what Python 3.11 prints for each
+/// pattern with epoch=3 and these logs.
+TEST(FitCallbacksFilepath, FormatsAsPythonsStrFormat) {
+  const EpochLogs logs{{"loss", 0.123456789},
+                       {"val_loss", 1.5},
+                       {"val_accuracy", 0.87654321},
+                       {"neg", -0.25}};
+  const std::pair<const char *, const char *> cases[] = {
+      {"m-{epoch:02d}.keras", "m-03.keras"},
+      {"m-{epoch}-{val_loss:.2f}.keras", "m-3-1.50.keras"},
+      {"{val_accuracy:.3e}_{loss}", "8.765e-01_0.123456789"},
+      {"{{x}}-{epoch:3d}-{neg:07.3f}", "{x}-  3--00.250"},
+      {"{val_accuracy:.1%}", "87.7%"},
+      {"{loss:g}", "0.123457"},
+      {"{epoch:.2f}", "3.00"},
+      {"{val_loss}", "1.5"},
+      {"best.keras", "best.keras"},
+  };
+  for (const auto &[pattern, expected] : cases) {
+    std::string path;
+    Status s = formatKerasFilepath(pattern, 2, &logs, path);
+    ASSERT_TRUE(s) << pattern << ": " << s.message();
+    EXPECT_EQ(path, expected) << pattern;
+  }
+}
+
+TEST(FitCallbacksFilepath, RefusesWhatStrFormatRefuses) {
+  const EpochLogs logs{{"loss", 0.5}};
+  auto fails = [&](const char *pattern, const EpochLogs *given) {
+    std::string path;
+    Status s = formatKerasFilepath(pattern, 0, given, path);
+    EXPECT_FALSE(s) << pattern << " gave " << path;
+    return s.message();
+  };
+  EXPECT_THAT(fails("m-{val_loss:.2f}.keras", &logs),
+              HasSubstr("'{val_loss:.2f}' names 'val_loss', which the "
+                        "epoch's logs do not hold (epoch, loss)"));
+  EXPECT_THAT(fails("m-{loss:d}.keras", &logs),
+              HasSubstr("'d' formats an integer; 'loss' is a float"));
+  EXPECT_THAT(fails("m-{epoch.keras", nullptr), HasSubstr("unclosed '{'"));
+  EXPECT_THAT(fails("m-}.keras", nullptr), HasSubstr("a single '}'"));
+  EXPECT_THAT(fails("m-{}.keras", nullptr), HasSubstr("without a name"));
+  EXPECT_THAT(fails("m-{epoch:>5}.keras", nullptr),
+              HasSubstr("unsupported format spec"));
+  // Without logs only the syntax is checked: any name is taken.
+  std::string path;
+  EXPECT_TRUE(formatKerasFilepath("m-{epoch:02d}-{val_auc:.3f}.keras", 0,
+                                  nullptr, path));
+  EXPECT_EQ(path, "m-01-0.000.keras");
+}
