@@ -178,6 +178,7 @@ Status FitCallbacksHook::end(const SessionInfo &) {
     if (e.restoreEpoch && !bestWeights_.empty()) {
       if (Status s = job_.writeWeights(bestWeights_); !s)
         return s;
+      restored_ = true;
       if (chief_)
         out_ << "graphrun: restored the weights of epoch "
              << *e.restoreEpoch + 1 << " (the best "

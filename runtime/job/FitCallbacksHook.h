@@ -89,6 +89,9 @@ public:
 
   /// The optimizer's rate now (ReduceLROnPlateau's last assignment).
   double learningRate() const { return learningRate_; }
+  /// Whether end() set the best epoch's weights back (EarlyStopping's
+  /// restore_best_weights).
+  bool restoredBestWeights() const { return restored_; }
 
 private:
   Status epochEnd(const StepContext &ctx);
@@ -98,6 +101,7 @@ private:
   int64_t stepsPerEpoch_;
   double learningRate_;
   bool chief_;
+  bool restored_ = false;
   std::ostream &out_;
   // The epoch's sums of the steps' loss and metrics.
   EpochMeans epoch_;

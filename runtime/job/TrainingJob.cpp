@@ -1921,8 +1921,12 @@ Status TrainingJob::run() {
   }
   // Keras' use_ema: fit() ends by replacing each trained variable with its
   // moving average (finalize_variable_values), after the checkpoints, which
-  // keep both, so that a resumed run goes on from the raw weights.
-  if (remaining > 0 && usesEma(p))
+  // keep both, so that a resumed run goes on from the raw weights. Keras
+  // does so before on_train_end, where EarlyStopping's restore_best_weights
+  // then sets the best epoch's raw weights over the averages: a restore
+  // leaves nothing to finalize.
+  if (remaining > 0 && usesEma(p) &&
+      !(fitCallbacks && fitCallbacks->restoredBestWeights()))
     if (Status s = finalizeEma(session_->variables()); !s)
       return s;
 
