@@ -1189,7 +1189,9 @@ void TrainingStepBuilder::buildTrainStep() {
         FlatSymbolRefAttr::get(b.getStringAttr(slotName(var, "average"))));
     auto ema = EmaUpdateOp::create(
         b, varLoc, value, average, b.getF64FloatAttr(*emaMomentum),
-        b.getI64IntegerAttr(training.getEmaOverwriteFrequency().value_or(0)));
+        b.getI64IntegerAttr(training.getEmaOverwriteFrequency().value_or(0)),
+        b.getI64IntegerAttr(
+            std::max<int64_t>(1, options.gradientAccumulationSteps)));
     AssignVariableOp::create(b, varLoc, var.getSymName(), ema.getNewValue());
     AssignVariableOp::create(b, varLoc, slotName(var, "average"),
                              ema.getNewAverage());

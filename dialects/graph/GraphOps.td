@@ -1361,16 +1361,19 @@ def Graph_EmaUpdateOp : Graph_Op<"ema_update", [Pure,
   let summary = "Keras' use_ema: the moving average of a variable just "
                 "updated, and the variable (the average every N-th step)";
   let description = [{
-    With the step counter s (1 on the first update) and m = momentum, but
-    0 on the first step (Keras' `iterations` is 0 there):
-    `new_average = m * average + (1 - m) * value`; `new_value` is
-    `new_average` when `overwrite_frequency` N > 0 and s % N == 0, else
-    `value` (base_optimizer.py, `_update_model_variables_moving_average`
-    and `_overwrite_model_variables_with_average_value`).
+    With the step counter s (1 on the first step), Keras' iterations
+    i = (s - 1) / `accumulation` (gradient_accumulation_steps: the updates
+    applied before this step) and m = momentum, but 0 while i is 0:
+    `new_average = m * average + (1 - m) * value`, every step; `new_value`
+    is `new_average` when `overwrite_frequency` N > 0 and (i + 1) % N == 0,
+    else `value` (base_optimizer.py, `_update_model_variables_moving_average`
+    and `_overwrite_model_variables_with_average_value`;
+    runtime/core/EmaSchedule.h).
   }];
   let arguments = (ins Graph_FloatTensor:$value, Graph_FloatTensor:$average,
                        F64Attr:$momentum,
-                       DefaultValuedAttr<I64Attr, "0">:$overwrite_frequency);
+                       DefaultValuedAttr<I64Attr, "0">:$overwrite_frequency,
+                       DefaultValuedAttr<I64Attr, "1">:$accumulation);
   let results = (outs Graph_FloatTensor:$new_average,
                       Graph_FloatTensor:$new_value);
   let assemblyFormat = "$value `,` $average attr-dict `:` type($value)";

@@ -5,7 +5,7 @@ Regenerate (TensorFlow 2.21, Keras 3; the test itself needs neither):
 
   /work/venvs/keras-tf/bin/python \\
       test/compare/keras_gradient_accumulation.py \\
-      test/compare/Inputs/grad_accumulation
+      test/compare/Inputs/grad_accumulation [CASE ...]
 
 The model of keras_compile_options.py (Conv2D(3, 3) -> Flatten ->
 Dense(3, softmax), sparse categorical cross-entropy) trained by model.fit
@@ -57,11 +57,19 @@ def cases(keras):
         # Adam's bias correction at iterations + 1 = 1, 2 on the updates.
         "adam_accumulate": o.Adam(learning_rate=0.01, beta_1=0.5,
                                   gradient_accumulation_steps=2),
+        # use_ema averages every step, with no momentum while iterations
+        # (the updates applied) is 0, steps 1 and 2; it overwrites the
+        # variables where iterations + 1 is a multiple of 2: steps 3, 4.
+        "sgd_ema_accumulate": o.SGD(learning_rate=0.2, momentum=0.9,
+                                    gradient_accumulation_steps=2,
+                                    use_ema=True, ema_momentum=0.5,
+                                    ema_overwrite_frequency=2),
     }
 
 
 def main():
     directory = sys.argv[1]
+    only = set(sys.argv[2:])
     os.makedirs(directory, exist_ok=True)
     import keras
     import tensorflow as tf
@@ -73,6 +81,8 @@ def main():
     x = images.astype(np.float32) / 255.0
     y = labels.astype(np.int32)
     for name, optimizer in cases(keras).items():
+        if only and name not in only:
+            continue
         out = os.path.join(directory, name)
         os.makedirs(out, exist_ok=True)
         model = build(keras)

@@ -17,6 +17,7 @@
 
 #include "runtime/backends/cpu/CpuKernels.h"
 #include "runtime/backends/cpu/VectorKernels.h"
+#include "runtime/core/EmaSchedule.h"
 #include "runtime/core/LearningRateSchedule.h"
 #include "runtime/core/LossScale.h"
 
@@ -640,14 +641,14 @@ Status emaUpdateFactory(const KernelContext &, const KernelConfig &cfg,
   if (ins[1].elements() != n || outs[0].elements() != n ||
       outs[1].elements() != n)
     return kernelError(kName, "operands differ in size");
-  double momentum = cfg.getFloat("momentum", 0.99);
-  int64_t frequency = cfg.getInt("overwrite_frequency", 0);
+  const EmaSchedule schedule{cfg.getFloat("momentum", 0.99),
+                             cfg.getInt("overwrite_frequency", 0),
+                             cfg.getInt("accumulation", 1)};
   out = [=](const KernelContext &ctx, const KernelConfig &, const Tensors &ins,
             const Tensors &outs) {
     useReplicaThreads(ctx);
-    // Keras' iterations is 0 on the first update: no momentum then.
-    double m = ctx.step > 1 ? momentum : 0.0;
-    bool overwrite = frequency > 0 && ctx.step % frequency == 0;
+    double m = schedule.momentumAt(ctx.step);
+    bool overwrite = schedule.overwritesAt(ctx.step);
     const float *value = ins[0].f32(), *average = ins[1].f32();
     float *newAverage = outs[0].f32(), *newValue = outs[1].f32();
 #pragma omp parallel for simd schedule(static) if (n >= kParallelElements)

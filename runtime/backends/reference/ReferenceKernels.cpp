@@ -15,6 +15,7 @@
 
 #include "runtime/core/ConfusionMetrics.h"
 #include "runtime/core/DropoutMask.h"
+#include "runtime/core/EmaSchedule.h"
 #include "runtime/core/ImageTransform.h"
 #include "runtime/core/LearningRateSchedule.h"
 #include "runtime/core/LossScale.h"
@@ -1142,10 +1143,11 @@ Status emaUpdate(const KernelContext &ctx, const KernelConfig &cfg,
   REQUIRE(ins[1].elements() == n && outs[0].elements() == n &&
               outs[1].elements() == n,
           "operands differ in size");
-  // Keras' iterations is 0 on the first update: no momentum then.
-  double momentum = ctx.step > 1 ? cfg.getFloat("momentum", 0.99) : 0.0;
-  int64_t frequency = cfg.getInt("overwrite_frequency", 0);
-  bool overwrite = frequency > 0 && ctx.step % frequency == 0;
+  EmaSchedule schedule{cfg.getFloat("momentum", 0.99),
+                       cfg.getInt("overwrite_frequency", 0),
+                       cfg.getInt("accumulation", 1)};
+  double momentum = schedule.momentumAt(ctx.step);
+  bool overwrite = schedule.overwritesAt(ctx.step);
   Vec value = load(ins[0]), average = load(ins[1]);
   for (int64_t i = 0; i < n; ++i)
     average[i] = momentum * average[i] + (1 - momentum) * value[i];

@@ -390,12 +390,21 @@ inline std::vector<Case> allCases() {
       {{2, 3, 5}});
   // Keras' use_ema: the first step (no momentum), a later step, and a step
   // that overwrites the variable with its average.
-  for (auto [label, step, frequency] :
-       {std::tuple{"first step", int64_t{1}, int64_t{0}},
-        std::tuple{"step 3", int64_t{3}, int64_t{2}},
-        std::tuple{"overwrite", int64_t{4}, int64_t{2}}}) {
+  // With gradient_accumulation_steps 2, Keras' iterations is 0 on steps 1
+  // and 2 (no momentum) and 1 on steps 3 and 4 (both overwrite with
+  // frequency 2).
+  for (auto [label, step, frequency, accumulation] :
+       {std::tuple{"first step", int64_t{1}, int64_t{0}, int64_t{1}},
+        std::tuple{"step 3", int64_t{3}, int64_t{2}, int64_t{1}},
+        std::tuple{"overwrite", int64_t{4}, int64_t{2}, int64_t{1}},
+        std::tuple{"accumulation 2, step 2", int64_t{2}, int64_t{2},
+                   int64_t{2}},
+        std::tuple{"accumulation 2, step 3", int64_t{3}, int64_t{2},
+                   int64_t{2}}}) {
     KernelConfig ema;
     ema.set("momentum", 0.9).set("overwrite_frequency", frequency);
+    if (accumulation > 1)
+      ema.set("accumulation", accumulation);
     KernelContext at;
     at.step = step;
     add("ema_update", label, ema, {rnd({5, 7}, 90), rnd({5, 7}, 91)},

@@ -15,6 +15,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/backends/cuda/kernels/CudaKernels.h"
+#include "runtime/core/EmaSchedule.h"
 #include "runtime/core/LearningRateSchedule.h"
 
 #include <memory>
@@ -488,16 +489,16 @@ struct EmaArgs {
   const float *value = nullptr, *average = nullptr;
   float *newAverage = nullptr, *newValue = nullptr;
   int64_t n = 0;
-  double momentum = 0;
-  int64_t frequency = 0;
+  EmaSchedule schedule;
 };
 
 __global__ void emaUpdateKernel(EmaArgs a, const int64_t *deviceStep) {
   // The step is read on the device: a replayed CUDA graph keeps its
-  // arguments. Keras' iterations is 0 on the first update: no momentum.
+  // arguments (EmaSchedule: Keras' schedule, shared with the host
+  // backends).
   int64_t step = *deviceStep;
-  double m = step > 1 ? a.momentum : 0.0;
-  bool overwrite = a.frequency > 0 && step % a.frequency == 0;
+  double m = a.schedule.momentumAt(step);
+  bool overwrite = a.schedule.overwritesAt(step);
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < a.n;
        i += int64_t(gridDim.x) * blockDim.x) {
     float v = a.value[i];
@@ -524,8 +525,9 @@ Status emaUpdate(const KernelContext &ctx, const KernelConfig &cfg,
   a.average = ins[1].f32();
   a.newAverage = outs[0].f32();
   a.newValue = outs[1].f32();
-  a.momentum = cfg.getFloat("momentum", 0.99);
-  a.frequency = cfg.getInt("overwrite_frequency", 0);
+  a.schedule = {cfg.getFloat("momentum", 0.99),
+                cfg.getInt("overwrite_frequency", 0),
+                cfg.getInt("accumulation", 1)};
   out = [state, a](const KernelContext &, const KernelConfig &, const Tensors &,
                    const Tensors &) {
     if (a.n == 0)
