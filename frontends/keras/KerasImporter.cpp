@@ -622,6 +622,23 @@ LogicalResult ModelImporter::readLayerRefs(ConfigReader &modelConfig,
   const json::Value *field = modelConfig.getSet(key);
   if (!field)
     return modelConfig.missing(key);
+  // One [layer, node, tensor]; `label` names a dict's entry in errors.
+  auto read = [&](const json::Value &value, const std::string &label) {
+    const json::Array *triple = value.getAsArray();
+    std::optional<llvm::StringRef> layer;
+    std::optional<int64_t> node, tensor;
+    if (triple && triple->size() == 3) {
+      layer = (*triple)[0].getAsString();
+      node = (*triple)[1].getAsInteger();
+      tensor = (*triple)[2].getAsInteger();
+    }
+    if (!layer || !node || !tensor)
+      return modelConfig.error(key, label +
+                                        "expected [layer, node, tensor], got " +
+                                        describe(value));
+    out.push_back({layer->str(), *node, *tensor, &(*triple)[0]});
+    return checkRef(modelConfig, key, out.back());
+  };
   if (const json::Object *dict = field->getAsObject(); dict && keys) {
     // keras.Model(inputs, {"score": a, "prob": b}): Keras flattens a dict
     // in its keys' sorted order.
@@ -633,23 +650,9 @@ LogicalResult ModelImporter::readLayerRefs(ConfigReader &modelConfig,
       return modelConfig.error(key, "expected [layer, node, tensor] or a "
                                     "list or dict of them, got {}");
     for (const auto &[name, value] : entries) {
-      const json::Array *triple = value->getAsArray();
-      std::optional<llvm::StringRef> layer;
-      std::optional<int64_t> node, tensor;
-      if (triple && triple->size() == 3) {
-        layer = (*triple)[0].getAsString();
-        node = (*triple)[1].getAsInteger();
-        tensor = (*triple)[2].getAsInteger();
-      }
-      if (!layer || !node || !tensor)
-        return modelConfig.error(key, "'" + name +
-                                          "': expected [layer, node, tensor], "
-                                          "got " +
-                                          describe(*value));
-      out.push_back({layer->str(), *node, *tensor, &(*triple)[0]});
-      keys->push_back(name);
-      if (failed(checkRef(modelConfig, key, out.back())))
+      if (failed(read(*value, "'" + name + "': ")))
         return failure();
+      keys->push_back(name);
     }
     return success();
   }
@@ -659,27 +662,10 @@ LogicalResult ModelImporter::readLayerRefs(ConfigReader &modelConfig,
                                   "of them, got " +
                                       describe(*field));
   // Keras 3 writes a single reference flat: ["input_layer", 0, 0].
-  bool flat = (*list)[0].getAsString().has_value();
-  auto read = [&](const json::Value &value) {
-    TensorRef ref;
-    const json::Array *triple = value.getAsArray();
-    std::optional<llvm::StringRef> layer;
-    std::optional<int64_t> node, tensor;
-    if (triple && triple->size() == 3) {
-      layer = (*triple)[0].getAsString();
-      node = (*triple)[1].getAsInteger();
-      tensor = (*triple)[2].getAsInteger();
-    }
-    if (!layer || !node || !tensor)
-      return modelConfig.error(key, "expected [layer, node, tensor], got " +
-                                        describe(value));
-    out.push_back({layer->str(), *node, *tensor, &(*triple)[0]});
-    return checkRef(modelConfig, key, out.back());
-  };
-  if (flat)
-    return read(*field);
+  if ((*list)[0].getAsString().has_value())
+    return read(*field, "");
   for (const json::Value &value : *list)
-    if (failed(read(value)))
+    if (failed(read(value, "")))
       return failure();
   return success();
 }
