@@ -127,9 +127,9 @@ private:
                             ConfigReader &config);
   LogicalResult readTensorRef(ConfigReader &reader, const json::Value &value,
                               TensorRef &out);
-  /// `key`'s references: one, a list, or (keras.Model's dict of inputs or
-  /// outputs) a dict, read in its keys' sorted order, Keras' flattening
-  /// order; `keys` gets them (empty for a list).
+  /// `key`'s references: one, or a list; with `keys`, also a dict
+  /// (keras.Model's dict of outputs), read in its keys' sorted order,
+  /// Keras' flattening order, and `keys` gets them.
   LogicalResult readLayerRefs(ConfigReader &modelConfig, llvm::StringRef key,
                               std::vector<TensorRef> &out,
                               std::vector<std::string> *keys = nullptr);

@@ -319,12 +319,14 @@ LogicalResult readInitializer(ConfigReader &r, llvm::StringRef key,
   return success();
 }
 
-/// A layer's `dtype`: a policy name (tf.keras 2 and Keras 3 write
-/// "float32"), or a policy object, Keras 3's
+} // namespace
+
+/// A layer's `dtype` (or a Sequential model's own): a policy name (tf.keras
+/// 2 and Keras 3 write "float32"), or a policy object, Keras 3's
 /// {"module": "keras", "class_name": "DTypePolicy", "config": {"name": ...}}
 /// or tf.keras 2's {"class_name": "Policy", "config": {"name": ...}}.
 /// Unset is float32, Keras' default.
-LogicalResult readDtype(ConfigReader &config, DTypePolicy &policy) {
+LogicalResult readDtypePolicy(ConfigReader &config, DTypePolicy &policy) {
   policy = DTypePolicy::float32;
   const json::Value *dtype = config.getSet("dtype");
   if (!dtype)
@@ -363,6 +365,8 @@ LogicalResult readDtype(ConfigReader &config, DTypePolicy &policy) {
   return success();
 }
 
+namespace {
+
 /// The fields every layer has.
 template <typename Options>
 LogicalResult readCommon(const LayerEntry &entry, ConfigReader &config,
@@ -380,7 +384,7 @@ LogicalResult readCommon(const LayerEntry &entry, ConfigReader &config,
   config.ignore("batch_shape");
   config.ignore("input_shape");
   config.ignore("autocast");
-  return readDtype(config, options.dtype_policy);
+  return readDtypePolicy(config, options.dtype_policy);
 }
 
 } // namespace
@@ -510,7 +514,7 @@ LogicalResult createLayer(builder::ModelBuilder &model, LayerEntry &entry,
     // An input is fed float32 whatever the policy: the first layer casts
     // it to its compute type, as Keras' autocast does.
     DTypePolicy inputPolicy;
-    if (failed(readDtype(c, inputPolicy)) ||
+    if (failed(readDtypePolicy(c, inputPolicy)) ||
         failed(readInputShape(c, entry.inputShape, entry.fixedBatch)) ||
         failed(c.expectBool("sparse", false)) ||
         failed(c.expectBool("ragged", false)) ||
@@ -1147,10 +1151,6 @@ LogicalResult createLayer(builder::ModelBuilder &model, LayerEntry &entry,
   return layerError(model, entry,
                     "unsupported layer class '" + cls +
                         "' (supported: " + kSupportedLayers + ")");
-}
-
-LogicalResult readDtypePolicy(ConfigReader &config, DTypePolicy &policy) {
-  return readDtype(config, policy);
 }
 
 } // namespace graph::keras

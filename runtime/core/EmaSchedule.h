@@ -12,6 +12,8 @@
 #ifndef RUNTIME_CORE_EMASCHEDULE_H
 #define RUNTIME_CORE_EMASCHEDULE_H
 
+#include "runtime/core/Kernel.h"
+
 #include <cstdint>
 
 #if defined(__CUDACC__)
@@ -39,6 +41,13 @@ struct EmaSchedule {
   GRAPH_EMA_HOST_DEVICE bool overwritesAt(int64_t step) const {
     return overwriteFrequency > 0 &&
            (iterations(step) + 1) % overwriteFrequency == 0;
+  }
+
+  /// graph.ema_update's attributes, as every backend reads them.
+  static EmaSchedule of(const KernelConfig &cfg) {
+    return {cfg.getFloat("momentum", 0.99),
+            cfg.getInt("overwrite_frequency", 0),
+            cfg.getInt("accumulation", 1)};
   }
 };
 

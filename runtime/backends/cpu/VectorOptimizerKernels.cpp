@@ -641,9 +641,7 @@ Status emaUpdateFactory(const KernelContext &, const KernelConfig &cfg,
   if (ins[1].elements() != n || outs[0].elements() != n ||
       outs[1].elements() != n)
     return kernelError(kName, "operands differ in size");
-  const EmaSchedule schedule{cfg.getFloat("momentum", 0.99),
-                             cfg.getInt("overwrite_frequency", 0),
-                             cfg.getInt("accumulation", 1)};
+  const EmaSchedule schedule = EmaSchedule::of(cfg);
   out = [=](const KernelContext &ctx, const KernelConfig &, const Tensors &ins,
             const Tensors &outs) {
     useReplicaThreads(ctx);

@@ -1143,9 +1143,7 @@ Status emaUpdate(const KernelContext &ctx, const KernelConfig &cfg,
   REQUIRE(ins[1].elements() == n && outs[0].elements() == n &&
               outs[1].elements() == n,
           "operands differ in size");
-  EmaSchedule schedule{cfg.getFloat("momentum", 0.99),
-                       cfg.getInt("overwrite_frequency", 0),
-                       cfg.getInt("accumulation", 1)};
+  const EmaSchedule schedule = EmaSchedule::of(cfg);
   double momentum = schedule.momentumAt(ctx.step);
   bool overwrite = schedule.overwritesAt(ctx.step);
   Vec value = load(ins[0]), average = load(ins[1]);

@@ -525,9 +525,7 @@ Status emaUpdate(const KernelContext &ctx, const KernelConfig &cfg,
   a.average = ins[1].f32();
   a.newAverage = outs[0].f32();
   a.newValue = outs[1].f32();
-  a.schedule = {cfg.getFloat("momentum", 0.99),
-                cfg.getInt("overwrite_frequency", 0),
-                cfg.getInt("accumulation", 1)};
+  a.schedule = EmaSchedule::of(cfg);
   out = [state, a](const KernelContext &, const KernelConfig &, const Tensors &,
                    const Tensors &) {
     if (a.n == 0)
