@@ -222,19 +222,14 @@ LogicalResult InitializerAttr::verify(
 // Optimizers
 //===----------------------------------------------------------------------===//
 
-/// The initial rate must be > 0, except under a CosineDecay that warms up
-/// to a target > 0 (Keras' own warm-up example starts from 0).
+/// The initial rate must be finite and not negative. Keras takes 0 (the
+/// weights then stay, a schedule's warm-up from 0 included).
 static LogicalResult
 verifyLearningRate(function_ref<InFlightDiagnostic()> emitError,
-                   StringRef optimizer, double learningRate,
-                   Attribute schedule) {
-  auto cosine = dyn_cast_or_null<CosineDecayAttr>(schedule);
-  bool warmsUp = cosine && cosine.getWarmupSteps().convertToDouble() > 0 &&
-                 cosine.getWarmupTarget().convertToDouble() > 0;
-  if (warmsUp && learningRate == 0)
-    return success();
-  if (!(learningRate > 0) || !std::isfinite(learningRate))
-    return emitError() << optimizer << " needs a finite learning_rate > 0, got "
+                   StringRef optimizer, double learningRate) {
+  if (!(learningRate >= 0) || !std::isfinite(learningRate))
+    return emitError() << optimizer
+                       << " needs a finite learning_rate >= 0, got "
                        << formatF64(learningRate);
   return success();
 }
@@ -380,7 +375,7 @@ LogicalResult SGDAttr::verify(
     llvm::APFloat weightDecay, Attribute schedule, int64_t accumulationSteps) {
   double learningRate = learningRateF.convertToDouble();
   double momentum = momentumF.convertToDouble();
-  if (failed(verifyLearningRate(emitError, "sgd", learningRate, schedule)) ||
+  if (failed(verifyLearningRate(emitError, "sgd", learningRate)) ||
       failed(verifyCommon(emitError, "sgd", clipnorm, globalClipnorm, clipvalue,
                           weightDecay, schedule, accumulationSteps)) ||
       failed(verifyUnitInterval(emitError, "sgd", "momentum", momentum)))
@@ -400,7 +395,7 @@ AdamAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   double learningRate = learningRateF.convertToDouble();
   double beta1 = beta1F.convertToDouble(), beta2 = beta2F.convertToDouble();
   double epsilon = epsilonF.convertToDouble();
-  if (failed(verifyLearningRate(emitError, "adam", learningRate, schedule)) ||
+  if (failed(verifyLearningRate(emitError, "adam", learningRate)) ||
       failed(verifyCommon(emitError, "adam", clipnorm, globalClipnorm,
                           clipvalue, weightDecay, schedule,
                           accumulationSteps)) ||
@@ -423,8 +418,7 @@ RMSpropAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   double learningRate = learningRateF.convertToDouble();
   double rho = rhoF.convertToDouble(), momentum = momentumF.convertToDouble();
   double epsilon = epsilonF.convertToDouble();
-  if (failed(
-          verifyLearningRate(emitError, "rmsprop", learningRate, schedule)) ||
+  if (failed(verifyLearningRate(emitError, "rmsprop", learningRate)) ||
       failed(verifyCommon(emitError, "rmsprop", clipnorm, globalClipnorm,
                           clipvalue, weightDecay, schedule,
                           accumulationSteps)) ||
@@ -445,7 +439,7 @@ LogicalResult AdagradAttr::verify(
   double initial = initialF.convertToDouble();
   double epsilon = epsilonF.convertToDouble();
   if (failed(verifyLearningRate(emitError, "adagrad",
-                                learningRateF.convertToDouble(), schedule)) ||
+                                learningRateF.convertToDouble())) ||
       failed(verifyCommon(emitError, "adagrad", clipnorm, globalClipnorm,
                           clipvalue, weightDecay, schedule, accumulationSteps)))
     return failure();
@@ -468,7 +462,7 @@ static LogicalResult verifyAdamLike(
     llvm::APFloat weightDecay, Attribute schedule, int64_t accumulationSteps) {
   double epsilon = epsilonF.convertToDouble();
   if (failed(verifyLearningRate(emitError, optimizer,
-                                learningRateF.convertToDouble(), schedule)) ||
+                                learningRateF.convertToDouble())) ||
       failed(verifyCommon(emitError, optimizer, clipnorm, globalClipnorm,
                           clipvalue, weightDecay, schedule,
                           accumulationSteps)) ||

@@ -1004,8 +1004,8 @@ LogicalResult checkImportOptions(const ImportOptions &options,
     return fileError(fileLoc, "batch size must be positive, got " +
                                   llvm::Twine(*options.batchSize));
   if (options.learningRate &&
-      !(std::isfinite(*options.learningRate) && *options.learningRate > 0))
-    return fileError(fileLoc, "learning rate must be positive, got " +
+      !(std::isfinite(*options.learningRate) && *options.learningRate >= 0))
+    return fileError(fileLoc, "learning rate must be finite and >= 0, got " +
                                   formatNumber(*options.learningRate));
   if (options.loss && !lossKindOf(*options.loss))
     return fileError(fileLoc, "unsupported loss option '" + *options.loss +

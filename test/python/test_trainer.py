@@ -419,6 +419,28 @@ def test_loss_options_keras_leaves_out_of_its_config_are_read():
         graphc.compile(model, batch_size=4, devices="cpu:1")
 
 
+def test_a_learning_rate_of_zero_leaves_the_weights_as_keras_does():
+    # Keras takes learning_rate=0: every update, weight decay and momentum
+    # included, is then 0, so the loss stays that of the initial weights.
+    rng = np.random.default_rng(4)
+    x = rng.normal(size=(40, 5)).astype(np.float32)
+    y = rng.normal(size=(40, 2)).astype(np.float32)
+    for optimizer in (keras.optimizers.SGD(0.0, momentum=0.9),
+                      keras.optimizers.AdamW(0.0, weight_decay=0.1)):
+        keras.utils.set_random_seed(3)
+        model = keras.Sequential([keras.Input((5,)), keras.layers.Dense(2)])
+        model.compile(optimizer=optimizer, loss="mse")
+        before = model.get_weights()
+        theirs = model.evaluate(x, y, batch_size=8, verbose=0)
+        trainer = graphc.compile(model, batch_size=8, devices="cpu:1")
+        history = trainer.fit(x, y, epochs=2, verbose=0)
+        np.testing.assert_allclose(history.history["loss"], [theirs] * 2,
+                                   rtol=1e-6)
+        trainer.to_keras(model)
+        for b, a in zip(before, model.get_weights()):
+            np.testing.assert_array_equal(a, b)
+
+
 def test_an_adapted_normalization_comes_back_to_keras(tmp_path):
     # Normalization.adapt() adds an int32 'count' that no step uses: the
     # plan has no such variable, and to_keras and save keep Keras' own.

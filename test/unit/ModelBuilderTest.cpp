@@ -293,9 +293,9 @@ TEST_F(BuilderTest, BadInitializerAndOptimizerAreReported) {
     ModelBuilder model(&context, "m", 1);
     Tensor x = model.Dense({.units = 2})(model.Input({4}));
     EXPECT_FALSE(
-        model.finish({x}, Training{.optimizer = SGD{.learning_rate = 0}}));
+        model.finish({x}, Training{.optimizer = SGD{.learning_rate = -1}}));
     ASSERT_EQ(errors.size(), 1u);
-    EXPECT_NE(errors[0].find("sgd needs a finite learning_rate > 0"),
+    EXPECT_NE(errors[0].find("sgd needs a finite learning_rate >= 0, got -1"),
               std::string::npos);
   }
 }

@@ -73,18 +73,18 @@ graph.variable @v : tensor<3xf32> = #graph.init<random_uniform, minval = 1.0, ma
 // Optimizers. Parsing fails at the attribute, so no model is needed.
 //===----------------------------------------------------------------------===//
 
-// expected-error@+1 {{sgd needs a finite learning_rate > 0, got 0}}
-graph.training @m losses = [#graph.output_loss<kind = categorical_crossentropy>] optimizer = #graph.sgd<learning_rate = 0.0, momentum = 0.0, nesterov = false> global_batch_size = 2
+// expected-error@+1 {{sgd needs a finite learning_rate >= 0, got nan}}
+graph.training @m losses = [#graph.output_loss<kind = categorical_crossentropy>] optimizer = #graph.sgd<learning_rate = 0x7FF8000000000000, momentum = 0.0, nesterov = false> global_batch_size = 2
 
 // -----
 
 // 1.0e400 overflows to +inf, which is not a usable learning rate.
-// expected-error@+1 {{adam needs a finite learning_rate > 0, got inf}}
+// expected-error@+1 {{adam needs a finite learning_rate >= 0, got inf}}
 graph.training @m losses = [#graph.output_loss<kind = categorical_crossentropy>] optimizer = #graph.adam<learning_rate = 1.0e400, beta_1 = 0.9, beta_2 = 0.999, epsilon = 1.0e-07, amsgrad = false> global_batch_size = 2
 
 // -----
 
-// expected-error@+1 {{rmsprop needs a finite learning_rate > 0, got -0.001}}
+// expected-error@+1 {{rmsprop needs a finite learning_rate >= 0, got -0.001}}
 graph.training @m losses = [#graph.output_loss<kind = categorical_crossentropy>] optimizer = #graph.rmsprop<learning_rate = -0.001, rho = 0.9, momentum = 0.0, epsilon = 1.0e-07, centered = false> global_batch_size = 2
 
 // -----
