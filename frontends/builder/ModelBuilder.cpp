@@ -1576,7 +1576,25 @@ ModelBuilder::finish(llvm::ArrayRef<Tensor> outputs,
       return value ? std::optional<APFloat>(APFloat(*value)) : std::nullopt;
     };
     SmallVector<Attribute> losses;
-    for (const OutputLoss &loss : training->losses) {
+    for (auto [index, loss] : llvm::enumerate(training->losses)) {
+      // Keras' axis of a loss other than Dice's and Tversky's is the one its
+      // function reduces (or takes the softmax over): only the last is
+      // supported, by any of its names.
+      llvm::ArrayRef<int64_t> overlapAxes = loss.axis;
+      if (loss.loss != LossKind::dice && loss.loss != LossKind::tversky) {
+        overlapAxes = {};
+        int64_t rank =
+            cast<RankedTensorType>(values[index].getType()).getRank();
+        for (int64_t axis : loss.axis)
+          if (axis != -1 && axis != rank - 1) {
+            mlir::emitError(training->loc.value_or(baseLoc))
+                << "loss axis " << axis << " is not the last axis of the rank-"
+                << rank << " output"
+                << (outputNames.empty() ? "" : " '" + outputNames[index] + "'")
+                << "; only the last (-1) is supported";
+            return nullptr;
+          }
+      }
       SmallVector<Attribute> metrics;
       for (const Metric &m : loss.metrics) {
         MetricAttr metric = MetricAttr::getChecked(
@@ -1595,8 +1613,8 @@ ModelBuilder::finish(llvm::ArrayRef<Tensor> outputs,
           context, loss.loss, APFloat(loss.weight), loss.from_logits, smoothing,
           optionalF64(loss.delta), optionalF64(loss.alpha),
           optionalF64(loss.beta), optionalF64(loss.gamma),
-          loss.apply_class_balancing, loss.ignore_class,
-          llvm::ArrayRef<int64_t>(loss.axis), loss.sum_reduction,
+          loss.apply_class_balancing, loss.ignore_class, overlapAxes,
+          loss.sum_reduction,
           metrics.empty() ? ArrayAttr() : builder.getArrayAttr(metrics));
       if (!attr)
         return nullptr;

@@ -441,7 +441,8 @@ struct OutputLoss {
   bool sum_reduction = false;
   /// SparseCategoricalCrossentropy's ignore_class.
   std::optional<int64_t> ignore_class;
-  /// Dice's and Tversky's axis (empty: None, the whole batch).
+  /// Dice's and Tversky's axis (empty: None, the whole batch). The other
+  /// losses' axis (empty: -1), which must be the output's last.
   std::vector<int64_t> axis;
   /// The output's entry of Keras' loss_weights.
   double weight = 1;

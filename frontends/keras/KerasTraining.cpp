@@ -261,8 +261,14 @@ LogicalResult readOneLoss(ConfigReader &owner, llvm::StringRef key,
               "axis", "the batch axis (0) cannot be reduced: Keras' loss "
                       "is then one value a sample");
     }
-  } else if (failed(config->expectNumber("axis", -1.0))) {
-    return failure();
+  } else if (const json::Value *axis = config->getSet("axis")) {
+    // The class (or feature) axis: the builder checks it is the output's
+    // last, as -1 is.
+    std::optional<int64_t> one = axis->getAsInteger();
+    if (!one || *one == 0)
+      return config->unsupportedValue(
+          "axis", "expected the output's last axis, -1 (0 is the batch's)");
+    out.axis = {*one};
   }
   // ignore_class: SparseCategoricalCrossentropy's label whose rows are
   // left out (weight 0, and not counted in the mean).

@@ -441,6 +441,28 @@ def test_a_learning_rate_of_zero_leaves_the_weights_as_keras_does():
             np.testing.assert_array_equal(a, b)
 
 
+def test_a_loss_axis_naming_the_last_is_taken_and_another_refused():
+    # axis=1 of a rank-2 output is Keras' default -1; of a rank-3 output it
+    # is not the class axis, which graphc refuses by the axis.
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=(24, 6)).astype(np.float32)
+    y = np.eye(3, dtype=np.float32)[rng.integers(0, 3, 24)]
+    for loss in (keras.losses.CategoricalCrossentropy(axis=1),
+                 keras.losses.BinaryCrossentropy(axis=1, from_logits=True)):
+        keras.utils.set_random_seed(6)
+        model = keras.Sequential([keras.Input((6,)), keras.layers.Dense(3)])
+        model.compile(optimizer="sgd", loss=loss)
+        trainer = graphc.compile(model, batch_size=8, devices="cpu:1")
+        theirs = model.evaluate(x, y, batch_size=8, verbose=0)
+        assert abs(trainer.evaluate(x, y)["loss"] - theirs) < 1e-6 * theirs
+    model = keras.Sequential([keras.Input((4, 6)), keras.layers.Dense(3)])
+    model.compile(optimizer="sgd",
+                  loss=keras.losses.CategoricalCrossentropy(axis=1))
+    with pytest.raises(graphc.InvalidModelError,
+                       match="loss axis 1 is not the last axis of the rank-3"):
+        graphc.compile(model, batch_size=8, devices="cpu:1")
+
+
 def test_an_adapted_normalization_comes_back_to_keras(tmp_path):
     # Normalization.adapt() adds an int32 'count' that no step uses: the
     # plan has no such variable, and to_keras and save keep Keras' own.
