@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <utility>
 
 namespace graph::runtime::data {
@@ -202,7 +203,11 @@ Status openPair(const std::string &spec, const ArraysOptions &o,
   if (rest.empty())
     return Status::invalidInput(spec + ": name the arrays: arrays:FILE.npz or "
                                        "arrays:X.npy,Y.npy");
-  std::vector<std::string> paths = split(rest, ',');
+  // A comma separates X.npy from Y.npy, unless the whole names a file.
+  std::error_code ec;
+  std::vector<std::string> paths = std::filesystem::is_regular_file(rest, ec)
+                                       ? std::vector<std::string>{rest}
+                                       : split(rest, ',');
   if (paths.size() > 2)
     return Status::invalidInput(spec + ": at most two files, arrays:X.npy,"
                                        "Y.npy (or one .npz)");
@@ -210,13 +215,22 @@ Status openPair(const std::string &spec, const ArraysOptions &o,
     for (const std::string &path : paths)
       if (path.empty())
         return Status::invalidInput(spec + ": an empty file name");
+    // A file not found among two is named with how the spec was read.
+    auto open = [&](const std::string &path, NumpyArray &out) -> Status {
+      Status s = openNpy(path, out);
+      if (!s && s.code() == StatusCode::notFound && paths.size() == 2)
+        return Status::notFound(s.message() + " (" + spec +
+                                " is read as arrays:X.npy,Y.npy, split at "
+                                "the comma)");
+      return s;
+    };
     x = std::make_shared<NumpyArray>();
-    if (Status s = openNpy(paths[0], *x); !s)
+    if (Status s = open(paths[0], *x); !s)
       return s;
     name = paths[0];
     if (paths.size() == 2) {
       y = std::make_shared<NumpyArray>();
-      if (Status s = openNpy(paths[1], *y); !s)
+      if (Status s = open(paths[1], *y); !s)
         return s;
     } else if (needsLabels) {
       return Status::invalidInput(
@@ -290,7 +304,10 @@ Status openInputs(const std::string &spec, const ArraysOptions &o,
       return s;
   } else {
     name = spec.substr(std::string(kArraysPrefix).size());
-    if (name.find(',') != std::string::npos || name.ends_with(".npy"))
+    std::error_code ec;
+    if ((name.find(',') != std::string::npos &&
+         !std::filesystem::is_regular_file(name, ec)) ||
+        name.ends_with(".npy"))
       return Status::invalidInput(
           spec +
           ": the model has several inputs: give an .npz with an array "
@@ -424,7 +441,10 @@ Status openOutputs(const std::string &spec, const ArraysOptions &o,
       return s;
   } else {
     name = spec.substr(std::string(kArraysPrefix).size());
-    if (name.find(',') != std::string::npos || name.ends_with(".npy"))
+    std::error_code ec;
+    if ((name.find(',') != std::string::npos &&
+         !std::filesystem::is_regular_file(name, ec)) ||
+        name.ends_with(".npy"))
       return Status::invalidInput(
           spec +
           ": the model has several outputs: give an .npz with an "
@@ -545,6 +565,12 @@ Status openNumpy(const std::string &spec, const ArraysOptions &o,
     x = xs.front();
   } else if (Status s = openPair(spec, o, x, y, w, name); !s) {
     return s;
+  }
+  // A prediction reads the inputs alone: labels and weights the file also
+  // holds are not checked, as Keras' predict(x) ignores them.
+  if (!o.needsLabels) {
+    y.reset();
+    w.reset();
   }
   // x: one row per example, of the input's shape.
   auto checkShape = [&](const NumpyArray &a, const std::string &input,
@@ -752,7 +778,7 @@ Status openCsv(const std::string &spec, const ArraysOptions &o,
                        static_cast<size_t>(labelColumns[j])];
   if (o.targetShape.rank() > 0) {
     ds->numClasses = static_cast<int32_t>(o.targetShape.elements());
-    if (labelColumns.empty())
+    if (labelColumns.empty() || !o.needsLabels)
       ds->targets.assign(static_cast<size_t>(n * ds->numClasses), 0.0f);
     else if (Status s = toTargets(path + ": --label-columns", values, n,
                                   lw == 1 ? std::vector<int64_t>{}
@@ -760,7 +786,7 @@ Status openCsv(const std::string &spec, const ArraysOptions &o,
                                   o.targetShape, ds->targets);
              !s)
       return s;
-  } else if (!labelColumns.empty()) {
+  } else if (!labelColumns.empty() && o.needsLabels) {
     std::string what = path + ": --label-columns";
     if (Status s = toClassLabels(what, values, n, lw, o.classes, o.ignoreClass,
                                  ds->labels, ds->numClasses);

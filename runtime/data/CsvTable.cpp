@@ -16,13 +16,18 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <string_view>
 #include <unordered_map>
 
 namespace graph::runtime::data {
 namespace {
 
-bool isBlank(char c) { return c == ' ' || c == '\t' || c == '\r'; }
+bool isBlank(char c) { return c == ' ' || c == '\t'; }
+
+/// A record ends at a line end: "\n", "\r\n" or a lone "\r" (classic Mac
+/// OS's), as Python's csv module reads them.
+bool isLineEnd(char c) { return c == '\n' || c == '\r'; }
 
 /// Splits a CSV file's text into records of fields.
 class RecordReader {
@@ -78,13 +83,15 @@ private:
             }
             break;
           }
-          if (c == '\n')
+          if (c == '\n' ||
+              (c == '\r' && (pos_ >= text_.size() || text_[pos_] != '\n')))
             ++line_;
           field += c;
         }
         while (pos_ < text_.size() && isBlank(text_[pos_]))
           ++pos_;
-        if (pos_ < text_.size() && text_[pos_] != ',' && text_[pos_] != '\n') {
+        if (pos_ < text_.size() && text_[pos_] != ',' &&
+            !isLineEnd(text_[pos_])) {
           fault = "line " + std::to_string(line_) + ": field " +
                   std::to_string(fields.size() + 1) +
                   " has characters after its closing quote; quote the whole "
@@ -93,7 +100,8 @@ private:
         }
       } else {
         size_t start = pos_;
-        while (pos_ < text_.size() && text_[pos_] != ',' && text_[pos_] != '\n')
+        while (pos_ < text_.size() && text_[pos_] != ',' &&
+               !isLineEnd(text_[pos_]))
           ++pos_;
         size_t end = pos_;
         while (end > start && isBlank(text_[end - 1]))
@@ -103,7 +111,10 @@ private:
       fields.push_back(std::move(field));
       if (pos_ >= text_.size())
         return true;
-      if (text_[pos_++] == '\n') {
+      char end = text_[pos_++];
+      if (isLineEnd(end)) {
+        if (end == '\r' && pos_ < text_.size() && text_[pos_] == '\n')
+          ++pos_;
         ++line_;
         return true;
       }
@@ -117,7 +128,14 @@ private:
   int64_t line_ = 1;
 };
 
-enum class CellResult { ok, empty, notNumber, outOfRange, notFinite };
+enum class CellResult {
+  ok,
+  empty,
+  notNumber,
+  outOfRange,
+  notFinite,
+  beyondFloat32
+};
 
 /// Parses a cell as std::from_chars does (the "C" locale, whatever the
 /// process's), after an optional '+', which pandas accepts too.
@@ -140,6 +158,9 @@ CellResult parseCell(const std::string &cell, double &value) {
   }
   if (!std::isfinite(value))
     return CellResult::notFinite;
+  // The model reads float32: a larger magnitude would become infinity.
+  if (std::abs(value) > std::numeric_limits<float>::max())
+    return CellResult::beyondFloat32;
   return CellResult::ok;
 }
 
@@ -252,6 +273,11 @@ Status readCsv(const std::string &path, CsvTable &out) {
             cell + "'" + fields[c] +
             "' is not a finite number; NaN and infinity are refused, fill "
             "or drop the missing values first");
+      case CellResult::beyondFloat32:
+        return Status::invalidInput(
+            cell + "'" + fields[c] +
+            "' is beyond float32's range (magnitude at most 3.4e38), the "
+            "type the model reads; it would become infinity");
       case CellResult::ok:
         break;
       }

@@ -947,6 +947,12 @@ Status openNpz(const std::string &path, std::vector<NumpyArray> &out) {
       return s.withContext(path + ": ");
     }
     std::string name = member.name.substr(0, member.name.size() - 4);
+    // A zip may hold one name twice; np.load would take the last, the
+    // reader here the first: neither is safe to guess.
+    for (const NumpyArray &earlier : arrays)
+      if (earlier.name() == name)
+        return Status::invalidInput(path + ": holds two members named '" +
+                                    member.name + "'; save each array once");
     std::string source = path + ": " + name;
     const auto *data = reinterpret_cast<const uint8_t *>(bytes->data());
     size_t size = bytes->size();

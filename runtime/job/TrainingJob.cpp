@@ -764,6 +764,9 @@ Status TrainingJob::checkLocally() {
       return Status::error("--predict " + o_.predict + ": " + s.message());
     if (Status s = checkFits(*train_, false); !s)
       return Status::error("--predict " + o_.predict + ": " + s.message());
+    if (train_->size() == 0)
+      return Status::invalidInput("--predict " + o_.predict +
+                                  ": no example to predict");
     describe("--predict", *train_);
     return checkPrediction();
   }
@@ -1506,6 +1509,14 @@ Status TrainingJob::checkPrediction() {
         ": the model has several outputs (" + names +
         "): name an .npz file, which holds an array for each");
   }
+  // One output's predictions are one array, as Keras' predict gives them:
+  // an .npy (the plan does not name a single output, so an .npz would have
+  // to invent the array's name).
+  if ((!outputs || outputs->size() <= 1) && o_.predictions.ends_with(".npz"))
+    return Status::invalidInput(
+        "--predictions " + o_.predictions +
+        ": the model has one output, whose predictions are one array: name "
+        "an .npy file");
   if (!o_.predictions.empty())
     for (const std::string &path : {o_.predictions, o_.predictions + ".txt"})
       if (Status s = checkOutputFile("--predictions", path); !s)

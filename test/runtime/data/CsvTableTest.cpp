@@ -122,6 +122,19 @@ TEST_F(CsvTableTest, CrlfAndMissingFinalNewline) {
   EXPECT_EQ(t.values, (std::vector<double>{1, 2, 3, 4}));
 }
 
+TEST_F(CsvTableTest, LoneCarriageReturnEndsARecord) {
+  // Classic Mac OS's line ends, which Python's csv module reads as lines
+  // (csv.reader(open(f, newline=""))); a quoted field keeps its own.
+  CsvTable t = readOk("a,b\r1,2\r3,4\r");
+  EXPECT_EQ(t.columns, (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(t.rows, 2);
+  EXPECT_EQ(t.values, (std::vector<double>{1, 2, 3, 4}));
+  t = readOk("a,\"b\rc\"\r\n1,2\r\r3,4");
+  EXPECT_EQ(t.columns, (std::vector<std::string>{"a", "b\rc"}));
+  EXPECT_EQ(t.values, (std::vector<double>{1, 2, 3, 4}));
+  EXPECT_THAT(readFails("a,b\r1,2\r3\r"), HasSubstr("line 3: 1 field"));
+}
+
 TEST_F(CsvTableTest, BlankLinesAreIgnored) {
   CsvTable t = readOk("a,b\n1,2\n\n3,4\n\n  \r\n\n");
   EXPECT_EQ(t.rows, 2);
@@ -179,6 +192,11 @@ TEST_F(CsvTableTest, NanAndInfinityAreRefused) {
   }
   EXPECT_THAT(readFails("a\n1e999\n"),
               HasSubstr("'1e999' is out of the range of a double"));
+  // A double beyond float32's range would become infinity in the model.
+  EXPECT_THAT(readFails("a,b\n1,-1e39\n"),
+              HasSubstr("line 2, column 'b': '-1e39' is beyond float32's "
+                        "range"));
+  EXPECT_EQ(readOk("a\n3.4e38\n").values[0], 3.4e38);
   // Underflow is a number (zero or subnormal), as pandas reads it.
   CsvTable t = readOk("a\n1e-400\n4.9e-324\n");
   EXPECT_EQ(t.values[0], 0.0);

@@ -6,8 +6,10 @@ Each file breaks one rule, for the multi-GPU guide's MLP (input (N, 784),
 class-index labels); arrays-bad-input.test names what graphrun must say.
 """
 
+import io
 import os
 import sys
+import zipfile
 
 import numpy as np
 
@@ -66,6 +68,16 @@ def main():
                 cells[12] = "abc"
             f.write(",".join(cells) + "\n")
     open(p("empty.csv"), "w").close()
+    # Two members named x.npy: np.load takes the last, which is no reason
+    # to guess.
+    with zipfile.ZipFile(p("twice.npz"), "w") as z:
+        for name, array in (("x.npy", x), ("x.npy", 2 * x), ("y.npy", y)):
+            buffer = io.BytesIO()
+            np.save(buffer, array)
+            z.writestr(name, buffer.getvalue())
+    # A directory whose name holds a comma, as arrays:X.npy,Y.npy splits.
+    os.makedirs(p("d,comma"), exist_ok=True)
+    np.save(p("d,comma/x.npy"), x)
 
 
 if __name__ == "__main__":
