@@ -16,6 +16,7 @@
 #include "runtime/collectives/Workers.h"
 #include "runtime/data/NumpyArray.h"
 #include "runtime/job/TrainingJob.h"
+#include "runtime/plan/PlanLoader.h"
 
 #include <pybind11/iostream.h>
 #include <pybind11/numpy.h>
@@ -221,6 +222,29 @@ public:
 
   bool hasState() const { return !state_.empty(); }
 
+  /// What the plan says of the model: its global batch, its inputs (by the
+  /// names graph-import gave them, its InputLayers') and its outputs' names
+  /// (a model of one output has one, unnamed).
+  py::dict describe() const {
+    LoadedPlan loaded;
+    if (Status s = loadPlan(planPath_, loaded); !s)
+      throw std::runtime_error(s.message());
+    const graph::plan::Plan &p = *loaded.plan;
+    py::dict d;
+    d["global_batch_size"] =
+        p.training() ? p.training()->global_batch_size() : 0;
+    py::list inputs, outputs;
+    for (const graph::plan::Input *in : *p.inputs())
+      if (!isStepInput(in->name()->string_view()))
+        inputs.append(in->name()->str());
+    if (p.training() && p.training()->outputs())
+      for (const graph::plan::Output *out : *p.training()->outputs())
+        outputs.append(out->name() ? out->name()->str() : std::string());
+    d["inputs"] = inputs;
+    d["outputs"] = outputs;
+    return d;
+  }
+
 private:
   py::dict result(const Status &status, const job::JobReport &report) {
     py::dict r;
@@ -317,7 +341,8 @@ PYBIND11_MODULE(_graphc, m) {
       .def("variables", &Model::variables)
       .def("set_variable", &Model::setVariable)
       .def_property_readonly("step", &Model::step)
-      .def_property_readonly("has_state", &Model::hasState);
+      .def_property_readonly("has_state", &Model::hasState)
+      .def("describe", &Model::describe);
   m.def("worker_index", [] { return workers().rank(); });
   m.def("num_workers", [] { return workers().size(); });
   m.def("launched_as_worker", [] { return launchedAsWorker(); });

@@ -723,7 +723,11 @@ LogicalResult ModelImporter::checkFunctional(ConfigReader &modelConfig) {
   }
 
   // Inputs in the order input_layers lists them: the order data is fed in.
-  if (failed(readLayerRefs(modelConfig, "input_layers", inputRefs)) ||
+  // keras.Model({"a": a, "b": b}, ...) saves a dict, flattened (as the
+  // outputs') in its keys' sorted order, which model.inputs follows.
+  std::vector<std::string> inputKeys;
+  if (failed(readLayerRefs(modelConfig, "input_layers", inputRefs,
+                           depth == 0 ? &inputKeys : nullptr)) ||
       failed(readLayerRefs(modelConfig, "output_layers", outputRefs,
                            depth == 0 ? &outputKeys : nullptr)))
     return failure();

@@ -78,21 +78,77 @@ def _array(value, what):
 
 
 def _class_weight_spec(class_weight):
-    """Keras' class_weight dict as graphrun's --class-weight pairs."""
+    """Keras' class_weight dict as graphrun's --class-weight pairs (None for
+    an empty dict, which weighs every class 1)."""
     if not isinstance(class_weight, dict):
         raise InvalidDataError(
             "fit: class_weight is a dict of class index: weight")
     pairs = []
     for cls, weight in class_weight.items():
+        # Keras looks each label up as class_weight.get(int(label)): a key
+        # equal to no int (a str "1", a float 1.5) is never found, and its
+        # weight silently unused; refused here rather than dropped.
+        index = None
+        if isinstance(cls, (int, float, np.integer, np.floating)):
+            try:
+                index = int(cls)
+            except (OverflowError, ValueError):
+                index = None
+            if index is not None and index != cls:
+                index = None
+        if index is None:
+            raise InvalidDataError(
+                f"fit: class_weight key {cls!r} ({type(cls).__name__}) is no "
+                "class index: Keras looks up class_weight.get(int(label)), "
+                "which never finds it, so its weight would be unused; key "
+                "the dict by int")
         try:
-            pairs.append(f"{int(cls)}:{float(weight)!r}")
+            pairs.append(f"{index}:{float(weight)!r}")
         except (TypeError, ValueError):
             raise InvalidDataError(
-                f"fit: class_weight {cls!r}: {weight!r} is not a class index "
-                "and a weight") from None
-    if not pairs:
-        raise InvalidDataError("fit: class_weight is empty")
-    return ",".join(pairs)
+                f"fit: class_weight {cls!r}: {weight!r} is not a "
+                "weight") from None
+    return ",".join(pairs) or None
+
+
+def _verbose(verbose):
+    """Keras' verbose: 0, 1, 2 or "auto" (1, a progress bar)."""
+    if isinstance(verbose, str):
+        if verbose != "auto":
+            raise ValueError(f"verbose={verbose!r}: 0, 1, 2 or 'auto'")
+        return 1
+    return int(verbose)
+
+
+def _one_weight(sample_weight, names, what):
+    """Keras' sample_weight of a model of several outputs may be a list or
+    dict of one array an output; the plan weighs every output's loss by one
+    per example, so they must be the same array."""
+    if isinstance(sample_weight, dict):
+        unknown = [k for k in sample_weight if names and k not in names]
+        if unknown:
+            raise InvalidDataError(
+                f"{what}: sample_weight names no output '{unknown[0]}'; the "
+                "model's outputs are " + ", ".join(f"'{n}'" for n in names))
+        weights = list(sample_weight.values())
+    elif isinstance(sample_weight, (list, tuple)):
+        weights = list(sample_weight)
+    else:
+        return sample_weight
+    if len(weights) == 1:
+        return weights[0]
+    if len(weights) != len(names) and not isinstance(sample_weight, dict):
+        raise InvalidDataError(
+            f"{what}: a list of {len(weights)} sample weights; the model has "
+            f"{len(names) or 'one'} output(s)")
+    arrays = [np.asarray(w) for w in weights]
+    if not all(a.shape == arrays[0].shape and np.array_equal(a, arrays[0])
+               for a in arrays[1:]) or len(arrays) < len(names):
+        raise UnsupportedError(
+            f"{what}: a sample_weight per output, and they differ (or leave "
+            "an output out): graphc weighs every output by one sample_weight "
+            "per example; give one array")
+    return arrays[0]
 
 
 class Trainer:
@@ -100,35 +156,61 @@ class Trainer:
 
     def __init__(self, plan, keras_model, source, init_weights, batch_size,
                  device_options, workdir, input_names, outputs, seed,
-                 outputs_as_dict=False):
+                 outputs_as_dict=False, compile_plan=None):
         self._plan_path = os.path.join(workdir.name, "model.plan")
-        with open(self._plan_path, "wb") as f:
-            f.write(plan)
         self._workdir = workdir
-        self._model = _graphc.Model(self._plan_path)
+        # plan bytes for a global batch: where graphc.compile chose the
+        # batch, the first run may ask for another, as Keras' fit takes any.
+        self._compile_plan = compile_plan
+        described = self._load(plan)
         self._keras_model = keras_model
         self._source = source
         self._init_weights = init_weights
-        self.batch_size = batch_size
+        # Whether graphc.compile was given the batch (else it chose it).
+        self._batch_given = batch_size is not None
         self._devices = device_options
         # The model's inputs by their InputLayers' names (a functional
         # model's dict keys, and the plan's inputs); a dict may also name
         # them by their input tensors' names, which a Sequential model
         # takes ("keras_tensor" for an unnamed keras.Input()).
-        self._input_names = [layer for _, layer in input_names]
+        # A model that came as a file: its inputs and outputs as the plan
+        # names them (the outputs without their shapes).
+        if not input_names:
+            input_names = [(n, n) for n in described["inputs"]]
+        if not outputs and len(described["outputs"]) > 1:
+            outputs = [(n, None) for n in described["outputs"]]
+        self._input_names = []
+        for _, layer in input_names:
+            if layer not in self._input_names:
+                self._input_names.append(layer)
         self._input_aliases = {tensor: layer for tensor, layer in input_names}
-        # [(name, shape)] of the model's outputs, in its order (empty when
-        # the model came as a file).
+        # [(name, shape)] of the model's outputs, in its order.
         self._outputs = outputs
         self._outputs_as_dict = outputs_as_dict
         self._learning_rate = None
         self._seed = seed
+
+    def _load(self, plan):
+        """Makes `plan` (bytes) the trainer's; returns what it describes."""
+        with open(self._plan_path, "wb") as f:
+            f.write(plan)
+        self._model = _graphc.Model(self._plan_path)
+        described = self._model.describe()
+        self._plan_batch = int(described["global_batch_size"])
+        return described
+
+    @property
+    def batch_size(self):
+        """The global batch the trainer runs (its plan's)."""
+        return self._plan_batch
 
     # --- the jobs ----------------------------------------------------------
 
     def _inputs(self, x, what):
         """The arrays of x: one array (named x), or a dict by input name
         (the functional API's), or a list in the model's input order."""
+        if x is None:
+            raise InvalidDataError(f"{what}: x (the inputs) is missing")
         if isinstance(x, (list, tuple)) and len(x) == 1:
             x = x[0]
         if isinstance(x, (list, tuple)):
@@ -165,6 +247,8 @@ class Trainer:
         if y is None:
             raise InvalidDataError(f"{what}: y (the labels) is missing")
         names = [name for name, _ in self._outputs]
+        if isinstance(y, (list, tuple)) and len(y) == 1 and len(names) <= 1:
+            (y,) = y
         if isinstance(y, (list, tuple)) and len(names) > 1:
             # The functional API's list of targets, in the outputs' order.
             if len(y) != len(names):
@@ -188,6 +272,7 @@ class Trainer:
                 arrays[str(name)] = _array(value, f"{what} y['{name}']")
         else:
             arrays["y"] = _array(y, f"{what} y")
+        sample_weight = _one_weight(sample_weight, names, what)
         if sample_weight is not None:
             # Keras' sample_weight: one weight per example, (N,) or (N, 1).
             arrays["sample_weight"] = _array(sample_weight,
@@ -208,8 +293,7 @@ class Trainer:
         options = dict(options)
         options.update(self._devices)
         options.setdefault("seed", self._seed)
-        if self.batch_size is not None:
-            options.setdefault("batch_size", self.batch_size)
+        options.setdefault("batch_size", self._plan_batch)
         if not self._model.has_state and self._init_weights:
             options["init_weights"] = self._init_weights
         # The rate an earlier fit's ReduceLROnPlateau left: Keras' optimizer
@@ -219,7 +303,7 @@ class Trainer:
         # Ctrl-C: the job stops at a step boundary (its preemption signal)
         # and keeps that step's state; no checkpoint is needed.
         options["preempt_signals"] = "INT" if interruptible else "none"
-        result = self._model.run(options, arrays, verbose)
+        result = self._model.run(options, arrays, _verbose(verbose))
         if result["ok"]:
             return result
         if result["code"] == "cancelled":
@@ -231,28 +315,41 @@ class Trainer:
     def fit(self, x=None, y=None, batch_size=None, epochs=1, verbose=1,
             callbacks=None, validation_split=0.0, validation_data=None,
             shuffle=True, class_weight=None, sample_weight=None,
-            initial_epoch=0, steps_per_epoch=None, validation_freq=1):
+            initial_epoch=0, steps_per_epoch=None, validation_steps=None,
+            validation_batch_size=None, validation_freq=1):
         """Keras' Model.fit on NumPy arrays; returns a History."""
-        if steps_per_epoch is not None or validation_freq != 1:
+        if (steps_per_epoch is not None or validation_steps is not None or
+                validation_freq != 1):
             raise UnsupportedError(
-                "fit: steps_per_epoch and validation_freq are not supported")
+                "fit: steps_per_epoch, validation_steps and validation_freq "
+                "are not supported (every epoch is one pass, validated at "
+                "its end)")
         self._check_batch(batch_size, "fit")
+        if validation_batch_size is not None and int(
+                validation_batch_size) != self._plan_batch:
+            raise UnsupportedError(
+                f"fit: validation_batch_size={validation_batch_size}: the "
+                f"validation runs in the training's batches of "
+                f"{self._plan_batch}")
         epochs_to_run = int(epochs) - int(initial_epoch)
-        if epochs_to_run < 1:
-            raise ValueError(f"fit: epochs={epochs}, initial_epoch="
-                             f"{initial_epoch}: nothing to train")
         if not 0 <= float(validation_split) < 1:
             raise InvalidDataError(
                 f"fit: validation_split={validation_split}: a fraction in "
                 "(0, 1)")
         arrays = {"train": self._pair(x, y, "fit", sample_weight)}
+        if epochs_to_run <= 0:
+            # Keras runs no epoch (range(initial_epoch, epochs) is empty)
+            # and returns an empty History.
+            return History([], int(initial_epoch), {}, 0, False)
         options = {"data": "memory:train", "epochs": epochs_to_run,
                    "no_shuffle": not shuffle}
         if class_weight is not None:
             if sample_weight is not None:
                 raise ValueError("fit: You cannot `class_weight` and "
                                  "`sample_weight` at the same time.")
-            options["class_weight"] = _class_weight_spec(class_weight)
+            spec = _class_weight_spec(class_weight)
+            if spec:
+                options["class_weight"] = spec
         if validation_split:
             options["validation_split"] = float(validation_split)
         if validation_data is not None:
@@ -282,10 +379,12 @@ class Trainer:
                        result["stopped_early"])
 
     def evaluate(self, x=None, y=None, batch_size=None, verbose=0,
-                 sample_weight=None, return_dict=True):
+                 sample_weight=None, steps=None, callbacks=None,
+                 return_dict=True):
         """Keras' Model.evaluate over every example (the last batch padded
         and its padding weighted 0): a dict of the loss and the metrics (or,
         return_dict=False, Keras' list)."""
+        _no_steps_nor_callbacks("evaluate", steps, callbacks)
         self._check_batch(batch_size, "evaluate")
         arrays = {"eval": self._pair(x, y, "evaluate", sample_weight)}
         options = {"data": "memory:eval", "eval_data": "memory:eval",
@@ -294,12 +393,27 @@ class Trainer:
         values = dict(result["evaluation"])
         if return_dict:
             return values
-        ordered = list(values.values())
+        # Keras' _flatten_metrics_in_order: its metrics' names first (the
+        # loss, the compiled metrics' own names, each output's loss), then
+        # every other log sorted. With one output the compiled metrics'
+        # names are their logs', in the order the evaluation gives them;
+        # with several the logs are "<output>_<name>", so only the losses
+        # keep their place.
+        names = [name for name, _ in self._outputs]
+        if len(names) > 1:
+            first = ["loss"] + [f"{n}_loss" for n in names]
+            keys = [k for k in first if k in values]
+            keys += sorted(k for k in values if k not in keys)
+        else:
+            keys = list(values)
+        ordered = [values[k] for k in keys]
         return ordered[0] if len(ordered) == 1 else ordered
 
-    def predict(self, x, batch_size=None, verbose=0):
+    def predict(self, x, batch_size=None, verbose=0, steps=None,
+                callbacks=None):
         """Keras' Model.predict: the model's outputs for every example, in
         order, as a float32 array."""
+        _no_steps_nor_callbacks("predict", steps, callbacks)
         self._check_batch(batch_size, "predict")
         arrays = {"predict": self._inputs(x, "predict x")}
         if len(next(iter(arrays["predict"].values()))) == 0:
@@ -323,11 +437,26 @@ class Trainer:
         return outs if several else outs[0]
 
     def _check_batch(self, batch_size, what):
-        if batch_size is not None and self.batch_size is not None and int(
-                batch_size) != self.batch_size:
-            raise ValueError(
-                f"{what}: batch_size={batch_size}; the trainer was compiled "
-                f"for {self.batch_size} (graphc.compile(..., batch_size=...))")
+        if batch_size is None or int(batch_size) == self._plan_batch:
+            return
+        if int(batch_size) < 1:
+            raise ValueError(f"{what}: batch_size={batch_size}: at least 1")
+        if (not self._batch_given and self._compile_plan is not None
+                and not self._model.has_state):
+            # graphc.compile chose the batch and nothing has run: compile
+            # for this one, as Keras' fit trains at the batch it is given.
+            try:
+                plan = self._compile_plan(int(batch_size))
+            except ValueError as e:
+                raise InvalidModelError(str(e)) from None
+            self._load(plan)
+            return
+        how = ("was compiled for" if self._batch_given else
+               "runs the batch of its first run,")
+        raise ValueError(
+            f"{what}: batch_size={batch_size}; the trainer {how} "
+            f"{self._plan_batch}: a trainer keeps one batch size (give it "
+            "with graphc.compile(..., batch_size=...))")
 
     # --- weights back to Keras ---------------------------------------------
 
@@ -404,6 +533,13 @@ class Trainer:
         else:
             raise ValueError(f"save: {filepath}: a .keras, .h5 or .weights.h5 "
                              "file name")
+
+
+def _no_steps_nor_callbacks(what, steps, callbacks):
+    if steps is not None or callbacks:
+        raise UnsupportedError(
+            f"{what}: steps and callbacks are not supported (every example "
+            "is evaluated once; callbacks are fit's)")
 
 
 def _adapt_count(weight):
@@ -501,6 +637,10 @@ def compile(model, batch_size=None, devices=None, seed=0, loss=None,
         keras_model = model
         input_names = [(t.name.split(":")[0], _input_layer_name(t))
                        for t in getattr(model, "inputs", None) or []]
+        # keras.Model({"a": a, ...}, ...): fed by its dict's keys too.
+        if isinstance(getattr(model, "input", None), dict):
+            input_names += [(key, _input_layer_name(t))
+                            for key, t in model.input.items()]
         # A dict of outputs is named by its keys, in their sorted order
         # (the order of model.outputs).
         outputs_as_dict = isinstance(getattr(model, "output", None), dict)
@@ -521,11 +661,15 @@ def compile(model, batch_size=None, devices=None, seed=0, loss=None,
         init_weights = os.path.join(workdir.name, "initial.weights.h5")
         model.save_weights(init_weights)
     counts = [replicas] if replicas and replicas not in (1, 2, 4, 8) else []
-    try:
-        plan = _graphc.compile_model(text, is_path, batch_size, loss, optimizer,
+
+    def compile_plan(batch):
+        return _graphc.compile_model(text, is_path, batch, loss, optimizer,
                                      learning_rate, counts, precision or "")
+
+    try:
+        plan = compile_plan(batch_size)
     except ValueError as e:
         raise InvalidModelError(str(e)) from None
     return Trainer(plan, keras_model, source, init_weights, batch_size,
                    device_options, workdir, input_names, outputs, seed,
-                   outputs_as_dict)
+                   outputs_as_dict, compile_plan)

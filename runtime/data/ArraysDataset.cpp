@@ -577,6 +577,9 @@ Status openNumpy(const std::string &spec, const ArraysOptions &o,
                         const ExampleShape &shape) -> Status {
     std::vector<int64_t> row(a.shape().begin() + (a.shape().empty() ? 0 : 1),
                              a.shape().end());
+    // (N,) feeds an input of shape (1,), as Keras expands it.
+    if (a.shape().size() == 1 && shape.dims == std::vector<int64_t>{1})
+      return Status::ok();
     if (a.shape().empty() || row != shape.dims)
       return Status::invalidInput(
           a.source() + ": shape " + numpyShape(a.shape()) + " (" +

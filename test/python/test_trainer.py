@@ -671,3 +671,142 @@ def test_a_mixed_float16_model_trains_with_keras_loss_scaling(flat):
     _, ours, theirs = train_and_return(model, flat, "mixed_float16")
     assert abs(ours["loss"] - theirs["loss"]) <= 2 ** -9 * theirs["loss"]
     assert abs(ours["accuracy"] - theirs["accuracy"]) <= 2 / 2560
+
+
+def _small_classifier(seed, batch=None):
+    keras.utils.set_random_seed(seed)
+    model = keras.Sequential([
+        keras.Input((4,), batch_size=batch),
+        keras.layers.Dense(8, activation="tanh"),
+        keras.layers.Dense(3, activation="softmax")])
+    model.compile(optimizer=keras.optimizers.SGD(0.05),
+                  loss="sparse_categorical_crossentropy", metrics=["accuracy"])
+    return model
+
+
+def test_a_batch_graphc_chose_gives_way_to_fits_first_batch_size():
+    # Without graphc.compile(batch_size=...), fit(batch_size=64) trains in
+    # batches of 64, as Keras' fit does: ceil(200 / 64) steps an epoch. Once
+    # a trainer has run, another batch size is refused, not ignored.
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(200, 4)).astype(np.float32)
+    y = rng.integers(0, 3, 200)
+    trainer = graphc.compile(_small_classifier(0), devices="cpu:1")
+    assert trainer.batch_size == 32
+    trainer.fit(x, y, batch_size=64, epochs=2, shuffle=False, verbose="auto")
+    assert trainer.batch_size == 64 and trainer.step == 2 * 4
+    with pytest.raises(ValueError, match="batch_size=32; the trainer runs "
+                                         "the batch of its first run, 64"):
+        trainer.evaluate(x, y, batch_size=32)
+    fixed = graphc.compile(_small_classifier(0), batch_size=32,
+                           devices="cpu:1")
+    with pytest.raises(ValueError, match="compiled for 32"):
+        fixed.fit(x, y, batch_size=64, verbose=0)
+
+
+def test_class_weight_keys_keras_would_never_find_are_refused():
+    # Keras weighs a label by class_weight.get(int(label), 1.0): a str or a
+    # fractional key is never found. An empty dict weighs every class 1.
+    rng = np.random.default_rng(2)
+    x = rng.normal(size=(40, 4)).astype(np.float32)
+    y = rng.integers(0, 3, 40)
+    trainer = graphc.compile(_small_classifier(3), batch_size=8,
+                             devices="cpu:1")
+    for bad in ({"1": 4.0}, {1.5: 4.0}):
+        with pytest.raises(graphc.InvalidDataError, match="is no class index"):
+            trainer.fit(x, y, class_weight=bad, verbose=0)
+    with_empty = graphc.compile(_small_classifier(3), batch_size=8,
+                                devices="cpu:1")
+    without = graphc.compile(_small_classifier(3), batch_size=8,
+                             devices="cpu:1")
+    for key in (1, np.int64(1), 1.0, True):
+        assert "1:" in graphc.trainer._class_weight_spec({key: 2.0})
+    a = with_empty.fit(x, y, class_weight={}, shuffle=False, verbose=0)
+    b = without.fit(x, y, shuffle=False, verbose=0)
+    assert a.history == b.history and with_empty.step == 40 // 8
+    # epochs == initial_epoch: Keras runs no epoch.
+    assert with_empty.fit(x, y, epochs=3, initial_epoch=3).history == {}
+    assert with_empty.step == 40 // 8
+
+
+def test_evaluate_as_a_list_is_in_keras_order():
+    # Keras' _flatten_metrics_in_order: loss, each output's loss, then every
+    # other log sorted; one output keeps its metrics' compiled order.
+    keras.utils.set_random_seed(14)
+    x_in = keras.Input((4,), name="x")
+    h = keras.layers.Dense(6, activation="tanh")(x_in)
+    model = keras.Model(x_in, [keras.layers.Dense(3, name="zeta")(h),
+                               keras.layers.Dense(2, name="alpha")(h)])
+    model.compile(optimizer="sgd", loss=["mse", "mae"],
+                  metrics=[["mse", "mae"], ["mae", "mse"]])
+    rng = np.random.default_rng(15)
+    x = rng.random((16, 4)).astype(np.float32)
+    y = [rng.random((16, 3)).astype(np.float32),
+         rng.random((16, 2)).astype(np.float32)]
+    trainer = graphc.compile(model, batch_size=4, devices="cpu:1")
+    theirs = model.evaluate(x, y, batch_size=4, verbose=0)
+    np.testing.assert_allclose(trainer.evaluate(x, y, return_dict=False),
+                               theirs, rtol=1e-5)
+    single = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3)])
+    single.compile(optimizer="sgd", loss="mse",
+                   metrics=["mse", "mae", "accuracy"])
+    trainer = graphc.compile(single, batch_size=4, devices="cpu:1")
+    np.testing.assert_allclose(
+        trainer.evaluate(x, y[0], return_dict=False),
+        single.evaluate(x, y[0], batch_size=4, verbose=0), rtol=1e-5)
+
+
+@pytest.mark.filterwarnings("ignore:When providing `inputs` as a dict")
+def test_keras_list_and_dict_forms_of_inputs_targets_and_weights(tmp_path):
+    # A model compiled from its file takes lists as the live one does; a
+    # dict-input model takes its keys; one output takes [y]; the same
+    # sample_weight per output is one, different ones are refused.
+    keras.utils.set_random_seed(16)
+    a = keras.Input((4,), name="a")
+    b = keras.Input((3,), name="bb")
+    h = keras.layers.Dense(6, activation="tanh")(
+        keras.layers.Concatenate()([a, b]))
+    two = keras.Model([a, b], [keras.layers.Dense(3, name="cls")(h),
+                               keras.layers.Dense(2, name="reg")(h)])
+    two.compile(optimizer="sgd", loss=["mse", "mse"])
+    two.save(tmp_path / "two.keras")
+    rng = np.random.default_rng(17)
+    xa = rng.random((12, 4)).astype(np.float32)
+    xb = rng.random((12, 3)).astype(np.float32)
+    ys = [rng.random((12, 3)).astype(np.float32),
+          rng.random((12, 2)).astype(np.float32)]
+    from_file = graphc.compile(str(tmp_path / "two.keras"), batch_size=4,
+                               devices="cpu:1")
+    expected = two.predict([xa, xb], verbose=0)
+    for got, want in zip(from_file.predict([xa, xb]), expected):
+        np.testing.assert_allclose(got, want, atol=1e-6)
+    np.testing.assert_allclose(
+        from_file.evaluate([xa, xb], ys)["loss"],
+        two.evaluate([xa, xb], ys, batch_size=4, verbose=0)[0], rtol=1e-5)
+    w = rng.uniform(0.5, 2, 12).astype(np.float32)
+    live = graphc.compile(two, batch_size=4, devices="cpu:1")
+    assert live.evaluate([xa, xb], ys, sample_weight=[w, w]) == \
+        live.evaluate([xa, xb], ys, sample_weight=w)
+    assert live.evaluate([xa, xb], ys, sample_weight={"cls": w, "reg": w}) \
+        == live.evaluate([xa, xb], ys, sample_weight=w)
+    with pytest.raises(graphc.UnsupportedError, match="sample_weight per "
+                                                      "output, and they differ"):
+        live.evaluate([xa, xb], ys, sample_weight=[w, 2 * w])
+
+    keyed = keras.Model({"zz": a, "b": b},
+                        keras.layers.Dense(2, name="out")(h))
+    keyed.compile(optimizer="sgd", loss="mse")
+    trainer = graphc.compile(keyed, batch_size=4, devices="cpu:1")
+    np.testing.assert_allclose(
+        trainer.predict({"zz": xa, "b": xb}),
+        keyed.predict({"zz": xa, "b": xb}, verbose=0), atol=1e-6)
+    np.testing.assert_allclose(
+        trainer.evaluate({"zz": xa, "b": xb}, [ys[1]])["loss"],
+        keyed.evaluate({"zz": xa, "b": xb}, ys[1], batch_size=4,
+                       verbose=0), rtol=1e-5)
+
+    scalar = keras.Sequential([keras.Input((1,)), keras.layers.Dense(2)])
+    scalar.compile(optimizer="sgd", loss="mse")
+    trainer = graphc.compile(scalar, batch_size=4, devices="cpu:1")
+    np.testing.assert_allclose(trainer.predict(xa[:, 0]),
+                               scalar.predict(xa[:, :1], verbose=0), atol=1e-6)
