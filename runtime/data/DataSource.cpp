@@ -145,8 +145,8 @@ std::shared_ptr<ExampleList> sliceOf(const ExampleList &list, int64_t first,
 
 Status splitValidation(DataSource &train, double fraction,
                        DataSource &validation) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%g", fraction);
+  char text[32]; // As given: 0.999999999 is not rounded to 1.
+  std::snprintf(text, sizeof text, "%.15g", fraction);
   if (!(fraction > 0 && fraction < 1))
     return Status::invalidInput(
         std::string("--validation-split ") + text +
