@@ -13,6 +13,7 @@ too, never copied beforehand.
 import json
 import os
 import tempfile
+import warnings
 
 import numpy as np
 
@@ -224,9 +225,13 @@ class Trainer:
             for key, value in x.items():
                 name = self._input_aliases.get(key, key)
                 if self._input_names and name not in self._input_names:
-                    raise InvalidDataError(
-                        f"{what}: no input named '{name}'; the model's inputs "
-                        "are " + ", ".join(f"'{n}'" for n in self._input_names))
+                    # Keras warns that the structure differs and leaves the
+                    # array out.
+                    warnings.warn(
+                        f"{what}: no input named '{name}' (the model's inputs "
+                        "are " + ", ".join(f"'{n}'" for n in self._input_names)
+                        + "): its array is not used", stacklevel=3)
+                    continue
                 if str(name) in arrays:
                     raise InvalidDataError(
                         f"{what}: input '{name}' is given twice (as '{key}' "

@@ -800,6 +800,10 @@ def test_keras_list_and_dict_forms_of_inputs_targets_and_weights(tmp_path):
     np.testing.assert_allclose(
         trainer.predict({"zz": xa, "b": xb}),
         keyed.predict({"zz": xa, "b": xb}, verbose=0), atol=1e-6)
+    with pytest.warns(UserWarning, match="no input named 'extra'"):
+        np.testing.assert_allclose(
+            trainer.predict({"zz": xa, "b": xb, "extra": xa}),
+            keyed.predict({"zz": xa, "b": xb}, verbose=0), atol=1e-6)
     np.testing.assert_allclose(
         trainer.evaluate({"zz": xa, "b": xb}, [ys[1]])["loss"],
         keyed.evaluate({"zz": xa, "b": xb}, ys[1], batch_size=4,
