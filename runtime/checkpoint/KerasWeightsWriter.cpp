@@ -307,6 +307,22 @@ Status describeModel(const MirroredVariables &variables, const plan::Plan &plan,
   return Status::ok();
 }
 
+/// Whether `layer`'s weights are an adaptable Normalization's mean and
+/// variance: Keras keeps a third, an int32 `count` (0: Keras 3's adapt
+/// never sets it, it is there for old saved models), and refuses a file
+/// without it. The plan keeps no such variable; the writers add it.
+bool hasNormalizationCount(const ConfigLayer &layer,
+                           const std::vector<int> &weights,
+                           const MirroredVariables &variables) {
+  auto named = [&](int v, std::string_view weight) {
+    std::string_view name = variables.name(v);
+    return name.size() > weight.size() && name.ends_with(weight) &&
+           name[name.size() - weight.size() - 1] == '/';
+  };
+  return layer.className == "Normalization" && weights.size() == 2 &&
+         named(weights[0], "mean") && named(weights[1], "variance");
+}
+
 Status readFloats(const MirroredVariables &variables, int v,
                   std::vector<float> &out) {
   out.resize(static_cast<size_t>(variables.bytes(v) / sizeof(float)));
@@ -347,6 +363,13 @@ Status writeLayers(MemoryH5 &h5, const std::vector<ConfigLayer> &layers,
       if (Status s =
               h5.dataset(vars.get(), path + "/vars", std::to_string(i),
                          H5T_IEEE_F32LE, variables.shape(v), values.data());
+          !s)
+        return s;
+    }
+    if (hasNormalizationCount(layer, it->second, variables)) {
+      int32_t count = 0;
+      if (Status s = h5.dataset(vars.get(), path + "/vars", "2", H5T_STD_I32LE,
+                                {}, &count);
           !s)
         return s;
     }
@@ -653,6 +676,10 @@ Status legacyImage(const MirroredVariables &variables,
     std::vector<std::string> names;
     for (int v : which)
       names.push_back(variables.name(v) + ":0");
+    const bool count =
+        !layer->isModel && hasNormalizationCount(*layer, which, variables);
+    if (count)
+      names.push_back(layer->name + "/count:0");
     if (Status s = h5.kerasListAttribute(group.get(), "/" + path,
                                          "weight_names", names);
         !s)
@@ -663,6 +690,13 @@ Status legacyImage(const MirroredVariables &variables,
       if (Status s =
               h5.dataset(group.get(), "/" + path, names[i], H5T_IEEE_F32LE,
                          variables.shape(which[i]), values.data());
+          !s)
+        return s;
+    }
+    if (count) {
+      int32_t zero = 0;
+      if (Status s = h5.dataset(group.get(), "/" + path, names.back(),
+                                H5T_STD_I32LE, {}, &zero);
           !s)
         return s;
     }
