@@ -149,6 +149,11 @@ static bool fuseSoftmaxCrossEntropy(SoftmaxOp softmax) {
   }
   if (!loss || loss->fromLogits)
     return false;
+  // Under a LossScaleOptimizer the loss gradient is scaled (graph.scale_by)
+  // before softmax_grad; the scale is linear, so it moves onto the fused
+  // logits_grad. Unfused, training would take the log of clipped
+  // probabilities where evaluation (fused) takes the logits.
+  ScaleByOp scale;
   // The gradient pair goes together or not at all: dL/dp alone has no
   // fused form.
   if (lossGrad.has_value() != static_cast<bool>(softmaxGrad))
@@ -160,8 +165,12 @@ static bool fuseSoftmaxCrossEntropy(SoftmaxOp softmax) {
         lossGrad->labels != loss->labels || lossGrad->weights != loss->weights)
       return false;
     Value lossGradValue = lossGrad->op->getResult(0);
+    Value outputGrad = softmaxGrad.getOutputGrad();
+    scale = outputGrad.getDefiningOp<ScaleByOp>();
+    if (scale && (scale.getInput() != lossGradValue || !outputGrad.hasOneUse()))
+      return false;
     if (!lossGradValue.hasOneUse() ||
-        softmaxGrad.getOutputGrad() != lossGradValue ||
+        (scale ? scale.getOutput() : lossGradValue) != outputGrad ||
         !isLastAxis(static_cast<int64_t>(softmaxGrad.getAxis()), 2))
       return false;
   }
@@ -184,6 +193,10 @@ static bool fuseSoftmaxCrossEntropy(SoftmaxOp softmax) {
         return false;
     builder.setInsertionPointAfter(latest);
   }
+  // The scale then reads the fused op's logits_grad: it must follow it.
+  if (scale && (scale->getBlock() != latest->getBlock() ||
+                !latest->isBeforeInBlock(scale)))
+    return false;
 
   SmallVector<Operation *> replaced{softmax, loss->op};
   if (lossGrad)
@@ -194,7 +207,12 @@ static bool fuseSoftmaxCrossEntropy(SoftmaxOp softmax) {
       softmax.getInput(), labels, loss->weights);
   lossValue.replaceAllUsesWith(fused.getLoss());
   if (softmaxGrad) {
-    softmaxGrad.getInputGrad().replaceAllUsesWith(fused.getLogitsGrad());
+    Value logitsGrad = fused.getLogitsGrad();
+    if (scale) {
+      scale.getInputMutable().assign(logitsGrad);
+      logitsGrad = scale.getOutput();
+    }
+    softmaxGrad.getInputGrad().replaceAllUsesWith(logitsGrad);
     softmaxGrad->erase();
     lossGrad->op->erase();
   }

@@ -342,6 +342,40 @@ graph.model @train_step_sparse {
 
 // -----
 
+// Under a LossScaleOptimizer the loss gradient is scaled before softmax_grad:
+// the fusion happens all the same, and the scale moves onto logits_grad (it
+// is linear), so training takes the logits as evaluation does.
+
+// CHECK-LABEL: graph.model @train_step_loss_scaled
+// CHECK:         %[[SCALE:.+]] = graph.read_variable @"optimizer/dynamic_scale"
+// CHECK:         %[[P:.+]], %[[LOSS:.+]], %[[DZ:.+]] = graph.softmax_cross_entropy %[[Z:.+]], %[[LABELS:.+]] :
+// CHECK-NEXT:    %[[SDZ:.+]] = graph.scale_by %[[DZ]], %[[SCALE]] {replicas = 2 : i64}
+// CHECK-NEXT:    %[[DB:.+]] = graph.bias_add_grad %[[SDZ]]
+// CHECK-NOT:     graph.softmax_grad
+// CHECK-NOT:     graph.sparse_categorical_crossentropy
+graph.variable @"dense/kernel" : tensor<3x5xf32> = #graph.init<glorot_uniform>
+graph.variable @"dense/bias" : tensor<5xf32> = #graph.init<zeros>
+graph.variable @"optimizer/dynamic_scale" : tensor<f32> = #graph.init<zeros>
+graph.model @train_step_loss_scaled {
+  %x = graph.input "input_layer" : tensor<4x3xf32>
+  %labels = graph.input "labels" : tensor<4xi32>
+  %scale = graph.read_variable @"optimizer/dynamic_scale" : tensor<f32>
+  %k = graph.read_variable @"dense/kernel" : tensor<3x5xf32>
+  %0 = graph.dense %x, %k : (tensor<4x3xf32>, tensor<3x5xf32>) -> tensor<4x5xf32>
+  %b = graph.read_variable @"dense/bias" : tensor<5xf32>
+  %1 = graph.bias_add %0, %b : tensor<4x5xf32>, tensor<5xf32>
+  %2 = graph.softmax %1 {axis = 1 : i64} : tensor<4x5xf32>
+  %loss = graph.sparse_categorical_crossentropy %2, %labels : tensor<4x5xf32>, tensor<4xi32> -> tensor<f32>
+  %d3 = graph.sparse_categorical_crossentropy_grad %2, %labels : tensor<4x5xf32>, tensor<4xi32> -> tensor<4x5xf32>
+  %d2 = graph.scale_by %d3, %scale {replicas = 2 : i64} : tensor<4x5xf32>, tensor<f32>
+  %d1 = graph.softmax_grad %d2, %2 : tensor<4x5xf32>
+  %db = graph.bias_add_grad %d1 : tensor<4x5xf32> -> tensor<5xf32>
+  %dk = graph.dense_grad_kernel %x, %d1 : (tensor<4x3xf32>, tensor<4x5xf32>) -> tensor<3x5xf32>
+  graph.output %loss, %db, %dk : tensor<f32>, tensor<5xf32>, tensor<3x5xf32>
+}
+
+// -----
+
 // In @eval_step there is no gradient: softmax and cross-entropy still fuse,
 // so evaluation computes its loss with the kernel training uses; the
 // logits_grad result is left unused.

@@ -814,3 +814,36 @@ def test_keras_list_and_dict_forms_of_inputs_targets_and_weights(tmp_path):
     trainer = graphc.compile(scalar, batch_size=4, devices="cpu:1")
     np.testing.assert_allclose(trainer.predict(xa[:, 0]),
                                scalar.predict(xa[:, :1], verbose=0), atol=1e-6)
+
+
+def test_a_loss_scaled_softmax_cross_entropy_trains_on_its_logits():
+    # With a LossScaleOptimizer the loss gradient is scaled before the
+    # softmax's: training still takes the cross-entropy of the logits (as
+    # TensorFlow's backend does, and as evaluate does), not of clipped
+    # probabilities. A saturated softmax tells them apart.
+    rng = np.random.default_rng(18)
+    x = (50 * rng.normal(size=(8, 4))).astype(np.float32)
+    y = rng.integers(0, 3, 8)
+
+    def trained(optimizer):
+        keras.utils.set_random_seed(19)
+        model = keras.Sequential([keras.Input((4,)),
+                                  keras.layers.Dense(3, activation="softmax")])
+        model.compile(optimizer=optimizer,
+                      loss="sparse_categorical_crossentropy")
+        kernel, bias = model.get_weights()
+        z = x @ kernel + bias
+        z = z - z.max(axis=1, keepdims=True)
+        expected = float(np.mean(np.log(np.exp(z).sum(axis=1)) -
+                                 z[np.arange(8), y]))
+        trainer = graphc.compile(model, batch_size=8, devices="cpu:1")
+        assert abs(trainer.evaluate(x, y)["loss"] - expected) < 1e-4 * expected
+        loss = trainer.fit(x, y, shuffle=False, verbose=0).history["loss"][0]
+        assert abs(loss - expected) < 1e-4 * expected
+        return trainer.to_keras(model).get_weights()
+
+    plain = trained(keras.optimizers.SGD(0.01))
+    scaled = trained(keras.optimizers.LossScaleOptimizer(
+        keras.optimizers.SGD(0.01)))
+    for a, b in zip(scaled, plain):
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
