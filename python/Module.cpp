@@ -182,7 +182,19 @@ public:
     return result(status, report);
   }
 
-  int64_t step() const { return state_.step; }
+  /// The optimizer's steps (Keras' optimizer._iterations, what its files
+  /// hold): the steps run, or, where loss scaling skips steps, those
+  /// applied, which the plan keeps in "optimizer/iterations".
+  int64_t step() const {
+    for (size_t v = 0; v < state_.names.size(); ++v)
+      if (state_.names[v] == "optimizer/iterations" &&
+          state_.variables[v].size() == sizeof(float)) {
+        float value;
+        std::memcpy(&value, state_.variables[v].data(), sizeof value);
+        return static_cast<int64_t>(value);
+      }
+    return state_.step;
+  }
 
   /// Every variable: (name, Keras shape, a float32 array of it).
   py::list variables() const {
@@ -233,6 +245,9 @@ public:
     py::dict d;
     d["global_batch_size"] =
         p.training() ? p.training()->global_batch_size() : 0;
+    // Keras' optimizer.iterations is the steps // this.
+    d["gradient_accumulation_steps"] = static_cast<int64_t>(
+        trainingHyperParameter(p, "gradient_accumulation_steps", 0));
     py::list inputs, outputs;
     for (const graph::plan::Input *in : *p.inputs())
       if (!isStepInput(in->name()->string_view()))

@@ -512,10 +512,22 @@ LogicalResult createLayer(builder::ModelBuilder &model, LayerEntry &entry,
     c.ignore("name");
     c.ignore("trainable");
     // An input is fed float32 whatever the policy: the first layer casts
-    // it to its compute type, as Keras' autocast does.
+    // it to its compute type, as Keras' autocast does. An InputLayer's
+    // dtype is its tensor's, and may name an integer or bool type
+    // (keras.Input(..., dtype="uint8") before a Rescaling): the arrays are
+    // converted to float32 on the way in, as a float32 layer reads them.
+    static constexpr llvm::StringLiteral kTensorDtypes[] = {
+        "bool",   "int8",   "int16",  "int32",   "int64",   "uint8",
+        "uint16", "uint32", "uint64", "float16", "float64", "bfloat16"};
+    std::optional<llvm::StringRef> tensorDtype;
+    if (const json::Value *dtype = c.getSet("dtype"))
+      tensorDtype = dtype->getAsString();
     DTypePolicy inputPolicy;
-    if (failed(readDtypePolicy(c, inputPolicy)) ||
-        failed(readInputShape(c, entry.inputShape, entry.fixedBatch)) ||
+    if (tensorDtype && llvm::is_contained(kTensorDtypes, *tensorDtype))
+      c.ignore("dtype");
+    else if (failed(readDtypePolicy(c, inputPolicy)))
+      return failure();
+    if (failed(readInputShape(c, entry.inputShape, entry.fixedBatch)) ||
         failed(c.expectBool("sparse", false)) ||
         failed(c.expectBool("ragged", false)) ||
         failed(c.expectBool("optional", false)))

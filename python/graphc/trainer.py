@@ -157,9 +157,12 @@ class Trainer:
 
     def __init__(self, plan, keras_model, source, init_weights, batch_size,
                  device_options, workdir, input_names, outputs, seed,
-                 outputs_as_dict=False, compile_plan=None):
+                 outputs_as_dict=False, compile_plan=None, replicas=None):
         self._plan_path = os.path.join(workdir.name, "model.plan")
         self._workdir = workdir
+        # The job's replicas: each worker's (devices=) times the workers.
+        self._replicas = (replicas or 1) * (
+            _graphc.num_workers() if _graphc.launched_as_worker() else 1)
         # plan bytes for a global batch: where graphc.compile chose the
         # batch, the first run may ask for another, as Keras' fit takes any.
         self._compile_plan = compile_plan
@@ -198,6 +201,14 @@ class Trainer:
         self._model = _graphc.Model(self._plan_path)
         described = self._model.describe()
         self._plan_batch = int(described["global_batch_size"])
+        self._accumulation = max(
+            1, int(described.get("gradient_accumulation_steps", 0)))
+        if self._plan_batch % self._replicas:
+            raise InvalidModelError(
+                f"the global batch {self._plan_batch} does not divide into "
+                f"{self._replicas} replicas: give a batch_size that is a "
+                "multiple of the replicas (each replica takes an equal "
+                "share, as under MirroredStrategy)")
         return described
 
     @property
@@ -467,8 +478,9 @@ class Trainer:
 
     @property
     def step(self):
-        """The optimizer's step (Keras' optimizer.iterations)."""
-        return self._model.step
+        """The optimizer's step (Keras' optimizer.iterations: with
+        gradient_accumulation_steps k, the steps run // k)."""
+        return self._model.step // self._accumulation
 
     def get_weights(self):
         """{name: array} of every variable: the model's weights ("<layer>/
@@ -677,4 +689,4 @@ def compile(model, batch_size=None, devices=None, seed=0, loss=None,
         raise InvalidModelError(str(e)) from None
     return Trainer(plan, keras_model, source, init_weights, batch_size,
                    device_options, workdir, input_names, outputs, seed,
-                   outputs_as_dict, compile_plan)
+                   outputs_as_dict, compile_plan, replicas)

@@ -702,6 +702,10 @@ def test_a_batch_graphc_chose_gives_way_to_fits_first_batch_size():
                            devices="cpu:1")
     with pytest.raises(ValueError, match="compiled for 32"):
         fixed.fit(x, y, batch_size=64, verbose=0)
+    # A batch the replicas cannot share equally is refused at compile.
+    with pytest.raises(graphc.InvalidModelError,
+                       match="global batch 6 does not divide into 4 replicas"):
+        graphc.compile(_small_classifier(0), batch_size=6, devices="cpu:4")
 
 
 def test_class_weight_keys_keras_would_never_find_are_refused():
@@ -847,3 +851,35 @@ def test_a_loss_scaled_softmax_cross_entropy_trains_on_its_logits():
         keras.optimizers.SGD(0.01)))
     for a, b in zip(scaled, plain):
         np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
+
+
+def test_an_integer_input_is_fed_as_keras_casts_it():
+    # keras.Input(dtype="uint8") (an InputLayer's dtype is its tensor's, not
+    # a policy) before Rescaling; and an int32 input into Dense.
+    rng = np.random.default_rng(20)
+    x = rng.integers(0, 256, (12, 6)).astype(np.uint8)
+    for dtype, first in (("uint8", keras.layers.Rescaling(1 / 255)),
+                         ("int32", keras.layers.Dense(4))):
+        keras.utils.set_random_seed(21)
+        model = keras.Sequential([keras.Input((6,), dtype=dtype), first,
+                                  keras.layers.Dense(2)])
+        model.compile(optimizer="sgd", loss="mse")
+        trainer = graphc.compile(model, batch_size=4, devices="cpu:1")
+        np.testing.assert_allclose(
+            trainer.predict(x.astype(dtype)),
+            model.predict(x.astype(dtype), verbose=0), rtol=1e-5, atol=1e-4)
+
+
+def test_step_is_keras_iterations_under_gradient_accumulation():
+    # Keras' optimizer.iterations is its steps // gradient_accumulation_steps
+    # (base_optimizer.iterations).
+    rng = np.random.default_rng(22)
+    x = rng.normal(size=(64, 6)).astype(np.float32)
+    y = rng.integers(0, 3, 64)
+    model = keras.Sequential([keras.Input((6,)),
+                              keras.layers.Dense(3, activation="softmax")])
+    model.compile(keras.optimizers.SGD(0.1, gradient_accumulation_steps=2),
+                  "sparse_categorical_crossentropy")
+    trainer = graphc.compile(model, batch_size=16, devices="cpu:1")
+    trainer.fit(x, y, epochs=1, verbose=0)
+    assert trainer.step == (64 // 16) // 2
