@@ -1184,6 +1184,16 @@ importKerasFile(llvm::StringRef path, mlir::MLIRContext &ctx,
 mlir::OwningOpRef<mlir::ModuleOp>
 importKerasBuffer(llvm::StringRef bytes, llvm::StringRef bufferName,
                   mlir::MLIRContext &ctx, const ImportOptions &options) {
+  // HDF5's signature: Keras' legacy model.save("m.h5"), whose config is an
+  // HDF5 attribute, or a weights file.
+  if (bytes.starts_with(llvm::StringRef("\x89HDF\r\n\x1a\n", 8))) {
+    mlir::emitError(mlir::FileLineColLoc::get(&ctx, bufferName, 0, 0))
+        << "an HDF5 file (Keras' legacy model.save(\"m.h5\"), or weights "
+           "alone): graph-import reads a .keras archive or a model's JSON; "
+           "open it in Keras and model.save(\"m.keras\") (Python's "
+           "graphc.compile(\"m.h5\") does that itself)";
+    return nullptr;
+  }
   if (!bufferName.ends_with(".keras") && !looksLikeZip(bytes))
     return importKerasJson(bytes, bufferName, ctx, options);
 

@@ -552,6 +552,15 @@ class Trainer:
                              "file name")
 
 
+def _is_hdf5(path):
+    """Whether `path` is an HDF5 file (its signature, at offset 0)."""
+    try:
+        with open(path, "rb") as f:
+            return f.read(8) == b"\x89HDF\r\n\x1a\n"
+    except OSError:
+        return False
+
+
 def _no_steps_nor_callbacks(what, steps, callbacks):
     if steps is not None or callbacks:
         raise UnsupportedError(
@@ -622,6 +631,19 @@ def compile(model, batch_size=None, devices=None, seed=0, loss=None,
     device_options, replicas = _devices(devices)
     keras_model, source, init_weights = None, None, None
     input_names, outputs, outputs_as_dict = [], [], False
+    if isinstance(model, (str, os.PathLike)) and _is_hdf5(model):
+        # Keras' legacy model.save("m.h5"): its config and compile() are
+        # HDF5 attributes, which Keras reads; the model it gives is then
+        # compiled as a live one.
+        import keras
+        path = os.fspath(model)
+        try:
+            model = keras.saving.load_model(path, compile=True)
+        except Exception as e:
+            raise InvalidModelError(
+                f"{path}: Keras cannot load it as a model ({e}); a "
+                ".weights.h5 file holds weights alone: compile the model "
+                "and load them into it") from None
     if isinstance(model, (str, os.PathLike)):
         source = os.fspath(model)
         if not os.path.exists(source):

@@ -883,3 +883,23 @@ def test_step_is_keras_iterations_under_gradient_accumulation():
     trainer = graphc.compile(model, batch_size=16, devices="cpu:1")
     trainer.fit(x, y, epochs=1, verbose=0)
     assert trainer.step == (64 // 16) // 2
+
+
+@pytest.mark.filterwarnings("ignore:You are saving your model as an HDF5")
+def test_a_legacy_h5_model_file_compiles_with_its_weights(tmp_path):
+    # Keras' model.save("m.h5"): Keras reads its config, compile() and
+    # weights; the trainer starts from those weights.
+    keras.utils.set_random_seed(23)
+    model = keras.Sequential([keras.Input((4,)),
+                              keras.layers.Dense(3, activation="softmax")])
+    model.compile(optimizer="adam", loss="sparse_categorical_crossentropy",
+                  metrics=["accuracy"])
+    model.save(tmp_path / "m.h5")
+    x = np.random.default_rng(24).normal(size=(10, 4)).astype(np.float32)
+    trainer = graphc.compile(str(tmp_path / "m.h5"), batch_size=5,
+                             devices="cpu:1")
+    np.testing.assert_allclose(trainer.predict(x), model.predict(x, verbose=0),
+                               atol=1e-6)
+    model.save_weights(tmp_path / "w.weights.h5")
+    with pytest.raises(graphc.InvalidModelError, match="weights alone"):
+        graphc.compile(str(tmp_path / "w.weights.h5"), batch_size=5)
