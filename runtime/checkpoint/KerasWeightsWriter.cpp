@@ -503,9 +503,11 @@ Status writeOptimizerVariables(MemoryH5 &h5, Hid &vars, const std::string &path,
 /// `loss_scale`) is written in its layout: optimizer/vars holds its own
 /// iterations and learning rate (both unused, 0), step_counter and
 /// dynamic_scale, then the inner optimizer's variables, which
-/// optimizer/inner_optimizer/vars holds again. A mixed_float16 model whose
-/// compile_config names the plain optimizer (Keras' auto_scale_loss, which
-/// load_model does not redo) gets the plain layout, without the scale.
+/// optimizer/inner_optimizer/vars holds again. So is a mixed_float16 model
+/// whose compile_config names the plain optimizer: compile's
+/// auto_scale_loss wrapped it, Keras saves the wrapper, and load_model's
+/// compile wraps it again where the model's policy is mixed_float16 (a
+/// Sequential's saved one, else the global policy at load).
 Status writeOptimizer(MemoryH5 &h5, const KerasModel &model,
                       const MirroredVariables &variables,
                       const KerasModelState &state) {
@@ -521,7 +523,8 @@ Status writeOptimizer(MemoryH5 &h5, const KerasModel &model,
         scalarVariable(variables, "optimizer/iterations", status));
   if (!status)
     return status;
-  const bool wrapped = trainingHyperParameter(plan, "loss_scale", 0) > 0;
+  const bool wrapped = trainingHyperParameter(plan, "loss_scale", 0) > 0 ||
+                       variables.find("optimizer/dynamic_scale") >= 0;
   std::string path = "optimizer/vars";
   Hid vars;
   if (Status s = h5.group(path, vars); !s)

@@ -1,16 +1,17 @@
 """Keras reads back the loss scaling graphrun trained and saved:
 
   loss_scale_keras_file.py MODEL.keras CHECKPOINT.safetensors \\
-      loss_scale.json (LossScaleOptimizer|plain)
+      loss_scale.json LossScaleOptimizer [GLOBAL_POLICY]
 
-keras.saving.load_model opens the .keras file without a warning about
-optimizer variables it skipped. "LossScaleOptimizer": the model was
-compiled with one, and its dynamic_scale, step_counter and iterations
-equal Keras' own after the same fit (loss_scale.json, written by
-keras_mixed_precision.py). "plain": a mixed_float16 model whose
-compile_config names the plain optimizer (compile's auto_scale_loss wraps
-it, load_model does not), whose iterations are the updates applied. The
-inner optimizer's slots equal the checkpoint's. Prints "ok" last.
+keras.saving.load_model opens the .keras file (under GLOBAL_POLICY, as a
+run resumes under the policy it trained in) without a warning about
+optimizer variables it skipped. The optimizer is a LossScaleOptimizer
+(compiled as one, or wrapped by compile's auto_scale_loss around a
+mixed_float16 model's plain optimizer, as Keras saves it and load_model
+wraps it again), and its dynamic_scale, step_counter and iterations equal
+Keras' own after the same fit (loss_scale.json, written by
+keras_mixed_precision.py). The inner optimizer's slots equal the
+checkpoint's. Prints "ok" last.
 """
 
 import json
@@ -25,6 +26,8 @@ import safetensors_io
 
 def main():
     path, checkpoint, scale_json, form = sys.argv[1:5]
+    if len(sys.argv) > 5:
+        keras.mixed_precision.set_global_policy(sys.argv[5])
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         model = keras.saving.load_model(path)
