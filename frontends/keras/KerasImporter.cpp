@@ -34,6 +34,7 @@
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/StringSwitch.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 
@@ -1159,11 +1160,25 @@ importKerasJson(llvm::StringRef text, llvm::StringRef bufferName,
   ConfigDocument doc(bufferName, text, std::move(*parsed), ctx);
   mlir::OwningOpRef<mlir::ModuleOp> module =
       ModelImporter(doc, ctx, options).import();
-  // The config as it came travels to the plan, so that graphrun writes the
-  // user's own model back into Keras' files (config.json of a .keras).
-  if (module)
+  // The config travels to the plan, so that graphrun writes the user's own
+  // model back into Keras' files (config.json of a .keras): as it came, or
+  // with the options that changed its training laid over compile_config.
+  if (module) {
+    std::string config = text.str();
+    if (options.loss || options.fromLogits || options.optimizer ||
+        options.learningRate || options.clipnorm || options.globalClipnorm ||
+        options.clipvalue || options.weightDecay) {
+      llvm::Expected<llvm::json::Value> value = llvm::json::parse(text);
+      if (value && value->getAsObject()) {
+        applyOptionsToCompileConfig(*value->getAsObject(), options);
+        config = llvm::formatv("{0}", *value).str();
+      } else if (!value) {
+        llvm::consumeError(value.takeError());
+      }
+    }
     (*module)->setAttr(mlir::graph::kKerasConfigAttr,
-                       mlir::StringAttr::get(&ctx, text));
+                       mlir::StringAttr::get(&ctx, config));
+  }
   return module;
 }
 

@@ -1273,4 +1273,152 @@ LogicalResult readTraining(ConfigReader &root, const ImportOptions &options,
   return success();
 }
 
+namespace {
+
+/// A Keras optimizer's --optimizer name ("AdamW" and "adam" are "adam"),
+/// the inner one's of a LossScaleOptimizer.
+std::string optimizerFlagName(const json::Value *optimizer) {
+  if (!optimizer)
+    return "";
+  if (std::optional<llvm::StringRef> name = optimizer->getAsString())
+    return name->lower() == "adamw" ? "adam" : name->lower();
+  const json::Object *object = optimizer->getAsObject();
+  if (!object)
+    return "";
+  std::optional<llvm::StringRef> className = object->getString("class_name");
+  if (className == "LossScaleOptimizer")
+    if (const json::Object *config = object->getObject("config"))
+      return optimizerFlagName(config->get("inner_optimizer"));
+  std::string lower = className.value_or("").lower();
+  return lower == "adamw" ? "adam" : lower;
+}
+
+/// The optimizer's own config object (a LossScaleOptimizer's inner one's).
+json::Object *optimizerConfig(json::Value &optimizer) {
+  json::Object *object = optimizer.getAsObject();
+  if (!object)
+    return nullptr;
+  json::Object *config = object->getObject("config");
+  if (config && object->getString("class_name") == "LossScaleOptimizer")
+    if (json::Value *inner = config->get("inner_optimizer"))
+      return optimizerConfig(*inner);
+  return config;
+}
+
+/// A loss, by its Keras name, as compile() saves a loss object.
+json::Value lossObject(llvm::StringRef name, bool fromLogits) {
+  static constexpr std::pair<llvm::StringLiteral, llvm::StringLiteral>
+      kLogitClasses[] = {
+          {"binary_crossentropy", "BinaryCrossentropy"},
+          {"categorical_crossentropy", "CategoricalCrossentropy"},
+          {"sparse_categorical_crossentropy", "SparseCategoricalCrossentropy"},
+          {"binary_focal_crossentropy", "BinaryFocalCrossentropy"},
+          {"categorical_focal_crossentropy", "CategoricalFocalCrossentropy"}};
+  for (const auto &[snake, className] : kLogitClasses)
+    if (name == snake && fromLogits)
+      return json::Object{
+          {"module", "keras.losses"},
+          {"class_name", className},
+          {"config", json::Object{{"name", snake},
+                                  {"reduction", "sum_over_batch_size"},
+                                  {"from_logits", true}}},
+          {"registered_name", nullptr}};
+  return name.str();
+}
+
+/// Whether a saved loss says from_logits.
+bool savedFromLogits(const json::Value &loss) {
+  const json::Object *object = loss.getAsObject();
+  const json::Object *config = object ? object->getObject("config") : nullptr;
+  return config && config->getBoolean("from_logits").value_or(false);
+}
+
+/// `loss` (one saved loss, or a list or dict of them) with the flags.
+void applyLossOptions(json::Value &loss, const ImportOptions &options) {
+  if (json::Array *list = loss.getAsArray()) {
+    for (json::Value &each : *list)
+      applyLossOptions(each, options);
+    return;
+  }
+  if (json::Object *dict = loss.getAsObject();
+      dict && !dict->get("class_name")) {
+    for (auto &entry : *dict)
+      applyLossOptions(entry.second, options);
+    return;
+  }
+  if (loss.kind() == json::Value::Null)
+    return;
+  bool fromLogits = options.fromLogits.value_or(savedFromLogits(loss));
+  if (options.loss) {
+    loss = lossObject(*options.loss, fromLogits);
+    return;
+  }
+  if (!options.fromLogits)
+    return;
+  if (std::optional<llvm::StringRef> name = loss.getAsString()) {
+    loss = lossObject(*name, fromLogits);
+  } else if (json::Object *object = loss.getAsObject()) {
+    if (json::Object *config = object->getObject("config"))
+      (*config)["from_logits"] = fromLogits;
+  }
+}
+
+} // namespace
+
+void applyOptionsToCompileConfig(json::Object &config,
+                                 const ImportOptions &options) {
+  json::Object *compile = config.getObject("compile_config");
+  if (!compile)
+    return;
+  if (options.loss || options.fromLogits)
+    if (json::Value *loss = compile->get("loss"))
+      applyLossOptions(*loss, options);
+  if (options.optimizer &&
+      optimizerFlagName(compile->get("optimizer")) != *options.optimizer) {
+    // Another optimizer: Keras' defaults, as the training took them.
+    static constexpr std::pair<llvm::StringLiteral, llvm::StringLiteral>
+        kClasses[] = {{"sgd", "SGD"},         {"adam", "Adam"},
+                      {"rmsprop", "RMSprop"}, {"adagrad", "Adagrad"},
+                      {"adamax", "Adamax"},   {"nadam", "Nadam"}};
+    llvm::StringRef className;
+    for (const auto &[flag, name] : kClasses)
+      if (*options.optimizer == flag)
+        className = name;
+    (*compile)["optimizer"] =
+        json::Object{{"module", "keras.optimizers"},
+                     {"class_name", className},
+                     {"config", json::Object{{"name", *options.optimizer}}},
+                     {"registered_name", nullptr}};
+  }
+  json::Value *optimizer = compile->get("optimizer");
+  if (optimizer && optimizer->getAsString() &&
+      (options.learningRate || options.clipnorm || options.globalClipnorm ||
+       options.clipvalue || options.weightDecay)) {
+    // compile(optimizer="adam"): the object the flags' values go in.
+    std::string flag = optimizerFlagName(optimizer);
+    *optimizer = json::Object{{"module", "keras.optimizers"},
+                              {"class_name", *optimizer->getAsString()},
+                              {"config", json::Object{{"name", flag}}},
+                              {"registered_name", nullptr}};
+  }
+  json::Object *settings = optimizer ? optimizerConfig(*optimizer) : nullptr;
+  if (!settings)
+    return;
+  if (options.learningRate)
+    (*settings)["learning_rate"] = roundToFloat32(*options.learningRate);
+  if (options.clipnorm || options.globalClipnorm || options.clipvalue) {
+    // A clipping flag replaces the file's clipping, whichever kind it was.
+    auto clip = [](const std::optional<double> &v) -> json::Value {
+      if (v && *v > 0)
+        return roundToFloat32(*v);
+      return nullptr;
+    };
+    (*settings)["clipnorm"] = clip(options.clipnorm);
+    (*settings)["global_clipnorm"] = clip(options.globalClipnorm);
+    (*settings)["clipvalue"] = clip(options.clipvalue);
+  }
+  if (options.weightDecay)
+    (*settings)["weight_decay"] = roundToFloat32(*options.weightDecay);
+}
+
 } // namespace graph::keras

@@ -32,6 +32,17 @@ mlir::LogicalResult readTraining(ConfigReader &root,
                                  llvm::ArrayRef<std::string> outputs,
                                  std::optional<builder::Training> &out);
 
+/// The model config `config` (a JSON object, as a .keras archive's
+/// config.json) with `options` laid over its compile_config as they were
+/// over the training: the optimizer (another class by its Keras name, with
+/// the flags' values; the same class keeps its config), learning rate,
+/// clipping and weight decay, the loss and from_logits. The config graphrun
+/// writes back into Keras' files then says what was trained, and Keras'
+/// load_model restores the optimizer's variables into the optimizer they
+/// belong to. Unchanged without such options.
+void applyOptionsToCompileConfig(llvm::json::Object &config,
+                                 const ImportOptions &options);
+
 } // namespace graph::keras
 
 #endif // FRONTENDS_KERAS_KERASTRAINING_H
