@@ -641,6 +641,27 @@ Status legacyImage(const MirroredVariables &variables,
                              {"keras_version", "3.15.1"}})
     if (Status s = h5.stringAttribute(root.get(), "/", name, value); !s)
       return s;
+  // compile()'s arguments, so that load_model gives a compiled model, in
+  // the form keras/src/legacy/saving/saving_utils.py's model_metadata
+  // writes them: compile_config without its optimizer, which is
+  // optimizer_config ({"class_name", "config"}).
+  if (config.is_object() && config.contains("compile_config") &&
+      config["compile_config"].is_object()) {
+    nlohmann::json training = config["compile_config"];
+    nlohmann::json optimizer = training.value("optimizer", nlohmann::json());
+    training.erase("optimizer");
+    if (optimizer.is_string())
+      optimizer = {{"class_name", optimizer},
+                   {"config", nlohmann::json::object()}};
+    if (optimizer.is_object())
+      training["optimizer_config"] = {
+          {"class_name", optimizer.value("class_name", nlohmann::json())},
+          {"config", optimizer.value("config", nlohmann::json::object())}};
+    if (Status s = h5.stringAttribute(root.get(), "/", "training_config",
+                                      training.dump());
+        !s)
+      return s;
+  }
   Hid weights;
   if (Status s = h5.group("model_weights", weights); !s)
     return s;

@@ -4,7 +4,8 @@ its int32 `count`, and refuses a file without it.
   keras_normalization_files.py make DIR    writes DIR/norm.keras, DIR/x.npz
   keras_normalization_files.py check DIR   opens graphrun's files with Keras
 
-check loads DIR/out.keras (load_model) and DIR/out.weights.h5, DIR/out.h5
+check loads DIR/out.keras and DIR/model.h5 (load_model; the legacy file
+compiled, as its training_config says) and DIR/out.weights.h5, DIR/out.h5
 (load_weights into norm.keras's model) and compares Keras' predict with
 graphrun's --predict (DIR/p.npy).
 """
@@ -31,6 +32,13 @@ def check(out):
     x = np.load(f"{out}/x.npz")["x"]
     ours = np.load(f"{out}/p.npy")
     models = [("load_model(.keras)", keras.saving.load_model(f"{out}/out.keras"))]
+    # --save-model m.h5: the legacy file's training_config compiles it.
+    legacy = keras.saving.load_model(f"{out}/model.h5")
+    assert legacy.compiled and getattr(legacy.loss, "__name__", legacy.loss) \
+        == "sparse_categorical_crossentropy"
+    y = np.load(f"{out}/x.npz")["y"]
+    legacy.evaluate(x, y, verbose=0)
+    models.append(("load_model(model.h5), compiled", legacy))
     for name in ("out.weights.h5", "out.h5"):
         model = keras.saving.load_model(f"{out}/norm.keras")
         model.load_weights(f"{out}/{name}")
