@@ -459,10 +459,14 @@ void ConvPool::poolChunk(const float *conv, int64_t firstImage) {
   const WindowGeometry &g = pool_;
   const int64_t c = g.c, inW = g.w.in;
   const int64_t inImage = g.h.in * inW * c, outImage = g.h.out * g.w.out * c;
-  // The usual 2x2/2 valid pool: four rows a window, straight-line.
+  // The usual 2x2/2 pool with every window inside the image: four rows a
+  // window, straight-line. "same" padding of an odd size pads after the
+  // image (padBefore 0): its last windows reach past it, which the general
+  // loop below clips.
   const bool full2x2 = g.h.window == 2 && g.w.window == 2 && g.h.stride == 2 &&
                        g.w.stride == 2 && g.h.padBefore == 0 &&
-                       g.w.padBefore == 0;
+                       g.w.padBefore == 0 && 2 * g.h.out <= g.h.in &&
+                       2 * g.w.out <= g.w.in;
   for (int64_t n = 0; n < chunk_; ++n) {
     const float *xn = conv + n * inImage;
     float *yn = output_ + (firstImage + n) * outImage;

@@ -892,12 +892,21 @@ inline std::vector<Case> allCases() {
                    std::vector<int64_t>{6, 9, 8, 3},
                    std::vector<int64_t>{3, 3, 3, 16},
                    std::vector<int64_t>{6, 3, 3, 16}},
-        std::tuple{std::string("same s2 conv, 3x3 s1 same pool, none"),
-                   window("same", {2, 2}, {1, 1}), std::string("none"),
-                   pool("same", {3, 3}, {1, 1}),
-                   std::vector<int64_t>{2, 7, 6, 4},
-                   std::vector<int64_t>{3, 3, 4, 5},
-                   std::vector<int64_t>{2, 4, 3, 5}}}) {
+        std::tuple{
+            std::string("same s2 conv, 3x3 s1 same pool, none"),
+            window("same", {2, 2}, {1, 1}), std::string("none"),
+            pool("same", {3, 3}, {1, 1}), std::vector<int64_t>{2, 7, 6, 4},
+            std::vector<int64_t>{3, 3, 4, 5}, std::vector<int64_t>{2, 4, 3, 5}},
+        // 2x2 s2 "same" of an odd size pads after the image: the last
+        // windows hold one row or column (the cpu kernel's 2x2 path must
+        // not take them). No activation: negative maxima, which whatever
+        // lies past the image would beat.
+        std::tuple{std::string("1x1 conv, 2x2 s2 same pool of 5x5, none"),
+                   window("valid", {1, 1}, {1, 1}), std::string("none"),
+                   pool("same", {2, 2}, {2, 2}),
+                   std::vector<int64_t>{6, 5, 5, 3},
+                   std::vector<int64_t>{1, 1, 3, 8},
+                   std::vector<int64_t>{6, 3, 3, 8}}}) {
     KernelConfig cfg = conv;
     cfg.set("activation", act);
     cfg.set("pool_size", poolCfg.getInts("pool_size"));
