@@ -169,7 +169,7 @@ Status FitCallbacksHook::epochEnd(const StepContext &ctx) {
   return Status::ok();
 }
 
-Status FitCallbacksHook::end(const SessionInfo &) {
+Status FitCallbacksHook::trainEnd() {
   if (c_.earlyStopping) {
     EarlyStopping::TrainEnd e = c_.earlyStopping->onTrainEnd();
     for (const std::string &line : e.messages)
@@ -185,6 +185,11 @@ Status FitCallbacksHook::end(const SessionInfo &) {
              << c_.earlyStopping->options().monitor << ")\n";
     }
   }
+  out_.flush();
+  return Status::ok();
+}
+
+Status FitCallbacksHook::end(const SessionInfo &) {
   Status status;
   if (c_.csv)
     if (Status s = c_.csv->close(); !s)

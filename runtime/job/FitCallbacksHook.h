@@ -89,8 +89,13 @@ public:
 
   /// The optimizer's rate now (ReduceLROnPlateau's last assignment).
   double learningRate() const { return learningRate_; }
-  /// Whether end() set the best epoch's weights back (EarlyStopping's
-  /// restore_best_weights).
+  /// Keras' on_train_end for a run that ended (not one a preemption
+  /// stopped, which resumes): EarlyStopping's restore_best_weights sets the
+  /// best epoch's weights back. The job calls it after the hooks' end(),
+  /// so that the last checkpoint holds the last step's state, which a
+  /// resumed run goes on from.
+  Status trainEnd();
+  /// Whether trainEnd() set the best epoch's weights back.
   bool restoredBestWeights() const { return restored_; }
 
 private:

@@ -1930,6 +1930,10 @@ Status TrainingJob::run() {
                     .string();
     return preemption->finish(workers_, session_->globalStep(), written);
   }
+  // Keras' on_train_end, after the last checkpoint (the last step's state).
+  if (fitCallbacks)
+    if (Status s = fitCallbacks->trainEnd(); !s)
+      return s;
   // Keras' use_ema: fit() ends by replacing each trained variable with its
   // moving average (finalize_variable_values), after the checkpoints, which
   // keep both, so that a resumed run goes on from the raw weights. Keras
