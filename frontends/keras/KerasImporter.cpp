@@ -637,7 +637,16 @@ LogicalResult ModelImporter::readLayerRefs(ConfigReader &modelConfig,
       return modelConfig.error(key, label +
                                         "expected [layer, node, tensor], got " +
                                         describe(value));
-    out.push_back({layer->str(), *node, *tensor, &(*triple)[0]});
+    // Keras 3 numbers a nested Functional's calls in output_layers from 1
+    // (its node 0 is the one it was built with; functional.py's
+    // functional_from_config subtracts it), in inbound_nodes from 0.
+    int64_t call = *node;
+    if (key == "output_layers" && !traits.tfKeras2)
+      if (auto it = layerIndex.find(*layer);
+          it != layerIndex.end() &&
+          layers[it->second].className == "Functional")
+        --call;
+    out.push_back({layer->str(), call, *tensor, &(*triple)[0]});
     return checkRef(modelConfig, key, out.back());
   };
   if (const json::Object *dict = field->getAsObject(); dict && keys) {

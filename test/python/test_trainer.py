@@ -903,3 +903,31 @@ def test_a_legacy_h5_model_file_compiles_with_its_weights(tmp_path):
     model.save_weights(tmp_path / "w.weights.h5")
     with pytest.raises(graphc.InvalidModelError, match="weights alone"):
         graphc.compile(str(tmp_path / "w.weights.h5"), batch_size=5)
+
+
+def test_a_nested_functional_call_as_an_output_is_that_call():
+    # Keras 3 numbers a nested Functional's calls in output_layers from 1
+    # (node 0 is the one it was built with), in inbound_nodes from 0.
+    keras.utils.set_random_seed(25)
+    inner = keras.Input((4,))
+    leaf = keras.Model(inner, keras.layers.Dense(3, name="leaf_d")(inner),
+                       name="leaf")
+    a = keras.Input((4,), name="a")
+    b = keras.Input((4,), name="b")
+    model = keras.Model([a, b], [leaf(a),
+                                 keras.layers.Dense(2, name="head")(leaf(b))])
+    model.compile(optimizer="sgd", loss="mse")
+    rng = np.random.default_rng(26)
+    xa = rng.normal(size=(8, 4)).astype(np.float32)
+    xb = (rng.normal(size=(8, 4)) + 3).astype(np.float32)
+    trainer = graphc.compile(model, batch_size=4, devices="cpu:1")
+    for got, want in zip(trainer.predict([xa, xb]),
+                         model.predict([xa, xb], verbose=0)):
+        np.testing.assert_allclose(got, want, atol=1e-5)
+    # The transfer-learning form: a model whose output is a base's call.
+    x = keras.Input((4,))
+    whole = keras.Model(x, leaf(x))
+    whole.compile(optimizer="sgd", loss="mse")
+    np.testing.assert_allclose(
+        graphc.compile(whole, batch_size=4, devices="cpu:1").predict(xa),
+        whole.predict(xa, verbose=0), atol=1e-5)
