@@ -399,7 +399,14 @@ LogicalResult ModelImporter::readTensorRef(ConfigReader &reader,
 /// overrides it in every call; a null mask is no mask.
 static bool isIgnoredCallArgument(llvm::StringRef key,
                                   const json::Value &value) {
-  return key == "training" || value.kind() == json::Value::Null;
+  if (key == "training" || value.kind() == json::Value::Null)
+    return true;
+  // A call of several inputs records one mask a tensor: all null is none.
+  const json::Array *list = value.getAsArray();
+  return key == "mask" && list &&
+         llvm::all_of(*list, [](const json::Value &each) {
+           return each.kind() == json::Value::Null;
+         });
 }
 
 LogicalResult ModelImporter::readNodes(LayerEntry &entry,

@@ -924,6 +924,15 @@ def test_a_nested_functional_call_as_an_output_is_that_call():
     for got, want in zip(trainer.predict([xa, xb]),
                          model.predict([xa, xb], verbose=0)):
         np.testing.assert_allclose(got, want, atol=1e-5)
+    # A nested model of two inputs (its call records a mask per input).
+    p, q = keras.Input((4,)), keras.Input((4,))
+    sub = keras.Model([p, q], keras.layers.Dense(
+        2, name="sub_d")(keras.layers.Subtract()([p, q])), name="sub")
+    paired = keras.Model([a, b], keras.layers.Dense(3, name="o")(sub([b, a])))
+    paired.compile(optimizer="sgd", loss="mse")
+    np.testing.assert_allclose(
+        graphc.compile(paired, batch_size=4, devices="cpu:1").predict(
+            [xa, xb]), paired.predict([xa, xb], verbose=0), atol=1e-5)
     # The transfer-learning form: a model whose output is a base's call.
     x = keras.Input((4,))
     whole = keras.Model(x, leaf(x))
