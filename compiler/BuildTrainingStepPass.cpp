@@ -1070,6 +1070,16 @@ void TrainingStepBuilder::buildTrainStep() {
   // Forward, training mode.
   DenseMap<Operation *, Operation *> trainOp;
   SmallVector<std::pair<BatchNormOp, BatchNormTrainOp>> statistics;
+  // A batch norm called twice in a step (a shared layer, a nested model
+  // called twice) updates its moving statistics once a call, in order, as
+  // Keras assigns them: each call starts from the previous call's.
+  DenseMap<Attribute, Value> updatedStatistic;
+  auto statistic = [&](Value moving) {
+    if (auto read = moving.getDefiningOp<ReadVariableOp>())
+      if (Value updated = updatedStatistic.lookup(read.getVariableAttr()))
+        return updated;
+    return mapping.lookup(moving);
+  };
   for (Operation &op : model.getBlock().without_terminator()) {
     if (isa<InputOp>(op))
       continue;
@@ -1079,11 +1089,15 @@ void TrainingStepBuilder::buildTrainStep() {
       auto train = BatchNormTrainOp::create(
           b, bn.getLoc(), bn.getInput().getType(), channels, channels, channels,
           channels, mapping.lookup(bn.getInput()),
-          mapping.lookup(bn.getMovingMean()),
-          mapping.lookup(bn.getMovingVariance()),
+          statistic(bn.getMovingMean()), statistic(bn.getMovingVariance()),
           mapping.lookupOrNull(bn.getGamma()),
           mapping.lookupOrNull(bn.getBeta()), bn.getEpsilonAttr(),
           bn.getMomentumAttr(), bn.getUnbiasedMovingVarianceAttr());
+      for (auto [moving, updated] :
+           {std::pair{bn.getMovingMean(), train.getNewMovingMean()},
+            {bn.getMovingVariance(), train.getNewMovingVariance()}})
+        if (auto read = moving.getDefiningOp<ReadVariableOp>())
+          updatedStatistic[read.getVariableAttr()] = updated;
       mapping.map(bn.getOutput(), train.getOutput());
       trainOp[&op] = train;
       statistics.push_back({bn, train});
@@ -1197,7 +1211,8 @@ void TrainingStepBuilder::buildTrainStep() {
                              ema.getNewAverage());
   }
 
-  // Batch-norm statistics: assigned, not trained.
+  // Batch-norm statistics: assigned, not trained (a shared one's last
+  // call holds every call's update).
   for (auto [bn, train] : statistics) {
     auto mean = bn.getMovingMean().getDefiningOp<ReadVariableOp>();
     auto variance = bn.getMovingVariance().getDefiningOp<ReadVariableOp>();

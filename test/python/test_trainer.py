@@ -940,3 +940,28 @@ def test_a_nested_functional_call_as_an_output_is_that_call():
     np.testing.assert_allclose(
         graphc.compile(whole, batch_size=4, devices="cpu:1").predict(xa),
         whole.predict(xa, verbose=0), atol=1e-5)
+
+
+@pytest.mark.parametrize("devices", ["cpu:1", "cpu:2"])
+def test_a_shared_batch_norm_updates_its_statistics_once_a_call(devices):
+    # Keras assigns a BatchNormalization's moving statistics at each call,
+    # in order: one step of a layer shared by two inputs (momentum 0.5,
+    # moving mean 0) leaves 0.25 mean(x1) + 0.5 mean(x2).
+    keras.utils.set_random_seed(27)
+    shared = keras.layers.BatchNormalization(momentum=0.5, name="bn")
+    a, b = keras.Input((2,), name="a"), keras.Input((2,), name="b")
+    out = keras.layers.Dense(1, name="o")(
+        keras.layers.Add()([shared(a), shared(b)]))
+    model = keras.Model([a, b], out)
+    model.compile(optimizer=keras.optimizers.SGD(0.0), loss="mse")
+    rng = np.random.default_rng(28)
+    x1 = (rng.normal(size=(8, 2)) + 1).astype(np.float32)
+    x2 = (rng.normal(size=(8, 2)) + 5).astype(np.float32)
+    y = rng.normal(size=(8, 1)).astype(np.float32)
+    trainer = graphc.compile(model, batch_size=8, devices=devices)
+    trainer.fit([x1, x2], y, shuffle=False, verbose=0)
+    trainer.to_keras(model)
+    moving_mean = shared.moving_mean.numpy()
+    np.testing.assert_allclose(
+        moving_mean, 0.25 * x1.mean(axis=0) + 0.5 * x2.mean(axis=0),
+        rtol=1e-5)
