@@ -419,6 +419,14 @@ static void fuseArgmaxGradIntoKernelGrad(Conv2DGradKernelOp kernelGrad) {
       forward.getFilterLayout() != kernelGrad.getFilterLayout())
     return;
   Value sum = argmaxGrad.getInputGradSum();
+  // The bias gradient (the sum) moves to the kernel gradient's place: a
+  // reader before it (a shared conv's two bias gradients added, the other
+  // call's kernel gradient coming later) keeps the ops unfused.
+  if (sum && llvm::any_of(sum.getUsers(), [&](Operation *user) {
+        return user->getBlock() != kernelGrad->getBlock() ||
+               !kernelGrad->isBeforeInBlock(user);
+      }))
+    return;
   OpBuilder builder(kernelGrad);
   auto fused = FusedConv2DPoolGradKernelOp::create(
       builder, fusedLocation({argmaxGrad, kernelGrad}),

@@ -834,3 +834,31 @@ graph.model @conv_pool_grad_kernel_not_fused {
   %8 = graph.conv2d_grad_input %5, %k strides = [1, 1] padding = valid dilations = [1, 1] : (tensor<2x3x3x8xf32>, tensor<3x3x1x8xf32>) -> tensor<2x5x5x1xf32>
   graph.output %3, %7, %6, %8 : tensor<2x1x1x8xf32>, tensor<3x3x1x8xf32>, tensor<8xf32>, tensor<2x5x5x1xf32>
 }
+
+// -----
+
+// A pool gradient's bias sum read before the kernel gradient (a shared
+// conv's bias gradients added first): fused_conv2d_pool_grad_kernel, which
+// would define the sum at the kernel gradient's place, is not made.
+
+// CHECK-LABEL: graph.model @conv_pool_grad_bias_read_early
+// CHECK:         graph.max_pool2d_argmax_grad
+// CHECK:         graph.conv2d_grad_kernel
+// CHECK-NOT:     fused_conv2d_pool_grad_kernel
+graph.model @conv_pool_grad_bias_read_early {
+  %x = graph.input "x" : tensor<2x5x5x1xf32>
+  %k = graph.input "k" : tensor<3x3x1x8xf32>
+  %b = graph.input "b" : tensor<8xf32>
+  %dy = graph.input "dy" : tensor<2x1x1x8xf32>
+  %other = graph.input "other" : tensor<8xf32>
+  %0 = graph.conv2d %x, %k strides = [1, 1] padding = valid dilations = [1, 1] : (tensor<2x5x5x1xf32>, tensor<3x3x1x8xf32>) -> tensor<2x3x3x8xf32>
+  %1 = graph.bias_add %0, %b : tensor<2x3x3x8xf32>, tensor<8xf32>
+  %2 = graph.relu %1 : tensor<2x3x3x8xf32>
+  %3 = graph.max_pool2d %2 pool_size = [2, 2] strides = [2, 2] padding = valid : tensor<2x3x3x8xf32> -> tensor<2x1x1x8xf32>
+  %4 = graph.max_pool2d_grad %2, %3, %dy pool_size = [2, 2] strides = [2, 2] padding = valid : (tensor<2x3x3x8xf32>, tensor<2x1x1x8xf32>, tensor<2x1x1x8xf32>) -> tensor<2x3x3x8xf32>
+  %5 = graph.relu_grad %4, %2 : tensor<2x3x3x8xf32>
+  %6 = graph.bias_add_grad %5 : tensor<2x3x3x8xf32> -> tensor<8xf32>
+  %db = graph.add %6, %other : tensor<8xf32>
+  %7 = graph.conv2d_grad_kernel %x, %5 strides = [1, 1] padding = valid dilations = [1, 1] : (tensor<2x5x5x1xf32>, tensor<2x3x3x8xf32>) -> tensor<3x3x1x8xf32>
+  graph.output %3, %7, %db : tensor<2x1x1x8xf32>, tensor<3x3x1x8xf32>, tensor<8xf32>
+}

@@ -965,3 +965,24 @@ def test_a_shared_batch_norm_updates_its_statistics_once_a_call(devices):
     np.testing.assert_allclose(
         moving_mean, 0.25 * x1.mean(axis=0) + 0.5 * x2.mean(axis=0),
         rtol=1e-5)
+
+
+def test_a_shared_conv_with_bias_one_call_pooled_compiles():
+    # The bias gradients of a conv shared by two inputs are added before
+    # the pooled call's kernel gradient: the fused pool gradient, which
+    # would move the bias gradient there, is left unfused (the importer
+    # stopped at "operand does not dominate this use").
+    keras.utils.set_random_seed(29)
+    a = keras.Input((4, 4, 1), name="a")
+    c = keras.Input((4, 4, 1), name="c")
+    conv = keras.layers.Conv2D(2, 1, name="shared_conv")
+    pooled = keras.layers.Flatten()(keras.layers.MaxPooling2D()(conv(a)))
+    plain = keras.layers.Dense(8)(keras.layers.Flatten()(conv(c)))
+    model = keras.Model([a, c], keras.layers.Add()([pooled, plain]))
+    model.compile(optimizer=keras.optimizers.SGD(0.1), loss="mse")
+    rng = np.random.default_rng(30)
+    xa, xc = (rng.normal(size=(8, 4, 4, 1)).astype(np.float32)
+              for _ in range(2))
+    trainer = graphc.compile(model, batch_size=4, devices="cpu:1")
+    np.testing.assert_allclose(trainer.predict([xa, xc]),
+                               model.predict([xa, xc], verbose=0), atol=1e-5)
