@@ -91,12 +91,19 @@ Status parseRunState(const SafetensorsFile &file, RunState &out) {
 
 } // namespace
 
+int64_t RunState::stepsPerEpoch() const {
+  return globalBatch > 0 ? (epochExamples + globalBatch - 1) / globalBatch : 0;
+}
+
 int64_t RunState::epoch() const {
-  return epochExamples > 0 ? globalStep * globalBatch / epochExamples : 0;
+  return stepsPerEpoch() > 0 ? globalStep / stepsPerEpoch() : 0;
 }
 
 int64_t RunState::exampleInEpoch() const {
-  return epochExamples > 0 ? globalStep * globalBatch % epochExamples : 0;
+  return stepsPerEpoch() > 0
+             ? std::min(epochExamples,
+                        globalStep % stepsPerEpoch() * globalBatch)
+             : 0;
 }
 
 std::string checkpointFileName(int64_t step) {

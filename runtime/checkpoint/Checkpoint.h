@@ -58,8 +58,11 @@ struct RunState {
   /// another model (empty: unknown, as in checkpoints written before it).
   std::string model;
 
+  /// Steps an epoch: ceil(epochExamples / globalBatch), each epoch ending
+  /// with its short batch, as Keras' do.
+  int64_t stepsPerEpoch() const;
   /// The epoch the next batch comes from (0 first) and how many of its
-  /// examples were consumed (batches run across epoch boundaries).
+  /// examples were consumed.
   int64_t epoch() const;
   int64_t exampleInEpoch() const;
 };
