@@ -482,6 +482,31 @@ readLossScaleOptimizer(ConfigReader &object,
   return object.checkNoOtherFields();
 }
 
+/// builder::Optimizer's alternative, with the class's defaults, for one of
+/// Keras' optimizers by its class or string name.
+static std::optional<builder::Optimizer> optimizerOf(llvm::StringRef name) {
+  if (name == "SGD" || name == "sgd")
+    return builder::SGD{};
+  if (name == "Adam" || name == "adam")
+    return builder::Adam{};
+  // Adam with decoupled weight decay: Keras' AdamW is Adam whose
+  // weight_decay defaults to 0.004 (Adam's to None).
+  if (name == "AdamW" || name == "adamw") {
+    builder::Adam adamw;
+    adamw.weight_decay = 0.004;
+    return adamw;
+  }
+  if (name == "RMSprop" || name == "rmsprop")
+    return builder::RMSprop{};
+  if (name == "Adagrad" || name == "adagrad")
+    return builder::Adagrad{};
+  if (name == "Adamax" || name == "adamax")
+    return builder::Adamax{};
+  if (name == "Nadam" || name == "nadam")
+    return builder::Nadam{};
+  return std::nullopt;
+}
+
 /// The optimizer in `parent`'s field `key`: a name, or an object whose
 /// class is one of Keras' optimizers or (not `wrapped`) a
 /// LossScaleOptimizer around one.
@@ -493,32 +518,10 @@ static LogicalResult readOptimizerField(ConfigReader &parent,
   const json::Value *field = compile.getSet(key);
   if (!field)
     return success();
-  auto kindOf = [](llvm::StringRef name) -> std::optional<builder::Optimizer> {
-    if (name == "SGD" || name == "sgd")
-      return builder::SGD{};
-    if (name == "Adam" || name == "adam")
-      return builder::Adam{};
-    // Adam with decoupled weight decay: Keras' AdamW is Adam whose
-    // weight_decay defaults to 0.004 (Adam's to None).
-    if (name == "AdamW" || name == "adamw") {
-      builder::Adam adamw;
-      adamw.weight_decay = 0.004;
-      return adamw;
-    }
-    if (name == "RMSprop" || name == "rmsprop")
-      return builder::RMSprop{};
-    if (name == "Adagrad" || name == "adagrad")
-      return builder::Adagrad{};
-    if (name == "Adamax" || name == "adamax")
-      return builder::Adamax{};
-    if (name == "Nadam" || name == "nadam")
-      return builder::Nadam{};
-    return std::nullopt;
-  };
   constexpr llvm::StringLiteral expected =
       "expected SGD, Adam, AdamW, RMSprop, Adagrad, Adamax or Nadam";
   if (std::optional<llvm::StringRef> name = field->getAsString()) {
-    out = kindOf(*name);
+    out = optimizerOf(*name);
     if (!out)
       return compile.error(key, "unsupported optimizer '" + *name + "' (" +
                                     expected + ")");
@@ -530,7 +533,7 @@ static LogicalResult readOptimizerField(ConfigReader &parent,
     return failure();
   if (className == "LossScaleOptimizer" && !wrapped)
     return readLossScaleOptimizer(*object, out, training);
-  out = kindOf(className);
+  out = optimizerOf(className);
   if (!out)
     return compile.error(key, "unsupported optimizer '" + className + "' (" +
                                   expected + ")");
@@ -1275,22 +1278,21 @@ LogicalResult readTraining(ConfigReader &root, const ImportOptions &options,
 
 namespace {
 
-/// A Keras optimizer's --optimizer name ("AdamW" and "adam" are "adam"),
-/// the inner one's of a LossScaleOptimizer.
-std::string optimizerFlagName(const json::Value *optimizer) {
+/// builder::Optimizer's alternative of a saved optimizer (a name or an
+/// object; a LossScaleOptimizer's inner one's), if it is one of Keras'.
+std::optional<size_t> savedOptimizerIndex(const json::Value *optimizer) {
   if (!optimizer)
-    return "";
-  if (std::optional<llvm::StringRef> name = optimizer->getAsString())
-    return name->lower() == "adamw" ? "adam" : name->lower();
-  const json::Object *object = optimizer->getAsObject();
-  if (!object)
-    return "";
-  std::optional<llvm::StringRef> className = object->getString("class_name");
-  if (className == "LossScaleOptimizer")
-    if (const json::Object *config = object->getObject("config"))
-      return optimizerFlagName(config->get("inner_optimizer"));
-  std::string lower = className.value_or("").lower();
-  return lower == "adamw" ? "adam" : lower;
+    return std::nullopt;
+  std::optional<llvm::StringRef> name = optimizer->getAsString();
+  if (const json::Object *object = optimizer->getAsObject()) {
+    name = object->getString("class_name");
+    if (name == "LossScaleOptimizer")
+      if (const json::Object *config = object->getObject("config"))
+        return savedOptimizerIndex(config->get("inner_optimizer"));
+  }
+  std::optional<builder::Optimizer> kind =
+      name ? optimizerOf(*name) : std::nullopt;
+  return kind ? std::optional<size_t>(kind->index()) : std::nullopt;
 }
 
 /// The optimizer's own config object (a LossScaleOptimizer's inner one's).
@@ -1373,8 +1375,8 @@ void applyOptionsToCompileConfig(json::Object &config,
   if (options.loss || options.fromLogits)
     if (json::Value *loss = compile->get("loss"))
       applyLossOptions(*loss, options);
-  if (options.optimizer &&
-      optimizerFlagName(compile->get("optimizer")) != *options.optimizer) {
+  if (options.optimizer && savedOptimizerIndex(compile->get("optimizer")) !=
+                               optimizerIndex(*options.optimizer)) {
     // Another optimizer: Keras' defaults, as the training took them.
     static constexpr std::pair<llvm::StringLiteral, llvm::StringLiteral>
         kClasses[] = {{"sgd", "SGD"},         {"adam", "Adam"},
@@ -1395,10 +1397,10 @@ void applyOptionsToCompileConfig(json::Object &config,
       (options.learningRate || options.clipnorm || options.globalClipnorm ||
        options.clipvalue || options.weightDecay)) {
     // compile(optimizer="adam"): the object the flags' values go in.
-    std::string flag = optimizerFlagName(optimizer);
+    std::string name = optimizer->getAsString()->lower();
     *optimizer = json::Object{{"module", "keras.optimizers"},
                               {"class_name", *optimizer->getAsString()},
-                              {"config", json::Object{{"name", flag}}},
+                              {"config", json::Object{{"name", name}}},
                               {"registered_name", nullptr}};
   }
   json::Object *settings = optimizer ? optimizerConfig(*optimizer) : nullptr;

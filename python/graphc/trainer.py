@@ -89,22 +89,15 @@ def _class_weight_spec(class_weight):
         # Keras looks each label up as class_weight.get(int(label)): a key
         # equal to no int (a str "1", a float 1.5) is never found, and its
         # weight silently unused; refused here rather than dropped.
-        index = None
-        if isinstance(cls, (int, float, np.integer, np.floating)):
-            try:
-                index = int(cls)
-            except (OverflowError, ValueError):
-                index = None
-            if index is not None and index != cls:
-                index = None
-        if index is None:
+        if not (isinstance(cls, (int, float, np.integer, np.floating))
+                and float(cls).is_integer()):
             raise InvalidDataError(
                 f"fit: class_weight key {cls!r} ({type(cls).__name__}) is no "
                 "class index: Keras looks up class_weight.get(int(label)), "
                 "which never finds it, so its weight would be unused; key "
                 "the dict by int")
         try:
-            pairs.append(f"{index}:{float(weight)!r}")
+            pairs.append(f"{int(cls)}:{float(weight)!r}")
         except (TypeError, ValueError):
             raise InvalidDataError(
                 f"fit: class_weight {cls!r}: {weight!r} is not a "

@@ -56,6 +56,15 @@ std::vector<std::string> split(const std::string &text, char separator) {
   }
 }
 
+/// The files of an arrays: spec's rest: X.npy,Y.npy split at the comma,
+/// unless the whole names a file (a comma in a file's name).
+std::vector<std::string> arrayFiles(const std::string &rest) {
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(rest, ec))
+    return {rest};
+  return split(rest, ',');
+}
+
 /// Labels as class indices, from `values` ([rows, width] doubles, row-major,
 /// read from `what`): width 1 holds indices, a larger width one-hot rows.
 Status toClassLabels(const std::string &what, const std::vector<double> &values,
@@ -203,11 +212,7 @@ Status openPair(const std::string &spec, const ArraysOptions &o,
   if (rest.empty())
     return Status::invalidInput(spec + ": name the arrays: arrays:FILE.npz or "
                                        "arrays:X.npy,Y.npy");
-  // A comma separates X.npy from Y.npy, unless the whole names a file.
-  std::error_code ec;
-  std::vector<std::string> paths = std::filesystem::is_regular_file(rest, ec)
-                                       ? std::vector<std::string>{rest}
-                                       : split(rest, ',');
+  std::vector<std::string> paths = arrayFiles(rest);
   if (paths.size() > 2)
     return Status::invalidInput(spec + ": at most two files, arrays:X.npy,"
                                        "Y.npy (or one .npz)");
@@ -304,10 +309,7 @@ Status openInputs(const std::string &spec, const ArraysOptions &o,
       return s;
   } else {
     name = spec.substr(std::string(kArraysPrefix).size());
-    std::error_code ec;
-    if ((name.find(',') != std::string::npos &&
-         !std::filesystem::is_regular_file(name, ec)) ||
-        name.ends_with(".npy"))
+    if (arrayFiles(name).size() > 1 || name.ends_with(".npy"))
       return Status::invalidInput(
           spec +
           ": the model has several inputs: give an .npz with an array "
@@ -441,10 +443,7 @@ Status openOutputs(const std::string &spec, const ArraysOptions &o,
       return s;
   } else {
     name = spec.substr(std::string(kArraysPrefix).size());
-    std::error_code ec;
-    if ((name.find(',') != std::string::npos &&
-         !std::filesystem::is_regular_file(name, ec)) ||
-        name.ends_with(".npy"))
+    if (arrayFiles(name).size() > 1 || name.ends_with(".npy"))
       return Status::invalidInput(
           spec +
           ": the model has several outputs: give an .npz with an "
