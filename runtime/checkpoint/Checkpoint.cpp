@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <optional>
+#include <set>
 #include <system_error>
 
 #include <fcntl.h>
@@ -43,6 +44,26 @@ std::optional<int64_t> stepOf(std::string_view name) {
   return step;
 }
 
+/// The metadata that holds ExtraState::text, and the one that names its
+/// tensors, a line each (no variable name holds a newline).
+constexpr const char *kExtraKey = "extra";
+/// The data section's CRC-32C, in decimal.
+constexpr const char *kCrcKey = "data_crc32c";
+constexpr const char *kExtraTensorsKey = "extra_tensors";
+
+std::vector<std::string> extraTensorNames(const std::string &lines) {
+  std::vector<std::string> names;
+  size_t begin = 0;
+  while (begin < lines.size()) {
+    size_t end = lines.find('\n', begin);
+    if (end == std::string::npos)
+      end = lines.size();
+    names.push_back(lines.substr(begin, end - begin));
+    begin = end + 1;
+  }
+  return names;
+}
+
 bool isTemporary(std::string_view name) {
   std::string_view final = finalNameOf(name);
   return !final.empty() && stepOf(final);
@@ -69,6 +90,18 @@ Status parseRunState(const SafetensorsFile &file, RunState &out) {
                          ": not a graphrun checkpoint (its "
                          "metadata has no format '" +
                          std::string(kFormat) + "')");
+  // A checkpoint whose tensors changed since they were written (a flipped
+  // bit on disk, a file cut short and padded) is not resumed from.
+  // Checkpoints written before the checksum have none.
+  if (file.metadata(kCrcKey)) {
+    uint32_t expected = 0;
+    if (Status s = parseNumber(file, kCrcKey, expected); !s)
+      return s;
+    if (uint32_t actual = file.dataCrc32c(); actual != expected)
+      return Status::error(file.source() + ": its tensors' CRC-32C is " +
+                           std::to_string(actual) + ", the checkpoint says " +
+                           std::to_string(expected) + ": corrupt");
+  }
   RunState state;
   if (Status s = parseNumber(file, "global_step", state.globalStep); !s)
     return s;
@@ -85,11 +118,32 @@ Status parseRunState(const SafetensorsFile &file, RunState &out) {
   state.data = *data;
   if (const std::string *model = file.metadata("model"))
     state.model = *model;
+  if (const std::string *extra = file.metadata(kExtraKey))
+    state.extra.text = *extra;
+  if (const std::string *names = file.metadata(kExtraTensorsKey))
+    for (const std::string &name : extraTensorNames(*names)) {
+      const TensorInfo *t = file.find(name);
+      if (!t || t->dtype != DType::F32 || t->shape.size() != 1)
+        return Status::error(file.source() + ": the extra state's tensor '" +
+                             name + "' is " +
+                             (t ? "not an F32 vector" : "missing"));
+      std::string_view bytes = file.data(*t);
+      std::vector<float> values(bytes.size() / sizeof(float));
+      std::memcpy(values.data(), bytes.data(), values.size() * sizeof(float));
+      state.extra.tensors.emplace_back(name, std::move(values));
+    }
   out = std::move(state);
   return Status::ok();
 }
 
 } // namespace
+
+const std::vector<float> *ExtraState::find(const std::string &name) const {
+  for (const auto &[n, values] : tensors)
+    if (n == name)
+      return &values;
+  return nullptr;
+}
 
 int64_t RunState::stepsPerEpoch() const {
   return globalBatch > 0 ? (epochExamples + globalBatch - 1) / globalBatch : 0;
@@ -225,6 +279,26 @@ Status CheckpointManager::save(const MirroredVariables &variables,
                      std::to_string(state.exampleInEpoch()));
   if (Status s = addVariables(variables, allVariables(variables), writer); !s)
     return s;
+  if (!state.extra.text.empty())
+    writer.setMetadata(kExtraKey, state.extra.text);
+  std::string extraNames;
+  for (const auto &[name, values] : state.extra.tensors) {
+    if (name.empty() || name.find('\n') != std::string::npos ||
+        variables.find(name) >= 0)
+      return Status::error("the extra state's tensor '" + name +
+                           "' is named as a variable, or not a name");
+    std::string bytes(reinterpret_cast<const char *>(values.data()),
+                      values.size() * sizeof(float));
+    if (Status s =
+            writer.add(name, DType::F32, {static_cast<int64_t>(values.size())},
+                       std::move(bytes));
+        !s)
+      return s;
+    extraNames += (extraNames.empty() ? "" : "\n") + name;
+  }
+  if (!extraNames.empty())
+    writer.setMetadata(kExtraTensorsKey, extraNames);
+  writer.setMetadata(kCrcKey, std::to_string(writer.dataCrc32c()));
   std::string path =
       (fs::path(directory_) / checkpointFileName(state.globalStep)).string();
   if (Status s = writer.write(path); !s)
@@ -309,8 +383,11 @@ Status CheckpointManager::restore(const LoadedCheckpoint &checkpoint,
                         std::to_string(saved.epochExamples) + " examples)",
                     "'" + expected.data + "' (" +
                         std::to_string(expected.epochExamples) + " examples)");
+  std::set<std::string> extra;
+  for (const auto &[name, values] : saved.extra.tensors)
+    extra.insert(name);
   Status set =
-      setVariables(checkpoint.file, allVariables(variables), variables);
+      setVariables(checkpoint.file, allVariables(variables), variables, extra);
   if (set)
     return set;
   // Another model's variables (or another optimizer's slots): say so
@@ -326,18 +403,20 @@ Status CheckpointManager::restore(const LoadedCheckpoint &checkpoint,
                           ? ", " + named(saved.model) + ", not this plan's " +
                                 named(expected.model)
                           : "";
-  return Status::error(checkpoint.path + ": written by another model" + which +
-                       " (" + std::to_string(checkpoint.file.tensors().size()) +
-                       " tensors, this plan has " +
-                       std::to_string(variables.count()) +
-                       " variables): " + fault +
-                       ": a checkpoint resumes only the model (and "
-                       "optimizer) that wrote it; use another "
-                       "--checkpoint-dir");
+  return Status::error(
+      checkpoint.path + ": written by another model" + which + " (" +
+      std::to_string(checkpoint.file.tensors().size() - extra.size()) +
+      " tensors, this plan has " + std::to_string(variables.count()) +
+      " variables): " + fault +
+      ": a checkpoint resumes only the model (and "
+      "optimizer) that wrote it; use another "
+      "--checkpoint-dir");
 }
 
 Status CheckpointHook::save(int64_t step) {
   state_.globalStep = step;
+  if (extra_)
+    state_.extra = extra_();
   if (Status s = manager_.save(variables_, state_); !s)
     return Status::error("checkpoint at step " + std::to_string(step) + ": " +
                          s.message());

@@ -29,11 +29,27 @@
 #include "runtime/core/Session.h"
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace graph::runtime::checkpoint {
+
+/// What the layers above keep across a resume besides the variables: the
+/// fit callbacks' state (runtime/job's FitCallbacksHook), as a text the
+/// checkpoint does not interpret, and vectors of floats (EarlyStopping's
+/// copy of the best weights), saved as F32 tensors beside the variables
+/// under names that no variable has.
+struct ExtraState {
+  std::string text;
+  std::vector<std::pair<std::string, std::vector<float>>> tensors;
+
+  bool empty() const { return text.empty() && tensors.empty(); }
+  /// The tensor named `name`, or null.
+  const std::vector<float> *find(const std::string &name) const;
+};
 
 /// What a run needs, besides its variables, to continue exactly where it
 /// stopped. Every step consumes one global batch, so the global step also
@@ -57,6 +73,8 @@ struct RunState {
   /// The plan's model name, for the message that refuses a checkpoint of
   /// another model (empty: unknown, as in checkpoints written before it).
   std::string model;
+  /// Saved with the checkpoint and given back by findLatest.
+  ExtraState extra;
 
   /// Steps an epoch: ceil(epochExamples / globalBatch), each epoch ending
   /// with its short batch, as Keras' do.
@@ -144,6 +162,13 @@ public:
     return every_ > 0 && step % every_ == 0;
   }
 
+  /// Each checkpoint from now on carries what `extra` returns then (the
+  /// fit callbacks' state after the step's epoch end, if any: they run
+  /// before this hook).
+  void setExtraState(std::function<ExtraState()> extra) {
+    extra_ = std::move(extra);
+  }
+
   /// The step of the last checkpoint this hook saved (0: none).
   int64_t lastSaved() const { return lastSaved_; }
 
@@ -154,6 +179,7 @@ private:
   const MirroredVariables &variables_;
   int64_t every_;
   RunState state_;
+  std::function<ExtraState()> extra_;
   int64_t lastStep_ = 0;
   int64_t lastSaved_ = 0;
 };

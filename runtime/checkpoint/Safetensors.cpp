@@ -3,6 +3,7 @@
 #include "runtime/checkpoint/Safetensors.h"
 
 #include "runtime/base/AtomicFile.h"
+#include "runtime/base/Crc32c.h"
 #include "runtime/core/Kernel.h"
 
 #include <nlohmann/json.hpp>
@@ -350,6 +351,17 @@ std::string SafetensorsWriter::header() const {
   uint64_t length = text.size();
   std::memcpy(out.data(), &length, 8);
   return out + text;
+}
+
+uint32_t SafetensorsWriter::dataCrc32c() const {
+  uint32_t crc = 0;
+  for (const Entry &e : entries_)
+    crc = crc32c(e.bytes.data(), e.bytes.size(), crc);
+  return crc;
+}
+
+uint32_t SafetensorsFile::dataCrc32c() const {
+  return crc32c(bytes_.data() + dataStart_, bytes_.size() - dataStart_);
 }
 
 std::string SafetensorsWriter::serialize() const {

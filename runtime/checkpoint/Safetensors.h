@@ -86,6 +86,8 @@ public:
   /// The metadata entry `key`, or null.
   const std::string *metadata(const std::string &key) const;
   const std::string &source() const { return source_; }
+  /// CRC-32C of the data section (every tensor's bytes).
+  uint32_t dataCrc32c() const;
 
 private:
   std::string source_;
@@ -103,6 +105,9 @@ public:
   /// bytes, and the name must be new and not "__metadata__".
   Status add(const std::string &name, DType dtype, std::vector<int64_t> shape,
              std::string bytes);
+  /// CRC-32C of the data section the file will have (every tensor's
+  /// bytes, in the order added).
+  uint32_t dataCrc32c() const;
   /// The file's content.
   std::string serialize() const;
   /// Writes the file atomically (AtomicFile.h).

@@ -51,7 +51,8 @@ Status addVariables(const MirroredVariables &variables,
 }
 
 Status setVariables(const SafetensorsFile &file, const std::vector<int> &which,
-                    MirroredVariables &variables) {
+                    MirroredVariables &variables,
+                    const std::set<std::string> &others) {
   const std::string &source = file.source();
   std::set<std::string> expected;
   for (int v : which)
@@ -59,7 +60,7 @@ Status setVariables(const SafetensorsFile &file, const std::vector<int> &which,
   // Check everything first: a file that fails leaves the variables as they
   // were, not half replaced.
   for (const TensorInfo &t : file.tensors())
-    if (!expected.count(t.name)) {
+    if (!expected.count(t.name) && !others.count(t.name)) {
       bool slot = variables.find(t.name) >= 0;
       return Status::error(source + ": tensor '" + t.name + "' is not a " +
                            (slot ? "model weight (it is an optimizer slot)"

@@ -24,6 +24,7 @@
 #include "runtime/core/MirroredVariables.h"
 
 #include <map>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -44,10 +45,12 @@ Status addVariables(const MirroredVariables &variables,
                     const std::vector<int> &which, SafetensorsWriter &writer);
 
 /// Sets variables `which` from `file`, which must hold exactly those
-/// tensors: a missing, extra, non-F32 or differently shaped tensor is an
-/// error naming it. Nothing is written unless everything matches.
+/// tensors besides the ones named in `others` (a checkpoint's
+/// ExtraState): a missing, extra, non-F32 or differently shaped tensor is
+/// an error naming it. Nothing is written unless everything matches.
 Status setVariables(const SafetensorsFile &file, const std::vector<int> &which,
-                    MirroredVariables &variables);
+                    MirroredVariables &variables,
+                    const std::set<std::string> &others = {});
 
 /// How loadWeights matches a file's weights to the model's.
 enum class WeightsMatch {

@@ -268,6 +268,49 @@ TEST_F(CheckpointTest, SaveThenRestoreEveryVariableAndTheRunState) {
         << vars_.name(v);
 }
 
+TEST_F(CheckpointTest, ExtraStateTravelsBesideTheVariables) {
+  // What the fit callbacks keep: a text and vectors, read back as saved;
+  // the vectors are not variables, so the restore sets every variable and
+  // refuses nothing.
+  CheckpointManager manager(dir_.string());
+  RunState saved = state(20);
+  saved.extra.text = "{\"wait\": 2}";
+  saved.extra.tensors.emplace_back("fit_callbacks/best_weights/dense/kernel",
+                                   std::vector<float>{1, 2, 3, 4, 5, 6});
+  saved.extra.tensors.emplace_back("fit_callbacks/best_weights/dense/bias",
+                                   std::vector<float>{-1, 0.5f});
+  Status s = manager.save(vars_, saved);
+  ASSERT_TRUE(s) << s.message();
+
+  LoadedCheckpoint latest;
+  bool found = false;
+  std::vector<std::string> warnings;
+  ASSERT_TRUE(manager.findLatest(latest, found, warnings));
+  ASSERT_TRUE(found);
+  EXPECT_EQ(latest.state.extra.text, "{\"wait\": 2}");
+  ASSERT_EQ(latest.state.extra.tensors.size(), 2u);
+  EXPECT_EQ(latest.state.extra.tensors[0].first,
+            "fit_callbacks/best_weights/dense/kernel");
+  EXPECT_EQ(*latest.state.extra.find("fit_callbacks/best_weights/dense/bias"),
+            (std::vector<float>{-1, 0.5f}));
+  EXPECT_EQ(latest.state.extra.find("dense/bias"), nullptr);
+
+  MirroredVariables other;
+  fresh(other);
+  s = CheckpointManager::restore(latest, state(0), other);
+  ASSERT_TRUE(s) << s.message();
+  for (int v = 0; v < vars_.count(); ++v)
+    EXPECT_EQ(values(other, vars_.name(v)), values(vars_, vars_.name(v)))
+        << vars_.name(v);
+
+  // A vector named as a variable would be read as one: refused.
+  RunState clash = state(21);
+  clash.extra.tensors.emplace_back("dense/bias", std::vector<float>{0, 0});
+  s = manager.save(vars_, clash);
+  EXPECT_FALSE(s);
+  EXPECT_THAT(s.message(), HasSubstr("'dense/bias' is named as a variable"));
+}
+
 TEST_F(CheckpointTest, NoDirectoryMeansNoCheckpoint) {
   CheckpointManager manager(path("never-written"));
   LoadedCheckpoint latest;
@@ -429,6 +472,32 @@ TEST_F(CheckpointTest, ACorruptCheckpointFallsBackToTheOlderOne) {
   fresh(other);
   ASSERT_TRUE(CheckpointManager::restore(latest, state(0), other));
   EXPECT_EQ(values(other, "dense/bias"), std::vector<float>(2, 0.0f));
+}
+
+TEST_F(CheckpointTest, AFlippedBitInATensorFallsBackToTheOlderOne) {
+  // The file parses (its length and header are intact); only the tensors'
+  // checksum shows that one of them changed since it was written.
+  CheckpointManager manager(dir_.string());
+  ASSERT_TRUE(manager.save(vars_, state(10)));
+  fill(vars_, "dense/bias", 100.0f);
+  ASSERT_TRUE(manager.save(vars_, state(20)));
+  std::string bytes = slurp(path("ckpt-20.safetensors"));
+  bytes[bytes.size() - 5] ^= 0x10; // in the last tensor
+  {
+    std::ofstream flipped(path("ckpt-20.safetensors"),
+                          std::ios::binary | std::ios::trunc);
+    flipped << bytes;
+  }
+  LoadedCheckpoint latest;
+  bool found = false;
+  std::vector<std::string> warnings;
+  ASSERT_TRUE(manager.findLatest(latest, found, warnings));
+  ASSERT_TRUE(found);
+  EXPECT_EQ(latest.state.globalStep, 10);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_THAT(warnings[0], HasSubstr(path("ckpt-20.safetensors") +
+                                     ": its tensors' CRC-32C is "));
+  EXPECT_THAT(warnings[0], HasSubstr(": corrupt; skipped"));
 }
 
 TEST_F(CheckpointTest, ANewerCheckpointThanTheIndexWins) {
