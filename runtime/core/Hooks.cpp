@@ -260,6 +260,15 @@ Status StepTimerHook::end(const SessionInfo &info) {
   return Status::ok();
 }
 
+void EpochMeans::setSums(Sums sums) {
+  steps_ = sums.steps;
+  loss_ = sums.loss;
+  examples_ = sums.examples;
+  names_ = std::move(sums.names);
+  states_ = std::move(sums.states);
+  specs_.clear();
+}
+
 void EpochMeans::add(const StepContext &ctx) {
   if (steps_++ == 0) {
     names_.clear();
@@ -270,6 +279,8 @@ void EpochMeans::add(const StepContext &ctx) {
     for (size_t i = 0; i < names_.size(); ++i)
       states_.emplace_back(
           i < ctx.metricStates.size() ? ctx.metricStates[i].size() : 1, 0.0);
+  } else if (specs_.empty()) {
+    specs_ = ctx.metricSpecs; // sums set from a checkpoint
   }
   // The step's values are the job's means over its global batch of g rows,
   // sum_i s w_i v_i / g (s the batch's scale, g / n for the n examples of

@@ -258,6 +258,18 @@ public:
   void add(const StepContext &ctx);
   void reset() { *this = EpochMeans(); }
   double loss() const;
+
+  /// The sums so far, for a checkpoint taken mid-epoch: a resumed run's
+  /// epoch logs then count the steps before the interruption too.
+  struct Sums {
+    int64_t steps = 0;
+    double loss = 0, examples = 0;
+    std::vector<std::string> names;
+    std::vector<std::vector<double>> states;
+  };
+  Sums sums() const { return {steps_, loss_, examples_, names_, states_}; }
+  /// Continues from `sums`; the metrics' specs come with the next step.
+  void setSums(Sums sums);
   /// Each logged value's epoch value, in the steps' order.
   std::vector<std::pair<std::string, double>> metrics() const;
 

@@ -10,6 +10,8 @@
 #include <cstring>
 #include <utility>
 
+#include <unistd.h>
+
 namespace graph::runtime::job {
 
 namespace {
@@ -334,6 +336,14 @@ void EarlyStopping::onTrainBegin() {
   best_.reset();
   haveWeights_ = false;
   bestEpoch_ = 0;
+}
+
+void EarlyStopping::setState(const State &state) {
+  wait_ = state.wait;
+  stoppedEpoch_ = state.stoppedEpoch;
+  bestEpoch_ = state.bestEpoch;
+  best_ = state.best;
+  haveWeights_ = state.keptWeights;
 }
 
 EarlyStopping::Decision EarlyStopping::onEpochEnd(int64_t epoch,
@@ -688,7 +698,31 @@ Status CsvLogger::open(const std::string &path, char separator, bool append,
   if (!file)
     return Status::invalidInput(
         path + ": cannot open the CSV log: " + std::strerror(errno));
-  out.reset(new CsvLogger(path, file, separator, header));
+  long size = 0;
+  if (std::fseek(file, 0, SEEK_END) != 0 || (size = std::ftell(file)) < 0) {
+    int error = errno;
+    std::fclose(file);
+    return Status::invalidInput(
+        path + ": cannot find the CSV log's end: " + std::strerror(error));
+  }
+  out.reset(new CsvLogger(path, file, separator, header,
+                          static_cast<uint64_t>(size)));
+  return Status::ok();
+}
+
+Status CsvLogger::resumeAt(uint64_t size) {
+  if (!file_)
+    return Status::internal(path_ + ": the CSV log is closed");
+  if (size < size_) {
+    // Appending writes at the end, wherever the file ends: now `size`.
+    if (::ftruncate(::fileno(file_), static_cast<off_t>(size)) != 0)
+      return Status::resourceExhausted(path_ +
+                                       ": cannot cut the CSV log back to the "
+                                       "checkpoint's rows: " +
+                                       std::strerror(errno));
+    size_ = size;
+  }
+  header_ = size_ == 0;
   return Status::ok();
 }
 
@@ -704,6 +738,7 @@ Status CsvLogger::write(const std::string &text) {
       std::fflush(file_) != 0)
     return Status::resourceExhausted(
         path_ + ": cannot write the CSV log: " + std::strerror(errno));
+  size_ += text.size();
   return Status::ok();
 }
 

@@ -174,6 +174,20 @@ public:
   Decision onEpochEnd(int64_t epoch, const EpochLogs &logs);
   TrainEnd onTrainEnd() const;
 
+  /// What on_epoch_end changes, for a checkpoint: a resumed run goes on
+  /// counting its patience where the interrupted one was (Keras' own
+  /// BackupAndRestore keeps none of it: its resumed fit() starts afresh).
+  struct State {
+    int64_t wait = 0, stoppedEpoch = 0, bestEpoch = 0;
+    std::optional<double> best;
+    /// restore_best_weights kept a copy (the caller keeps the copy).
+    bool keptWeights = false;
+  };
+  State state() const {
+    return {wait_, stoppedEpoch_, bestEpoch_, best_, haveWeights_};
+  }
+  void setState(const State &state);
+
   int64_t wait() const { return wait_; }
   std::optional<double> best() const { return best_; }
   int64_t bestEpoch() const { return bestEpoch_; }
@@ -250,6 +264,19 @@ public:
   /// (if above min_lr).
   Decision onEpochEnd(int64_t epoch, const EpochLogs &logs, float learningRate);
 
+  /// What on_epoch_end changes, for a checkpoint (the rate is the
+  /// caller's).
+  struct State {
+    int64_t wait = 0, cooldownCounter = 0;
+    std::optional<double> best;
+  };
+  State state() const { return {wait_, cooldownCounter_, best_}; }
+  void setState(const State &state) {
+    wait_ = state.wait;
+    cooldownCounter_ = state.cooldownCounter;
+    best_ = state.best;
+  }
+
   int64_t wait() const { return wait_; }
   int64_t cooldownCounter() const { return cooldownCounter_; }
   std::optional<double> best() const { return best_; }
@@ -311,6 +338,8 @@ public:
                       const std::string &path) const;
 
   std::optional<double> best() const { return best_; }
+  /// A checkpoint's best, for a resumed run.
+  void setBest(std::optional<double> best) { best_ = best; }
   const BestCheckpointOptions &options() const { return options_; }
 
 private:
@@ -368,6 +397,14 @@ public:
   Status onEpochEnd(int64_t epoch, const EpochLogs &logs);
   Status close();
 
+  /// The file's size: what it held when opened and every row since.
+  uint64_t size() const { return size_; }
+  /// A resumed run's, before its first row: cuts the file to the `size`
+  /// it had at the checkpoint (if longer), dropping the rows of epochs the
+  /// run will train again, and writes the header only if that leaves the
+  /// file empty.
+  Status resumeAt(uint64_t size);
+
   /// The columns after `epoch` that the first epoch's `logs` give.
   static std::vector<std::string> columns(const EpochLogs &logs);
   /// The header line, "\r\n" included.
@@ -379,15 +416,17 @@ public:
                                const EpochLogs &logs, char separator);
 
 private:
-  CsvLogger(std::string path, std::FILE *file, char separator, bool header)
+  CsvLogger(std::string path, std::FILE *file, char separator, bool header,
+            uint64_t size)
       : path_(std::move(path)), file_(file), separator_(separator),
-        header_(header) {}
+        header_(header), size_(size) {}
   Status write(const std::string &text);
 
   std::string path_;
   std::FILE *file_ = nullptr;
   char separator_;
   bool header_;
+  uint64_t size_;
   std::optional<std::vector<std::string>> columns_;
 };
 

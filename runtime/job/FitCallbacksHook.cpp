@@ -2,17 +2,78 @@
 
 #include "runtime/job/FitCallbacksHook.h"
 
+#include <nlohmann/json.hpp>
+
 #include <chrono>
 #include <cmath>
+#include <limits>
 
 namespace graph::runtime::job {
 
 namespace {
 
+using Json = nlohmann::json;
+
+constexpr const char *kStateFormat = "graphrun fit callbacks 1";
+
 double wallNow() {
   return std::chrono::duration<double>(
              std::chrono::system_clock::now().time_since_epoch())
       .count();
+}
+
+/// A double in JSON: a number (nlohmann writes the shortest digits that
+/// read back exactly), or "nan", "inf", "-inf", which JSON has no number
+/// for (a monitored loss can be NaN).
+Json number(double value) {
+  if (std::isfinite(value))
+    return value;
+  return std::isnan(value) ? "nan" : value > 0 ? "inf" : "-inf";
+}
+
+double numberOf(const Json &j) {
+  if (j.is_number())
+    return j.get<double>();
+  const std::string text = j.get<std::string>();
+  if (text == "nan")
+    return std::numeric_limits<double>::quiet_NaN();
+  if (text == "inf" || text == "-inf")
+    return text[0] == '-' ? -INFINITY : INFINITY;
+  throw std::invalid_argument("'" + text + "' is not a number");
+}
+
+Json optionalNumber(const std::optional<double> &value) {
+  return value ? number(*value) : Json(nullptr);
+}
+
+std::optional<double> optionalNumberOf(const Json &j) {
+  if (j.is_null())
+    return std::nullopt;
+  return numberOf(j);
+}
+
+const char *modeName(MonitorMode mode) {
+  switch (mode) {
+  case MonitorMode::min:
+    return "min";
+  case MonitorMode::max:
+    return "max";
+  case MonitorMode::automatic:
+    break;
+  }
+  return "auto";
+}
+
+/// What a callback's saved state was measured against: its monitor and
+/// mode. A best of another key (or direction) means nothing to it.
+Json monitorOf(const std::string &monitor, MonitorMode mode) {
+  return {{"monitor", monitor}, {"mode", modeName(mode)}};
+}
+
+bool sameMonitor(const Json &saved, const std::string &monitor,
+                 MonitorMode mode) {
+  return saved.at("monitor").get<std::string>() == monitor &&
+         saved.at("mode").get<std::string>() == modeName(mode);
 }
 
 } // namespace
@@ -22,15 +83,176 @@ FitCallbacksHook::FitCallbacksHook(Callbacks callbacks, Job job,
                                    bool chief, std::ostream &out)
     : c_(std::move(callbacks)), job_(std::move(job)),
       stepsPerEpoch_(std::max<int64_t>(1, stepsPerEpoch)),
-      learningRate_(learningRate), chief_(chief), out_(out) {}
+      learningRate_(learningRate), chief_(chief),
+      planLearningRate_(learningRate), out_(out) {}
 
 Status FitCallbacksHook::begin(const SessionInfo &info) {
-  // Keras' callbacks start afresh with each fit(): a resumed run too.
+  globalBatch_ = info.globalBatch;
+  if (resumed_) {
+    // Where the checkpointed run was; its rate from the first step.
+    if (learningRate_ != planLearningRate_)
+      if (Status s = job_.setLearningRate(learningRate_); !s)
+        return Status::error("--reduce-lr-on-plateau: " + s.message());
+    return Status::ok();
+  }
+  // Keras' callbacks start afresh with each fit().
   if (c_.earlyStopping)
     c_.earlyStopping->onTrainBegin();
   if (c_.reduceLr)
     c_.reduceLr->onTrainBegin();
-  globalBatch_ = info.globalBatch;
+  return Status::ok();
+}
+
+std::string FitCallbacksHook::saveState() const {
+  Json j;
+  j["format"] = kStateFormat;
+  j["learning_rate"] = number(learningRate_);
+  j["stopped"] = stop_;
+  EpochMeans::Sums sums = epoch_.sums();
+  Json metrics = Json::array();
+  for (size_t i = 0; i < sums.names.size() && i < sums.states.size(); ++i) {
+    Json state = Json::array();
+    for (double v : sums.states[i])
+      state.push_back(number(v));
+    metrics.push_back({{"name", sums.names[i]}, {"state", state}});
+  }
+  j["epoch_sums"] = {{"steps", sums.steps},
+                     {"loss", number(sums.loss)},
+                     {"examples", number(sums.examples)},
+                     {"metrics", metrics}};
+  if (c_.reduceLr) {
+    const ReduceLROnPlateauOptions &o = c_.reduceLr->options();
+    ReduceLROnPlateau::State state = c_.reduceLr->state();
+    Json r = monitorOf(o.monitor, o.mode);
+    r["wait"] = state.wait;
+    r["cooldown_counter"] = state.cooldownCounter;
+    r["best"] = optionalNumber(state.best);
+    j["reduce_lr_on_plateau"] = r;
+  }
+  if (c_.earlyStopping) {
+    const EarlyStoppingOptions &o = c_.earlyStopping->options();
+    EarlyStopping::State state = c_.earlyStopping->state();
+    Json e = monitorOf(o.monitor, o.mode);
+    e["wait"] = state.wait;
+    e["stopped_epoch"] = state.stoppedEpoch;
+    e["best_epoch"] = state.bestEpoch;
+    e["best"] = optionalNumber(state.best);
+    e["kept_weights"] = state.keptWeights && !bestWeights_.empty();
+    j["early_stopping"] = e;
+  }
+  if (c_.bestCheckpoint) {
+    const BestCheckpointOptions &o = c_.bestCheckpoint->options();
+    Json b = monitorOf(o.monitor, o.mode);
+    b["best"] = optionalNumber(c_.bestCheckpoint->best());
+    j["checkpoint_best"] = b;
+  }
+  if (c_.csv)
+    j["csv_log_bytes"] = c_.csv->size();
+  return j.dump();
+}
+
+Status
+FitCallbacksHook::restoreState(const std::string &text,
+                               std::vector<std::vector<float>> bestWeights,
+                               std::vector<std::string> &notes) {
+  Json j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("format") ||
+      j["format"] != kStateFormat)
+    return Status::error("the fit callbacks' state is not '" +
+                         std::string(kStateFormat) + "' JSON");
+  auto afresh = [&](const std::string &flag, const char *why) {
+    notes.push_back(flag + ": " + why + "; it starts afresh");
+  };
+  try {
+    const double rate = numberOf(j.at("learning_rate"));
+    const Json &sums = j.at("epoch_sums");
+    EpochMeans::Sums epoch;
+    epoch.steps = sums.at("steps").get<int64_t>();
+    epoch.loss = numberOf(sums.at("loss"));
+    epoch.examples = numberOf(sums.at("examples"));
+    for (const Json &m : sums.at("metrics")) {
+      epoch.names.push_back(m.at("name").get<std::string>());
+      std::vector<double> state;
+      for (const Json &v : m.at("state"))
+        state.push_back(numberOf(v));
+      epoch.states.push_back(std::move(state));
+    }
+    epoch_.setSums(std::move(epoch));
+    stop_ = j.at("stopped").get<bool>();
+
+    if (c_.reduceLr) {
+      const ReduceLROnPlateauOptions &o = c_.reduceLr->options();
+      if (!j.contains("reduce_lr_on_plateau")) {
+        afresh("--reduce-lr-on-plateau",
+               "the checkpointed run did not have it");
+      } else if (const Json &r = j["reduce_lr_on_plateau"];
+                 !sameMonitor(r, o.monitor, o.mode)) {
+        afresh("--reduce-lr-on-plateau",
+               "in the checkpointed run it monitored another key or mode");
+      } else {
+        c_.reduceLr->setState({r.at("wait").get<int64_t>(),
+                               r.at("cooldown_counter").get<int64_t>(),
+                               optionalNumberOf(r.at("best"))});
+        learningRate_ = rate;
+      }
+    } else if (j.contains("reduce_lr_on_plateau") &&
+               static_cast<float>(rate) !=
+                   static_cast<float>(planLearningRate_)) {
+      notes.push_back("the checkpointed run's --reduce-lr-on-plateau had set "
+                      "the learning rate to " +
+                      pythonFloatRepr(static_cast<float>(rate)) +
+                      "; this run, without it, trains at " +
+                      pythonFloatRepr(planLearningRate_));
+    }
+    if (c_.earlyStopping) {
+      const EarlyStoppingOptions &o = c_.earlyStopping->options();
+      if (!j.contains("early_stopping")) {
+        afresh("--early-stopping", "the checkpointed run did not have it");
+        stop_ = false;
+      } else if (const Json &e = j["early_stopping"];
+                 !sameMonitor(e, o.monitor, o.mode)) {
+        afresh("--early-stopping",
+               "in the checkpointed run it monitored another key or mode");
+        stop_ = false;
+      } else {
+        EarlyStopping::State state;
+        state.wait = e.at("wait").get<int64_t>();
+        state.stoppedEpoch = e.at("stopped_epoch").get<int64_t>();
+        state.bestEpoch = e.at("best_epoch").get<int64_t>();
+        state.best = optionalNumberOf(e.at("best"));
+        state.keptWeights = e.at("kept_weights").get<bool>();
+        if (state.keptWeights != !bestWeights.empty())
+          return Status::error(
+              "the fit callbacks' state says EarlyStopping " +
+              std::string(state.keptWeights ? "kept" : "did not keep") +
+              " the best weights, and the checkpoint " +
+              (bestWeights.empty() ? "holds none" : "holds them"));
+        c_.earlyStopping->setState(state);
+        bestWeights_ = std::move(bestWeights);
+      }
+    } else {
+      // No EarlyStopping now: nothing stops this run.
+      stop_ = false;
+    }
+    if (c_.bestCheckpoint) {
+      const BestCheckpointOptions &o = c_.bestCheckpoint->options();
+      if (!j.contains("checkpoint_best"))
+        afresh("--checkpoint-best", "the checkpointed run did not have it");
+      else if (const Json &b = j["checkpoint_best"];
+               !sameMonitor(b, o.monitor, o.mode))
+        afresh("--checkpoint-best",
+               "in the checkpointed run it monitored another key or mode");
+      else
+        c_.bestCheckpoint->setBest(optionalNumberOf(b.at("best")));
+    }
+    if (c_.csv && j.contains("csv_log_bytes"))
+      if (Status s = c_.csv->resumeAt(j["csv_log_bytes"].get<uint64_t>()); !s)
+        return Status::error("--csv-log: " + s.message());
+  } catch (const std::exception &e) {
+    return Status::error("the fit callbacks' state is damaged: " +
+                         std::string(e.what()));
+  }
+  resumed_ = true;
   return Status::ok();
 }
 
@@ -69,7 +291,6 @@ Status FitCallbacksHook::epochEnd(const StepContext &ctx) {
   for (const auto &[name, mean] : epoch_.metrics())
     logs[name] = mean;
   epoch_.reset();
-  ++epochsSeen_;
   if (job_.validate)
     if (Status s = job_.validate(ctx.step, logs); !s)
       return s;

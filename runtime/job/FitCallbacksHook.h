@@ -1,5 +1,4 @@
-//===- FitCallbacksHook.h - Keras' fit callbacks at each epoch's end -*- C++
-//-*-===//
+//===- FitCallbacksHook.h - Keras' fit callbacks at epoch ends -*- C++ -*-===//
 //
 // What Keras' fit() does between two epochs, as one step hook: the epoch's
 // logs (the mean of its steps' loss and metrics, as Keras' metric trackers
@@ -98,6 +97,28 @@ public:
   /// Whether trainEnd() set the best epoch's weights back.
   bool restoredBestWeights() const { return restored_; }
 
+  /// The state a checkpoint after the last step keeps, so that a resumed
+  /// run decides what the uninterrupted one would have: a JSON text (the
+  /// rate, whether EarlyStopping stopped the run, the epoch's sums so far,
+  /// each callback's counters and best, the CSV log's size) and
+  /// EarlyStopping's copy of the best weights (bestWeights(); empty:
+  /// none). Keras' BackupAndRestore keeps only the weights and optimizer,
+  /// and its resumed fit() restarts every callback.
+  std::string saveState() const;
+  const std::vector<std::vector<float>> &bestWeights() const {
+    return bestWeights_;
+  }
+  /// Before begin(): continues from a checkpoint's saveState() and best
+  /// weights. The callbacks count on where the interrupted run was, the
+  /// rate it lowered applies from the first step, the CSV log drops rows
+  /// of epochs past the checkpoint, and a run EarlyStopping stopped
+  /// stays stopped (stopRequested()). A callback that the checkpointed run
+  /// did not have, or had monitor another key or in another mode, starts
+  /// afresh, as `notes` say. A text that is not saveState()'s is an error.
+  Status restoreState(const std::string &text,
+                      std::vector<std::vector<float>> bestWeights,
+                      std::vector<std::string> &notes);
+
 private:
   Status epochEnd(const StepContext &ctx);
 
@@ -107,11 +128,14 @@ private:
   double learningRate_;
   bool chief_;
   bool restored_ = false;
+  // restoreState() ran: begin() keeps the callbacks' state and sets the
+  // rate.
+  bool resumed_ = false;
+  double planLearningRate_;
   std::ostream &out_;
   // The epoch's sums of the steps' loss and metrics.
   EpochMeans epoch_;
   bool stop_ = false;
-  int64_t epochsSeen_ = 0;
   std::vector<std::vector<float>> bestWeights_;
   int64_t globalBatch_ = 0;
 };

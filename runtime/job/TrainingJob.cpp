@@ -351,6 +351,10 @@ private:
   /// every worker; the initial variables, checked equal.
   Status restoreState(int &reportedBy);
   Status broadcastVariables();
+  /// The chief's resumedExtra_, to every worker.
+  Status broadcastExtraState();
+  /// Continues the fit callbacks from the checkpoint this run resumed.
+  Status resumeFitCallbacks(FitCallbacksHook &hook);
   std::string dataDescription() const;
   Status evaluate(int64_t step, bool final);
   /// One pass over `source` (this worker's shard, the last batch padded
@@ -449,6 +453,10 @@ private:
   ckpt::RunState runState_;
   std::optional<ckpt::CheckpointManager> checkpoints_;
   bool resumed_ = false;
+  /// What the resumed checkpoint holds beyond the variables: the fit
+  /// callbacks' state, and the file it came from.
+  ckpt::ExtraState resumedExtra_;
+  std::string resumedFrom_;
   // Evaluation, shared by --eval-every and --eval.
   std::unique_ptr<MetricsFileHook> metrics_;
   std::ofstream metricsFile_;
@@ -1002,6 +1010,87 @@ Status TrainingJob::broadcastVariables() {
   return Status::ok();
 }
 
+Status TrainingJob::broadcastExtraState() {
+  // Sizes first, then the bytes: the text, and each tensor's name and
+  // values.
+  ckpt::ExtraState &extra = resumedExtra_;
+  std::vector<uint64_t> sizes;
+  if (chief_) {
+    sizes.push_back(extra.text.size());
+    for (const auto &[name, values] : extra.tensors) {
+      sizes.push_back(name.size());
+      sizes.push_back(values.size());
+    }
+  }
+  uint64_t count = sizes.size();
+  if (Status s = workers_.broadcast(&count, sizeof count, 0); !s)
+    return s;
+  sizes.resize(count);
+  if (Status s = workers_.broadcast(sizes.data(), count * sizeof(uint64_t), 0);
+      !s)
+    return s;
+  if (!chief_) {
+    extra.text.assign(sizes[0], '\0');
+    extra.tensors.clear();
+    for (size_t i = 1; i + 1 < sizes.size(); i += 2)
+      extra.tensors.emplace_back(std::string(sizes[i], '\0'),
+                                 std::vector<float>(sizes[i + 1]));
+  }
+  if (Status s = workers_.broadcast(extra.text.data(), extra.text.size(), 0);
+      !s)
+    return s;
+  for (auto &[name, values] : extra.tensors) {
+    if (Status s = workers_.broadcast(name.data(), name.size(), 0); !s)
+      return s;
+    if (Status s =
+            workers_.broadcast(values.data(), values.size() * sizeof(float), 0);
+        !s)
+      return s;
+  }
+  return Status::ok();
+}
+
+/// A checkpoint's copy of EarlyStopping's best weight `name`.
+std::string bestWeightTensorName(const std::string &name) {
+  return "fit_callbacks/best_weights/" + name;
+}
+
+Status TrainingJob::resumeFitCallbacks(FitCallbacksHook &hook) {
+  const ckpt::ExtraState &extra = resumedExtra_;
+  if (extra.text.empty()) {
+    warn(resumedFrom_ +
+         ": holds no state of fit's callbacks (its run had no validation, "
+         "callbacks or epoch logs, or an older graphrun wrote it): they "
+         "start afresh, and this epoch's logs count its steps from here");
+    return Status::ok();
+  }
+  MirroredVariables &variables = session_->variables();
+  std::vector<std::vector<float>> best;
+  std::vector<int> weights = ckpt::modelWeights(variables);
+  for (int w : weights) {
+    const std::vector<float> *copy =
+        extra.find(bestWeightTensorName(variables.name(w)));
+    if (!copy)
+      continue;
+    if (copy->size() * sizeof(float) != static_cast<size_t>(variables.bytes(w)))
+      return Status::error(resumedFrom_ + ": the best weights' copy of '" +
+                           variables.name(w) + "' has " +
+                           std::to_string(copy->size()) +
+                           " values, not the variable's");
+    best.push_back(*copy);
+  }
+  if (!best.empty() && best.size() != weights.size())
+    return Status::error(resumedFrom_ + ": holds a copy of " +
+                         std::to_string(best.size()) + " of the model's " +
+                         std::to_string(weights.size()) + " weights");
+  std::vector<std::string> notes;
+  if (Status s = hook.restoreState(extra.text, std::move(best), notes); !s)
+    return Status::error(resumedFrom_ + ": " + s.message());
+  for (const std::string &note : notes)
+    warn(note);
+  return Status::ok();
+}
+
 Status TrainingJob::restoreState(int &reportedBy) {
   const plan::Plan &p = *loaded_.plan;
   runState_.model = p.model() ? p.model()->str() : "";
@@ -1033,6 +1122,8 @@ Status TrainingJob::restoreState(int &reportedBy) {
         chiefRead = ckpt::CheckpointManager::restore(latest, runState_,
                                                      session_->variables());
         step = latest.state.globalStep;
+        resumedExtra_ = std::move(latest.state.extra);
+        resumedFrom_ = latest.path;
         if (chiefRead)
           out_ << "graphrun: resumed from " << latest.path << ": step "
                << latest.state.globalStep << ", in epoch "
@@ -1077,6 +1168,11 @@ Status TrainingJob::restoreState(int &reportedBy) {
     step = header[1];
     if (resumed_ || !o_.initWeights.empty())
       if (Status s = broadcastVariables(); !s) {
+        reportedBy = workers_.rank();
+        return s;
+      }
+    if (resumed_)
+      if (Status s = broadcastExtraState(); !s) {
         reportedBy = workers_.rank();
         return s;
       }
@@ -1743,9 +1839,26 @@ Status TrainingJob::run() {
                          ": too many passes over " + std::to_string(jobEpoch) +
                          " examples");
   int64_t totalSteps = o_.steps >= 0 ? o_.steps : stepsPerEpoch * epochs;
+
+  // Validation and fit's callbacks at each epoch's end; a resumed run's go
+  // on from the checkpoint (a run EarlyStopping stopped stays stopped).
+  std::unique_ptr<FitCallbacksHook> fitCallbacks;
+  if (Status s = makeFitCallbacks(stepsPerEpoch, fitCallbacks); !s)
+    return s;
+  if (fitCallbacks && resumed_)
+    if (Status s = resumeFitCallbacks(*fitCallbacks); !s)
+      return s;
+  const bool stoppedBefore = fitCallbacks && fitCallbacks->stopRequested();
   int64_t remaining =
-      std::max<int64_t>(0, totalSteps - (session_->globalStep() - stepOrigin_));
-  if (resumed_ && remaining == 0)
+      stoppedBefore
+          ? 0
+          : std::max<int64_t>(0, totalSteps -
+                                     (session_->globalStep() - stepOrigin_));
+  if (resumed_ && stoppedBefore)
+    out_ << "graphrun: the checkpointed run was stopped at step "
+         << session_->globalStep() << " by --early-stopping: nothing left to "
+         << "train\n";
+  else if (resumed_ && remaining == 0)
     out_ << "graphrun: the checkpoint is at step " << session_->globalStep()
          << " of " << totalSteps << ": nothing left to train\n";
 
@@ -1841,9 +1954,6 @@ Status TrainingJob::run() {
   // Validation and fit's callbacks at each epoch's end, after the step's
   // logs and before --eval-every and the checkpoints (which save what an
   // epoch's end decided: a lowered rate, a stop).
-  std::unique_ptr<FitCallbacksHook> fitCallbacks;
-  if (Status s = makeFitCallbacks(stepsPerEpoch, fitCallbacks); !s)
-    return s;
   if (fitCallbacks)
     hooks.push_back(fitCallbacks.get());
   std::unique_ptr<EvaluationHook> evalHook;
@@ -1858,6 +1968,18 @@ Status TrainingJob::run() {
         o_.checkpointEvery >= 0 ? o_.checkpointEvery : stepsPerEpoch;
     checkpointHook = std::make_unique<ckpt::CheckpointHook>(
         *checkpoints_, session_->variables(), every, runState_);
+    if (fitCallbacks)
+      checkpointHook->setExtraState(
+          [&hook = *fitCallbacks, &variables = session_->variables()] {
+            ckpt::ExtraState extra;
+            extra.text = hook.saveState();
+            const std::vector<std::vector<float>> &best = hook.bestWeights();
+            std::vector<int> weights = ckpt::modelWeights(variables);
+            for (size_t i = 0; i < best.size() && i < weights.size(); ++i)
+              extra.tensors.emplace_back(
+                  bestWeightTensorName(variables.name(weights[i])), best[i]);
+            return extra;
+          });
     hooks.push_back(checkpointHook.get());
   }
   std::unique_ptr<TraceHook> trace;

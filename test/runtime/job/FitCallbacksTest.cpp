@@ -270,6 +270,32 @@ TEST(FitCallbacksCsv, AppendWritesTheHeaderOnlyToAnEmptyFile) {
                     "0,1.0,2.0\r\n1,0.5,NA\r\n");
   run(false);
   EXPECT_EQ(read(), "epoch,loss,val_loss\r\n0,1.0,2.0\r\n1,0.5,NA\r\n");
+
+  // A resumed run cuts the log back to the size it had at its checkpoint
+  // (after epoch 0's row) and writes epoch 1 again, once.
+  const uint64_t afterFirstRow =
+      std::string("epoch,loss,val_loss\r\n0,1.0,2.0\r\n").size();
+  {
+    std::unique_ptr<CsvLogger> logger;
+    ASSERT_TRUE(CsvLogger::open(path, ',', true, logger));
+    EXPECT_EQ(logger->size(), read().size());
+    ASSERT_TRUE(logger->resumeAt(afterFirstRow));
+    EXPECT_EQ(logger->size(), afterFirstRow);
+    ASSERT_TRUE(logger->onEpochEnd(1, {{"loss", 0.25}}));
+    EXPECT_EQ(logger->size(), read().size());
+    ASSERT_TRUE(logger->close());
+  }
+  EXPECT_EQ(read(), "epoch,loss,val_loss\r\n0,1.0,2.0\r\n1,0.25,NA\r\n");
+  // Cut back to nothing (a checkpoint before the first epoch's end): the
+  // header is written again.
+  {
+    std::unique_ptr<CsvLogger> logger;
+    ASSERT_TRUE(CsvLogger::open(path, ',', true, logger));
+    ASSERT_TRUE(logger->resumeAt(0));
+    ASSERT_TRUE(logger->onEpochEnd(0, {{"loss", 3.0}}));
+    ASSERT_TRUE(logger->close());
+  }
+  EXPECT_EQ(read(), "epoch,loss,val_loss\r\n0,3.0,NA\r\n");
   std::remove(path.c_str());
 }
 
