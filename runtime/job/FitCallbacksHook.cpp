@@ -263,9 +263,12 @@ Status FitCallbacksHook::afterStep(const StepContext &ctx) {
     double wall = wallNow();
     double seconds = std::chrono::duration<double>(ctx.end - ctx.begin).count();
     TensorBoardWriter &tb = *c_.tensorBoardTrain;
-    if (Status s = tb.addScalar("batch_loss", ctx.step, ctx.loss, wall); !s)
+    // Keras' batch logs are its metric trackers' results: the epoch's
+    // running means, not the step's own values.
+    if (Status s = tb.addScalar("batch_loss", ctx.step, epoch_.loss(), wall);
+        !s)
       return s;
-    for (const auto &[name, value] : ctx.metrics)
+    for (const auto &[name, value] : epoch_.metrics())
       if (Status s = tb.addScalar("batch_" + name, ctx.step, value, wall); !s)
         return s;
     if (Status s = tb.addScalar("batch_step_seconds", ctx.step, seconds, wall);

@@ -14,7 +14,8 @@
 // so a new learning rate applies from the next epoch's first step, as in
 // Keras. TensorBoard follows Keras' layout: DIR/train and DIR/validation,
 // epoch_<log> at the epoch (0-based), batch_<log> every `batchEvery`
-// global steps, plus batch_step_seconds and batch_examples_per_second.
+// global steps (the epoch's running means so far, as Keras' batch logs
+// are), plus batch_step_seconds and batch_examples_per_second.
 //
 //===----------------------------------------------------------------------===//
 

@@ -45,6 +45,8 @@ def main():
     ap.add_argument("--reduce", default="")
     ap.add_argument("--split", type=float, required=True)
     ap.add_argument("--tol", type=float, default=1e-5)
+    # Steps an epoch, when --log-every divides it: batch_loss is checked.
+    ap.add_argument("--steps-per-epoch", type=int, default=0)
     a = ap.parse_args()
 
     with open(os.path.join(a.run, "log.csv"), newline="") as f:
@@ -99,7 +101,24 @@ def main():
             want = [(e, np.float32(r[key])) for e, r in enumerate(logs)]
             if got != want:
                 fail(f"tb/{sub} {tag}: {got[:3]}... != the CSV's {want[:3]}...")
+    # Keras' batch_loss is the epoch's running mean: at an epoch's last
+    # step (--log-every dividing the steps of an epoch), the epoch's loss.
+    acc = event_accumulator.EventAccumulator(os.path.join(a.run, "tb", "train"))
+    acc.Reload()
+    ends = 0
+    for e in acc.Scalars("batch_loss") if a.steps_per_epoch else []:
+        epoch = e.step // a.steps_per_epoch
+        if e.step % a.steps_per_epoch == 0 and epoch <= len(logs):
+            want = np.float32(logs[epoch - 1]["loss"])
+            if np.float32(e.value) != want:
+                fail(f"tb/train batch_loss at step {e.step} (an epoch's end): "
+                     f"{e.value} != the epoch's loss {want}")
+            ends += 1
+    if a.steps_per_epoch and ends == 0:
+        fail("no batch_loss at an epoch's last step")
     print("TensorBoard: train/ and validation/ epoch scalars equal the CSV's")
+    if a.steps_per_epoch:
+        print(f"TensorBoard: batch_loss at {ends} epochs' last steps is the epoch's loss")
 
     # The kept weights: the best epoch's val_loss, in Keras' evaluate.
     data = np.load(os.path.join(a.run, "train.npz"))
