@@ -2061,8 +2061,10 @@ Status TrainingJob::run() {
   // keep both, so that a resumed run goes on from the raw weights. Keras
   // does so before on_train_end, where EarlyStopping's restore_best_weights
   // then sets the best epoch's raw weights over the averages: a restore
-  // leaves nothing to finalize.
-  if (remaining > 0 && usesEma(p) &&
+  // leaves nothing to finalize. Keras finalizes whenever fit() was asked
+  // for epochs, none left to run included, so that the command of a
+  // finished run, run again, ends with the run's weights.
+  if (totalSteps > 0 && usesEma(p) &&
       !(fitCallbacks && fitCallbacks->restoredBestWeights()))
     if (Status s = finalizeEma(session_->variables()); !s)
       return s;
