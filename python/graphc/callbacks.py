@@ -69,8 +69,8 @@ class ModelCheckpoint(Callback):
         if not save_best_only:
             raise UnsupportedError(
                 "ModelCheckpoint(save_best_only=False): graphc saves the best "
-                "epoch only; for every epoch's model use fit(..., "
-                "checkpoint_dir=...)")
+                "epoch only; for every epoch's model, fit one epoch at a time "
+                "and save() after each")
         if save_freq != "epoch":
             raise UnsupportedError(
                 f"ModelCheckpoint(save_freq={save_freq!r}): graphc saves at "
