@@ -44,9 +44,10 @@ std::optional<int64_t> stepOf(std::string_view name) {
   return step;
 }
 
-/// The metadata that holds ExtraState::text, and the one that names its
-/// tensors, a line each (no variable name holds a newline).
-constexpr const char *kExtraKey = "extra";
+/// The metadata that hold ExtraState::texts (the prefix and the name), and
+/// the one that names its tensors, a line each (no variable name holds a
+/// newline).
+constexpr std::string_view kExtraPrefix = "extra.";
 /// The data section's CRC-32C, in decimal.
 constexpr const char *kCrcKey = "data_crc32c";
 constexpr const char *kExtraTensorsKey = "extra_tensors";
@@ -118,8 +119,9 @@ Status parseRunState(const SafetensorsFile &file, RunState &out) {
   state.data = *data;
   if (const std::string *model = file.metadata("model"))
     state.model = *model;
-  if (const std::string *extra = file.metadata(kExtraKey))
-    state.extra.text = *extra;
+  for (const auto &[key, value] : file.metadata())
+    if (key.starts_with(kExtraPrefix))
+      state.extra.texts[key.substr(kExtraPrefix.size())] = value;
   if (const std::string *names = file.metadata(kExtraTensorsKey))
     for (const std::string &name : extraTensorNames(*names)) {
       const TensorInfo *t = file.find(name);
@@ -279,8 +281,8 @@ Status CheckpointManager::save(const MirroredVariables &variables,
                      std::to_string(state.exampleInEpoch()));
   if (Status s = addVariables(variables, allVariables(variables), writer); !s)
     return s;
-  if (!state.extra.text.empty())
-    writer.setMetadata(kExtraKey, state.extra.text);
+  for (const auto &[name, text] : state.extra.texts)
+    writer.setMetadata(std::string(kExtraPrefix) + name, text);
   std::string extraNames;
   for (const auto &[name, values] : state.extra.tensors) {
     if (name.empty() || name.find('\n') != std::string::npos ||

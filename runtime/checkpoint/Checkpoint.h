@@ -30,6 +30,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
@@ -37,16 +38,21 @@
 
 namespace graph::runtime::checkpoint {
 
-/// What the layers above keep across a resume besides the variables: the
-/// fit callbacks' state (runtime/job's FitCallbacksHook), as a text the
-/// checkpoint does not interpret, and vectors of floats (EarlyStopping's
-/// copy of the best weights), saved as F32 tensors beside the variables
-/// under names that no variable has.
+/// What the layers above keep across a resume besides the variables:
+/// named texts the checkpoint does not interpret (the fit callbacks' state,
+/// the size of a log to cut back to), saved as metadata "extra.<name>",
+/// and vectors of floats (EarlyStopping's copy of the best weights), saved
+/// as F32 tensors beside the variables under names that no variable has.
 struct ExtraState {
-  std::string text;
+  std::map<std::string, std::string> texts;
   std::vector<std::pair<std::string, std::vector<float>>> tensors;
 
-  bool empty() const { return text.empty() && tensors.empty(); }
+  bool empty() const { return texts.empty() && tensors.empty(); }
+  /// The text named `name`, or null.
+  const std::string *text(const std::string &name) const {
+    auto it = texts.find(name);
+    return it == texts.end() ? nullptr : &it->second;
+  }
   /// The tensor named `name`, or null.
   const std::vector<float> *find(const std::string &name) const;
 };

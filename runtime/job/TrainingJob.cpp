@@ -46,6 +46,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
@@ -355,6 +356,8 @@ private:
   Status broadcastExtraState();
   /// Continues the fit callbacks from the checkpoint this run resumed.
   Status resumeFitCallbacks(FitCallbacksHook &hook);
+  /// Cuts --metrics back to the size the resumed checkpoint recorded.
+  Status cutMetricsFile();
   std::string dataDescription() const;
   Status evaluate(int64_t step, bool final);
   /// One pass over `source` (this worker's shard, the last batch padded
@@ -1011,53 +1014,90 @@ Status TrainingJob::broadcastVariables() {
 }
 
 Status TrainingJob::broadcastExtraState() {
-  // Sizes first, then the bytes: the text, and each tensor's name and
-  // values.
+  // Packed on the chief into one string of length-prefixed fields: the
+  // texts' names and values, then the tensors' names and values.
   ckpt::ExtraState &extra = resumedExtra_;
-  std::vector<uint64_t> sizes;
+  std::string packed;
+  auto put = [&](const void *data, uint64_t bytes) {
+    packed.append(reinterpret_cast<const char *>(&bytes), sizeof bytes);
+    packed.append(static_cast<const char *>(data), bytes);
+  };
   if (chief_) {
-    sizes.push_back(extra.text.size());
+    for (const auto &[name, text] : extra.texts) {
+      put(name.data(), name.size());
+      put(text.data(), text.size());
+    }
+    put("", 0); // the texts end
     for (const auto &[name, values] : extra.tensors) {
-      sizes.push_back(name.size());
-      sizes.push_back(values.size());
+      put(name.data(), name.size());
+      put(values.data(), values.size() * sizeof(float));
     }
   }
-  uint64_t count = sizes.size();
-  if (Status s = workers_.broadcast(&count, sizeof count, 0); !s)
+  uint64_t bytes = packed.size();
+  if (Status s = workers_.broadcast(&bytes, sizeof bytes, 0); !s)
     return s;
-  sizes.resize(count);
-  if (Status s = workers_.broadcast(sizes.data(), count * sizeof(uint64_t), 0);
-      !s)
+  packed.resize(bytes);
+  if (Status s = workers_.broadcast(packed.data(), bytes, 0); !s)
     return s;
-  if (!chief_) {
-    extra.text.assign(sizes[0], '\0');
-    extra.tensors.clear();
-    for (size_t i = 1; i + 1 < sizes.size(); i += 2)
-      extra.tensors.emplace_back(std::string(sizes[i], '\0'),
-                                 std::vector<float>(sizes[i + 1]));
-  }
-  if (Status s = workers_.broadcast(extra.text.data(), extra.text.size(), 0);
-      !s)
-    return s;
-  for (auto &[name, values] : extra.tensors) {
-    if (Status s = workers_.broadcast(name.data(), name.size(), 0); !s)
-      return s;
-    if (Status s =
-            workers_.broadcast(values.data(), values.size() * sizeof(float), 0);
-        !s)
-      return s;
+  if (chief_)
+    return Status::ok();
+  size_t at = 0;
+  auto take = [&]() {
+    uint64_t n = 0;
+    std::memcpy(&n, packed.data() + at, sizeof n);
+    std::string field = packed.substr(at + sizeof n, n);
+    at += sizeof n + n;
+    return field;
+  };
+  extra = {};
+  for (std::string name = take(); !name.empty(); name = take())
+    extra.texts[name] = take();
+  while (at < packed.size()) {
+    std::string name = take(), data = take();
+    std::vector<float> values(data.size() / sizeof(float));
+    std::memcpy(values.data(), data.data(), values.size() * sizeof(float));
+    extra.tensors.emplace_back(std::move(name), std::move(values));
   }
   return Status::ok();
 }
+
+/// The names of a checkpoint's ExtraState texts: the fit callbacks'
+/// state, and the --metrics file's size.
+constexpr const char *kFitCallbacksState = "fit_callbacks";
+constexpr const char *kMetricsFileBytes = "metrics_file_bytes";
 
 /// A checkpoint's copy of EarlyStopping's best weight `name`.
 std::string bestWeightTensorName(const std::string &name) {
   return "fit_callbacks/best_weights/" + name;
 }
 
+Status TrainingJob::cutMetricsFile() {
+  const std::string *text = resumedExtra_.text(kMetricsFileBytes);
+  if (!text)
+    return Status::ok(); // an older checkpoint, or a run without --metrics
+  uintmax_t bytes = 0;
+  auto [end, ec] =
+      std::from_chars(text->data(), text->data() + text->size(), bytes);
+  if (ec != std::errc() || end != text->data() + text->size())
+    return Status::error(resumedFrom_ + ": the --metrics file's size '" +
+                         *text + "' is not a number");
+  std::error_code error;
+  uintmax_t now = fs::file_size(o_.metrics, error);
+  if (!error && now > bytes) {
+    fs::resize_file(o_.metrics, bytes, error);
+    if (error)
+      return Status::error("--metrics " + o_.metrics +
+                           ": cannot cut it back to the checkpoint's " +
+                           std::to_string(bytes) +
+                           " bytes: " + error.message());
+  }
+  return Status::ok();
+}
+
 Status TrainingJob::resumeFitCallbacks(FitCallbacksHook &hook) {
   const ckpt::ExtraState &extra = resumedExtra_;
-  if (extra.text.empty()) {
+  const std::string *state = extra.text(kFitCallbacksState);
+  if (!state) {
     warn(resumedFrom_ +
          ": holds no state of fit's callbacks (its run had no validation, "
          "callbacks or epoch logs, or an older graphrun wrote it): they "
@@ -1084,7 +1124,7 @@ Status TrainingJob::resumeFitCallbacks(FitCallbacksHook &hook) {
                          std::to_string(best.size()) + " of the model's " +
                          std::to_string(weights.size()) + " weights");
   std::vector<std::string> notes;
-  if (Status s = hook.restoreState(extra.text, std::move(best), notes); !s)
+  if (Status s = hook.restoreState(*state, std::move(best), notes); !s)
     return Status::error(resumedFrom_ + ": " + s.message());
   for (const std::string &note : notes)
     warn(note);
@@ -1909,7 +1949,11 @@ Status TrainingJob::run() {
     return Status::error(train_->name() + ": " + s.message());
 
   if (chief_ && !o_.metrics.empty()) {
-    // A resumed run continues the killed run's log.
+    // A resumed run continues the killed run's log, cut back to what it
+    // held at the checkpoint: the steps after it are trained again.
+    if (resumed_)
+      if (Status s = cutMetricsFile(); !s)
+        return s;
     metricsFile_.open(o_.metrics, resumed_ ? std::ios::app : std::ios::trunc);
     if (!metricsFile_)
       return Status::error(
@@ -1968,18 +2012,26 @@ Status TrainingJob::run() {
         o_.checkpointEvery >= 0 ? o_.checkpointEvery : stepsPerEpoch;
     checkpointHook = std::make_unique<ckpt::CheckpointHook>(
         *checkpoints_, session_->variables(), every, runState_);
-    if (fitCallbacks)
-      checkpointHook->setExtraState(
-          [&hook = *fitCallbacks, &variables = session_->variables()] {
-            ckpt::ExtraState extra;
-            extra.text = hook.saveState();
-            const std::vector<std::vector<float>> &best = hook.bestWeights();
-            std::vector<int> weights = ckpt::modelWeights(variables);
-            for (size_t i = 0; i < best.size() && i < weights.size(); ++i)
-              extra.tensors.emplace_back(
-                  bestWeightTensorName(variables.name(weights[i])), best[i]);
-            return extra;
-          });
+    checkpointHook->setExtraState([this, hook = fitCallbacks.get()] {
+      ckpt::ExtraState extra;
+      if (metrics_) {
+        metricsFile_.flush();
+        std::error_code ec;
+        uintmax_t bytes = fs::file_size(o_.metrics, ec);
+        if (!ec)
+          extra.texts[kMetricsFileBytes] = std::to_string(bytes);
+      }
+      if (!hook)
+        return extra;
+      extra.texts[kFitCallbacksState] = hook->saveState();
+      MirroredVariables &variables = session_->variables();
+      const std::vector<std::vector<float>> &best = hook->bestWeights();
+      std::vector<int> weights = ckpt::modelWeights(variables);
+      for (size_t i = 0; i < best.size() && i < weights.size(); ++i)
+        extra.tensors.emplace_back(
+            bestWeightTensorName(variables.name(weights[i])), best[i]);
+      return extra;
+    });
     hooks.push_back(checkpointHook.get());
   }
   std::unique_ptr<TraceHook> trace;

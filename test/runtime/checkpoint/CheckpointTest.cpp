@@ -274,7 +274,8 @@ TEST_F(CheckpointTest, ExtraStateTravelsBesideTheVariables) {
   // refuses nothing.
   CheckpointManager manager(dir_.string());
   RunState saved = state(20);
-  saved.extra.text = "{\"wait\": 2}";
+  saved.extra.texts["fit_callbacks"] = "{\"wait\": 2}";
+  saved.extra.texts["log_bytes"] = "120";
   saved.extra.tensors.emplace_back("fit_callbacks/best_weights/dense/kernel",
                                    std::vector<float>{1, 2, 3, 4, 5, 6});
   saved.extra.tensors.emplace_back("fit_callbacks/best_weights/dense/bias",
@@ -287,7 +288,9 @@ TEST_F(CheckpointTest, ExtraStateTravelsBesideTheVariables) {
   std::vector<std::string> warnings;
   ASSERT_TRUE(manager.findLatest(latest, found, warnings));
   ASSERT_TRUE(found);
-  EXPECT_EQ(latest.state.extra.text, "{\"wait\": 2}");
+  EXPECT_THAT(latest.state.extra.texts,
+              ElementsAre(Pair("fit_callbacks", "{\"wait\": 2}"),
+                          Pair("log_bytes", "120")));
   ASSERT_EQ(latest.state.extra.tensors.size(), 2u);
   EXPECT_EQ(latest.state.extra.tensors[0].first,
             "fit_callbacks/best_weights/dense/kernel");
