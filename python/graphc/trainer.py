@@ -359,12 +359,11 @@ class Trainer:
             spec = _class_weight_spec(class_weight)
             if spec:
                 options["class_weight"] = spec
-        if validation_split:
+        # Keras: "validation_data will override validation_split" (its fit
+        # splits only when validation_data is None), silently.
+        if validation_split and validation_data is None:
             options["validation_split"] = float(validation_split)
         if validation_data is not None:
-            if validation_split:
-                raise ValueError("fit: validation_data and validation_split: "
-                                 "give one")
             if not isinstance(validation_data, (tuple, list)) or len(
                     validation_data) not in (2, 3):
                 raise InvalidDataError(

@@ -217,6 +217,30 @@ def test_checkpoint_filepath_fields_and_unsupported_callback_options(
             trainer.fit(x, y, epochs=1, verbose=0, callbacks=[callback])
 
 
+def test_validation_data_overrides_validation_split_as_in_keras():
+    # Keras' fit splits only when validation_data is None: given both, it
+    # trains on every example and validates on validation_data.
+    rng = np.random.default_rng(21)
+    x = rng.normal(size=(24, 8)).astype(np.float32)
+    y = rng.normal(size=(24, 3)).astype(np.float32)
+    xv = rng.normal(size=(8, 8)).astype(np.float32)
+    yv = rng.normal(size=(8, 3)).astype(np.float32)
+    keras.utils.set_random_seed(22)
+    model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(3)])
+    model.compile(optimizer=keras.optimizers.SGD(0.01), loss="mse")
+    runs = []
+    for split in (0.25, 0.0):
+        trainer = graphc.compile(model, batch_size=4, devices="cpu:1")
+        history = trainer.fit(x, y, epochs=2, verbose=0, shuffle=False,
+                              validation_split=split, validation_data=(xv, yv))
+        runs.append((history.history, trainer.step, trainer.get_weights()))
+    (with_split, steps, weights), (without, steps0, weights0) = runs
+    assert steps == steps0 == 12  # 24 examples of 4, twice: none held out
+    assert with_split == without
+    for a, b in zip(weights, weights0):
+        np.testing.assert_array_equal(a, b)
+
+
 def test_ctrl_c_stops_at_a_step_and_the_trainer_stays_usable(flat):
     x_train, y_train, x_test, y_test = flat
     trainer = graphc.compile(mlp(keras), batch_size=100, devices="cpu")
