@@ -399,6 +399,7 @@ public:
 
   /// The file's size: what it held when opened and every row since.
   uint64_t size() const { return size_; }
+  const std::string &path() const { return path_; }
   /// A resumed run's, before its first row: cuts the file to the `size`
   /// it had at the checkpoint (if longer), dropping the rows of epochs the
   /// run will train again, and writes the header only if that leaves the

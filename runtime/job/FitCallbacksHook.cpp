@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <limits>
 
 namespace graph::runtime::job {
@@ -50,6 +51,14 @@ std::optional<double> optionalNumberOf(const Json &j) {
   if (j.is_null())
     return std::nullopt;
   return numberOf(j);
+}
+
+/// `path` made absolute (lexically), so that a run resumed from another
+/// directory names the same file the same way.
+std::string absolutePath(const std::string &path) {
+  std::error_code ec;
+  std::filesystem::path absolute = std::filesystem::absolute(path, ec);
+  return ec ? path : absolute.lexically_normal().string();
 }
 
 const char *modeName(MonitorMode mode) {
@@ -147,7 +156,8 @@ std::string FitCallbacksHook::saveState() const {
     j["checkpoint_best"] = b;
   }
   if (c_.csv)
-    j["csv_log_bytes"] = c_.csv->size();
+    j["csv_log"] = {{"path", absolutePath(c_.csv->path())},
+                    {"bytes", c_.csv->size()}};
   return j.dump();
 }
 
@@ -245,8 +255,13 @@ FitCallbacksHook::restoreState(const std::string &text,
       else
         c_.bestCheckpoint->setBest(optionalNumberOf(b.at("best")));
     }
-    if (c_.csv && j.contains("csv_log_bytes"))
-      if (Status s = c_.csv->resumeAt(j["csv_log_bytes"].get<uint64_t>()); !s)
+    // Only the log the checkpointed run wrote is cut back: another path
+    // is another file.
+    if (c_.csv && j.contains("csv_log") &&
+        j["csv_log"].at("path").get<std::string>() ==
+            absolutePath(c_.csv->path()))
+      if (Status s = c_.csv->resumeAt(j["csv_log"].at("bytes").get<uint64_t>());
+          !s)
         return Status::error("--csv-log: " + s.message());
   } catch (const std::exception &e) {
     return Status::error("the fit callbacks' state is damaged: " +

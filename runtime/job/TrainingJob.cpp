@@ -1062,9 +1062,18 @@ Status TrainingJob::broadcastExtraState() {
 }
 
 /// The names of a checkpoint's ExtraState texts: the fit callbacks'
-/// state, and the --metrics file's size.
+/// state, and the --metrics file's size and absolute path
+/// ("<bytes>:<path>").
 constexpr const char *kFitCallbacksState = "fit_callbacks";
-constexpr const char *kMetricsFileBytes = "metrics_file_bytes";
+constexpr const char *kMetricsFile = "metrics_file";
+
+/// `path` made absolute (lexically): a run resumed from another directory
+/// names the same file the same way.
+std::string absolutePath(const std::string &path) {
+  std::error_code ec;
+  fs::path absolute = fs::absolute(path, ec);
+  return ec ? path : absolute.lexically_normal().string();
+}
 
 /// A checkpoint's copy of EarlyStopping's best weight `name`.
 std::string bestWeightTensorName(const std::string &name) {
@@ -1072,15 +1081,19 @@ std::string bestWeightTensorName(const std::string &name) {
 }
 
 Status TrainingJob::cutMetricsFile() {
-  const std::string *text = resumedExtra_.text(kMetricsFileBytes);
+  const std::string *text = resumedExtra_.text(kMetricsFile);
   if (!text)
     return Status::ok(); // an older checkpoint, or a run without --metrics
   uintmax_t bytes = 0;
   auto [end, ec] =
       std::from_chars(text->data(), text->data() + text->size(), bytes);
-  if (ec != std::errc() || end != text->data() + text->size())
-    return Status::error(resumedFrom_ + ": the --metrics file's size '" +
-                         *text + "' is not a number");
+  if (ec != std::errc() || end == text->data() + text->size() || *end != ':')
+    return Status::error(resumedFrom_ + ": the --metrics file's record '" +
+                         *text + "' is not <bytes>:<path>");
+  // Another path than the checkpointed run's is another file: kept whole.
+  if (std::string_view(end + 1, text->data() + text->size() - end - 1) !=
+      absolutePath(o_.metrics))
+    return Status::ok();
   std::error_code error;
   uintmax_t now = fs::file_size(o_.metrics, error);
   if (!error && now > bytes) {
@@ -2019,7 +2032,8 @@ Status TrainingJob::run() {
         std::error_code ec;
         uintmax_t bytes = fs::file_size(o_.metrics, ec);
         if (!ec)
-          extra.texts[kMetricsFileBytes] = std::to_string(bytes);
+          extra.texts[kMetricsFile] =
+              std::to_string(bytes) + ":" + absolutePath(o_.metrics);
       }
       if (!hook)
         return extra;
