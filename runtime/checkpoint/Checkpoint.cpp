@@ -3,6 +3,7 @@
 #include "runtime/checkpoint/Checkpoint.h"
 
 #include "runtime/base/AtomicFile.h"
+#include "runtime/base/Crc32c.h"
 #include "runtime/checkpoint/Weights.h"
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 #include <charconv>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <set>
 #include <system_error>
@@ -48,8 +50,20 @@ std::optional<int64_t> stepOf(std::string_view name) {
 /// the one that names its tensors, a line each (no variable name holds a
 /// newline).
 constexpr std::string_view kExtraPrefix = "extra.";
-/// The data section's CRC-32C, in decimal.
+/// The data section's CRC-32C, and the metadata's (every other entry, in
+/// key order, each key and value ended by a NUL), in decimal.
 constexpr const char *kCrcKey = "data_crc32c";
+constexpr const char *kMetadataCrcKey = "metadata_crc32c";
+
+uint32_t metadataCrc32c(const std::map<std::string, std::string> &metadata) {
+  uint32_t crc = 0;
+  for (const auto &[key, value] : metadata)
+    if (key != kMetadataCrcKey) {
+      crc = crc32c(key.c_str(), key.size() + 1, crc);
+      crc = crc32c(value.c_str(), value.size() + 1, crc);
+    }
+  return crc;
+}
 constexpr const char *kExtraTensorsKey = "extra_tensors";
 
 std::vector<std::string> extraTensorNames(const std::string &lines) {
@@ -94,6 +108,15 @@ Status parseRunState(const SafetensorsFile &file, RunState &out) {
   // A checkpoint whose tensors changed since they were written (a flipped
   // bit on disk, a file cut short and padded) is not resumed from.
   // Checkpoints written before the checksum have none.
+  if (file.metadata(kMetadataCrcKey)) {
+    uint32_t expected = 0;
+    if (Status s = parseNumber(file, kMetadataCrcKey, expected); !s)
+      return s;
+    if (uint32_t actual = metadataCrc32c(file.metadata()); actual != expected)
+      return Status::error(file.source() + ": its metadata's CRC-32C is " +
+                           std::to_string(actual) + ", the checkpoint says " +
+                           std::to_string(expected) + ": corrupt");
+  }
   if (file.metadata(kCrcKey)) {
     uint32_t expected = 0;
     if (Status s = parseNumber(file, kCrcKey, expected); !s)
@@ -120,7 +143,7 @@ Status parseRunState(const SafetensorsFile &file, RunState &out) {
   if (const std::string *model = file.metadata("model"))
     state.model = *model;
   for (const auto &[key, value] : file.metadata())
-    if (key.starts_with(kExtraPrefix))
+    if (key.starts_with(kExtraPrefix) && key.size() > kExtraPrefix.size())
       state.extra.texts[key.substr(kExtraPrefix.size())] = value;
   if (const std::string *names = file.metadata(kExtraTensorsKey))
     for (const std::string &name : extraTensorNames(*names)) {
@@ -281,8 +304,11 @@ Status CheckpointManager::save(const MirroredVariables &variables,
                      std::to_string(state.exampleInEpoch()));
   if (Status s = addVariables(variables, allVariables(variables), writer); !s)
     return s;
-  for (const auto &[name, text] : state.extra.texts)
+  for (const auto &[name, text] : state.extra.texts) {
+    if (name.empty())
+      return Status::error("the extra state has a text without a name");
     writer.setMetadata(std::string(kExtraPrefix) + name, text);
+  }
   std::string extraNames;
   for (const auto &[name, values] : state.extra.tensors) {
     if (name.empty() || name.find('\n') != std::string::npos ||
@@ -301,6 +327,8 @@ Status CheckpointManager::save(const MirroredVariables &variables,
   if (!extraNames.empty())
     writer.setMetadata(kExtraTensorsKey, extraNames);
   writer.setMetadata(kCrcKey, std::to_string(writer.dataCrc32c()));
+  writer.setMetadata(kMetadataCrcKey,
+                     std::to_string(metadataCrc32c(writer.metadata())));
   std::string path =
       (fs::path(directory_) / checkpointFileName(state.globalStep)).string();
   if (Status s = writer.write(path); !s)

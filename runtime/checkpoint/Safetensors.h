@@ -101,6 +101,9 @@ private:
 class SafetensorsWriter {
 public:
   void setMetadata(const std::string &key, std::string value);
+  const std::map<std::string, std::string> &metadata() const {
+    return metadata_;
+  }
   /// Adds a tensor; `bytes` must hold product(shape) * dtypeSize(dtype)
   /// bytes, and the name must be new and not "__metadata__".
   Status add(const std::string &name, DType dtype, std::vector<int64_t> shape,

@@ -698,22 +698,22 @@ Status CsvLogger::open(const std::string &path, char separator, bool append,
   if (!file)
     return Status::invalidInput(
         path + ": cannot open the CSV log: " + std::strerror(errno));
-  long size = 0;
-  if (std::fseek(file, 0, SEEK_END) != 0 || (size = std::ftell(file)) < 0) {
-    int error = errno;
-    std::fclose(file);
-    return Status::invalidInput(
-        path + ": cannot find the CSV log's end: " + std::strerror(error));
-  }
-  out.reset(new CsvLogger(path, file, separator, header,
-                          static_cast<uint64_t>(size)));
+  // A pipe or a terminal (/dev/stdout) has no size: such a log is written
+  // as it goes and never cut back.
+  std::optional<uint64_t> size;
+  if (std::fseek(file, 0, SEEK_END) == 0)
+    if (long end = std::ftell(file); end >= 0)
+      size = static_cast<uint64_t>(end);
+  out.reset(new CsvLogger(path, file, separator, header, size));
   return Status::ok();
 }
 
 Status CsvLogger::resumeAt(uint64_t size) {
   if (!file_)
     return Status::internal(path_ + ": the CSV log is closed");
-  if (size < size_) {
+  if (!size_)
+    return Status::ok();
+  if (size < *size_) {
     // Appending writes at the end, wherever the file ends: now `size`.
     if (::ftruncate(::fileno(file_), static_cast<off_t>(size)) != 0)
       return Status::resourceExhausted(path_ +
@@ -722,7 +722,7 @@ Status CsvLogger::resumeAt(uint64_t size) {
                                        std::strerror(errno));
     size_ = size;
   }
-  header_ = size_ == 0;
+  header_ = *size_ == 0;
   return Status::ok();
 }
 
@@ -738,7 +738,8 @@ Status CsvLogger::write(const std::string &text) {
       std::fflush(file_) != 0)
     return Status::resourceExhausted(
         path_ + ": cannot write the CSV log: " + std::strerror(errno));
-  size_ += text.size();
+  if (size_)
+    *size_ += text.size();
   return Status::ok();
 }
 

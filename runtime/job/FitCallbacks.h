@@ -397,13 +397,14 @@ public:
   Status onEpochEnd(int64_t epoch, const EpochLogs &logs);
   Status close();
 
-  /// The file's size: what it held when opened and every row since.
-  uint64_t size() const { return size_; }
+  /// The file's size: what it held when opened and every row since
+  /// (nullopt: not a file that has one, as a pipe).
+  std::optional<uint64_t> size() const { return size_; }
   const std::string &path() const { return path_; }
   /// A resumed run's, before its first row: cuts the file to the `size`
   /// it had at the checkpoint (if longer), dropping the rows of epochs the
   /// run will train again, and writes the header only if that leaves the
-  /// file empty.
+  /// file empty. Nothing for a file without a size.
   Status resumeAt(uint64_t size);
 
   /// The columns after `epoch` that the first epoch's `logs` give.
@@ -418,7 +419,7 @@ public:
 
 private:
   CsvLogger(std::string path, std::FILE *file, char separator, bool header,
-            uint64_t size)
+            std::optional<uint64_t> size)
       : path_(std::move(path)), file_(file), separator_(separator),
         header_(header), size_(size) {}
   Status write(const std::string &text);
@@ -427,7 +428,7 @@ private:
   std::FILE *file_ = nullptr;
   char separator_;
   bool header_;
-  uint64_t size_;
+  std::optional<uint64_t> size_;
   std::optional<std::vector<std::string>> columns_;
 };
 

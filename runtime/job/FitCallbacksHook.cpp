@@ -98,8 +98,10 @@ FitCallbacksHook::FitCallbacksHook(Callbacks callbacks, Job job,
 Status FitCallbacksHook::begin(const SessionInfo &info) {
   globalBatch_ = info.globalBatch;
   if (resumed_) {
-    // Where the checkpointed run was; its rate from the first step.
-    if (learningRate_ != planLearningRate_)
+    // Where the checkpointed run was; the rate it lowered to from the
+    // first step (a rate never set stays the plan's, a new --learning-rate
+    // included).
+    if (rateSet_)
       if (Status s = job_.setLearningRate(learningRate_); !s)
         return Status::error("--reduce-lr-on-plateau: " + s.message());
     return Status::ok();
@@ -116,6 +118,8 @@ std::string FitCallbacksHook::saveState() const {
   Json j;
   j["format"] = kStateFormat;
   j["learning_rate"] = number(learningRate_);
+  j["learning_rate_set"] = rateSet_;
+  j["plan_learning_rate"] = number(planLearningRate_);
   j["stopped"] = stop_;
   EpochMeans::Sums sums = epoch_.sums();
   Json metrics = Json::array();
@@ -155,9 +159,9 @@ std::string FitCallbacksHook::saveState() const {
     b["best"] = optionalNumber(c_.bestCheckpoint->best());
     j["checkpoint_best"] = b;
   }
-  if (c_.csv)
+  if (c_.csv && c_.csv->size())
     j["csv_log"] = {{"path", absolutePath(c_.csv->path())},
-                    {"bytes", c_.csv->size()}};
+                    {"bytes", *c_.csv->size()}};
   return j.dump();
 }
 
@@ -175,6 +179,14 @@ FitCallbacksHook::restoreState(const std::string &text,
   };
   try {
     const double rate = numberOf(j.at("learning_rate"));
+    const bool rateSet = j.at("learning_rate_set").get<bool>();
+    const double planRate = numberOf(j.at("plan_learning_rate"));
+    auto rateDropped = [&](const std::string &why) {
+      notes.push_back(why + "; the rate it had lowered to, " +
+                      pythonFloatRepr(static_cast<float>(rate)) +
+                      ", is dropped: this run trains at " +
+                      pythonFloatRepr(planLearningRate_));
+    };
     const Json &sums = j.at("epoch_sums");
     EpochMeans::Sums epoch;
     epoch.steps = sums.at("steps").get<int64_t>();
@@ -199,20 +211,27 @@ FitCallbacksHook::restoreState(const std::string &text,
                  !sameMonitor(r, o.monitor, o.mode)) {
         afresh("--reduce-lr-on-plateau",
                "in the checkpointed run it monitored another key or mode");
+        if (rateSet)
+          rateDropped("--reduce-lr-on-plateau");
       } else {
         c_.reduceLr->setState({r.at("wait").get<int64_t>(),
                                r.at("cooldown_counter").get<int64_t>(),
                                optionalNumberOf(r.at("best"))});
-        learningRate_ = rate;
+        if (rateSet) {
+          learningRate_ = rate;
+          rateSet_ = true;
+          if (planRate != planLearningRate_)
+            notes.push_back(
+                "--reduce-lr-on-plateau: the checkpointed run had lowered "
+                "its rate of " +
+                pythonFloatRepr(planRate) + " to " +
+                pythonFloatRepr(static_cast<float>(rate)) +
+                ", from which this run goes on (not from " +
+                pythonFloatRepr(planLearningRate_) + ")");
+        }
       }
-    } else if (j.contains("reduce_lr_on_plateau") &&
-               static_cast<float>(rate) !=
-                   static_cast<float>(planLearningRate_)) {
-      notes.push_back("the checkpointed run's --reduce-lr-on-plateau had set "
-                      "the learning rate to " +
-                      pythonFloatRepr(static_cast<float>(rate)) +
-                      "; this run, without it, trains at " +
-                      pythonFloatRepr(planLearningRate_));
+    } else if (rateSet) {
+      rateDropped("the checkpointed run had --reduce-lr-on-plateau");
     }
     if (c_.earlyStopping) {
       const EarlyStoppingOptions &o = c_.earlyStopping->options();
@@ -323,11 +342,14 @@ Status FitCallbacksHook::epochEnd(const StepContext &ctx) {
     const float trainedWith = static_cast<float>(learningRate_);
     ReduceLROnPlateau::Decision d =
         c_.reduceLr->onEpochEnd(epoch, logs, trainedWith);
+    // The session keeps the plan's rate (a double) until a reduction
+    // sets another.
     if (d.reduced && d.learningRate != static_cast<float>(learningRate_)) {
       if (Status s = job_.setLearningRate(d.learningRate); !s)
         return Status::error("--reduce-lr-on-plateau: " + s.message());
+      learningRate_ = d.learningRate;
+      rateSet_ = true;
     }
-    learningRate_ = d.learningRate;
     logs["learning_rate"] = trainedWith;
     say(d.message);
     if (d.reduced && d.message.empty())

@@ -133,6 +133,8 @@ private:
   // rate.
   bool resumed_ = false;
   double planLearningRate_;
+  // A reduction set the session's rate to learningRate_.
+  bool rateSet_ = false;
   std::ostream &out_;
   // The epoch's sums of the steps' loss and metrics.
   EpochMeans epoch_;

@@ -1015,7 +1015,8 @@ Status TrainingJob::broadcastVariables() {
 
 Status TrainingJob::broadcastExtraState() {
   // Packed on the chief into one string of length-prefixed fields: the
-  // texts' names and values, then the tensors' names and values.
+  // count of texts, their names and values, then the tensors' names and
+  // values.
   ckpt::ExtraState &extra = resumedExtra_;
   std::string packed;
   auto put = [&](const void *data, uint64_t bytes) {
@@ -1023,11 +1024,12 @@ Status TrainingJob::broadcastExtraState() {
     packed.append(static_cast<const char *>(data), bytes);
   };
   if (chief_) {
+    uint64_t texts = extra.texts.size();
+    put(&texts, sizeof texts);
     for (const auto &[name, text] : extra.texts) {
       put(name.data(), name.size());
       put(text.data(), text.size());
     }
-    put("", 0); // the texts end
     for (const auto &[name, values] : extra.tensors) {
       put(name.data(), name.size());
       put(values.data(), values.size() * sizeof(float));
@@ -1042,22 +1044,42 @@ Status TrainingJob::broadcastExtraState() {
   if (chief_)
     return Status::ok();
   size_t at = 0;
+  bool whole = true;
   auto take = [&]() {
     uint64_t n = 0;
+    if (packed.size() - at < sizeof n) {
+      whole = false;
+      return std::string();
+    }
     std::memcpy(&n, packed.data() + at, sizeof n);
-    std::string field = packed.substr(at + sizeof n, n);
-    at += sizeof n + n;
+    at += sizeof n;
+    if (packed.size() - at < n) {
+      whole = false;
+      return std::string();
+    }
+    std::string field = packed.substr(at, n);
+    at += n;
     return field;
   };
   extra = {};
-  for (std::string name = take(); !name.empty(); name = take())
+  uint64_t texts = 0;
+  std::string count = take();
+  if (count.size() == sizeof texts)
+    std::memcpy(&texts, count.data(), sizeof texts);
+  for (uint64_t i = 0; i < texts && whole; ++i) {
+    std::string name = take();
     extra.texts[name] = take();
-  while (at < packed.size()) {
+  }
+  while (whole && at < packed.size()) {
     std::string name = take(), data = take();
     std::vector<float> values(data.size() / sizeof(float));
     std::memcpy(values.data(), data.data(), values.size() * sizeof(float));
     extra.tensors.emplace_back(std::move(name), std::move(values));
   }
+  if (!whole || count.size() != sizeof texts)
+    return Status::internal("the checkpoint's extra state came from the "
+                            "chief cut short (" +
+                            std::to_string(packed.size()) + " bytes)");
   return Status::ok();
 }
 
@@ -1893,28 +1915,6 @@ Status TrainingJob::run() {
                          " examples");
   int64_t totalSteps = o_.steps >= 0 ? o_.steps : stepsPerEpoch * epochs;
 
-  // Validation and fit's callbacks at each epoch's end; a resumed run's go
-  // on from the checkpoint (a run EarlyStopping stopped stays stopped).
-  std::unique_ptr<FitCallbacksHook> fitCallbacks;
-  if (Status s = makeFitCallbacks(stepsPerEpoch, fitCallbacks); !s)
-    return s;
-  if (fitCallbacks && resumed_)
-    if (Status s = resumeFitCallbacks(*fitCallbacks); !s)
-      return s;
-  const bool stoppedBefore = fitCallbacks && fitCallbacks->stopRequested();
-  int64_t remaining =
-      stoppedBefore
-          ? 0
-          : std::max<int64_t>(0, totalSteps -
-                                     (session_->globalStep() - stepOrigin_));
-  if (resumed_ && stoppedBefore)
-    out_ << "graphrun: the checkpointed run was stopped at step "
-         << session_->globalStep() << " by --early-stopping: nothing left to "
-         << "train\n";
-  else if (resumed_ && remaining == 0)
-    out_ << "graphrun: the checkpoint is at step " << session_->globalStep()
-         << " of " << totalSteps << ": nothing left to train\n";
-
   // Every worker runs the job's pipeline: one shuffle of the whole
   // training set with --seed, cut into global batches, of which each
   // worker takes its rows (replicas rank * R to rank * R + R - 1 of the
@@ -1960,6 +1960,30 @@ Status TrainingJob::run() {
   if (Status s = pipeline.open(batches, session_->globalStep() - stepOrigin_);
       !s)
     return Status::error(train_->name() + ": " + s.message());
+
+  // Validation and fit's callbacks at each epoch's end (made after the
+  // pipeline opened, so that a run that cannot start leaves their logs
+  // alone); a resumed run's go on from the checkpoint (a run
+  // EarlyStopping stopped stays stopped).
+  std::unique_ptr<FitCallbacksHook> fitCallbacks;
+  if (Status s = makeFitCallbacks(stepsPerEpoch, fitCallbacks); !s)
+    return s;
+  if (fitCallbacks && resumed_)
+    if (Status s = resumeFitCallbacks(*fitCallbacks); !s)
+      return s;
+  const bool stoppedBefore = fitCallbacks && fitCallbacks->stopRequested();
+  int64_t remaining =
+      stoppedBefore
+          ? 0
+          : std::max<int64_t>(0, totalSteps -
+                                     (session_->globalStep() - stepOrigin_));
+  if (resumed_ && stoppedBefore)
+    out_ << "graphrun: the checkpointed run was stopped at step "
+         << session_->globalStep() << " by --early-stopping: nothing left to "
+         << "train\n";
+  else if (resumed_ && remaining == 0)
+    out_ << "graphrun: the checkpoint is at step " << session_->globalStep()
+         << " of " << totalSteps << ": nothing left to train\n";
 
   if (chief_ && !o_.metrics.empty()) {
     // A resumed run continues the killed run's log, cut back to what it

@@ -503,6 +503,32 @@ TEST_F(CheckpointTest, AFlippedBitInATensorFallsBackToTheOlderOne) {
   EXPECT_THAT(warnings[0], HasSubstr(": corrupt; skipped"));
 }
 
+TEST_F(CheckpointTest, AChangedMetadataValueFallsBackToTheOlderOne) {
+  // The run state and the extra state are metadata: a value changed on disk
+  // (here the seed, same length, so the file still parses) is caught by
+  // the metadata's checksum.
+  CheckpointManager manager(dir_.string());
+  ASSERT_TRUE(manager.save(vars_, state(10)));
+  ASSERT_TRUE(manager.save(vars_, state(20)));
+  std::string bytes = slurp(path("ckpt-20.safetensors"));
+  size_t at = bytes.find("\"seed\":\"3\"");
+  ASSERT_NE(at, std::string::npos);
+  bytes[at + 8] = '4';
+  {
+    std::ofstream changed(path("ckpt-20.safetensors"),
+                          std::ios::binary | std::ios::trunc);
+    changed << bytes;
+  }
+  LoadedCheckpoint latest;
+  bool found = false;
+  std::vector<std::string> warnings;
+  ASSERT_TRUE(manager.findLatest(latest, found, warnings));
+  ASSERT_TRUE(found);
+  EXPECT_EQ(latest.state.globalStep, 10);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_THAT(warnings[0], HasSubstr("its metadata's CRC-32C is "));
+}
+
 TEST_F(CheckpointTest, ANewerCheckpointThanTheIndexWins) {
   // Killed between the checkpoint's rename and the index's: the index
   // still names step 10, but step 20 is complete.
