@@ -8,6 +8,7 @@
 #include <cmath>
 #include <filesystem>
 #include <limits>
+#include <set>
 
 namespace graph::runtime::job {
 
@@ -83,6 +84,27 @@ bool sameMonitor(const Json &saved, const std::string &monitor,
                  MonitorMode mode) {
   return saved.at("monitor").get<std::string>() == monitor &&
          saved.at("mode").get<std::string>() == modeName(mode);
+}
+
+/// Cuts each event file of `files` ({path, bytes}, a checkpoint's) that
+/// lies in one of `folders` back to its recorded size, if longer.
+Status cutEventFiles(const Json &files, const std::set<std::string> &folders) {
+  namespace fs = std::filesystem;
+  for (const Json &file : files) {
+    const std::string path = file.at("path").get<std::string>();
+    const uint64_t bytes = file.at("bytes").get<uint64_t>();
+    if (!folders.count(fs::path(path).parent_path().string()))
+      continue;
+    std::error_code ec;
+    uintmax_t now = fs::file_size(path, ec);
+    if (ec || now <= bytes)
+      continue;
+    fs::resize_file(path, bytes, ec);
+    if (ec)
+      return Status::error(path + ": cannot cut it back to the checkpoint's " +
+                           std::to_string(bytes) + " bytes: " + ec.message());
+  }
+  return Status::ok();
 }
 
 } // namespace
@@ -162,6 +184,14 @@ std::string FitCallbacksHook::saveState() const {
   if (c_.csv && c_.csv->size())
     j["csv_log"] = {{"path", absolutePath(c_.csv->path())},
                     {"bytes", *c_.csv->size()}};
+  Json events = Json::array();
+  for (const TensorBoardWriter *tb :
+       {c_.tensorBoardTrain.get(), c_.tensorBoardValidation.get()})
+    if (tb)
+      events.push_back(
+          {{"path", absolutePath(tb->path())}, {"bytes", tb->size()}});
+  if (!events.empty())
+    j["tensorboard"] = events;
   return j.dump();
 }
 
@@ -276,6 +306,20 @@ FitCallbacksHook::restoreState(const std::string &text,
     }
     // Only the log the checkpointed run wrote is cut back: another path
     // is another file.
+    // The checkpointed run's event files, in the folders this run writes
+    // to, lose the events after the checkpoint (this run writes them again,
+    // to new files, as Keras' TensorBoard does each fit()).
+    if (c_.tensorBoardTrain && j.contains("tensorboard")) {
+      std::set<std::string> folders;
+      for (const TensorBoardWriter *tb :
+           {c_.tensorBoardTrain.get(), c_.tensorBoardValidation.get()})
+        if (tb)
+          folders.insert(std::filesystem::path(absolutePath(tb->path()))
+                             .parent_path()
+                             .string());
+      if (Status s = cutEventFiles(j["tensorboard"], folders); !s)
+        return Status::error("--tensorboard: " + s.message());
+    }
     if (c_.csv && j.contains("csv_log") &&
         j["csv_log"].at("path").get<std::string>() ==
             absolutePath(c_.csv->path()))

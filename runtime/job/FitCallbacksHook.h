@@ -101,7 +101,8 @@ public:
   /// The state a checkpoint after the last step keeps, so that a resumed
   /// run decides what the uninterrupted one would have: a JSON text (the
   /// rate, whether EarlyStopping stopped the run, the epoch's sums so far,
-  /// each callback's counters and best, the CSV log's size) and
+  /// each callback's counters and best, the paths and sizes of the CSV log
+  /// and the TensorBoard event files) and
   /// EarlyStopping's copy of the best weights (bestWeights(); empty:
   /// none). Keras' BackupAndRestore keeps only the weights and optimizer,
   /// and its resumed fit() restarts every callback.
@@ -111,8 +112,10 @@ public:
   }
   /// Before begin(): continues from a checkpoint's saveState() and best
   /// weights. The callbacks count on where the interrupted run was, the
-  /// rate it lowered applies from the first step, the CSV log drops rows
-  /// of epochs past the checkpoint, and a run EarlyStopping stopped
+  /// rate it lowered applies from the first step, the CSV log and the
+  /// event files in this run's TensorBoard folders drop what came after
+  /// the checkpoint (this run writes it again), and a run EarlyStopping
+  /// stopped
   /// stays stopped (stopRequested()). A callback that the checkpointed run
   /// did not have, or had monitor another key or in another mode, starts
   /// afresh, as `notes` say. A text that is not saveState()'s is an error.

@@ -85,6 +85,9 @@ public:
 
   /// The event file's path.
   const std::string &path() const { return path_; }
+  /// The bytes of whole records written to it (each is in the kernel's
+  /// hands once added): where a checkpoint's resumed run cuts it back to.
+  uint64_t size() const { return written_; }
 
 private:
   TensorBoardWriter(std::string path, int fd)
