@@ -375,6 +375,10 @@ Status FitCallbacksHook::epochEnd(const StepContext &ctx) {
   if (job_.validate)
     if (Status s = job_.validate(ctx.step, logs); !s)
       return s;
+  // Keras' logs are its metrics' float32 results (as Python floats): the
+  // callbacks decide on, and CSVLogger and History hold, those values.
+  for (auto &[key, value] : logs)
+    value = static_cast<float>(value);
 
   auto say = [&](const std::string &line) {
     if (chief_ && !line.empty())

@@ -53,6 +53,14 @@ def main():
         rows = list(csv.DictReader(f))
     logs = [{k: float(v) for k, v in r.items() if k not in ("epoch",)}
             for r in rows]
+    # Keras' epoch logs are its metrics' float32 results: CSVLogger writes
+    # the repr of a float32 value as a Python float.
+    for epoch, (row, logged) in enumerate(zip(rows, logs)):
+        for key, value in logged.items():
+            if float(np.float32(value)) != value or repr(value) != row[key]:
+                fail(f"epoch {epoch}: {key} = {row[key]} is not a float32 "
+                     f"value written as Python writes it")
+    print("CSV: every value a float32, as Keras' logs are")
 
     # Keras' callbacks on a stand-in model whose optimizer holds the rate.
     model = keras.Sequential([keras.Input((1,)), keras.layers.Dense(1)])
