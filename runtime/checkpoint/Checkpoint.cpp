@@ -135,6 +135,10 @@ Status parseRunState(const SafetensorsFile &file, RunState &out) {
     return s;
   if (Status s = parseNumber(file, "epoch_examples", state.epochExamples); !s)
     return s;
+  // Written when not 0 (checkpoints before it had none).
+  if (file.metadata("step_origin"))
+    if (Status s = parseNumber(file, "step_origin", state.stepOrigin); !s)
+      return s;
   const std::string *data = file.metadata("data");
   if (!data)
     return Status::error(file.source() +
@@ -175,13 +179,13 @@ int64_t RunState::stepsPerEpoch() const {
 }
 
 int64_t RunState::epoch() const {
-  return stepsPerEpoch() > 0 ? globalStep / stepsPerEpoch() : 0;
+  return stepsPerEpoch() > 0 ? dataStep() / stepsPerEpoch() : 0;
 }
 
 int64_t RunState::exampleInEpoch() const {
   return stepsPerEpoch() > 0
              ? std::min(epochExamples,
-                        globalStep % stepsPerEpoch() * globalBatch)
+                        dataStep() % stepsPerEpoch() * globalBatch)
              : 0;
 }
 
@@ -295,6 +299,8 @@ Status CheckpointManager::save(const MirroredVariables &variables,
   writer.setMetadata("seed", std::to_string(state.seed));
   writer.setMetadata("global_batch", std::to_string(state.globalBatch));
   writer.setMetadata("epoch_examples", std::to_string(state.epochExamples));
+  if (state.stepOrigin != 0)
+    writer.setMetadata("step_origin", std::to_string(state.stepOrigin));
   writer.setMetadata("data", state.data);
   if (!state.model.empty())
     writer.setMetadata("model", state.model);
@@ -456,7 +462,7 @@ Status CheckpointHook::save(int64_t step) {
 
 Status CheckpointHook::afterStep(const StepContext &ctx) {
   lastStep_ = ctx.step;
-  if (every_ > 0 && ctx.step % every_ == 0)
+  if (every_ > 0 && (ctx.step - state_.stepOrigin) % every_ == 0)
     return save(ctx.step);
   return Status::ok();
 }

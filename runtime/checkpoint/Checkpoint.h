@@ -66,6 +66,10 @@ struct ExtraState {
 struct RunState {
   /// Steps taken; Adam's bias correction and dropout masks key on it.
   int64_t globalStep = 0;
+  /// The global step the run's data started at: 0, or the optimizer
+  /// iterations of a Keras file the run started from (--init-weights),
+  /// whose training goes on at that step from the data's first batch.
+  int64_t stepOrigin = 0;
   /// The run's --seed: it names the shuffle order and dropout masks.
   uint64_t seed = 0;
   int64_t globalBatch = 0;
@@ -85,6 +89,8 @@ struct RunState {
   /// Steps an epoch: ceil(epochExamples / globalBatch), each epoch ending
   /// with its short batch, as Keras' do.
   int64_t stepsPerEpoch() const;
+  /// The batches of the data taken: globalStep - stepOrigin.
+  int64_t dataStep() const { return globalStep - stepOrigin; }
   /// The epoch the next batch comes from (0 first) and how many of its
   /// examples were consumed.
   int64_t epoch() const;
@@ -152,8 +158,9 @@ private:
   std::shared_ptr<const int> lock_;
 };
 
-/// Saves a checkpoint every `every` steps (0: only at the end) and after the
-/// last step of a run that succeeded, unless that step was just saved.
+/// Saves a checkpoint every `every` steps of the data (0: only at the end)
+/// and after the last step of a run that succeeded, unless that step was
+/// just saved.
 class CheckpointHook : public Hook {
 public:
   /// `state` describes the run; the hook fills in the step when it saves.
@@ -165,7 +172,7 @@ public:
   Status afterStep(const StepContext &ctx) override;
   Status end(const SessionInfo &info) override;
   bool needsStateAfter(int64_t step) const override {
-    return every_ > 0 && step % every_ == 0;
+    return every_ > 0 && (step - state_.stepOrigin) % every_ == 0;
   }
 
   /// Each checkpoint from now on carries what `extra` returns then (the

@@ -4,6 +4,7 @@
 
 #include "runtime/checkpoint/Hdf5.h"
 #include "runtime/checkpoint/KerasNaming.h"
+#include "runtime/checkpoint/KerasWeightsWriter.h"
 #include "runtime/core/Kernel.h"
 
 #include <hdf5.h>
@@ -609,7 +610,7 @@ Status readKeras3Layers(const H5File &f, const std::string &top,
   }
   if (H5Lexists(root, "optimizer", H5P_DEFAULT) > 0)
     report.skipped.emplace_back(
-        "/optimizer", "the optimizer's state: --init-weights sets weights");
+        "/optimizer", "the optimizer's state, read apart from the weights");
   return Status::ok();
 }
 
@@ -930,6 +931,126 @@ Status loadKerasWeights(const std::string &path, bool archive,
                        "Keras weights file?");
   }
   return assignWeights(f, layers, which, variables, match, r);
+}
+
+namespace {
+
+/// Reads the scalar dataset `name` of `group` (at `path`) as `type`.
+Status readScalar(const H5File &f, hid_t group, const std::string &path,
+                  const std::string &name, hid_t type, void *out) {
+  FileWeight w;
+  if (Status s = describeWeight(f, group, path, name, w); !s)
+    return s;
+  if (!w.shape.empty())
+    return f.error(w.path, "is not a scalar");
+  Hid dataset;
+  std::string at;
+  if (Status s = openPath(f, group, path, name, H5I_DATASET, dataset, at); !s)
+    return s;
+  if (H5Dread(dataset.get(), type, H5S_ALL, H5S_ALL, H5P_DEFAULT, out) < 0)
+    return f.error(at, "cannot read its data");
+  return Status::ok();
+}
+
+} // namespace
+
+Status loadKerasOptimizer(const std::string &path, bool archive,
+                          const plan::Plan &plan, MirroredVariables &variables,
+                          KerasOptimizerReport &report) {
+  report = {};
+  Hdf5Quiet quiet;
+  H5File f;
+  std::map<std::string, std::string> configGroups;
+  if (archive) {
+    if (Status s = openArchive(path, f, configGroups); !s)
+      return s;
+  } else {
+    f.source = path;
+    f.file = Hid(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
+    if (!f.file)
+      return f.error("", "not a readable HDF5 file");
+  }
+  const std::string varsPath = "/optimizer/vars";
+  if (H5Lexists(f.file.get(), "optimizer", H5P_DEFAULT) <= 0)
+    return Status::ok();
+  Hid vars;
+  std::string at;
+  if (Status s =
+          openPath(f, f.file.get(), "", "optimizer/vars", H5I_GROUP, vars, at);
+      !s)
+    return s;
+  report.present = true;
+  KerasOptimizerLayout layout;
+  if (Status s = kerasOptimizerLayout(variables, plan, layout); !s) {
+    report.why = s.message();
+    return Status::ok();
+  }
+  std::vector<std::string> names;
+  bool found = false;
+  if (Status s = readStrings(f, vars.get(), varsPath, "name", names, found); !s)
+    return s;
+  const std::string name = found && names.size() == 1 ? names[0] : "";
+  std::vector<Link> links;
+  if (Status s = listLinks(f, vars.get(), varsPath, links); !s)
+    return s;
+  const size_t expected = 1 + (layout.rateVariable ? 1 : 0) +
+                          layout.slots.size() +
+                          static_cast<size_t>(layout.trailing);
+  // An optimizer never built (a compiled model not yet trained: Keras'
+  // save_weights then writes its iterations and rate alone) holds no state.
+  if (!layout.slots.empty() &&
+      links.size() == 1 + (layout.rateVariable ? 1u : 0u)) {
+    report.present = false;
+    return Status::ok();
+  }
+  if (name != layout.name || links.size() != expected) {
+    report.why = "the file's optimizer is " +
+                 (name.empty() ? std::string("unnamed") : "'" + name + "'") +
+                 " with " + std::to_string(links.size()) +
+                 " variables, the plan's '" + layout.name + "' keeps " +
+                 std::to_string(expected);
+    return Status::ok();
+  }
+  int index = 0;
+  auto next = [&]() { return std::to_string(index++); };
+  int64_t iterations = 0;
+  if (Status s = readScalar(f, vars.get(), varsPath, next(), H5T_NATIVE_INT64,
+                            &iterations);
+      !s)
+    return s;
+  if (iterations < 0)
+    return f.error(varsPath + "/0", "holds a negative iteration count");
+  if (layout.rateVariable) {
+    float rate = 0;
+    if (Status s = readScalar(f, vars.get(), varsPath, next(), H5T_NATIVE_FLOAT,
+                              &rate);
+        !s)
+      return s;
+    report.learningRate = rate;
+  }
+  // Every slot read before any is written.
+  std::vector<std::vector<float>> values(layout.slots.size());
+  for (size_t i = 0; i < layout.slots.size(); ++i) {
+    const int v = layout.slots[i];
+    FileWeight w;
+    if (Status s = describeWeight(f, vars.get(), varsPath, next(), w); !s)
+      return s;
+    if (w.kind == FileWeight::Kind::other)
+      return f.error(w.path, "is " + w.dtype + ", not a float slot");
+    if (w.shape != variables.shape(v))
+      return f.error(w.path, "has shape " + shapeText(w.shape) +
+                                 "; the plan's slot '" + variables.name(v) +
+                                 "' has " + shapeText(variables.shape(v)));
+    values[i].resize(static_cast<size_t>(variables.bytes(v) / sizeof(float)));
+    if (Status s = readWeight(f, w, values[i]); !s)
+      return s;
+  }
+  for (size_t i = 0; i < layout.slots.size(); ++i)
+    if (Status s = variables.write(layout.slots[i], values[i].data()); !s)
+      return s;
+  report.iterations = iterations;
+  report.loaded = true;
+  return Status::ok();
 }
 
 } // namespace graph::runtime::checkpoint

@@ -65,8 +65,10 @@
 #include "runtime/base/ZipArchive.h"
 #include "runtime/checkpoint/Weights.h"
 #include "runtime/core/MirroredVariables.h"
+#include "runtime/plan/plan_generated.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -92,6 +94,33 @@ Status loadKerasWeights(const std::string &path, bool archive,
                         const std::vector<int> &which,
                         MirroredVariables &variables, WeightsMatch match,
                         WeightsReport *report);
+
+/// What loadKerasOptimizer found.
+struct KerasOptimizerReport {
+  /// The file holds /optimizer/vars (a `.keras` archive or a Keras 3
+  /// `.weights.h5` written with the optimizer built).
+  bool present = false;
+  /// The slots were set; otherwise `why` says why not.
+  bool loaded = false;
+  std::string why;
+  /// Keras' optimizer.iterations, and the rate it saved (unset for a
+  /// schedule).
+  int64_t iterations = 0;
+  std::optional<float> learningRate;
+};
+
+/// Sets the plan's optimizer slots from a Keras 3 file's /optimizer/vars
+/// (`archive`: a .keras zip archive's model.weights.h5), as Keras'
+/// load_model restores the optimizer for fit() to go on: iterations, the
+/// rate, then each slot in the order Keras' build() creates them
+/// (KerasWeightsWriter.h's kerasOptimizerLayout). A file without the group,
+/// or whose optimizer is not the plan's (another name or number of
+/// variables), leaves the slots alone and says why in `report`; a slot of
+/// another shape, or an unreadable one, is an error. Nothing is written
+/// unless every slot reads.
+Status loadKerasOptimizer(const std::string &path, bool archive,
+                          const plan::Plan &plan, MirroredVariables &variables,
+                          KerasOptimizerReport &report);
 
 } // namespace graph::runtime::checkpoint
 

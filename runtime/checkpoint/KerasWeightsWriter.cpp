@@ -436,6 +436,41 @@ std::vector<std::vector<std::string>> slotGroups(const plan::Plan &plan) {
   return groups;
 }
 
+} // namespace
+
+Status kerasOptimizerLayout(const MirroredVariables &variables,
+                            const plan::Plan &plan, KerasOptimizerLayout &out) {
+  if (trainingHyperParameter(plan, "use_ema", 0) != 0 ||
+      trainingHyperParameter(plan, "gradient_accumulation_steps", 0) > 0 ||
+      trainingHyperParameter(plan, "loss_scale", 0) > 0 ||
+      variables.find("optimizer/dynamic_scale") >= 0)
+    return Status::error("the optimizer keeps state besides its slots "
+                         "(use_ema, gradient accumulation or loss scaling)");
+  KerasModel model;
+  if (Status s = describeModel(variables, plan, model); !s)
+    return s;
+  const plan::OptimizerKind kind = plan.training()->optimizer();
+  out = {};
+  out.name = optimizerName(
+      kind, trainingHyperParameter(plan, "weight_decay", 0) != 0 &&
+                kind == plan::OptimizerKind::adam);
+  out.rateVariable = trainingHyperParameter(plan, "lr_schedule", 0) == 0;
+  for (const std::vector<std::string> &group : slotGroups(plan))
+    for (int v : model.trainable)
+      for (const std::string &slot : group) {
+        std::string name = variables.name(v) + "/" + slot;
+        int s = variables.find(name);
+        if (s < 0)
+          return Status::error("the plan has no optimizer slot '" + name +
+                               "', which Keras' optimizer keeps");
+        out.slots.push_back(s);
+      }
+  out.trailing = kind == plan::OptimizerKind::nadam ? 1 : 0;
+  return Status::ok();
+}
+
+namespace {
+
 /// A one-element variable of the plan as a number (0 when it has none).
 double scalarVariable(const MirroredVariables &variables,
                       const std::string &name, Status &status) {

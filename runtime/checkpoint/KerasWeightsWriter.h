@@ -77,6 +77,25 @@ Status saveWeightsFile(const std::string &path,
                        const KerasModelState &state,
                        const std::map<std::string, std::string> &metadata);
 
+/// How Keras 3 lays out the plan's optimizer in /optimizer/vars, for the
+/// reader of a Keras file's optimizer state (KerasWeights.h).
+struct KerasOptimizerLayout {
+  /// The optimizer's name attribute ("adam", "adam_w", "rm_sprop", ...).
+  std::string name;
+  /// Whether the learning rate is a variable (index 1; not a schedule).
+  bool rateVariable = true;
+  /// The plan's slot variables, in Keras' order after iterations and the
+  /// rate.
+  std::vector<int> slots;
+  /// Variables Keras keeps after the slots (Nadam's u_product).
+  int trailing = 0;
+};
+/// The plain optimizer's layout; an error when the plan's optimizer has
+/// state Keras keeps elsewhere (use_ema's averages, gradient accumulators,
+/// a LossScaleOptimizer) or the plan has no Keras config.
+Status kerasOptimizerLayout(const MirroredVariables &variables,
+                            const plan::Plan &plan, KerasOptimizerLayout &out);
+
 /// Writes the model to `path` as `format` (not safetensors), atomically.
 /// Errors name what Keras' layout cannot place (a variable of no layer in
 /// the config, a plan without a Keras config).

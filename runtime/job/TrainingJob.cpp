@@ -29,6 +29,7 @@
 #include "runtime/base/HostMemory.h"
 #include "runtime/base/ZipArchive.h"
 #include "runtime/checkpoint/Checkpoint.h"
+#include "runtime/checkpoint/KerasWeights.h"
 #include "runtime/checkpoint/KerasWeightsWriter.h"
 #include "runtime/checkpoint/Npy.h"
 #include "runtime/checkpoint/Weights.h"
@@ -351,6 +352,10 @@ private:
   /// Phase 3's state: the chief's checkpoint or --init-weights, sent to
   /// every worker; the initial variables, checked equal.
   Status restoreState(int &reportedBy);
+  /// After --init-weights read a Keras 3 file (`format`, WeightsReport's):
+  /// its optimizer's slots too, and its iterations as `step` and `origin`.
+  Status loadKerasOptimizer(const std::string &format, int64_t &step,
+                            int64_t &origin);
   Status broadcastVariables();
   /// The chief's resumedExtra_, to every worker.
   Status broadcastExtraState();
@@ -1179,7 +1184,7 @@ Status TrainingJob::restoreState(int &reportedBy) {
   // The chief alone reads the checkpoint or the weights file: the others
   // may not even see its directory (another host).
   Status chiefRead;
-  int64_t step = 0;
+  int64_t step = 0, origin = 0;
   if (chief_) {
     if (!o_.checkpointDir.empty()) {
       checkpoints_.emplace(o_.checkpointDir, o_.keepCheckpoints);
@@ -1197,6 +1202,7 @@ Status TrainingJob::restoreState(int &reportedBy) {
         chiefRead = ckpt::CheckpointManager::restore(latest, runState_,
                                                      session_->variables());
         step = latest.state.globalStep;
+        origin = latest.state.stepOrigin;
         resumedExtra_ = std::move(latest.state.extra);
         resumedFrom_ = latest.path;
         if (chiefRead)
@@ -1225,6 +1231,8 @@ Status TrainingJob::restoreState(int &reportedBy) {
         // a transfer-learning run must not train a head it thinks loaded.
         out_ << "graphrun: --init-weights " << report.text(o_.initWeights);
         out_.flush();
+        if (!o_.initWeightsPartial)
+          chiefRead = loadKerasOptimizer(report.format, step, origin);
       }
     }
   }
@@ -1234,13 +1242,14 @@ Status TrainingJob::restoreState(int &reportedBy) {
   if (workerCount() > 1) {
     // The chief's state, to every worker: whether it resumed, its step,
     // and (when it read anything) every variable.
-    int64_t header[2] = {resumed_ ? 1 : 0, step};
+    int64_t header[3] = {resumed_ ? 1 : 0, step, origin};
     if (Status s = workers_.broadcast(header, sizeof header, 0); !s) {
       reportedBy = workers_.rank();
       return s;
     }
     resumed_ = header[0] != 0;
     step = header[1];
+    origin = header[2];
     if (resumed_ || !o_.initWeights.empty())
       if (Status s = broadcastVariables(); !s) {
         reportedBy = workers_.rank();
@@ -1281,6 +1290,48 @@ Status TrainingJob::restoreState(int &reportedBy) {
     reportedBy = workers_.rank();
     return s;
   }
+  // The data start at their first batch at `origin`.
+  stepOrigin_ = origin;
+  runState_.stepOrigin = origin;
+  return Status::ok();
+}
+
+Status TrainingJob::loadKerasOptimizer(const std::string &format, int64_t &step,
+                                       int64_t &origin) {
+  const bool archive = format == "Keras 3 .keras archive";
+  if (!archive && format != "Keras 3 .weights.h5")
+    return Status::ok();
+  ckpt::KerasOptimizerReport report;
+  if (Status s =
+          ckpt::loadKerasOptimizer(o_.initWeights, archive, *loaded_.plan,
+                                   session_->variables(), report);
+      !s)
+    return Status::error("--init-weights: " + s.message());
+  if (!report.present)
+    return Status::ok();
+  if (!report.loaded) {
+    warn("--init-weights " + o_.initWeights +
+         ": its optimizer state is not loaded (" + report.why +
+         "): the optimizer starts afresh");
+    return Status::ok();
+  }
+  // Keras' load_model then fit(): the optimizer goes on from its
+  // iterations (Adam's bias correction, a schedule's step) while the data
+  // start from their first batch.
+  step = origin = report.iterations;
+  out_ << "graphrun: --init-weights " << o_.initWeights
+       << ": and its optimizer's state (slots, " << report.iterations
+       << " iterations): training goes on at step " << report.iterations + 1
+       << "\n";
+  out_.flush();
+  if (report.learningRate && o_.learningRate < 0 &&
+      *report.learningRate != static_cast<float>(planLearningRate()))
+    warn("--init-weights " + o_.initWeights + ": its optimizer's rate is " +
+         pythonFloatRepr(*report.learningRate) +
+         " (a callback lowered it?), the model's compile_config says " +
+         pythonFloatRepr(planLearningRate()) +
+         ", which this run trains at; --learning-rate " +
+         pythonFloatRepr(*report.learningRate) + " goes on at the file's");
   return Status::ok();
 }
 

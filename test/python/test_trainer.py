@@ -3,6 +3,8 @@
 import json
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 
@@ -1010,3 +1012,41 @@ def test_a_shared_conv_with_bias_one_call_pooled_compiles():
     trainer = graphc.compile(model, batch_size=4, devices="cpu:1")
     np.testing.assert_allclose(trainer.predict([xa, xc]),
                                model.predict([xa, xc], verbose=0), atol=1e-5)
+
+
+_KERAS_TRAINED_FIRST = r'''
+import os
+os.environ["KERAS_BACKEND"] = "jax"
+import numpy as np, keras, graphc
+rng = np.random.default_rng(7)
+x = rng.normal(size=(44, 6)).astype("float32")
+y = rng.normal(size=(44, 2)).astype("float32")
+keras.utils.set_random_seed(3)
+m = keras.Sequential([keras.Input((6,)),
+                      keras.layers.Dense(5, activation="tanh"),
+                      keras.layers.Dense(2)])
+m.compile(optimizer=keras.optimizers.Adam(0.01), loss="mse")
+m.fit(x, y, batch_size=8, epochs=1, shuffle=False, verbose=0)
+trainer = graphc.compile(m, batch_size=8, devices="cpu:1")
+m.fit(x, y, batch_size=8, epochs=1, shuffle=False, verbose=0)
+trainer.fit(x, y, epochs=1, shuffle=False, verbose=0)
+assert trainer.step == int(m.optimizer.iterations.numpy()) == 12
+ours = trainer.get_weights()
+worst = max(float(np.abs(ours[f"{l.name}/{v.name}"] - np.asarray(v)).max())
+            for l in m.layers for v in l.weights)
+print("worst", worst)
+assert worst < 1e-5, worst
+'''
+
+
+def test_a_model_keras_trained_goes_on_from_its_optimizer_state(tmp_path):
+    # Keras trains an epoch; graphc compiles the live model and trains the
+    # next; Keras trains the same next epoch. Adam's moments and iterations
+    # come along (jax backend, in a process of its own: training needs it).
+    script = tmp_path / "keras_first.py"
+    script.write_text(_KERAS_TRAINED_FIRST)
+    env = dict(os.environ, KERAS_BACKEND="jax")
+    done = subprocess.run([sys.executable, str(script)], env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "worst" in done.stdout
