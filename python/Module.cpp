@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "python/CompileModel.h"
+#include "runtime/checkpoint/KerasWeightsWriter.h"
 #include "runtime/collectives/Workers.h"
 #include "runtime/data/NumpyArray.h"
 #include "runtime/job/TrainingJob.h"
@@ -260,6 +261,33 @@ public:
     return d;
   }
 
+  /// How Keras 3 lays out the plan's optimizer (KerasWeightsWriter.h's
+  /// kerasOptimizerLayout), for to_keras to set a Keras optimizer's
+  /// variables: {"name", "rate_variable", "slots": [variable names in
+  /// optimizer.variables' order after iterations and the rate],
+  /// "trailing"}; None when Keras keeps the state elsewhere (use_ema,
+  /// accumulation, loss scaling) or the plan has no Keras config.
+  py::object kerasOptimizerLayout() const {
+    LoadedPlan loaded;
+    if (Status s = loadPlan(planPath_, loaded); !s)
+      throw std::runtime_error(s.message());
+    MirroredVariables variables;
+    if (Status s = variables.initialize(*loaded.plan, 1, 0); !s)
+      throw std::runtime_error(s.message());
+    checkpoint::KerasOptimizerLayout layout;
+    if (!checkpoint::kerasOptimizerLayout(variables, *loaded.plan, layout))
+      return py::none();
+    py::dict d;
+    d["name"] = layout.name;
+    d["rate_variable"] = layout.rateVariable;
+    py::list slots;
+    for (int v : layout.slots)
+      slots.append(variables.name(v));
+    d["slots"] = slots;
+    d["trailing"] = layout.trailing;
+    return d;
+  }
+
 private:
   py::dict result(const Status &status, const job::JobReport &report) {
     py::dict r;
@@ -357,7 +385,8 @@ PYBIND11_MODULE(_graphc, m) {
       .def("set_variable", &Model::setVariable)
       .def_property_readonly("step", &Model::step)
       .def_property_readonly("has_state", &Model::hasState)
-      .def("describe", &Model::describe);
+      .def("describe", &Model::describe)
+      .def("keras_optimizer_layout", &Model::kerasOptimizerLayout);
   m.def("worker_index", [] { return workers().rank(); });
   m.def("num_workers", [] { return workers().size(); });
   m.def("launched_as_worker", [] { return launchedAsWorker(); });

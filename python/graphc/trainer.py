@@ -12,6 +12,7 @@ too, never copied beforehand.
 
 import json
 import os
+import re
 import tempfile
 import warnings
 
@@ -519,7 +520,39 @@ class Trainer:
                     f"model, {tuple(value.shape)} in the trainer")
             values.append(value)
         model.set_weights(values)
+        self._set_keras_optimizer(model, ours)
         return model
+
+    def _set_keras_optimizer(self, model, ours):
+        """The trained optimizer's state into the Keras model's compiled
+        optimizer (iterations, the rate an earlier fit's ReduceLROnPlateau
+        left, the slots), in optimizer.variables' order, which Keras'
+        files keep: a model saved after to_keras goes on in Keras' fit
+        where the trainer stopped. Left as it is when the model has no
+        optimizer, another one, or one whose state Keras keeps elsewhere
+        (use_ema, gradient accumulation, loss scaling)."""
+        optimizer = getattr(model, "optimizer", None)
+        layout = self._model.keras_optimizer_layout()
+        # Keras names an optimizer after its class ("adam"), numbering the
+        # next of a process ("adam_1").
+        name = str(getattr(optimizer, "name", ""))
+        if optimizer is None or layout is None or not hasattr(
+                optimizer, "build") or not re.fullmatch(
+                    re.escape(layout["name"]) + r"(_\d+)?", name):
+            return
+        if not getattr(optimizer, "built", False):
+            optimizer.build(model.trainable_variables)
+        variables = list(optimizer.variables)
+        first = 2 if layout["rate_variable"] else 1
+        if len(variables) != first + len(layout["slots"]) + layout[
+                "trailing"] or any(name not in ours
+                                   for name in layout["slots"]):
+            return
+        variables[0].assign(self.step)
+        if layout["rate_variable"] and self._learning_rate is not None:
+            variables[1].assign(self._learning_rate)
+        for variable, name in zip(variables[first:], layout["slots"]):
+            variable.assign(ours[name])
 
     def _rebuild(self):
         import keras

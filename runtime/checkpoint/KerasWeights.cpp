@@ -1003,7 +1003,19 @@ Status loadKerasOptimizer(const std::string &path, bool archive,
     report.present = false;
     return Status::ok();
   }
-  if (name != layout.name || links.size() != expected) {
+  // Keras names an optimizer after its class, snake-cased, and numbers
+  // the second of a process "adam_1" (backend's auto_name).
+  auto sameClass = [&](const std::string &n) {
+    if (n == layout.name)
+      return true;
+    if (n.size() <= layout.name.size() + 1 || !n.starts_with(layout.name) ||
+        n[layout.name.size()] != '_')
+      return false;
+    return std::all_of(n.begin() + static_cast<ptrdiff_t>(layout.name.size()) +
+                           1,
+                       n.end(), [](char c) { return c >= '0' && c <= '9'; });
+  };
+  if (!sameClass(name) || links.size() != expected) {
     report.why = "the file's optimizer is " +
                  (name.empty() ? std::string("unnamed") : "'" + name + "'") +
                  " with " + std::to_string(links.size()) +
