@@ -880,6 +880,27 @@ Status openArchive(const std::string &path, H5File &f,
 
 } // namespace
 
+namespace {
+
+/// Opens the HDF5 file `path`, or with `archive` the .keras archive's
+/// weights member (and its config's layer groups).
+Status openKerasFile(const std::string &path, bool archive, H5File &f,
+                     std::map<std::string, std::string> &configGroups) {
+  if (archive)
+    return openArchive(path, f, configGroups);
+  f.source = path;
+  f.file = Hid(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
+  if (!f.file) {
+    std::string detail = hdf5Detail();
+    return Status::error(path + ": not a readable HDF5 file" +
+                         (detail.empty() ? "" : ": " + detail) +
+                         " (is it the whole file Keras wrote?)");
+  }
+  return Status::ok();
+}
+
+} // namespace
+
 bool looksLikeHdf5(std::string_view head) {
   return head.starts_with(std::string_view("\x89HDF\r\n\x1a\n", 8));
 }
@@ -893,19 +914,8 @@ Status loadKerasWeights(const std::string &path, bool archive,
   Hdf5Quiet quiet; // outlives every HDF5 handle below
   H5File f;
   std::map<std::string, std::string> configGroups;
-  if (archive) {
-    if (Status s = openArchive(path, f, configGroups); !s)
-      return s;
-  } else {
-    f.source = path;
-    f.file = Hid(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
-    if (!f.file) {
-      std::string detail = hdf5Detail();
-      return Status::error(path + ": not a readable HDF5 file" +
-                           (detail.empty() ? "" : ": " + detail) +
-                           " (is it the whole file Keras wrote?)");
-    }
-  }
+  if (Status s = openKerasFile(path, archive, f, configGroups); !s)
+    return s;
 
   hid_t root = f.file.get();
   bool legacy = H5Aexists(root, "layer_names") > 0 ||
@@ -958,18 +968,11 @@ Status loadKerasOptimizer(const std::string &path, bool archive,
                           const plan::Plan &plan, MirroredVariables &variables,
                           KerasOptimizerReport &report) {
   report = {};
-  Hdf5Quiet quiet;
+  Hdf5Quiet quiet; // outlives every HDF5 handle below
   H5File f;
   std::map<std::string, std::string> configGroups;
-  if (archive) {
-    if (Status s = openArchive(path, f, configGroups); !s)
-      return s;
-  } else {
-    f.source = path;
-    f.file = Hid(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
-    if (!f.file)
-      return f.error("", "not a readable HDF5 file");
-  }
+  if (Status s = openKerasFile(path, archive, f, configGroups); !s)
+    return s;
   const std::string varsPath = "/optimizer/vars";
   if (H5Lexists(f.file.get(), "optimizer", H5P_DEFAULT) <= 0)
     return Status::ok();

@@ -436,6 +436,24 @@ std::vector<std::vector<std::string>> slotGroups(const plan::Plan &plan) {
   return groups;
 }
 
+/// The plan's optimizer slots in the order Keras' build() creates them
+/// (slotGroups over model.trainable_variables).
+Status kerasSlots(const MirroredVariables &variables, const plan::Plan &plan,
+                  const KerasModel &model, std::vector<int> &out) {
+  out.clear();
+  for (const std::vector<std::string> &group : slotGroups(plan))
+    for (int v : model.trainable)
+      for (const std::string &slot : group) {
+        std::string name = variables.name(v) + "/" + slot;
+        int s = variables.find(name);
+        if (s < 0)
+          return Status::error("the plan has no optimizer slot '" + name +
+                               "', which Keras' optimizer keeps");
+        out.push_back(s);
+      }
+  return Status::ok();
+}
+
 } // namespace
 
 Status kerasOptimizerLayout(const MirroredVariables &variables,
@@ -455,16 +473,8 @@ Status kerasOptimizerLayout(const MirroredVariables &variables,
       kind, trainingHyperParameter(plan, "weight_decay", 0) != 0 &&
                 kind == plan::OptimizerKind::adam);
   out.rateVariable = trainingHyperParameter(plan, "lr_schedule", 0) == 0;
-  for (const std::vector<std::string> &group : slotGroups(plan))
-    for (int v : model.trainable)
-      for (const std::string &slot : group) {
-        std::string name = variables.name(v) + "/" + slot;
-        int s = variables.find(name);
-        if (s < 0)
-          return Status::error("the plan has no optimizer slot '" + name +
-                               "', which Keras' optimizer keeps");
-        out.slots.push_back(s);
-      }
+  if (Status s = kerasSlots(variables, plan, model, out.slots); !s)
+    return s;
   out.trailing = kind == plan::OptimizerKind::nadam ? 1 : 0;
   return Status::ok();
 }
@@ -504,22 +514,18 @@ Status writeOptimizerVariables(MemoryH5 &h5, Hid &vars, const std::string &path,
         !s)
       return s;
   }
+  std::vector<int> slots;
+  if (Status s = kerasSlots(variables, plan, model, slots); !s)
+    return s;
   std::vector<float> values;
-  for (const std::vector<std::string> &group : slotGroups(plan))
-    for (int v : model.trainable)
-      for (const std::string &slot : group) {
-        std::string name = variables.name(v) + "/" + slot;
-        int s = variables.find(name);
-        if (s < 0)
-          return Status::error("the plan has no optimizer slot '" + name +
-                               "', which Keras' optimizer keeps");
-        if (Status st = readFloats(variables, s, values); !st)
-          return st;
-        if (Status st = h5.dataset(vars.get(), path, next(), H5T_IEEE_F32LE,
-                                   variables.shape(s), values.data());
-            !st)
-          return st;
-      }
+  for (int s : slots) {
+    if (Status st = readFloats(variables, s, values); !st)
+      return st;
+    if (Status st = h5.dataset(vars.get(), path, next(), H5T_IEEE_F32LE,
+                               variables.shape(s), values.data());
+        !st)
+      return st;
+  }
   // Nadam's u_product, a function of the step (LearningRateSchedule.h).
   if (plan.training()->optimizer() == plan::OptimizerKind::nadam) {
     float product = static_cast<float>(

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <unistd.h>
 
@@ -19,6 +20,7 @@ namespace graph::runtime::checkpoint {
 namespace {
 
 namespace fs = std::filesystem;
+using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::Pair;
@@ -450,83 +452,66 @@ TEST_F(CheckpointTest, AnUnfinishedCheckpointIsIgnoredWithAWarning) {
   EXPECT_FALSE(fs::exists(path("ckpt-20.safetensors.4242.0.tmp")));
 }
 
-TEST_F(CheckpointTest, ACorruptCheckpointFallsBackToTheOlderOne) {
-  CheckpointManager manager(dir_.string());
-  ASSERT_TRUE(manager.save(vars_, state(10)));
-  fill(vars_, "dense/bias", 100.0f);
-  ASSERT_TRUE(manager.save(vars_, state(20)));
-  // A file system that lost the tail of the newest file.
-  std::string newest = slurp(path("ckpt-20.safetensors"));
-  {
-    std::ofstream cut(path("ckpt-20.safetensors"),
-                      std::ios::binary | std::ios::trunc);
-    cut << newest.substr(0, newest.size() - 3);
+/// Saves checkpoints 10 and 20 (another bias), replaces the newest's bytes
+/// with what `damage` makes of them, and expects loading to fall back to
+/// step 10 with one warning that names the newest file and holds `why`;
+/// returns the checkpoint found.
+class DamagedCheckpointTest : public CheckpointTest {
+protected:
+  LoadedCheckpoint fallBack(const std::function<void(std::string &)> &damage,
+                            const std::string &why) {
+    CheckpointManager manager(dir_.string());
+    EXPECT_TRUE(manager.save(vars_, state(10)));
+    fill(vars_, "dense/bias", 100.0f);
+    EXPECT_TRUE(manager.save(vars_, state(20)));
+    std::string bytes = slurp(path("ckpt-20.safetensors"));
+    damage(bytes);
+    {
+      std::ofstream damaged(path("ckpt-20.safetensors"),
+                            std::ios::binary | std::ios::trunc);
+      damaged << bytes;
+    }
+    LoadedCheckpoint latest;
+    bool found = false;
+    std::vector<std::string> warnings;
+    EXPECT_TRUE(manager.findLatest(latest, found, warnings));
+    EXPECT_TRUE(found);
+    EXPECT_EQ(latest.state.globalStep, 10);
+    EXPECT_THAT(warnings,
+                ElementsAre(AllOf(HasSubstr(path("ckpt-20.safetensors") + ": "),
+                                  HasSubstr(why), HasSubstr("; skipped"))));
+    return latest;
   }
-  LoadedCheckpoint latest;
-  bool found = false;
-  std::vector<std::string> warnings;
-  ASSERT_TRUE(manager.findLatest(latest, found, warnings));
-  ASSERT_TRUE(found);
-  EXPECT_EQ(latest.state.globalStep, 10);
-  ASSERT_EQ(warnings.size(), 1u);
-  EXPECT_THAT(warnings[0], HasSubstr(path("ckpt-20.safetensors") + ": "));
-  EXPECT_THAT(warnings[0], HasSubstr("; skipped"));
+};
+
+TEST_F(DamagedCheckpointTest, ACutTailFallsBackToTheOlderOne) {
+  // A file system that lost the tail of the newest file.
+  LoadedCheckpoint latest =
+      fallBack([](std::string &bytes) { bytes.resize(bytes.size() - 3); }, "");
   MirroredVariables other;
   fresh(other);
   ASSERT_TRUE(CheckpointManager::restore(latest, state(0), other));
   EXPECT_EQ(values(other, "dense/bias"), std::vector<float>(2, 0.0f));
 }
 
-TEST_F(CheckpointTest, AFlippedBitInATensorFallsBackToTheOlderOne) {
+TEST_F(DamagedCheckpointTest, AFlippedBitInATensorFallsBackToTheOlderOne) {
   // The file parses (its length and header are intact); only the tensors'
   // checksum shows that one of them changed since it was written.
-  CheckpointManager manager(dir_.string());
-  ASSERT_TRUE(manager.save(vars_, state(10)));
-  fill(vars_, "dense/bias", 100.0f);
-  ASSERT_TRUE(manager.save(vars_, state(20)));
-  std::string bytes = slurp(path("ckpt-20.safetensors"));
-  bytes[bytes.size() - 5] ^= 0x10; // in the last tensor
-  {
-    std::ofstream flipped(path("ckpt-20.safetensors"),
-                          std::ios::binary | std::ios::trunc);
-    flipped << bytes;
-  }
-  LoadedCheckpoint latest;
-  bool found = false;
-  std::vector<std::string> warnings;
-  ASSERT_TRUE(manager.findLatest(latest, found, warnings));
-  ASSERT_TRUE(found);
-  EXPECT_EQ(latest.state.globalStep, 10);
-  ASSERT_EQ(warnings.size(), 1u);
-  EXPECT_THAT(warnings[0], HasSubstr(path("ckpt-20.safetensors") +
-                                     ": its tensors' CRC-32C is "));
-  EXPECT_THAT(warnings[0], HasSubstr(": corrupt; skipped"));
+  fallBack([](std::string &bytes) { bytes[bytes.size() - 5] ^= 0x10; },
+           "its tensors' CRC-32C is ");
 }
 
-TEST_F(CheckpointTest, AChangedMetadataValueFallsBackToTheOlderOne) {
+TEST_F(DamagedCheckpointTest, AChangedMetadataValueFallsBackToTheOlderOne) {
   // The run state and the extra state are metadata: a value changed on disk
   // (here the seed, same length, so the file still parses) is caught by
   // the metadata's checksum.
-  CheckpointManager manager(dir_.string());
-  ASSERT_TRUE(manager.save(vars_, state(10)));
-  ASSERT_TRUE(manager.save(vars_, state(20)));
-  std::string bytes = slurp(path("ckpt-20.safetensors"));
-  size_t at = bytes.find("\"seed\":\"3\"");
-  ASSERT_NE(at, std::string::npos);
-  bytes[at + 8] = '4';
-  {
-    std::ofstream changed(path("ckpt-20.safetensors"),
-                          std::ios::binary | std::ios::trunc);
-    changed << bytes;
-  }
-  LoadedCheckpoint latest;
-  bool found = false;
-  std::vector<std::string> warnings;
-  ASSERT_TRUE(manager.findLatest(latest, found, warnings));
-  ASSERT_TRUE(found);
-  EXPECT_EQ(latest.state.globalStep, 10);
-  ASSERT_EQ(warnings.size(), 1u);
-  EXPECT_THAT(warnings[0], HasSubstr("its metadata's CRC-32C is "));
+  fallBack(
+      [](std::string &bytes) {
+        size_t at = bytes.find("\"seed\":\"3\"");
+        ASSERT_NE(at, std::string::npos);
+        bytes[at + 8] = '4';
+      },
+      "its metadata's CRC-32C is ");
 }
 
 TEST_F(CheckpointTest, ANewerCheckpointThanTheIndexWins) {
