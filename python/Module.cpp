@@ -15,6 +15,7 @@
 #include "python/CompileModel.h"
 #include "runtime/checkpoint/KerasWeightsWriter.h"
 #include "runtime/collectives/Workers.h"
+#include "runtime/core/LearningRateSchedule.h"
 #include "runtime/data/NumpyArray.h"
 #include "runtime/job/TrainingJob.h"
 #include "runtime/plan/PlanLoader.h"
@@ -263,10 +264,12 @@ public:
 
   /// How Keras 3 lays out the plan's optimizer (KerasWeightsWriter.h's
   /// kerasOptimizerLayout), for to_keras to set a Keras optimizer's
-  /// variables: {"name", "rate_variable", "slots": [variable names in
-  /// optimizer.variables' order after iterations and the rate],
-  /// "trailing"}; None when Keras keeps the state elsewhere (use_ema,
-  /// accumulation, loss scaling) or the plan has no Keras config.
+  /// variables: {"classes": its Keras classes, "rate_variable", "slots":
+  /// [variable names in optimizer.variables' order after iterations and
+  /// the rate], "trailing": [the values of the variables after them at
+  /// this step: Nadam's u_product]}; None when Keras keeps the state
+  /// elsewhere (use_ema, accumulation, loss scaling) or the plan has no
+  /// Keras config.
   py::object kerasOptimizerLayout() const {
     LoadedPlan loaded;
     if (Status s = loadPlan(planPath_, loaded); !s)
@@ -278,13 +281,17 @@ public:
     if (!checkpoint::kerasOptimizerLayout(variables, *loaded.plan, layout))
       return py::none();
     py::dict d;
-    d["name"] = layout.name;
+    d["classes"] = layout.classes;
     d["rate_variable"] = layout.rateVariable;
     py::list slots;
     for (int v : layout.slots)
       slots.append(variables.name(v));
     d["slots"] = slots;
-    d["trailing"] = layout.trailing;
+    py::list trailing;
+    if (layout.trailing > 0) // Nadam's u_product, a function of the step
+      trailing.append(nadamUProduct(
+          trainingHyperParameter(*loaded.plan, "beta_1", 0.9), step()));
+    d["trailing"] = trailing;
     return d;
   }
 

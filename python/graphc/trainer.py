@@ -12,7 +12,6 @@ too, never copied beforehand.
 
 import json
 import os
-import re
 import tempfile
 import warnings
 
@@ -533,26 +532,26 @@ class Trainer:
         (use_ema, gradient accumulation, loss scaling)."""
         optimizer = getattr(model, "optimizer", None)
         layout = self._model.keras_optimizer_layout()
-        # Keras names an optimizer after its class ("adam"), numbering the
-        # next of a process ("adam_1").
-        name = str(getattr(optimizer, "name", ""))
         if optimizer is None or layout is None or not hasattr(
-                optimizer, "build") or not re.fullmatch(
-                    re.escape(layout["name"]) + r"(_\d+)?", name):
+                optimizer, "build") or type(
+                    optimizer).__name__ not in layout["classes"]:
             return
         if not getattr(optimizer, "built", False):
             optimizer.build(model.trainable_variables)
         variables = list(optimizer.variables)
         first = 2 if layout["rate_variable"] else 1
-        if len(variables) != first + len(layout["slots"]) + layout[
-                "trailing"] or any(name not in ours
-                                   for name in layout["slots"]):
+        if len(variables) != first + len(layout["slots"]) + len(
+                layout["trailing"]) or any(name not in ours
+                                           for name in layout["slots"]):
             return
         variables[0].assign(self.step)
         if layout["rate_variable"] and self._learning_rate is not None:
             variables[1].assign(self._learning_rate)
         for variable, name in zip(variables[first:], layout["slots"]):
             variable.assign(ours[name])
+        for variable, value in zip(
+                variables[first + len(layout["slots"]):], layout["trailing"]):
+            variable.assign(value)
 
     def _rebuild(self):
         import keras

@@ -1006,23 +1006,27 @@ Status loadKerasOptimizer(const std::string &path, bool archive,
     report.present = false;
     return Status::ok();
   }
-  // Keras names an optimizer after its class, snake-cased, and numbers
-  // the second of a process "adam_1" (backend's auto_name).
-  auto sameClass = [&](const std::string &n) {
-    if (n == layout.name)
-      return true;
-    if (n.size() <= layout.name.size() + 1 || !n.starts_with(layout.name) ||
-        n[layout.name.size()] != '_')
-      return false;
-    return std::all_of(n.begin() + static_cast<ptrdiff_t>(layout.name.size()) +
-                           1,
-                       n.end(), [](char c) { return c >= '0' && c <= '9'; });
+  // Keras names an optimizer after its class, snake-cased, numbering a
+  // process's next one ("adam_1"), unless given a name; its own loading
+  // checks the count of variables alone. A default name of another class
+  // is another optimizer (Adam's and Adamax's slots have the same shapes);
+  // any other name is the user's, and the count and shapes decide.
+  std::string base = name;
+  if (size_t us = base.rfind('_');
+      us != std::string::npos && us + 1 < base.size() &&
+      std::all_of(base.begin() + static_cast<ptrdiff_t>(us) + 1, base.end(),
+                  [](char c) { return c >= '0' && c <= '9'; }))
+    base.resize(us);
+  auto among = [](const std::vector<std::string> &names, const std::string &n) {
+    return std::find(names.begin(), names.end(), n) != names.end();
   };
-  if (!sameClass(name) || links.size() != expected) {
+  const bool otherClass =
+      among(kerasOptimizerDefaultNames(), base) && !among(layout.names, base);
+  if (otherClass || links.size() != expected) {
     report.why = "the file's optimizer is " +
                  (name.empty() ? std::string("unnamed") : "'" + name + "'") +
                  " with " + std::to_string(links.size()) +
-                 " variables, the plan's '" + layout.name + "' keeps " +
+                 " variables, the plan's " + layout.classes[0] + " keeps " +
                  std::to_string(expected);
     return Status::ok();
   }

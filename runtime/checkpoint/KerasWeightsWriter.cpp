@@ -456,6 +456,14 @@ Status kerasSlots(const MirroredVariables &variables, const plan::Plan &plan,
 
 } // namespace
 
+const std::vector<std::string> &kerasOptimizerDefaultNames() {
+  static const std::vector<std::string> names = {
+      "adadelta", "adafactor", "adagrad",  "adam", "adam_w",
+      "adamax",   "ftrl",      "lamb",     "lion", "loss_scale_optimizer",
+      "muon",     "nadam",     "rm_sprop", "sgd"};
+  return names;
+}
+
 Status kerasOptimizerLayout(const MirroredVariables &variables,
                             const plan::Plan &plan, KerasOptimizerLayout &out) {
   if (trainingHyperParameter(plan, "use_ema", 0) != 0 ||
@@ -469,9 +477,31 @@ Status kerasOptimizerLayout(const MirroredVariables &variables,
     return s;
   const plan::OptimizerKind kind = plan.training()->optimizer();
   out = {};
-  out.name = optimizerName(
-      kind, trainingHyperParameter(plan, "weight_decay", 0) != 0 &&
-                kind == plan::OptimizerKind::adam);
+  // Keras' Adam and AdamW are one kind here (the plan's weight_decay says
+  // which decay), and either may have saved it.
+  switch (kind) {
+  case plan::OptimizerKind::adam:
+    out.classes = {"Adam", "AdamW"};
+    out.names = {"adam", "adam_w"};
+    break;
+  case plan::OptimizerKind::sgd:
+    out.classes = {"SGD"};
+    break;
+  case plan::OptimizerKind::adagrad:
+    out.classes = {"Adagrad"};
+    break;
+  case plan::OptimizerKind::adamax:
+    out.classes = {"Adamax"};
+    break;
+  case plan::OptimizerKind::nadam:
+    out.classes = {"Nadam"};
+    break;
+  case plan::OptimizerKind::rmsprop:
+    out.classes = {"RMSprop"};
+    break;
+  }
+  if (out.names.empty())
+    out.names = {optimizerName(kind, false)};
   out.rateVariable = trainingHyperParameter(plan, "lr_schedule", 0) == 0;
   if (Status s = kerasSlots(variables, plan, model, out.slots); !s)
     return s;

@@ -80,8 +80,10 @@ Status saveWeightsFile(const std::string &path,
 /// How Keras 3 lays out the plan's optimizer in /optimizer/vars, for the
 /// reader of a Keras file's optimizer state (KerasWeights.h).
 struct KerasOptimizerLayout {
-  /// The optimizer's name attribute ("adam", "adam_w", "rm_sprop", ...).
-  std::string name;
+  /// The Keras classes of the plan's optimizer ("Adam", "AdamW"), and the
+  /// names Keras gives their instances by default ("adam", "adam_w"; a
+  /// process's next one "adam_1").
+  std::vector<std::string> classes, names;
   /// Whether the learning rate is a variable (index 1; not a schedule).
   bool rateVariable = true;
   /// The plan's slot variables, in Keras' order after iterations and the
@@ -90,6 +92,10 @@ struct KerasOptimizerLayout {
   /// Variables Keras keeps after the slots (Nadam's u_product).
   int trailing = 0;
 };
+/// The names Keras gives every built-in optimizer by default (its class,
+/// snake-cased), whichever the plan's: a file's optimizer of another of
+/// these is another optimizer.
+const std::vector<std::string> &kerasOptimizerDefaultNames();
 /// The plain optimizer's layout; an error when the plan's optimizer has
 /// state Keras keeps elsewhere (use_ema's averages, gradient accumulators,
 /// a LossScaleOptimizer) or the plan has no Keras config.

@@ -337,24 +337,24 @@ FitCallbacksHook::restoreState(const std::string &text,
 Status FitCallbacksHook::afterStep(const StepContext &ctx) {
   epoch_.add(ctx);
   if (chief_ && c_.tensorBoardTrain && c_.batchEvery > 0 &&
-      ctx.step % c_.batchEvery == 0) {
+      (ctx.step - c_.stepOrigin) % c_.batchEvery == 0) {
+    // Keras' TensorBoard numbers a fit()'s batches from 1.
+    const int64_t batch = ctx.step - c_.stepOrigin;
     double wall = wallNow();
     double seconds = std::chrono::duration<double>(ctx.end - ctx.begin).count();
     TensorBoardWriter &tb = *c_.tensorBoardTrain;
     // Keras' batch logs are its metric trackers' results: the epoch's
     // running means, not the step's own values.
-    if (Status s = tb.addScalar("batch_loss", ctx.step, epoch_.loss(), wall);
-        !s)
+    if (Status s = tb.addScalar("batch_loss", batch, epoch_.loss(), wall); !s)
       return s;
     for (const auto &[name, value] : epoch_.metrics())
-      if (Status s = tb.addScalar("batch_" + name, ctx.step, value, wall); !s)
+      if (Status s = tb.addScalar("batch_" + name, batch, value, wall); !s)
         return s;
-    if (Status s = tb.addScalar("batch_step_seconds", ctx.step, seconds, wall);
-        !s)
+    if (Status s = tb.addScalar("batch_step_seconds", batch, seconds, wall); !s)
       return s;
     if (seconds > 0)
       if (Status s = tb.addScalar(
-              "batch_examples_per_second", ctx.step,
+              "batch_examples_per_second", batch,
               static_cast<double>(ctx.globalBatch) / seconds, wall);
           !s)
         return s;

@@ -1231,7 +1231,9 @@ Status TrainingJob::restoreState(int &reportedBy) {
         // a transfer-learning run must not train a head it thinks loaded.
         out_ << "graphrun: --init-weights " << report.text(o_.initWeights);
         out_.flush();
-        if (!o_.initWeightsPartial)
+        // The optimizer's state goes with the whole model only (a partial
+        // load's model is another), and a prediction takes no step.
+        if (!o_.initWeightsPartial && o_.predict.empty())
           chiefRead = loadKerasOptimizer(report.format, step, origin);
       }
     }
@@ -1328,10 +1330,11 @@ Status TrainingJob::loadKerasOptimizer(const std::string &format, int64_t &step,
       *report.learningRate != static_cast<float>(planLearningRate()))
     warn("--init-weights " + o_.initWeights + ": its optimizer's rate is " +
          pythonFloatRepr(*report.learningRate) +
-         " (a callback lowered it?), the model's compile_config says " +
+         " (a callback lowered it?), the plan's " +
          pythonFloatRepr(planLearningRate()) +
-         ", which this run trains at; --learning-rate " +
-         pythonFloatRepr(*report.learningRate) + " goes on at the file's");
+         ", which this run trains at; to go on at the file's, give it as "
+         "the learning rate (graphrun --learning-rate, graphc.compile's "
+         "learning_rate)");
   return Status::ok();
 }
 

@@ -9,7 +9,8 @@ Writes OUT_DIR/data.npz (x, y: 44 examples, 6 features, 2 targets),
 OUT_DIR/m.keras (after epoch 1: 6 steps of 8, the last of 4) and
 OUT_DIR/expected.safetensors (after epoch 2, named as graphrun names its
 variables, layer/weight). fit runs with shuffle=False, in file order.
-OPTIMIZER is adam, adamax, rmsprop (momentum 0.9) or sgd (momentum 0.9).
+OPTIMIZER is adam, adamax, rmsprop (momentum 0.9), sgd (momentum 0.9),
+adam_decay (weight_decay 0.01), nadam or named (Adam named by the user).
 """
 
 import os
@@ -40,6 +41,11 @@ def main():
         "adamax": lambda: keras.optimizers.Adamax(0.01),
         "rmsprop": lambda: keras.optimizers.RMSprop(0.01, momentum=0.9),
         "sgd": lambda: keras.optimizers.SGD(0.05, momentum=0.9),
+        # Keras names this one "adam", the plan's kind "adam_w" (its decay).
+        "adam_decay": lambda: keras.optimizers.Adam(0.01, weight_decay=0.01),
+        "nadam": lambda: keras.optimizers.Nadam(0.01),
+        # A name of the user's: Keras' loading goes by the count alone.
+        "named": lambda: keras.optimizers.Adam(0.01, name="my_optimizer"),
     }[which]()
     model.compile(optimizer=optimizer, loss="mse")
     model.fit(x, y, batch_size=8, epochs=1, shuffle=False, verbose=0)
