@@ -274,8 +274,9 @@ public:
     LoadedPlan loaded;
     if (Status s = loadPlan(planPath_, loaded); !s)
       throw std::runtime_error(s.message());
+    // Names and shapes are all the layout reads: nothing is allocated.
     MirroredVariables variables;
-    if (Status s = variables.initialize(*loaded.plan, 1, 0); !s)
+    if (Status s = variables.initialize(*loaded.plan, 0, 0); !s)
       throw std::runtime_error(s.message());
     checkpoint::KerasOptimizerLayout layout;
     if (!checkpoint::kerasOptimizerLayout(variables, *loaded.plan, layout))

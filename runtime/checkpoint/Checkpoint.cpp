@@ -50,6 +50,7 @@ std::optional<int64_t> stepOf(std::string_view name) {
 /// the one that names its tensors, a line each (no variable name holds a
 /// newline).
 constexpr std::string_view kExtraPrefix = "extra.";
+constexpr const char *kExtraTensorsKey = "extra_tensors";
 /// The data section's CRC-32C, and the metadata's (every other entry, in
 /// key order, each key and value ended by a NUL), in decimal.
 constexpr const char *kCrcKey = "data_crc32c";
@@ -64,7 +65,6 @@ uint32_t metadataCrc32c(const std::map<std::string, std::string> &metadata) {
     }
   return crc;
 }
-constexpr const char *kExtraTensorsKey = "extra_tensors";
 
 std::vector<std::string> extraTensorNames(const std::string &lines) {
   std::vector<std::string> names;

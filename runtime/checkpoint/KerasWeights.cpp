@@ -878,10 +878,6 @@ Status openArchive(const std::string &path, H5File &f,
   return Status::ok();
 }
 
-} // namespace
-
-namespace {
-
 /// Opens the HDF5 file `path`, or with `archive` the .keras archive's
 /// weights member (and its config's layer groups).
 Status openKerasFile(const std::string &path, bool archive, H5File &f,
@@ -896,6 +892,23 @@ Status openKerasFile(const std::string &path, bool archive, H5File &f,
                          (detail.empty() ? "" : ": " + detail) +
                          " (is it the whole file Keras wrote?)");
   }
+  return Status::ok();
+}
+
+/// Reads the scalar dataset `name` of `group` (at `path`) as `type`.
+Status readScalar(const H5File &f, hid_t group, const std::string &path,
+                  const std::string &name, hid_t type, void *out) {
+  FileWeight w;
+  if (Status s = describeWeight(f, group, path, name, w); !s)
+    return s;
+  if (!w.shape.empty())
+    return f.error(w.path, "is not a scalar");
+  Hid dataset;
+  std::string at;
+  if (Status s = openPath(f, group, path, name, H5I_DATASET, dataset, at); !s)
+    return s;
+  if (H5Dread(dataset.get(), type, H5S_ALL, H5S_ALL, H5P_DEFAULT, out) < 0)
+    return f.error(at, "cannot read its data");
   return Status::ok();
 }
 
@@ -942,27 +955,6 @@ Status loadKerasWeights(const std::string &path, bool archive,
   }
   return assignWeights(f, layers, which, variables, match, r);
 }
-
-namespace {
-
-/// Reads the scalar dataset `name` of `group` (at `path`) as `type`.
-Status readScalar(const H5File &f, hid_t group, const std::string &path,
-                  const std::string &name, hid_t type, void *out) {
-  FileWeight w;
-  if (Status s = describeWeight(f, group, path, name, w); !s)
-    return s;
-  if (!w.shape.empty())
-    return f.error(w.path, "is not a scalar");
-  Hid dataset;
-  std::string at;
-  if (Status s = openPath(f, group, path, name, H5I_DATASET, dataset, at); !s)
-    return s;
-  if (H5Dread(dataset.get(), type, H5S_ALL, H5S_ALL, H5P_DEFAULT, out) < 0)
-    return f.error(at, "cannot read its data");
-  return Status::ok();
-}
-
-} // namespace
 
 Status loadKerasOptimizer(const std::string &path, bool archive,
                           const plan::Plan &plan, MirroredVariables &variables,

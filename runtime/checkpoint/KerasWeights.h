@@ -114,10 +114,10 @@ struct KerasOptimizerReport {
 /// load_model restores the optimizer for fit() to go on: iterations, the
 /// rate, then each slot in the order Keras' build() creates them
 /// (KerasWeightsWriter.h's kerasOptimizerLayout). A file without the group,
-/// or whose optimizer is not the plan's (another name or number of
-/// variables), leaves the slots alone and says why in `report`; a slot of
-/// another shape, or an unreadable one, is an error. Nothing is written
-/// unless every slot reads.
+/// or whose optimizer is not the plan's (another number of variables, or
+/// the name Keras gives another class by default), leaves the slots alone
+/// and says why in `report`; a slot of another shape, or an unreadable
+/// one, is an error. Nothing is written unless every slot reads.
 Status loadKerasOptimizer(const std::string &path, bool archive,
                           const plan::Plan &plan, MirroredVariables &variables,
                           KerasOptimizerReport &report);

@@ -62,8 +62,8 @@ std::vector<int64_t> permuted(const std::vector<int64_t> &shape,
 
 Status MirroredVariables::initialize(const plan::Plan &plan, int devices,
                                      uint64_t seed) {
-  if (devices < 1)
-    return Status::error("variables: need at least one device");
+  if (devices < 0)
+    return Status::error("variables: a negative device count");
   names_.clear();
   bytes_.clear();
   shapes_.clear();
@@ -89,6 +89,8 @@ Status MirroredVariables::initialize(const plan::Plan &plan, int devices,
     bytes_.push_back(bytes);
     shapes_.push_back(shape);
     permutations_.push_back(permutation);
+    if (devices == 0)
+      continue;
     DeviceMemory first;
     if (Status s = allocateHostMemory(bytes, first); !s)
       return Status::error("variable '" + name + "': " + s.message());
@@ -190,6 +192,8 @@ Status MirroredVariables::readCopy(int device, int variable, void *dst) const {
 Status MirroredVariables::write(int variable, const void *src) {
   if (variable < 0 || variable >= count())
     return Status::error("variables: no variable " + std::to_string(variable));
+  if (devices() == 0)
+    return Status::error("variables: a description, without copies to write");
   size_t bytes = static_cast<size_t>(bytes_[variable]);
   const std::vector<int> &permutation = permutations_[variable];
   std::vector<float> stored(permutation.empty() ? 0 : bytes / 4);

@@ -30,7 +30,9 @@ namespace graph::runtime {
 class MirroredVariables {
 public:
   /// Allocates and initializes `devices` copies of the plan's variables in
-  /// host memory.
+  /// host memory. With `devices` 0, their names, shapes and layouts alone,
+  /// nothing allocated or drawn: a description of the plan's variables,
+  /// which read() and write() refuse.
   Status initialize(const plan::Plan &plan, int devices, uint64_t seed);
   /// Moves every copy into the memory of `devices` (copy d to device d):
   /// host-initialized values, copied once. A no-op when already there.

@@ -2,6 +2,8 @@
 
 #include "runtime/job/FitCallbacksHook.h"
 
+#include "runtime/job/LogCutBack.h"
+
 #include <nlohmann/json.hpp>
 
 #include <chrono>
@@ -54,14 +56,6 @@ std::optional<double> optionalNumberOf(const Json &j) {
   return numberOf(j);
 }
 
-/// `path` made absolute (lexically), so that a run resumed from another
-/// directory names the same file the same way.
-std::string absolutePath(const std::string &path) {
-  std::error_code ec;
-  std::filesystem::path absolute = std::filesystem::absolute(path, ec);
-  return ec ? path : absolute.lexically_normal().string();
-}
-
 const char *modeName(MonitorMode mode) {
   switch (mode) {
   case MonitorMode::min:
@@ -89,20 +83,11 @@ bool sameMonitor(const Json &saved, const std::string &monitor,
 /// Cuts each event file of `files` ({path, bytes}, a checkpoint's) that
 /// lies in one of `folders` back to its recorded size, if longer.
 Status cutEventFiles(const Json &files, const std::set<std::string> &folders) {
-  namespace fs = std::filesystem;
   for (const Json &file : files) {
     const std::string path = file.at("path").get<std::string>();
-    const uint64_t bytes = file.at("bytes").get<uint64_t>();
-    if (!folders.count(fs::path(path).parent_path().string()))
-      continue;
-    std::error_code ec;
-    uintmax_t now = fs::file_size(path, ec);
-    if (ec || now <= bytes)
-      continue;
-    fs::resize_file(path, bytes, ec);
-    if (ec)
-      return Status::error(path + ": cannot cut it back to the checkpoint's " +
-                           std::to_string(bytes) + " bytes: " + ec.message());
+    if (folders.count(std::filesystem::path(path).parent_path().string()))
+      if (Status s = cutBack(path, file.at("bytes").get<uint64_t>()); !s)
+        return s;
   }
   return Status::ok();
 }
@@ -304,8 +289,6 @@ FitCallbacksHook::restoreState(const std::string &text,
       else
         c_.bestCheckpoint->setBest(optionalNumberOf(b.at("best")));
     }
-    // Only the log the checkpointed run wrote is cut back: another path
-    // is another file.
     // The checkpointed run's event files, in the folders this run writes
     // to, lose the events after the checkpoint (this run writes them again,
     // to new files, as Keras' TensorBoard does each fit()).
@@ -320,6 +303,8 @@ FitCallbacksHook::restoreState(const std::string &text,
       if (Status s = cutEventFiles(j["tensorboard"], folders); !s)
         return Status::error("--tensorboard: " + s.message());
     }
+    // Only the log the checkpointed run wrote is cut back: another path
+    // is another file.
     if (c_.csv && j.contains("csv_log") &&
         j["csv_log"].at("path").get<std::string>() ==
             absolutePath(c_.csv->path()))

@@ -42,6 +42,7 @@
 #include "runtime/data/Pipeline.h"
 #include "runtime/data/SplitMix64.h"
 #include "runtime/job/FitCallbacksHook.h"
+#include "runtime/job/LogCutBack.h"
 #include "runtime/job/Preemption.h"
 #include "runtime/plan/PlanLoader.h"
 
@@ -1094,14 +1095,6 @@ Status TrainingJob::broadcastExtraState() {
 constexpr const char *kFitCallbacksState = "fit_callbacks";
 constexpr const char *kMetricsFile = "metrics_file";
 
-/// `path` made absolute (lexically): a run resumed from another directory
-/// names the same file the same way.
-std::string absolutePath(const std::string &path) {
-  std::error_code ec;
-  fs::path absolute = fs::absolute(path, ec);
-  return ec ? path : absolute.lexically_normal().string();
-}
-
 /// A checkpoint's copy of EarlyStopping's best weight `name`.
 std::string bestWeightTensorName(const std::string &name) {
   return "fit_callbacks/best_weights/" + name;
@@ -1121,16 +1114,8 @@ Status TrainingJob::cutMetricsFile() {
   if (std::string_view(end + 1, text->data() + text->size() - end - 1) !=
       absolutePath(o_.metrics))
     return Status::ok();
-  std::error_code error;
-  uintmax_t now = fs::file_size(o_.metrics, error);
-  if (!error && now > bytes) {
-    fs::resize_file(o_.metrics, bytes, error);
-    if (error)
-      return Status::error("--metrics " + o_.metrics +
-                           ": cannot cut it back to the checkpoint's " +
-                           std::to_string(bytes) +
-                           " bytes: " + error.message());
-  }
+  if (Status s = cutBack(o_.metrics, bytes); !s)
+    return Status::error("--metrics: " + s.message());
   return Status::ok();
 }
 
