@@ -370,10 +370,10 @@ emitOperandGradients(OpBuilder &b, Operation *op, Value dy,
         if (llvm::none_of(operands, wanted))
           return;
         Type channels = op.getBatchMean().getType();
-        auto grad = BatchNormGradOp::create(b, loc, op.getInput().getType(),
-                                            channels, channels, dy,
-                                            op.getInput(), op.getBatchMean(),
-                                            op.getBatchInvStd(), op.getGamma());
+        auto grad = BatchNormGradOp::create(
+            b, loc, op.getInput().getType(), channels, channels, dy,
+            op.getInput(), op.getBatchMean(), op.getBatchInvStd(),
+            op.getGamma(), op.getRowMask());
         // operands = [input, gamma?, beta?]: gamma and beta first.
         unsigned next = 1;
         if (op.getGamma() && wanted(operands[next++]))
@@ -1086,12 +1086,18 @@ void TrainingStepBuilder::buildTrainStep() {
     if (planned.trainingBatchNorms.contains(&op)) {
       auto bn = cast<BatchNormOp>(op);
       Type channels = bn.getMovingMean().getType();
+      // The metric weights mask the padding rows of a short batch out of
+      // the statistics, as Keras' are over the batch's examples alone.
+      Value rowMask = in.metricWeights;
+      if (bn.getInput().getType().getDimSize(0) !=
+          cast<RankedTensorType>(rowMask.getType()).getDimSize(0))
+        rowMask = nullptr;
       auto train = BatchNormTrainOp::create(
           b, bn.getLoc(), bn.getInput().getType(), channels, channels, channels,
           channels, mapping.lookup(bn.getInput()),
           statistic(bn.getMovingMean()), statistic(bn.getMovingVariance()),
           mapping.lookupOrNull(bn.getGamma()),
-          mapping.lookupOrNull(bn.getBeta()), bn.getEpsilonAttr(),
+          mapping.lookupOrNull(bn.getBeta()), rowMask, bn.getEpsilonAttr(),
           bn.getMomentumAttr(), bn.getUnbiasedMovingVarianceAttr());
       for (auto [moving, updated] :
            {std::pair{bn.getMovingMean(), train.getNewMovingMean()},

@@ -146,8 +146,26 @@ static SmallVector<NamedAttribute> kernelAttributes(Operation *op) {
   };
   if (auto bn = dyn_cast<graph::BatchNormOp>(op))
     scaleAndShift(bn.getGamma(), bn.getBeta());
-  if (auto bn = dyn_cast<graph::BatchNormTrainOp>(op))
+  // A batch norm's row mask comes last, after gamma and beta: said only
+  // when there, so that the plans of unmasked ones stay as they were.
+  auto rowMask = [&](Value mask) {
+    if (!mask)
+      return;
+    Builder b(op->getContext());
+    attrs.emplace_back(b.getStringAttr("has_row_mask"), b.getI64IntegerAttr(1));
+  };
+  if (auto bn = dyn_cast<graph::BatchNormTrainOp>(op)) {
     scaleAndShift(bn.getGamma(), bn.getBeta());
+    rowMask(bn.getRowMask());
+  }
+  // batch_norm_grad's gamma is told apart from its row mask.
+  if (auto grad = dyn_cast<graph::BatchNormGradOp>(op);
+      grad && grad.getRowMask()) {
+    Builder b(op->getContext());
+    attrs.emplace_back(b.getStringAttr("has_gamma"),
+                       b.getI64IntegerAttr(grad.getGamma() != nullptr));
+    rowMask(grad.getRowMask());
+  }
   if (auto ln = dyn_cast<graph::LayerNormOp>(op))
     scaleAndShift(ln.getGamma(), ln.getBeta());
   // Its ins end with (scale, norm, iterations) under loss scaling.

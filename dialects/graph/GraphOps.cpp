@@ -1770,11 +1770,27 @@ static LogicalResult verifyChannels(Operation *op, ValueRange values,
   return success();
 }
 
+/// A batch norm's row_mask, when it has one, is [N]: one per row of its
+/// input's leading axis.
+static LogicalResult verifyRowMask(Operation *op, Value mask,
+                                   RankedTensorType input) {
+  if (!mask)
+    return success();
+  auto type = cast<RankedTensorType>(mask.getType());
+  if (type.getRank() != 1 || input.getRank() < 1 ||
+      type.getDimSize(0) != input.getDimSize(0))
+    return op->emitOpError("expects a row_mask of shape [")
+           << (input.getRank() ? input.getDimSize(0) : 0)
+           << "], one per row of the input, got " << type;
+  return success();
+}
+
 LogicalResult BatchNormTrainOp::verify() {
   RankedTensorType input = getInput().getType();
   if (input.getRank() < 2)
     return emitOpError("expects input of rank >= 2");
-  if (failed(expectType(*this, getOutput().getType(), input, "output")))
+  if (failed(expectType(*this, getOutput().getType(), input, "output")) ||
+      failed(verifyRowMask(*this, getRowMask(), input)))
     return failure();
   return verifyChannels(*this,
                         {getMovingMean(), getMovingVariance(), getGamma(),
@@ -1787,7 +1803,9 @@ LogicalResult BatchNormGradOp::verify() {
   RankedTensorType input = getInput().getType();
   if (failed(
           expectType(*this, getOutputGrad().getType(), input, "output_grad")) ||
-      failed(expectType(*this, getInputGrad().getType(), input, "input_grad")))
+      failed(
+          expectType(*this, getInputGrad().getType(), input, "input_grad")) ||
+      failed(verifyRowMask(*this, getRowMask(), input)))
     return failure();
   return verifyChannels(*this,
                         {getBatchMean(), getBatchInvStd(), getGamma(),

@@ -1215,12 +1215,24 @@ def Graph_BatchNormTrainOp : Graph_Op<"batch_norm_train", [Pure,
     variance, or the unbiased one under `unbiased_moving_variance`: see
     batch_norm) plus the batch mean and 1/sqrt(var + epsilon) that the
     gradient needs.
+
+    With `row_mask` ([N], the step's metric_weight), only the rows whose
+    mask is not 0 are the batch: a short batch's padding rows are left out
+    of the statistics, as Keras computes them over the examples alone. The
+    left-out rows are normalised with the same statistics. The moving
+    statistics take the batch's times w, the mean of `row_mask`: the
+    metric weights sum to the global batch, so w is 1 on one device and,
+    on each of R replicas, its share of the batch's examples times R; the
+    replicas' mean of the new moving statistics is then the mean of their
+    batch statistics weighted by their examples (one device's when one
+    replica holds them all). A replica without examples has statistics 0.
   }];
   let arguments = (ins Graph_FloatTensor:$input,
                        Graph_FloatTensor:$moving_mean,
                        Graph_FloatTensor:$moving_variance,
                        Optional<Graph_FloatTensor>:$gamma,
                        Optional<Graph_FloatTensor>:$beta,
+                       Optional<Graph_FloatTensor>:$row_mask,
                        F64Attr:$epsilon, F64Attr:$momentum,
                        UnitAttr:$unbiased_moving_variance);
   let results = (outs Graph_FloatTensor:$output,
@@ -1230,24 +1242,34 @@ def Graph_BatchNormTrainOp : Graph_Op<"batch_norm_train", [Pure,
                       Graph_FloatTensor:$new_moving_variance);
   let assemblyFormat = [{
     $input `,` $moving_mean `,` $moving_variance
-    (`gamma` $gamma^)? (`beta` $beta^)? attr-dict
+    (`gamma` $gamma^)? (`beta` $beta^)? (`row_mask` $row_mask^)? attr-dict
     `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }
 
-def Graph_BatchNormGradOp : Graph_Op<"batch_norm_grad", [Pure]> {
+def Graph_BatchNormGradOp : Graph_Op<"batch_norm_grad", [Pure,
+    AttrSizedOperandSegments]> {
   let summary = "gradients of batch_norm_train: input, gamma, beta";
+  let description = [{
+    With xhat the normalised input and n the rows of each channel:
+    `dx = gamma * inv_std / n * (n dy - sum dy - xhat sum(dy xhat))`,
+    `gamma_grad = sum dy xhat`, `beta_grad = sum dy`. With `row_mask`
+    (batch_norm_train's), the sums and n are over the rows whose mask is
+    not 0, and the other rows' dx is 0: they were not in the statistics.
+  }];
   let arguments = (ins Graph_FloatTensor:$output_grad, Graph_FloatTensor:$input,
                        Graph_FloatTensor:$batch_mean,
                        Graph_FloatTensor:$batch_inv_std,
-                       Optional<Graph_FloatTensor>:$gamma);
+                       Optional<Graph_FloatTensor>:$gamma,
+                       Optional<Graph_FloatTensor>:$row_mask);
   let results = (outs Graph_FloatTensor:$input_grad,
                       Graph_FloatTensor:$gamma_grad,
                       Graph_FloatTensor:$beta_grad);
   let assemblyFormat = [{
     $output_grad `,` $input `,` $batch_mean `,` $batch_inv_std
-    (`gamma` $gamma^)? attr-dict `:` functional-type(operands, results)
+    (`gamma` $gamma^)? (`row_mask` $row_mask^)? attr-dict
+    `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }

@@ -331,7 +331,8 @@ graph.training @cnn losses = [#graph.output_loss<kind = categorical_crossentropy
 // Batch norm: batch_norm_train in @train_step, its gradient from the batch
 // statistics, the new moving statistics assigned at the end of the step (no
 // slots, no update: they are not trainable); batch_norm with the moving
-// statistics in @eval_step.
+// statistics in @eval_step. The step's metric weights are the row mask that
+// leaves a short batch's padding out of the statistics.
 
 // CHECK-LABEL: graph.variable @"bn_dense/kernel" : tensor<3x2xf32> = #graph.init<glorot_uniform>
 // CHECK-NEXT: graph.variable @"bn_dense/kernel/momentum"
@@ -355,11 +356,11 @@ graph.training @cnn losses = [#graph.output_loss<kind = categorical_crossentropy
 // CHECK-NEXT: %[[B:.*]] = graph.read_variable @"batch_normalization/beta"
 // CHECK-NEXT: %[[MM:.*]] = graph.read_variable @"batch_normalization/moving_mean"
 // CHECK-NEXT: %[[MV:.*]] = graph.read_variable @"batch_normalization/moving_variance"
-// CHECK-NEXT: %[[BN:[a-z_0-9]+]], %[[MEAN:[a-z_0-9]+]], %[[INVSTD:[a-z_0-9]+]], %[[NEWMM:[a-z_0-9]+]], %[[NEWMV:[a-z_0-9]+]] = graph.batch_norm_train %[[Y0]], %[[MM]], %[[MV]] gamma %[[G]] beta %[[B]] {epsilon = 1.000000e-03 : f64, momentum = 0.98999999999999999 : f64} : (tensor<4x2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>) -> (tensor<4x2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>)
+// CHECK-NEXT: %[[BN:[a-z_0-9]+]], %[[MEAN:[a-z_0-9]+]], %[[INVSTD:[a-z_0-9]+]], %[[NEWMM:[a-z_0-9]+]], %[[NEWMV:[a-z_0-9]+]] = graph.batch_norm_train %[[Y0]], %[[MM]], %[[MV]] gamma %[[G]] beta %[[B]] row_mask %[[TMW]] {epsilon = 1.000000e-03 : f64, momentum = 0.98999999999999999 : f64} : (tensor<4x2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<4xf32>) -> (tensor<4x2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>)
 // CHECK-NEXT: %[[R:.*]] = graph.relu %[[BN]]
 // CHECK: %[[DR:.*]] = graph.dense_grad_input
 // CHECK-NEXT: %[[DBN:.*]] = graph.relu_grad %[[DR]], %[[R]]
-// CHECK-NEXT: %[[DY0:[a-z_0-9]+]], %[[DG:[a-z_0-9]+]], %[[DB:[a-z_0-9]+]] = graph.batch_norm_grad %[[DBN]], %[[Y0]], %[[MEAN]], %[[INVSTD]] gamma %[[G]] : (tensor<4x2xf32>, tensor<4x2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>) -> (tensor<4x2xf32>, tensor<2xf32>, tensor<2xf32>)
+// CHECK-NEXT: %[[DY0:[a-z_0-9]+]], %[[DG:[a-z_0-9]+]], %[[DB:[a-z_0-9]+]] = graph.batch_norm_grad %[[DBN]], %[[Y0]], %[[MEAN]], %[[INVSTD]] gamma %[[G]] row_mask %[[TMW]] : (tensor<4x2xf32>, tensor<4x2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<4xf32>) -> (tensor<4x2xf32>, tensor<2xf32>, tensor<2xf32>)
 // CHECK-NEXT: %[[DK0:.*]] = graph.dense_grad_kernel %[[X]], %[[DY0]]
 // CHECK-NEXT: graph.read_variable @"bn_head/kernel/momentum"
 // CHECK-NEXT: graph.optimizer_update

@@ -401,25 +401,27 @@ graph.model @eval_step attributes {dist.replicas = 1 : i64} {
 
 // -----
 
-// batch_norm_train writes the new moving statistics straight into the
-// variables; the elementwise body is encoded for the runtime; the optimizer
-// updates params and slots in place.
+// batch_norm_train and batch_norm_grad take the row mask last, as their
+// configs say (has_row_mask); batch_norm_train writes the new moving
+// statistics straight into the variables; the elementwise body is encoded
+// for the runtime; the optimizer updates params and slots in place.
 
 // CHECK-LABEL: exec.program @train kind = train replicas = 1 {
 // CHECK:         %[[X:.*]] = exec.input "input_layer" replica = 0 device = 0 : memref<4x3xf32>
+// CHECK:         %[[W:.*]] = exec.input "metric_weight" replica = 0 device = 0 : memref<4xf32>
 // CHECK:         %[[MM:.*]] = exec.variable @"bn/moving_mean" device = 0 : memref<3xf32>
 // CHECK-NEXT:    %[[MV:.*]] = exec.variable @"bn/moving_variance" device = 0 : memref<3xf32>
 // CHECK-NEXT:    %[[G:.*]] = exec.variable @"bn/gamma" device = 0 : memref<3xf32>
 // CHECK-NEXT:    %[[Y:.*]] = exec.alloc device = 0 : memref<4x3xf32>
 // CHECK-NEXT:    %[[BM:.*]] = exec.alloc device = 0 : memref<3xf32>
 // CHECK-NEXT:    %[[BIS:.*]] = exec.alloc device = 0 : memref<3xf32>
-// CHECK-NEXT:    exec.launch "batch_norm_train" on <compute, 0> ins(%[[X]], %[[MM]], %[[MV]], %[[G]] : {{.*}}) outs(%[[Y]], %[[BM]], %[[BIS]], %[[MM]], %[[MV]] : memref<4x3xf32>, memref<3xf32>, memref<3xf32>, memref<3xf32>, memref<3xf32>) config {epsilon = 1.000000e-03 : f64, has_beta = 0 : i64, has_gamma = 1 : i64, momentum = {{.*}} : f64}
+// CHECK-NEXT:    exec.launch "batch_norm_train" on <compute, 0> ins(%[[X]], %[[MM]], %[[MV]], %[[G]], %[[W]] : {{.*}}) outs(%[[Y]], %[[BM]], %[[BIS]], %[[MM]], %[[MV]] : memref<4x3xf32>, memref<3xf32>, memref<3xf32>, memref<3xf32>, memref<3xf32>) config {epsilon = 1.000000e-03 : f64, has_beta = 0 : i64, has_gamma = 1 : i64, has_row_mask = 1 : i64, momentum = {{.*}} : f64}
 // CHECK-NEXT:    %[[E:.*]] = exec.alloc device = 0 : memref<4x3xf32>
 // CHECK-NEXT:    exec.launch "elementwise" on <compute, 0> ins(%[[Y]], %[[X]] : memref<4x3xf32>, memref<4x3xf32>) outs(%[[E]] : memref<4x3xf32>) config {body = "add(a0, a1) -> t0; leaky_relu(t0) {alpha=0.2} -> t1; yield t1"}
 // CHECK-NEXT:    %[[D:.*]] = exec.alloc device = 0 : memref<4x3xf32>
 // CHECK-NEXT:    exec.launch "dropout" on <compute, 0> ins(%[[E]] : memref<4x3xf32>) outs(%[[D]] : memref<4x3xf32>) config {rate = 5.000000e-01 : f64, seed = 7 : i64}
 // CHECK:         exec.launch "dropout_grad" on <compute, 0> {{.*}} config {rate = 5.000000e-01 : f64, seed = 7 : i64}
-// CHECK:         exec.launch "batch_norm_grad" on <compute, 0> ins({{.*}}, %[[X]], %[[BM]], %[[BIS]], %[[G]] :
+// CHECK:         exec.launch "batch_norm_grad" on <compute, 0> ins({{.*}}, %[[X]], %[[BM]], %[[BIS]], %[[G]], %[[W]] : {{.*}}) outs({{.*}}) config {has_gamma = 1 : i64, has_row_mask = 1 : i64}
 // CHECK:         %[[KM:.*]] = exec.variable @"dense/kernel/momentum" device = 0 : memref<3x2xf32>
 // CHECK-NEXT:    %[[GM:.*]] = exec.variable @"bn/gamma/momentum" device = 0 : memref<3xf32>
 // CHECK-NEXT:    exec.launch "optimizer_update" on <compute, 0> ins(%[[K:.*]], %[[G]], %{{.*}}, %{{.*}}, %[[KM]], %[[GM]] : {{.*}}) outs(%[[K]], %[[G]], %[[KM]], %[[GM]] : memref<3x2xf32>, memref<3xf32>, memref<3x2xf32>, memref<3xf32>) config {optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.9, nesterov = false>}
@@ -442,10 +444,11 @@ graph.training @m losses = [#graph.output_loss<kind = sparse_categorical_crossen
 graph.model @train_step {
   %x = graph.input "input_layer" : tensor<4x3xf32>
   %l = graph.input "labels" : tensor<4xi32>
+  %w = graph.input "metric_weight" : tensor<4xf32>
   %mm = graph.read_variable @"bn/moving_mean" : tensor<3xf32>
   %mv = graph.read_variable @"bn/moving_variance" : tensor<3xf32>
   %g = graph.read_variable @"bn/gamma" : tensor<3xf32>
-  %y, %bm, %bis, %nmm, %nmv = graph.batch_norm_train %x, %mm, %mv gamma %g {epsilon = 1.0e-03 : f64, momentum = 0.99 : f64} : (tensor<4x3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>) -> (tensor<4x3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>)
+  %y, %bm, %bis, %nmm, %nmv = graph.batch_norm_train %x, %mm, %mv gamma %g row_mask %w {epsilon = 1.0e-03 : f64, momentum = 0.99 : f64} : (tensor<4x3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<4xf32>) -> (tensor<4x3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>)
   %e = graph.elementwise %y, %x : (tensor<4x3xf32>, tensor<4x3xf32>) -> tensor<4x3xf32> {
   ^bb0(%a: tensor<f32>, %b: tensor<f32>):
     %t = graph.add %a, %b : tensor<f32>
@@ -460,7 +463,7 @@ graph.model @train_step {
   %dk = graph.dense_grad_kernel %d, %dz : (tensor<4x3xf32>, tensor<4x2xf32>) -> tensor<3x2xf32>
   %dd = graph.dense_grad_input %dz, %k : (tensor<4x2xf32>, tensor<3x2xf32>) -> tensor<4x3xf32>
   %de = graph.dropout_grad %dd {rate = 0.5 : f64, seed = 7 : i64} : tensor<4x3xf32>
-  %dx, %dg, %db = graph.batch_norm_grad %de, %x, %bm, %bis gamma %g : (tensor<4x3xf32>, tensor<4x3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>) -> (tensor<4x3xf32>, tensor<3xf32>, tensor<3xf32>)
+  %dx, %dg, %db = graph.batch_norm_grad %de, %x, %bm, %bis gamma %g row_mask %w : (tensor<4x3xf32>, tensor<4x3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<4xf32>) -> (tensor<4x3xf32>, tensor<3xf32>, tensor<3xf32>)
   %km = graph.read_variable @"dense/kernel/momentum" : tensor<3x2xf32>
   %gm = graph.read_variable @"bn/gamma/momentum" : tensor<3xf32>
   %nk, %ng, %nkm, %ngm = graph.optimizer_update #graph.sgd<learning_rate = 0.01, momentum = 0.9, nesterov = false> params(%k, %g : tensor<3x2xf32>, tensor<3xf32>) grads(%dk, %dg : tensor<3x2xf32>, tensor<3xf32>) slots(%km, %gm : tensor<3x2xf32>, tensor<3xf32>) -> (tensor<3x2xf32>, tensor<3xf32>), (tensor<3x2xf32>, tensor<3xf32>)

@@ -3,9 +3,11 @@
 // batch_norm (moving statistics), batch_norm_train (batch statistics, plus
 // the moving-statistics update and 1/sqrt(var + epsilon) in own loops over
 // the channels), batch_norm_grad and batch_norm_inference_grad (an own
-// loop: a per-channel scale); layer_norm and layer_norm_grad (own loops
-// over the rows, then the channels). A [..., C] tensor is oneDNN's 2-D
-// [rows, C] (format nc), which is what NHWC is to a channel-last op.
+// loop: a per-channel scale); with a row mask (a short batch's padding),
+// batch_norm_train's statistics and batch_norm_grad over the kept rows in
+// own loops; layer_norm and layer_norm_grad (own loops over the rows, then
+// the channels). A [..., C] tensor is oneDNN's 2-D [rows, C] (format nc),
+// which is what NHWC is to a channel-last op.
 //
 // Optional gamma and beta follow the reference: the launch's `has_gamma`
 // and `has_beta` say which of inputs 3 and 4 are there (without them, 4
@@ -41,9 +43,15 @@ struct ScaleShift {
   int gamma = -1, beta = -1;
 };
 
+/// Whether a batch_norm_train or batch_norm_grad launch ends with a row
+/// mask (GraphOps.td, batch_norm_train's `row_mask`).
+bool hasRowMask(const KernelConfig &cfg) {
+  return cfg.getInt("has_row_mask", 0) != 0;
+}
+
 Status scaleShift(const char *kName, const KernelConfig &cfg,
                   const Tensors &ins, ScaleShift &out) {
-  size_t optional = ins.size() - 3;
+  size_t optional = ins.size() - 3 - hasRowMask(cfg);
   bool gamma = cfg.getInt("has_gamma", optional >= 1) != 0;
   bool beta = cfg.getInt("has_beta", optional >= 2) != 0;
   if (static_cast<size_t>(gamma + beta) != optional)
@@ -146,6 +154,35 @@ Status makeBatchNorm(const KernelContext &ctx, const KernelConfig &cfg,
   return Status::ok();
 }
 
+/// A batch norm's row mask read at run time: which of the [rows, C] rows
+/// (positions: each example spans `perExample` of them) count in the
+/// statistics, and the moving statistics' weight, the mask's mean
+/// (GraphOps.td, batch_norm_train).
+struct RowMask {
+  const float *mask = nullptr;
+  int64_t examples = 0, perExample = 1;
+  /// Set by read():
+  bool all = true;
+  int64_t positions = 0;
+  double weight = 1.0;
+
+  RowMask(const float *mask, int64_t examples, int64_t rows)
+      : mask(mask), examples(examples),
+        perExample(examples ? std::max<int64_t>(1, rows / examples) : 1) {}
+  void read() {
+    double sum = 0.0;
+    int64_t kept = 0;
+    for (int64_t e = 0; e < examples; ++e) {
+      sum += mask[e];
+      kept += mask[e] != 0.0f;
+    }
+    all = kept == examples;
+    positions = kept * perExample;
+    weight = examples ? sum / static_cast<double>(examples) : 1.0;
+  }
+  bool keeps(int64_t row) const { return mask[row / perExample] != 0.0f; }
+};
+
 /// The batch statistics of [rows, C] in double, two passes (the mean, then
 /// the squared deviations), as the reference computes them: oneDNN's
 /// training-mode statistics are float sums, off by up to ~4e-4 of the
@@ -162,15 +199,22 @@ public:
         mean_(static_cast<size_t>(channels)),
         variance_(static_cast<size_t>(channels)) {}
 
-  /// Computes the statistics of `x`; writes the mean to `meanOut`.
-  void run(const float *x, float *meanOut) {
+  /// Computes the statistics of `x`; writes the mean to `meanOut`. With
+  /// `kept` (a RowMask read this step), over the rows it keeps only; 0
+  /// when it keeps none.
+  void run(const float *x, float *meanOut, const RowMask *kept = nullptr) {
+    kept_ = kept && !kept->all ? kept : nullptr;
+    int64_t n = kept_ ? kept_->positions : rows_;
+    double scale = n ? 1.0 / static_cast<double>(n) : 0.0;
     sumBlocks(x, /*squares=*/false);
-    reduce(mean_, 1.0 / static_cast<double>(rows_));
+    reduce(mean_, scale);
     sumBlocks(x, /*squares=*/true);
-    reduce(variance_, 1.0 / static_cast<double>(rows_));
+    reduce(variance_, scale);
     for (int64_t c = 0; c < channels_; ++c)
       meanOut[c] = static_cast<float>(mean_[c]);
   }
+  /// The positions the statistics were over.
+  int64_t count() const { return kept_ ? kept_->positions : rows_; }
   /// The batch mean and the biased batch variance, per channel.
   const std::vector<double> &mean() const { return mean_; }
   const std::vector<double> &variance() const { return variance_; }
@@ -182,6 +226,7 @@ private:
     int64_t blocks = blocks_, channels = channels_, rows = rows_;
     const double *mean = mean_.data();
     double *partial = partial_.data();
+    const RowMask *kept = kept_;
 #pragma omp parallel for schedule(static) if (rows * channels >=               \
                                               vec::kParallelElements)
     for (int64_t b = 0; b < blocks; ++b) {
@@ -189,6 +234,8 @@ private:
       std::fill(sum, sum + channels, 0.0);
       int64_t end = std::min(rows, (b + 1) * kBlockRows);
       for (int64_t r = b * kBlockRows; r < end; ++r) {
+        if (kept && !kept->keeps(r))
+          continue;
         const float *row = x + r * channels;
         if (squares) {
 #pragma omp simd
@@ -216,6 +263,7 @@ private:
 
   int64_t rows_, channels_, blocks_;
   std::vector<double> partial_, mean_, variance_;
+  const RowMask *kept_ = nullptr;
 };
 
 /// outs: y, batch_mean, batch_inv_std, new_moving_mean, new_moving_variance
@@ -226,9 +274,13 @@ Status makeBatchNormTrain(const KernelContext &ctx, const KernelConfig &cfg,
                           const Tensors &ins, const Tensors &outs,
                           KernelFn &out) {
   static constexpr const char *kName = "batch_norm_train";
-  if (Status s = checkOperands(kName, ins, outs, 3, 5, 5, kCpuOperands); !s)
+  if (Status s = checkOperands(kName, ins, outs, 3, 6, 5, kCpuOperands); !s)
     return s;
-  std::vector<const TensorRef *> perChannel = refs(ins, 1, 5);
+  bool masked = hasRowMask(cfg);
+  if (masked && (ins.size() < 4 || ins[0].shape.empty() ||
+                 ins.back().elements() != ins[0].shape[0]))
+    return fail(kName, "row_mask must be [N], one per row of the input");
+  std::vector<const TensorRef *> perChannel = refs(ins, 1, ins.size() - masked);
   for (const TensorRef *t : refs(outs, 1, 5))
     perChannel.push_back(t);
   NormShape shape;
@@ -263,34 +315,44 @@ Status makeBatchNormTrain(const KernelContext &ctx, const KernelConfig &cfg,
     if (params.beta >= 0)
       args.emplace(DNNL_ARG_SHIFT, bind(shape.vector(), ins[params.beta].data));
     auto stats = std::make_shared<BatchStatistics>(shape.rows, shape.channels);
+    std::shared_ptr<RowMask> mask;
+    if (masked)
+      mask = std::make_shared<RowMask>(ins.back().f32(), ins[0].shape[0],
+                                       shape.rows);
     const float *x = ins[0].f32();
     float *var = static_cast<float *>(variance.get_data_handle());
     float *mean = outs[1].f32();
     const float *movingMean = ins[1].f32(), *movingVar = ins[2].f32();
     float *invStd = outs[2].f32(), *newMean = outs[3].f32(),
           *newVar = outs[4].f32();
-    int64_t channels = shape.channels, n = shape.rows;
-    // Keras 3's moving variance takes the biased batch variance; tf.keras
-    // 2's fused kernel the unbiased one (GraphOps.td, batch_norm).
-    double bessel = cfg.getInt("unbiased_moving_variance", 0) != 0 && n > 1
-                        ? double(n) / double(n - 1)
-                        : 1.0;
+    int64_t channels = shape.channels;
+    bool unbiased = cfg.getInt("unbiased_moving_variance", 0) != 0;
     DnnlLaunch launch(kName);
+    // A short batch's padding rows (the row mask's zeros) are left out of
+    // the statistics; oneDNN normalises every row with them.
     launch.addLoop([=] {
-      stats->run(x, mean);
+      if (mask)
+        mask->read();
+      stats->run(x, mean, mask.get());
       for (int64_t c = 0; c < channels; ++c)
         var[c] = static_cast<float>(stats->variance()[c]);
     });
     launch.add(dnnl::batch_normalization_forward(pd), pd, std::move(args));
     launch.addLoop([=] {
       const std::vector<double> &mu = stats->mean(), &v = stats->variance();
+      // Keras 3's moving variance takes the biased batch variance; tf.keras
+      // 2's fused kernel the unbiased one (GraphOps.td, batch_norm).
+      int64_t n = stats->count();
+      double bessel = unbiased && n > 1 ? double(n) / double(n - 1) : 1.0;
+      double w = mask ? mask->weight : 1.0;
       for (int64_t c = 0; c < channels; ++c) {
         invStd[c] = static_cast<float>(1.0 / std::sqrt(v[c] + epsilon));
         // Read both moving statistics before writing: they may alias.
         double m = movingMean[c], mv = movingVar[c];
-        newMean[c] = static_cast<float>(m * momentum + mu[c] * (1 - momentum));
-        newVar[c] =
-            static_cast<float>(mv * momentum + v[c] * bessel * (1 - momentum));
+        newMean[c] =
+            static_cast<float>(m * momentum + w * mu[c] * (1 - momentum));
+        newVar[c] = static_cast<float>(mv * momentum +
+                                       w * v[c] * bessel * (1 - momentum));
       }
     });
     out = std::move(launch);
@@ -301,15 +363,63 @@ Status makeBatchNormTrain(const KernelContext &ctx, const KernelConfig &cfg,
   return Status::ok();
 }
 
-/// ins: dy, x, batch_mean, batch_inv_std, [gamma]; outs: dx, gamma_grad,
-/// beta_grad (both always written: sum dy * xhat and sum dy).
-Status makeBatchNormGrad(const KernelContext &ctx, const KernelConfig &,
+/// batch_norm_grad over the rows `kept` keeps (GraphOps.td): the sums and
+/// their count over those, dx 0 in the others. Own loops in double: it
+/// runs on an epoch's short last batch only.
+void maskedBatchNormGrad(const RowMask &kept, const float *dy, const float *x,
+                         const float *mean, const float *invStd,
+                         const float *gamma, float *dx, float *dgamma,
+                         float *dbeta, int64_t rows, int64_t channels) {
+  double n = static_cast<double>(kept.positions);
+  bool parallel = rows * channels >= vec::kParallelElements;
+#pragma omp parallel for schedule(static) if (parallel && channels >= 16)
+  for (int64_t k = 0; k < channels; ++k) {
+    double sumDy = 0.0, sumDyXhat = 0.0;
+    for (int64_t r = 0; r < rows; ++r) {
+      if (!kept.keeps(r))
+        continue;
+      int64_t i = r * channels + k;
+      sumDy += dy[i];
+      sumDyXhat += double(dy[i]) * (x[i] - mean[k]) * invStd[k];
+    }
+    dgamma[k] = static_cast<float>(sumDyXhat);
+    dbeta[k] = static_cast<float>(sumDy);
+  }
+#pragma omp parallel for schedule(static) if (parallel)
+  for (int64_t r = 0; r < rows; ++r) {
+    float *dxr = dx + r * channels;
+    if (!kept.keeps(r)) {
+      std::fill(dxr, dxr + channels, 0.0f);
+      continue;
+    }
+    for (int64_t k = 0; k < channels; ++k) {
+      int64_t i = r * channels + k;
+      double xhat = (x[i] - mean[k]) * invStd[k];
+      double g = gamma ? gamma[k] : 1.0;
+      dxr[k] = static_cast<float>(g * invStd[k] / n *
+                                  (n * dy[i] - dbeta[k] - xhat * dgamma[k]));
+    }
+  }
+}
+
+/// ins: dy, x, batch_mean, batch_inv_std, [gamma], [row_mask]; outs: dx,
+/// gamma_grad, beta_grad (both always written: sum dy * xhat and sum dy).
+Status makeBatchNormGrad(const KernelContext &ctx, const KernelConfig &cfg,
                          const Tensors &ins, const Tensors &outs,
                          KernelFn &out) {
   static constexpr const char *kName = "batch_norm_grad";
-  if (Status s = checkOperands(kName, ins, outs, 4, 5, 3, kCpuOperands); !s)
+  if (Status s = checkOperands(kName, ins, outs, 4, 6, 3, kCpuOperands); !s)
     return s;
-  std::vector<const TensorRef *> perChannel = refs(ins, 2, 5);
+  bool masked = hasRowMask(cfg);
+  bool hasGamma = cfg.getInt("has_gamma", ins.size() - masked == 5) != 0;
+  if (ins.size() != 4 + size_t(hasGamma) + size_t(masked))
+    return fail(kName, "has_gamma and has_row_mask do not match its " +
+                           std::to_string(ins.size()) + " inputs");
+  if (masked &&
+      (ins[1].shape.empty() || ins.back().elements() != ins[1].shape[0]))
+    return fail(kName, "row_mask must be [N], one per row of the input");
+  std::vector<const TensorRef *> perChannel =
+      refs(ins, 2, 4 + size_t(hasGamma));
   perChannel.push_back(&outs[1]);
   perChannel.push_back(&outs[2]);
   NormShape shape;
@@ -329,9 +439,9 @@ Status makeBatchNormGrad(const KernelContext &ctx, const KernelConfig &,
         {dnnl::prop_kind::backward, shape.data(), shape.data(), 0.0f, flags},
         userScratchpad(), dnnlEngine(), hint);
     memory variance(shape.vector(), dnnlEngine());
-    memory scale = ins.size() == 5 ? bind(shape.vector(), ins[4].data)
-                                   : memory(shape.vector(), dnnlEngine());
-    if (ins.size() == 4) {
+    memory scale = hasGamma ? bind(shape.vector(), ins[4].data)
+                            : memory(shape.vector(), dnnlEngine());
+    if (!hasGamma) {
       float *ones = static_cast<float *>(scale.get_data_handle());
       std::fill(ones, ones + shape.channels, 1.0f);
     }
@@ -358,6 +468,23 @@ Status makeBatchNormGrad(const KernelContext &ctx, const KernelConfig &,
                 {DNNL_ARG_DIFF_SRC, bind(shape.data(), outs[0].data)},
                 {DNNL_ARG_DIFF_SCALE, bind(shape.vector(), outs[1].data)},
                 {DNNL_ARG_DIFF_SHIFT, bind(shape.vector(), outs[2].data)}});
+    if (masked) {
+      // A short batch (a row the mask leaves out): the gradient again, over
+      // the kept rows. Full batches keep oneDNN's.
+      auto mask = std::make_shared<RowMask>(ins.back().f32(), ins[1].shape[0],
+                                            shape.rows);
+      const float *dy = ins[0].f32(), *x = ins[1].f32(), *mean = ins[2].f32();
+      const float *gamma = hasGamma ? ins[4].f32() : nullptr;
+      float *dx = outs[0].f32(), *dgamma = outs[1].f32(),
+            *dbeta = outs[2].f32();
+      int64_t rows = shape.rows;
+      launch.addLoop([=] {
+        mask->read();
+        if (!mask->all)
+          maskedBatchNormGrad(*mask, dy, x, mean, invStd, gamma, dx, dgamma,
+                              dbeta, rows, channels);
+      });
+    }
     out = std::move(launch);
   } catch (const dnnl::error &e) {
     return fail(kName,

@@ -1484,11 +1484,26 @@ Status pad(const KernelContext &, const KernelConfig &cfg, const Tensors &ins,
 // optional, so it has no such ambiguity.
 //===----------------------------------------------------------------------===//
 
+/// Whether a batch_norm_train or batch_norm_grad launch ends with a row
+/// mask (batch_norm_train's `row_mask`: the step's metric weights).
+bool hasRowMask(const KernelConfig &cfg) {
+  return cfg.getInt("has_row_mask", 0) != 0;
+}
+
+/// The rows a row mask keeps (not 0), one per row of the leading axis.
+std::vector<bool> keptRows(const TensorRef &mask) {
+  Vec m = load(mask);
+  std::vector<bool> kept(m.size());
+  for (size_t i = 0; i < kept.size(); ++i)
+    kept[i] = m[i] != 0.0;
+  return kept;
+}
+
 /// gamma and beta of a batch_norm(_train) launch: from their inputs, or 1
 /// and 0 when absent.
 void batchNormScaleShift(const KernelConfig &cfg, const Tensors &ins, int64_t c,
                          Vec &gamma, Vec &beta) {
-  size_t optional = ins.size() - 3;
+  size_t optional = ins.size() - 3 - hasRowMask(cfg);
   bool hasGamma = cfg.getInt("has_gamma", optional >= 1) != 0;
   bool hasBeta = cfg.getInt("has_beta", optional >= 2) != 0;
   gamma = hasGamma ? load(ins[3]) : Vec(c, 1.0);
@@ -1498,7 +1513,7 @@ void batchNormScaleShift(const KernelConfig &cfg, const Tensors &ins, int64_t c,
 /// Whether a batch_norm(_train) launch names as many optional inputs as it
 /// has.
 bool batchNormArityMatches(const KernelConfig &cfg, const Tensors &ins) {
-  size_t optional = ins.size() - 3;
+  size_t optional = ins.size() - 3 - hasRowMask(cfg);
   if (!cfg.has("has_gamma") && !cfg.has("has_beta"))
     return true;
   return static_cast<size_t>((cfg.getInt("has_gamma", 0) != 0) +
@@ -1536,11 +1551,15 @@ Status batchNorm(const KernelContext &, const KernelConfig &cfg,
 Status batchNormTrain(const KernelContext &, const KernelConfig &cfg,
                       const Tensors &ins, const Tensors &outs) {
   static constexpr const char *kName = "batch_norm_train";
-  CHECK_ARITY(3, 5, 5);
+  CHECK_ARITY(3, 6, 5);
   REQUIRE(!ins[0].shape.empty(), "needs a ranked input");
   int64_t c = ins[0].shape.back();
-  for (size_t i = 1; i < ins.size(); ++i)
+  bool masked = hasRowMask(cfg);
+  REQUIRE(!masked || ins.size() >= 4, "has_row_mask without a row mask");
+  for (size_t i = 1; i < ins.size() - masked; ++i)
     REQUIRE(ins[i].elements() == c, "statistics must match the last axis");
+  REQUIRE(!masked || ins.back().elements() == ins[0].shape[0],
+          "row_mask must be [N], one per row of the input");
   REQUIRE(outs[0].elements() == ins[0].elements(), "output has the wrong size");
   for (int i = 1; i < 5; ++i)
     REQUIRE(outs[i].elements() == c, "statistics must match the last axis");
@@ -1552,18 +1571,38 @@ Status batchNormTrain(const KernelContext &, const KernelConfig &cfg,
   Vec x = load(ins[0]), movingMean = load(ins[1]), movingVar = load(ins[2]);
   Vec gamma, beta;
   batchNormScaleShift(cfg, ins, c, gamma, beta);
-  int64_t n = static_cast<int64_t>(x.size()) / c;
+  // Each row of the leading axis spans `perRow` elements; the statistics
+  // are over the kept rows' (all rows' without a mask), n positions.
+  int64_t rows = ins[0].shape[0];
+  int64_t perRow = rows ? static_cast<int64_t>(x.size()) / rows : 0;
+  std::vector<bool> kept =
+      masked ? keptRows(ins.back()) : std::vector<bool>(rows, true);
+  auto counts = [&](size_t i) { return kept[i / perRow]; };
+  int64_t n = 0;
+  for (bool k : kept)
+    n += k ? perRow / c : 0;
+  // The moving statistics' weight: the mean of the mask (GraphOps.td).
+  double w = 1.0;
+  if (masked) {
+    Vec mask = load(ins.back());
+    w = 0.0;
+    for (double m : mask)
+      w += m;
+    w /= static_cast<double>(rows);
+  }
   Vec mean(c, 0.0), var(c, 0.0), invStd(c);
   for (size_t i = 0; i < x.size(); ++i)
-    mean[i % c] += x[i];
+    if (counts(i))
+      mean[i % c] += x[i];
   for (double &m : mean)
-    m /= n;
+    m = n ? m / n : 0.0;
   for (size_t i = 0; i < x.size(); ++i) {
     double d = x[i] - mean[i % c];
-    var[i % c] += d * d;
+    if (counts(i))
+      var[i % c] += d * d;
   }
   for (int64_t ch = 0; ch < c; ++ch) {
-    var[ch] /= n;
+    var[ch] = n ? var[ch] / n : 0.0;
     invStd[ch] = 1.0 / std::sqrt(var[ch] + eps);
   }
   Vec y(x.size());
@@ -1574,8 +1613,8 @@ Status batchNormTrain(const KernelContext &, const KernelConfig &cfg,
   Vec newMean(c), newVar(c);
   for (int64_t ch = 0; ch < c; ++ch) {
     double batchVar = unbiasedUpdate && n > 1 ? var[ch] * n / (n - 1) : var[ch];
-    newMean[ch] = movingMean[ch] * momentum + mean[ch] * (1.0 - momentum);
-    newVar[ch] = movingVar[ch] * momentum + batchVar * (1.0 - momentum);
+    newMean[ch] = movingMean[ch] * momentum + w * mean[ch] * (1.0 - momentum);
+    newVar[ch] = movingVar[ch] * momentum + w * batchVar * (1.0 - momentum);
   }
   store(outs[0], y);
   store(outs[1], mean);
@@ -1585,35 +1624,54 @@ Status batchNormTrain(const KernelContext &, const KernelConfig &cfg,
   return Status::ok();
 }
 
-/// ins: dy, x, batch_mean, batch_inv_std, [gamma]; outs: dx, dgamma, dbeta.
-/// With xhat = (x - mean) * inv_std, over the n rows of each channel:
+/// ins: dy, x, batch_mean, batch_inv_std, [gamma], [row_mask]; outs: dx,
+/// dgamma, dbeta. With xhat = (x - mean) * inv_std, over the n rows of each
+/// channel (those the row mask keeps):
 ///   dbeta = sum dy, dgamma = sum dy * xhat,
-///   dx = gamma * inv_std / n * (n dy - sum dy - xhat sum(dy xhat)).
-Status batchNormGrad(const KernelContext &, const KernelConfig &,
+///   dx = gamma * inv_std / n * (n dy - sum dy - xhat sum(dy xhat)),
+/// and dx = 0 in the rows the mask leaves out.
+Status batchNormGrad(const KernelContext &, const KernelConfig &cfg,
                      const Tensors &ins, const Tensors &outs) {
   static constexpr const char *kName = "batch_norm_grad";
-  CHECK_ARITY(4, 5, 3);
+  CHECK_ARITY(4, 6, 3);
   REQUIRE(!ins[1].shape.empty(), "needs a ranked input");
   int64_t c = ins[1].shape.back();
+  bool masked = hasRowMask(cfg);
+  bool hasGamma = cfg.getInt("has_gamma", ins.size() - masked == 5) != 0;
+  REQUIRE(ins.size() == 4 + size_t(hasGamma) + size_t(masked),
+          "has_gamma and has_row_mask do not match its inputs");
   REQUIRE(ins[0].elements() == ins[1].elements() &&
               outs[0].elements() == ins[1].elements(),
           "dy, x and dx differ in size");
-  for (size_t i = 2; i < ins.size(); ++i)
+  for (size_t i = 2; i < ins.size() - masked; ++i)
     REQUIRE(ins[i].elements() == c, "statistics must match the last axis");
   REQUIRE(outs[1].elements() == c && outs[2].elements() == c,
           "gamma_grad and beta_grad must match the last axis");
+  REQUIRE(!masked || ins.back().elements() == ins[1].shape[0],
+          "row_mask must be [N], one per row of the input");
   Vec dy = load(ins[0]), x = load(ins[1]), mean = load(ins[2]),
       invStd = load(ins[3]);
-  Vec gamma = ins.size() == 5 ? load(ins[4]) : Vec(c, 1.0);
-  int64_t n = static_cast<int64_t>(x.size()) / c;
-  Vec sumDy(c, 0.0), sumDyXhat(c, 0.0), dx(x.size());
+  Vec gamma = hasGamma ? load(ins[4]) : Vec(c, 1.0);
+  int64_t rows = ins[1].shape[0];
+  int64_t perRow = rows ? static_cast<int64_t>(x.size()) / rows : 0;
+  std::vector<bool> kept =
+      masked ? keptRows(ins.back()) : std::vector<bool>(rows, true);
+  auto counts = [&](size_t i) { return kept[i / perRow]; };
+  int64_t n = 0;
+  for (bool k : kept)
+    n += k ? perRow / c : 0;
+  Vec sumDy(c, 0.0), sumDyXhat(c, 0.0), dx(x.size(), 0.0);
   for (size_t i = 0; i < x.size(); ++i) {
+    if (!counts(i))
+      continue;
     int64_t ch = i % c;
     double xhat = (x[i] - mean[ch]) * invStd[ch];
     sumDy[ch] += dy[i];
     sumDyXhat[ch] += dy[i] * xhat;
   }
   for (size_t i = 0; i < x.size(); ++i) {
+    if (!counts(i))
+      continue;
     int64_t ch = i % c;
     double xhat = (x[i] - mean[ch]) * invStd[ch];
     dx[i] = gamma[ch] * invStd[ch] / n *

@@ -492,6 +492,40 @@ TEST(FiniteDifference, BatchNormTrain) {
   }
 }
 
+/// With a row mask: the rows it keeps (a short batch's examples) are the
+/// batch. The rows it leaves out take no gradient: their loss weighs 0, so
+/// the numeric gradient is taken with their dy 0.
+TEST(FiniteDifference, BatchNormTrainWithARowMask) {
+  Forward f;
+  f.kernel = "batch_norm_train";
+  f.cfg.set("epsilon", 1e-3).set("momentum", 0.99);
+  f.cfg.set("has_gamma", int64_t{1}).set("has_beta", int64_t{1});
+  f.cfg.set("has_row_mask", int64_t{1});
+  Tensor mask = Tensor::f64({5}, {1.25, 0, 1.25, 1.25, 1.25});
+  f.ins = {Tensor::f64({5, 2, 3}, uniform(30, -2, 2, 95)),
+           Tensor::f64({3}, {0, 0, 0}),
+           Tensor::f64({3}, {1, 1, 1}),
+           Tensor::f64({3}, uniform(3, 0.5, 1.5, 96)),
+           Tensor::f64({3}, uniform(3, -1, 1, 97)),
+           mask};
+  f.outShapes = {{5, 2, 3}, {3}, {3}, {3}, {3}};
+  std::vector<double> w = f.weights(98);
+  for (size_t i = 6; i < 12; ++i) // row 1, left out
+    w[i] = 0.0;
+  std::vector<Tensor> outs = f.run(f.ins);
+  std::vector<Tensor> gradIns = {dyOf(f, w), f.ins[0], outs[1],
+                                 outs[2],    f.ins[3], mask};
+  KernelConfig gradCfg;
+  gradCfg.set("has_gamma", int64_t{1}).set("has_row_mask", int64_t{1});
+  std::vector<std::vector<int64_t>> gradOuts = {{5, 2, 3}, {3}, {3}};
+  expectGradient(analytic("batch_norm_grad", gradCfg, gradIns, gradOuts, 0),
+                 f.numeric(0, w), "masked batch_norm_grad dx", 1e-5);
+  expectGradient(analytic("batch_norm_grad", gradCfg, gradIns, gradOuts, 1),
+                 f.numeric(3, w), "masked batch_norm_grad dgamma");
+  expectGradient(analytic("batch_norm_grad", gradCfg, gradIns, gradOuts, 2),
+                 f.numeric(4, w), "masked batch_norm_grad dbeta");
+}
+
 /// conv2d_grad_input as a forward op (Conv2DTranspose): its gradients are
 /// conv2d of dy (for its input) and conv2d_grad_kernel with dy as the
 /// convolution's input (for the kernel); BuildTrainingStepPass.

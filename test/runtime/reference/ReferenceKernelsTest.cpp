@@ -615,6 +615,125 @@ TEST(ReferenceKernels, BatchNorm) {
   expectAllNear(var.values(), {3.8, 15.2}, 1e-12);
 }
 
+/// batch_norm_train and batch_norm_grad with a row mask (a short batch's
+/// metric weights: B/n on its n examples, 0 on the padding) equal the
+/// unmasked kernels on the kept rows alone, which is what Keras computes
+/// on a batch of n; the left-out rows get no input gradient.
+TEST(ReferenceKernels, BatchNormRowMaskIsTheKeptRowsBatch) {
+  // [4, 2, 3]: rows 0 and 2 are examples, 1 and 3 padding (weight 4 / 2).
+  std::vector<double> all = {1, 2,  3, 4, 5,  7, -1, 0, 2, 9,  8, 7,
+                             3, -2, 5, 0, 11, 4, 6,  1, 0, -3, 2, 2};
+  std::vector<double> keptValues(all.begin(), all.begin() + 6);
+  keptValues.insert(keptValues.end(), all.begin() + 12, all.begin() + 18);
+  Tensor x = Tensor::f64({4, 2, 3}, all),
+         kept = Tensor::f64({2, 2, 3}, keptValues);
+  Tensor mask = Tensor::f64({4}, {2, 0, 2, 0});
+  Tensor mean = Tensor::f64({3}, {0.5, -1, 2}),
+         var = Tensor::f64({3}, {1, 2, 3});
+  Tensor gamma = Tensor::f64({3}, {1.5, 0.5, -2});
+  KernelConfig cfg;
+  cfg.set("epsilon", 1e-3).set("momentum", 0.9);
+  cfg.set("unbiased_moving_variance", int64_t{1});
+  KernelConfig masked = cfg;
+  masked.set("has_gamma", int64_t{1}).set("has_beta", int64_t{0});
+  masked.set("has_row_mask", int64_t{1});
+  auto stats = [] {
+    return std::vector<Tensor>{Tensor::f64({3}), Tensor::f64({3}),
+                               Tensor::f64({3}), Tensor::f64({3})};
+  };
+  Tensor y = Tensor::f64({4, 2, 3}), yKept = Tensor::f64({2, 2, 3});
+  std::vector<Tensor> s = stats(), sKept = stats();
+  RUN_OK("batch_norm_train", masked, {&x, &mean, &var, &gamma, &mask},
+         {&y, &s[0], &s[1], &s[2], &s[3]});
+  RUN_OK("batch_norm_train", cfg, {&kept, &mean, &var, &gamma},
+         {&yKept, &sKept[0], &sKept[1], &sKept[2], &sKept[3]});
+  for (int i = 0; i < 4; ++i)
+    expectAllNear(s[i].values(), sKept[i].values(), 1e-12);
+  std::vector<double> yv = y.values(), ykv = yKept.values();
+  for (int i = 0; i < 6; ++i) {
+    EXPECT_NEAR(yv[i], ykv[i], 1e-12);
+    EXPECT_NEAR(yv[12 + i], ykv[6 + i], 1e-12);
+  }
+
+  // The gradient: dy is 0 on the padding rows (their loss weighs 0).
+  std::vector<double> dyAll(24, 0.0);
+  for (int i = 0; i < 6; ++i) {
+    dyAll[i] = 0.3 * i - 0.7;
+    dyAll[12 + i] = 1.1 - 0.2 * i;
+  }
+  std::vector<double> dyKept(dyAll.begin(), dyAll.begin() + 6);
+  dyKept.insert(dyKept.end(), dyAll.begin() + 12, dyAll.begin() + 18);
+  Tensor dy = Tensor::f64({4, 2, 3}, dyAll),
+         dyK = Tensor::f64({2, 2, 3}, dyKept);
+  for (bool withGamma : {true, false}) {
+    KernelConfig gradCfg;
+    gradCfg.set("has_gamma", int64_t{withGamma})
+        .set("has_row_mask", int64_t{1});
+    Tensor dx = Tensor::f64({4, 2, 3}), dxK = Tensor::f64({2, 2, 3});
+    Tensor dg = Tensor::f64({3}), db = Tensor::f64({3});
+    Tensor dgK = Tensor::f64({3}), dbK = Tensor::f64({3});
+    std::vector<Tensor *> ins = {&dy, &x, &s[0], &s[1]};
+    std::vector<Tensor *> insK = {&dyK, &kept, &s[0], &s[1]};
+    if (withGamma) {
+      ins.push_back(&gamma);
+      insK.push_back(&gamma);
+    }
+    ins.push_back(&mask);
+    RUN_OK("batch_norm_grad", gradCfg, ins, {&dx, &dg, &db});
+    RUN_OK("batch_norm_grad", {}, insK, {&dxK, &dgK, &dbK});
+    expectAllNear(dg.values(), dgK.values(), 1e-12);
+    expectAllNear(db.values(), dbK.values(), 1e-12);
+    std::vector<double> dxv = dx.values(), dxkv = dxK.values();
+    for (int i = 0; i < 6; ++i) {
+      EXPECT_NEAR(dxv[i], dxkv[i], 1e-12);
+      EXPECT_NEAR(dxv[12 + i], dxkv[6 + i], 1e-12);
+      EXPECT_EQ(dxv[6 + i], 0.0);
+      EXPECT_EQ(dxv[18 + i], 0.0);
+    }
+  }
+}
+
+/// On R replicas the moving statistics the replicas average are each one's
+/// times the mean of its mask (its share of the examples times R): the
+/// average is one device's update over all the examples' mean. A short
+/// batch of 3 at a global batch of 8 on 2 replicas: replica 0 holds its 3
+/// examples (weight 8 / 3), replica 1 only padding.
+TEST(ReferenceKernels, BatchNormRowMaskWeighsReplicasByExamples) {
+  Tensor x0 = Tensor::f64({4, 2}, {1, 2, 3, 5, -1, 4, 0, 0});
+  Tensor x1 = Tensor::f64({4, 2}, {7, 7, 7, 7, 7, 7, 7, 7});
+  Tensor examples = Tensor::f64({3, 2}, {1, 2, 3, 5, -1, 4});
+  double w = 8.0 / 3.0;
+  Tensor m0 = Tensor::f64({4}, {w, w, w, 0}),
+         m1 = Tensor::f64({4}, {0, 0, 0, 0});
+  Tensor mean = Tensor::f64({2}, {0.5, -1}), var = Tensor::f64({2}, {1, 2});
+  KernelConfig cfg;
+  cfg.set("epsilon", 1e-3).set("momentum", 0.9);
+  KernelConfig masked = cfg;
+  masked.set("has_row_mask", int64_t{1});
+  std::vector<Tensor> r0, r1, one;
+  for (auto *outs : {&r0, &r1, &one}) {
+    outs->push_back(Tensor::f64({outs == &one ? 3 : 4, 2}));
+    for (int i = 0; i < 4; ++i)
+      outs->push_back(Tensor::f64({2}));
+  }
+  auto run = [&](const KernelConfig &c, std::vector<Tensor *> ins,
+                 std::vector<Tensor> &o) {
+    RUN_OK("batch_norm_train", c, ins, {&o[0], &o[1], &o[2], &o[3], &o[4]});
+  };
+  run(masked, {&x0, &mean, &var, &m0}, r0);
+  run(masked, {&x1, &mean, &var, &m1}, r1);
+  run(cfg, {&examples, &mean, &var}, one);
+  for (int stat : {3, 4}) {
+    std::vector<double> a = r0[stat].values(), b = r1[stat].values();
+    std::vector<double> averaged = {(a[0] + b[0]) / 2, (a[1] + b[1]) / 2};
+    expectAllNear(averaged, one[stat].values(), 1e-12);
+  }
+  // The replica without examples: statistics 0, finite outputs.
+  expectAllNear(r1[1].values(), {0, 0}, 0);
+  for (double v : r1[0].values())
+    EXPECT_TRUE(std::isfinite(v));
+}
+
 /// With sample_weight, a loss or the accuracy is sum_i w_i v_i / B: rows
 /// weighing 0 (an evaluation batch's padding) change nothing but the
 /// divisor, which the runtime undoes.

@@ -950,11 +950,22 @@ Status batchNorm(const KernelContext &ctx, const KernelConfig &cfg,
   return Status::ok();
 }
 
+/// The inputs of a batch norm launch without its row mask (`has_row_mask`,
+/// the last). The cuda kernels do not mask yet: a short batch's statistics
+/// take its padding rows in, as before the mask (docs/keras.md); masking
+/// them is owed to a GPU session, where it can be run.
+Tensors withoutRowMask(const KernelConfig &cfg, const Tensors &ins) {
+  bool masked = cfg.getInt("has_row_mask", 0) != 0 && !ins.empty();
+  return Tensors(ins.begin(), ins.end() - (masked ? 1 : 0));
+}
+
 /// outs: y, batch_mean, batch_inv_std, new_moving_mean,
 /// new_moving_variance. Workspace: [mean, inv_std] doubles, then partials.
 Status batchNormTrain(const KernelContext &ctx, const KernelConfig &cfg,
-                      const Tensors &ins, const Tensors &outs, KernelFn &out) {
+                      const Tensors &allIns, const Tensors &outs,
+                      KernelFn &out) {
   static constexpr const char *kName = "batch_norm_train";
+  Tensors ins = withoutRowMask(cfg, allIns);
   RETURN_IF_ERROR(checkOperands(kName, ins, outs, 3, 5, 5));
   int64_t c = 0;
   RETURN_IF_ERROR(channelsOf(kName, ins, 1, c));
@@ -1033,9 +1044,11 @@ Status checkNormGradOperands(const char *kName, const Tensors &ins,
 
 /// ins: dy, x, batch_mean, batch_inv_std [, gamma]; outs: dx, dgamma,
 /// dbeta. Workspace: [sum dy, sum dy * xhat] doubles, then partials.
-Status batchNormGrad(const KernelContext &ctx, const KernelConfig &,
-                     const Tensors &ins, const Tensors &outs, KernelFn &out) {
+Status batchNormGrad(const KernelContext &ctx, const KernelConfig &cfg,
+                     const Tensors &allIns, const Tensors &outs,
+                     KernelFn &out) {
   static constexpr const char *kName = "batch_norm_grad";
+  Tensors ins = withoutRowMask(cfg, allIns);
   RETURN_IF_ERROR(checkOperands(kName, ins, outs, 4, 5, 3));
   int64_t c = 0;
   RETURN_IF_ERROR(checkNormGradOperands(kName, ins, outs, c));
