@@ -19,7 +19,7 @@ double EvalResult::value(const std::string &name) const {
 }
 
 Status EvaluationHook::afterStep(const StepContext &ctx) {
-  if (every_ <= 0 || ctx.step % every_ != 0)
+  if (!due(ctx.step))
     return Status::ok();
   return evaluate_(ctx.step);
 }

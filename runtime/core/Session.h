@@ -161,23 +161,28 @@ public:
   virtual bool votesToStop() const { return false; }
 };
 
-/// Runs an evaluation every `every` global steps, through a callback that
-/// owns the test data and reports the result (graphrun --eval-every): the
-/// evaluation runs between two steps, outside both steps' timed intervals,
+/// Runs an evaluation every `every` steps of the data, through a callback
+/// that owns the test data and reports the result (graphrun --eval-every):
+/// the evaluation runs between two steps, outside both steps' timed intervals,
 /// so the step timer's statistics stay those of training alone.
 class EvaluationHook : public Hook {
 public:
   using EvaluateFn = std::function<Status(int64_t step)>;
-  EvaluationHook(int64_t every, EvaluateFn evaluate)
-      : every_(every), evaluate_(std::move(evaluate)) {}
+  /// Evaluates every `every` steps of the data: after the global steps
+  /// `origin + k * every` (origin: the step a Keras file's optimizer
+  /// brought, at which the data started).
+  EvaluationHook(int64_t every, EvaluateFn evaluate, int64_t origin = 0)
+      : every_(every), origin_(origin), evaluate_(std::move(evaluate)) {}
 
   Status afterStep(const StepContext &ctx) override;
-  bool needsStateAfter(int64_t step) const override {
-    return every_ > 0 && step % every_ == 0;
-  }
+  bool needsStateAfter(int64_t step) const override { return due(step); }
 
 private:
-  int64_t every_;
+  bool due(int64_t step) const {
+    return every_ > 0 && (step - origin_) % every_ == 0;
+  }
+
+  int64_t every_, origin_;
   EvaluateFn evaluate_;
 };
 

@@ -2079,7 +2079,8 @@ Status TrainingJob::run() {
   std::unique_ptr<EvaluationHook> evalHook;
   if (o_.evalEvery > 0) {
     evalHook = std::make_unique<EvaluationHook>(
-        o_.evalEvery, [&](int64_t step) { return evaluate(step, false); });
+        o_.evalEvery, [&](int64_t step) { return evaluate(step, false); },
+        stepOrigin_);
     hooks.push_back(evalHook.get());
   }
   std::unique_ptr<ckpt::CheckpointHook> checkpointHook;
