@@ -1219,7 +1219,9 @@ def Graph_BatchNormTrainOp : Graph_Op<"batch_norm_train", [Pure,
     With `row_mask` ([N], the step's metric_weight), only the rows whose
     mask is not 0 are the batch: a short batch's padding rows are left out
     of the statistics, as Keras computes them over the examples alone. The
-    left-out rows are normalised with the same statistics. The moving
+    left-out rows' output is beta (0 without it), their normalised value 0:
+    normalised with statistics they are not in, they could grow without
+    bound through a stack of batch norms. The moving
     statistics take the batch's times w, the mean of `row_mask`: the
     metric weights sum to the global batch, so w is 1 on one device and,
     on each of R replicas, its share of the batch's examples times R; the

@@ -266,6 +266,25 @@ private:
   const RowMask *kept_ = nullptr;
 };
 
+/// batch_norm_train's output on the rows `kept` leaves out: beta (0
+/// without it), the normalised value 0. Normalised with statistics they
+/// are not in, they could be anything (1/sqrt(epsilon) times their offset
+/// when no row is kept), and through a deep stack of batch norms they grew
+/// past float's range, their zero gradient times an infinite activation
+/// then a NaN weight gradient.
+void zeroLeftOutRows(const RowMask &kept, const float *beta, float *y,
+                     int64_t rows, int64_t channels) {
+  for (int64_t r = 0; r < rows; ++r) {
+    if (kept.keeps(r))
+      continue;
+    float *yr = y + r * channels;
+    if (beta)
+      std::copy(beta, beta + channels, yr);
+    else
+      std::fill(yr, yr + channels, 0.0f);
+  }
+}
+
 /// outs: y, batch_mean, batch_inv_std, new_moving_mean, new_moving_variance
 /// (the last two may alias the moving inputs: an in-place update). The
 /// statistics are BatchStatistics'; oneDNN normalises with them
@@ -338,7 +357,12 @@ Status makeBatchNormTrain(const KernelContext &ctx, const KernelConfig &cfg,
         var[c] = static_cast<float>(stats->variance()[c]);
     });
     launch.add(dnnl::batch_normalization_forward(pd), pd, std::move(args));
+    const float *beta = params.beta >= 0 ? ins[params.beta].f32() : nullptr;
+    float *y = outs[0].f32();
+    int64_t rows = shape.rows;
     launch.addLoop([=] {
+      if (mask && !mask->all)
+        zeroLeftOutRows(*mask, beta, y, rows, channels);
       const std::vector<double> &mu = stats->mean(), &v = stats->variance();
       // Keras 3's moving variance takes the biased batch variance; tf.keras
       // 2's fused kernel the unbiased one (GraphOps.td, batch_norm).
@@ -371,19 +395,22 @@ void maskedBatchNormGrad(const RowMask &kept, const float *dy, const float *x,
                          const float *gamma, float *dx, float *dgamma,
                          float *dbeta, int64_t rows, int64_t channels) {
   double n = static_cast<double>(kept.positions);
+  std::vector<double> sumDy(channels), sumDyXhat(channels);
   bool parallel = rows * channels >= vec::kParallelElements;
 #pragma omp parallel for schedule(static) if (parallel && channels >= 16)
   for (int64_t k = 0; k < channels; ++k) {
-    double sumDy = 0.0, sumDyXhat = 0.0;
+    double sDy = 0.0, sDyXhat = 0.0;
     for (int64_t r = 0; r < rows; ++r) {
       if (!kept.keeps(r))
         continue;
       int64_t i = r * channels + k;
-      sumDy += dy[i];
-      sumDyXhat += double(dy[i]) * (x[i] - mean[k]) * invStd[k];
+      sDy += dy[i];
+      sDyXhat += double(dy[i]) * (double(x[i]) - mean[k]) * invStd[k];
     }
-    dgamma[k] = static_cast<float>(sumDyXhat);
-    dbeta[k] = static_cast<float>(sumDy);
+    sumDy[k] = sDy;
+    sumDyXhat[k] = sDyXhat;
+    dgamma[k] = static_cast<float>(sDyXhat);
+    dbeta[k] = static_cast<float>(sDy);
   }
 #pragma omp parallel for schedule(static) if (parallel)
   for (int64_t r = 0; r < rows; ++r) {
@@ -394,10 +421,10 @@ void maskedBatchNormGrad(const RowMask &kept, const float *dy, const float *x,
     }
     for (int64_t k = 0; k < channels; ++k) {
       int64_t i = r * channels + k;
-      double xhat = (x[i] - mean[k]) * invStd[k];
+      double xhat = (double(x[i]) - mean[k]) * invStd[k];
       double g = gamma ? gamma[k] : 1.0;
       dxr[k] = static_cast<float>(g * invStd[k] / n *
-                                  (n * dy[i] - dbeta[k] - xhat * dgamma[k]));
+                                  (n * dy[i] - sumDy[k] - xhat * sumDyXhat[k]));
     }
   }
 }

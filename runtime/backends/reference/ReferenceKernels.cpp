@@ -1605,10 +1605,13 @@ Status batchNormTrain(const KernelContext &, const KernelConfig &cfg,
     var[ch] = n ? var[ch] / n : 0.0;
     invStd[ch] = 1.0 / std::sqrt(var[ch] + eps);
   }
+  // A row the mask leaves out is beta (its normalised value 0): with
+  // statistics it is not in, its own could be anything (GraphOps.td).
   Vec y(x.size());
   for (size_t i = 0; i < x.size(); ++i) {
     int64_t ch = i % c;
-    y[i] = (x[i] - mean[ch]) * invStd[ch] * gamma[ch] + beta[ch];
+    double xhat = counts(i) ? (x[i] - mean[ch]) * invStd[ch] : 0.0;
+    y[i] = xhat * gamma[ch] + beta[ch];
   }
   Vec newMean(c), newVar(c);
   for (int64_t ch = 0; ch < c; ++ch) {

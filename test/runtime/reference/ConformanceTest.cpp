@@ -152,6 +152,40 @@ TEST_P(MatchesReference, BatchNormWithARowMask) {
   }
 }
 
+/// A deep stack of masked batch norms (ResNet's epsilon) over a batch that
+/// keeps one row or none: the left-out rows stay beta, bounded, where
+/// normalising them with statistics they are not in multiplied them by
+/// up to 1/sqrt(epsilon) a layer, past float's range by layer 20.
+TEST_P(Conformance, MaskedBatchNormsKeepTheLeftOutRowsBounded) {
+  Backend backend = GetParam();
+  KernelConfig cfg;
+  cfg.set("epsilon", 1e-5).set("momentum", 0.9).set("has_row_mask", int64_t{1});
+  cfg.set("has_gamma", int64_t{1}).set("has_beta", int64_t{1});
+  for (const std::vector<double> &mask :
+       {std::vector<double>{8, 0, 0, 0, 0, 0, 0, 0},
+        std::vector<double>{0, 0, 0, 0, 0, 0, 0, 0}}) {
+    Tensor x = rnd({8, 16}, 91, -2, 3);
+    Tensor m = Tensor::f32({8}, mask);
+    Tensor mean = rnd({16}, 92), var = rnd({16}, 93, 0.5, 2);
+    Tensor gamma = rnd({16}, 94, 0.5, 1.5), beta = rnd({16}, 95);
+    for (int layer = 0; layer < 40; ++layer) {
+      Tensor y = Tensor::f32({8, 16}), bm = Tensor::f32({16}),
+             bis = Tensor::f32({16}), nm = Tensor::f32({16}),
+             nv = Tensor::f32({16});
+      Status s =
+          launch("batch_norm_train", cfg, {&x, &mean, &var, &gamma, &beta, &m},
+                 {&y, &bm, &bis, &nm, &nv}, {}, backend);
+      ASSERT_TRUE(s.isOk()) << s.message();
+      x = y;
+    }
+    std::vector<double> out = x.values(), b = beta.values();
+    for (size_t i = 16; i < out.size(); ++i)
+      EXPECT_EQ(out[i], b[i % 16]) << "element " << i;
+    for (double v : out)
+      EXPECT_TRUE(std::isfinite(v));
+  }
+}
+
 TEST_P(Conformance, RefusesMismatchedOperandsNamingTheKernel) {
   Backend backend = GetParam();
   KernelConfig conv = window("valid", {1, 1}, {1, 1});

@@ -653,6 +653,9 @@ TEST(ReferenceKernels, BatchNormRowMaskIsTheKeptRowsBatch) {
   for (int i = 0; i < 6; ++i) {
     EXPECT_NEAR(yv[i], ykv[i], 1e-12);
     EXPECT_NEAR(yv[12 + i], ykv[6 + i], 1e-12);
+    // The left-out rows are beta (absent: 0), whatever their inputs.
+    EXPECT_EQ(yv[6 + i], 0.0);
+    EXPECT_EQ(yv[18 + i], 0.0);
   }
 
   // The gradient: dy is 0 on the padding rows (their loss weighs 0).
