@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "python/CompileModel.h"
+#include "python/PythonStreams.h"
 #include "runtime/checkpoint/KerasWeightsWriter.h"
 #include "runtime/collectives/Workers.h"
 #include "runtime/core/LearningRateSchedule.h"
@@ -20,7 +21,6 @@
 #include "runtime/job/TrainingJob.h"
 #include "runtime/plan/PlanLoader.h"
 
-#include <pybind11/iostream.h>
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -172,14 +172,24 @@ public:
     {
       // graphrun's lines into Python's streams (a notebook's cell); the
       // GIL is taken back only to write them.
-      py::scoped_ostream_redirect out(std::cout);
-      py::scoped_estream_redirect err(std::cerr);
-      py::gil_scoped_release released;
-      NullStream quiet;
-      status =
-          job::runTrainingJob(o, verbose ? std::cout : quiet, std::cerr, io);
-      std::cout.flush();
-      std::cerr.flush();
+      py::module_ sys = py::module_::import("sys");
+      graph::python::PythonStreamRedirect out(std::cout, sys.attr("stdout"),
+                                              STDOUT_FILENO);
+      graph::python::PythonStreamRedirect err(std::cerr, sys.attr("stderr"),
+                                              STDERR_FILENO);
+      {
+        py::gil_scoped_release released;
+        NullStream quiet;
+        status =
+            job::runTrainingJob(o, verbose ? std::cout : quiet, std::cerr, io);
+        std::cout.flush();
+        std::cerr.flush();
+      }
+      // A write the Python streams raised (Ctrl-C in a notebook's stream,
+      // a closed one, a broken pipe) is raised now, as print() would have:
+      // the job ran to its end, its state kept.
+      out.raiseError();
+      err.raiseError();
     }
     return result(status, report);
   }

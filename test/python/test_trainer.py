@@ -1081,3 +1081,62 @@ def test_a_model_keras_trained_goes_on_from_its_optimizer_state(tmp_path):
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "back worst" in done.stdout
+
+
+_FAILING_STREAMS = r'''
+import os, sys
+import numpy as np, keras, graphc
+
+
+class Failing:
+    """A text stream whose writes raise, as a closed one or a broken pipe
+    does (or a notebook's stream when Ctrl-C lands in its write)."""
+    def __init__(self, error):
+        self.error = error
+    def write(self, text):
+        raise self.error
+    def flush(self):
+        pass
+
+
+rng = np.random.default_rng(1)
+x = rng.normal(size=(12, 4)).astype(np.float32)
+y = rng.normal(size=(12, 2)).astype(np.float32)
+model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2)])
+model.compile(optimizer="sgd", loss="mse")
+trainer = graphc.compile(model, batch_size=4, devices="cpu:1")
+for error in (ValueError("I/O operation on closed file"),
+              KeyboardInterrupt()):
+    sys.stdout = Failing(error)
+    try:
+        trainer.fit(x, y, epochs=1, verbose=1)
+        raised = None
+    except BaseException as e:
+        raised = e
+    finally:
+        sys.stdout = sys.__stdout__
+    print("raised", type(raised).__name__, "step", trainer.step, flush=True)
+# No stream at all (pythonw): the lines go to the descriptor, nothing raised.
+sys.stdout = None
+trainer.fit(x, y, epochs=1, verbose=1)
+sys.stdout = sys.__stdout__
+print("no stream: step", trainer.step, flush=True)
+'''
+
+
+def test_a_python_stream_that_raises_does_not_abort_the_process(tmp_path):
+    # pybind11's redirect let the stream's exception out of a C++ flush that
+    # cannot throw: the process aborted (SIGABRT). Now the job runs to its
+    # end, its lines reach file descriptor 1, and fit raises what the
+    # write raised, as print() would.
+    script = tmp_path / "failing_streams.py"
+    script.write_text(_FAILING_STREAMS)
+    done = subprocess.run([sys.executable, str(script)], capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    out = done.stdout
+    assert "raised ValueError step 3" in out, out
+    assert "raised KeyboardInterrupt step 6" in out, out
+    assert "no stream: step 9" in out, out
+    # Each fit's own lines, written to the descriptor instead.
+    assert out.count("Loss for final step") == 3, out
