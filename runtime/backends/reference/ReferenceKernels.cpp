@@ -1490,13 +1490,28 @@ bool hasRowMask(const KernelConfig &cfg) {
   return cfg.getInt("has_row_mask", 0) != 0;
 }
 
-/// The rows a row mask keeps (not 0), one per row of the leading axis.
-std::vector<bool> keptRows(const TensorRef &mask) {
-  Vec m = load(mask);
-  std::vector<bool> kept(m.size());
-  for (size_t i = 0; i < kept.size(); ++i)
-    kept[i] = m[i] != 0.0;
-  return kept;
+/// The rows of a batch norm's [N, ..., C] input its statistics are over:
+/// those its row mask keeps (not 0), or all of them without a mask.
+struct KeptRows {
+  std::vector<bool> kept; // one per row of the leading axis
+  int64_t perRow = 1;     // the elements each row spans
+  int64_t n = 0;          // the kept positions of each channel
+  bool counts(size_t element) const { return kept[element / perRow]; }
+};
+
+KeptRows keptRows(const TensorRef &x, int64_t channels, const TensorRef *mask) {
+  KeptRows k;
+  int64_t rows = x.shape[0];
+  k.perRow = std::max<int64_t>(1, rows ? x.elements() / rows : 1);
+  k.kept.assign(rows, true);
+  if (mask) {
+    Vec m = load(*mask);
+    for (int64_t r = 0; r < rows; ++r)
+      k.kept[r] = m[r] != 0.0;
+  }
+  for (bool kept : k.kept)
+    k.n += kept ? k.perRow / channels : 0;
+  return k;
 }
 
 /// gamma and beta of a batch_norm(_train) launch: from their inputs, or 1
@@ -1571,16 +1586,10 @@ Status batchNormTrain(const KernelContext &, const KernelConfig &cfg,
   Vec x = load(ins[0]), movingMean = load(ins[1]), movingVar = load(ins[2]);
   Vec gamma, beta;
   batchNormScaleShift(cfg, ins, c, gamma, beta);
-  // Each row of the leading axis spans `perRow` elements; the statistics
-  // are over the kept rows' (all rows' without a mask), n positions.
-  int64_t rows = ins[0].shape[0];
-  int64_t perRow = rows ? static_cast<int64_t>(x.size()) / rows : 0;
-  std::vector<bool> kept =
-      masked ? keptRows(ins.back()) : std::vector<bool>(rows, true);
-  auto counts = [&](size_t i) { return kept[i / perRow]; };
-  int64_t n = 0;
-  for (bool k : kept)
-    n += k ? perRow / c : 0;
+  // The statistics are over the kept rows' n positions.
+  KeptRows rows = keptRows(ins[0], c, masked ? &ins.back() : nullptr);
+  auto counts = [&](size_t i) { return rows.counts(i); };
+  int64_t n = rows.n;
   // The moving statistics' weight: the mean of the mask (GraphOps.td).
   double w = 1.0;
   if (masked) {
@@ -1588,7 +1597,7 @@ Status batchNormTrain(const KernelContext &, const KernelConfig &cfg,
     w = 0.0;
     for (double m : mask)
       w += m;
-    w /= static_cast<double>(rows);
+    w /= static_cast<double>(mask.size());
   }
   Vec mean(c, 0.0), var(c, 0.0), invStd(c);
   for (size_t i = 0; i < x.size(); ++i)
@@ -1655,14 +1664,9 @@ Status batchNormGrad(const KernelContext &, const KernelConfig &cfg,
   Vec dy = load(ins[0]), x = load(ins[1]), mean = load(ins[2]),
       invStd = load(ins[3]);
   Vec gamma = hasGamma ? load(ins[4]) : Vec(c, 1.0);
-  int64_t rows = ins[1].shape[0];
-  int64_t perRow = rows ? static_cast<int64_t>(x.size()) / rows : 0;
-  std::vector<bool> kept =
-      masked ? keptRows(ins.back()) : std::vector<bool>(rows, true);
-  auto counts = [&](size_t i) { return kept[i / perRow]; };
-  int64_t n = 0;
-  for (bool k : kept)
-    n += k ? perRow / c : 0;
+  KeptRows rows = keptRows(ins[1], c, masked ? &ins.back() : nullptr);
+  auto counts = [&](size_t i) { return rows.counts(i); };
+  int64_t n = rows.n;
   Vec sumDy(c, 0.0), sumDyXhat(c, 0.0), dx(x.size(), 0.0);
   for (size_t i = 0; i < x.size(); ++i) {
     if (!counts(i))
