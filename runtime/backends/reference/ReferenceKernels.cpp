@@ -1496,6 +1496,7 @@ struct KeptRows {
   std::vector<bool> kept; // one per row of the leading axis
   int64_t perRow = 1;     // the elements each row spans
   int64_t n = 0;          // the kept positions of each channel
+  double weight = 1.0;    // the mask's mean: the moving update's weight
   bool counts(size_t element) const { return kept[element / perRow]; }
 };
 
@@ -1506,8 +1507,12 @@ KeptRows keptRows(const TensorRef &x, int64_t channels, const TensorRef *mask) {
   k.kept.assign(rows, true);
   if (mask) {
     Vec m = load(*mask);
-    for (int64_t r = 0; r < rows; ++r)
+    k.weight = 0.0;
+    for (int64_t r = 0; r < rows; ++r) {
       k.kept[r] = m[r] != 0.0;
+      k.weight += m[r];
+    }
+    k.weight /= static_cast<double>(std::max<int64_t>(1, rows));
   }
   for (bool kept : k.kept)
     k.n += kept ? k.perRow / channels : 0;
@@ -1586,28 +1591,20 @@ Status batchNormTrain(const KernelContext &, const KernelConfig &cfg,
   Vec x = load(ins[0]), movingMean = load(ins[1]), movingVar = load(ins[2]);
   Vec gamma, beta;
   batchNormScaleShift(cfg, ins, c, gamma, beta);
-  // The statistics are over the kept rows' n positions.
+  // The statistics are over the kept rows' n positions; the moving update
+  // weighs the mask's mean (GraphOps.td).
   KeptRows rows = keptRows(ins[0], c, masked ? &ins.back() : nullptr);
-  auto counts = [&](size_t i) { return rows.counts(i); };
   int64_t n = rows.n;
-  // The moving statistics' weight: the mean of the mask (GraphOps.td).
-  double w = 1.0;
-  if (masked) {
-    Vec mask = load(ins.back());
-    w = 0.0;
-    for (double m : mask)
-      w += m;
-    w /= static_cast<double>(mask.size());
-  }
+  double w = rows.weight;
   Vec mean(c, 0.0), var(c, 0.0), invStd(c);
   for (size_t i = 0; i < x.size(); ++i)
-    if (counts(i))
+    if (rows.counts(i))
       mean[i % c] += x[i];
   for (double &m : mean)
     m = n ? m / n : 0.0;
   for (size_t i = 0; i < x.size(); ++i) {
     double d = x[i] - mean[i % c];
-    if (counts(i))
+    if (rows.counts(i))
       var[i % c] += d * d;
   }
   for (int64_t ch = 0; ch < c; ++ch) {
@@ -1619,7 +1616,7 @@ Status batchNormTrain(const KernelContext &, const KernelConfig &cfg,
   Vec y(x.size());
   for (size_t i = 0; i < x.size(); ++i) {
     int64_t ch = i % c;
-    double xhat = counts(i) ? (x[i] - mean[ch]) * invStd[ch] : 0.0;
+    double xhat = rows.counts(i) ? (x[i] - mean[ch]) * invStd[ch] : 0.0;
     y[i] = xhat * gamma[ch] + beta[ch];
   }
   Vec newMean(c), newVar(c);
@@ -1665,11 +1662,10 @@ Status batchNormGrad(const KernelContext &, const KernelConfig &cfg,
       invStd = load(ins[3]);
   Vec gamma = hasGamma ? load(ins[4]) : Vec(c, 1.0);
   KeptRows rows = keptRows(ins[1], c, masked ? &ins.back() : nullptr);
-  auto counts = [&](size_t i) { return rows.counts(i); };
   int64_t n = rows.n;
   Vec sumDy(c, 0.0), sumDyXhat(c, 0.0), dx(x.size(), 0.0);
   for (size_t i = 0; i < x.size(); ++i) {
-    if (!counts(i))
+    if (!rows.counts(i))
       continue;
     int64_t ch = i % c;
     double xhat = (x[i] - mean[ch]) * invStd[ch];
@@ -1677,7 +1673,7 @@ Status batchNormGrad(const KernelContext &, const KernelConfig &cfg,
     sumDyXhat[ch] += dy[i] * xhat;
   }
   for (size_t i = 0; i < x.size(); ++i) {
-    if (!counts(i))
+    if (!rows.counts(i))
       continue;
     int64_t ch = i % c;
     double xhat = (x[i] - mean[ch]) * invStd[ch];
