@@ -236,6 +236,7 @@ Status checkOperands(const char *kernel, const std::vector<TensorRef> &ins,
     bool integer = t.dtype == plan::DType::i32 || t.dtype == plan::DType::i64;
     bool allowed = t.dtype == plan::DType::f32 ||
                    (rule.bf16 && t.dtype == plan::DType::bf16) ||
+                   (rule.f16 && t.dtype == plan::DType::f16) ||
                    (rule.numeric && (t.dtype == plan::DType::f64 || integer)) ||
                    (labels && integer);
     if (!allowed)
@@ -243,6 +244,7 @@ Status checkOperands(const char *kernel, const std::vector<TensorRef> &ins,
                            plan::EnumNameDType(t.dtype) +
                            (rule.numeric ? ", expected f32, f64, i32 or i64"
                             : labels     ? ", expected f32, i32 or i64"
+                            : rule.f16   ? ", expected f32, bf16 or f16"
                             : rule.bf16  ? ", expected f32 or bf16"
                                          : ", expected f32") +
                            rule.why);

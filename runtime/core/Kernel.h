@@ -148,6 +148,12 @@ struct OperandRule {
     r.bf16 = true;
     return r;
   }
+  /// f32, bf16 or f16: a kernel that computes on reduced operands itself.
+  static OperandRule anyFloat() {
+    OperandRule r;
+    r.bf16 = r.f16 = true;
+    return r;
+  }
   /// f32, and input `input` may also hold i32 or i64 labels.
   static OperandRule f32WithLabels(int input) {
     OperandRule r;
@@ -168,6 +174,7 @@ struct OperandRule {
 
   bool numeric = false;
   bool bf16 = false;
+  bool f16 = false;
   int labels = -1;
   const char *why = "";
 };

@@ -30,21 +30,25 @@
 // [C * m, kh, kw, 1] included).
 //
 // On the bf16 path (DnnlContext.h: takesBf16) conv2d, fused_conv2d and
-// their gradients run oneDNN's bf16 primitives on the plan's bf16 buffers;
-// fused_conv2d_pool, which a mixed-precision plan does not form, stays
-// float32.
+// their gradients run oneDNN's bf16 primitives on the plan's bf16 buffers.
+// fused_conv2d_pool takes bfloat16 and float16 itself, on every path: it
+// must round each chunk of the convolution before it pools it (GraphOps.td).
 //
 //===----------------------------------------------------------------------===//
 
 #include "runtime/backends/cpu/CpuKernels.h"
 #include "runtime/backends/cpu/DnnlContext.h"
 #include "runtime/backends/cpu/VectorKernels.h"
+#include "runtime/core/ReducedPrecision.h"
 
 #include <omp.h>
 
 #include <algorithm>
+#include <bit>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 
 namespace graph::runtime::cpu {
 
@@ -63,11 +67,13 @@ struct ConvShape {
   ConvChannels channels;
   int64_t filters = 0;
   memory::data_type type = kF32; // of every operand (dnnlOperandType)
+  /// The output's, where it differs (fused_conv2d_pool's float32 chunks).
+  std::optional<memory::data_type> dstType;
 
   bool grouped() const { return channels.groups > 1; }
   memory::desc src() const { return nhwcDesc(g.n, g.h.in, g.w.in, g.c, type); }
   memory::desc dst() const {
-    return nhwcDesc(g.n, g.h.out, g.w.out, filters, type);
+    return nhwcDesc(g.n, g.h.out, g.w.out, filters, dstType.value_or(type));
   }
   memory::dims weightDims() const {
     if (grouped())
@@ -288,6 +294,78 @@ Status makeFusedConv2d(const KernelContext &ctx, const KernelConfig &cfg,
   return makeForward("fused_conv2d", true, ctx, cfg, ins, outs, out);
 }
 
+/// The usual 2x2/2 pool with every window inside the image: four rows a
+/// window, straight-line. "same" padding of an odd size pads after the
+/// image (padBefore 0): its last windows reach past it, which the general
+/// loop clips.
+bool isFull2x2(const WindowGeometry &g) {
+  return g.h.window == 2 && g.w.window == 2 && g.h.stride == 2 &&
+         g.w.stride == 2 && g.h.padBefore == 0 && g.w.padBefore == 0 &&
+         2 * g.h.out <= g.h.in && 2 * g.w.out <= g.w.in;
+}
+
+/// `v` rounded to bfloat16 (nearest, ties to even; a NaN stays a quiet NaN:
+/// Bfloat16.h's floatToBf16), as a float: branch-free, so that the pool's
+/// loop stays vectorized.
+inline float roundedToBf16(float v) {
+  const uint32_t u = std::bit_cast<uint32_t>(v);
+  const uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
+  const uint32_t nan = (u | 0x00400000u) & 0xffff0000u;
+  return std::bit_cast<float>((u & 0x7fffffffu) > 0x7f800000u ? nan : rounded);
+}
+
+/// One image of a full 2x2/2 pool (isFull2x2) from the convolution's
+/// output `x` into `y` and `argmax`: each window's first maximum in
+/// row-major order. Float32 throughout, or for a bfloat16 plan (`Out`
+/// uint16_t) from oneDNN's bfloat16 output (`In` uint16_t) or from a
+/// float32 one, rounded to bfloat16 as it is loaded (GraphOps.td: the pool
+/// compares the rounded convolution). A bfloat16 maximum is stored as its
+/// upper half: exact.
+template <typename In, typename Out>
+void pool2x2Image(const WindowGeometry &g, const In *x, Out *y,
+                  int32_t *argmax) {
+  constexpr bool kBf16 = std::is_same_v<Out, uint16_t>;
+  const int64_t c = g.c, inW = g.w.in;
+  const auto load = [](In v) {
+    if constexpr (std::is_same_v<In, uint16_t>)
+      return std::bit_cast<float>(static_cast<uint32_t>(v) << 16);
+    else
+      return kBf16 ? roundedToBf16(v) : v;
+  };
+  for (int64_t oh = 0; oh < g.h.out; ++oh)
+    for (int64_t ow = 0; ow < g.w.out; ++ow) {
+      const In *__restrict x0 = x + (2 * oh * inW + 2 * ow) * c;
+      const In *__restrict x1 = x0 + c;
+      const In *__restrict x2 = x0 + inW * c;
+      const In *__restrict x3 = x2 + c;
+      Out *__restrict yw = y + (oh * g.w.out + ow) * c;
+      int32_t *__restrict a = argmax + (oh * g.w.out + ow) * c;
+#pragma omp simd
+      for (int64_t k = 0; k < c; ++k) {
+        float best = load(x0[k]);
+        int32_t at = 0;
+        const float v1 = load(x1[k]), v2 = load(x2[k]), v3 = load(x3[k]);
+        if (v1 > best) {
+          best = v1;
+          at = 1;
+        }
+        if (v2 > best) {
+          best = v2;
+          at = 2;
+        }
+        if (v3 > best) {
+          best = v3;
+          at = 3;
+        }
+        if constexpr (kBf16)
+          yw[k] = static_cast<Out>(std::bit_cast<uint32_t>(best) >> 16);
+        else
+          yw[k] = best;
+        a[k] = at;
+      }
+    }
+}
+
 /// fused_conv2d_pool: the convolution of a chunk of images into a buffer of
 /// the thread's (kChunkBytes: it stays in L2), pooled from there into the
 /// output and argmax, chunks shared out among the replica's threads, each
@@ -296,6 +374,16 @@ Status makeFusedConv2d(const KernelContext &ctx, const KernelConfig &cfg,
 /// and read back by the pool, and not read again by the pool's gradient
 /// (max_pool2d_argmax_grad reads the argmax). The chunk is the largest
 /// divisor of the batch whose output fits kChunkBytes, one image at least.
+///
+/// A bfloat16 or float16 plan's launch: the chunk is computed in float32
+/// and rounded to the plan's type before it is pooled, so the maximum and
+/// its argmax are the rounded values' (GraphOps.td), as the unfused
+/// fused_conv2d's stored output gives them to max_pool2d. The convolution
+/// runs on oneDNN's bf16 primitive where the plan's other convolutions do
+/// (takesBf16) and the input has channels enough for it to pay
+/// (kDirectJitChannels); else on the float32 one, the chunk's input and
+/// the weights widened (exactly) first. Either sums in float32 and rounds
+/// once, as the unfused fused_conv2d does on either path.
 class ConvPool {
 public:
   static constexpr int64_t kChunkBytes = 512 << 10;
@@ -313,14 +401,20 @@ private:
     memory src, dst, scratchpad;
     std::vector<dnnl_exec_arg_t> args;
   };
-  void poolChunk(const float *conv, int64_t firstImage);
+  void runChunk(Lane &lane, int64_t c, dnnl_status_t &status);
+  void poolChunk(const float *conv, float *pooled, int32_t *argmax);
 
   ConvShape shape_;     // the whole batch
   WindowGeometry pool_; // over the convolution's output, per image
   int64_t chunk_ = 1;   // images a chunk
-  const float *input_ = nullptr;
-  float *output_ = nullptr;
+  plan::DType type_ = plan::DType::f32; // the plan's, of every float operand
+  bool widens_ = false; // a reduced plan's launch on the float32 primitive
+  const void *input_ = nullptr;
+  void *output_ = nullptr;
   int32_t *argmax_ = nullptr;
+  // widens_: the plan's kernel and bias, widened into these every step.
+  const void *planKernel_ = nullptr, *planBias_ = nullptr;
+  std::vector<float> kernel32_, bias32_;
   DnnlLaunch reorder_{"fused_conv2d_pool"}; // of the weights, if needed
   memory weights_, bias_; // what the lanes' arguments point at
   dnnl::convolution_forward primitive_;
@@ -333,19 +427,38 @@ Status ConvPool::make(const KernelContext &ctx, const KernelConfig &cfg,
   if (outs.size() != 2 || outs[1].dtype != plan::DType::i32 || !outs[1].data)
     return Status::error(std::string(kName) +
                          ": writes the pooled output and an i32 argmax");
-  if (Status s = checkOperands(kName, ins, {outs[0]}, 2, 3, 1, kCpuOperands);
+  if (Status s = checkOperands(
+          kName, ins, {outs[0]}, 2, 3, 1,
+          OperandRule::anyFloat().because(
+              " (the cpu backend computes it in f32, rounding to bf16 or "
+              "f16 before the pool)"));
       !s)
     return s;
   auto self = std::make_shared<ConvPool>();
+  const plan::DType type = outs[0].dtype;
+  for (size_t i = 0; i < ins.size(); ++i)
+    if (ins[i].dtype != type)
+      return Status::error(std::string(kName) + ": input " + std::to_string(i) +
+                           " is " + plan::EnumNameDType(ins[i].dtype) +
+                           ", the output " + plan::EnumNameDType(type) +
+                           ": every float operand must have one type");
+  self->type_ = type;
   const std::vector<int64_t> &k = ins[1].shape;
   WindowGeometry cg;
   ConvChannels cc;
   if (Status s = resolveConv(kName, cfg, ins[0].shape, k, cg, cc); !s)
     return s;
   std::vector<int64_t> convOut = {cg.n, cg.h.out, cg.w.out, cc.filters};
-  if (Status s = convShape(kName, cfg, ins[0].shape, k, convOut, self->shape_);
+  // oneDNN's bf16 primitive, as the plan's other convolutions take it.
+  const bool onednnBf16 = type == plan::DType::bf16 && takesBf16(ins, outs) &&
+                          cc.groups == 1 && cg.c >= kDirectJitChannels;
+  self->widens_ = type != plan::DType::f32 && !onednnBf16;
+  if (Status s = convShape(kName, cfg, ins[0].shape, k, convOut, self->shape_,
+                           onednnBf16 ? memory::data_type::bf16 : kF32);
       !s)
     return s;
+  // The chunk: oneDNN's bf16 output, or float32 rounded as it is pooled.
+  self->shape_.dstType = onednnBf16 ? memory::data_type::bf16 : kF32;
   KernelConfig poolCfg = fusedPoolConfig(cfg);
   auto [ph, pw] = poolCfg.getPair("pool_size", 2);
   WindowGeometry &g = self->pool_;
@@ -375,8 +488,17 @@ Status ConvPool::make(const KernelContext &ctx, const KernelConfig &cfg,
     return s;
   attr.set_post_ops(ops);
   const int threads = threadsPerReplica(ctx.replicas);
+  const void *kernel = ins[1].data, *bias = hasBias ? ins[2].data : nullptr;
+  if (self->widens_) {
+    self->planKernel_ = kernel;
+    self->planBias_ = bias;
+    self->kernel32_.resize(static_cast<size_t>(ins[1].elements()));
+    self->bias32_.resize(static_cast<size_t>(hasBias ? cc.filters : 0));
+    kernel = self->kernel32_.data();
+    bias = self->bias32_.data();
+  }
   try {
-    memory::desc biasDesc({cc.filters}, kF32, Tag::x);
+    memory::desc biasDesc({cc.filters}, part.type, Tag::x);
     dnnl::convolution_forward::primitive_desc pd;
     {
       // Each chunk runs on one thread: oneDNN sizes the primitive (and
@@ -386,11 +508,12 @@ Status ConvPool::make(const KernelContext &ctx, const KernelConfig &cfg,
       self->primitive_ = dnnl::convolution_forward(pd);
     }
     self->weights_ = self->reorder_.input(
-        pd.weights_desc(), bind(self->shape_.weightsPlan(), ins[1].data));
+        pd.weights_desc(),
+        bind(self->shape_.weightsPlan(), const_cast<void *>(kernel)));
     if (hasBias)
-      self->bias_ = bind(biasDesc, ins[2].data);
+      self->bias_ = bind(biasDesc, const_cast<void *>(bias));
     for (int t = 0; t < threads; ++t) {
-      Lane lane{bind(part.src(), ins[0].data),
+      Lane lane{bind(part.src(), nullptr),
                 bind(part.dst(), nullptr),
                 memory(pd.scratchpad_desc(), dnnlEngine()),
                 {}};
@@ -406,100 +529,117 @@ Status ConvPool::make(const KernelContext &ctx, const KernelConfig &cfg,
     return Status::error(std::string(kName) +
                          ": oneDNN refused the convolution: " + e.what());
   }
-  self->input_ = ins[0].f32();
-  self->output_ = outs[0].f32();
+  self->input_ = ins[0].data;
+  self->output_ = outs[0].data;
   self->argmax_ = outs[1].i32();
   out = DnnlLoop{[self](const KernelContext &ctx) { return self->run(ctx); }};
   return Status::ok();
 }
 
 Status ConvPool::run(const KernelContext &ctx) {
+  if (widens_) {
+    convertFloats(planKernel_, type_, kernel32_.data(), plan::DType::f32,
+                  static_cast<int64_t>(kernel32_.size()));
+    convertFloats(planBias_, type_, bias32_.data(), plan::DType::f32,
+                  static_cast<int64_t>(bias32_.size()));
+  }
   // The reorder's buffers are bound at instantiation: it takes no operands.
   if (Status s = reorder_(ctx, {}, {}, {}); !s)
     return s;
   const int64_t chunks = pool_.n / chunk_;
-  const int64_t inImage = shape_.g.h.in * shape_.g.w.in * shape_.g.c;
-  const int64_t convImage = pool_.h.in * pool_.w.in * pool_.c;
   dnnl_status_t status = dnnl_success;
   const int threads = static_cast<int>(lanes_.size());
   // Chunks are independent and write disjoint outputs: handed out one at a
   // time, so a thread another process displaces takes fewer of them
   // instead of holding the others at the barrier.
 #pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
-  for (int64_t c = 0; c < chunks; ++c) {
-    Lane &lane = lanes_[omp_get_thread_num()];
-    float *conv = vec::threadScratch<float>(chunk_ * convImage);
-    dnnl::stream &stream = dnnlStream();
-    lane.src.set_data_handle(const_cast<float *>(input_) +
-                             c * chunk_ * inImage);
-    lane.dst.set_data_handle(conv);
-    dnnl_status_t s = dnnl_primitive_execute(primitive_.get(), stream.get(),
-                                             static_cast<int>(lane.args.size()),
-                                             lane.args.data());
-    if (s == dnnl_success)
-      s = dnnl_stream_wait(stream.get());
-    if (s != dnnl_success) {
-#pragma omp critical(conv_pool_status)
-      status = s;
-      continue;
-    }
-    poolChunk(conv, c * chunk_);
-  }
+  for (int64_t c = 0; c < chunks; ++c)
+    runChunk(lanes_[omp_get_thread_num()], c, status);
   if (status != dnnl_success)
     return Status::error(std::string("fused_conv2d_pool: oneDNN failed: ") +
                          dnnl::error(status, "could not execute").what());
   return Status::ok();
 }
 
-/// Max-pools `chunk_` images of the convolution's output from `conv`,
-/// writing images firstImage... of the output and argmax: each window's
-/// first maximum in row-major order. The window's rows of channels are
-/// compared in place in the output row (hot in L1), whole rows at a time.
-void ConvPool::poolChunk(const float *conv, int64_t firstImage) {
+/// Chunk c on the calling thread: its convolution into the thread's
+/// scratch, rounded in a reduced plan, then pooled into the output.
+void ConvPool::runChunk(Lane &lane, int64_t c, dnnl_status_t &status) {
+  const int64_t inChunk = chunk_ * shape_.g.h.in * shape_.g.w.in * shape_.g.c;
+  const int64_t inImage = pool_.h.in * pool_.w.in * pool_.c;
+  const int64_t outImage = pool_.h.out * pool_.w.out * pool_.c;
+  const int64_t convChunk = chunk_ * inImage, outChunk = chunk_ * outImage;
+  const bool reduced = type_ != plan::DType::f32;
+  const bool bf16Conv = reduced && !widens_; // oneDNN's bf16 output
+  const size_t typeBytes = reduced ? sizeof(uint16_t) : sizeof(float);
+  const void *src = static_cast<const char *>(input_) + c * inChunk * typeBytes;
+  if (widens_) {
+    float *wide = vec::threadScratch<float, 1>(inChunk);
+    convertFloats(src, type_, wide, plan::DType::f32, inChunk);
+    src = wide;
+  }
+  float *conv = vec::threadScratch<float>(convChunk);
+  uint16_t *narrow = vec::threadScratch<uint16_t>(bf16Conv ? convChunk : 0);
+  dnnl::stream &stream = dnnlStream();
+  lane.src.set_data_handle(const_cast<void *>(src));
+  lane.dst.set_data_handle(bf16Conv ? static_cast<void *>(narrow) : conv);
+  dnnl_status_t s = dnnl_primitive_execute(primitive_.get(), stream.get(),
+                                           static_cast<int>(lane.args.size()),
+                                           lane.args.data());
+  if (s == dnnl_success)
+    s = dnnl_stream_wait(stream.get());
+  if (s != dnnl_success) {
+#pragma omp critical(conv_pool_status)
+    status = s;
+    return;
+  }
+  int32_t *argmax = argmax_ + c * outChunk;
+  if (!reduced) {
+    poolChunk(conv, static_cast<float *>(output_) + c * outChunk, argmax);
+    return;
+  }
+  auto *out = static_cast<uint16_t *>(output_) + c * outChunk;
+  if (type_ == plan::DType::bf16 && isFull2x2(pool_)) {
+    // Rounded as the pool loads it: a pass over the chunk to round it first
+    // cost more than the pool (seed CNN conv 1, 0.8 against 0.3 ms a step).
+    for (int64_t n = 0; n < chunk_; ++n) {
+      if (bf16Conv)
+        pool2x2Image(pool_, narrow + n * inImage, out + n * outImage,
+                     argmax + n * outImage);
+      else
+        pool2x2Image(pool_, conv + n * inImage, out + n * outImage,
+                     argmax + n * outImage);
+    }
+    return;
+  }
+  // Any other pool, or float16: the chunk rounded to the plan's type (or
+  // widened from oneDNN's bf16), pooled in float32, and stored in the
+  // plan's type: exact.
+  if (!bf16Conv) {
+    narrow = vec::threadScratch<uint16_t>(convChunk);
+    convertFloats(conv, plan::DType::f32, narrow, type_, convChunk);
+  }
+  convertFloats(narrow, type_, conv, plan::DType::f32, convChunk);
+  float *pooled = vec::threadScratch<float, 2>(outChunk);
+  poolChunk(conv, pooled, argmax);
+  convertFloats(pooled, plan::DType::f32, out, type_, outChunk);
+}
+
+/// Max-pools `chunk_` images of the convolution's output from `conv` into
+/// `pooled` and `argmax` (the chunk's images, from its first): each
+/// window's first maximum in row-major order. The window's rows of
+/// channels are compared in place in the output row (hot in L1), whole
+/// rows at a time.
+void ConvPool::poolChunk(const float *conv, float *pooled, int32_t *argmax) {
   const WindowGeometry &g = pool_;
   const int64_t c = g.c, inW = g.w.in;
   const int64_t inImage = g.h.in * inW * c, outImage = g.h.out * g.w.out * c;
-  // The usual 2x2/2 pool with every window inside the image: four rows a
-  // window, straight-line. "same" padding of an odd size pads after the
-  // image (padBefore 0): its last windows reach past it, which the general
-  // loop below clips.
-  const bool full2x2 = g.h.window == 2 && g.w.window == 2 && g.h.stride == 2 &&
-                       g.w.stride == 2 && g.h.padBefore == 0 &&
-                       g.w.padBefore == 0 && 2 * g.h.out <= g.h.in &&
-                       2 * g.w.out <= g.w.in;
+  const bool full2x2 = isFull2x2(g);
   for (int64_t n = 0; n < chunk_; ++n) {
     const float *xn = conv + n * inImage;
-    float *yn = output_ + (firstImage + n) * outImage;
-    int32_t *an = argmax_ + (firstImage + n) * outImage;
+    float *yn = pooled + n * outImage;
+    int32_t *an = argmax + n * outImage;
     if (full2x2) {
-      for (int64_t oh = 0; oh < g.h.out; ++oh)
-        for (int64_t ow = 0; ow < g.w.out; ++ow) {
-          const float *__restrict x0 = xn + (2 * oh * inW + 2 * ow) * c;
-          const float *__restrict x1 = x0 + c;
-          const float *__restrict x2 = x0 + inW * c;
-          const float *__restrict x3 = x2 + c;
-          float *__restrict y = yn + (oh * g.w.out + ow) * c;
-          int32_t *__restrict a = an + (oh * g.w.out + ow) * c;
-#pragma omp simd
-          for (int64_t k = 0; k < c; ++k) {
-            float best = x0[k];
-            int32_t at = 0;
-            if (x1[k] > best) {
-              best = x1[k];
-              at = 1;
-            }
-            if (x2[k] > best) {
-              best = x2[k];
-              at = 2;
-            }
-            if (x3[k] > best) {
-              best = x3[k];
-              at = 3;
-            }
-            y[k] = best;
-            a[k] = at;
-          }
-        }
+      pool2x2Image<float, float>(g, xn, yn, an);
       continue;
     }
     for (int64_t oh = 0; oh < g.h.out; ++oh) {
@@ -661,7 +801,11 @@ Status makeConv2dGradKernel(const KernelContext &ctx, const KernelConfig &cfg,
 void registerDnnlConvKernels(KernelRegistry &registry) {
   registry.addFactory("conv2d", Backend::cpu, makeConv2d, takesBf16);
   registry.addFactory("fused_conv2d", Backend::cpu, makeFusedConv2d, takesBf16);
-  registry.addFactory("fused_conv2d_pool", Backend::cpu, ConvPool::make);
+  // Takes bfloat16 and float16 itself on every path (ConvPool).
+  registry.addFactory("fused_conv2d_pool", Backend::cpu, ConvPool::make,
+                      [](const Tensors &ins, const Tensors &outs) {
+                        return widenedCopyElements(ins, outs) > 0;
+                      });
   registry.addFactory("conv2d_grad_input", Backend::cpu, makeConv2dGradInput,
                       takesBf16);
   registry.addFactory("conv2d_grad_kernel", Backend::cpu, makeConv2dGradKernel,

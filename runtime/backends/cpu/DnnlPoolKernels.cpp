@@ -21,7 +21,8 @@
 //
 // bf16 launches (a mixed_bfloat16 plan) of max_pool2d and max_pool2d_grad
 // skip the widened copies (ReducedPrecision.h) every other kernel's bf16
-// launch takes, bit for bit the same: the maximum of bfloat16 values is
+// launch takes, bit for bit the same (and max_pool2d_argmax_grad's bf16
+// and f16 ones, an image at a time too): the maximum of bfloat16 values is
 // one of them, so oneDNN's bf16 pooling rounds nothing; the gradient widens
 // one image of x and dy at a time into a thread's scratch, runs the float32
 // loop there and rounds that image's dx to nearest even, as the widened
@@ -35,6 +36,7 @@
 #include "runtime/backends/cpu/DnnlContext.h"
 #include "runtime/backends/cpu/VectorKernels.h"
 #include "runtime/base/Bfloat16.h"
+#include "runtime/core/ReducedPrecision.h"
 
 #include <immintrin.h>
 
@@ -447,7 +449,7 @@ public:
     sums.channels_ = g.c;
     sums.rows_ = std::make_shared<std::vector<float>>(g.n * g.c);
     sums.out_ = outs[1].data;
-    sums.bf16_ = outs[1].dtype == plan::DType::bf16;
+    sums.type_ = outs[1].dtype;
     return Status::ok();
   }
   /// [N, C] rows for the gradient loop; null without an input_grad_sum.
@@ -459,20 +461,21 @@ public:
       double total = 0.0;
       for (int64_t n = 0; n < images_; ++n)
         total += (*rows_)[n * channels_ + k];
-      // A bf16 sum is rounded from the float, as a widened launch does.
-      if (bf16_)
-        static_cast<uint16_t *>(out_)[k] =
-            floatToBf16(static_cast<float>(total));
-      else
-        static_cast<float *>(out_)[k] = static_cast<float>(total);
+      // A bf16 or f16 sum is rounded from the float, as a widened launch
+      // does.
+      const float sum = static_cast<float>(total);
+      convertFloats(&sum, plan::DType::f32,
+                    static_cast<char *>(out_) +
+                        k * (type_ == plan::DType::f32 ? 4 : 2),
+                    type_, 1);
     }
   }
 
 private:
   int64_t images_ = 0, channels_ = 0;
   std::shared_ptr<std::vector<float>> rows_; // kept across steps
-  void *out_ = nullptr;                      // float, or bf16 with bf16_
-  bool bf16_ = false;
+  void *out_ = nullptr;                      // of type_
+  plan::DType type_ = plan::DType::f32;
 };
 
 /// ins: x, y, dy; outs: dx and optionally its per-channel sum. y is not
@@ -533,90 +536,122 @@ Status makeMaxPool2dGrad(const KernelContext &, const KernelConfig &cfg,
 /// a core on these machines, L3 32 MiB shared with everything else).
 constexpr int64_t kStreamingBytes = int64_t(4) << 20;
 
-/// dx of a max pool from the forward pass's argmax (WindowGeometry.h):
-/// each dy goes to the position its window's argmax names, with `relu`
-/// only where y > 0. An image's dx is written by one thread; tiling windows
-/// (stride == window) write each covered position once, dy or zero, and
-/// clear only what no window covers; overlapping ones clear and add.
-/// `imageSums` as for maxPoolGrad.
+/// Whether a dx of `g` is large enough to be written with non-temporal
+/// stores: a plain store first reads the line it fills (the seed CNN's
+/// conv 1: 22 MB read for nothing a step), and the convolution gradient
+/// that reads dx next finds little of it in cache either way. Measured on
+/// the seed CNN, median step 24.6-25.5 -> 24.0-24.5 ms. Rows of c floats
+/// start 16-byte aligned when the buffer does and c is a multiple of 8.
+bool streamsArgmaxGrad(const WindowGeometry &g, const void *dx) {
+  return isTiling(g) && g.c % 8 == 0 &&
+         reinterpret_cast<uintptr_t>(dx) % 16 == 0 &&
+         g.n * g.h.in * g.w.in * g.c * int64_t(sizeof(float)) >=
+             kStreamingBytes;
+}
+
+/// dx of one image of a max pool from the forward pass's argmax
+/// (WindowGeometry.h): each dy goes to the position its window's argmax
+/// names, with `relu` only where y > 0. Tiling windows (stride == window)
+/// write each covered position once, dy or zero, and clear only what no
+/// window covers; overlapping ones clear and add. `sums`, when given: the
+/// image's dx summed per channel. `streaming`: streamsArgmaxGrad.
+void maxPoolArgmaxGradImage(const WindowGeometry &g, const int32_t *an,
+                            const float *yn, const float *dyn, float *dxn,
+                            bool relu, float *sums, bool streaming) {
+  const int64_t c = g.c, inW = g.w.in;
+  const bool tiled = isTiling(g);
+  if (sums)
+    std::fill(sums, sums + c, 0.0f);
+  clearBeforeWindows(g, dxn);
+  for (int64_t oh = 0; oh < g.h.out; ++oh) {
+    const WindowSpan h = windowSpan(g.h, oh);
+    for (int64_t ow = 0; ow < g.w.out; ++ow) {
+      const WindowSpan w = windowSpan(g.w, ow);
+      const int64_t at = (oh * g.w.out + ow) * c;
+      const int32_t *a = an + at;
+      const float *yw = yn + at, *dyw = dyn + at;
+      if (streaming) {
+        for (int64_t ih = h.begin; ih < h.end; ++ih)
+          for (int64_t iw = w.begin; iw < w.end; ++iw) {
+            const __m256i pos =
+                _mm256_set1_epi32(windowPosition(g, h, w, ih, iw));
+            float *dxp = dxn + (ih * inW + iw) * c;
+            for (int64_t k = 0; k < c; k += 8) {
+              __m256 keep = _mm256_castsi256_ps(_mm256_cmpeq_epi32(
+                  _mm256_loadu_si256(reinterpret_cast<const __m256i *>(a + k)),
+                  pos));
+              if (relu)
+                keep = _mm256_and_ps(
+                    keep, _mm256_cmp_ps(_mm256_loadu_ps(yw + k),
+                                        _mm256_setzero_ps(), _CMP_GT_OQ));
+              // Two 16-byte streamed stores: rows need only 16-byte
+              // alignment (malloc's) for them.
+              __m256 v = _mm256_and_ps(keep, _mm256_loadu_ps(dyw + k));
+              _mm_stream_ps(dxp + k, _mm256_castps256_ps128(v));
+              _mm_stream_ps(dxp + k + 4, _mm256_extractf128_ps(v, 1));
+            }
+          }
+      } else if (tiled) {
+        for (int64_t ih = h.begin; ih < h.end; ++ih)
+          for (int64_t iw = w.begin; iw < w.end; ++iw) {
+            const int32_t pos = windowPosition(g, h, w, ih, iw);
+            float *dxp = dxn + (ih * inW + iw) * c;
+#pragma omp simd
+            for (int64_t k = 0; k < c; ++k)
+              dxp[k] = a[k] == pos && (!relu || yw[k] > 0.0f) ? dyw[k] : 0.0f;
+          }
+      } else {
+        for (int64_t k = 0; k < c; ++k)
+          if (!relu || yw[k] > 0.0f)
+            dxn[(argmaxRow(g, oh, a[k]) * inW + argmaxColumn(g, ow, a[k])) * c +
+                k] += dyw[k];
+      }
+      if (sums)
+#pragma omp simd
+        for (int64_t k = 0; k < c; ++k)
+          sums[k] += !relu || yw[k] > 0.0f ? dyw[k] : 0.0f;
+    }
+  }
+  if (streaming)
+    _mm_sfence(); // this thread's streamed stores, before the barrier
+}
+
+/// maxPoolArgmaxGradImage over the batch, float32; `imageSums` as for
+/// maxPoolGrad.
 void maxPoolArgmaxGrad(const WindowGeometry &g, const int32_t *argmax,
                        const float *y, const float *dy, float *dx, bool relu,
                        float *imageSums) {
-  const int64_t c = g.c, inW = g.w.in;
-  const int64_t inImage = g.h.in * inW * c;
-  const int64_t outImage = g.h.out * g.w.out * c;
-  const bool tiled = isTiling(g);
-  // A dx larger than the caches is written with non-temporal stores: a
-  // plain store first reads the line it fills (the seed CNN's conv 1: 22 MB
-  // read for nothing a step), and the convolution gradient that reads dx
-  // next finds little of it in cache either way. Measured on the seed CNN,
-  // median step 24.6-25.5 -> 24.0-24.5 ms. Rows of c floats start 16-byte
-  // aligned when the buffer does and c is a multiple of 8.
-  const bool streaming =
-      tiled && c % 8 == 0 && reinterpret_cast<uintptr_t>(dx) % 16 == 0 &&
-      g.n * inImage * int64_t(sizeof(float)) >= kStreamingBytes;
+  const int64_t inImage = g.h.in * g.w.in * g.c;
+  const int64_t outImage = g.h.out * g.w.out * g.c;
+  const bool streaming = streamsArgmaxGrad(g, dx);
+#pragma omp parallel for schedule(static)
+  for (int64_t n = 0; n < g.n; ++n)
+    maxPoolArgmaxGradImage(g, argmax + n * outImage, y + n * outImage,
+                           dy + n * outImage, dx + n * inImage, relu,
+                           imageSums ? imageSums + n * g.c : nullptr,
+                           streaming);
+}
+
+/// maxPoolArgmaxGrad on a bfloat16 or float16 plan's y, dy and dx (`type`):
+/// each image's y and dy widened into the thread's scratch, its dx
+/// computed there by the same loop and rounded into dx (exact where the
+/// windows tile: each position is one dy or zero). The values are a
+/// widened launch's, without its whole-tensor conversions.
+void maxPoolArgmaxGradReduced(const WindowGeometry &g, plan::DType type,
+                              const int32_t *argmax, const uint16_t *y,
+                              const uint16_t *dy, uint16_t *dx, bool relu,
+                              float *imageSums) {
+  const int64_t inImage = g.h.in * g.w.in * g.c;
+  const int64_t outImage = g.h.out * g.w.out * g.c;
 #pragma omp parallel for schedule(static)
   for (int64_t n = 0; n < g.n; ++n) {
-    const int32_t *an = argmax + n * outImage;
-    const float *yn = y + n * outImage, *dyn = dy + n * outImage;
-    float *dxn = dx + n * inImage;
-    float *sums = imageSums ? imageSums + n * c : nullptr;
-    if (sums)
-      std::fill(sums, sums + c, 0.0f);
-    clearBeforeWindows(g, dxn);
-    for (int64_t oh = 0; oh < g.h.out; ++oh) {
-      const WindowSpan h = windowSpan(g.h, oh);
-      for (int64_t ow = 0; ow < g.w.out; ++ow) {
-        const WindowSpan w = windowSpan(g.w, ow);
-        const int64_t at = (oh * g.w.out + ow) * c;
-        const int32_t *a = an + at;
-        const float *yw = yn + at, *dyw = dyn + at;
-        if (streaming) {
-          for (int64_t ih = h.begin; ih < h.end; ++ih)
-            for (int64_t iw = w.begin; iw < w.end; ++iw) {
-              const __m256i pos =
-                  _mm256_set1_epi32(windowPosition(g, h, w, ih, iw));
-              float *dxp = dxn + (ih * inW + iw) * c;
-              for (int64_t k = 0; k < c; k += 8) {
-                __m256 keep = _mm256_castsi256_ps(_mm256_cmpeq_epi32(
-                    _mm256_loadu_si256(
-                        reinterpret_cast<const __m256i *>(a + k)),
-                    pos));
-                if (relu)
-                  keep = _mm256_and_ps(
-                      keep, _mm256_cmp_ps(_mm256_loadu_ps(yw + k),
-                                          _mm256_setzero_ps(), _CMP_GT_OQ));
-                // Two 16-byte streamed stores: rows need only 16-byte
-                // alignment (malloc's) for them.
-                __m256 v = _mm256_and_ps(keep, _mm256_loadu_ps(dyw + k));
-                _mm_stream_ps(dxp + k, _mm256_castps256_ps128(v));
-                _mm_stream_ps(dxp + k + 4, _mm256_extractf128_ps(v, 1));
-              }
-            }
-        } else if (tiled) {
-          for (int64_t ih = h.begin; ih < h.end; ++ih)
-            for (int64_t iw = w.begin; iw < w.end; ++iw) {
-              const int32_t pos = windowPosition(g, h, w, ih, iw);
-              float *dxp = dxn + (ih * inW + iw) * c;
-#pragma omp simd
-              for (int64_t k = 0; k < c; ++k)
-                dxp[k] = a[k] == pos && (!relu || yw[k] > 0.0f) ? dyw[k] : 0.0f;
-            }
-        } else {
-          for (int64_t k = 0; k < c; ++k)
-            if (!relu || yw[k] > 0.0f)
-              dxn[(argmaxRow(g, oh, a[k]) * inW + argmaxColumn(g, ow, a[k])) *
-                      c +
-                  k] += dyw[k];
-        }
-        if (sums)
-#pragma omp simd
-          for (int64_t k = 0; k < c; ++k)
-            sums[k] += !relu || yw[k] > 0.0f ? dyw[k] : 0.0f;
-      }
-    }
-    if (streaming)
-      _mm_sfence(); // this thread's streamed stores, before the loop's barrier
+    float *dxn = vec::threadScratch<float>(inImage + 2 * outImage);
+    float *yn = dxn + inImage, *dyn = yn + outImage;
+    convertFloats(y + n * outImage, type, yn, plan::DType::f32, outImage);
+    convertFloats(dy + n * outImage, type, dyn, plan::DType::f32, outImage);
+    maxPoolArgmaxGradImage(g, argmax + n * outImage, yn, dyn, dxn, relu,
+                           imageSums ? imageSums + n * g.c : nullptr, false);
+    convertFloats(dxn, plan::DType::f32, dx + n * inImage, type, inImage);
   }
 }
 
@@ -630,10 +665,17 @@ Status makeMaxPool2dArgmaxGrad(const KernelContext &, const KernelConfig &cfg,
                            std::to_string(outs.size()) + " outputs");
   if (ins.size() != 3 || ins[0].dtype != plan::DType::i32 || !ins[0].data)
     return fail(kName, "takes an i32 argmax, the output and output_grad");
-  if (Status s = checkOperands(kName, {ins[1], ins[2]}, outs, 2, 2, outs.size(),
-                               kCpuOperands);
+  if (Status s = checkOperands(
+          kName, {ins[1], ins[2]}, outs, 2, 2, outs.size(),
+          OperandRule::anyFloat().because(
+              " (the cpu backend computes in f32, rounding to bf16 or f16)"));
       !s)
     return s;
+  const plan::DType type = ins[1].dtype;
+  for (const TensorRef *t : {&ins[2], &outs[0]})
+    if (t->dtype != type)
+      return fail(kName, "output, output_grad and input_grad must have one "
+                         "type");
   WindowGeometry g;
   if (Status s = poolShape(kName, cfg, outs[0].shape, ins[2].shape, g); !s)
     return s;
@@ -642,8 +684,8 @@ Status makeMaxPool2dArgmaxGrad(const KernelContext &, const KernelConfig &cfg,
                            shapeText(ins[1].shape) + " and output_grad " +
                            shapeText(ins[2].shape) + " differ");
   const int32_t *argmax = ins[0].i32();
-  const float *y = ins[1].f32(), *dy = ins[2].f32();
-  float *dx = outs[0].f32();
+  const void *y = ins[1].data, *dy = ins[2].data;
+  void *dx = outs[0].data;
   bool relu = cfg.getInt("relu_grad", 0) != 0;
   ChannelSums sums;
   if (Status s = ChannelSums::make(kName, g, outs, sums); !s)
@@ -651,7 +693,15 @@ Status makeMaxPool2dArgmaxGrad(const KernelContext &, const KernelConfig &cfg,
   out = [=](const KernelContext &ctx, const KernelConfig &, const Tensors &,
             const Tensors &) {
     useReplicaThreads(ctx);
-    maxPoolArgmaxGrad(g, argmax, y, dy, dx, relu, sums.imageRows());
+    if (type == plan::DType::f32)
+      maxPoolArgmaxGrad(g, argmax, static_cast<const float *>(y),
+                        static_cast<const float *>(dy),
+                        static_cast<float *>(dx), relu, sums.imageRows());
+    else
+      maxPoolArgmaxGradReduced(
+          g, type, argmax, static_cast<const uint16_t *>(y),
+          static_cast<const uint16_t *>(dy), static_cast<uint16_t *>(dx), relu,
+          sums.imageRows());
     sums.finish();
     return Status::ok();
   };
@@ -665,8 +715,12 @@ void registerDnnlPoolKernels(KernelRegistry &registry) {
                       poolingTakesBf16);
   registry.addFactory("max_pool2d_grad", Backend::cpu, makeMaxPool2dGrad,
                       allBf16);
+  // Takes bfloat16 and float16 itself, an image at a time.
   registry.addFactory("max_pool2d_argmax_grad", Backend::cpu,
-                      makeMaxPool2dArgmaxGrad);
+                      makeMaxPool2dArgmaxGrad,
+                      [](const Tensors &ins, const Tensors &outs) {
+                        return widenedCopyElements(ins, outs) > 0;
+                      });
   registry.addFactory("avg_pool2d", Backend::cpu, makeAvgPool2d);
   registry.addFactory("avg_pool2d_grad", Backend::cpu, makeAvgPool2dGrad);
   registry.addFactory("global_avg_pool2d", Backend::cpu, makeGlobalAvgPool2d);

@@ -12,6 +12,12 @@
 // own float32 buffer, and the slices are added up in order, so the result
 // does not depend on which thread finished first.
 //
+// A bfloat16 or float16 plan's launch widens each image's input, output
+// and output gradient into the thread's scratch and runs the same loops on
+// it; the sums stay float32 and are rounded once, into the plan's type. The
+// workspace (the dense gradient's size) is neither read nor written, which
+// the registry's widened copies would have converted twice a step.
+//
 // The common first layer -- one input channel, a 3x3 (or smaller) window
 // at stride 1, a 2x2 pool at stride 2, filters a multiple of 8 -- takes a
 // vector path: a window's 2x4 input rows under tap row kh sit in one
@@ -25,6 +31,7 @@
 
 #include "runtime/backends/cpu/CpuKernels.h"
 #include "runtime/backends/cpu/VectorKernels.h"
+#include "runtime/core/ReducedPrecision.h"
 #include "runtime/core/WindowGeometry.h"
 
 #include <immintrin.h>
@@ -218,10 +225,21 @@ Status makeFusedConv2dPoolGradKernel(const KernelContext &ctx,
   if (ins.size() != 4 || ins[1].dtype != plan::DType::i32 || !ins[1].data)
     return kernelError(kName, "takes the input, an i32 argmax, the output "
                               "and output_grad");
-  if (Status st = checkOperands(kName, {ins[0], ins[2], ins[3]}, outs, 3, 3,
-                                outs.size(), kCpuOperands);
+  if (Status st = checkOperands(
+          kName, {ins[0], ins[2], ins[3]}, outs, 3, 3, outs.size(),
+          OperandRule::anyFloat().because(
+              " (the cpu backend sums in f32, rounding to bf16 or f16)"));
       !st)
     return st;
+  const plan::DType type = ins[0].dtype;
+  for (const TensorRef *t : {&ins[2], &ins[3], &outs[0], &outs[1]})
+    if (t->dtype != type)
+      return kernelError(kName, "every float operand must have the input's "
+                                "type, " +
+                                    std::string(plan::EnumNameDType(type)));
+  if (outs.size() == 3 && outs[2].dtype != type)
+    return kernelError(kName, "the bias gradient must have the input's type");
+  const bool reduced = type != plan::DType::f32;
   auto s = std::make_shared<Shape>();
   if (Status st = resolveConv(kName, cfg, ins[0].shape, outs[0].shape, s->conv,
                               s->channels);
@@ -269,29 +287,62 @@ Status makeFusedConv2dPoolGradKernel(const KernelContext &ctx,
   const int64_t stride = s->kernelElements() + f;
   auto partial =
       std::make_shared<std::vector<float>>(static_cast<size_t>(parts * stride));
-  const float *x = ins[0].f32(), *y = ins[2].f32(), *dy = ins[3].f32();
+  // The result in the plan's kernel order, as float32 (`reduced`: rounded
+  // from here).
+  auto result = std::make_shared<std::vector<float>>(
+      static_cast<size_t>(reduced ? stride : 0));
+  const void *x = ins[0].data, *y = ins[2].data, *dy = ins[3].data;
   const int32_t *argmax = ins[1].i32();
-  float *kernelGrad = outs[0].f32();
-  float *biasGrad = outs.size() == 3 ? outs[2].f32() : nullptr;
+  void *kernelGrad = outs[0].data;
+  void *biasGrad = outs.size() == 3 ? outs[2].data : nullptr;
   out = [=](const KernelContext &ctx, const KernelConfig &, const Tensors &,
             const Tensors &) {
     useReplicaThreads(ctx);
     const Shape &sh = *s;
     float *sums = partial->data();
+    const int64_t inImage = sh.conv.h.in * sh.conv.w.in * sh.conv.c;
+    const int64_t pooledImage = sh.pool.h.out * sh.pool.w.out * f;
 #pragma omp parallel for num_threads(parts) schedule(static, 1)
     for (int part = 0; part < parts; ++part) {
       float *dk = sums + part * stride, *bias = dk + sh.kernelElements();
       std::fill(dk, dk + stride, 0.0f);
       float *scratch = threadScratch<float>(static_cast<size_t>(f));
+      // A reduced launch's image n, widened: x, y and dy.
+      float *wide = reduced ? threadScratch<float, 1>(static_cast<size_t>(
+                                  inImage + 2 * pooledImage))
+                            : nullptr;
       const int64_t first = sh.conv.n * part / parts,
                     last = sh.conv.n * (part + 1) / parts;
       for (int64_t n = first; n < last; ++n) {
+        // Image n's operands, and the image index they are read at.
+        const float *xn = static_cast<const float *>(x),
+                    *yn = static_cast<const float *>(y),
+                    *dyn = static_cast<const float *>(dy);
+        const int32_t *an = argmax;
+        int64_t at = n;
+        if (reduced) {
+          const auto half = [](const void *p, int64_t offset) {
+            return static_cast<const uint16_t *>(p) + offset;
+          };
+          float *wy = wide + inImage, *wdy = wy + pooledImage;
+          convertFloats(half(x, n * inImage), type, wide, plan::DType::f32,
+                        inImage);
+          convertFloats(half(y, n * pooledImage), type, wy, plan::DType::f32,
+                        pooledImage);
+          convertFloats(half(dy, n * pooledImage), type, wdy, plan::DType::f32,
+                        pooledImage);
+          xn = wide;
+          yn = wy;
+          dyn = wdy;
+          an = argmax + n * pooledImage;
+          at = 0;
+        }
         if (vector)
-          vector(sh, n, fast.data(), x, argmax, y, dy, dk, bias);
+          vector(sh, at, fast.data(), xn, an, yn, dyn, dk, bias);
         for (int64_t ph = 0; ph < sh.pool.h.out; ++ph)
           for (int64_t pw = 0; pw < sh.pool.w.out; ++pw)
             if (!fast[ph * sh.pool.w.out + pw])
-              accumulatePosition(sh, n, ph, pw, x, argmax, y, dy, dk, bias,
+              accumulatePosition(sh, at, ph, pw, xn, an, yn, dyn, dk, bias,
                                  scratch);
       }
     }
@@ -301,17 +352,25 @@ Status makeFusedConv2dPoolGradKernel(const KernelContext &ctx,
       for (int64_t i = 0; i < stride; ++i)
         sums[i] += add[i];
     }
+    float *kernelOut =
+        reduced ? result->data() : static_cast<float *>(kernelGrad);
     const ConvChannels &cc = sh.channels;
     const int64_t cg = cc.channelsPerGroup;
     for (int64_t kh = 0; kh < sh.conv.h.window; ++kh)
       for (int64_t kw = 0; kw < sh.conv.w.window; ++kw)
         for (int64_t c = 0; c < cg; ++c)
           for (int64_t o = 0; o < f; ++o)
-            kernelGrad[cc.offset(kh, kw, c, o)] =
+            kernelOut[cc.offset(kh, kw, c, o)] =
                 sums[((kh * sh.conv.w.window + kw) * cg + c) * f + o];
-    if (biasGrad)
-      std::memcpy(biasGrad, sums + sh.kernelElements(),
-                  static_cast<size_t>(f) * sizeof(float));
+    const float *biasSums = sums + sh.kernelElements();
+    if (reduced) {
+      convertFloats(kernelOut, plan::DType::f32, kernelGrad, type,
+                    sh.kernelElements());
+      if (biasGrad)
+        convertFloats(biasSums, plan::DType::f32, biasGrad, type, f);
+    } else if (biasGrad) {
+      std::memcpy(biasGrad, biasSums, static_cast<size_t>(f) * sizeof(float));
+    }
     return Status::ok();
   };
   return Status::ok();
@@ -320,7 +379,11 @@ Status makeFusedConv2dPoolGradKernel(const KernelContext &ctx,
 } // namespace
 
 void registerVectorConvPoolGradKernels(KernelRegistry &registry) {
-  registry.addFactory(kName, Backend::cpu, makeFusedConv2dPoolGradKernel);
+  // Takes bfloat16 and float16 itself, on every path.
+  registry.addFactory(kName, Backend::cpu, makeFusedConv2dPoolGradKernel,
+                      [](const Tensors &ins, const Tensors &outs) {
+                        return widenedCopyElements(ins, outs) > 0;
+                      });
 }
 
 } // namespace graph::runtime::cpu

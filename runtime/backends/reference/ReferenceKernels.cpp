@@ -414,9 +414,11 @@ Status maxPool2dGrad(const KernelContext &, const KernelConfig &cfg,
 
 /// ins: x, kernel [, bias]; outs: y, argmax. The fused convolution into a
 /// temporary, then max_pool2d's loop recording each window's first maximum
-/// (WindowGeometry.h's argmax).
-Status fusedConv2dPool(const KernelContext &, const KernelConfig &cfg,
-                       const Tensors &ins, const Tensors &outs) {
+/// (WindowGeometry.h's argmax). `rounding`, the plan's type of y: the
+/// convolution is rounded to it (through float, as a widened fused_conv2d
+/// stores it) before it is pooled.
+Status fusedConv2dPoolRounded(const KernelConfig &cfg, const Tensors &ins,
+                              const Tensors &outs, plan::DType rounding) {
   static constexpr const char *kName = "fused_conv2d_pool";
   CHECK_ARITY(2, 3, 2);
   const TensorRef &k = ins[1];
@@ -428,6 +430,14 @@ Status fusedConv2dPool(const KernelContext &, const KernelConfig &cfg,
   TensorRef conv{convOut.data(), {cg.n, cg.h.out, cg.w.out, cc.filters}};
   if (Status s = convForward(kName, cfg, ins, {conv}, true); !s)
     return s;
+  if (isReducedFloat(rounding)) {
+    std::vector<uint16_t> rounded(convOut.size());
+    const auto count = static_cast<int64_t>(convOut.size());
+    convertFloats(convOut.data(), plan::DType::f32, rounded.data(), rounding,
+                  count);
+    convertFloats(rounded.data(), rounding, convOut.data(), plan::DType::f32,
+                  count);
+  }
   KernelConfig poolCfg = fusedPoolConfig(cfg);
   WindowGeometry g;
   if (Status s = poolGeometry(kName, poolCfg, conv.shape, outs[0].shape, g); !s)
@@ -456,6 +466,35 @@ Status fusedConv2dPool(const KernelContext &, const KernelConfig &cfg,
         }
   store(outs[0], y);
   return Status::ok();
+}
+
+Status fusedConv2dPool(const KernelContext &, const KernelConfig &cfg,
+                       const Tensors &ins, const Tensors &outs) {
+  return fusedConv2dPoolRounded(cfg, ins, outs, plan::DType::f32);
+}
+
+/// fused_conv2d_pool's factory. Given bfloat16 or float16 operands it runs
+/// on widened copies as every other kernel, but rounds the convolution to
+/// the output's type before pooling (GraphOps.td), which a float32 kernel
+/// on widened copies would not know to do.
+Status makeFusedConv2dPool(const KernelContext &ctx, const KernelConfig &cfg,
+                           const Tensors &ins, const Tensors &outs,
+                           KernelFn &out) {
+  if (widenedCopyElements(ins, outs) == 0) {
+    out = fusedConv2dPool;
+    return Status::ok();
+  }
+  const plan::DType rounding = outs.empty() ? plan::DType::f32 : outs[0].dtype;
+  KernelFactory rounded = [rounding](const KernelContext &,
+                                     const KernelConfig &, const Tensors &,
+                                     const Tensors &, KernelFn &fn) {
+    fn = [rounding](const KernelContext &, const KernelConfig &cfg,
+                    const Tensors &ins, const Tensors &outs) {
+      return fusedConv2dPoolRounded(cfg, ins, outs, rounding);
+    };
+    return Status::ok();
+  };
+  return instantiateWidened(rounded, ctx, cfg, ins, outs, out);
 }
 
 /// ins: argmax, y, dy; outs: dx [, dx summed per channel]. Each dy goes to
@@ -3132,10 +3171,17 @@ void registerReferenceKernels() {
   std::call_once(once, [] {
     for (const Entry &e : kKernels)
       KernelRegistry::global().add(e.name, Backend::reference, e.fn);
-    // The one kernel that reads and writes bfloat16 and float16 itself;
-    // the others compute in float32 on widened copies (ReducedPrecision.h).
-    KernelRegistry::global().addReducedPrecision("cast", Backend::reference,
-                                                 castKernel);
+    // The others compute in float32 on widened copies (ReducedPrecision.h):
+    // cast reads and writes bfloat16 and float16 itself, and
+    // fused_conv2d_pool widens its own operands, to round the convolution
+    // before it pools it.
+    KernelRegistry &registry = KernelRegistry::global();
+    registry.addReducedPrecision("cast", Backend::reference, castKernel);
+    registry.addFactory("fused_conv2d_pool", Backend::reference,
+                        makeFusedConv2dPool,
+                        [](const Tensors &ins, const Tensors &outs) {
+                          return widenedCopyElements(ins, outs) > 0;
+                        });
   });
 }
 

@@ -15,6 +15,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "KernelTestUtil.h"
+#include "ReducedConvPoolCheck.h"
 
 #include "runtime/backends/cpu/CpuKernels.h"
 
@@ -241,6 +242,17 @@ TEST(CpuDnnlBf16, MaxPoolingEqualsTheReferenceBitForBit) {
       EXPECT_EQ(sumCpu.values(), sum.values());
     }
   }
+}
+
+/// fused_conv2d_pool and its gradients on oneDNN's bf16 path compute what
+/// the unfused ops do there (ReducedConvPoolCheck.h): 32 input channels
+/// take oneDNN's bf16 convolution into each chunk, one channel the float32
+/// one on widened copies.
+TEST(CpuDnnlBf16, ConvPoolAsUnfused) {
+  cpu::registerCpuKernels();
+  SKIP_WITHOUT_AVX512();
+  for (int64_t channels : {1, 32})
+    expectFusedConvPoolAsUnfused(Backend::cpu, kBf16, channels);
 }
 
 } // namespace

@@ -16,8 +16,8 @@
 
 namespace graph::runtime::testing {
 
-/// An owned tensor of f32, f64, i32 or bf16 elements (a bf16 element set
-/// from a double is rounded to nearest even).
+/// An owned tensor of f32, f64, i32, bf16 or f16 elements (a bf16 or f16
+/// element set from a double is rounded to nearest even).
 struct Tensor {
   std::vector<int64_t> shape;
   plan::DType dtype = plan::DType::f64;
@@ -40,6 +40,7 @@ struct Tensor {
       t.i.assign(n, 0);
       break;
     case plan::DType::bf16:
+    case plan::DType::f16:
       t.h.assign(n, 0);
       break;
     default:
@@ -81,6 +82,8 @@ struct Tensor {
       i[k] = static_cast<int32_t>(v);
     else if (dtype == plan::DType::bf16)
       h[k] = floatToBf16(static_cast<float>(v));
+    else if (dtype == plan::DType::f16)
+      h[k] = floatToF16(static_cast<float>(v));
     else
       d[k] = v;
   }
@@ -91,6 +94,8 @@ struct Tensor {
       return i[k];
     if (dtype == plan::DType::bf16)
       return bf16ToFloat(h[k]);
+    if (dtype == plan::DType::f16)
+      return f16ToFloat(h[k]);
     return d[k];
   }
   std::vector<double> values() const {
@@ -107,7 +112,7 @@ struct Tensor {
       r.data = f.data();
     else if (dtype == plan::DType::i32)
       r.data = i.data();
-    else if (dtype == plan::DType::bf16)
+    else if (dtype == plan::DType::bf16 || dtype == plan::DType::f16)
       r.data = h.data();
     else
       r.data = d.data();

@@ -1,0 +1,184 @@
+//===- ReducedConvPoolCheck.h - fused conv + pool in bf16 and f16 -*- C++
+//-*-===//
+//
+// graph-fuse joins a convolution and its max pool (fused_conv2d_pool, with
+// max_pool2d_argmax_grad and fused_conv2d_pool_grad_kernel in the backward
+// pass) in bfloat16 and float16 plans too, on the promise that the fused
+// ops compute what the unfused ones do (GraphOps.td): the convolution
+// rounded to the plan's type before it is pooled, so that a window's
+// maximum and the position its gradient goes to are those among the
+// rounded values. This runs both chains on one backend and requires them
+// equal bit for bit.
+//
+// The operands are small integers, so every sum is exact in float32 in any
+// order and each backend's results do not depend on how it sums; the
+// convolution's outputs reach past 256 (bfloat16) or 2048 (float16), where
+// those types round integers, so windows whose largest value is unique only
+// before rounding occur (counted, so the check cannot pass vacuously): a
+// kernel that pooled the unrounded convolution picks another argmax there.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TEST_RUNTIME_CPU_REDUCEDCONVPOOLCHECK_H
+#define TEST_RUNTIME_CPU_REDUCEDCONVPOOLCHECK_H
+
+#include "KernelTestUtil.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace graph::runtime::testing {
+
+inline std::vector<double> smallIntegers(int64_t n, int lo, int hi,
+                                         unsigned seed) {
+  std::mt19937 gen(seed);
+  std::uniform_int_distribution<int> dist(lo, hi);
+  std::vector<double> v(n);
+  for (double &x : v)
+    x = dist(gen);
+  return v;
+}
+
+/// The unfused and the fused chain of a conv (3x3, relu) and a 2x2/2 max
+/// pool on `backend` in `type`, over `channels` input channels: pooled
+/// output, input gradient and bias gradient of the pool, kernel gradient,
+/// all equal bit for bit.
+inline void expectFusedConvPoolAsUnfused(Backend backend, plan::DType type,
+                                         int64_t channels) {
+  SCOPED_TRACE(std::string(backendName(backend)) + ", " +
+               plan::EnumNameDType(type) + ", " + std::to_string(channels) +
+               " channels");
+  const int64_t n = 4, side = 10, filters = 16, conv = side - 2,
+                pooledSide = conv / 2;
+  const std::vector<int64_t> xShape = {n, side, side, channels},
+                             kShape = {3, 3, channels, filters},
+                             convShape = {n, conv, conv, filters},
+                             pooled = {n, pooledSide, pooledSide, filters};
+  // Sums in the thousands, past the types' exact integers (float16's are
+  // exact to 2048, so larger), below float16's largest finite 65504.
+  // One float16 channel: a centre tap of 1000 over small others, so that
+  // neighbours under the same centre value differ by a few units at some
+  // thousands, where float16's step is 4.
+  const bool f16 = type == plan::DType::f16;
+  const int hiX = f16 ? 15 : 7;
+  const int hiK = channels == 1 ? (f16 ? 2 : 160) : (f16 ? 12 : 4);
+  Tensor x = Tensor::make(xShape, type,
+                          smallIntegers(n * side * side * channels, 0, hiX, 1));
+  std::vector<double> taps =
+      smallIntegers(9 * channels * filters, -hiK / 4, hiK, 2);
+  if (f16 && channels == 1)
+    for (int64_t f = 0; f < filters; ++f)
+      taps[4 * filters + f] = 1000; // HWIO [1, 1, 0, f]
+  Tensor k = Tensor::make(kShape, type, taps);
+  Tensor b = Tensor::make({filters}, type, smallIntegers(filters, -4, 16, 3));
+  Tensor dy = Tensor::make(
+      pooled, type,
+      smallIntegers(n * pooledSide * pooledSide * filters, -4, 4, 4));
+  KernelConfig convCfg;
+  convCfg.set("padding", std::string("valid"))
+      .set("strides", std::vector<int64_t>{1, 1})
+      .set("dilations", std::vector<int64_t>{1, 1});
+  KernelConfig fusedConvCfg = convCfg;
+  fusedConvCfg.set("activation", std::string("relu"));
+  KernelConfig poolCfg;
+  poolCfg.set("pool_size", std::vector<int64_t>{2, 2})
+      .set("strides", std::vector<int64_t>{2, 2})
+      .set("padding", std::string("valid"));
+  KernelConfig poolGradCfg = poolCfg;
+  poolGradCfg.set("relu_grad", int64_t{1});
+  KernelConfig fusedCfg = fusedConvCfg;
+  fusedCfg.set("pool_size", std::vector<int64_t>{2, 2})
+      .set("pool_strides", std::vector<int64_t>{2, 2})
+      .set("pool_padding", std::string("valid"));
+  KernelConfig fusedGradCfg = convCfg;
+  fusedGradCfg.set("pool_size", std::vector<int64_t>{2, 2})
+      .set("pool_strides", std::vector<int64_t>{2, 2})
+      .set("pool_padding", std::string("valid"))
+      .set("relu_grad", int64_t{1});
+
+  // Unfused: fused_conv2d, max_pool2d, max_pool2d_grad, conv2d_grad_kernel.
+  Tensor c = Tensor::make(convShape, type), y = Tensor::make(pooled, type);
+  Tensor dx = Tensor::make(convShape, type),
+         dsum = Tensor::make({filters}, type);
+  Tensor dk = Tensor::make(kShape, type);
+  RUN_OK("fused_conv2d", fusedConvCfg, {&x, &k, &b}, {&c}, {}, backend);
+  RUN_OK("max_pool2d", poolCfg, {&c}, {&y}, {}, backend);
+  RUN_OK("max_pool2d_grad", poolGradCfg, {&c, &y, &dy}, {&dx, &dsum}, {},
+         backend);
+  RUN_OK("conv2d_grad_kernel", convCfg, {&x, &dx}, {&dk}, {}, backend);
+
+  // Fused: fused_conv2d_pool, max_pool2d_argmax_grad (a layer below
+  // another) and fused_conv2d_pool_grad_kernel (the first layer).
+  Tensor y2 = Tensor::make(pooled, type);
+  Tensor argmax = Tensor::make(pooled, plan::DType::i32);
+  Tensor dx2 = Tensor::make(convShape, type),
+         dsum2 = Tensor::make({filters}, type);
+  Tensor dk2 = Tensor::make(kShape, type),
+         workspace = Tensor::make(convShape, type),
+         db2 = Tensor::make({filters}, type);
+  RUN_OK("fused_conv2d_pool", fusedCfg, {&x, &k, &b}, {&y2, &argmax}, {},
+         backend);
+  RUN_OK("max_pool2d_argmax_grad", poolGradCfg, {&argmax, &y2, &dy},
+         {&dx2, &dsum2}, {}, backend);
+  RUN_OK("fused_conv2d_pool_grad_kernel", fusedGradCfg, {&x, &argmax, &y2, &dy},
+         {&dk2, &workspace, &db2}, {}, backend);
+
+  // Windows whose maximum is unique before rounding and tied after.
+  const std::vector<double> cv = c.values();
+  const int64_t positions = n * pooledSide * pooledSide * filters;
+  std::vector<float> unrounded(cv.size());
+  {
+    Tensor x32 = x.as(plan::DType::f32), k32 = k.as(plan::DType::f32),
+           b32 = b.as(plan::DType::f32), c32 = Tensor::f32(convShape);
+    RUN_OK("fused_conv2d", fusedConvCfg, {&x32, &k32, &b32}, {&c32}, {},
+           Backend::reference);
+    for (size_t i = 0; i < cv.size(); ++i)
+      unrounded[i] = c32.f[i];
+  }
+  int64_t tiesByRounding = 0;
+  for (int64_t i = 0; i < positions; ++i) {
+    const int64_t f = i % filters, p = i / filters;
+    const int64_t pw = p % pooledSide, ph = p / pooledSide % pooledSide,
+                  img = p / (pooledSide * pooledSide);
+    double best = -INFINITY, bestRounded = -INFINITY;
+    int atBest = 0, atRounded = 0;
+    for (int w = 0; w < 4; ++w) {
+      const int64_t at =
+          ((img * conv + 2 * ph + w / 2) * conv + 2 * pw + w % 2) * filters + f;
+      if (unrounded[at] > best) {
+        best = unrounded[at];
+        atBest = w;
+      }
+      if (cv[at] > bestRounded) {
+        bestRounded = cv[at];
+        atRounded = w;
+      }
+    }
+    tiesByRounding += atBest != atRounded;
+  }
+  EXPECT_GT(tiesByRounding, 0)
+      << "no window whose argmax rounding moves: the check proves nothing";
+
+  auto expectEqual = [](const Tensor &want, const Tensor &got,
+                        const char *what) {
+    const std::vector<double> w = want.values(), g = got.values();
+    int64_t differ = 0;
+    for (size_t i = 0; i < w.size(); ++i)
+      differ += !(w[i] == g[i] || (std::isnan(w[i]) && std::isnan(g[i])));
+    EXPECT_EQ(differ, 0) << what << ": " << differ << " of " << w.size()
+                         << " elements differ";
+  };
+  expectEqual(y, y2, "pooled output");
+  expectEqual(dx, dx2, "pool input gradient");
+  expectEqual(dsum, dsum2, "pool input gradient summed");
+  expectEqual(dk, dk2, "kernel gradient");
+  expectEqual(dsum, db2, "bias gradient");
+}
+
+} // namespace graph::runtime::testing
+
+#endif // TEST_RUNTIME_CPU_REDUCEDCONVPOOLCHECK_H
