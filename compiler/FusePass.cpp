@@ -344,13 +344,13 @@ static void fuseBiasGradIntoPoolGrad(BiasAddGradOp biasGrad) {
 /// kernel can pool it a slice at a time while it is in cache and never
 /// store it. Only when the pool and its gradient are the output's only
 /// readers. The fused ops take the places of the pool and its gradient,
-/// where their operands are defined. Float32 only: in bfloat16 the pool
+/// where their operands are defined. In bfloat16 or float16 too: the pool
 /// picks its maximum among the rounded activations, where ties are common
-/// (and the gradient goes to the first), and a fused kernel would compare
-/// them unrounded and route the gradient elsewhere.
+/// (and the gradient goes to the first), so fused_conv2d_pool rounds the
+/// convolution's output to that type before it pools it (GraphOps.td).
 static void fuseConvIntoPool(MaxPool2DOp pool) {
   auto conv = pool.getInput().getDefiningOp<FusedConv2DOp>();
-  if (!conv || !pool.getInput().getType().getElementType().isF32())
+  if (!conv)
     return;
   Value x = conv.getOutput();
   MaxPool2DGradOp grad;
@@ -399,17 +399,25 @@ static void fuseConvIntoPool(MaxPool2DOp pool) {
 /// dense gradient's only reader (the first convolution: its input needs no
 /// gradient) -> fused_conv2d_pool_grad_kernel, which multiplies each
 /// window's gradient into the input patch under its argmax instead of
-/// writing the dense gradient and reading it back. At the kernel
-/// gradient's place: the argmax gradient's operands are defined before it.
+/// writing the dense gradient and reading it back.
 /// The convolution's geometry must be the fused_conv2d_pool's (the argmax
-/// says where in its output each window's maximum was); float32 only, as
-/// that op is.
+/// says where in its output each window's maximum was). In bfloat16 or
+/// float16 only where the pool's windows do not overlap: then each
+/// position of the dense gradient is one pooled gradient or zero, which
+/// its rounding keeps, and the fused op computes what the two ops do;
+/// where windows overlap, a position sums several and is rounded once
+/// more in the dense gradient.
 static void fuseArgmaxGradIntoKernelGrad(Conv2DGradKernelOp kernelGrad) {
   auto argmaxGrad =
       kernelGrad.getOutputGrad().getDefiningOp<MaxPool2DArgmaxGradOp>();
-  if (!argmaxGrad || soleUser(argmaxGrad.getInputGrad()) != kernelGrad ||
-      !argmaxGrad.getInputGrad().getType().getElementType().isF32())
+  if (!argmaxGrad || soleUser(argmaxGrad.getInputGrad()) != kernelGrad)
     return;
+  if (!argmaxGrad.getInputGrad().getType().getElementType().isF32()) {
+    ArrayRef<int64_t> window = argmaxGrad.getPoolSize(),
+                      stride = argmaxGrad.getStrides();
+    if (stride[0] < window[0] || stride[1] < window[1])
+      return;
+  }
   auto forward = argmaxGrad.getArgmax().getDefiningOp<FusedConv2DPoolOp>();
   if (!forward || forward.getInput() != kernelGrad.getInput() ||
       forward.getStrides() != kernelGrad.getStrides() ||
@@ -419,15 +427,11 @@ static void fuseArgmaxGradIntoKernelGrad(Conv2DGradKernelOp kernelGrad) {
       forward.getFilterLayout() != kernelGrad.getFilterLayout())
     return;
   Value sum = argmaxGrad.getInputGradSum();
-  // The bias gradient (the sum) moves to the kernel gradient's place: a
-  // reader before it (a shared conv's two bias gradients added, the other
-  // call's kernel gradient coming later) keeps the ops unfused.
-  if (sum && llvm::any_of(sum.getUsers(), [&](Operation *user) {
-        return user->getBlock() != kernelGrad->getBlock() ||
-               !kernelGrad->isBeforeInBlock(user);
-      }))
-    return;
-  OpBuilder builder(kernelGrad);
+  // At the argmax gradient's place, so the bias gradient (the sum) stays
+  // where its readers find it (a shared conv's two bias gradients added, a
+  // mixed-precision step's cast of it, both before the kernel gradient);
+  // the convolution's input is defined before it, read by the forward op.
+  OpBuilder builder(argmaxGrad);
   auto fused = FusedConv2DPoolGradKernelOp::create(
       builder, fusedLocation({argmaxGrad, kernelGrad}),
       kernelGrad.getKernelGrad().getType(), argmaxGrad.getInputGrad().getType(),

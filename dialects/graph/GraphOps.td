@@ -1602,6 +1602,11 @@ def Graph_FusedConv2DPoolOp : Graph_Op<"fused_conv2d_pool", [Pure]> {
     compute it a slice of the batch at a time and pool each slice while it
     is in cache: the layer's largest activation is then neither written
     nor read back, in the forward pass or the backward one.
+
+    In bfloat16 or float16 the convolution's output is rounded to that type
+    before it is pooled, as `fused_conv2d` would store it: the maximum and
+    its position are those among the rounded values, whose ties go to the
+    first as `max_pool2d_grad`'s do.
   }];
   let arguments = (ins Graph_FloatTensor:$input, Graph_FloatTensor:$kernel,
                        Optional<Graph_FloatTensor>:$bias,
@@ -1668,7 +1673,10 @@ def Graph_FusedConv2DPoolGradKernelOp
     `bias_grad`, also the sum of that gradient over every axis but the last
     (`input_grad_sum`). Set by graph-fuse where nothing but the kernel
     gradient reads the dense gradient: the first convolution of a model,
-    whose input needs none.
+    whose input needs none. In bfloat16 or float16 only for windows that do
+    not overlap, where the dense gradient holds each pooled gradient as it
+    is, so its rounding changes nothing; the sums are rounded once, at the
+    end.
 
     `workspace` has the dense gradient's shape: a backend without a direct
     kernel computes the two ops above through it. The cpu kernel never

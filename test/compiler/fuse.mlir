@@ -838,13 +838,16 @@ graph.model @conv_pool_grad_kernel_not_fused {
 // -----
 
 // A pool gradient's bias sum read before the kernel gradient (a shared
-// conv's bias gradients added first): fused_conv2d_pool_grad_kernel, which
-// would define the sum at the kernel gradient's place, is not made.
+// conv's bias gradients added first, or a mixed-precision step's cast):
+// fused_conv2d_pool_grad_kernel takes the argmax gradient's place, so the
+// sum is defined before its reader.
 
 // CHECK-LABEL: graph.model @conv_pool_grad_bias_read_early
-// CHECK:         graph.max_pool2d_argmax_grad
-// CHECK:         graph.conv2d_grad_kernel
-// CHECK-NOT:     fused_conv2d_pool_grad_kernel
+// CHECK:         %[[DK:.+]], %{{.+}}, %[[DB:.+]] = graph.fused_conv2d_pool_grad_kernel
+// CHECK-NEXT:    %[[SUM:.+]] = graph.add %[[DB]], %{{.+}}
+// CHECK-NOT:     graph.max_pool2d_argmax_grad
+// CHECK-NOT:     graph.conv2d_grad_kernel
+// CHECK:         graph.output %{{.+}}, %[[DK]], %[[SUM]]
 graph.model @conv_pool_grad_bias_read_early {
   %x = graph.input "x" : tensor<2x5x5x1xf32>
   %k = graph.input "k" : tensor<3x3x1x8xf32>
@@ -861,4 +864,62 @@ graph.model @conv_pool_grad_bias_read_early {
   %db = graph.add %6, %other : tensor<8xf32>
   %7 = graph.conv2d_grad_kernel %x, %5 strides = [1, 1] padding = valid dilations = [1, 1] : (tensor<2x5x5x1xf32>, tensor<2x3x3x8xf32>) -> tensor<3x3x1x8xf32>
   graph.output %3, %7, %db : tensor<2x1x1x8xf32>, tensor<3x3x1x8xf32>, tensor<8xf32>
+}
+
+// -----
+
+// The first layer in bfloat16 (a mixed_bfloat16 step): fused as in
+// float32. fused_conv2d_pool rounds the convolution to bfloat16 before it
+// pools it, and a 2x2 pool at stride 2 tiles its input, so the dense
+// gradient the fused kernel gradient skips would hold each pooled gradient
+// unchanged.
+
+// CHECK-LABEL: graph.model @conv_pool_grad_kernel_bf16
+// CHECK:         %[[Y:.+]], %[[A:.+]] = graph.fused_conv2d_pool %[[X:[^,]+]], {{.+}} : (tensor<2x5x5x1xbf16>, tensor<3x3x1x8xbf16>, tensor<8xbf16>) -> (tensor<2x1x1x8xbf16>, tensor<2x1x1x8xi32>)
+// CHECK-NOT:     graph.max_pool2d
+// CHECK-NOT:     graph.conv2d_grad_kernel
+// CHECK:         %[[DK:.+]], %{{.+}}, %[[DB:.+]] = graph.fused_conv2d_pool_grad_kernel %[[X]], %[[A]], %[[Y]], %{{[^ ]+}} {{.+}} -> (tensor<3x3x1x8xbf16>, tensor<2x3x3x8xbf16>, tensor<8xbf16>)
+// CHECK:         graph.output %[[Y]], %[[DK]], %[[DB]]
+graph.model @conv_pool_grad_kernel_bf16 {
+  %x = graph.input "x" : tensor<2x5x5x1xbf16>
+  %k = graph.input "k" : tensor<3x3x1x8xbf16>
+  %b = graph.input "b" : tensor<8xbf16>
+  %dy = graph.input "dy" : tensor<2x1x1x8xbf16>
+  %0 = graph.conv2d %x, %k strides = [1, 1] padding = valid dilations = [1, 1] : (tensor<2x5x5x1xbf16>, tensor<3x3x1x8xbf16>) -> tensor<2x3x3x8xbf16>
+  %1 = graph.bias_add %0, %b : tensor<2x3x3x8xbf16>, tensor<8xbf16>
+  %2 = graph.relu %1 : tensor<2x3x3x8xbf16>
+  %3 = graph.max_pool2d %2 pool_size = [2, 2] strides = [2, 2] padding = valid : tensor<2x3x3x8xbf16> -> tensor<2x1x1x8xbf16>
+  %4 = graph.max_pool2d_grad %2, %3, %dy pool_size = [2, 2] strides = [2, 2] padding = valid : (tensor<2x3x3x8xbf16>, tensor<2x1x1x8xbf16>, tensor<2x1x1x8xbf16>) -> tensor<2x3x3x8xbf16>
+  %5 = graph.relu_grad %4, %2 : tensor<2x3x3x8xbf16>
+  %6 = graph.bias_add_grad %5 : tensor<2x3x3x8xbf16> -> tensor<8xbf16>
+  %7 = graph.conv2d_grad_kernel %x, %5 strides = [1, 1] padding = valid dilations = [1, 1] : (tensor<2x5x5x1xbf16>, tensor<2x3x3x8xbf16>) -> tensor<3x3x1x8xbf16>
+  graph.output %3, %7, %6 : tensor<2x1x1x8xbf16>, tensor<3x3x1x8xbf16>, tensor<8xbf16>
+}
+
+// -----
+
+// Overlapping windows (2x2 at stride 1) in float16: a position of the dense
+// gradient sums several pooled gradients and is rounded to float16 there,
+// which a fused kernel gradient would not do, so the kernel gradient stays
+// conv2d_grad_kernel; the forward pass still fuses.
+
+// CHECK-LABEL: graph.model @conv_pool_grad_kernel_overlapping_f16
+// CHECK:         graph.fused_conv2d_pool
+// CHECK:         %[[DX:.+]], %{{.+}} = graph.max_pool2d_argmax_grad
+// CHECK:         graph.conv2d_grad_kernel %{{.+}}, %[[DX]]
+// CHECK-NOT:     fused_conv2d_pool_grad_kernel
+graph.model @conv_pool_grad_kernel_overlapping_f16 {
+  %x = graph.input "x" : tensor<2x5x5x1xf16>
+  %k = graph.input "k" : tensor<3x3x1x8xf16>
+  %b = graph.input "b" : tensor<8xf16>
+  %dy = graph.input "dy" : tensor<2x2x2x8xf16>
+  %0 = graph.conv2d %x, %k strides = [1, 1] padding = valid dilations = [1, 1] : (tensor<2x5x5x1xf16>, tensor<3x3x1x8xf16>) -> tensor<2x3x3x8xf16>
+  %1 = graph.bias_add %0, %b : tensor<2x3x3x8xf16>, tensor<8xf16>
+  %2 = graph.relu %1 : tensor<2x3x3x8xf16>
+  %3 = graph.max_pool2d %2 pool_size = [2, 2] strides = [1, 1] padding = valid : tensor<2x3x3x8xf16> -> tensor<2x2x2x8xf16>
+  %4 = graph.max_pool2d_grad %2, %3, %dy pool_size = [2, 2] strides = [1, 1] padding = valid : (tensor<2x3x3x8xf16>, tensor<2x2x2x8xf16>, tensor<2x2x2x8xf16>) -> tensor<2x3x3x8xf16>
+  %5 = graph.relu_grad %4, %2 : tensor<2x3x3x8xf16>
+  %6 = graph.bias_add_grad %5 : tensor<2x3x3x8xf16> -> tensor<8xf16>
+  %7 = graph.conv2d_grad_kernel %x, %5 strides = [1, 1] padding = valid dilations = [1, 1] : (tensor<2x5x5x1xf16>, tensor<2x3x3x8xf16>) -> tensor<3x3x1x8xf16>
+  graph.output %3, %7, %6 : tensor<2x2x2x8xf16>, tensor<3x3x1x8xf16>, tensor<8xf16>
 }
