@@ -55,6 +55,26 @@ static bool isLastAxis(int64_t axis, int64_t rank) {
   return axis == rank - 1 || axis == -1;
 }
 
+/// A mixed-precision plan's compute types.
+static bool isReducedFloat(Type type) {
+  return isa<BFloat16Type, Float16Type>(type);
+}
+
+/// Whether a max pool's gradient in `type` can be computed as the fused
+/// pool ops do: in float32 always; in bfloat16 or float16 only where the
+/// windows (`window` at `stride`) do not overlap. The fused ops sum a
+/// position's gradient from several windows before rounding it once, or
+/// sum it per channel from the unrounded values, where the unfused ops
+/// round the dense gradient first; with tiling windows each position is
+/// one pooled gradient or zero, which rounding keeps.
+static bool poolGradFusesIn(Type type, ArrayRef<int64_t> window,
+                            ArrayRef<int64_t> stride) {
+  if (type.isF32())
+    return true;
+  return isReducedFloat(type) && stride[0] >= window[0] &&
+         stride[1] >= window[1];
+}
+
 /// One location naming every op a fused op replaces, so a diagnostic on the
 /// fused op points at the layers it came from.
 static Location fusedLocation(ArrayRef<Operation *> ops) {
@@ -318,9 +338,13 @@ static void fuseReluGradIntoPoolGrad(ReluGradOp reluGrad) {
 /// gradient kernel writes every element of dx, so it sums them as it goes
 /// (input_grad_sum) and the bias_add_grad goes away. The fused op replaces
 /// the pool's gradient where it stands: the bias_add_grad came after it.
+/// In bfloat16 or float16 only for tiling windows (poolGradFusesIn): the
+/// kernel sums dx as it computes it, bias_add_grad as it is stored.
 static void fuseBiasGradIntoPoolGrad(BiasAddGradOp biasGrad) {
   auto poolGrad = biasGrad.getOutputGrad().getDefiningOp<MaxPool2DGradOp>();
-  if (!poolGrad || poolGrad.getInputGradSum())
+  if (!poolGrad || poolGrad.getInputGradSum() ||
+      !poolGradFusesIn(poolGrad.getInputGrad().getType().getElementType(),
+                       poolGrad.getPoolSize(), poolGrad.getStrides()))
     return;
   OpBuilder builder(poolGrad);
   auto fused = MaxPool2DGradOp::create(
@@ -348,9 +372,11 @@ static void fuseBiasGradIntoPoolGrad(BiasAddGradOp biasGrad) {
 /// picks its maximum among the rounded activations, where ties are common
 /// (and the gradient goes to the first), so fused_conv2d_pool rounds the
 /// convolution's output to that type before it pools it (GraphOps.td).
+/// Not float64, which the kernels would pool from a float32 convolution.
 static void fuseConvIntoPool(MaxPool2DOp pool) {
   auto conv = pool.getInput().getDefiningOp<FusedConv2DOp>();
-  if (!conv)
+  Type type = pool.getInput().getType().getElementType();
+  if (!conv || !(type.isF32() || isReducedFloat(type)))
     return;
   Value x = conv.getOutput();
   MaxPool2DGradOp grad;
@@ -401,23 +427,16 @@ static void fuseConvIntoPool(MaxPool2DOp pool) {
 /// window's gradient into the input patch under its argmax instead of
 /// writing the dense gradient and reading it back.
 /// The convolution's geometry must be the fused_conv2d_pool's (the argmax
-/// says where in its output each window's maximum was). In bfloat16 or
-/// float16 only where the pool's windows do not overlap: then each
-/// position of the dense gradient is one pooled gradient or zero, which
-/// its rounding keeps, and the fused op computes what the two ops do;
-/// where windows overlap, a position sums several and is rounded once
-/// more in the dense gradient.
+/// says where in its output each window's maximum was); in bfloat16 or
+/// float16 only where the pool's windows do not overlap (poolGradFusesIn).
 static void fuseArgmaxGradIntoKernelGrad(Conv2DGradKernelOp kernelGrad) {
   auto argmaxGrad =
       kernelGrad.getOutputGrad().getDefiningOp<MaxPool2DArgmaxGradOp>();
   if (!argmaxGrad || soleUser(argmaxGrad.getInputGrad()) != kernelGrad)
     return;
-  if (!argmaxGrad.getInputGrad().getType().getElementType().isF32()) {
-    ArrayRef<int64_t> window = argmaxGrad.getPoolSize(),
-                      stride = argmaxGrad.getStrides();
-    if (stride[0] < window[0] || stride[1] < window[1])
-      return;
-  }
+  if (!poolGradFusesIn(argmaxGrad.getInputGrad().getType().getElementType(),
+                       argmaxGrad.getPoolSize(), argmaxGrad.getStrides()))
+    return;
   auto forward = argmaxGrad.getArgmax().getDefiningOp<FusedConv2DPoolOp>();
   if (!forward || forward.getInput() != kernelGrad.getInput() ||
       forward.getStrides() != kernelGrad.getStrides() ||

@@ -901,12 +901,14 @@ graph.model @conv_pool_grad_kernel_bf16 {
 // Overlapping windows (2x2 at stride 1) in float16: a position of the dense
 // gradient sums several pooled gradients and is rounded to float16 there,
 // which a fused kernel gradient would not do, so the kernel gradient stays
-// conv2d_grad_kernel; the forward pass still fuses.
+// conv2d_grad_kernel (and the bias gradient bias_add_grad: the next case); the
+// forward pass still fuses.
 
 // CHECK-LABEL: graph.model @conv_pool_grad_kernel_overlapping_f16
 // CHECK:         graph.fused_conv2d_pool
-// CHECK:         %[[DX:.+]], %{{.+}} = graph.max_pool2d_argmax_grad
-// CHECK:         graph.conv2d_grad_kernel %{{.+}}, %[[DX]]
+// CHECK:         %[[DX:.+]] = graph.max_pool2d_argmax_grad
+// CHECK-DAG:     graph.bias_add_grad %[[DX]]
+// CHECK-DAG:     graph.conv2d_grad_kernel %{{.+}}, %[[DX]]
 // CHECK-NOT:     fused_conv2d_pool_grad_kernel
 graph.model @conv_pool_grad_kernel_overlapping_f16 {
   %x = graph.input "x" : tensor<2x5x5x1xf16>
@@ -922,4 +924,36 @@ graph.model @conv_pool_grad_kernel_overlapping_f16 {
   %6 = graph.bias_add_grad %5 : tensor<2x3x3x8xf16> -> tensor<8xf16>
   %7 = graph.conv2d_grad_kernel %x, %5 strides = [1, 1] padding = valid dilations = [1, 1] : (tensor<2x5x5x1xf16>, tensor<2x3x3x8xf16>) -> tensor<3x3x1x8xf16>
   graph.output %3, %7, %6 : tensor<2x2x2x8xf16>, tensor<3x3x1x8xf16>, tensor<8xf16>
+}
+
+// -----
+
+// A pool's bias gradient in bfloat16 over overlapping windows (2x2 at
+// stride 1): the pool's kernel would sum dx as it computes it, where
+// bias_add_grad sums it as stored, each position rounded after adding
+// several windows' gradients; the two stay apart. In float64 the conv and
+// its pool stay apart too: the fused kernels pool a float32 convolution.
+
+// CHECK-LABEL: graph.model @pool_grad_bias_grad_overlapping_bf16
+// CHECK:         %[[DX:.+]] = graph.max_pool2d_grad {{.+}} -> tensor<2x4x4x8xbf16>
+// CHECK:         graph.bias_add_grad %[[DX]]
+graph.model @pool_grad_bias_grad_overlapping_bf16 {
+  %x = graph.input "x" : tensor<2x4x4x8xbf16>
+  %y = graph.input "y" : tensor<2x3x3x8xbf16>
+  %dy = graph.input "dy" : tensor<2x3x3x8xbf16>
+  %0 = graph.max_pool2d_grad %x, %y, %dy pool_size = [2, 2] strides = [1, 1] padding = valid : (tensor<2x4x4x8xbf16>, tensor<2x3x3x8xbf16>, tensor<2x3x3x8xbf16>) -> tensor<2x4x4x8xbf16>
+  %1 = graph.bias_add_grad %0 : tensor<2x4x4x8xbf16> -> tensor<8xbf16>
+  graph.output %0, %1 : tensor<2x4x4x8xbf16>, tensor<8xbf16>
+}
+
+// CHECK-LABEL: graph.model @conv_pool_f64
+// CHECK:         graph.fused_conv2d
+// CHECK-NEXT:    graph.max_pool2d
+// CHECK-NOT:     fused_conv2d_pool
+graph.model @conv_pool_f64 {
+  %x = graph.input "x" : tensor<2x5x5x3xf64>
+  %k = graph.input "k" : tensor<3x3x3x8xf64>
+  %0 = graph.conv2d %x, %k strides = [1, 1] padding = valid dilations = [1, 1] : (tensor<2x5x5x3xf64>, tensor<3x3x3x8xf64>) -> tensor<2x3x3x8xf64>
+  %1 = graph.max_pool2d %0 pool_size = [2, 2] strides = [2, 2] padding = valid : tensor<2x3x3x8xf64> -> tensor<2x1x1x8xf64>
+  graph.output %1 : tensor<2x1x1x8xf64>
 }

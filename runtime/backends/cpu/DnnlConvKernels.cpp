@@ -449,9 +449,14 @@ Status ConvPool::make(const KernelContext &ctx, const KernelConfig &cfg,
   if (Status s = resolveConv(kName, cfg, ins[0].shape, k, cg, cc); !s)
     return s;
   std::vector<int64_t> convOut = {cg.n, cg.h.out, cg.w.out, cc.filters};
-  // oneDNN's bf16 primitive, as the plan's other convolutions take it.
-  const bool onednnBf16 = type == plan::DType::bf16 && takesBf16(ins, outs) &&
-                          cc.groups == 1 && cg.c >= kDirectJitChannels;
+  // oneDNN's bf16 primitive, as the plan's other convolutions take it (a
+  // wrong GRAPH_CPU_BF16 is their error too).
+  Bf16Path path;
+  if (Status s = bf16Path(path); type == plan::DType::bf16 && !s)
+    return s;
+  const bool onednnBf16 = type == plan::DType::bf16 &&
+                          path == Bf16Path::onednn && cc.groups == 1 &&
+                          cg.c >= kDirectJitChannels;
   self->widens_ = type != plan::DType::f32 && !onednnBf16;
   if (Status s = convShape(kName, cfg, ins[0].shape, k, convOut, self->shape_,
                            onednnBf16 ? memory::data_type::bf16 : kF32);

@@ -247,12 +247,12 @@ TEST(CpuDnnlBf16, MaxPoolingEqualsTheReferenceBitForBit) {
 /// fused_conv2d_pool and its gradients on oneDNN's bf16 path compute what
 /// the unfused ops do there (ReducedConvPoolCheck.h): 32 input channels
 /// take oneDNN's bf16 convolution into each chunk, one channel the float32
-/// one on widened copies.
+/// one on widened copies (convPoolCases()).
 TEST(CpuDnnlBf16, ConvPoolAsUnfused) {
   cpu::registerCpuKernels();
   SKIP_WITHOUT_AVX512();
-  for (int64_t channels : {1, 32})
-    expectFusedConvPoolAsUnfused(Backend::cpu, kBf16, channels);
+  for (const ConvPoolCase &c : convPoolCases())
+    expectFusedConvPoolAsUnfused(Backend::cpu, kBf16, c);
 }
 
 } // namespace

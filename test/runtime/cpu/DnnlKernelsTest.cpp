@@ -144,15 +144,13 @@ TEST(CpuDnnlKernels, OhwiKernelsOnBlockedWeights) {
 /// fused_conv2d_pool and its gradients in a bfloat16 or float16 plan
 /// compute what the unfused ops do (ReducedConvPoolCheck.h): on the
 /// reference, and on the cpu backend's path for this CPU (GRAPH_CPU_BF16's
-/// default; cpu-bf16-tests forces oneDNN's), with one input channel (the
-/// float32 convolution on widened copies) and 32 (oneDNN's bf16 primitive
-/// where the CPU computes bf16).
+/// default; cpu-bf16-tests forces oneDNN's), over convPoolCases().
 TEST(CpuDnnlKernels, ReducedConvPoolAsUnfused) {
   cpu::registerCpuKernels();
   for (Backend backend : {Backend::reference, Backend::cpu})
     for (auto type : {graph::plan::DType::bf16, graph::plan::DType::f16})
-      for (int64_t channels : {1, 32})
-        expectFusedConvPoolAsUnfused(backend, type, channels);
+      for (const ConvPoolCase &c : convPoolCases())
+        expectFusedConvPoolAsUnfused(backend, type, c);
 }
 
 } // namespace
