@@ -27,21 +27,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <random>
 #include <string>
 #include <vector>
 
 namespace graph::runtime::testing {
-
-inline std::vector<double> smallIntegers(int64_t n, int lo, int hi,
-                                         unsigned seed) {
-  std::mt19937 gen(seed);
-  std::uniform_int_distribution<int> dist(lo, hi);
-  std::vector<double> v(n);
-  for (double &x : v)
-    x = dist(gen);
-  return v;
-}
 
 /// A conv (3x3, relu) of `channels` input channels over `side` x `side`
 /// images and its max pool.

@@ -131,6 +131,19 @@ inline std::vector<double> uniform(int64_t n, double lo, double hi,
   return v;
 }
 
+/// `n` integers drawn uniformly from [lo, hi]: for small bounds, values
+/// bfloat16 and float16 hold exactly and whose sums of products float32
+/// holds exactly, in any order.
+inline std::vector<double> smallIntegers(int64_t n, int lo, int hi,
+                                         unsigned seed) {
+  std::mt19937 gen(seed);
+  std::uniform_int_distribution<int> dist(lo, hi);
+  std::vector<double> v(n);
+  for (double &x : v)
+    x = dist(gen);
+  return v;
+}
+
 /// Runs `kernel` of `backend` (the reference by default); fails the test
 /// when it is missing or returns an error.
 inline Status launch(const std::string &kernel, const KernelConfig &cfg,
