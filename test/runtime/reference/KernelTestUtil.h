@@ -121,14 +121,19 @@ struct Tensor {
   Tensor as(plan::DType to) const { return make(shape, to, values()); }
 };
 
-inline std::vector<double> uniform(int64_t n, double lo, double hi,
-                                   unsigned seed) {
+/// `n` draws of `dist` from a Mersenne twister seeded with `seed`.
+template <typename Distribution>
+std::vector<double> draws(int64_t n, Distribution dist, unsigned seed) {
   std::mt19937 gen(seed);
-  std::uniform_real_distribution<double> dist(lo, hi);
   std::vector<double> v(n);
   for (double &x : v)
     x = dist(gen);
   return v;
+}
+
+inline std::vector<double> uniform(int64_t n, double lo, double hi,
+                                   unsigned seed) {
+  return draws(n, std::uniform_real_distribution<double>(lo, hi), seed);
 }
 
 /// `n` integers drawn uniformly from [lo, hi]: for small bounds, values
@@ -136,12 +141,7 @@ inline std::vector<double> uniform(int64_t n, double lo, double hi,
 /// holds exactly, in any order.
 inline std::vector<double> smallIntegers(int64_t n, int lo, int hi,
                                          unsigned seed) {
-  std::mt19937 gen(seed);
-  std::uniform_int_distribution<int> dist(lo, hi);
-  std::vector<double> v(n);
-  for (double &x : v)
-    x = dist(gen);
-  return v;
+  return draws(n, std::uniform_int_distribution<int>(lo, hi), seed);
 }
 
 /// Runs `kernel` of `backend` (the reference by default); fails the test
