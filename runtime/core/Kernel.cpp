@@ -191,8 +191,7 @@ Status KernelRegistry::instantiate(const std::string &name, Backend backend,
   if (it == kernels.end())
     return Status::error(std::string("the ") + backendName(backend) +
                          " backend has no kernel '" + name + "'");
-  if (widenedCopyElements(ins, outs) > 0 &&
-      !takesReduced(name, backend, ins, outs)) {
+  if (hasReducedFloats(ins, outs) && !takesReduced(name, backend, ins, outs)) {
     // A mixed-precision plan: the host backends run their float32 kernel
     // with the reference rounding; device buffers are out of their reach.
     if (backend == Backend::cuda)

@@ -44,6 +44,13 @@ void convertFloats(const void *src, plan::DType from, void *dst, plan::DType to,
 int64_t widenedCopyElements(const std::vector<TensorRef> &ins,
                             const std::vector<TensorRef> &outs);
 
+/// Whether any operand of a launch is bf16 or f16: the TakesReduced of a
+/// kernel that computes on either itself (KernelRegistry::addFactory).
+inline bool hasReducedFloats(const std::vector<TensorRef> &ins,
+                             const std::vector<TensorRef> &outs) {
+  return widenedCopyElements(ins, outs) > 0;
+}
+
 /// `factory` (a float32 kernel) for a launch with bf16/f16 operands: the
 /// kernel gets float32 copies of them, its reduced inputs widened before
 /// each run and its reduced outputs rounded after it. The copies live in

@@ -808,9 +808,7 @@ void registerDnnlConvKernels(KernelRegistry &registry) {
   registry.addFactory("fused_conv2d", Backend::cpu, makeFusedConv2d, takesBf16);
   // Takes bfloat16 and float16 itself on every path (ConvPool).
   registry.addFactory("fused_conv2d_pool", Backend::cpu, ConvPool::make,
-                      [](const Tensors &ins, const Tensors &outs) {
-                        return widenedCopyElements(ins, outs) > 0;
-                      });
+                      hasReducedFloats);
   registry.addFactory("conv2d_grad_input", Backend::cpu, makeConv2dGradInput,
                       takesBf16);
   registry.addFactory("conv2d_grad_kernel", Backend::cpu, makeConv2dGradKernel,

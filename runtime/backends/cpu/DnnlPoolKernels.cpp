@@ -405,26 +405,39 @@ void maxPoolGrad(const WindowGeometry &g, const float *x, const float *dy,
                      relu, imageSums ? imageSums + n * g.c : nullptr);
 }
 
-/// maxPoolGrad on bfloat16 x, dy and dx: each image's x and dy widened into
-/// the thread's scratch (a few hundred KB: in L2), its dx computed there by
-/// the same float32 loop and rounded to nearest even into dx. The values are
-/// the widened launch's; the whole-tensor conversions are gone.
-void maxPoolGradBf16(const WindowGeometry &g, const uint16_t *x,
-                     const uint16_t *dy, uint16_t *dx, bool relu,
-                     float *imageSums) {
+/// A pool gradient of a bfloat16 or float16 launch (`type`), an image at a
+/// time: image n's first input `a` (`aImage` elements an image: x, or the
+/// pooled y) and dy widened into the thread's scratch (a few hundred KB: in
+/// L2), `image(n, an, dyn, dxn)` computing its dx there with the float32
+/// loop, rounded to nearest even into dx. The values are the widened
+/// launch's; the whole-tensor conversions are gone.
+template <typename ImageFn>
+void widenedPoolGrad(const WindowGeometry &g, plan::DType type,
+                     const uint16_t *a, int64_t aImage, const uint16_t *dy,
+                     uint16_t *dx, ImageFn image) {
   const int64_t inImage = g.h.in * g.w.in * g.c;
   const int64_t outImage = g.h.out * g.w.out * g.c;
 #pragma omp parallel for schedule(static)
   for (int64_t n = 0; n < g.n; ++n) {
-    // x, dx and dy of one image.
-    float *xn = vec::threadScratch<float>(2 * inImage + outImage);
-    float *dxn = xn + inImage, *dyn = dxn + inImage;
-    bf16sToFloats(x + n * inImage, xn, inImage);
-    bf16sToFloats(dy + n * outImage, dyn, outImage);
-    maxPoolGradImage(g, xn, dyn, dxn, relu,
-                     imageSums ? imageSums + n * g.c : nullptr);
-    floatsToBf16(dxn, dx + n * inImage, inImage);
+    float *an = vec::threadScratch<float>(aImage + outImage + inImage);
+    float *dyn = an + aImage, *dxn = dyn + outImage;
+    convertFloats(a + n * aImage, type, an, plan::DType::f32, aImage);
+    convertFloats(dy + n * outImage, type, dyn, plan::DType::f32, outImage);
+    image(n, an, dyn, dxn);
+    convertFloats(dxn, plan::DType::f32, dx + n * inImage, type, inImage);
   }
+}
+
+/// maxPoolGrad on bfloat16 x, dy and dx (widenedPoolGrad).
+void maxPoolGradBf16(const WindowGeometry &g, const uint16_t *x,
+                     const uint16_t *dy, uint16_t *dx, bool relu,
+                     float *imageSums) {
+  widenedPoolGrad(
+      g, plan::DType::bf16, x, g.h.in * g.w.in * g.c, dy, dx,
+      [&](int64_t n, const float *xn, const float *dyn, float *dxn) {
+        maxPoolGradImage(g, xn, dyn, dxn, relu,
+                         imageSums ? imageSums + n * g.c : nullptr);
+      });
 }
 
 /// A pool gradient's optional second output, input_grad_sum: the gradient
@@ -632,27 +645,21 @@ void maxPoolArgmaxGrad(const WindowGeometry &g, const int32_t *argmax,
                            streaming);
 }
 
-/// maxPoolArgmaxGrad on a bfloat16 or float16 plan's y, dy and dx (`type`):
-/// each image's y and dy widened into the thread's scratch, its dx
-/// computed there by the same loop and rounded into dx (exact where the
-/// windows tile: each position is one dy or zero). The values are a
-/// widened launch's, without its whole-tensor conversions.
+/// maxPoolArgmaxGrad on a bfloat16 or float16 plan's y, dy and dx (`type`,
+/// widenedPoolGrad): exact where the windows tile, each position of dx one
+/// dy or zero.
 void maxPoolArgmaxGradReduced(const WindowGeometry &g, plan::DType type,
                               const int32_t *argmax, const uint16_t *y,
                               const uint16_t *dy, uint16_t *dx, bool relu,
                               float *imageSums) {
-  const int64_t inImage = g.h.in * g.w.in * g.c;
   const int64_t outImage = g.h.out * g.w.out * g.c;
-#pragma omp parallel for schedule(static)
-  for (int64_t n = 0; n < g.n; ++n) {
-    float *dxn = vec::threadScratch<float>(inImage + 2 * outImage);
-    float *yn = dxn + inImage, *dyn = yn + outImage;
-    convertFloats(y + n * outImage, type, yn, plan::DType::f32, outImage);
-    convertFloats(dy + n * outImage, type, dyn, plan::DType::f32, outImage);
-    maxPoolArgmaxGradImage(g, argmax + n * outImage, yn, dyn, dxn, relu,
-                           imageSums ? imageSums + n * g.c : nullptr, false);
-    convertFloats(dxn, plan::DType::f32, dx + n * inImage, type, inImage);
-  }
+  widenedPoolGrad(
+      g, type, y, outImage, dy, dx,
+      [&](int64_t n, const float *yn, const float *dyn, float *dxn) {
+        maxPoolArgmaxGradImage(g, argmax + n * outImage, yn, dyn, dxn, relu,
+                               imageSums ? imageSums + n * g.c : nullptr,
+                               false);
+      });
 }
 
 /// ins: argmax (i32), y, dy; outs: dx and optionally its per-channel sum.
@@ -717,10 +724,7 @@ void registerDnnlPoolKernels(KernelRegistry &registry) {
                       allBf16);
   // Takes bfloat16 and float16 itself, an image at a time.
   registry.addFactory("max_pool2d_argmax_grad", Backend::cpu,
-                      makeMaxPool2dArgmaxGrad,
-                      [](const Tensors &ins, const Tensors &outs) {
-                        return widenedCopyElements(ins, outs) > 0;
-                      });
+                      makeMaxPool2dArgmaxGrad, hasReducedFloats);
   registry.addFactory("avg_pool2d", Backend::cpu, makeAvgPool2d);
   registry.addFactory("avg_pool2d_grad", Backend::cpu, makeAvgPool2dGrad);
   registry.addFactory("global_avg_pool2d", Backend::cpu, makeGlobalAvgPool2d);

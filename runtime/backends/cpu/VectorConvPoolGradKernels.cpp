@@ -290,7 +290,7 @@ Status makeFusedConv2dPoolGradKernel(const KernelContext &ctx,
   // The result in the plan's kernel order, as float32 (`reduced`: rounded
   // from here).
   auto result = std::make_shared<std::vector<float>>(
-      static_cast<size_t>(reduced ? stride : 0));
+      static_cast<size_t>(reduced ? s->kernelElements() : 0));
   const void *x = ins[0].data, *y = ins[2].data, *dy = ins[3].data;
   const int32_t *argmax = ins[1].i32();
   void *kernelGrad = outs[0].data;
@@ -381,9 +381,7 @@ Status makeFusedConv2dPoolGradKernel(const KernelContext &ctx,
 void registerVectorConvPoolGradKernels(KernelRegistry &registry) {
   // Takes bfloat16 and float16 itself, on every path.
   registry.addFactory(kName, Backend::cpu, makeFusedConv2dPoolGradKernel,
-                      [](const Tensors &ins, const Tensors &outs) {
-                        return widenedCopyElements(ins, outs) > 0;
-                      });
+                      hasReducedFloats);
 }
 
 } // namespace graph::runtime::cpu

@@ -480,7 +480,7 @@ Status fusedConv2dPool(const KernelContext &, const KernelConfig &cfg,
 Status makeFusedConv2dPool(const KernelContext &ctx, const KernelConfig &cfg,
                            const Tensors &ins, const Tensors &outs,
                            KernelFn &out) {
-  if (widenedCopyElements(ins, outs) == 0) {
+  if (!hasReducedFloats(ins, outs)) {
     out = fusedConv2dPool;
     return Status::ok();
   }
@@ -3178,10 +3178,7 @@ void registerReferenceKernels() {
     KernelRegistry &registry = KernelRegistry::global();
     registry.addReducedPrecision("cast", Backend::reference, castKernel);
     registry.addFactory("fused_conv2d_pool", Backend::reference,
-                        makeFusedConv2dPool,
-                        [](const Tensors &ins, const Tensors &outs) {
-                          return widenedCopyElements(ins, outs) > 0;
-                        });
+                        makeFusedConv2dPool, hasReducedFloats);
   });
 }
 
