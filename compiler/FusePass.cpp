@@ -10,8 +10,9 @@
 //      -> max_pool2d_grad with an input_grad_sum; then fused_conv2d ->
 //      max_pool2d (and its max_pool2d_grad) -> fused_conv2d_pool (and
 //      max_pool2d_argmax_grad) where nothing else reads the conv's output,
-//      and that gradient + the conv2d_grad_kernel that alone reads it ->
-//      fused_conv2d_pool_grad_kernel;
+//      and that gradient + the conv2d_grad_kernel that reads it ->
+//      fused_conv2d_pool_grad_kernel (writing the dense gradient for its
+//      other readers);
 //   4. chains of elementwise ops -> graph.elementwise;
 //   5. optimizer_updates with the same optimizer -> one multi-tensor update.
 // Each stage only matches the unfused ops and leaves nothing it could match
@@ -421,19 +422,33 @@ static void fuseConvIntoPool(MaxPool2DOp pool) {
   conv->erase();
 }
 
-/// conv2d_grad_kernel(x, max_pool2d_argmax_grad(...)) where that is the
+/// conv2d_grad_kernel(x, max_pool2d_argmax_grad(...)) ->
+/// fused_conv2d_pool_grad_kernel, which multiplies each window's gradient
+/// into the input patch under its argmax: a quarter of the products the
+/// dense gradient takes for a 2x2 pool. Where that kernel gradient is the
 /// dense gradient's only reader (the first convolution: its input needs no
-/// gradient) -> fused_conv2d_pool_grad_kernel, which multiplies each
-/// window's gradient into the input patch under its argmax instead of
-/// writing the dense gradient and reading it back.
+/// gradient) the dense gradient is not written at all; where others read
+/// it (the convolution's input gradient) the fused op writes it into its
+/// workspace for them (dense_grad), in the argmax gradient's place.
 /// The convolution's geometry must be the fused_conv2d_pool's (the argmax
 /// says where in its output each window's maximum was); in bfloat16 or
 /// float16 only where the pool's windows do not overlap (poolGradFusesIn).
 static void fuseArgmaxGradIntoKernelGrad(Conv2DGradKernelOp kernelGrad) {
   auto argmaxGrad =
       kernelGrad.getOutputGrad().getDefiningOp<MaxPool2DArgmaxGradOp>();
-  if (!argmaxGrad || soleUser(argmaxGrad.getInputGrad()) != kernelGrad)
+  if (!argmaxGrad)
     return;
+  // One kernel gradient: a second (a shared convolution's) would take the
+  // dense gradient from the first's workspace.
+  Value dense = argmaxGrad.getInputGrad();
+  bool othersRead = false;
+  for (Operation *user : dense.getUsers()) {
+    if (user == kernelGrad.getOperation())
+      continue;
+    if (isa<Conv2DGradKernelOp>(user))
+      return;
+    othersRead = true;
+  }
   if (!poolGradFusesIn(argmaxGrad.getInputGrad().getType().getElementType(),
                        argmaxGrad.getPoolSize(), argmaxGrad.getStrides()))
     return;
@@ -460,10 +475,15 @@ static void fuseArgmaxGradIntoKernelGrad(Conv2DGradKernelOp kernelGrad) {
       kernelGrad.getPaddingAttr(), kernelGrad.getDilationsAttr(),
       kernelGrad.getGroupsAttr(), kernelGrad.getFilterLayoutAttr(),
       argmaxGrad.getPoolSizeAttr(), argmaxGrad.getStridesAttr(),
-      argmaxGrad.getPaddingAttr(), argmaxGrad.getReluGradAttr());
+      argmaxGrad.getPaddingAttr(), argmaxGrad.getReluGradAttr(),
+      othersRead ? builder.getUnitAttr() : UnitAttr());
   kernelGrad.getKernelGrad().replaceAllUsesWith(fused.getKernelGrad());
   if (sum)
     sum.replaceAllUsesWith(fused.getBiasGrad());
+  if (othersRead)
+    dense.replaceUsesWithIf(fused.getWorkspace(), [&](OpOperand &use) {
+      return use.getOwner() != kernelGrad.getOperation();
+    });
   kernelGrad->erase();
   argmaxGrad->erase();
 }

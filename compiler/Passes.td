@@ -71,8 +71,9 @@ def Fuse : Pass<"graph-fuse", "::mlir::ModuleOp"> {
     `softmax_cross_entropy`; the relu and bias gradients below a max pool
     join the pool's gradient, and a fused_conv2d read only by a max pool
     (and its gradient) becomes `fused_conv2d_pool` (and
-    `max_pool2d_argmax_grad`, which with the conv2d_grad_kernel that alone
-    reads its result becomes `fused_conv2d_pool_grad_kernel`); chains of elementwise ops become one
+    `max_pool2d_argmax_grad`, which with the conv2d_grad_kernel that reads
+    its result becomes `fused_conv2d_pool_grad_kernel`, writing that result
+    for its other readers with `dense_grad`); chains of elementwise ops become one
     `graph.elementwise`; all `optimizer_update`s of a step become one
     multi-tensor update. Idempotent.
   }];

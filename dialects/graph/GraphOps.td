@@ -1671,16 +1671,20 @@ def Graph_FusedConv2DPoolGradKernelOp
     position instead of writing the dense gradient of the convolution's
     output and reading it back: a quarter of the work for a 2x2 pool. With
     `bias_grad`, also the sum of that gradient over every axis but the last
-    (`input_grad_sum`). Set by graph-fuse where nothing but the kernel
-    gradient reads the dense gradient: the first convolution of a model,
-    whose input needs none. In bfloat16 or float16 only for windows that do
+    (`input_grad_sum`). Set by graph-fuse where the kernel gradient reads
+    the dense gradient; where other ops read it too (the convolution's
+    input gradient), with `dense_grad`. In bfloat16 or float16 only for windows that do
     not overlap, where the dense gradient holds each pooled gradient as it
     is, so its rounding changes nothing; the sums are rounded once, at the
     end.
 
     `workspace` has the dense gradient's shape: a backend without a direct
-    kernel computes the two ops above through it. The cpu kernel never
-    reads or writes it.
+    kernel computes the two ops above through it. With `dense_grad` it holds
+    that dense gradient on every backend, for the other ops that read it
+    (graph-fuse sets it where the convolution's input gradient does: a
+    direct kernel writes it as it goes, and still does a quarter of the
+    dense gradient's work for the kernel gradient); without, its contents
+    are unspecified and nothing reads it (the cpu kernel leaves it alone).
   }];
   let arguments = (ins Graph_FloatTensor:$input, Graph_I32Tensor:$argmax,
                        Graph_FloatTensor:$output,
@@ -1691,7 +1695,8 @@ def Graph_FusedConv2DPoolGradKernelOp
                        DefaultValuedAttr<Graph_FilterLayoutAttr,
                            "::mlir::graph::FilterLayout::hwio">:$filter_layout,
                        Graph_Pair:$pool_size, Graph_Pair:$pool_strides,
-                       Graph_PaddingAttr:$pool_padding, UnitAttr:$relu_grad);
+                       Graph_PaddingAttr:$pool_padding, UnitAttr:$relu_grad,
+                       UnitAttr:$dense_grad);
   let results = (outs Graph_FloatTensor:$kernel_grad,
                       Graph_FloatTensor:$workspace,
                       Optional<Graph_FloatTensor>:$bias_grad);

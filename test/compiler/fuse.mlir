@@ -810,15 +810,18 @@ graph.model @conv_pool_grad_kernel {
 // -----
 
 // A layer below another: its input gradient reads the dense gradient too,
-// so that gradient is written anyway and the kernel gradient stays
-// conv2d_grad_kernel.
+// so the fused kernel gradient writes it into its workspace (dense_grad),
+// where it stood, and conv2d_grad_input reads it from there.
 
-// CHECK-LABEL: graph.model @conv_pool_grad_kernel_not_fused
-// CHECK:         %[[DX:.+]], %{{.+}} = graph.max_pool2d_argmax_grad
-// CHECK-DAG:     graph.conv2d_grad_kernel %{{.+}}, %[[DX]]
-// CHECK-DAG:     graph.conv2d_grad_input %[[DX]]
-// CHECK-NOT:     fused_conv2d_pool_grad_kernel
-graph.model @conv_pool_grad_kernel_not_fused {
+// CHECK-LABEL: graph.model @conv_pool_grad_kernel_and_input
+// CHECK:         %[[Y:.+]], %[[A:.+]] = graph.fused_conv2d_pool %[[X:[^,]+]],
+// CHECK-NOT:     graph.max_pool2d_argmax_grad
+// CHECK:         %[[DK:.+]], %[[DX:.+]], %[[DB:.+]] = graph.fused_conv2d_pool_grad_kernel %[[X]], %[[A]], %[[Y]], %{{[^ ]+}} {{.*}} {dense_grad, relu_grad}
+// CHECK-NOT:     graph.max_pool2d_argmax_grad
+// CHECK-NOT:     graph.conv2d_grad_kernel
+// CHECK:         %[[DI:.+]] = graph.conv2d_grad_input %[[DX]]
+// CHECK:         graph.output %[[Y]], %[[DK]], %[[DB]], %[[DI]]
+graph.model @conv_pool_grad_kernel_and_input {
   %x = graph.input "x" : tensor<2x5x5x1xf32>
   %k = graph.input "k" : tensor<3x3x1x8xf32>
   %b = graph.input "b" : tensor<8xf32>

@@ -23,13 +23,29 @@
 // vector path: a window's 2x4 input rows under tap row kh sit in one
 // register, and each filter's input value for tap (kh, kw) is the lane its
 // argmax names in it (one permute), so each tap is one permute and one FMA
-// for 8 filters, where the dense gradient costs four FMAs. Other shapes,
-// and the positions where the window or the patch reaches into padding,
-// take the general loop.
+// for 8 filters, where the dense gradient costs four FMAs.
+//
+// A small layer of more channels (a multiple of 8; its kernel gradient's
+// sums and an image in L2) under the same windows takes the channel path
+// at every position (the image copied with zeros around
+// it where the convolution pads): per image, each pooled gradient's routed
+// value and the offset of the input patch under its argmax are gathered
+// first, then
+// every filter's taps sum 8 channels at a time in registers, one FMA a tap
+// for each pooled gradient -- a quarter of the dense gradient's products.
+// Such a layer's input usually needs its gradient too: with `dense_grad`
+// the kernel also writes the dense gradient (max_pool2d_argmax_grad's
+// result) into the workspace, for conv2d_grad_input. A `dense_grad` launch
+// whose windows take neither vector path runs the two ops it replaces,
+// through the workspace, as the cuda backend does.
+//
+// Other shapes, and the positions where the window or the patch reaches
+// into padding, take the general loop.
 //
 //===----------------------------------------------------------------------===//
 
 #include "runtime/backends/cpu/CpuKernels.h"
+#include "runtime/backends/cpu/DnnlContext.h"
 #include "runtime/backends/cpu/VectorKernels.h"
 #include "runtime/core/ReducedPrecision.h"
 #include "runtime/core/WindowGeometry.h"
@@ -212,8 +228,205 @@ ImageVectorFn imageVectorFn(int64_t kh, int64_t kw) {
   return fns[kh - 1][kw - 1];
 }
 
+/// The most bytes the channel path's float32 kernel-gradient sums, and an
+/// image of its input, may take: each image sweeps all of the sums and
+/// reads its patches many times over, so both must stay in L2. Measured
+/// (AVX-512 Zen 4, 2 threads, bf16): the seed CNN's conv 2 (sums 72 KiB,
+/// image 21 KiB) 2.5-3.2 against 4.1-4.6 ms for the argmax gradient and
+/// oneDNN's weight gradient; VGG16's block5_conv3 (sums 9 MiB, image
+/// 392 KiB) took 409 against 68 ms.
+constexpr int64_t kChannelPathBytes = 256 << 10;
+
+/// Whether the channel path takes this layer: vectorShape's windows on
+/// input channels a multiple of 8 (a register of them), sums and image
+/// within kChannelPathBytes. It takes every pooled position: patches
+/// reaching into the convolution's padding read a zero-padded copy of the
+/// image (PaddedImage).
+bool channelShape(const Shape &s) {
+  const WindowGeometry &g = s.pool, &c = s.conv;
+  const int64_t imageBytes =
+      (c.h.in + 2 * c.h.window) * (c.w.in + 2 * c.w.window) * c.c * 4;
+  return s.channels.groups == 1 && c.c % 8 == 0 && c.h.stride == 1 &&
+         c.w.stride == 1 && c.h.dilation == 1 && c.w.dilation == 1 &&
+         c.h.window <= 3 && c.w.window <= 3 && g.h.window == 2 &&
+         g.w.window == 2 && g.h.stride == 2 && g.w.stride == 2 &&
+         s.kernelElements() * 4 <= kChannelPathBytes &&
+         imageBytes <= kChannelPathBytes;
+}
+
+/// The image the channel path reads its patches from: the input, or where
+/// the convolution pads (or the pool's last windows reach past its output,
+/// so that a patch could) a copy with zeros around it. Conv output position
+/// (oh, ow)'s patch starts at row oh, column ow of it.
+struct PaddedImage {
+  int64_t rows = 0, columns = 0, channels = 0;
+  int64_t top = 0, left = 0; // where the input's first element sits
+  bool copies = false;
+
+  static PaddedImage of(const Shape &s) {
+    const WindowGeometry &c = s.conv, &g = s.pool;
+    PaddedImage p;
+    p.channels = c.c;
+    p.top = c.h.padBefore;
+    p.left = c.w.padBefore;
+    // Pool windows cover conv rows up to 2 * h.out - padBefore; each
+    // patch reaches window - 1 rows further.
+    const int64_t coveredRows = std::max(c.h.out, 2 * g.h.out - g.h.padBefore);
+    const int64_t coveredColumns =
+        std::max(c.w.out, 2 * g.w.out - g.w.padBefore);
+    p.rows = std::max(c.h.in + p.top, coveredRows + c.h.window - 1);
+    p.columns = std::max(c.w.in + p.left, coveredColumns + c.w.window - 1);
+    p.copies = p.top > 0 || p.left > 0 || p.rows > c.h.in || p.columns > c.w.in;
+    return p;
+  }
+  int64_t elements() const { return rows * columns * channels; }
+  /// `image` (the input's [h, w, c]) placed in `out`, zeros around it.
+  void fill(const WindowGeometry &c, const float *image, float *out) const {
+    std::fill(out, out + elements(), 0.0f);
+    for (int64_t ih = 0; ih < c.h.in; ++ih)
+      std::memcpy(out + ((ih + top) * columns + left) * channels,
+                  image + ih * c.w.in * channels,
+                  static_cast<size_t>(c.w.in * channels) * sizeof(float));
+  }
+};
+
+/// One image's pooled gradients gathered for the channel path's filter
+/// loop: per pooled position (row-major) and filter, the routed gradient
+/// and the offset in the padded image of the patch under its argmax.
+/// Filters are innermost, as they are in the operands, so the gathering
+/// runs in vectors.
+void gatherRouted(const Shape &s, const PaddedImage &image, const int32_t *an,
+                  const float *yn, const float *dyn, float *routedOut,
+                  int32_t *offsets) {
+  const WindowGeometry &g = s.pool;
+  const int64_t f = s.filters();
+  const int32_t rowStep = static_cast<int32_t>(image.columns * image.channels);
+  const int32_t columnStep = static_cast<int32_t>(image.channels);
+  for (int64_t ph = 0; ph < g.h.out; ++ph)
+    for (int64_t pw = 0; pw < g.w.out; ++pw) {
+      // The patch under the window's first position; the argmax's row and
+      // column (a = 2 * row + column, in 0..3) step from there.
+      const int32_t base =
+          static_cast<int32_t>((ph * 2 - g.h.padBefore) * rowStep +
+                               (pw * 2 - g.w.padBefore) * columnStep);
+      const int64_t at = (ph * g.w.out + pw) * f;
+      float *__restrict r = routedOut + at;
+      int32_t *__restrict o = offsets + at;
+#pragma omp simd
+      for (int64_t k = 0; k < f; ++k) {
+        const int32_t a = an[at + k] & 3;
+        r[k] = s.relu && !(yn[at + k] > 0.0f) ? 0.0f : dyn[at + k];
+        o[k] = base + (a >> 1) * rowStep + (a & 1) * columnStep;
+      }
+    }
+}
+
+/// The channel path's sums for one image (`xn`, laid out as `image`): for
+/// each filter and register of 8 input channels, the kh x kw taps in
+/// registers over the image's gathered pooled gradients. `dkF` is
+/// [f, kh, kw, c] (OHWI).
+template <int kh, int kw>
+void accumulateChannels(const Shape &s, const PaddedImage &image,
+                        const float *xn, const float *routedIn,
+                        const int32_t *offsets, float *dkF) {
+  const int64_t f = s.filters(), channels = image.channels;
+  const int64_t rowStep = image.columns * channels;
+  const int64_t positions = s.pool.h.out * s.pool.w.out;
+  for (int64_t o = 0; o < f; ++o)
+    for (int64_t cb = 0; cb < channels; cb += 8) {
+      float *sums = dkF + o * kh * kw * channels + cb;
+      __m256 acc[kh * kw];
+      for (int t = 0; t < kh * kw; ++t)
+        acc[t] = _mm256_loadu_ps(sums + t * channels);
+      for (int64_t p = 0; p < positions; ++p) {
+        const float *patch = xn + offsets[p * f + o] + cb;
+        const __m256 grad = _mm256_set1_ps(routedIn[p * f + o]);
+        for (int i = 0; i < kh; ++i)
+          for (int j = 0; j < kw; ++j)
+            acc[i * kw + j] = _mm256_fmadd_ps(
+                grad, _mm256_loadu_ps(patch + i * rowStep + j * channels),
+                acc[i * kw + j]);
+      }
+      for (int t = 0; t < kh * kw; ++t)
+        _mm256_storeu_ps(sums + t * channels, acc[t]);
+    }
+}
+
+using ChannelsFn = void (*)(const Shape &, const PaddedImage &, const float *,
+                            const float *, const int32_t *, float *);
+
+/// accumulateChannels for channelShape's windows (1..3 x 1..3).
+ChannelsFn channelsFn(int64_t kh, int64_t kw) {
+  static constexpr ChannelsFn fns[3][3] = {
+      {accumulateChannels<1, 1>, accumulateChannels<1, 2>,
+       accumulateChannels<1, 3>},
+      {accumulateChannels<2, 1>, accumulateChannels<2, 2>,
+       accumulateChannels<2, 3>},
+      {accumulateChannels<3, 1>, accumulateChannels<3, 2>,
+       accumulateChannels<3, 3>}};
+  return fns[kh - 1][kw - 1];
+}
+
+/// Image n's dense gradient (max_pool2d_argmax_grad's result) in `dense`,
+/// float32: zero but where a window's argmax puts its routed gradient. The
+/// windows tile (channelShape), so each position gets at most one, added
+/// to 0 as the unfused kernel sums it.
+void denseImage(const Shape &s, const int32_t *an, const float *yn,
+                const float *dyn, float *dense) {
+  const WindowGeometry &g = s.pool;
+  const int64_t f = s.filters();
+  std::fill(dense, dense + g.h.in * g.w.in * f, 0.0f);
+  for (int64_t ph = 0; ph < g.h.out; ++ph)
+    for (int64_t pw = 0; pw < g.w.out; ++pw) {
+      const int64_t at = (ph * g.w.out + pw) * f;
+      for (int64_t k = 0; k < f; ++k) {
+        const int32_t a = an[at + k];
+        const int64_t oh = argmaxRow(g, ph, a), ow = argmaxColumn(g, pw, a);
+        if (oh < 0 || oh >= g.h.in || ow < 0 || ow >= g.w.in)
+          continue;
+        dense[(oh * g.w.in + ow) * f + k] +=
+            s.relu && !(yn[at + k] > 0.0f) ? 0.0f : dyn[at + k];
+      }
+    }
+}
+
+/// A `dense_grad` launch no vector path takes: max_pool2d_argmax_grad into
+/// the workspace (with the bias gradient), then conv2d_grad_kernel from
+/// it, this backend's kernels for the ops graph-fuse joined.
+Status makeThroughWorkspace(const KernelContext &ctx, const KernelConfig &cfg,
+                            const Tensors &ins, const Tensors &outs,
+                            KernelFn &out) {
+  KernelConfig routeCfg = fusedPoolConfig(cfg);
+  routeCfg.set("relu_grad", cfg.getInt("relu_grad", 0));
+  const Tensors routeIns = {ins[1], ins[2], ins[3]};
+  Tensors routeOuts = {outs[1]};
+  if (outs.size() == 3)
+    routeOuts.push_back(outs[2]);
+  // The convolution's attributes keep their names in the fused config.
+  const Tensors gradIns = {ins[0], outs[1]}, gradOuts = {outs[0]};
+  const KernelRegistry &registry = KernelRegistry::global();
+  KernelFn route, grad;
+  if (Status s =
+          registry.instantiate("max_pool2d_argmax_grad", Backend::cpu, ctx,
+                               routeCfg, routeIns, routeOuts, route);
+      !s)
+    return s;
+  if (Status s = registry.instantiate("conv2d_grad_kernel", Backend::cpu, ctx,
+                                      cfg, gradIns, gradOuts, grad);
+      !s)
+    return s;
+  // A DnnlLoop: it executes oneDNN's primitive (SteadyStateTest).
+  out = DnnlLoop{[=](const KernelContext &ctx) {
+    if (Status s = route(ctx, routeCfg, routeIns, routeOuts); !s)
+      return s;
+    return grad(ctx, cfg, gradIns, gradOuts);
+  }};
+  return Status::ok();
+}
+
 /// ins: input, argmax, output, output_grad; outs: kernel_grad (the
-/// config's filter_layout), workspace (untouched), optionally bias_grad.
+/// config's filter_layout), workspace (with `dense_grad` the dense
+/// gradient, else untouched), optionally bias_grad.
 Status makeFusedConv2dPoolGradKernel(const KernelContext &ctx,
                                      const KernelConfig &cfg,
                                      const Tensors &ins, const Tensors &outs,
@@ -271,29 +484,41 @@ Status makeFusedConv2dPoolGradKernel(const KernelContext &ctx,
                                   " does not match the filters");
   s->relu = cfg.getInt("relu_grad", 0) != 0;
 
-  std::vector<uint8_t> fast(static_cast<size_t>(s->pool.h.out * s->pool.w.out),
-                            0);
   const ImageVectorFn vector =
       vectorShape(*s) ? imageVectorFn(s->conv.h.window, s->conv.w.window)
                       : nullptr;
+  const ChannelsFn channels =
+      !vector && channelShape(*s)
+          ? channelsFn(s->conv.h.window, s->conv.w.window)
+          : nullptr;
+  const bool denseGrad = cfg.getInt("dense_grad", 0) != 0;
+  if (denseGrad && !vector && !channels)
+    return makeThroughWorkspace(ctx, cfg, ins, outs, out);
+  // The positions a vector path takes (the channel path takes all).
+  std::vector<uint8_t> fast(static_cast<size_t>(s->pool.h.out * s->pool.w.out),
+                            channels ? 1 : 0);
   if (vector)
     for (int64_t ph = 0; ph < s->pool.h.out; ++ph)
       for (int64_t pw = 0; pw < s->pool.w.out; ++pw)
         fast[ph * s->pool.w.out + pw] = vectorPosition(*s, ph, pw);
+  const PaddedImage padded = PaddedImage::of(*s);
 
-  // One slice of the batch per thread, each with its own sums.
+  // One slice of the batch per thread, each with its own sums: the general
+  // loop's [kh, kw, c, f], the bias's, and the channel path's [f, kh, kw, c].
   const int parts = static_cast<int>(
       std::min<int64_t>(threadsPerReplica(ctx.replicas), s->conv.n));
-  const int64_t stride = s->kernelElements() + f;
+  const int64_t kernelElements = s->kernelElements();
+  const int64_t stride = 2 * kernelElements + f;
   auto partial =
       std::make_shared<std::vector<float>>(static_cast<size_t>(parts * stride));
   // The result in the plan's kernel order, as float32 (`reduced`: rounded
   // from here).
   auto result = std::make_shared<std::vector<float>>(
-      static_cast<size_t>(reduced ? s->kernelElements() : 0));
+      static_cast<size_t>(reduced ? kernelElements : 0));
   const void *x = ins[0].data, *y = ins[2].data, *dy = ins[3].data;
   const int32_t *argmax = ins[1].i32();
   void *kernelGrad = outs[0].data;
+  void *workspace = denseGrad ? outs[1].data : nullptr;
   void *biasGrad = outs.size() == 3 ? outs[2].data : nullptr;
   out = [=](const KernelContext &ctx, const KernelConfig &, const Tensors &,
             const Tensors &) {
@@ -302,19 +527,33 @@ Status makeFusedConv2dPoolGradKernel(const KernelContext &ctx,
     float *sums = partial->data();
     const int64_t inImage = sh.conv.h.in * sh.conv.w.in * sh.conv.c;
     const int64_t pooledImage = sh.pool.h.out * sh.pool.w.out * f;
+    const int64_t denseImageElements = sh.pool.h.in * sh.pool.w.in * f;
+    const int64_t gathered = pooledImage;
 #pragma omp parallel for num_threads(parts) schedule(static, 1)
     for (int part = 0; part < parts; ++part) {
-      float *dk = sums + part * stride, *bias = dk + sh.kernelElements();
+      float *dk = sums + part * stride, *bias = dk + kernelElements,
+            *dkF = bias + f;
       std::fill(dk, dk + stride, 0.0f);
       float *scratch = threadScratch<float>(static_cast<size_t>(f));
       // A reduced launch's image n, widened: x, y and dy.
       float *wide = reduced ? threadScratch<float, 1>(static_cast<size_t>(
                                   inImage + 2 * pooledImage))
                             : nullptr;
+      // The channel path's gathered gradients and offsets, and a reduced
+      // launch's dense gradient before it is rounded.
+      float *routedBuf =
+          threadScratch<float, 2>(static_cast<size_t>(channels ? gathered : 0));
+      int32_t *offsetBuf = threadScratch<int32_t, 3>(
+          static_cast<size_t>(channels ? gathered : 0));
+      float *denseBuf = threadScratch<float, 4>(
+          static_cast<size_t>(denseGrad && reduced ? denseImageElements : 0));
+      float *paddedBuf = threadScratch<float, 5>(static_cast<size_t>(
+          channels && padded.copies ? padded.elements() : 0));
       const int64_t first = sh.conv.n * part / parts,
                     last = sh.conv.n * (part + 1) / parts;
       for (int64_t n = first; n < last; ++n) {
-        // Image n's operands, and the image index they are read at.
+        // Image n's operands, and the image index the whole-batch loops
+        // read them at.
         const float *xn = static_cast<const float *>(x),
                     *yn = static_cast<const float *>(y),
                     *dyn = static_cast<const float *>(dy);
@@ -337,8 +576,59 @@ Status makeFusedConv2dPoolGradKernel(const KernelContext &ctx,
           an = argmax + n * pooledImage;
           at = 0;
         }
+        // The same, from image n's first element.
+        const float *xImage = xn + at * inImage,
+                    *yImage = yn + at * pooledImage,
+                    *dyImage = dyn + at * pooledImage;
+        const int32_t *aImage = an + at * pooledImage;
+        if (denseGrad) {
+          if (reduced) {
+            denseImage(sh, aImage, yImage, dyImage, denseBuf);
+            convertFloats(denseBuf, plan::DType::f32,
+                          static_cast<uint16_t *>(workspace) +
+                              n * denseImageElements,
+                          type, denseImageElements);
+          } else {
+            denseImage(sh, aImage, yImage, dyImage,
+                       static_cast<float *>(workspace) +
+                           n * denseImageElements);
+          }
+        }
         if (vector)
           vector(sh, at, fast.data(), xn, an, yn, dyn, dk, bias);
+        if (channels && n + 1 < last) {
+          // The next image's operands, fetched while this one is summed.
+          const size_t typeBytes = reduced ? 2 : 4;
+          const auto fetch = [](const void *p, size_t bytes) {
+            for (size_t i = 0; i < bytes; i += 64)
+              _mm_prefetch(static_cast<const char *>(p) + i, _MM_HINT_T1);
+          };
+          fetch(static_cast<const char *>(x) + (n + 1) * inImage * typeBytes,
+                inImage * typeBytes);
+          fetch(static_cast<const char *>(y) +
+                    (n + 1) * pooledImage * typeBytes,
+                pooledImage * typeBytes);
+          fetch(static_cast<const char *>(dy) +
+                    (n + 1) * pooledImage * typeBytes,
+                pooledImage * typeBytes);
+          fetch(argmax + (n + 1) * pooledImage, pooledImage * 4);
+        }
+        if (channels) {
+          const float *patches = xImage;
+          if (padded.copies) {
+            padded.fill(sh.conv, xImage, paddedBuf);
+            patches = paddedBuf;
+          }
+          gatherRouted(sh, padded, aImage, yImage, dyImage, routedBuf,
+                       offsetBuf);
+          channels(sh, padded, patches, routedBuf, offsetBuf, dkF);
+          for (int64_t i = 0; i < pooledImage; i += f) {
+            const float *r = routedBuf + i;
+#pragma omp simd
+            for (int64_t k = 0; k < f; ++k)
+              bias[k] += r[k];
+          }
+        }
         for (int64_t ph = 0; ph < sh.pool.h.out; ++ph)
           for (int64_t pw = 0; pw < sh.pool.w.out; ++pw)
             if (!fast[ph * sh.pool.w.out + pw])
@@ -356,16 +646,19 @@ Status makeFusedConv2dPoolGradKernel(const KernelContext &ctx,
         reduced ? result->data() : static_cast<float *>(kernelGrad);
     const ConvChannels &cc = sh.channels;
     const int64_t cg = cc.channelsPerGroup;
-    for (int64_t kh = 0; kh < sh.conv.h.window; ++kh)
-      for (int64_t kw = 0; kw < sh.conv.w.window; ++kw)
+    const int64_t kh = sh.conv.h.window, kw = sh.conv.w.window;
+    const float *channelSums = sums + kernelElements + f;
+    for (int64_t i = 0; i < kh; ++i)
+      for (int64_t j = 0; j < kw; ++j)
         for (int64_t c = 0; c < cg; ++c)
           for (int64_t o = 0; o < f; ++o)
-            kernelOut[cc.offset(kh, kw, c, o)] =
-                sums[((kh * sh.conv.w.window + kw) * cg + c) * f + o];
-    const float *biasSums = sums + sh.kernelElements();
+            kernelOut[cc.offset(i, j, c, o)] =
+                sums[((i * kw + j) * cg + c) * f + o] +
+                channelSums[((o * kh + i) * kw + j) * cg + c];
+    const float *biasSums = sums + kernelElements;
     if (reduced) {
       convertFloats(kernelOut, plan::DType::f32, kernelGrad, type,
-                    sh.kernelElements());
+                    kernelElements);
       if (biasGrad)
         convertFloats(biasSums, plan::DType::f32, biasGrad, type, f);
     } else if (biasGrad) {

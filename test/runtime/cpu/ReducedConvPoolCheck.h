@@ -54,7 +54,8 @@ struct ConvPoolCase {
 /// bit for bit: the pooled output, the pool's input gradient and its
 /// per-channel sum, and where the windows tile (graph-fuse forms the fused
 /// ops' sums only there) bias_add_grad's sum of the stored gradient and
-/// fused_conv2d_pool_grad_kernel's kernel and bias gradients.
+/// fused_conv2d_pool_grad_kernel's kernel and bias gradients, without and
+/// with dense_grad (its workspace then the pool's input gradient).
 inline void expectFusedConvPoolAsUnfused(Backend backend, plan::DType type,
                                          const ConvPoolCase &c) {
   SCOPED_TRACE(std::string(backendName(backend)) + ", " +
@@ -138,9 +139,19 @@ inline void expectFusedConvPoolAsUnfused(Backend backend, plan::DType type,
          backend);
   RUN_OK("max_pool2d_argmax_grad", poolGradCfg, {&argmax, &y2, &dy},
          {&dx2, &dsum2}, {}, backend);
-  if (c.tiles())
+  // And with dense_grad (a layer below another): the dense gradient in the
+  // workspace, for conv2d_grad_input.
+  KernelConfig denseGradCfg = fusedGradCfg;
+  denseGradCfg.set("dense_grad", int64_t{1});
+  Tensor dk3 = Tensor::make(kShape, type),
+         dense = Tensor::make(convShape, type),
+         db3 = Tensor::make({filters}, type);
+  if (c.tiles()) {
     RUN_OK("fused_conv2d_pool_grad_kernel", fusedGradCfg,
            {&x, &argmax, &y2, &dy}, {&dk2, &workspace, &db2}, {}, backend);
+    RUN_OK("fused_conv2d_pool_grad_kernel", denseGradCfg,
+           {&x, &argmax, &y2, &dy}, {&dk3, &dense, &db3}, {}, backend);
+  }
 
   if (c.plain2x2()) {
     // Windows whose maximum is unique before rounding and tied after.
@@ -192,11 +203,15 @@ inline void expectFusedConvPoolAsUnfused(Backend backend, plan::DType type,
   expectEqual(db, dsum2, "bias_add_grad of the stored gradient");
   expectEqual(dk, dk2, "kernel gradient");
   expectEqual(db, db2, "bias gradient");
+  expectEqual(dx, dense, "dense_grad's workspace");
+  expectEqual(dk, dk3, "kernel gradient with dense_grad");
+  expectEqual(db, db3, "bias gradient with dense_grad");
 }
 
 /// The geometries the fused kernels take apart: the seed CNN's 2x2/2 pool
 /// over one input channel (the float32 convolution on widened copies) and
-/// over 32 (oneDNN's bf16 one where the cpu backend takes it), images
+/// over 32 (oneDNN's bf16 one where the cpu backend takes it; the kernel
+/// gradient's channel path), images
 /// large enough that fused_conv2d_pool convolves one a chunk (its chunk's
 /// offsets), an odd "same" pool whose last windows reach past the image,
 /// and overlapping windows (3x3 at stride 2).

@@ -39,11 +39,12 @@ struct Case {
 };
 
 /// Whether output `o` of `c` is a workspace, whose contents the kernel does
-/// not define (fused_conv2d_pool_grad_kernel's: the cuda backend computes
-/// the dense gradient there, the host backends leave it), so no test
-/// compares it.
+/// not define (fused_conv2d_pool_grad_kernel's without dense_grad: the cuda
+/// backend computes the dense gradient there, the host backends leave it),
+/// so no test compares it.
 inline bool isWorkspaceOutput(const Case &c, size_t o) {
-  return c.kernel == "fused_conv2d_pool_grad_kernel" && o == 1;
+  return c.kernel == "fused_conv2d_pool_grad_kernel" && o == 1 &&
+         c.cfg.getInt("dense_grad", 0) == 0;
 }
 
 /// Zeroed output tensors of `c`'s shapes and types.
@@ -927,32 +928,61 @@ inline std::vector<Case> allCases() {
   // pool leaves a column of), same padding (patches in the padding take
   // the general loop), a pool padded at the edge, and general shapes:
   // three channels at stride 2 under an overlapping pool, OHWI, depthwise.
-  for (auto [label, conv, poolCfg, layout, groups, xs, ks, relu, bias] :
+  // With dense_grad (the workspace is the dense gradient, compared too):
+  // the cpu kernel's channel path (channels a multiple of 8; with same
+  // padding its edges take the general loop), its first-layer path, and a
+  // shape neither takes (run through the workspace).
+  for (auto [label, conv, poolCfg, layout, groups, xs, ks, relu, bias, dense] :
        {std::tuple{std::string("seed CNN's first layer, relu_grad, bias"),
                    window("valid", {1, 1}, {1, 1}),
                    pool("valid", {2, 2}, {2, 2}), std::string("hwio"),
                    int64_t{1}, std::vector<int64_t>{3, 12, 11, 1},
-                   std::vector<int64_t>{3, 3, 1, 16}, true, true},
+                   std::vector<int64_t>{3, 3, 1, 16}, true, true, false},
         std::tuple{std::string("same conv, OHWI, relu_grad, bias"),
                    window("same", {1, 1}, {1, 1}),
                    pool("valid", {2, 2}, {2, 2}), std::string("ohwi"),
                    int64_t{1}, std::vector<int64_t>{2, 8, 9, 1},
-                   std::vector<int64_t>{8, 3, 3, 1}, true, true},
+                   std::vector<int64_t>{8, 3, 3, 1}, true, true, false},
         std::tuple{std::string("2x2 kernel, padded pool, no relu, no bias"),
                    window("valid", {1, 1}, {1, 1}),
                    pool("same", {2, 2}, {2, 2}), std::string("hwio"),
                    int64_t{1}, std::vector<int64_t>{2, 8, 8, 1},
-                   std::vector<int64_t>{2, 2, 1, 24}, false, false},
+                   std::vector<int64_t>{2, 2, 1, 24}, false, false, false},
         std::tuple{std::string("3 channels, s2 conv, 3x3 s1 pool, bias"),
                    window("same", {2, 2}, {1, 1}), pool("same", {3, 3}, {1, 1}),
                    std::string("hwio"), int64_t{1},
                    std::vector<int64_t>{2, 7, 6, 3},
-                   std::vector<int64_t>{3, 3, 3, 5}, true, true},
+                   std::vector<int64_t>{3, 3, 3, 5}, true, true, false},
         std::tuple{std::string("depthwise m2, relu_grad"),
                    window("valid", {1, 1}, {1, 1}),
                    pool("valid", {2, 2}, {2, 2}), std::string("hwio"),
                    int64_t{4}, std::vector<int64_t>{2, 8, 8, 4},
-                   std::vector<int64_t>{3, 3, 4, 2}, true, false}}) {
+                   std::vector<int64_t>{3, 3, 4, 2}, true, false, false},
+        std::tuple{std::string("16 channels, relu_grad, bias, dense_grad"),
+                   window("valid", {1, 1}, {1, 1}),
+                   pool("valid", {2, 2}, {2, 2}), std::string("hwio"),
+                   int64_t{1}, std::vector<int64_t>{3, 11, 12, 16},
+                   std::vector<int64_t>{3, 3, 16, 8}, true, true, true},
+        std::tuple{std::string("8 channels, same conv, OHWI, dense_grad"),
+                   window("same", {1, 1}, {1, 1}),
+                   pool("valid", {2, 2}, {2, 2}), std::string("ohwi"),
+                   int64_t{1}, std::vector<int64_t>{2, 9, 8, 8},
+                   std::vector<int64_t>{16, 3, 3, 8}, true, true, true},
+        std::tuple{std::string("24 channels, 2x3 kernel, padded pool"),
+                   window("valid", {1, 1}, {1, 1}),
+                   pool("same", {2, 2}, {2, 2}), std::string("hwio"),
+                   int64_t{1}, std::vector<int64_t>{2, 8, 9, 24},
+                   std::vector<int64_t>{2, 3, 24, 8}, false, true, false},
+        std::tuple{std::string("first layer, dense_grad"),
+                   window("valid", {1, 1}, {1, 1}),
+                   pool("valid", {2, 2}, {2, 2}), std::string("hwio"),
+                   int64_t{1}, std::vector<int64_t>{3, 12, 11, 1},
+                   std::vector<int64_t>{3, 3, 1, 16}, true, true, true},
+        std::tuple{std::string("3 channels, 3x3 s1 pool, dense_grad"),
+                   window("same", {2, 2}, {1, 1}), pool("same", {3, 3}, {1, 1}),
+                   std::string("ohwi"), int64_t{1},
+                   std::vector<int64_t>{2, 7, 6, 3},
+                   std::vector<int64_t>{5, 3, 3, 3}, true, true, true}}) {
     KernelConfig cfg = conv;
     cfg.set("filter_layout", layout);
     if (groups > 1)
@@ -962,6 +992,8 @@ inline std::vector<Case> allCases() {
     cfg.set("pool_padding", poolCfg.getString("padding"));
     if (relu)
       cfg.set("relu_grad", int64_t{1});
+    if (dense)
+      cfg.set("dense_grad", int64_t{1});
     WindowGeometry g;
     ConvChannels cc;
     if (Status s = resolveConv("test", cfg, xs, ks, g, cc); !s)

@@ -805,7 +805,9 @@ Status conv2dGradKernel(const KernelContext &ctx, const KernelConfig &cfg,
 /// fused_conv2d_pool_grad_kernel as the two ops graph-fuse joined, through
 /// its workspace: this backend's max_pool2d_argmax_grad writes the dense
 /// gradient there and its conv2d_grad_kernel reads it back, the launches
-/// the unfused plan made. (The cpu backend's kernel skips the workspace.)
+/// the unfused plan made. The workspace so holds the dense gradient with or
+/// without `dense_grad` (which asks for it). (The cpu backend's kernel
+/// writes it only when asked.)
 Status fusedConv2dPoolGradKernel(const KernelContext &ctx,
                                  const KernelConfig &cfg, const Tensors &ins,
                                  const Tensors &outs, KernelFn &out) {
