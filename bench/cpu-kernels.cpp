@@ -289,7 +289,7 @@ Status densePrimitive(const std::string &kernel, const KernelConfig &cfg,
 bool isConv(const std::string &k) {
   // fused_conv2d_pool_grad_kernel's floor is its convolution's weight
   // gradient as oneDNN computes it, from the dense gradient (which the cpu
-  // kernel does not write, or with dense_grad writes without multiplying
+  // kernel does not write, or with writes_workspace writes without multiplying
   // it out). The cpu kernel's sums skip the dense gradient's zeros, a
   // quarter of the products under a 2x2 pool, so it can come in under this.
   return k == "conv2d" || k == "fused_conv2d" || k == "fused_conv2d_pool" ||

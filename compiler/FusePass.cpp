@@ -429,7 +429,7 @@ static void fuseConvIntoPool(MaxPool2DOp pool) {
 /// dense gradient's only reader (the first convolution: its input needs no
 /// gradient) the dense gradient is not written at all; where others read
 /// it (the convolution's input gradient) the fused op writes it into its
-/// workspace for them (dense_grad), in the argmax gradient's place.
+/// workspace for them (writes_workspace), in the argmax gradient's place.
 /// The convolution's geometry must be the fused_conv2d_pool's (the argmax
 /// says where in its output each window's maximum was); in bfloat16 or
 /// float16 only where the pool's windows do not overlap (poolGradFusesIn).

@@ -73,7 +73,7 @@ def Fuse : Pass<"graph-fuse", "::mlir::ModuleOp"> {
     (and its gradient) becomes `fused_conv2d_pool` (and
     `max_pool2d_argmax_grad`, which with the conv2d_grad_kernel that reads
     its result becomes `fused_conv2d_pool_grad_kernel`, writing that result
-    for its other readers with `dense_grad`); chains of elementwise ops become one
+    for its other readers with `writes_workspace`); chains of elementwise ops become one
     `graph.elementwise`; all `optimizer_update`s of a step become one
     multi-tensor update. Idempotent.
   }];

@@ -2072,6 +2072,10 @@ LogicalResult MaxPool2DArgmaxGradOp::verify() {
 }
 
 LogicalResult FusedConv2DPoolGradKernelOp::verify() {
+  // Without writes_workspace a backend may leave the workspace as it was.
+  if (!getWritesWorkspace() && !getWorkspace().use_empty())
+    return emitOpError("workspace is read, but without writes_workspace no "
+                       "backend need write it");
   auto conv = inferConv2D(getLoc(), getInput(), getKernelGrad(), getStrides(),
                           getPadding(), getDilations(), getGroups(),
                           getFilterLayout(), "input", "kernel_grad");

@@ -1673,13 +1673,13 @@ def Graph_FusedConv2DPoolGradKernelOp
     `bias_grad`, also the sum of that gradient over every axis but the last
     (`input_grad_sum`). Set by graph-fuse where the kernel gradient reads
     the dense gradient; where other ops read it too (the convolution's
-    input gradient), with `dense_grad`. In bfloat16 or float16 only for windows that do
+    input gradient), with `writes_workspace`. In bfloat16 or float16 only for windows that do
     not overlap, where the dense gradient holds each pooled gradient as it
     is, so its rounding changes nothing; the sums are rounded once, at the
     end.
 
     `workspace` has the dense gradient's shape: a backend without a direct
-    kernel computes the two ops above through it. With `dense_grad` it holds
+    kernel computes the two ops above through it. With `writes_workspace` it holds
     that dense gradient on every backend, for the other ops that read it
     (graph-fuse sets it where the convolution's input gradient does: a
     direct kernel writes it as it goes, and still does a quarter of the
@@ -1696,7 +1696,7 @@ def Graph_FusedConv2DPoolGradKernelOp
                            "::mlir::graph::FilterLayout::hwio">:$filter_layout,
                        Graph_Pair:$pool_size, Graph_Pair:$pool_strides,
                        Graph_PaddingAttr:$pool_padding, UnitAttr:$relu_grad,
-                       UnitAttr:$dense_grad);
+                       UnitAttr:$writes_workspace);
   let results = (outs Graph_FloatTensor:$kernel_grad,
                       Graph_FloatTensor:$workspace,
                       Optional<Graph_FloatTensor>:$bias_grad);

@@ -810,13 +810,13 @@ graph.model @conv_pool_grad_kernel {
 // -----
 
 // A layer below another: its input gradient reads the dense gradient too,
-// so the fused kernel gradient writes it into its workspace (dense_grad),
+// so the fused kernel gradient writes it into its workspace (writes_workspace),
 // where it stood, and conv2d_grad_input reads it from there.
 
 // CHECK-LABEL: graph.model @conv_pool_grad_kernel_and_input
 // CHECK:         %[[Y:.+]], %[[A:.+]] = graph.fused_conv2d_pool %[[X:[^,]+]],
 // CHECK-NOT:     graph.max_pool2d_argmax_grad
-// CHECK:         %[[DK:.+]], %[[DX:.+]], %[[DB:.+]] = graph.fused_conv2d_pool_grad_kernel %[[X]], %[[A]], %[[Y]], %{{[^ ]+}} {{.*}} {dense_grad, relu_grad}
+// CHECK:         %[[DK:.+]], %[[DX:.+]], %[[DB:.+]] = graph.fused_conv2d_pool_grad_kernel %[[X]], %[[A]], %[[Y]], %{{[^ ]+}} {{.*}} {relu_grad, writes_workspace}
 // CHECK-NOT:     graph.max_pool2d_argmax_grad
 // CHECK-NOT:     graph.conv2d_grad_kernel
 // CHECK:         %[[DI:.+]] = graph.conv2d_grad_input %[[DX]]
@@ -836,6 +836,61 @@ graph.model @conv_pool_grad_kernel_and_input {
   %7 = graph.conv2d_grad_kernel %x, %5 strides = [1, 1] padding = valid dilations = [1, 1] : (tensor<2x5x5x1xf32>, tensor<2x3x3x8xf32>) -> tensor<3x3x1x8xf32>
   %8 = graph.conv2d_grad_input %5, %k strides = [1, 1] padding = valid dilations = [1, 1] : (tensor<2x3x3x8xf32>, tensor<3x3x1x8xf32>) -> tensor<2x5x5x1xf32>
   graph.output %3, %7, %6, %8 : tensor<2x1x1x8xf32>, tensor<3x3x1x8xf32>, tensor<8xf32>, tensor<2x5x5x1xf32>
+}
+
+// -----
+
+// The input gradient before the kernel gradient: the fused op stands where
+// the argmax gradient did, before both readers.
+
+// CHECK-LABEL: graph.model @conv_pool_grad_input_first
+// CHECK:         %[[DK:.+]], %[[DX:.+]], %[[DB:.+]] = graph.fused_conv2d_pool_grad_kernel {{.*}} {relu_grad, writes_workspace}
+// CHECK-NEXT:    %[[DI:.+]] = graph.conv2d_grad_input %[[DX]]
+// CHECK-NOT:     graph.conv2d_grad_kernel
+// CHECK:         graph.output %{{.+}}, %[[DK]], %[[DB]], %[[DI]]
+graph.model @conv_pool_grad_input_first {
+  %x = graph.input "x" : tensor<2x5x5x1xf32>
+  %k = graph.input "k" : tensor<3x3x1x8xf32>
+  %b = graph.input "b" : tensor<8xf32>
+  %dy = graph.input "dy" : tensor<2x1x1x8xf32>
+  %0 = graph.conv2d %x, %k strides = [1, 1] padding = valid dilations = [1, 1] : (tensor<2x5x5x1xf32>, tensor<3x3x1x8xf32>) -> tensor<2x3x3x8xf32>
+  %1 = graph.bias_add %0, %b : tensor<2x3x3x8xf32>, tensor<8xf32>
+  %2 = graph.relu %1 : tensor<2x3x3x8xf32>
+  %3 = graph.max_pool2d %2 pool_size = [2, 2] strides = [2, 2] padding = valid : tensor<2x3x3x8xf32> -> tensor<2x1x1x8xf32>
+  %4 = graph.max_pool2d_grad %2, %3, %dy pool_size = [2, 2] strides = [2, 2] padding = valid : (tensor<2x3x3x8xf32>, tensor<2x1x1x8xf32>, tensor<2x1x1x8xf32>) -> tensor<2x3x3x8xf32>
+  %5 = graph.relu_grad %4, %2 : tensor<2x3x3x8xf32>
+  %6 = graph.bias_add_grad %5 : tensor<2x3x3x8xf32> -> tensor<8xf32>
+  %8 = graph.conv2d_grad_input %5, %k strides = [1, 1] padding = valid dilations = [1, 1] : (tensor<2x3x3x8xf32>, tensor<3x3x1x8xf32>) -> tensor<2x5x5x1xf32>
+  %7 = graph.conv2d_grad_kernel %x, %5 strides = [1, 1] padding = valid dilations = [1, 1] : (tensor<2x5x5x1xf32>, tensor<2x3x3x8xf32>) -> tensor<3x3x1x8xf32>
+  graph.output %3, %7, %6, %8 : tensor<2x1x1x8xf32>, tensor<3x3x1x8xf32>, tensor<8xf32>, tensor<2x5x5x1xf32>
+}
+
+// -----
+
+// Two kernel gradients of one dense gradient: neither is fused (the second
+// would read the first's workspace).
+
+// CHECK-LABEL: graph.model @conv_pool_grad_two_kernel_grads
+// CHECK:         %[[DX:.+]], %{{.+}} = graph.max_pool2d_argmax_grad
+// CHECK-DAG:     graph.conv2d_grad_kernel %{{.+}}, %[[DX]]
+// CHECK-DAG:     graph.conv2d_grad_input %[[DX]]
+// CHECK-NOT:     fused_conv2d_pool_grad_kernel
+graph.model @conv_pool_grad_two_kernel_grads {
+  %x = graph.input "x" : tensor<2x5x5x1xf32>
+  %k = graph.input "k" : tensor<3x3x1x8xf32>
+  %b = graph.input "b" : tensor<8xf32>
+  %dy = graph.input "dy" : tensor<2x1x1x8xf32>
+  %0 = graph.conv2d %x, %k strides = [1, 1] padding = valid dilations = [1, 1] : (tensor<2x5x5x1xf32>, tensor<3x3x1x8xf32>) -> tensor<2x3x3x8xf32>
+  %1 = graph.bias_add %0, %b : tensor<2x3x3x8xf32>, tensor<8xf32>
+  %2 = graph.relu %1 : tensor<2x3x3x8xf32>
+  %3 = graph.max_pool2d %2 pool_size = [2, 2] strides = [2, 2] padding = valid : tensor<2x3x3x8xf32> -> tensor<2x1x1x8xf32>
+  %4 = graph.max_pool2d_grad %2, %3, %dy pool_size = [2, 2] strides = [2, 2] padding = valid : (tensor<2x3x3x8xf32>, tensor<2x1x1x8xf32>, tensor<2x1x1x8xf32>) -> tensor<2x3x3x8xf32>
+  %5 = graph.relu_grad %4, %2 : tensor<2x3x3x8xf32>
+  %6 = graph.bias_add_grad %5 : tensor<2x3x3x8xf32> -> tensor<8xf32>
+  %7 = graph.conv2d_grad_kernel %x, %5 strides = [1, 1] padding = valid dilations = [1, 1] : (tensor<2x5x5x1xf32>, tensor<2x3x3x8xf32>) -> tensor<3x3x1x8xf32>
+  %9 = graph.conv2d_grad_kernel %x, %5 strides = [1, 1] padding = valid dilations = [1, 1] : (tensor<2x5x5x1xf32>, tensor<2x3x3x8xf32>) -> tensor<3x3x1x8xf32>
+  %8 = graph.conv2d_grad_input %5, %k strides = [1, 1] padding = valid dilations = [1, 1] : (tensor<2x3x3x8xf32>, tensor<3x3x1x8xf32>) -> tensor<2x5x5x1xf32>
+  graph.output %3, %7, %6, %8, %9 : tensor<2x1x1x8xf32>, tensor<3x3x1x8xf32>, tensor<8xf32>, tensor<2x5x5x1xf32>, tensor<3x3x1x8xf32>
 }
 
 // -----

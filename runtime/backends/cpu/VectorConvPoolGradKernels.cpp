@@ -15,8 +15,9 @@
 // A bfloat16 or float16 plan's launch widens each image's input, output
 // and output gradient into the thread's scratch and runs the same loops on
 // it; the sums stay float32 and are rounded once, into the plan's type. The
-// workspace (the dense gradient's size) is neither read nor written, which
-// the registry's widened copies would have converted twice a step.
+// workspace (the dense gradient's size) is written only with
+// writes_workspace and never read, where the registry's widened copies
+// would have converted it twice a step.
 //
 // The common first layer -- one input channel, a 3x3 (or smaller) window
 // at stride 1, a 2x2 pool at stride 2, filters a multiple of 8 -- takes a
@@ -33,14 +34,14 @@
 // first, then
 // every filter's taps sum 8 channels at a time in registers, one FMA a tap
 // for each pooled gradient -- a quarter of the dense gradient's products.
-// Such a layer's input usually needs its gradient too: with `dense_grad`
+// Such a layer's input usually needs its gradient too: with `writes_workspace`
 // the kernel also writes the dense gradient (max_pool2d_argmax_grad's
-// result) into the workspace, for conv2d_grad_input. A `dense_grad` launch
-// whose windows take neither vector path runs the two ops it replaces,
+// result) into the workspace, for conv2d_grad_input. A `writes_workspace`
+// launch whose windows take neither vector path runs the two ops it replaces,
 // through the workspace, as the cuda backend does.
 //
-// Other shapes, and the positions where the window or the patch reaches
-// into padding, take the general loop.
+// Other shapes, and the first-layer path's positions where the window or
+// the patch reaches into padding, take the general loop.
 //
 //===----------------------------------------------------------------------===//
 
@@ -72,7 +73,8 @@ struct Shape {
   ConvChannels channels;
   bool relu = false;
   int64_t filters() const { return channels.filters; }
-  /// Kernel gradient elements in the accumulators' order [kh, kw, c, f].
+  /// Kernel gradient elements (the general loop's sums are [kh, kw, c, f],
+  /// the channel path's [f, kh, kw, c]).
   int64_t kernelElements() const {
     return conv.h.window * conv.w.window * channels.channelsPerGroup *
            channels.filters;
@@ -250,6 +252,7 @@ bool channelShape(const Shape &s) {
          c.w.stride == 1 && c.h.dilation == 1 && c.w.dilation == 1 &&
          c.h.window <= 3 && c.w.window <= 3 && g.h.window == 2 &&
          g.w.window == 2 && g.h.stride == 2 && g.w.stride == 2 &&
+         g.h.padBefore == 0 && g.w.padBefore == 0 &&
          s.kernelElements() * 4 <= kChannelPathBytes &&
          imageBytes <= kChannelPathBytes;
 }
@@ -369,8 +372,9 @@ ChannelsFn channelsFn(int64_t kh, int64_t kw) {
 
 /// Image n's dense gradient (max_pool2d_argmax_grad's result) in `dense`,
 /// float32: zero but where a window's argmax puts its routed gradient. The
-/// windows tile (channelShape), so each position gets at most one, added
-/// to 0 as the unfused kernel sums it.
+/// windows tile (vectorShape, channelShape), so each position gets at most
+/// one, stored as it is (a -0 too), as the cpu max_pool2d_argmax_grad
+/// stores it.
 void denseImage(const Shape &s, const int32_t *an, const float *yn,
                 const float *dyn, float *dense) {
   const WindowGeometry &g = s.pool;
@@ -384,14 +388,14 @@ void denseImage(const Shape &s, const int32_t *an, const float *yn,
         const int64_t oh = argmaxRow(g, ph, a), ow = argmaxColumn(g, pw, a);
         if (oh < 0 || oh >= g.h.in || ow < 0 || ow >= g.w.in)
           continue;
-        dense[(oh * g.w.in + ow) * f + k] +=
+        dense[(oh * g.w.in + ow) * f + k] =
             s.relu && !(yn[at + k] > 0.0f) ? 0.0f : dyn[at + k];
       }
     }
 }
 
-/// A `dense_grad` launch no vector path takes: max_pool2d_argmax_grad into
-/// the workspace (with the bias gradient), then conv2d_grad_kernel from
+/// A `writes_workspace` launch no vector path takes: max_pool2d_argmax_grad
+/// into the workspace (with the bias gradient), then conv2d_grad_kernel from
 /// it, this backend's kernels for the ops graph-fuse joined.
 Status makeThroughWorkspace(const KernelContext &ctx, const KernelConfig &cfg,
                             const Tensors &ins, const Tensors &outs,
@@ -425,7 +429,7 @@ Status makeThroughWorkspace(const KernelContext &ctx, const KernelConfig &cfg,
 }
 
 /// ins: input, argmax, output, output_grad; outs: kernel_grad (the
-/// config's filter_layout), workspace (with `dense_grad` the dense
+/// config's filter_layout), workspace (with `writes_workspace` the dense
 /// gradient, else untouched), optionally bias_grad.
 Status makeFusedConv2dPoolGradKernel(const KernelContext &ctx,
                                      const KernelConfig &cfg,
@@ -491,8 +495,8 @@ Status makeFusedConv2dPoolGradKernel(const KernelContext &ctx,
       !vector && channelShape(*s)
           ? channelsFn(s->conv.h.window, s->conv.w.window)
           : nullptr;
-  const bool denseGrad = cfg.getInt("dense_grad", 0) != 0;
-  if (denseGrad && !vector && !channels)
+  const bool writesWorkspace = cfg.getInt("writes_workspace", 0) != 0;
+  if (writesWorkspace && !vector && !channels)
     return makeThroughWorkspace(ctx, cfg, ins, outs, out);
   // The positions a vector path takes (the channel path takes all).
   std::vector<uint8_t> fast(static_cast<size_t>(s->pool.h.out * s->pool.w.out),
@@ -508,7 +512,7 @@ Status makeFusedConv2dPoolGradKernel(const KernelContext &ctx,
   const int parts = static_cast<int>(
       std::min<int64_t>(threadsPerReplica(ctx.replicas), s->conv.n));
   const int64_t kernelElements = s->kernelElements();
-  const int64_t stride = 2 * kernelElements + f;
+  const int64_t stride = (channels ? 2 : 1) * kernelElements + f;
   auto partial =
       std::make_shared<std::vector<float>>(static_cast<size_t>(parts * stride));
   // The result in the plan's kernel order, as float32 (`reduced`: rounded
@@ -518,7 +522,7 @@ Status makeFusedConv2dPoolGradKernel(const KernelContext &ctx,
   const void *x = ins[0].data, *y = ins[2].data, *dy = ins[3].data;
   const int32_t *argmax = ins[1].i32();
   void *kernelGrad = outs[0].data;
-  void *workspace = denseGrad ? outs[1].data : nullptr;
+  void *workspace = writesWorkspace ? outs[1].data : nullptr;
   void *biasGrad = outs.size() == 3 ? outs[2].data : nullptr;
   out = [=](const KernelContext &ctx, const KernelConfig &, const Tensors &,
             const Tensors &) {
@@ -545,8 +549,8 @@ Status makeFusedConv2dPoolGradKernel(const KernelContext &ctx,
           threadScratch<float, 2>(static_cast<size_t>(channels ? gathered : 0));
       int32_t *offsetBuf = threadScratch<int32_t, 3>(
           static_cast<size_t>(channels ? gathered : 0));
-      float *denseBuf = threadScratch<float, 4>(
-          static_cast<size_t>(denseGrad && reduced ? denseImageElements : 0));
+      float *denseBuf = threadScratch<float, 4>(static_cast<size_t>(
+          writesWorkspace && reduced ? denseImageElements : 0));
       float *paddedBuf = threadScratch<float, 5>(static_cast<size_t>(
           channels && padded.copies ? padded.elements() : 0));
       const int64_t first = sh.conv.n * part / parts,
@@ -581,7 +585,7 @@ Status makeFusedConv2dPoolGradKernel(const KernelContext &ctx,
                     *yImage = yn + at * pooledImage,
                     *dyImage = dyn + at * pooledImage;
         const int32_t *aImage = an + at * pooledImage;
-        if (denseGrad) {
+        if (writesWorkspace) {
           if (reduced) {
             denseImage(sh, aImage, yImage, dyImage, denseBuf);
             convertFloats(denseBuf, plan::DType::f32,
@@ -647,14 +651,15 @@ Status makeFusedConv2dPoolGradKernel(const KernelContext &ctx,
     const ConvChannels &cc = sh.channels;
     const int64_t cg = cc.channelsPerGroup;
     const int64_t kh = sh.conv.h.window, kw = sh.conv.w.window;
-    const float *channelSums = sums + kernelElements + f;
+    const float *channelSums = channels ? sums + kernelElements + f : nullptr;
     for (int64_t i = 0; i < kh; ++i)
       for (int64_t j = 0; j < kw; ++j)
         for (int64_t c = 0; c < cg; ++c)
           for (int64_t o = 0; o < f; ++o)
             kernelOut[cc.offset(i, j, c, o)] =
                 sums[((i * kw + j) * cg + c) * f + o] +
-                channelSums[((o * kh + i) * kw + j) * cg + c];
+                (channels ? channelSums[((o * kh + i) * kw + j) * cg + c]
+                          : 0.0f);
     const float *biasSums = sums + kernelElements;
     if (reduced) {
       convertFloats(kernelOut, plan::DType::f32, kernelGrad, type,

@@ -536,7 +536,7 @@ Status maxPool2dArgmaxGrad(const KernelContext &, const KernelConfig &cfg,
 /// definitions, not through the dense gradient: each dy (with relu_grad only
 /// where y > 0) is the convolution's output gradient at its window's argmax,
 /// (oh, ow), and adds dy * x[n, oh*sh - pt + kh*dh, ow*sw - pl + kw*dw, c]
-/// to dk[kh, kw, c, f] for every tap. With dense_grad the workspace gets
+/// to dk[kh, kw, c, f] for every tap. With writes_workspace the workspace gets
 /// the dense gradient, each dy added at its argmax (max_pool2d_argmax_grad's
 /// result); else it is left as it is.
 Status fusedConv2dPoolGradKernel(const KernelContext &, const KernelConfig &cfg,
@@ -570,8 +570,8 @@ Status fusedConv2dPoolGradKernel(const KernelContext &, const KernelConfig &cfg,
   Vec xv = load(x), y = load(ins[2]), dy = load(ins[3]);
   Vec dk(outs[0].elements(), 0.0), bias(f, 0.0);
   bool relu = truthy(cfg, "relu_grad");
-  const bool denseGrad = truthy(cfg, "dense_grad");
-  Vec dense(denseGrad ? outs[1].elements() : 0, 0.0);
+  const bool writesWorkspace = truthy(cfg, "writes_workspace");
+  Vec dense(writesWorkspace ? outs[1].elements() : 0, 0.0);
   for (int64_t n = 0; n < g.n; ++n)
     for (int64_t ph = 0; ph < g.h.out; ++ph)
       for (int64_t pw = 0; pw < g.w.out; ++pw)
@@ -586,7 +586,7 @@ Status fusedConv2dPoolGradKernel(const KernelContext &, const KernelConfig &cfg,
           if (relu && !(y[i] > 0))
             continue;
           bias[o] += dy[i];
-          if (denseGrad)
+          if (writesWorkspace)
             dense[nhwc(n, oh, ow, o, g.h.in, g.w.in, f)] += dy[i];
           for (int64_t kh = 0; kh < cg.h.window; ++kh) {
             int64_t ih = oh * cg.h.stride - cg.h.padBefore + kh * cg.h.dilation;
@@ -605,7 +605,7 @@ Status fusedConv2dPoolGradKernel(const KernelContext &, const KernelConfig &cfg,
           }
         }
   store(outs[0], dk);
-  if (denseGrad)
+  if (writesWorkspace)
     store(outs[1], dense);
   if (outs.size() == 3) {
     REQUIRE(outs[2].elements() == f, "bias gradient " +

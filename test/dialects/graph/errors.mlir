@@ -1667,3 +1667,17 @@ graph.model @m {
   %y = graph.conv2d %x, %k strides = [1, 1] padding = same dilations = [1, 1] filter_layout = ohwi : (tensor<2x8x8x2xf32>, tensor<4x0x3x2xf32>) -> tensor<2x8x8x4xf32>
   graph.output %y : tensor<2x8x8x4xf32>
 }
+
+// -----
+
+// A fused kernel gradient's workspace is the dense gradient only with
+// writes_workspace: without it no backend need write it, so nothing may
+// read it.
+graph.model @m {
+  %x = graph.input "x" : tensor<2x5x5x1xf32>
+  %a = graph.input "a" : tensor<2x1x1x8xi32>
+  %y = graph.input "y" : tensor<2x1x1x8xf32>
+  // expected-error@+1 {{'graph.fused_conv2d_pool_grad_kernel' op workspace is read, but without writes_workspace no backend need write it}}
+  %dk, %ws = graph.fused_conv2d_pool_grad_kernel %x, %a, %y, %y strides = [1, 1] padding = valid dilations = [1, 1] pool_size = [2, 2] pool_strides = [2, 2] pool_padding = valid : (tensor<2x5x5x1xf32>, tensor<2x1x1x8xi32>, tensor<2x1x1x8xf32>, tensor<2x1x1x8xf32>) -> (tensor<3x3x1x8xf32>, tensor<2x3x3x8xf32>)
+  graph.output %dk, %ws : tensor<3x3x1x8xf32>, tensor<2x3x3x8xf32>
+}

@@ -55,7 +55,7 @@ struct ConvPoolCase {
 /// per-channel sum, and where the windows tile (graph-fuse forms the fused
 /// ops' sums only there) bias_add_grad's sum of the stored gradient and
 /// fused_conv2d_pool_grad_kernel's kernel and bias gradients, without and
-/// with dense_grad (its workspace then the pool's input gradient).
+/// with writes_workspace (its workspace then the pool's input gradient).
 inline void expectFusedConvPoolAsUnfused(Backend backend, plan::DType type,
                                          const ConvPoolCase &c) {
   SCOPED_TRACE(std::string(backendName(backend)) + ", " +
@@ -86,9 +86,12 @@ inline void expectFusedConvPoolAsUnfused(Backend backend, plan::DType type,
       taps[4 * filters + f] = 1000; // HWIO [1, 1, 0, f]
   Tensor k = Tensor::make(kShape, type, taps);
   Tensor b = Tensor::make({filters}, type, smallIntegers(filters, -4, 16, 3));
-  Tensor dy = Tensor::make(
-      pooled, type,
-      smallIntegers(n * pooledSide * pooledSide * filters, -4, 4, 4));
+  // Some -0: the dense gradient keeps its sign, as the unfused op does.
+  std::vector<double> dyValues =
+      smallIntegers(n * pooledSide * pooledSide * filters, -4, 4, 4);
+  for (size_t i = 0; i < dyValues.size(); i += 7)
+    dyValues[i] = -0.0;
+  Tensor dy = Tensor::make(pooled, type, dyValues);
   KernelConfig convCfg;
   convCfg.set("padding", std::string("valid"))
       .set("strides", std::vector<int64_t>{1, 1})
@@ -139,18 +142,23 @@ inline void expectFusedConvPoolAsUnfused(Backend backend, plan::DType type,
          backend);
   RUN_OK("max_pool2d_argmax_grad", poolGradCfg, {&argmax, &y2, &dy},
          {&dx2, &dsum2}, {}, backend);
-  // And with dense_grad (a layer below another): the dense gradient in the
-  // workspace, for conv2d_grad_input.
-  KernelConfig denseGradCfg = fusedGradCfg;
-  denseGradCfg.set("dense_grad", int64_t{1});
+  // And with writes_workspace (a layer below another): the dense gradient in
+  // the workspace, for conv2d_grad_input.
+  KernelConfig writingCfg = fusedGradCfg;
+  writingCfg.set("writes_workspace", int64_t{1});
+  // The workspace starts as an arena's stale bytes would: the kernel must
+  // write its zeros too.
   Tensor dk3 = Tensor::make(kShape, type),
-         dense = Tensor::make(convShape, type),
+         dense = Tensor::make(
+             convShape, type,
+             std::vector<double>(static_cast<size_t>(n * conv * conv * filters),
+                                 3.0)),
          db3 = Tensor::make({filters}, type);
   if (c.tiles()) {
     RUN_OK("fused_conv2d_pool_grad_kernel", fusedGradCfg,
            {&x, &argmax, &y2, &dy}, {&dk2, &workspace, &db2}, {}, backend);
-    RUN_OK("fused_conv2d_pool_grad_kernel", denseGradCfg,
-           {&x, &argmax, &y2, &dy}, {&dk3, &dense, &db3}, {}, backend);
+    RUN_OK("fused_conv2d_pool_grad_kernel", writingCfg, {&x, &argmax, &y2, &dy},
+           {&dk3, &dense, &db3}, {}, backend);
   }
 
   if (c.plain2x2()) {
@@ -186,12 +194,15 @@ inline void expectFusedConvPoolAsUnfused(Backend backend, plan::DType type,
         << "no window whose argmax rounding moves: the check proves nothing";
   }
 
-  auto expectEqual = [](const Tensor &want, const Tensor &got,
-                        const char *what) {
+  // Equal values; with `sign`, of equal signs too (a -0 is not a +0).
+  auto expectEqual = [](const Tensor &want, const Tensor &got, const char *what,
+                        bool sign = false) {
     const std::vector<double> w = want.values(), g = got.values();
     int64_t differ = 0;
     for (size_t i = 0; i < w.size(); ++i)
-      differ += !(w[i] == g[i] || (std::isnan(w[i]) && std::isnan(g[i])));
+      differ += !((w[i] == g[i] &&
+                   (!sign || std::signbit(w[i]) == std::signbit(g[i]))) ||
+                  (std::isnan(w[i]) && std::isnan(g[i])));
     EXPECT_EQ(differ, 0) << what << ": " << differ << " of " << w.size()
                          << " elements differ";
   };
@@ -203,9 +214,11 @@ inline void expectFusedConvPoolAsUnfused(Backend backend, plan::DType type,
   expectEqual(db, dsum2, "bias_add_grad of the stored gradient");
   expectEqual(dk, dk2, "kernel gradient");
   expectEqual(db, db2, "bias gradient");
-  expectEqual(dx, dense, "dense_grad's workspace");
-  expectEqual(dk, dk3, "kernel gradient with dense_grad");
-  expectEqual(db, db3, "bias gradient with dense_grad");
+  expectEqual(dx, dense, "writes_workspace's workspace");
+  // Bit for bit what this backend's max_pool2d_argmax_grad writes there.
+  expectEqual(dx2, dense, "writes_workspace's workspace, signed", true);
+  expectEqual(dk, dk3, "kernel gradient with writes_workspace");
+  expectEqual(db, db3, "bias gradient with writes_workspace");
 }
 
 /// The geometries the fused kernels take apart: the seed CNN's 2x2/2 pool

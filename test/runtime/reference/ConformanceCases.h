@@ -39,20 +39,28 @@ struct Case {
 };
 
 /// Whether output `o` of `c` is a workspace, whose contents the kernel does
-/// not define (fused_conv2d_pool_grad_kernel's without dense_grad: the cuda
-/// backend computes the dense gradient there, the host backends leave it),
+/// not define (fused_conv2d_pool_grad_kernel's without writes_workspace: the
+/// cuda backend computes the dense gradient there, the host backends leave it),
 /// so no test compares it.
 inline bool isWorkspaceOutput(const Case &c, size_t o) {
   return c.kernel == "fused_conv2d_pool_grad_kernel" && o == 1 &&
-         c.cfg.getInt("dense_grad", 0) == 0;
+         c.cfg.getInt("writes_workspace", 0) == 0;
 }
 
-/// Zeroed output tensors of `c`'s shapes and types.
+/// Zeroed output tensors of `c`'s shapes and types; a written workspace
+/// starts as NaN, as a plan's arena holds what was there before, so a
+/// kernel must write every element of it (zeros included).
 inline std::vector<Tensor> outputsOf(const Case &c) {
   std::vector<Tensor> outs;
-  for (size_t o = 0; o < c.outs.size(); ++o)
+  for (size_t o = 0; o < c.outs.size(); ++o) {
     outs.push_back(Tensor::make(
         c.outs[o], o < c.outTypes.size() ? c.outTypes[o] : plan::DType::f32));
+    if (c.kernel == "fused_conv2d_pool_grad_kernel" && o == 1 &&
+        c.cfg.getInt("writes_workspace", 0) != 0)
+      outs.back().set(
+          std::vector<double>(static_cast<size_t>(outs.back().elements()),
+                              std::numeric_limits<double>::quiet_NaN()));
+  }
   return outs;
 }
 
@@ -928,10 +936,10 @@ inline std::vector<Case> allCases() {
   // pool leaves a column of), same padding (patches in the padding take
   // the general loop), a pool padded at the edge, and general shapes:
   // three channels at stride 2 under an overlapping pool, OHWI, depthwise.
-  // With dense_grad (the workspace is the dense gradient, compared too):
+  // With writes_workspace (the workspace is the dense gradient, compared too):
   // the cpu kernel's channel path (channels a multiple of 8; with same
-  // padding its edges take the general loop), its first-layer path, and a
-  // shape neither takes (run through the workspace).
+  // padding on a zero-padded copy of the image), its first-layer path, and
+  // a shape neither takes (run through the workspace).
   for (auto [label, conv, poolCfg, layout, groups, xs, ks, relu, bias, dense] :
        {std::tuple{std::string("seed CNN's first layer, relu_grad, bias"),
                    window("valid", {1, 1}, {1, 1}),
@@ -958,12 +966,13 @@ inline std::vector<Case> allCases() {
                    pool("valid", {2, 2}, {2, 2}), std::string("hwio"),
                    int64_t{4}, std::vector<int64_t>{2, 8, 8, 4},
                    std::vector<int64_t>{3, 3, 4, 2}, true, false, false},
-        std::tuple{std::string("16 channels, relu_grad, bias, dense_grad"),
-                   window("valid", {1, 1}, {1, 1}),
-                   pool("valid", {2, 2}, {2, 2}), std::string("hwio"),
-                   int64_t{1}, std::vector<int64_t>{3, 11, 12, 16},
-                   std::vector<int64_t>{3, 3, 16, 8}, true, true, true},
-        std::tuple{std::string("8 channels, same conv, OHWI, dense_grad"),
+        std::tuple{
+            std::string("16 channels, relu_grad, bias, writes_workspace"),
+            window("valid", {1, 1}, {1, 1}), pool("valid", {2, 2}, {2, 2}),
+            std::string("hwio"), int64_t{1},
+            std::vector<int64_t>{3, 11, 12, 16},
+            std::vector<int64_t>{3, 3, 16, 8}, true, true, true},
+        std::tuple{std::string("8 channels, same conv, OHWI, writes_workspace"),
                    window("same", {1, 1}, {1, 1}),
                    pool("valid", {2, 2}, {2, 2}), std::string("ohwi"),
                    int64_t{1}, std::vector<int64_t>{2, 9, 8, 8},
@@ -973,12 +982,12 @@ inline std::vector<Case> allCases() {
                    pool("same", {2, 2}, {2, 2}), std::string("hwio"),
                    int64_t{1}, std::vector<int64_t>{2, 8, 9, 24},
                    std::vector<int64_t>{2, 3, 24, 8}, false, true, false},
-        std::tuple{std::string("first layer, dense_grad"),
+        std::tuple{std::string("first layer, writes_workspace"),
                    window("valid", {1, 1}, {1, 1}),
                    pool("valid", {2, 2}, {2, 2}), std::string("hwio"),
                    int64_t{1}, std::vector<int64_t>{3, 12, 11, 1},
                    std::vector<int64_t>{3, 3, 1, 16}, true, true, true},
-        std::tuple{std::string("3 channels, 3x3 s1 pool, dense_grad"),
+        std::tuple{std::string("3 channels, 3x3 s1 pool, writes_workspace"),
                    window("same", {2, 2}, {1, 1}), pool("same", {3, 3}, {1, 1}),
                    std::string("ohwi"), int64_t{1},
                    std::vector<int64_t>{2, 7, 6, 3},
@@ -993,7 +1002,7 @@ inline std::vector<Case> allCases() {
     if (relu)
       cfg.set("relu_grad", int64_t{1});
     if (dense)
-      cfg.set("dense_grad", int64_t{1});
+      cfg.set("writes_workspace", int64_t{1});
     WindowGeometry g;
     ConvChannels cc;
     if (Status s = resolveConv("test", cfg, xs, ks, g, cc); !s)

@@ -385,7 +385,8 @@ TEST(ReferenceKernels, ConvPoolWithArgmaxIsConvThenPool) {
 }
 
 /// graph-fuse's fused_conv2d_pool_grad_kernel computes what it replaces,
-/// conv2d_grad_kernel(x, max_pool2d_argmax_grad {relu_grad}): the seed
+/// conv2d_grad_kernel(x, max_pool2d_argmax_grad {relu_grad}), and with
+/// writes_workspace that dense gradient in its workspace: the seed
 /// CNN's first layer (one channel, 2x2 stride 2 pool) and a general one
 /// (two channels, padded stride-2 convolution, overlapping 3x3 windows),
 /// each with the relu's zeros deciding some windows.
@@ -443,6 +444,17 @@ TEST(ReferenceKernels, ConvPoolGradKernelIsArgmaxGradThenKernelGrad) {
            {&fdk, &workspace, &fsum});
     expectAllNear(fdk.values(), dk.values(), 1e-6);
     expectAllNear(fsum.values(), sum.values(), 1e-6);
+    // With writes_workspace the workspace is the dense gradient too.
+    KernelConfig writing = fused;
+    writing.set("writes_workspace", int64_t{1});
+    Tensor wdk = Tensor::f32(l.k),
+           written = Tensor::f32(convShape,
+                                 std::vector<double>(count(convShape), 5.0)),
+           wsum = Tensor::f32({f});
+    RUN_OK("fused_conv2d_pool_grad_kernel", writing, {&x, &at, &y, &dy},
+           {&wdk, &written, &wsum});
+    expectAllNear(written.values(), dense.values(), 0);
+    expectAllNear(wdk.values(), dk.values(), 1e-6);
     std::vector<double> ys = y.values();
     EXPECT_GT(std::count(ys.begin(), ys.end(), 0.0), 0) << l.convPadding;
   }

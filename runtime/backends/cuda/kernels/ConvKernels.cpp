@@ -806,7 +806,7 @@ Status conv2dGradKernel(const KernelContext &ctx, const KernelConfig &cfg,
 /// its workspace: this backend's max_pool2d_argmax_grad writes the dense
 /// gradient there and its conv2d_grad_kernel reads it back, the launches
 /// the unfused plan made. The workspace so holds the dense gradient with or
-/// without `dense_grad` (which asks for it). (The cpu backend's kernel
+/// without `writes_workspace` (which asks for it). (The cpu backend's kernel
 /// writes it only when asked.)
 Status fusedConv2dPoolGradKernel(const KernelContext &ctx,
                                  const KernelConfig &cfg, const Tensors &ins,
