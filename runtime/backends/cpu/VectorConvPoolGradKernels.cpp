@@ -48,6 +48,7 @@
 #include "runtime/backends/cpu/CpuKernels.h"
 #include "runtime/backends/cpu/DnnlContext.h"
 #include "runtime/backends/cpu/VectorKernels.h"
+#include "runtime/core/FusedOpParts.h"
 #include "runtime/core/ReducedPrecision.h"
 #include "runtime/core/WindowGeometry.h"
 
@@ -394,37 +395,18 @@ void denseImage(const Shape &s, const int32_t *an, const float *yn,
     }
 }
 
-/// A `writes_workspace` launch no vector path takes: max_pool2d_argmax_grad
-/// into the workspace (with the bias gradient), then conv2d_grad_kernel from
-/// it, this backend's kernels for the ops graph-fuse joined.
+/// A `writes_workspace` launch no vector path takes: the cpu kernels of
+/// the ops graph-fuse joined, through the workspace (FusedOpParts.h), as a
+/// DnnlLoop: it executes oneDNN's primitive (SteadyStateTest).
 Status makeThroughWorkspace(const KernelContext &ctx, const KernelConfig &cfg,
                             const Tensors &ins, const Tensors &outs,
                             KernelFn &out) {
-  KernelConfig routeCfg = fusedPoolConfig(cfg);
-  routeCfg.set("relu_grad", cfg.getInt("relu_grad", 0));
-  const Tensors routeIns = {ins[1], ins[2], ins[3]};
-  Tensors routeOuts = {outs[1]};
-  if (outs.size() == 3)
-    routeOuts.push_back(outs[2]);
-  // The convolution's attributes keep their names in the fused config.
-  const Tensors gradIns = {ins[0], outs[1]}, gradOuts = {outs[0]};
-  const KernelRegistry &registry = KernelRegistry::global();
-  KernelFn route, grad;
+  std::function<Status(const KernelContext &)> run;
   if (Status s =
-          registry.instantiate("max_pool2d_argmax_grad", Backend::cpu, ctx,
-                               routeCfg, routeIns, routeOuts, route);
+          convPoolGradThroughWorkspace(Backend::cpu, ctx, cfg, ins, outs, run);
       !s)
     return s;
-  if (Status s = registry.instantiate("conv2d_grad_kernel", Backend::cpu, ctx,
-                                      cfg, gradIns, gradOuts, grad);
-      !s)
-    return s;
-  // A DnnlLoop: it executes oneDNN's primitive (SteadyStateTest).
-  out = DnnlLoop{[=](const KernelContext &ctx) {
-    if (Status s = route(ctx, routeCfg, routeIns, routeOuts); !s)
-      return s;
-    return grad(ctx, cfg, gradIns, gradOuts);
-  }};
+  out = DnnlLoop{std::move(run)};
   return Status::ok();
 }
 

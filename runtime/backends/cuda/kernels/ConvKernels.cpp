@@ -49,6 +49,7 @@
 
 #include "runtime/backends/cuda/ConvAlgoCache.h"
 #include "runtime/backends/cuda/kernels/CudaKernels.h"
+#include "runtime/core/FusedOpParts.h"
 
 #include <initializer_list>
 #include <map>
@@ -805,37 +806,17 @@ Status conv2dGradKernel(const KernelContext &ctx, const KernelConfig &cfg,
 /// fused_conv2d_pool_grad_kernel as the two ops graph-fuse joined, through
 /// its workspace: this backend's max_pool2d_argmax_grad writes the dense
 /// gradient there and its conv2d_grad_kernel reads it back, the launches
-/// the unfused plan made. The workspace so holds the dense gradient with or
-/// without `writes_workspace` (which asks for it). (The cpu backend's kernel
-/// writes it only when asked.)
+/// the unfused plan made (FusedOpParts.h). The workspace so holds the dense
+/// gradient with or without `writes_workspace` (which asks for it). (The cpu
+/// backend's kernel writes it only when asked.)
 Status fusedConv2dPoolGradKernel(const KernelContext &ctx,
                                  const KernelConfig &cfg, const Tensors &ins,
                                  const Tensors &outs, KernelFn &out) {
-  static constexpr const char *kName = "fused_conv2d_pool_grad_kernel";
-  REQUIRE(ins.size() == 4 && (outs.size() == 2 || outs.size() == 3),
-          "takes the input, argmax, output and output_grad, and writes "
-          "kernel_grad, the workspace and optionally the bias gradient");
-  KernelConfig routeCfg = fusedPoolConfig(cfg);
-  routeCfg.set("relu_grad", cfg.getInt("relu_grad", 0));
-  const Tensors routeIns = {ins[1], ins[2], ins[3]};
-  Tensors routeOuts = {outs[1]};
-  if (outs.size() == 3)
-    routeOuts.push_back(outs[2]);
-  // The convolution's strides, padding, dilations, groups and
-  // filter_layout keep their names in the fused config.
-  const Tensors gradIns = {ins[0], outs[1]}, gradOuts = {outs[0]};
-  const KernelRegistry &registry = KernelRegistry::global();
-  KernelFn route, grad;
-  RETURN_IF_ERROR(registry.instantiate("max_pool2d_argmax_grad", Backend::cuda,
-                                       ctx, routeCfg, routeIns, routeOuts,
-                                       route));
-  RETURN_IF_ERROR(registry.instantiate("conv2d_grad_kernel", Backend::cuda, ctx,
-                                       cfg, gradIns, gradOuts, grad));
-  out = [=](const KernelContext &ctx, const KernelConfig &, const Tensors &,
-            const Tensors &) {
-    RETURN_IF_ERROR(route(ctx, routeCfg, routeIns, routeOuts));
-    return grad(ctx, cfg, gradIns, gradOuts);
-  };
+  std::function<Status(const KernelContext &)> run;
+  RETURN_IF_ERROR(
+      convPoolGradThroughWorkspace(Backend::cuda, ctx, cfg, ins, outs, run));
+  out = [run](const KernelContext &ctx, const KernelConfig &, const Tensors &,
+              const Tensors &) { return run(ctx); };
   return Status::ok();
 }
 
