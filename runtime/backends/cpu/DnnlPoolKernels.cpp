@@ -562,15 +562,12 @@ bool streamsArgmaxGrad(const WindowGeometry &g, const void *dx) {
              kStreamingBytes;
 }
 
-/// dx of one image of a max pool from the forward pass's argmax
-/// (WindowGeometry.h): each dy goes to the position its window's argmax
-/// names, with `relu` only where y > 0. Tiling windows (stride == window)
-/// write each covered position once, dy or zero, and clear only what no
-/// window covers; overlapping ones clear and add. `sums`, when given: the
-/// image's dx summed per channel. `streaming`: streamsArgmaxGrad.
-void maxPoolArgmaxGradImage(const WindowGeometry &g, const int32_t *an,
-                            const float *yn, const float *dyn, float *dxn,
-                            bool relu, float *sums, bool streaming) {
+} // namespace
+
+/// Documented in VectorKernels.h (fused_conv2d_pool_grad_kernel shares it).
+void vec::maxPoolArgmaxGradImage(const WindowGeometry &g, const int32_t *an,
+                                 const float *yn, const float *dyn, float *dxn,
+                                 bool relu, float *sums, bool streaming) {
   const int64_t c = g.c, inW = g.w.in;
   const bool tiled = isTiling(g);
   if (sums)
@@ -629,6 +626,8 @@ void maxPoolArgmaxGradImage(const WindowGeometry &g, const int32_t *an,
     _mm_sfence(); // this thread's streamed stores, before the barrier
 }
 
+namespace {
+
 /// maxPoolArgmaxGradImage over the batch, float32; `imageSums` as for
 /// maxPoolGrad.
 void maxPoolArgmaxGrad(const WindowGeometry &g, const int32_t *argmax,
@@ -639,10 +638,10 @@ void maxPoolArgmaxGrad(const WindowGeometry &g, const int32_t *argmax,
   const bool streaming = streamsArgmaxGrad(g, dx);
 #pragma omp parallel for schedule(static)
   for (int64_t n = 0; n < g.n; ++n)
-    maxPoolArgmaxGradImage(g, argmax + n * outImage, y + n * outImage,
-                           dy + n * outImage, dx + n * inImage, relu,
-                           imageSums ? imageSums + n * g.c : nullptr,
-                           streaming);
+    vec::maxPoolArgmaxGradImage(g, argmax + n * outImage, y + n * outImage,
+                                dy + n * outImage, dx + n * inImage, relu,
+                                imageSums ? imageSums + n * g.c : nullptr,
+                                streaming);
 }
 
 /// maxPoolArgmaxGrad on a bfloat16 or float16 plan's y, dy and dx (`type`,
@@ -656,9 +655,9 @@ void maxPoolArgmaxGradReduced(const WindowGeometry &g, plan::DType type,
   widenedPoolGrad(
       g, type, y, outImage, dy, dx,
       [&](int64_t n, const float *yn, const float *dyn, float *dxn) {
-        maxPoolArgmaxGradImage(g, argmax + n * outImage, yn, dyn, dxn, relu,
-                               imageSums ? imageSums + n * g.c : nullptr,
-                               false);
+        vec::maxPoolArgmaxGradImage(
+            g, argmax + n * outImage, yn, dyn, dxn, relu,
+            imageSums ? imageSums + n * g.c : nullptr, false);
       });
 }
 

@@ -371,30 +371,6 @@ ChannelsFn channelsFn(int64_t kh, int64_t kw) {
   return fns[kh - 1][kw - 1];
 }
 
-/// Image n's dense gradient (max_pool2d_argmax_grad's result) in `dense`,
-/// float32: zero but where a window's argmax puts its routed gradient. The
-/// windows tile (vectorShape, channelShape), so each position gets at most
-/// one, stored as it is (a -0 too), as the cpu max_pool2d_argmax_grad
-/// stores it.
-void denseImage(const Shape &s, const int32_t *an, const float *yn,
-                const float *dyn, float *dense) {
-  const WindowGeometry &g = s.pool;
-  const int64_t f = s.filters();
-  std::fill(dense, dense + g.h.in * g.w.in * f, 0.0f);
-  for (int64_t ph = 0; ph < g.h.out; ++ph)
-    for (int64_t pw = 0; pw < g.w.out; ++pw) {
-      const int64_t at = (ph * g.w.out + pw) * f;
-      for (int64_t k = 0; k < f; ++k) {
-        const int32_t a = an[at + k];
-        const int64_t oh = argmaxRow(g, ph, a), ow = argmaxColumn(g, pw, a);
-        if (oh < 0 || oh >= g.h.in || ow < 0 || ow >= g.w.in)
-          continue;
-        dense[(oh * g.w.in + ow) * f + k] =
-            s.relu && !(yn[at + k] > 0.0f) ? 0.0f : dyn[at + k];
-      }
-    }
-}
-
 /// A `writes_workspace` launch no vector path takes: the cpu kernels of
 /// the ops graph-fuse joined, through the workspace (FusedOpParts.h), as a
 /// DnnlLoop: it executes oneDNN's primitive (SteadyStateTest).
@@ -514,7 +490,6 @@ Status makeFusedConv2dPoolGradKernel(const KernelContext &ctx,
     const int64_t inImage = sh.conv.h.in * sh.conv.w.in * sh.conv.c;
     const int64_t pooledImage = sh.pool.h.out * sh.pool.w.out * f;
     const int64_t denseImageElements = sh.pool.h.in * sh.pool.w.in * f;
-    const int64_t gathered = pooledImage;
 #pragma omp parallel for num_threads(parts) schedule(static, 1)
     for (int part = 0; part < parts; ++part) {
       float *dk = sums + part * stride, *bias = dk + kernelElements,
@@ -527,10 +502,10 @@ Status makeFusedConv2dPoolGradKernel(const KernelContext &ctx,
                             : nullptr;
       // The channel path's gathered gradients and offsets, and a reduced
       // launch's dense gradient before it is rounded.
-      float *routedBuf =
-          threadScratch<float, 2>(static_cast<size_t>(channels ? gathered : 0));
+      float *routedBuf = threadScratch<float, 2>(
+          static_cast<size_t>(channels ? pooledImage : 0));
       int32_t *offsetBuf = threadScratch<int32_t, 3>(
-          static_cast<size_t>(channels ? gathered : 0));
+          static_cast<size_t>(channels ? pooledImage : 0));
       float *denseBuf = threadScratch<float, 4>(static_cast<size_t>(
           writesWorkspace && reduced ? denseImageElements : 0));
       float *paddedBuf = threadScratch<float, 5>(static_cast<size_t>(
@@ -569,15 +544,17 @@ Status makeFusedConv2dPoolGradKernel(const KernelContext &ctx,
         const int32_t *aImage = an + at * pooledImage;
         if (writesWorkspace) {
           if (reduced) {
-            denseImage(sh, aImage, yImage, dyImage, denseBuf);
+            maxPoolArgmaxGradImage(sh.pool, aImage, yImage, dyImage, denseBuf,
+                                   sh.relu, nullptr, false);
             convertFloats(denseBuf, plan::DType::f32,
                           static_cast<uint16_t *>(workspace) +
                               n * denseImageElements,
                           type, denseImageElements);
           } else {
-            denseImage(sh, aImage, yImage, dyImage,
-                       static_cast<float *>(workspace) +
-                           n * denseImageElements);
+            maxPoolArgmaxGradImage(sh.pool, aImage, yImage, dyImage,
+                                   static_cast<float *>(workspace) +
+                                       n * denseImageElements,
+                                   sh.relu, nullptr, false);
           }
         }
         if (vector)

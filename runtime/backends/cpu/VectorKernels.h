@@ -15,6 +15,7 @@
 
 #include "runtime/backends/cpu/CpuKernels.h"
 #include "runtime/core/Kernel.h"
+#include "runtime/core/WindowGeometry.h"
 
 #include <algorithm>
 #include <bit>
@@ -208,6 +209,19 @@ inline void sqrtInPlace(float *x, int64_t n) {
   for (; i < n; ++i)
     x[i] = std::sqrt(x[i]);
 }
+
+/// dx of one image of a max pool from the forward pass's argmax
+/// (WindowGeometry.h): each dy goes to the position its window's argmax
+/// names, with `relu` only where y > 0. Tiling windows (stride == window)
+/// write each covered position once, dy or zero, and clear only what no
+/// window covers; overlapping ones clear and add. `sums`, when given: the
+/// image's dx summed per channel. `streaming`: non-temporal stores (tiling
+/// windows, channels a multiple of 8, dx 16-byte aligned). The cpu
+/// max_pool2d_argmax_grad's loop (DnnlPoolKernels.cpp), which
+/// fused_conv2d_pool_grad_kernel's writes_workspace shares.
+void maxPoolArgmaxGradImage(const WindowGeometry &g, const int32_t *an,
+                            const float *yn, const float *dyn, float *dxn,
+                            bool relu, float *sums, bool streaming);
 
 } // namespace graph::runtime::cpu::vec
 
