@@ -480,6 +480,11 @@ Status ConvPool::make(const KernelContext &ctx, const KernelConfig &cfg,
     return Status::error(std::string(kName) + ": bias " +
                          shapeText(ins[2].shape) + " does not match " +
                          std::to_string(cc.filters) + " filters");
+  // One input channel: the vector kernel's first-layer path, where the
+  // chunk's buffer would cost as much as the convolution.
+  const std::string activation = cfg.getString("activation", "none");
+  if (vec::firstLayerConvPoolShape(cg, cc, g, activation))
+    return vec::makeFirstLayerConvPool(ctx, cg, cc, g, ins, outs, out);
   const int64_t imageBytes = g.h.in * g.w.in * g.c * int64_t(sizeof(float));
   int64_t &chunk = self->chunk_;
   chunk = std::max<int64_t>(1, std::min(g.n, kChunkBytes / imageBytes));

@@ -223,6 +223,24 @@ void maxPoolArgmaxGradImage(const WindowGeometry &g, const int32_t *an,
                             const float *yn, const float *dyn, float *dxn,
                             bool relu, float *sums, bool streaming);
 
+/// Whether fused_conv2d_pool's first-layer path (VectorConvPoolKernels.cpp)
+/// takes this layer: one input channel, a window up to 3x3 at stride 1, a
+/// full 2x2/2 pool (every window inside the convolution's output), filters
+/// a multiple of 8, relu.
+bool firstLayerConvPoolShape(const WindowGeometry &conv,
+                             const ConvChannels &channels,
+                             const WindowGeometry &pool,
+                             const std::string &activation);
+
+/// fused_conv2d_pool on that path, for operands its oneDNN factory
+/// (DnnlConvKernels.cpp) has checked: input, kernel and optional bias in
+/// one float type, the pooled output in it and the i32 argmax.
+Status
+makeFirstLayerConvPool(const KernelContext &ctx, const WindowGeometry &conv,
+                       const ConvChannels &channels, const WindowGeometry &pool,
+                       const std::vector<TensorRef> &ins,
+                       const std::vector<TensorRef> &outs, KernelFn &out);
+
 } // namespace graph::runtime::cpu::vec
 
 #endif // RUNTIME_BACKENDS_CPU_VECTORKERNELS_H

@@ -246,8 +246,8 @@ TEST(CpuDnnlBf16, MaxPoolingEqualsTheReferenceBitForBit) {
 
 /// fused_conv2d_pool and its gradients on oneDNN's bf16 path compute what
 /// the unfused ops do there (ReducedConvPoolCheck.h): 32 input channels
-/// take oneDNN's bf16 convolution into each chunk, one channel the float32
-/// one on widened copies (convPoolCases()).
+/// take oneDNN's bf16 convolution into each chunk, one channel the cpu
+/// backend's first-layer path (convPoolCases()).
 TEST(CpuDnnlBf16, ConvPoolAsUnfused) {
   cpu::registerCpuKernels();
   SKIP_WITHOUT_AVX512();

@@ -26,9 +26,11 @@ namespace {
 TEST(CpuDnnlKernels, ConvPoolInChunksOfImages) {
   cpu::registerCpuKernels();
   KernelConfig hwio;
+  // tanh: the one-channel path of relu layers (VectorConvPoolKernels.cpp)
+  // stays out, so oneDNN's chunks run.
   hwio.set("padding", std::string("valid"))
       .set("strides", std::vector<int64_t>{1, 1})
-      .set("activation", std::string("relu"))
+      .set("activation", std::string("tanh"))
       .set("pool_size", std::vector<int64_t>{2, 2})
       .set("pool_strides", std::vector<int64_t>{2, 2})
       .set("pool_padding", std::string("valid"));

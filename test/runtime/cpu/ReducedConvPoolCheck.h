@@ -38,6 +38,7 @@ struct ConvPoolCase {
   int64_t side = 10, channels = 1;
   int64_t pool = 2, stride = 2;
   std::string padding = "valid";
+  int64_t filters = 16;
 
   bool tiles() const { return stride >= pool; }
   bool plain2x2() const {
@@ -46,7 +47,8 @@ struct ConvPoolCase {
   std::string text() const {
     return std::to_string(side) + "x" + std::to_string(side) + "x" +
            std::to_string(channels) + ", pool " + std::to_string(pool) + "/" +
-           std::to_string(stride) + " " + padding;
+           std::to_string(stride) + " " + padding + ", " +
+           std::to_string(filters) + " filters";
   }
 };
 
@@ -60,8 +62,8 @@ inline void expectFusedConvPoolAsUnfused(Backend backend, plan::DType type,
                                          const ConvPoolCase &c) {
   SCOPED_TRACE(std::string(backendName(backend)) + ", " +
                plan::EnumNameDType(type) + ", " + c.text());
-  const int64_t n = 4, side = c.side, channels = c.channels, filters = 16,
-                conv = side - 2;
+  const int64_t n = 4, side = c.side, channels = c.channels,
+                filters = c.filters, conv = side - 2;
   const int64_t pooledSide = c.padding == "same"
                                  ? (conv + c.stride - 1) / c.stride
                                  : (conv - c.pool) / c.stride + 1;
@@ -222,7 +224,9 @@ inline void expectFusedConvPoolAsUnfused(Backend backend, plan::DType type,
 }
 
 /// The geometries the fused kernels take apart: the seed CNN's 2x2/2 pool
-/// over one input channel (the float32 convolution on widened copies) and
+/// over one input channel (the cpu backend's first-layer path; 11x11, whose
+/// pool leaves a column out, copies the image row by row, and 24 filters
+/// take a pair of registers and one more) and
 /// over 32 (oneDNN's bf16 one where the cpu backend takes it; the kernel
 /// gradient's channel path), images
 /// large enough that fused_conv2d_pool convolves one a chunk (its chunk's
@@ -236,6 +240,7 @@ inline const std::vector<ConvPoolCase> &convPoolCases() {
       {96, 32},
       {9, 1, 2, 2, "same"},
       {9, 32, 2, 2, "same"},
+      {11, 1, 2, 2, "valid", 24},
       {10, 32, 3, 2, "valid"},
   };
   return cases;

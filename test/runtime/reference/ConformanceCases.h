@@ -910,12 +910,36 @@ inline std::vector<Case> allCases() {
         // windows hold one row or column (the cpu kernel's 2x2 path must
         // not take them). No activation: negative maxima, which whatever
         // lies past the image would beat.
-        std::tuple{std::string("1x1 conv, 2x2 s2 same pool of 5x5, none"),
-                   window("valid", {1, 1}, {1, 1}), std::string("none"),
-                   pool("same", {2, 2}, {2, 2}),
-                   std::vector<int64_t>{6, 5, 5, 3},
-                   std::vector<int64_t>{1, 1, 3, 8},
-                   std::vector<int64_t>{6, 3, 3, 8}}}) {
+        std::tuple{
+            std::string("1x1 conv, 2x2 s2 same pool of 5x5, none"),
+            window("valid", {1, 1}, {1, 1}), std::string("none"),
+            pool("same", {2, 2}, {2, 2}), std::vector<int64_t>{6, 5, 5, 3},
+            std::vector<int64_t>{1, 1, 3, 8}, std::vector<int64_t>{6, 3, 3, 8}},
+        // One input channel under relu and a full 2x2 s2 pool: the cpu
+        // kernel's first-layer path. An odd convolution output (the pool's
+        // floor leaves its last row and column out), 24 filters (a pair of
+        // registers and one more); a 2x3 "same" kernel (padded after only)
+        // over a 10x9 image; a batch large enough for two threads (whose
+        // windows' two largest values differ by 1e-5 or more: the argmax is
+        // compared exactly, and every backend sums in its own order).
+        std::tuple{std::string("1 channel, 2x2 s2 pool of 27x27, relu"),
+                   window("valid", {1, 1}, {1, 1}), std::string("relu"),
+                   pool("valid", {2, 2}, {2, 2}),
+                   std::vector<int64_t>{5, 29, 29, 1},
+                   std::vector<int64_t>{3, 3, 1, 24},
+                   std::vector<int64_t>{5, 13, 13, 24}},
+        std::tuple{std::string("1 channel, 2x3 same, 2x2 s2 pool, relu"),
+                   window("same", {1, 1}, {1, 1}), std::string("relu"),
+                   pool("valid", {2, 2}, {2, 2}),
+                   std::vector<int64_t>{3, 10, 9, 1},
+                   std::vector<int64_t>{2, 3, 1, 16},
+                   std::vector<int64_t>{3, 5, 4, 16}},
+        std::tuple{std::string("1 channel, batch 16, 2x2 s2 pool, relu"),
+                   window("valid", {1, 1}, {1, 1}), std::string("relu"),
+                   pool("valid", {2, 2}, {2, 2}),
+                   std::vector<int64_t>{16, 28, 28, 1},
+                   std::vector<int64_t>{3, 3, 1, 32},
+                   std::vector<int64_t>{16, 13, 13, 32}}}) {
     KernelConfig cfg = conv;
     cfg.set("activation", act);
     cfg.set("pool_size", poolCfg.getInts("pool_size"));
