@@ -725,6 +725,16 @@ Status makeConv2dGradInput(const KernelContext &ctx, const KernelConfig &cfg,
     return Status::error(std::string(kName) +
                          ": oneDNN refused the convolution: " + e.what());
   }
+  // A pooled layer's output gradient is mostly zeros: the vector kernel
+  // sums its non-zero values only, with this launch for a dense one.
+  WindowGeometry g;
+  ConvChannels channels;
+  if (resolveConv(kName, cfg, outs[0].shape, ins[1].shape, g, channels) &&
+      vec::sparseGradInputShape(g, channels)) {
+    KernelFn dense = std::move(out);
+    return vec::makeSparseConv2dGradInput(ctx, g, channels, ins, outs,
+                                          std::move(dense), out);
+  }
   return Status::ok();
 }
 

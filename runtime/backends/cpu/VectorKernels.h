@@ -241,6 +241,23 @@ makeFirstLayerConvPool(const KernelContext &ctx, const WindowGeometry &conv,
                        const std::vector<TensorRef> &ins,
                        const std::vector<TensorRef> &outs, KernelFn &out);
 
+/// Whether conv2d_grad_input's sparse path (VectorConvGradInputKernels.cpp)
+/// takes this convolution: stride and dilation 1, ungrouped, channels and
+/// filters multiples of 8, rows of up to 3 taps, float32 weights within
+/// L2 (256 KiB).
+bool sparseGradInputShape(const WindowGeometry &g,
+                          const ConvChannels &channels);
+
+/// conv2d_grad_input on that path where the output gradient is sparse,
+/// else `dense` (oneDNN's launch of it), for operands that launch's
+/// factory has checked: f32 or bf16 throughout.
+Status makeSparseConv2dGradInput(const KernelContext &ctx,
+                                 const WindowGeometry &g,
+                                 const ConvChannels &channels,
+                                 const std::vector<TensorRef> &ins,
+                                 const std::vector<TensorRef> &outs,
+                                 KernelFn dense, KernelFn &out);
+
 } // namespace graph::runtime::cpu::vec
 
 #endif // RUNTIME_BACKENDS_CPU_VECTORKERNELS_H

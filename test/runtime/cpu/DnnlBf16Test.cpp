@@ -24,6 +24,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <random>
 
 using namespace graph::runtime;
 using namespace graph::runtime::testing;
@@ -41,6 +42,16 @@ int64_t elements(const std::vector<int64_t> &shape) {
 
 Tensor randomBf16(const std::vector<int64_t> &shape, unsigned seed) {
   return Tensor::make(shape, kBf16, uniform(elements(shape), -1, 1, seed));
+}
+
+/// randomBf16's values with all but about one in 8 zeroed.
+Tensor sparseBf16(const std::vector<int64_t> &shape, unsigned seed) {
+  std::vector<double> v = uniform(elements(shape), -1, 1, seed);
+  std::mt19937 gen(seed);
+  for (double &x : v)
+    if (gen() % 8 != 0)
+      x = 0;
+  return Tensor::make(shape, kBf16, v);
 }
 
 /// Runs `kernel` on the reference and the cpu backend and compares: every
@@ -141,6 +152,10 @@ TEST(CpuDnnlBf16, ConvolutionsRoundAsTheReference) {
     expectSameRounding("fused_conv2d", fused, {&x, &k, &b}, c.y);
     expectSameRounding("conv2d_grad_input", cfg, {&dy, &k}, c.x);
     expectSameRounding("conv2d_grad_kernel", cfg, {&x, &dy}, c.k);
+    // One in 8 of the gradient not zero, as a max pool and a relu leave
+    // it: the cpu kernel's sparse path where the shape takes it.
+    Tensor sparseDy = sparseBf16(c.y, 1000 + seed);
+    expectSameRounding("conv2d_grad_input", cfg, {&sparseDy, &k}, c.x);
   }
 }
 

@@ -140,6 +140,18 @@ inline Tensor rnd(std::vector<int64_t> s, unsigned seed, double lo = -1,
   return Tensor::f32(s, uniform(count(s), lo, hi, seed));
 }
 
+/// rnd's values with all but about one in `keep` zeroed: an output
+/// gradient as a 2x2 max pool and a relu leave it (the cpu
+/// conv2d_grad_input's sparse path).
+inline Tensor sparse(std::vector<int64_t> s, unsigned seed, int keep = 8) {
+  std::vector<double> v = uniform(count(s), -1, 1, seed);
+  std::mt19937 gen(seed + 1);
+  for (double &x : v)
+    if (gen() % keep != 0)
+      x = 0;
+  return Tensor::f32(s, v);
+}
+
 /// Distinct values (no ties for max pooling).
 inline Tensor distinct(std::vector<int64_t> s, unsigned seed) {
   std::vector<double> v(count(s));
@@ -1128,6 +1140,44 @@ inline std::vector<Case> allCases() {
   // the stride (output 2 * 3 + max(1 - 2, 0) = 6).
   add("conv2d_grad_input", "transpose k1 s2 valid", window("valid", {2, 2}),
       {rnd({2, 3, 3, 4}, 98), rnd({1, 1, 5, 4}, 99)}, {{2, 6, 6, 5}});
+  // A sparse output gradient (one in 8 not zero, as under a 2x2 max pool
+  // and a relu): the cpu kernel's sums of the non-zero values. 32 channels
+  // (a block of 4 registers), 24 padded (3), 64 under a 2x3 kernel (two
+  // blocks), 40 under 1x2 (blocks of 1); an image with no non-zero value
+  // at all; and a dense gradient of a shape the sparse path would take,
+  // which oneDNN's launch runs.
+  for (auto [label, padding, ys, ks, xs, keep] :
+       {std::tuple{std::string("sparse 3x3 valid, 32 channels"),
+                   std::string("valid"), std::vector<int64_t>{3, 11, 11, 16},
+                   std::vector<int64_t>{3, 3, 32, 16},
+                   std::vector<int64_t>{3, 13, 13, 32}, 8},
+        std::tuple{std::string("sparse 3x3 same, 24 channels"),
+                   std::string("same"), std::vector<int64_t>{2, 7, 6, 16},
+                   std::vector<int64_t>{3, 3, 24, 16},
+                   std::vector<int64_t>{2, 7, 6, 24}, 8},
+        std::tuple{std::string("sparse 2x3 same, 64 channels"),
+                   std::string("same"), std::vector<int64_t>{2, 6, 5, 8},
+                   std::vector<int64_t>{2, 3, 64, 8},
+                   std::vector<int64_t>{2, 6, 5, 64}, 6},
+        std::tuple{std::string("sparse 1x2 valid, 40 channels"),
+                   std::string("valid"), std::vector<int64_t>{2, 5, 4, 24},
+                   std::vector<int64_t>{1, 2, 40, 24},
+                   std::vector<int64_t>{2, 5, 5, 40}, 5},
+        std::tuple{std::string("dense 3x3 valid, 8 channels"),
+                   std::string("valid"), std::vector<int64_t>{2, 4, 4, 8},
+                   std::vector<int64_t>{3, 3, 8, 8},
+                   std::vector<int64_t>{2, 6, 6, 8}, 1}})
+    add("conv2d_grad_input", label, window(padding, {1, 1}),
+        {sparse(ys, 100, keep), rnd(ks, 101)}, {xs});
+  {
+    // Image 1 of 3 all zeros: its input gradient is zeros.
+    Tensor dy = sparse({3, 9, 9, 8}, 102);
+    std::vector<double> v = dy.values();
+    std::fill(v.begin() + 9 * 9 * 8, v.begin() + 2 * 9 * 9 * 8, 0.0);
+    add("conv2d_grad_input", "sparse, a zero image", window("valid", {1, 1}),
+        {Tensor::f32({3, 9, 9, 8}, v), rnd({3, 3, 16, 8}, 103)},
+        {{3, 11, 11, 16}});
+  }
   add("channel_scale", "NHWC", {}, {nx, rnd({16}, 96)}, {{2, 3, 4, 16}});
   add("channel_scale", "rows of 37", {}, {lx, rnd({37}, 97)}, {{3, 5, 37}});
   add("layer_norm", "NHWC, gamma beta", ln,
