@@ -31,9 +31,10 @@
 // at every position (the image copied with zeros around
 // it where the convolution pads): per image, each pooled gradient's routed
 // value and the offset of the input patch under its argmax are gathered
-// first, then
+// first and regrouped by filter, the zeros (a relu's) left out; then
 // every filter's taps sum 8 channels at a time in registers, one FMA a tap
-// for each pooled gradient -- a quarter of the dense gradient's products.
+// for each non-zero pooled gradient -- a quarter of the dense gradient's
+// products, less the relu's share.
 // Such a layer's input usually needs its gradient too: with `writes_workspace`
 // the kernel also writes the dense gradient (max_pool2d_argmax_grad's
 // result) into the workspace, for conv2d_grad_input. A `writes_workspace`
@@ -325,26 +326,51 @@ void gatherRouted(const Shape &s, const PaddedImage &image, const int32_t *an,
     }
 }
 
+/// gatherRouted's gradients and offsets regrouped by filter, the zeros
+/// (a relu's, about a third of the seed CNN's conv 2) left out: filter o's
+/// `counts[o]` of them from o * positions. Branch-free: each is stored,
+/// and the count moves past it only where it is not zero.
+void listByFilter(const Shape &s, const float *routedIn, const int32_t *offsets,
+                  float *values, int32_t *listed, int32_t *counts) {
+  const int64_t f = s.filters(), positions = s.pool.h.out * s.pool.w.out;
+  for (int64_t o = 0; o < f; ++o) {
+    float *v = values + o * positions;
+    int32_t *at = listed + o * positions;
+    int32_t n = 0;
+    for (int64_t p = 0; p < positions; ++p) {
+      const float g = routedIn[p * f + o];
+      v[n] = g;
+      at[n] = offsets[p * f + o];
+      n += g != 0.0f;
+    }
+    counts[o] = n;
+  }
+}
+
 /// The channel path's sums for one image (`xn`, laid out as `image`): for
 /// each filter and register of 8 input channels, the kh x kw taps in
 /// registers over the image's gathered pooled gradients. `dkF` is
 /// [f, kh, kw, c] (OHWI).
 template <int kh, int kw>
 void accumulateChannels(const Shape &s, const PaddedImage &image,
-                        const float *xn, const float *routedIn,
-                        const int32_t *offsets, float *dkF) {
+                        const float *xn, const float *values,
+                        const int32_t *listed, const int32_t *counts,
+                        float *dkF) {
   const int64_t f = s.filters(), channels = image.channels;
   const int64_t rowStep = image.columns * channels;
   const int64_t positions = s.pool.h.out * s.pool.w.out;
-  for (int64_t o = 0; o < f; ++o)
+  for (int64_t o = 0; o < f; ++o) {
+    const float *v = values + o * positions;
+    const int32_t *at = listed + o * positions;
+    const int32_t count = counts[o];
     for (int64_t cb = 0; cb < channels; cb += 8) {
       float *sums = dkF + o * kh * kw * channels + cb;
       __m256 acc[kh * kw];
       for (int t = 0; t < kh * kw; ++t)
         acc[t] = _mm256_loadu_ps(sums + t * channels);
-      for (int64_t p = 0; p < positions; ++p) {
-        const float *patch = xn + offsets[p * f + o] + cb;
-        const __m256 grad = _mm256_set1_ps(routedIn[p * f + o]);
+      for (int32_t k = 0; k < count; ++k) {
+        const float *patch = xn + at[k] + cb;
+        const __m256 grad = _mm256_broadcast_ss(v + k);
         for (int i = 0; i < kh; ++i)
           for (int j = 0; j < kw; ++j)
             acc[i * kw + j] = _mm256_fmadd_ps(
@@ -354,10 +380,12 @@ void accumulateChannels(const Shape &s, const PaddedImage &image,
       for (int t = 0; t < kh * kw; ++t)
         _mm256_storeu_ps(sums + t * channels, acc[t]);
     }
+  }
 }
 
 using ChannelsFn = void (*)(const Shape &, const PaddedImage &, const float *,
-                            const float *, const int32_t *, float *);
+                            const float *, const int32_t *, const int32_t *,
+                            float *);
 
 /// accumulateChannels for channelShape's windows (1..3 x 1..3).
 ChannelsFn channelsFn(int64_t kh, int64_t kw) {
@@ -506,6 +534,13 @@ Status makeFusedConv2dPoolGradKernel(const KernelContext &ctx,
           static_cast<size_t>(channels ? pooledImage : 0));
       int32_t *offsetBuf = threadScratch<int32_t, 3>(
           static_cast<size_t>(channels ? pooledImage : 0));
+      // The same by filter, the zeros left out (listByFilter).
+      float *valueBuf = threadScratch<float, 6>(
+          static_cast<size_t>(channels ? pooledImage : 0));
+      int32_t *listedBuf = threadScratch<int32_t, 4>(
+          static_cast<size_t>(channels ? pooledImage : 0));
+      int32_t *countBuf =
+          threadScratch<int32_t, 5>(static_cast<size_t>(channels ? f : 0));
       float *denseBuf = threadScratch<float, 4>(static_cast<size_t>(
           writesWorkspace && reduced ? denseImageElements : 0));
       float *paddedBuf = threadScratch<float, 5>(static_cast<size_t>(
@@ -584,7 +619,8 @@ Status makeFusedConv2dPoolGradKernel(const KernelContext &ctx,
           }
           gatherRouted(sh, padded, aImage, yImage, dyImage, routedBuf,
                        offsetBuf);
-          channels(sh, padded, patches, routedBuf, offsetBuf, dkF);
+          listByFilter(sh, routedBuf, offsetBuf, valueBuf, listedBuf, countBuf);
+          channels(sh, padded, patches, valueBuf, listedBuf, countBuf, dkF);
           for (int64_t i = 0; i < pooledImage; i += f) {
             const float *r = routedBuf + i;
 #pragma omp simd
