@@ -26,6 +26,13 @@ std::string absolutePath(const std::string &path);
 /// shorter file is left as it is); an error names the file.
 Status cutBack(const std::string &path, uint64_t bytes);
 
+/// Cuts a file of lines that each begin with their step ("17: ...", as
+/// --data-order writes them) before its first line of a step after `step`.
+/// Each worker writes its own such file and the chief's checkpoint records
+/// none of their sizes: the lines say where to cut. A missing file is left
+/// missing; an error names the file.
+Status cutBackAfterStep(const std::string &path, int64_t step);
+
 } // namespace graph::runtime::job
 
 #endif // RUNTIME_JOB_LOGCUTBACK_H

@@ -2121,6 +2121,11 @@ Status TrainingJob::run() {
   std::unique_ptr<DataOrderHook> dataOrder;
   if (!o_.dataOrder.empty()) {
     std::string path = workerPath(o_.dataOrder, workers_.rank());
+    // A resumed run trains the steps after its checkpoint again: their
+    // lines, written by the run it resumes, go.
+    if (resumed_)
+      if (Status s = cutBackAfterStep(path, session_->globalStep()); !s)
+        return Status::error("--data-order: " + s.message());
     dataOrderFile.open(path, resumed_ ? std::ios::app : std::ios::trunc);
     if (!dataOrderFile)
       return Status::error(
