@@ -55,6 +55,15 @@ public:
                       std::unique_ptr<ExampleIterator> &out) const = 0;
   /// Examples in one pass, or Pipeline::kInfinite.
   virtual int64_t cardinality() const = 0;
+  /// Whether readAt() reads any example of a pass directly (a source in
+  /// memory, and the stages that map a position to one of its): a shuffle
+  /// over such a stage buffers positions, not copies of the examples.
+  virtual bool readsAt() const { return false; }
+  /// Example `position` of pass `pass`, where readsAt().
+  virtual Status readAt(uint64_t, int64_t, Example &) const {
+    return Status::internal("readAt() on a stage that does not read at a "
+                            "position");
+  }
 };
 
 namespace {
@@ -85,18 +94,24 @@ public:
 
   Status next(Example &out, bool &end) override {
     end = pos_ >= dataset_->size();
-    if (end)
-      return Status::ok();
-    const float *image = dataset_->image(pos_);
-    out.image.assign(image, image + dataset_->shape.elements());
-    out.label = dataset_->labels[pos_];
-    if (!dataset_->targets.empty())
-      out.target.assign(dataset_->target(pos_),
-                        dataset_->target(pos_) + dataset_->numClasses);
-    out.index = pos_++;
+    if (!end)
+      read(*dataset_, pos_++, out);
+    return Status::ok();
+  }
+
+  /// Example `pos` of `dataset`.
+  static void read(const Dataset &dataset, int64_t pos, Example &out) {
+    const float *image = dataset.image(pos);
+    out.image.assign(image, image + dataset.shape.elements());
+    out.label = dataset.labels[pos];
+    if (!dataset.targets.empty())
+      out.target.assign(dataset.target(pos),
+                        dataset.target(pos) + dataset.numClasses);
+    else
+      out.target.clear();
+    out.index = pos;
     out.weight = 1.0f;
     out.scale = out.lossScale = 1.0f;
-    return Status::ok();
   }
 
   Status skip(bool &end) override {
@@ -121,6 +136,11 @@ public:
     return Status::ok();
   }
   int64_t cardinality() const override { return dataset_->size(); }
+  bool readsAt() const override { return true; }
+  Status readAt(uint64_t, int64_t position, Example &out) const override {
+    DatasetIterator::read(*dataset_, position, out);
+    return Status::ok();
+  }
 
 private:
   std::shared_ptr<const Dataset> dataset_;
@@ -134,18 +154,24 @@ public:
 
   Status next(Example &out, bool &end) override {
     end = pos_ >= list_->size();
-    if (end)
-      return Status::ok();
+    if (!end)
+      read(*list_, pos_++, out);
+    return Status::ok();
+  }
+
+  /// Example `pos` of `list`.
+  static void read(const ExampleList &list, int64_t pos, Example &out) {
     out.image.clear();
-    out.label = list_->labels[pos_];
-    if (!list_->targets.empty()) {
-      const float *t = list_->targets.data() + pos_ * list_->numClasses;
-      out.target.assign(t, t + list_->numClasses);
+    out.label = list.labels[pos];
+    if (!list.targets.empty()) {
+      const float *t = list.targets.data() + pos * list.numClasses;
+      out.target.assign(t, t + list.numClasses);
+    } else {
+      out.target.clear();
     }
-    out.index = pos_++;
+    out.index = pos;
     out.weight = 1.0f;
     out.scale = out.lossScale = 1.0f;
-    return Status::ok();
   }
 
   Status skip(bool &end) override {
@@ -170,6 +196,11 @@ public:
     return Status::ok();
   }
   int64_t cardinality() const override { return list_->size(); }
+  bool readsAt() const override { return true; }
+  Status readAt(uint64_t, int64_t position, Example &out) const override {
+    ExampleListIterator::read(*list_, position, out);
+    return Status::ok();
+  }
 
 private:
   std::shared_ptr<const ExampleList> list_;
@@ -185,14 +216,19 @@ public:
   Status next(Example &out, bool &end) override {
     if (Status s = upstream_->next(out, end); !s || end)
       return s;
-    if (out.index < 0 || out.index >= static_cast<int64_t>(weights_->size()))
-      return Status::internal("weigh(): example " + std::to_string(out.index) +
-                              " has no weight among " +
-                              std::to_string(weights_->size()));
-    out.weight = (*weights_)[static_cast<size_t>(out.index)];
-    return Status::ok();
+    return weigh(*weights_, out);
   }
   Status skip(bool &end) override { return upstream_->skip(end); }
+
+  /// Gives `out` its weight, by its index.
+  static Status weigh(const std::vector<float> &weights, Example &out) {
+    if (out.index < 0 || out.index >= static_cast<int64_t>(weights.size()))
+      return Status::internal("weigh(): example " + std::to_string(out.index) +
+                              " has no weight among " +
+                              std::to_string(weights.size()));
+    out.weight = weights[static_cast<size_t>(out.index)];
+    return Status::ok();
+  }
 
 private:
   std::unique_ptr<ExampleIterator> upstream_;
@@ -213,6 +249,12 @@ public:
     return Status::ok();
   }
   int64_t cardinality() const override { return upstream_->cardinality(); }
+  bool readsAt() const override { return upstream_->readsAt(); }
+  Status readAt(uint64_t pass, int64_t position, Example &out) const override {
+    if (Status s = upstream_->readAt(pass, position, out); !s)
+      return s;
+    return WeighIterator::weigh(*weights_, out);
+  }
 
 private:
   std::shared_ptr<const ExampleStage> upstream_;
@@ -350,6 +392,10 @@ public:
     if (n == kInfinite)
       return kInfinite;
     return n > index_ ? (n - index_ + numWorkers_ - 1) / numWorkers_ : 0;
+  }
+  bool readsAt() const override { return upstream_->readsAt(); }
+  Status readAt(uint64_t pass, int64_t position, Example &out) const override {
+    return upstream_->readAt(pass, index_ + position * numWorkers_, out);
   }
 
 private:
@@ -519,6 +565,13 @@ public:
     return Status::ok();
   }
   int64_t cardinality() const override { return upstream_->cardinality(); }
+  /// Over a source read at a position (data in memory already), the cache
+  /// replays what it reads: a shuffle after it reads there too, rather
+  /// than buffer copies of every example.
+  bool readsAt() const override { return upstream_->readsAt(); }
+  Status readAt(uint64_t pass, int64_t position, Example &out) const override {
+    return upstream_->readAt(pass, position, out);
+  }
 
 private:
   std::shared_ptr<const ExampleStage> upstream_;
@@ -566,6 +619,41 @@ private:
   bool upstreamDone_ = false;
 };
 
+/// The same buffer over an upstream that reads at a position: it holds
+/// positions, and reads the example drawn. The draws are ShuffleIterator's
+/// (the same generator, the same slots), so the order is the same; a
+/// buffer of the whole data costs 8 bytes an example, not a copy of it.
+class PositionShuffleIterator final : public ExampleIterator {
+public:
+  PositionShuffleIterator(std::shared_ptr<const ExampleStage> upstream,
+                          uint64_t pass, size_t bufferSize, SplitMix64 rng,
+                          std::vector<int64_t> slots, int64_t nextUp)
+      : upstream_(std::move(upstream)), pass_(pass), bufferSize_(bufferSize),
+        rng_(rng), slots_(std::move(slots)), nextUp_(nextUp),
+        size_(upstream_->cardinality()) {}
+
+  Status next(Example &out, bool &end) override {
+    while (nextUp_ < size_ && slots_.size() < bufferSize_)
+      slots_.push_back(nextUp_++);
+    end = slots_.empty();
+    if (end)
+      return Status::ok();
+    size_t j = rng_.below(slots_.size());
+    int64_t position = slots_[j];
+    slots_[j] = slots_.back();
+    slots_.pop_back();
+    return upstream_->readAt(pass_, position, out);
+  }
+
+private:
+  std::shared_ptr<const ExampleStage> upstream_;
+  uint64_t pass_;
+  size_t bufferSize_;
+  SplitMix64 rng_;
+  std::vector<int64_t> slots_; // upstream positions, in buffer order
+  int64_t nextUp_, size_;
+};
+
 class ShuffleStage final : public ExampleStage {
 public:
   ShuffleStage(std::shared_ptr<const ExampleStage> upstream, int64_t bufferSize,
@@ -603,6 +691,11 @@ public:
     }
     if (start > 0)
       fill(); // next() would refill before its draw: the same state
+    if (upstream_->readsAt() && upstreamSize != kInfinite) {
+      out = std::make_unique<PositionShuffleIterator>(
+          upstream_, pass, capacity, rng, std::move(slots), nextUp);
+      return Status::ok();
+    }
     int64_t first = nextUp;
     for (int64_t p : slots)
       first = std::min(first, p);

@@ -56,7 +56,11 @@
 // - shuffle draws from a buffer of bufferSize examples; under a repeat each
 //   epoch is shuffled with its own order, derived from (seed, epoch), so a
 //   seed names the whole sequence. bufferSize >= the dataset size is a
-//   uniform permutation.
+//   uniform permutation. Over a source that reads any example directly (a
+//   Dataset or an ExampleList, through weigh, shard and cache) the buffer
+//   holds positions and reads the example it draws: the same order, 8
+//   bytes an example, so a buffer of a whole in-memory data set costs no
+//   copy of it.
 // - shard(n, i) keeps the examples at positions i, i + n, i + 2n, ...: apply
 //   it first, so that the workers partition the data before they shuffle.
 // - shardBatches(g, n, i) keeps worker i's slice of every global batch: of

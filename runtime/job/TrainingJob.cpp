@@ -846,11 +846,16 @@ Status TrainingJob::checkLocally() {
                          " examples, none for " +
                          workers_.name(workers_.rank()));
   // A folder is listed class by class: only a buffer of all of it mixes the
-  // classes, and it costs 4 bytes an example (labels, not pixels) unless
-  // --cache puts the pixels before it.
-  shuffleBuffer_ = o_.shuffleBuffer > 0  ? o_.shuffleBuffer
-                   : !train_->inMemory() ? std::max<int64_t>(1, train_->size())
-                                         : 5000;
+  // classes. Arrays are shuffled whole every epoch, as Keras' fit(x, y,
+  // shuffle=True) permutes them (arrays sorted by class train far worse
+  // through a smaller buffer). Over data that is read at a position (in
+  // memory, an example list) the buffer holds positions, 8 bytes an
+  // example, unless --cache puts copies before it. The IDX files and
+  // synthetic data keep the seed's tf.data recipe, shuffle(5000).
+  const bool wholeShuffle = !train_->inMemory() || data::isArraysSpec(o_.data);
+  shuffleBuffer_ = o_.shuffleBuffer > 0 ? o_.shuffleBuffer
+                   : wholeShuffle       ? std::max<int64_t>(1, train_->size())
+                                        : 5000;
   bool evaluates = o_.eval || o_.evalEvery > 0;
   if (!o_.evalData.empty() && !evaluates)
     return Status::error("--eval-data " + o_.evalData +

@@ -226,8 +226,9 @@ int main(int argc, char **argv) {
              "dropout (default 0)");
   addInteger(
       app, "--shuffle-buffer", o.shuffleBuffer, int64_t{1}, int64_t{1} << 40,
-      "examples in the shuffle buffer (default 5000; an image folder: all of "
-      "it)");
+      "examples in the shuffle buffer (default 5000 for fashion_mnist and "
+      "synthetic data, as the seed's tf.data pipeline; arrays, CSV and image "
+      "folders: all of them, as Keras' fit shuffles)");
   app.add_flag("--no-shuffle", o.noShuffle, "train in dataset order");
   app.add_flag("--cache", o.cache,
                "keep the training examples in memory after the first epoch "

@@ -142,6 +142,43 @@ TEST(PipelineTest, ShuffleBufferBoundsHowFarAnExampleMoves) {
     EXPECT_LT(order[k], static_cast<int64_t>(k) + 10);
 }
 
+TEST(PipelineTest, ShuffleOverPositionsOrdersAsTheBufferOfCopies) {
+  // Over a source read at a position (here through weigh, shard and a
+  // cache) the buffer holds positions; over a map it holds copies. Same draws,
+  // same rows: the pixels, labels and weights, epoch after epoch.
+  auto ds = makeDataset(301);
+  auto weights = std::make_shared<std::vector<float>>();
+  for (int64_t i = 0; i < 301; ++i)
+    weights->push_back(static_cast<float>(i % 7) + 0.5f);
+  auto identity = [](Example &) { return Status::ok(); };
+  for (int64_t buffer : {1, 10, 64, 151, 301, 5000}) {
+    Pipeline byPosition(ds), byCopy(ds);
+    byPosition.weigh(weights).shard(2, 1).cache().shuffle(buffer, 11).repeat(3);
+    byCopy.weigh(weights)
+        .shard(2, 1)
+        .map(identity, 1)
+        .shuffle(buffer, 11)
+        .repeat(3);
+    for (Pipeline *p : {&byPosition, &byCopy})
+      p->batch(5, LabelFormat::Sparse);
+    std::vector<Batch> a = collect(byPosition), b = collect(byCopy);
+    ASSERT_EQ(a.size(), b.size()) << "buffer " << buffer;
+    ASSERT_EQ(a.size(), 3u * 150 / 5) << "buffer " << buffer;
+    for (size_t k = 0; k < a.size(); ++k) {
+      EXPECT_EQ(a[k].sourceIndices, b[k].sourceIndices)
+          << "buffer " << buffer << ", batch " << k;
+      EXPECT_EQ(a[k].images, b[k].images) << "buffer " << buffer;
+      EXPECT_EQ(a[k].sparseLabels, b[k].sparseLabels) << "buffer " << buffer;
+      EXPECT_EQ(a[k].sampleWeights, b[k].sampleWeights) << "buffer " << buffer;
+      for (size_t r = 0; r < a[k].sourceIndices.size(); ++r)
+        EXPECT_EQ(a[k].sampleWeights[r],
+                  (*weights)[static_cast<size_t>(a[k].sourceIndices[r])]);
+    }
+    if (buffer > 1)
+      EXPECT_NE(rowIndices(a), sorted(rowIndices(a))) << "buffer " << buffer;
+  }
+}
+
 //===-- shard -------------------------------------------------------------===//
 
 TEST(PipelineTest, ShardsPartitionTheData) {

@@ -9,8 +9,9 @@ rows are the epochs' logs; Keras' ReduceLROnPlateau(KW) and EarlyStopping(KW)
 are given them in turn, as fit() would, and must decide what the run did:
 the learning rate of every epoch, the epoch it stopped after. TensorBoard's
 scalars must be the CSV's values (float32), and the weights the run kept
-(the best epoch's, saved by ModelCheckpoint and restored by EarlyStopping)
-must give, in Keras' evaluate on the validation split, the best val_loss.
+(the lowest val_loss's, saved by ModelCheckpoint, and EarlyStopping's best,
+which with a min_delta is the last epoch that improved by more) must give,
+in Keras' evaluate on the validation split, their val_loss.
 """
 
 import argparse
@@ -133,9 +134,14 @@ def main():
     x, y = data["x"], data["y"]
     n_val = len(x) - int(len(x) * (1 - a.split))
     xv, yv = x[-n_val:], y[-n_val:]
-    best = min(r["val_loss"] for r in logs)
+    # ModelCheckpoint(save_best_only) keeps the lowest val_loss; the
+    # weights EarlyStopping restores are those of its own best, which with
+    # a min_delta is the last epoch that improved by more than it (the
+    # replayed callback's `best`).
+    lowest = min(r["val_loss"] for r in logs)
     kept = keras.models.load_model(os.path.join(a.run, "m.keras"))
-    for name, m in (("m.keras", kept), ("best.weights.h5", None)):
+    for name, m, best in (("m.keras", kept, float(early.best)),
+                          ("best.weights.h5", None, lowest)):
         if m is None:
             m = keras.models.load_model(os.path.join(a.run, "m.keras"))
             m.load_weights(os.path.join(a.run, "best.weights.h5"))
