@@ -883,14 +883,11 @@ Value TrainingStepBuilder::metricValue(size_t i, MetricAttr metric,
                               b.getI64IntegerAttr(metric.getK()));
   case K::precision:
   case K::recall: {
-    // Keras' default threshold is -1e10 with top_k: exactly the top k.
-    bool defaultThreshold = metric.getThreshold().convertToDouble() == 0.5;
-    double threshold = metric.getK() > 0 && defaultThreshold
-                           ? -1e10
-                           : metric.getThreshold().convertToDouble();
+    // The threshold as it applies (the importer writes Keras' -1e10 for
+    // a top_k without thresholds).
     return ConfusionCountsOp::create(
         b, loc, predictions, labels, metricWeights, IntegerAttr(),
-        b.getF64FloatAttr(threshold),
+        b.getF64FloatAttr(metric.getThreshold().convertToDouble()),
         metric.getK() > 0 ? b.getI64IntegerAttr(metric.getK()) : IntegerAttr(),
         metric.getClassId() >= 0 ? b.getI64IntegerAttr(metric.getClassId())
                                  : IntegerAttr(),

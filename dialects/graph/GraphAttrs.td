@@ -223,7 +223,9 @@ def Graph_MetricAttr : Graph_Attr<"Metric", "metric"> {
     outputs, after the output's name: `<output>_<name>`). `k`: the top-k
     accuracies' (5 in Keras), and Precision's and Recall's `top_k` (0:
     off). `threshold`: binary accuracy's and Precision's and Recall's (one
-    threshold, 0.5 by default); `class_id` (-1: off) restricts Precision
+    threshold, as it applies: 0.5 by default; Keras' -1e10, exactly the
+    top k, for a Precision or Recall with `top_k` and no `thresholds`);
+    `class_id` (-1: off) restricts Precision
     and Recall to one class. AUC: `num_thresholds` (200), `curve` and
     `summation` (Keras' summation_method), `from_logits`.
   }];

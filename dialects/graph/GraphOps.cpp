@@ -507,6 +507,25 @@ LogicalResult TrainingOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
                << stringifyLossKind(kind) << which << ": axis " << a
                << " is outside the output's " << predictions.getRank()
                << " axes";
+    // graph.accuracy compares one row of classes an example; Keras' per
+    // position accuracy of a [batch, T, classes] output is not built.
+    for (MetricAttr metric : loss.getMetricList()) {
+      MetricKind m = metric.getKind();
+      bool binary = m == MetricKind::accuracy &&
+                    predictions.getShape().back() == 1 && isPointwiseLoss(kind);
+      bool rowAccuracy = m == MetricKind::categorical_accuracy ||
+                         m == MetricKind::sparse_categorical_accuracy ||
+                         m == MetricKind::top_k_categorical_accuracy ||
+                         m == MetricKind::sparse_top_k_categorical_accuracy ||
+                         (m == MetricKind::accuracy && !binary);
+      if (rowAccuracy && predictions.getRank() != 2)
+        return emitOpError("metric '")
+               << metric.getName() << "'" << which
+               << " needs model output [batch, classes], got " << predictions
+               << " (an accuracy per position of a sequence is not "
+                  "supported; binary_accuracy, the error metrics and AUC "
+                  "are)";
+    }
   }
   SmallVector<LoggedValue> logged =
       loggedValues(*this, names ? *names : ArrayAttr());

@@ -952,9 +952,11 @@ def Graph_ConfusionCountsOp
     evenly spaced thresholds from -1e-7 to 1 + 1e-7, the predictions
     clipped to [0, 1] (sigmoid first with `from_logits`), as Keras' bucket
     count does; else one `threshold`, a prediction above it positive.
-    `k` keeps each row's k largest predictions (ties to the lower index)
-    and drops the others below any threshold; `class_id` counts that
-    column only. The runtime sums the counts of a job's batches and makes
+    A row is the predictions' last axis (an example of rank 3 or more has
+    several, each weighed by the example's weight): `k` keeps each row's
+    k largest predictions (ties to the lower index) and drops the others
+    below any threshold; `class_id` counts that column of each row only,
+    as Keras' `y_pred[..., class_id]`. The runtime sums the counts of a job's batches and makes
     the metric from them (plan.fbs, Metric).
   }];
   let arguments = (ins Graph_FloatTensor:$predictions, Graph_FloatTensor:$labels,

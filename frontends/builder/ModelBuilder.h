@@ -403,6 +403,10 @@ struct Nadam {
 };
 using Optimizer = std::variant<SGD, Adam, RMSprop, Adagrad, Adamax, Nadam>;
 
+/// Keras' NEG_INF (metrics_utils): Precision's and Recall's threshold when
+/// they have a top_k and no thresholds.
+inline constexpr double kKerasTopKThreshold = -1e10;
+
 /// One of Keras' compiled metrics (#graph.metric).
 struct Metric {
   mlir::graph::MetricKind kind = mlir::graph::MetricKind::accuracy;
@@ -410,7 +414,9 @@ struct Metric {
   std::string name = "accuracy";
   /// The top-k accuracies' k; Precision's and Recall's top_k (0: off).
   int64_t k = 0;
-  /// Binary accuracy's, Precision's and Recall's threshold.
+  /// Binary accuracy's, Precision's and Recall's threshold, as it applies:
+  /// Keras' default is 0.5, or kKerasTopKThreshold for a Precision or
+  /// Recall with top_k (thresholds=None there counts exactly the top k).
   double threshold = 0.5;
   /// Precision's and Recall's class_id (-1: off).
   int64_t class_id = -1;

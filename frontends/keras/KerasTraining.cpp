@@ -857,6 +857,10 @@ LogicalResult readOneMetric(ConfigReader &owner, llvm::StringRef key,
       return c.unsupportedValue("top_k", "expected an integer >= 1 or None");
     if (c.getSet("class_id") && out.class_id < 0)
       return c.unsupportedValue("class_id", "expected an integer >= 0 or None");
+    // Keras' default threshold: 0.5, or with top_k NEG_INF (-1e10), which
+    // counts exactly the top k; a threshold given, 0.5 included, applies.
+    if (!c.getSet("thresholds") && out.k > 0)
+      out.threshold = builder::kKerasTopKThreshold;
     break;
   }
   case K::auc: {

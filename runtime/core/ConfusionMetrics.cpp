@@ -46,14 +46,16 @@ Status readConfusionCountsConfig(const char *kernel, const KernelConfig &config,
 
 void confusionCounts(const ConfusionCountsConfig &config, const float *p,
                      const float *labels, const float *weights, int64_t rows,
-                     int64_t width, float *out) {
+                     int64_t rowsPerWeight, int64_t width, float *out) {
   ConfusionScratch scratch(config, width);
-  confusionCounts(config, p, labels, weights, rows, width, out, scratch);
+  confusionCounts(config, p, labels, weights, rows, rowsPerWeight, width, out,
+                  scratch);
 }
 
 void confusionCounts(const ConfusionCountsConfig &config, const float *p,
                      const float *labels, const float *weights, int64_t rows,
-                     int64_t width, float *out, ConfusionScratch &scratch) {
+                     int64_t rowsPerWeight, int64_t width, float *out,
+                     ConfusionScratch &scratch) {
   const int64_t columns = config.columns();
   std::vector<float> &tp = scratch.tp, &fp = scratch.fp, &row = scratch.row;
   std::vector<int64_t> &order = scratch.order;
@@ -62,7 +64,7 @@ void confusionCounts(const ConfusionCountsConfig &config, const float *p,
   float positives = 0.0f, negatives = 0.0f;
   const float threshold = static_cast<float>(config.threshold);
   for (int64_t r = 0; r < rows; ++r) {
-    const float w = weights ? weights[r] : 1.0f;
+    const float w = weights ? weights[r / rowsPerWeight] : 1.0f;
     const float *pr = p + r * width, *tr = labels + r * width;
     std::copy(pr, pr + width, row.begin());
     if (config.fromLogits)

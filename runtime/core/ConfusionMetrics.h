@@ -56,14 +56,18 @@ struct ConfusionScratch {
 
 /// Rows [tp, fp, tn, fn] by `config.columns()` columns, into `out`: the
 /// weighted counts of `rows` rows of `width` (prediction, label) pairs each
-/// (a label not 0 is positive; `weights` null: every row weighs 1).
+/// (a label not 0 is positive). A row is the output's last axis, where
+/// Keras takes top_k and class_id; weight i covers rows [i * rowsPerWeight,
+/// (i + 1) * rowsPerWeight), an example's (`weights` null: every row weighs
+/// 1).
 void confusionCounts(const ConfusionCountsConfig &config, const float *p,
                      const float *labels, const float *weights, int64_t rows,
-                     int64_t width, float *out, ConfusionScratch &scratch);
+                     int64_t rowsPerWeight, int64_t width, float *out,
+                     ConfusionScratch &scratch);
 /// The same with a scratch of its own.
 void confusionCounts(const ConfusionCountsConfig &config, const float *p,
                      const float *labels, const float *weights, int64_t rows,
-                     int64_t width, float *out);
+                     int64_t rowsPerWeight, int64_t width, float *out);
 
 /// What a confusion metric is made of (plan.fbs, MetricReduction).
 enum class ConfusionMetric { precision, recall, auc };

@@ -72,21 +72,25 @@ Status confusionCountsFactory(const KernelContext &, const KernelConfig &cfg,
     return kernelError(kName, "the counts must be [4, " +
                                   std::to_string(config.columns()) + "], got " +
                                   shapeText(outs[0].shape));
-  const int64_t rows = p.shape[0], width = p.elements() / rows;
+  // Rows along the last axis (Keras' top_k and class_id take it), each
+  // example's weight over its rows; predictions [B] are B rows of one.
+  const int64_t examples = p.shape[0],
+                width = p.shape.size() > 1 ? p.shape.back() : 1;
+  const int64_t rows = p.elements() / width, rowsPerWeight = rows / examples;
   if (config.classId >= width)
     return kernelError(kName, "class_id " + std::to_string(config.classId) +
                                   " is past the " + std::to_string(width) +
                                   " columns");
-  if (Status s = checkRowWeights(kName, ins, 2, rows, "sample_weight"); !s)
+  if (Status s = checkRowWeights(kName, ins, 2, examples, "sample_weight"); !s)
     return s;
   // The counting's scratch, sized here: a step allocates nothing.
   auto scratch = std::make_shared<ConfusionScratch>(config, width);
-  out = [config, rows, width, scratch](const KernelContext &,
-                                       const KernelConfig &, const Tensors &ins,
-                                       const Tensors &outs) {
+  out = [config, rows, rowsPerWeight, width,
+         scratch](const KernelContext &, const KernelConfig &,
+                  const Tensors &ins, const Tensors &outs) {
     confusionCounts(config, ins[0].f32(), ins[1].f32(),
-                    ins.size() > 2 ? ins[2].f32() : nullptr, rows, width,
-                    outs[0].f32(), *scratch);
+                    ins.size() > 2 ? ins[2].f32() : nullptr, rows,
+                    rowsPerWeight, width, outs[0].f32(), *scratch);
     return Status::ok();
   };
   return Status::ok();

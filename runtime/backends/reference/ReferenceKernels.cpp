@@ -2647,20 +2647,24 @@ Status confusionCountsKernel(const KernelContext &, const KernelConfig &cfg,
   REQUIRE(outs[0].elements() == 4 * config.columns(),
           "the counts must be [4, " + std::to_string(config.columns()) +
               "], got " + shapeText(outs[0].shape));
-  const int64_t rows = p.shape[0], width = p.elements() / rows;
+  // Rows along the last axis (Keras' top_k and class_id take it), each
+  // example's weight over its rows; predictions [B] are B rows of one.
+  const int64_t examples = p.shape[0],
+                width = p.shape.size() > 1 ? p.shape.back() : 1;
+  const int64_t rows = p.elements() / width, rowsPerWeight = rows / examples;
   REQUIRE(config.classId < width, "class_id " + std::to_string(config.classId) +
                                       " is past the " + std::to_string(width) +
                                       " columns");
   Vec w;
-  if (Status s = sampleWeights(kName, ins, 2, rows, w); !s)
+  if (Status s = sampleWeights(kName, ins, 2, examples, w); !s)
     return s;
   auto floats = [](const Vec &v) {
     return std::vector<float>(v.begin(), v.end());
   };
   std::vector<float> pf = floats(load(p)), tf = floats(load(t)), wf = floats(w),
                      counts(4 * config.columns());
-  confusionCounts(config, pf.data(), tf.data(), wf.data(), rows, width,
-                  counts.data());
+  confusionCounts(config, pf.data(), tf.data(), wf.data(), rows, rowsPerWeight,
+                  width, counts.data());
   store(outs[0], Vec(counts.begin(), counts.end()));
   return Status::ok();
 }

@@ -443,6 +443,24 @@ graph.training @m losses = [#graph.output_loss<kind = dice, axis = [2]>] optimiz
 // -----
 
 graph.model @m {
+  %x = graph.input "x" : tensor<2x3x4xf32>
+  graph.output %x : tensor<2x3x4xf32>
+}
+// expected-error@+1 {{'graph.training' op metric 'accuracy' needs model output [batch, classes], got 'tensor<2x3x4xf32>'}}
+graph.training @m losses = [#graph.output_loss<kind = mean_squared_error, metrics = [#graph.metric<kind = accuracy, name = "accuracy">]>] optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.0, nesterov = false> global_batch_size = 2
+
+// -----
+
+graph.model @m {
+  %x = graph.input "x" : tensor<2x3x1xf32>
+  graph.output %x : tensor<2x3x1xf32>
+}
+// A last axis of 1 under a loss of targets: binary accuracy, at any rank.
+graph.training @m losses = [#graph.output_loss<kind = mean_squared_error, metrics = [#graph.metric<kind = accuracy, name = "accuracy">, #graph.metric<kind = precision, name = "p", k = 1>]>] optimizer = #graph.sgd<learning_rate = 0.01, momentum = 0.0, nesterov = false> global_batch_size = 2
+
+// -----
+
+graph.model @m {
   %x = graph.input "x" : tensor<2x3xf32>
   graph.output %x : tensor<2x3xf32>
 }
