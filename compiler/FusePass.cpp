@@ -3,7 +3,8 @@
 // Rewrites every graph.model (the train and eval steps, and plain models)
 // into the fused ops the kernels implement, in five independent stages:
 //   1. softmax + cross-entropy (+ its gradient and softmax_grad) ->
-//      softmax_cross_entropy;
+//      softmax_cross_entropy; a sigmoid's binary (focal) cross-entropy (+
+//      its gradient and sigmoid_grad) -> the same loss from the logits;
 //   2. conv2d/dense + bias_add + relu/sigmoid/tanh -> fused_conv2d/fused_dense;
 //   3. max_pool2d_grad + the relu_grad of the pooled relu ->
 //      max_pool2d_grad {relu_grad}, and + the bias_add_grad of its result
@@ -240,6 +241,86 @@ static bool fuseSoftmaxCrossEntropy(SoftmaxOp softmax) {
   loss->op->erase();
   probabilities.replaceAllUsesWith(fused.getProbabilities());
   softmax->erase();
+  return true;
+}
+
+/// A sigmoid whose probabilities feed a binary (focal) cross-entropy: the
+/// loss, and in a train step its gradient, read the sigmoid's logits
+/// instead (from_logits), and the sigmoid_grad between that gradient and
+/// the logits goes. This is what Keras' TensorFlow backend computes, as for
+/// the softmax above: its binary_crossentropy finds the Sigmoid behind
+/// predictions given as probabilities (_get_logits) and calls
+/// sigmoid_cross_entropy_with_logits, so a saturated sigmoid's loss is not
+/// clipped at -log(1e-7) and its gradient not cut to zero (binary focal
+/// cross-entropy takes its bce from there and p_t from the probabilities,
+/// as its from_logits form does). The sigmoid stays for its other readers
+/// (binary accuracy, the model's outputs).
+static bool fuseSigmoidBinaryCrossEntropy(SigmoidOp sigmoid) {
+  Value probabilities = sigmoid.getOutput();
+  auto binary = [](LossKind kind) {
+    return kind == LossKind::binary_crossentropy ||
+           kind == LossKind::binary_focal_crossentropy;
+  };
+  PointwiseLossOp loss;
+  PointwiseLossGradOp lossGrad;
+  SigmoidGradOp sigmoidGrad;
+  for (OpOperand &use : probabilities.getUses()) {
+    Operation *user = use.getOwner();
+    unsigned operand = use.getOperandNumber();
+    if (auto l = dyn_cast<PointwiseLossOp>(user);
+        l && operand == 0 && binary(l.getKind())) {
+      if (loss)
+        return false;
+      loss = l;
+    } else if (auto g = dyn_cast<PointwiseLossGradOp>(user);
+               g && operand == 0 && binary(g.getKind())) {
+      if (lossGrad)
+        return false;
+      lossGrad = g;
+    } else if (auto g = dyn_cast<SigmoidGradOp>(user); g && operand == 1) {
+      if (sigmoidGrad)
+        return false;
+      sigmoidGrad = g;
+    }
+  }
+  if (!loss || loss.getFromLogits())
+    return false;
+  // The gradient pair goes together or not at all, and only where the
+  // sigmoid's gradient is the loss's alone (perhaps scaled by a
+  // LossScaleOptimizer's graph.scale_by, which is linear): a sigmoid read
+  // by other layers too sums their gradients before its sigmoid_grad.
+  if (static_cast<bool>(lossGrad) != static_cast<bool>(sigmoidGrad))
+    return false;
+  if (lossGrad) {
+    if (lossGrad.getFromLogits() || lossGrad.getKind() != loss.getKind() ||
+        lossGrad.getTargets() != loss.getTargets() ||
+        lossGrad.getSampleWeight() != loss.getSampleWeight() ||
+        lossGrad.getLabelSmoothingAttr() != loss.getLabelSmoothingAttr() ||
+        lossGrad.getAlphaAttr() != loss.getAlphaAttr() ||
+        lossGrad.getGammaAttr() != loss.getGammaAttr() ||
+        lossGrad.getApplyClassBalancing() != loss.getApplyClassBalancing())
+      return false;
+    Value lossGradValue = lossGrad.getPredictionsGrad();
+    Value outputGrad = sigmoidGrad.getOutputGrad();
+    auto scale = outputGrad.getDefiningOp<ScaleByOp>();
+    if (scale && (scale.getInput() != lossGradValue || !outputGrad.hasOneUse()))
+      return false;
+    if (!lossGradValue.hasOneUse() ||
+        (scale ? scale.getOutput() : lossGradValue) != outputGrad)
+      return false;
+  }
+
+  Value logits = sigmoid.getInput();
+  loss.getPredictionsMutable().assign(logits);
+  loss.setFromLogits(true);
+  if (lossGrad) {
+    lossGrad.getPredictionsMutable().assign(logits);
+    lossGrad.setFromLogits(true);
+    sigmoidGrad.getInputGrad().replaceAllUsesWith(sigmoidGrad.getOutputGrad());
+    sigmoidGrad->erase();
+  }
+  if (probabilities.use_empty())
+    sigmoid->erase();
   return true;
 }
 
@@ -630,6 +711,8 @@ static void fuseModel(ModelOp model) {
 
   for (SoftmaxOp softmax : llvm::to_vector(block.getOps<SoftmaxOp>()))
     fuseSoftmaxCrossEntropy(softmax);
+  for (SigmoidOp sigmoid : llvm::to_vector(block.getOps<SigmoidOp>()))
+    fuseSigmoidBinaryCrossEntropy(sigmoid);
 
   SmallVector<Operation *> producers;
   for (Operation &op : block)

@@ -1015,3 +1015,66 @@ graph.model @conv_pool_f64 {
   %1 = graph.max_pool2d %0 pool_size = [2, 2] strides = [2, 2] padding = valid : tensor<2x3x3x8xf64> -> tensor<2x1x1x8xf64>
   graph.output %1 : tensor<2x1x1x8xf64>
 }
+
+// -----
+
+// A sigmoid's binary cross-entropy reads the logits (from_logits), as
+// Keras' TensorFlow backend computes it; its gradient then starts at the
+// logits and the sigmoid_grad goes. The sigmoid stays for binary accuracy.
+// A bias_add read by the loss as well as the sigmoid is not fused into the
+// dense.
+
+// CHECK-LABEL: graph.model @sigmoid_bce
+// CHECK:         %[[Z:.+]] = graph.fused_dense %{{.+}}, %{{.+}} bias %{{.+}} activation = none
+// CHECK-NEXT:    %[[P:.+]] = graph.sigmoid %[[Z]]
+// CHECK-NEXT:    %[[LOSS:.+]] = graph.pointwise_loss binary_crossentropy %[[Z]], %[[T:.+]] from_logits label_smoothing = 1.000000e-01
+// CHECK-NEXT:    %[[ACC:.+]] = graph.pointwise_loss binary_accuracy %[[P]], %[[T]] :
+// CHECK-NEXT:    %[[DZ:.+]] = graph.pointwise_loss_grad binary_crossentropy %[[Z]], %[[T]] from_logits label_smoothing = 1.000000e-01
+// CHECK-NEXT:    %[[DS:.+]] = graph.scale_by %[[DZ]]
+// CHECK-NEXT:    graph.bias_add_grad %[[DS]]
+// CHECK-NOT:     graph.sigmoid_grad
+// CHECK:         graph.output %[[LOSS]], %[[ACC]]
+graph.variable @"dense/kernel" : tensor<3x2xf32> = #graph.init<glorot_uniform>
+graph.variable @"dense/bias" : tensor<2xf32> = #graph.init<zeros>
+graph.variable @"optimizer/dynamic_scale" : tensor<f32> = #graph.init<zeros>
+graph.model @sigmoid_bce {
+  %x = graph.input "x" : tensor<4x3xf32>
+  %t = graph.input "labels" : tensor<4x2xf32>
+  %s = graph.read_variable @"optimizer/dynamic_scale" : tensor<f32>
+  %k = graph.read_variable @"dense/kernel" : tensor<3x2xf32>
+  %b = graph.read_variable @"dense/bias" : tensor<2xf32>
+  %0 = graph.dense %x, %k : (tensor<4x3xf32>, tensor<3x2xf32>) -> tensor<4x2xf32>
+  %1 = graph.bias_add %0, %b : tensor<4x2xf32>, tensor<2xf32>
+  %2 = graph.sigmoid %1 : tensor<4x2xf32>
+  %loss = graph.pointwise_loss binary_crossentropy %2, %t label_smoothing = 0.1 : tensor<4x2xf32>, tensor<4x2xf32> -> tensor<f32>
+  %acc = graph.pointwise_loss binary_accuracy %2, %t : tensor<4x2xf32>, tensor<4x2xf32> -> tensor<f32>
+  %d2 = graph.pointwise_loss_grad binary_crossentropy %2, %t label_smoothing = 0.1 : tensor<4x2xf32>
+  %d2s = graph.scale_by %d2, %s : tensor<4x2xf32>, tensor<f32>
+  %d1 = graph.sigmoid_grad %d2s, %2 : tensor<4x2xf32>
+  %db = graph.bias_add_grad %d1 : tensor<4x2xf32> -> tensor<2xf32>
+  %dk = graph.dense_grad_kernel %x, %d1 : (tensor<4x3xf32>, tensor<4x2xf32>) -> tensor<3x2xf32>
+  graph.output %loss, %acc, %db, %dk : tensor<f32>, tensor<f32>, tensor<2xf32>, tensor<3x2xf32>
+}
+
+// -----
+
+// A sigmoid read by another layer too sums two gradients before its
+// sigmoid_grad: the loss keeps the probabilities (the gradient pair goes
+// together or not at all).
+
+// CHECK-LABEL: graph.model @sigmoid_shared
+// CHECK:         %[[P:.+]] = graph.sigmoid
+// CHECK-NEXT:    graph.pointwise_loss binary_crossentropy %[[P]], %{{[0-9]+}} :
+// CHECK-NEXT:    graph.pointwise_loss_grad binary_crossentropy %[[P]], %{{[0-9]+}} :
+// CHECK:         graph.sigmoid_grad
+graph.model @sigmoid_shared {
+  %z = graph.input "z" : tensor<4x2xf32>
+  %t = graph.input "labels" : tensor<4x2xf32>
+  %p = graph.sigmoid %z : tensor<4x2xf32>
+  %loss = graph.pointwise_loss binary_crossentropy %p, %t : tensor<4x2xf32>, tensor<4x2xf32> -> tensor<f32>
+  %dp = graph.pointwise_loss_grad binary_crossentropy %p, %t : tensor<4x2xf32>
+  %other = graph.tanh %p : tensor<4x2xf32>
+  %sum = graph.add %dp, %other : tensor<4x2xf32>
+  %dz = graph.sigmoid_grad %sum, %p : tensor<4x2xf32>
+  graph.output %loss, %dz : tensor<f32>, tensor<4x2xf32>
+}

@@ -36,6 +36,10 @@ using namespace vec;
 using Tensors = std::vector<TensorRef>;
 
 constexpr double kEpsilon = 1e-7; // keras.config.epsilon(), as the reference
+/// Keras' clip(p, epsilon, 1 - epsilon) bounds on a float32 tensor, as the
+/// reference's (1 - 1e-7 rounds to 0.99999988).
+constexpr double kClipLow = static_cast<float>(kEpsilon);
+constexpr double kClipHigh = static_cast<float>(1.0 - kEpsilon);
 
 float rowMax(const float *x, int64_t n) {
   float m = -std::numeric_limits<float>::infinity();
@@ -338,10 +342,8 @@ double logitsRow(const float *z, const float *y, int64_t k, int64_t c,
   return loss;
 }
 
-double clip(double p) {
-  return std::min(std::max(p, kEpsilon), 1.0 - kEpsilon);
-}
-bool unclipped(double p) { return p > kEpsilon && p < 1.0 - kEpsilon; }
+double clip(double p) { return std::min(std::max(p, kClipLow), kClipHigh); }
+bool unclipped(double p) { return p > kClipLow && p < kClipHigh; }
 
 /// One row from probabilities, in double (see the file comment): the
 /// reference's formulas, keras/src/backend/tensorflow/nn.py.
@@ -696,8 +698,7 @@ template <bool Logits>
             prob - t, prob, prob * (1.0f - prob)};
   } else {
     float q = simdMin(simdMax(p, kEpsF), 1.0f - kEpsF);
-    float oneMinusQ = simdSelect(p > 1.0f - kEpsF, kEpsF, 1.0f - q);
-    return {-(t * simdLog(q) + (1.0f - t) * simdLog(oneMinusQ)),
+    return {-(t * simdLog(q) + (1.0f - t) * simdLog(1.0f - q)),
             simdSelect((p >= kEpsF) & (p <= 1.0f - kEpsF),
                        -t / q + (1.0f - t) / (1.0f - q), 0.0f),
             p, 1.0f};
@@ -730,11 +731,10 @@ template <Pointwise K>
     return simdSelect(a <= 0.5f, logCoshSeries(a),
                       a + simdLog1p(simdExp(-2.0f * a)) - kLog2);
   } else if constexpr (K == Pointwise::binaryCrossentropy) {
+    // Clipped to float32's bounds, as Keras clips a float32 tensor: 1 - q
+    // at the top is 1 - 0.99999988 = 1.19e-7.
     float q = simdMin(simdMax(p, kEps), 1.0f - kEps);
-    // 1 - q where p is clipped at the top is the reference's 1 - (1 - eps)
-    // = eps, not 1 - float(1 - eps) = 1.19e-7.
-    float oneMinusQ = simdSelect(p > 1.0f - kEps, kEps, 1.0f - q);
-    return -(t * simdLog(q) + (1.0f - t) * simdLog(oneMinusQ));
+    return -(t * simdLog(q) + (1.0f - t) * simdLog(1.0f - q));
   } else if constexpr (K == Pointwise::binaryCrossentropyLogits) {
     return simdMax(p, 0.0f) - p * t + simdLog1p(simdExp(-std::fabs(p)));
   } else if constexpr (K == Pointwise::poisson) {
@@ -1065,12 +1065,12 @@ private:
     for (int64_t j = 0; j < k; ++j) {
       double y = t[j] * (1.0 - ls) + uniform;
       double q = prob[j] / total;
-      double o = std::min(std::max(q, kEpsilon), 1.0 - kEpsilon);
+      double o = clip(q);
       double focal = std::pow(1.0 - o, g), logO = std::log(o);
       value -= a * focal * y * logO;
       // d/do of alpha (1 - o)^g (-y log o), where the clip passes.
       grad[j] =
-          q >= kEpsilon && q <= 1.0 - kEpsilon
+          q >= kClipLow && q <= kClipHigh
               ? a * y * (g * std::pow(1.0 - o, g - 1.0) * logO - focal / o)
               : 0.0;
       dot += grad[j] * q;

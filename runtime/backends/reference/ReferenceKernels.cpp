@@ -1890,6 +1890,12 @@ Status layerNormGrad(const KernelContext &, const KernelConfig &cfg,
 //===----------------------------------------------------------------------===//
 
 constexpr double kEpsilon = 1e-7; // keras.config.epsilon()
+/// The bounds Keras clips probabilities to, clip(p, epsilon, 1 - epsilon)
+/// of a float32 tensor (tf.clip_by_value, np.clip): 1 - 1e-7 rounds to
+/// 0.99999988, whose complement is 1.19e-7, not 1e-7 (a saturated wrong
+/// prediction costs -log(1.19e-7) = 15.94, not 16.12).
+constexpr double kClipLow = static_cast<float>(kEpsilon);
+constexpr double kClipHigh = static_cast<float>(1.0 - kEpsilon);
 
 /// Labels as a one-hot [B, C] matrix.
 Status oneHot(const char *kName, const TensorRef &labels, int64_t rows,
@@ -1924,10 +1930,8 @@ void logSoftmaxRow(const double *z, int64_t c, double *out) {
     out[j] = z[j] - lse;
 }
 
-double clip(double p) {
-  return std::min(std::max(p, kEpsilon), 1.0 - kEpsilon);
-}
-bool unclipped(double p) { return p > kEpsilon && p < 1.0 - kEpsilon; }
+double clip(double p) { return std::min(std::max(p, kClipLow), kClipHigh); }
+bool unclipped(double p) { return p > kClipLow && p < kClipHigh; }
 
 /// Per-row loss and d(row loss)/d(predictions), following Keras 3's
 /// TensorFlow backend (keras/src/backend/tensorflow/nn.py):
@@ -2151,8 +2155,8 @@ double pointwiseValue(const PointwiseLossConfig &loss, double p, double t,
       return std::max(p, 0.0) - p * t + std::log1p(std::exp(-std::abs(p)));
     }
     double c = clip(p);
-    grad = p >= kEpsilon && p <= 1.0 - kEpsilon ? -t / c + (1.0 - t) / (1.0 - c)
-                                                : 0.0;
+    grad =
+        p >= kClipLow && p <= kClipHigh ? -t / c + (1.0 - t) / (1.0 - c) : 0.0;
     return -(t * std::log(c) + (1.0 - t) * std::log(1.0 - c));
   }
   case PointwiseKind::poisson:
@@ -2193,9 +2197,8 @@ double pointwiseValue(const PointwiseLossConfig &loss, double p, double t,
       double c = clip(p);
       prob = p;
       bce = -(t * std::log(c) + (1.0 - t) * std::log(1.0 - c));
-      dbce = p >= kEpsilon && p <= 1.0 - kEpsilon
-                 ? -t / c + (1.0 - t) / (1.0 - c)
-                 : 0.0;
+      dbce = p >= kClipLow && p <= kClipHigh ? -t / c + (1.0 - t) / (1.0 - c)
+                                             : 0.0;
       dprob = 1.0;
     }
     double u = 1.0 - (t * prob + (1.0 - t) * (1.0 - prob));
@@ -2244,7 +2247,7 @@ double rowValue(const PointwiseLossConfig &loss, const double *p,
     for (int64_t j = 0; j < k; ++j) {
       double q = prob[j] / sum, o = clip(q);
       value += a * std::pow(1.0 - o, g) * -y[j] * std::log(o);
-      dq[j] = q >= kEpsilon && q <= 1.0 - kEpsilon
+      dq[j] = q >= kClipLow && q <= kClipHigh
                   ? a * y[j] *
                         (g * std::pow(1.0 - o, g - 1.0) * std::log(o) -
                          std::pow(1.0 - o, g) / o)

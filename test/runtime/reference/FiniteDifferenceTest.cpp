@@ -811,12 +811,14 @@ TEST(FiniteDifference, PointwiseLossGradientsAtKinksAndClips) {
     return analytic("pointwise_loss_grad", cfg,
                     {Tensor::f64(shape, p), Tensor::f64(shape, t)}, {shape});
   };
-  // Clipped predictions have no gradient; 1e-7 itself is inside.
-  std::vector<double> bce = gradOf("binary_crossentropy", {0.0, 1.0, 1e-7, 0.5},
-                                   {0.5, 0.5, 0.5, 0.5});
+  // Clipped predictions have no gradient; the bound itself, float32's
+  // 1e-7 (Keras clips a float32 tensor), is inside.
+  const double eps = static_cast<float>(1e-7);
+  std::vector<double> bce =
+      gradOf("binary_crossentropy", {0.0, 1.0, eps, 0.5}, {0.5, 0.5, 0.5, 0.5});
   EXPECT_EQ(bce[0], 0.0);
   EXPECT_EQ(bce[1], 0.0);
-  EXPECT_NEAR(bce[2], (-0.5 / 1e-7 + 0.5 / (1 - 1e-7)) / 4, 1e-3);
+  EXPECT_NEAR(bce[2], (-0.5 / eps + 0.5 / (1 - eps)) / 4, 1e-3);
   std::vector<double> kl =
       gradOf("kl_divergence", {1.5, 1.0, 1e-7, 0.0}, {0.5, 0.5, 0.5, 0.5});
   expectAllNear(kl, {0.0, -0.5, -5e6, 0.0}, 1e-9, "kl_divergence");

@@ -9,7 +9,7 @@
 // deterministic without atomics on the values. (One block of 32 warps, 8
 // rows each in turn, took 24-28 us a step at batch 256 on an H100.) Row
 // formulas are the reference's rowLoss, which follows Keras 3's TensorFlow
-// backend (clipping to [1e-7, 1 - 1e-7] for probabilities).
+// backend (clipping to float32's [1e-7, 1 - 1e-7] for probabilities).
 //
 // Labels are one-hot rows (f32, [B, C]) or class indices (f32, i32 or i64,
 // [B]). The losses and accuracy take an optional sample_weight [B]: row r
@@ -35,6 +35,10 @@ constexpr int kWarp = 32;
 /// Rows (a warp each) per block of the batch-reducing kernels.
 constexpr int kRowWarps = 8;
 constexpr double kEpsilon = 1e-7; // keras.config.epsilon()
+/// Keras' clip(p, epsilon, 1 - epsilon) bounds on a float32 tensor, as the
+/// reference's (1 - 1e-7 rounds to 0.99999988).
+constexpr double kClipLow = static_cast<float>(kEpsilon);
+constexpr double kClipHigh = static_cast<float>(1.0 - kEpsilon);
 
 __device__ double warpSum(double v) {
   for (int offset = kWarp / 2; offset > 0; offset /= 2)
@@ -177,12 +181,8 @@ Status labelsOf(const char *kName, const TensorRef &t, int64_t rows,
   return Status::ok();
 }
 
-__device__ double clip(double p) {
-  return fmin(fmax(p, kEpsilon), 1.0 - kEpsilon);
-}
-__device__ bool unclipped(double p) {
-  return p > kEpsilon && p < 1.0 - kEpsilon;
-}
+__device__ double clip(double p) { return fmin(fmax(p, kClipLow), kClipHigh); }
+__device__ bool unclipped(double p) { return p > kClipLow && p < kClipHigh; }
 
 enum class LossMode : int32_t { logits, sparseProbabilities, probabilities };
 
