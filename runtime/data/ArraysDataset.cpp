@@ -139,28 +139,75 @@ std::string lengthMismatch(const std::string &name, const NumpyArray &x,
 
 /// Float targets of `shape` per example, from `values` ([rows, width]
 /// doubles read from `what`, of row shape `dims`).
-Status toTargets(const std::string &what, const std::vector<double> &values,
-                 int64_t rows, const std::vector<int64_t> &dims,
-                 const ExampleShape &shape, std::vector<float> &targets) {
+/// `count` targets from `values` into `targets` from element `first` on,
+/// checked: no NaN, finite as float32. Messages name the example (`width`
+/// targets each).
+Status convertTargets(const std::string &what, const double *values,
+                      size_t first, size_t count, int64_t width,
+                      float *targets) {
+  for (size_t i = 0; i < count; ++i) {
+    const float target = static_cast<float>(values[i]);
+    targets[first + i] = target;
+    // An infinite target (or a float64 past float32's range) makes every
+    // loss of its batch inf or NaN.
+    if (std::isfinite(target))
+      continue;
+    std::string at = what + ": example " +
+                     std::to_string(static_cast<int64_t>(first + i) / width) +
+                     ": ";
+    if (std::isnan(values[i]))
+      return Status::invalidInput(at + "target is NaN");
+    return Status::invalidInput(at + "target " + shortNumber(values[i]) +
+                                " is not finite as float32");
+  }
+  return Status::ok();
+}
+
+/// Targets of `dims` per example fit an output of `shape` (a scalar one of
+/// shape (1,)).
+Status checkTargetDims(const std::string &what,
+                       const std::vector<int64_t> &dims,
+                       const ExampleShape &shape) {
   bool expands = dims.empty() && shape.dims == std::vector<int64_t>{1};
   if (dims != shape.dims && !expands)
     return Status::invalidInput(
         what + ": targets of shape " + numpyShape(dims) +
         " per example; the model's output (and so its loss) takes " +
         numpyShape(shape.dims) + " per example");
+  return Status::ok();
+}
+
+Status toTargets(const std::string &what, const std::vector<double> &values,
+                 int64_t rows, const std::vector<int64_t> &dims,
+                 const ExampleShape &shape, std::vector<float> &targets) {
+  if (Status s = checkTargetDims(what, dims, shape); !s)
+    return s;
   targets.resize(static_cast<size_t>(rows * shape.elements()));
-  for (size_t i = 0; i < targets.size(); ++i) {
-    std::string at =
-        what + ": example " +
-        std::to_string(static_cast<int64_t>(i) / shape.elements()) + ": ";
-    if (std::isnan(values[i]))
-      return Status::invalidInput(at + "target is NaN");
-    targets[i] = static_cast<float>(values[i]);
-    // An infinite target (or a float64 past float32's range) makes every
-    // loss of its batch inf or NaN.
-    if (!std::isfinite(targets[i]))
-      return Status::invalidInput(at + "target " + shortNumber(values[i]) +
-                                  " is not finite as float32");
+  return convertTargets(what, values.data(), 0, targets.size(),
+                        shape.elements(), targets.data());
+}
+
+/// The same of array `y` (`rows` examples), read a block of rows at a
+/// time: a y as large as x (an autoencoder's, an image-to-image
+/// regression's) costs its float32 targets, not a float64 copy besides.
+Status toTargets(const NumpyArray &y, int64_t rows, const ExampleShape &shape,
+                 std::vector<float> &targets) {
+  std::vector<int64_t> dims(y.shape().begin() + 1, y.shape().end());
+  if (Status s = checkTargetDims(y.source(), dims, shape); !s)
+    return s;
+  const int64_t width = shape.elements();
+  targets.resize(static_cast<size_t>(rows * width));
+  const int64_t block = std::max<int64_t>(1, (int64_t(1) << 20) / width);
+  std::vector<double> values(
+      static_cast<size_t>(std::min(rows, block) * width));
+  for (int64_t first = 0; first < rows; first += block) {
+    const int64_t count = std::min(block, rows - first);
+    y.rowsToDouble(first, count, values.data());
+    if (Status s = convertTargets(
+            y.source(), values.data(), static_cast<size_t>(first * width),
+            static_cast<size_t>(count * width), width, targets.data());
+        !s)
+      return s;
   }
   return Status::ok();
 }
@@ -185,7 +232,37 @@ Status pickPair(const std::string &where,
                 const std::vector<NumpyArray> &members,
                 const std::string &inputName, bool needsLabels,
                 std::shared_ptr<NumpyArray> &x, std::shared_ptr<NumpyArray> &y,
-                std::shared_ptr<NumpyArray> &weights);
+                std::shared_ptr<NumpyArray> &weights,
+                const std::vector<std::string> *allNames = nullptr);
+
+/// The members of an .npz that a model's arrays can come from: those
+/// `named` (its inputs' and outputs' names), x, y and sample_weight, and
+/// without a y the one array besides them (Keras' dict form names y after
+/// the output layer). The others (class names, metadata beside the data)
+/// are never read.
+NpzMemberChoice modelMembers(std::vector<std::string> named) {
+  for (std::string_view fixed :
+       {std::string_view("x"), std::string_view("y"), kSampleWeightArray})
+    named.emplace_back(fixed);
+  return [named](const std::vector<std::string> &all) {
+    std::vector<std::string> read, others;
+    for (const std::string &n : all)
+      (std::find(named.begin(), named.end(), n) != named.end() ? read : others)
+          .push_back(n);
+    if (std::find(all.begin(), all.end(), "y") == all.end() &&
+        others.size() == 1)
+      read.push_back(others.front());
+    return read;
+  };
+}
+
+/// 'a', 'b', 'c': names for a message.
+std::string quotedNames(const std::vector<std::string> &names) {
+  std::string out;
+  for (const std::string &n : names)
+    out += (out.empty() ? "'" : ", '") + n + "'";
+  return out;
+}
 
 /// The member named sample_weight, if any.
 void pickWeights(const std::vector<NumpyArray> &members,
@@ -245,17 +322,20 @@ Status openPair(const std::string &spec, const ArraysOptions &o,
     return Status::ok();
   }
   std::vector<NumpyArray> members;
-  if (Status s = openNpz(rest, members); !s)
+  std::vector<std::string> all;
+  if (Status s = openNpz(rest, members, modelMembers({inputName}), &all); !s)
     return s;
   name = rest;
-  return pickPair(rest, members, inputName, needsLabels, x, y, weights);
+  return pickPair(rest, members, inputName, needsLabels, x, y, weights, &all);
 }
 
-/// x and y among `members` (an .npz's, or arrays in memory), by name.
+/// x and y among `members` (an .npz's, or arrays in memory), by name;
+/// `allNames`, where given, the names of every array the file holds.
 Status pickPair(const std::string &rest, const std::vector<NumpyArray> &members,
                 const std::string &inputName, bool needsLabels,
                 std::shared_ptr<NumpyArray> &x, std::shared_ptr<NumpyArray> &y,
-                std::shared_ptr<NumpyArray> &weights) {
+                std::shared_ptr<NumpyArray> &weights,
+                const std::vector<std::string> *allNames) {
   auto find = [&](const std::string &member) -> const NumpyArray * {
     for (const NumpyArray &a : members)
       if (a.name() == member)
@@ -263,8 +343,11 @@ Status pickPair(const std::string &rest, const std::vector<NumpyArray> &members,
     return nullptr;
   };
   std::string names;
-  for (const NumpyArray &a : members)
-    names += (names.empty() ? "'" : ", '") + a.name() + "'";
+  if (allNames)
+    names = quotedNames(*allNames);
+  else
+    for (const NumpyArray &a : members)
+      names += (names.empty() ? "'" : ", '") + a.name() + "'";
   const NumpyArray *xs = find(inputName);
   if (!xs)
     xs = find("x");
@@ -281,13 +364,19 @@ Status pickPair(const std::string &rest, const std::vector<NumpyArray> &members,
     for (const NumpyArray &a : members)
       if (&a != xs && a.name() != kSampleWeightArray)
         others.push_back(&a);
-    if (others.size() == 1)
+    // Arrays besides x that an .npz holds unread (several: none is y).
+    size_t unread = 0;
+    if (allNames)
+      for (const std::string &n : *allNames)
+        unread += n != xs->name() && n != kSampleWeightArray && !find(n);
+    if (others.size() == 1 && unread == 0)
       ys = others[0];
     else if (needsLabels)
       return Status::invalidInput(
           rest + ": no array 'y' (the labels) among " + names +
-          (others.empty() ? std::string()
-                          : ": name the labels y, np.savez(f, x=..., y=...)"));
+          (others.empty() && unread == 0
+               ? std::string()
+               : ": name the labels y, np.savez(f, x=..., y=...)"));
   }
   x = std::make_shared<NumpyArray>(*xs);
   if (ys)
@@ -303,6 +392,7 @@ Status openInputs(const std::string &spec, const ArraysOptions &o,
                   std::shared_ptr<NumpyArray> &y,
                   std::shared_ptr<NumpyArray> &weights, std::string &name) {
   std::vector<NumpyArray> owned;
+  std::vector<std::string> all; // an .npz's every member
   const std::vector<NumpyArray> *members = &owned;
   if (spec.starts_with(kMemoryPrefix)) {
     if (Status s = findInMemory(spec, o, members, name); !s)
@@ -315,12 +405,18 @@ Status openInputs(const std::string &spec, const ArraysOptions &o,
           ": the model has several inputs: give an .npz with an array "
           "named after each (np.savez(f, " +
           o.inputs.front().first + "=..., ..., y=...))");
-    if (Status s = openNpz(name, owned); !s)
+    std::vector<std::string> inputs;
+    for (const auto &[input, shape] : o.inputs)
+      inputs.push_back(input);
+    if (Status s = openNpz(name, owned, modelMembers(inputs), &all); !s)
       return s;
   }
   std::string names, inputNames;
-  for (const NumpyArray &a : *members)
-    names += (names.empty() ? "'" : ", '") + a.name() + "'";
+  if (!all.empty())
+    names = quotedNames(all);
+  else
+    for (const NumpyArray &a : *members)
+      names += (names.empty() ? "'" : ", '") + a.name() + "'";
   for (const auto &[input, shape] : o.inputs)
     inputNames += (inputNames.empty() ? "'" : ", '") + input + "'";
   std::vector<const NumpyArray *> used;
@@ -390,14 +486,13 @@ Status outputTargets(const NumpyArray &y, const ArraysOptions::Output &out,
                      int64_t n, int64_t offset, int64_t stride,
                      std::vector<float> &targets) {
   using Kind = ArraysOptions::Output::Kind;
-  std::vector<double> values(static_cast<size_t>(n * y.rowElements()));
-  y.rowsToDouble(0, n, values.data());
-  std::vector<int64_t> dims(y.shape().begin() + 1, y.shape().end());
   std::vector<float> own;
   if (out.kind == Kind::targets) {
-    if (Status s = toTargets(y.source(), values, n, dims, out.shape, own); !s)
+    if (Status s = toTargets(y, n, out.shape, own); !s)
       return s;
   } else {
+    std::vector<double> values(static_cast<size_t>(n * y.rowElements()));
+    y.rowsToDouble(0, n, values.data());
     const std::vector<int64_t> &ys = y.shape();
     if (ys.size() > 2 || y.rowElements() == 0)
       return Status::invalidInput(
@@ -433,6 +528,7 @@ Status openOutputs(const std::string &spec, const ArraysOptions &o,
                    std::shared_ptr<const Dataset> &memory,
                    std::shared_ptr<const std::vector<float>> &weights) {
   std::vector<NumpyArray> owned;
+  std::vector<std::string> all; // an .npz's every member
   const std::vector<NumpyArray> *members = &owned;
   std::string name;
   std::string outputNames;
@@ -449,12 +545,20 @@ Status openOutputs(const std::string &spec, const ArraysOptions &o,
           ": the model has several outputs: give an .npz with an "
           "array named after each input and output (np.savez(f, x=..., " +
           outputNames + "=...))");
-    if (Status s = openNpz(name, owned); !s)
+    std::vector<std::string> named{o.inputName};
+    for (const auto &[input, shape] : o.inputs)
+      named.push_back(input);
+    for (const ArraysOptions::Output &out : o.outputs)
+      named.push_back(out.name);
+    if (Status s = openNpz(name, owned, modelMembers(named), &all); !s)
       return s;
   }
   std::string names;
-  for (const NumpyArray &a : *members)
-    names += (names.empty() ? "'" : ", '") + a.name() + "'";
+  if (!all.empty())
+    names = quotedNames(all);
+  else
+    for (const NumpyArray &a : *members)
+      names += (names.empty() ? "'" : ", '") + a.name() + "'";
   auto find = [&](const std::string &member) -> const NumpyArray * {
     for (const NumpyArray &a : *members)
       if (a.name() == member)
@@ -476,7 +580,10 @@ Status openOutputs(const std::string &spec, const ArraysOptions &o,
                                   " (the model's input) among " + names);
     std::vector<int64_t> row(a->shape().begin() + (a->shape().empty() ? 0 : 1),
                              a->shape().end());
-    if (a->shape().empty() || row != shape.dims)
+    // (N,) feeds an input of shape (1,), as Keras expands it.
+    const bool expands =
+        a->shape().size() == 1 && shape.dims == std::vector<int64_t>{1};
+    if (!expands && (a->shape().empty() || row != shape.dims))
       return Status::invalidInput(
           a->source() + ": shape " + numpyShape(a->shape()) + " (" +
           elementTypeName(a->type()) + "); the model's input '" + input +
@@ -615,12 +722,7 @@ Status openNumpy(const std::string &spec, const ArraysOptions &o,
   if (y && dense) {
     if (y->shape().empty() || y->rows() != n)
       return Status::invalidInput(lengthMismatch(name, *x, *y));
-    std::vector<double> values(static_cast<size_t>(n * y->rowElements()));
-    y->rowsToDouble(0, n, values.data());
-    std::vector<int64_t> dims(y->shape().begin() + 1, y->shape().end());
-    if (Status s =
-            toTargets(y->source(), values, n, dims, o.targetShape, targets);
-        !s)
+    if (Status s = toTargets(*y, n, o.targetShape, targets); !s)
       return s;
   } else if (dense) {
     targets.assign(static_cast<size_t>(n * numClasses), 0.0f);

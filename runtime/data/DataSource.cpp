@@ -115,6 +115,7 @@ std::shared_ptr<Dataset> sliceOf(const Dataset &ds, int64_t first,
   out->name = name;
   out->shape = ds.shape;
   out->numClasses = ds.numClasses;
+  out->ignoredLabel = ds.ignoredLabel;
   const int64_t e = ds.shape.elements();
   out->images.assign(ds.images.begin() + first * e,
                      ds.images.begin() + (first + count) * e);
@@ -132,6 +133,7 @@ std::shared_ptr<ExampleList> sliceOf(const ExampleList &list, int64_t first,
   auto out = std::make_shared<ExampleList>();
   out->name = name;
   out->numClasses = list.numClasses;
+  out->ignoredLabel = list.ignoredLabel;
   out->labels.assign(list.labels.begin() + first,
                      list.labels.begin() + first + count);
   if (!list.targets.empty())

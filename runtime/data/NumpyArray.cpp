@@ -906,7 +906,8 @@ Status openNpy(const std::string &path, NumpyArray &out) {
   return Status::ok();
 }
 
-Status openNpz(const std::string &path, std::vector<NumpyArray> &out) {
+Status openNpz(const std::string &path, std::vector<NumpyArray> &out,
+               const NpzMemberChoice &choose, std::vector<std::string> *names) {
   if (Status s = checkFile(path, "an .npz archive"); !s)
     return s;
   std::error_code ec;
@@ -928,14 +929,28 @@ Status openNpz(const std::string &path, std::vector<NumpyArray> &out) {
                                 ": holds no arrays (an empty zip archive); "
                                 "save at least one array with np.savez");
   const uint64_t limit = memberLimit();
-  std::vector<NumpyArray> arrays;
-  arrays.reserve(zip.members().size());
+  std::vector<std::string> all;
   for (const ZipArchive::Member &member : zip.members()) {
     if (!member.name.ends_with(".npy") || member.name.size() == 4)
       return Status::invalidInput(
           path + ": member '" + member.name +
           "' is not a .npy file; an .npz archive holds only NAME.npy "
           "members, as np.savez writes them");
+    std::string name = member.name.substr(0, member.name.size() - 4);
+    // A zip may hold one name twice; np.load would take the last, the
+    // reader here the first: neither is safe to guess.
+    if (std::find(all.begin(), all.end(), name) != all.end())
+      return Status::invalidInput(path + ": holds two members named '" +
+                                  member.name + "'; save each array once");
+    all.push_back(std::move(name));
+  }
+  const std::vector<std::string> chosen = choose ? choose(all) : all;
+  std::vector<NumpyArray> arrays;
+  arrays.reserve(chosen.size());
+  for (const ZipArchive::Member &member : zip.members()) {
+    std::string name = member.name.substr(0, member.name.size() - 4);
+    if (std::find(chosen.begin(), chosen.end(), name) == chosen.end())
+      continue;
     auto bytes = std::make_shared<std::string>();
     if (Status s = zip.read(member.name, limit, *bytes); !s) {
       if (s.code() == StatusCode::resourceExhausted)
@@ -946,13 +961,6 @@ Status openNpz(const std::string &path, std::vector<NumpyArray> &out) {
             "with np.save and pass the .npy file, which is mapped, not read");
       return s.withContext(path + ": ");
     }
-    std::string name = member.name.substr(0, member.name.size() - 4);
-    // A zip may hold one name twice; np.load would take the last, the
-    // reader here the first: neither is safe to guess.
-    for (const NumpyArray &earlier : arrays)
-      if (earlier.name() == name)
-        return Status::invalidInput(path + ": holds two members named '" +
-                                    member.name + "'; save each array once");
     std::string source = path + ": " + name;
     const auto *data = reinterpret_cast<const uint8_t *>(bytes->data());
     size_t size = bytes->size();
@@ -964,6 +972,8 @@ Status openNpz(const std::string &path, std::vector<NumpyArray> &out) {
     arrays.push_back(std::move(array));
   }
   out = std::move(arrays);
+  if (names)
+    *names = std::move(all);
   return Status::ok();
 }
 

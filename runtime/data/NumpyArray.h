@@ -21,11 +21,16 @@
 #include "runtime/base/Status.h"
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 namespace graph::runtime::data {
+
+/// Which members of an .npz to read, given the names of all of them.
+using NpzMemberChoice = std::function<std::vector<std::string>(
+    const std::vector<std::string> &names)>;
 
 /// The element types of the arrays the reader takes: NumPy's numeric dtypes
 /// (float128 and the complex types excepted) and bool.
@@ -91,7 +96,9 @@ public:
 
 private:
   friend Status openNpy(const std::string &path, NumpyArray &out);
-  friend Status openNpz(const std::string &path, std::vector<NumpyArray> &out);
+  friend Status openNpz(const std::string &path, std::vector<NumpyArray> &out,
+                        const NpzMemberChoice &choose,
+                        std::vector<std::string> *names);
 
   /// Parses the .npy image `bytes` (held alive by `storage`) into `out`.
   /// Errors begin with `source`.
@@ -125,10 +132,16 @@ private:
 /// Opens a .npy file, mapping its data. Errors name the file and the fault.
 Status openNpy(const std::string &path, NumpyArray &out);
 
-/// Opens every member of an .npz archive (np.savez or np.savez_compressed),
-/// in the archive's order, each member read, size- and CRC-checked and
-/// decompressed into memory. Errors name the archive and the member.
-Status openNpz(const std::string &path, std::vector<NumpyArray> &out);
+/// Opens the members of an .npz archive (np.savez or np.savez_compressed)
+/// that `choose` picks from the names of all of them (NAME of NAME.npy),
+/// or every member without it, in the archive's order, each read, size-
+/// and CRC-checked and decompressed into memory; the others are never read
+/// (an array of class names or other metadata beside the data, which may
+/// not even be numeric). `names`, if given, gets every member's name.
+/// Errors name the archive and the member.
+Status openNpz(const std::string &path, std::vector<NumpyArray> &out,
+               const NpzMemberChoice &choose = {},
+               std::vector<std::string> *names = nullptr);
 
 } // namespace graph::runtime::data
 

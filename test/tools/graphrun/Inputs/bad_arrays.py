@@ -22,6 +22,12 @@ def main():
     y = rng.integers(0, 10, 300).astype(np.uint8)
     p = lambda name: os.path.join(out, name)
     np.savez(p("good.npz"), x=x, y=y)
+    # Members the model does not read stay unread: class names (unicode)
+    # and a pickled object array beside the data.
+    np.savez(p("extra.npz"), x=x, y=y, class_names=np.array(["a", "b"]),
+             notes=np.array([{"source": "test"}], dtype=object))
+    # Without a y the one other array is the labels: read, and refused.
+    np.savez(p("unicodey.npz"), x=x, labels=np.array(["a"] * 300))
     np.savez(p("lengths.npz"), x=x, y=y[:299])
     np.savez(p("noinput.npz"), pixels=x, labels=y)
     np.savez(p("shape.npz"), x=x.reshape(300, 28, 28), y=y)
