@@ -111,6 +111,7 @@ job::JobOptions jobOptions(const py::dict &d) {
   setIf(d, "class_weight", o.classWeight);
   setIf(d, "steps", o.steps);
   setIf(d, "epochs", o.epochs);
+  setIf(d, "initial_epoch", o.initialEpoch);
   setIf(d, "batch_size", o.batchSize);
   setIf(d, "seed", o.seed);
   setIf(d, "shuffle_buffer", o.shuffleBuffer);
@@ -320,6 +321,7 @@ private:
     r["steps"] = report.steps;
     r["step"] = state_.step;
     r["stopped_early"] = report.stoppedEarly;
+    r["callbacks"] = report.callbacksState;
     r["learning_rate"] = report.learningRate
                              ? py::object(py::float_(*report.learningRate))
                              : py::object(py::none());

@@ -3,8 +3,13 @@
 graphc runs them in C++ at every epoch's end, on every worker (the same
 decisions everywhere): EarlyStopping, ReduceLROnPlateau, ModelCheckpoint
 (save_best_only=True), CSVLogger and TensorBoard. Keras' own callback
-objects of these classes are taken too (their arguments are read back).
+objects of these classes are taken too (their arguments are read back),
+and after the fit they hold the state Keras' would (EarlyStopping's
+stopped_epoch, best, best_epoch and wait; ModelCheckpoint's best, which the
+next fit starts from, as Keras keeps it across fits).
 """
+
+import math
 
 
 def _options(pairs):
@@ -26,6 +31,11 @@ class Callback:
     def value(self):
         raise NotImplementedError
 
+    def end(self, callback, state):
+        """After the job: `callback` (the object fit was given: this one,
+        or Keras' it was made from) takes the state Keras' would hold, from
+        `state`, the job's callbacks' own (FitCallbacksHook::saveState)."""
+
 
 class EarlyStopping(Callback):
     flag = "early_stopping"
@@ -38,9 +48,21 @@ class EarlyStopping(Callback):
                          baseline=baseline,
                          restore_best_weights=restore_best_weights,
                          start_from_epoch=start_from_epoch)
+        # Keras' state after a fit (on_train_begin resets it).
+        self.wait = 0
+        self.stopped_epoch = 0
+        self.best = None
+        self.best_epoch = 0
 
     def value(self):
         return _options(self.args.items())
+
+    def end(self, callback, state):
+        e = state.get("early_stopping")
+        if e is not None:
+            _set_state((self, callback), dict(
+                wait=e["wait"], stopped_epoch=e["stopped_epoch"],
+                best=e["best"], best_epoch=e["best_epoch"]))
 
 
 class ReduceLROnPlateau(Callback):
@@ -86,11 +108,19 @@ class ModelCheckpoint(Callback):
                 + ("'.weights.h5'" if save_weights_only else
                    "'.keras' (or '.h5')") + f", got '{name}'")
         self.args = dict(filepath=filepath, monitor=monitor, verbose=verbose,
-                         mode=mode,
-                         initial_value_threshold=initial_value_threshold)
+                         mode=mode)
+        # The value to beat, which Keras keeps across fits (it never resets
+        # it): each fit starts from the best of the fits before.
+        self.best = initial_value_threshold
 
     def value(self):
-        return _options(self.args.items())
+        return _options(list(self.args.items()) + [
+            ("initial_value_threshold", _finite(self.best))])
+
+    def end(self, callback, state):
+        b = state.get("checkpoint_best")
+        if b is not None and b["best"] is not None:
+            _set_state((self, callback), {"best": b["best"]})
 
 
 class CSVLogger(Callback):
@@ -142,6 +172,22 @@ class TensorBoard(Callback):
         return self.log_dir
 
 
+def _set_state(objects, state):
+    """Sets `state`'s attributes on each of `objects` (graphc's callback and
+    the Keras object it was made from, or the one object twice)."""
+    for target in objects:
+        for key, value in state.items():
+            setattr(target, key, value)
+
+
+def _finite(value):
+    """`value` if a finite number, else None (Keras' older ModelCheckpoint
+    starts its best at +-inf: nothing to beat)."""
+    if value is None or not math.isfinite(float(value)):
+        return None
+    return float(value)
+
+
 def from_keras(callback):
     """A keras.callbacks object of a class graphc runs, as graphc's."""
     name = type(callback).__name__
@@ -168,7 +214,7 @@ def from_keras(callback):
                                save_weights_only=get("save_weights_only"),
                                save_freq=get("save_freq", "epoch"),
                                mode=get("mode", "auto"),
-                               initial_value_threshold=get("best") if get("best") not in (None, float("inf"), float("-inf")) else None)
+                               initial_value_threshold=_finite(get("best")))
     if name == "CSVLogger":
         return CSVLogger(get("filename"), get("sep", ","), get("append", False))
     if name == "TensorBoard":

@@ -14,6 +14,7 @@ import json
 import os
 import tempfile
 import warnings
+import zipfile
 
 import numpy as np
 
@@ -46,7 +47,8 @@ class History:
 
 
 def _devices(devices):
-    """"cpu", "cpu:2", "gpu", "gpu:2" as graphrun's --cpus/--gpus."""
+    """"cpu", "cpu:2", "gpu", "gpu:2" as graphrun's --cpus/--gpus ("gpu" and
+    "gpu:0": every GPU this process sees, --backend cuda)."""
     if devices is None:
         return {}, None
     kind, _, count = str(devices).partition(":")
@@ -58,7 +60,27 @@ def _devices(devices):
         raise ValueError(f"devices={devices!r}: a count of at least 1")
     if kind == "cpu":
         return {"cpus": n, "backend": "cpu"}, n
-    return {"gpus": n, "backend": "cuda"}, (n or None)
+    # The cuda backend without a count takes every GPU, and says so where
+    # there is none.
+    if n == 0:
+        return {"backend": "cuda"}, None
+    return {"gpus": n, "backend": "cuda"}, n
+
+
+def _job_seed(seed, fits):
+    """The seed of a trainer's fit after `fits` others: the first fit's is
+    the trainer's own, each later one is drawn from it (SplitMix64), so that
+    every fit shuffles its data in a new order, as Keras' fit does each
+    epoch, and the same calls with the same seed give the same orders. The
+    job's pipeline draws each epoch's order from the seed and the epoch's
+    number in the job, which starts at 0 in every job."""
+    if fits == 0:
+        return seed
+    mask = (1 << 64) - 1
+    z = (int(seed) + fits * 0x9E3779B97F4A7C15) & mask
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & mask
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & mask
+    return z ^ (z >> 31)
 
 
 def _array(value, what):
@@ -150,7 +172,8 @@ class Trainer:
 
     def __init__(self, plan, keras_model, source, init_weights, batch_size,
                  device_options, workdir, input_names, outputs, seed,
-                 outputs_as_dict=False, compile_plan=None, replicas=None):
+                 outputs_as_dict=False, compile_plan=None, replicas=None,
+                 learning_rate=None):
         self._plan_path = os.path.join(workdir.name, "model.plan")
         self._workdir = workdir
         # The job's replicas: each worker's (devices=) times the workers.
@@ -170,8 +193,15 @@ class Trainer:
         # model's dict keys, and the plan's inputs); a dict may also name
         # them by their input tensors' names, which a Sequential model
         # takes ("keras_tensor" for an unnamed keras.Input()).
-        # A model that came as a file: its inputs and outputs as the plan
-        # names them (the outputs without their shapes).
+        # A model that came as a file is named as Keras builds it from the
+        # file's config (_file_signature), unless that is not the plan's
+        # model; else its inputs and outputs as the plan names them (the
+        # outputs without their shapes).
+        if source and (outputs and len(outputs) != max(
+                1, len(described["outputs"])) or any(
+                    layer not in described["inputs"]
+                    for _, layer in input_names)):
+            input_names, outputs, outputs_as_dict = [], [], False
         if not input_names:
             input_names = [(n, n) for n in described["inputs"]]
         if not outputs and len(described["outputs"]) > 1:
@@ -184,8 +214,14 @@ class Trainer:
         # [(name, shape)] of the model's outputs, in its order.
         self._outputs = outputs
         self._outputs_as_dict = outputs_as_dict
+        # The rate an earlier fit's ReduceLROnPlateau left (None: the
+        # plan's, which is `learning_rate` where graphc.compile was given
+        # one, else the model's).
         self._learning_rate = None
+        self._compiled_learning_rate = learning_rate
         self._seed = seed
+        # The fits run so far: each draws its own shuffle (_job_seed).
+        self._fits = 0
 
     def _load(self, plan):
         """Makes `plan` (bytes) the trainer's; returns what it describes."""
@@ -372,13 +408,28 @@ class Trainer:
                                               "fit validation_data",
                                               *validation_data[2:])
             options["validation_data"] = "memory:validation"
+        given = []
         for callback in callbacks or []:
             ours = callbacks_module.from_keras(callback)
             if ours.flag in options:
                 raise ValueError(f"fit: two {type(ours).__name__} callbacks")
             options[ours.flag] = ours.value()
+            given.append((callback, ours))
+        # The callbacks number the epochs from it, as Keras' do.
+        options["initial_epoch"] = int(initial_epoch)
+        # A job without a state yet initializes the variables from the
+        # seed: the trainer's own, whatever fits failed before.
+        options["seed"] = _job_seed(
+            self._seed, self._fits if self._model.has_state else 0)
+        self._fits += 1
         # The job puts Python's SIGINT handler back itself, whatever ends it.
         result = self._run(options, arrays, verbose, interruptible=True)
+        # The callback objects take the state Keras' would hold after this
+        # fit, the job's callbacks' own.
+        state = json.loads(result["callbacks"]) if result.get(
+            "callbacks") else {}
+        for callback, ours in given:
+            ours.end(callback, state)
         if result.get("learning_rate") is not None:
             self._learning_rate = float(result["learning_rate"])
         # Keras' History of this fit: epochs from initial_epoch.
@@ -524,8 +575,9 @@ class Trainer:
 
     def _set_keras_optimizer(self, model, ours):
         """The trained optimizer's state into the Keras model's compiled
-        optimizer (iterations, the rate an earlier fit's ReduceLROnPlateau
-        left, the slots), in optimizer.variables' order, which Keras'
+        optimizer (iterations, the rate it trains at: an earlier fit's
+        ReduceLROnPlateau left it, or graphc.compile's learning_rate= set
+        it; the slots), in optimizer.variables' order, which Keras'
         files keep: a model saved after to_keras goes on in Keras' fit
         where the trainer stopped. Left as it is when the model has no
         optimizer, another one, or one whose state Keras keeps elsewhere
@@ -545,8 +597,13 @@ class Trainer:
                                            for name in layout["slots"]):
             return
         variables[0].assign(self.step)
-        if layout["rate_variable"] and self._learning_rate is not None:
-            variables[1].assign(self._learning_rate)
+        # The rate the trainer trains at: ReduceLROnPlateau's, else
+        # graphc.compile's learning_rate= (the plan's, not the model's).
+        rate = self._learning_rate
+        if rate is None:
+            rate = self._compiled_learning_rate
+        if layout["rate_variable"] and rate is not None:
+            variables[1].assign(rate)
         for variable, name in zip(variables[first:], layout["slots"]):
             variable.assign(ours[name])
         for variable, value in zip(
@@ -640,6 +697,57 @@ def _input_layer_name(tensor):
     return getattr(layer, "name", None) or tensor.name.split(":")[0]
 
 
+def _signature(model):
+    """A Keras model's inputs and outputs as the trainer names them:
+    [(tensor name, InputLayer name)], [(output name, shape)], and whether
+    its outputs are a dict (Keras' predict then returns one)."""
+    input_names = [(t.name.split(":")[0], _input_layer_name(t))
+                   for t in getattr(model, "inputs", None) or []]
+    # keras.Model({"a": a, ...}, ...): fed by its dict's keys too.
+    if isinstance(getattr(model, "input", None), dict):
+        input_names += [(key, _input_layer_name(t))
+                        for key, t in model.input.items()]
+    # A dict of outputs is named by its keys, in their sorted order
+    # (the order of model.outputs).
+    outputs_as_dict = isinstance(getattr(model, "output", None), dict)
+    try:
+        names = list(getattr(model, "output_names", None) or [])
+        if outputs_as_dict:
+            names = sorted(model.output)
+        shapes = [tuple(int(d) for d in t.shape[1:])
+                  for t in model.outputs]
+        if len(names) != len(shapes):
+            names = [t.name.split(":")[0].split("/")[0]
+                     for t in model.outputs]
+        outputs = list(zip(names, shapes))
+    except Exception:
+        outputs = []
+    return input_names, outputs, outputs_as_dict
+
+
+def _file_signature(path):
+    """_signature of the model a .keras or .json file holds, built by Keras
+    from its config alone (the weights are not read): the plan names the
+    outputs but keeps neither their shapes nor whether they were a dict,
+    which predict gives back as Keras' does. Nothing where Keras cannot
+    build it (not installed, a custom layer): the trainer then names the
+    inputs and outputs as the plan does, and predict gives each output
+    flat, (N, units)."""
+    try:
+        if path.endswith(".keras"):
+            with zipfile.ZipFile(path) as archive:
+                config = archive.read("config.json").decode()
+        elif path.endswith(".json"):
+            with open(path) as f:
+                config = f.read()
+        else:
+            return [], [], False
+        import keras
+        return _signature(keras.models.model_from_json(config))
+    except Exception:
+        return [], [], False
+
+
 def compile(model, batch_size=None, devices=None, seed=0, loss=None,
             optimizer=None, learning_rate=None, precision=None):
     """Compiles a Keras model for training: a live, compiled keras.Model, or
@@ -675,6 +783,7 @@ def compile(model, batch_size=None, devices=None, seed=0, loss=None,
         text, is_path = source, True
         if source.endswith((".keras", ".h5")):
             init_weights = source
+        input_names, outputs, outputs_as_dict = _file_signature(source)
     else:
         if not hasattr(model, "to_json") or not hasattr(model,
                                                         "get_compile_config"):
@@ -698,27 +807,7 @@ def compile(model, batch_size=None, devices=None, seed=0, loss=None,
             getattr(model, "loss", None), config["compile_config"].get("loss"))
         text, is_path = json.dumps(config), False
         keras_model = model
-        input_names = [(t.name.split(":")[0], _input_layer_name(t))
-                       for t in getattr(model, "inputs", None) or []]
-        # keras.Model({"a": a, ...}, ...): fed by its dict's keys too.
-        if isinstance(getattr(model, "input", None), dict):
-            input_names += [(key, _input_layer_name(t))
-                            for key, t in model.input.items()]
-        # A dict of outputs is named by its keys, in their sorted order
-        # (the order of model.outputs).
-        outputs_as_dict = isinstance(getattr(model, "output", None), dict)
-        try:
-            names = list(getattr(model, "output_names", None) or [])
-            if outputs_as_dict:
-                names = sorted(model.output)
-            shapes = [tuple(int(d) for d in t.shape[1:])
-                      for t in model.outputs]
-            if len(names) != len(shapes):
-                names = [t.name.split(":")[0].split("/")[0]
-                         for t in model.outputs]
-            outputs = list(zip(names, shapes))
-        except Exception:
-            outputs = []
+        input_names, outputs, outputs_as_dict = _signature(model)
         # The model's own initial weights, Keras-initialized, are the
         # trainer's (as model_to_estimator starts from them).
         init_weights = os.path.join(workdir.name, "initial.weights.h5")
@@ -735,4 +824,4 @@ def compile(model, batch_size=None, devices=None, seed=0, loss=None,
         raise InvalidModelError(str(e)) from None
     return Trainer(plan, keras_model, source, init_weights, batch_size,
                    device_options, workdir, input_names, outputs, seed,
-                   outputs_as_dict, compile_plan, replicas)
+                   outputs_as_dict, compile_plan, replicas, learning_rate)

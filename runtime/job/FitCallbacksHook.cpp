@@ -350,8 +350,10 @@ Status FitCallbacksHook::afterStep(const StepContext &ctx) {
 }
 
 Status FitCallbacksHook::epochEnd(const StepContext &ctx) {
-  // Keras numbers the epochs its callbacks see from 0.
-  const int64_t epoch = (ctx.step - c_.stepOrigin) / stepsPerEpoch_ - 1;
+  // Keras numbers the epochs its callbacks see from 0, or from fit's
+  // initial_epoch.
+  const int64_t epoch =
+      c_.epochOrigin + (ctx.step - c_.stepOrigin) / stepsPerEpoch_ - 1;
   EpochLogs logs;
   logs["loss"] = epoch_.loss();
   for (const auto &[name, mean] : epoch_.metrics())

@@ -57,6 +57,9 @@ public:
     /// step is the data's; the Python module's second fit() starts its
     /// first epoch at the optimizer's step so far.
     int64_t stepOrigin = 0;
+    /// The first epoch's number (Keras' initial_epoch): the epochs the
+    /// callbacks see count from it.
+    int64_t epochOrigin = 0;
   };
   /// What the hook asks of the job.
   struct Job {

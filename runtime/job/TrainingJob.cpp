@@ -163,11 +163,22 @@ Status choosePlacement(const JobOptions &o, Placement &out) {
     out = {Backend::cuda, o.gpus};
     return Status::ok();
   }
-  if (o.cpus == 0 && o.backend.empty())
+  // No count: every GPU there is (--backend cuda asks for them, and says
+  // so when there is none).
+  if (o.cpus == 0 && (o.backend.empty() || o.backend == "cuda")) {
     if (int gpus = physicalDeviceCount(Backend::cuda); gpus > 0) {
       out = {Backend::cuda, gpus};
       return Status::ok();
     }
+    if (o.backend == "cuda") {
+      std::string whyNone = "this graphrun was built without CUDA";
+#ifdef GRAPH_HAVE_CUDA
+      cuda::physicalGpuCount(&whyNone);
+#endif
+      return Status::error("--backend cuda: no CUDA GPU (" + whyNone +
+                           "); run on CPU replicas with --cpus N");
+    }
+  }
   out.replicas = o.cpus > 0 ? o.cpus : 1;
   std::optional<Backend> backend =
       o.backend.empty() ? Backend::cpu : parseBackend(o.backend);
@@ -176,7 +187,8 @@ Status choosePlacement(const JobOptions &o, Placement &out) {
                          ": unknown backend (reference, cpu or cuda)");
   out.backend = *backend;
   if (out.backend == Backend::cuda)
-    return Status::error("--backend cuda runs on GPUs: use --gpus N");
+    return Status::error("--backend cuda runs on GPUs: use --gpus N, not "
+                         "--cpus");
   return Status::ok();
 }
 
@@ -1579,6 +1591,7 @@ Status TrainingJob::makeFitCallbacks(int64_t stepsPerEpoch,
   if (io_.report)
     c.history = &io_.report->epochs;
   c.stepOrigin = stepOrigin_;
+  c.epochOrigin = o_.initialEpoch;
 
   FitCallbacksHook::Job job;
   if (validation_)
@@ -2161,6 +2174,8 @@ Status TrainingJob::run() {
     JobReport &r = *io_.report;
     r.steps = session_->globalStep() - stepBefore;
     r.stoppedEarly = fitCallbacks && fitCallbacks->stopRequested();
+    if (fitCallbacks)
+      r.callbacksState = fitCallbacks->saveState();
     if (fitCallbacks && o_.reduceLrOnPlateau)
       r.learningRate = fitCallbacks->learningRate();
     if (timer) {

@@ -91,6 +91,10 @@ struct JobOptions {
   /// included), or `epochs` passes; -1: unset (one epoch).
   int64_t steps = -1;
   int64_t epochs = -1;
+  /// Keras' fit(initial_epoch=): the number fit's callbacks give this
+  /// job's first epoch (EarlyStopping's start_from_epoch, {epoch} in
+  /// file names, the CSV log's and TensorBoard's epochs).
+  int64_t initialEpoch = 0;
   /// Must equal the plan's global batch when set (> 0).
   int64_t batchSize = -1;
   uint64_t seed = 0;
@@ -223,6 +227,11 @@ struct JobReport {
   double inputSeconds = 0, hookSeconds = 0, computeSeconds = 0;
   /// Whether fit's callbacks stopped training (EarlyStopping).
   bool stoppedEarly = false;
+  /// fit's callbacks' state at the end (FitCallbacksHook::saveState's
+  /// JSON: EarlyStopping's wait, best and stopped_epoch, ModelCheckpoint's
+  /// best, ...), which Keras' callback objects hold after fit; empty
+  /// without callbacks.
+  std::string callbacksState;
   /// Under ReduceLROnPlateau: the rate it left, which Keras' optimizer
   /// keeps for the next fit (JobOptions::learningRate carries it there).
   std::optional<double> learningRate;
