@@ -174,7 +174,7 @@ LogicalResult readOneLoss(ConfigReader &owner, llvm::StringRef key,
                          "'sum_over_batch_size' or 'sum'");
   if (failed(config->readString("reduction", reduction)))
     return failure();
-  // sum_over_batch_size and auto mean the loss is averaged over the batch,
+  // sum_over_batch_size, mean and auto: the loss is averaged over the batch,
   // which graph.training does; sum is its sum_reduction. None (a loss per
   // example) has nothing to train on.
   if (reduction == "none")
@@ -182,10 +182,18 @@ LogicalResult readOneLoss(ConfigReader &owner, llvm::StringRef key,
                          "reduction 'none' (a loss per example) is not "
                          "supported for training; expected "
                          "'sum_over_batch_size' or 'sum'");
+  // Keras 3's 'mean' is sum_over_batch_size under another name (its
+  // reduce_values and apply_mask treat the two alike).
+  if (reduction == "mean_with_sample_weight")
+    return config->error("reduction",
+                         "reduction 'mean_with_sample_weight' (the sum "
+                         "divided by the sum of the sample weights) is not "
+                         "supported; expected 'sum_over_batch_size' (or "
+                         "'mean') or 'sum'");
   if (!reduction.empty() && reduction != "sum_over_batch_size" &&
-      reduction != "auto" && reduction != "sum")
-    return config->unsupportedValue("reduction",
-                                    "expected 'sum_over_batch_size' or 'sum'");
+      reduction != "mean" && reduction != "auto" && reduction != "sum")
+    return config->unsupportedValue(
+        "reduction", "expected 'sum_over_batch_size' (or 'mean') or 'sum'");
   out.sum_reduction = reduction == "sum";
   config->ignore("name");
   config->ignore("dtype");
