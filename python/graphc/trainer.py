@@ -11,6 +11,7 @@ too, never copied beforehand.
 """
 
 import json
+import math
 import os
 import tempfile
 import warnings
@@ -26,11 +27,16 @@ from .errors import (InvalidDataError, InvalidModelError, UnsupportedError,
 
 class History:
     """What Keras' fit returns: `history` (each log's values by epoch),
-    `epoch` (the epochs' numbers), and, graphc's, `timing` (the step timer's
-    figures: mean step seconds, examples per second, and the step's split
-    into input wait, hooks and compute)."""
+    `epoch` (the epochs' numbers), `params` (Keras' verbose, epochs and
+    steps, the batches an epoch), `model` (the Keras model compiled, None
+    for one compiled from a file), and, graphc's, `timing` (the step
+    timer's figures: mean step seconds, examples per second, and the step's
+    split into input wait, hooks and compute)."""
 
-    def __init__(self, epochs, first_epoch, timing, steps, stopped_early):
+    def __init__(self, epochs, first_epoch, timing, steps, stopped_early,
+                 params=None, model=None):
+        self.params = dict(params or {})
+        self.model = model
         self.epoch = list(range(first_epoch, first_epoch + len(epochs)))
         keys = []
         for logs in epochs:
@@ -382,10 +388,19 @@ class Trainer:
                 f"fit: validation_split={validation_split}: a fraction in "
                 "(0, 1)")
         arrays = {"train": self._pair(x, y, "fit", sample_weight)}
+        # Keras' History.params: the batches an epoch are those of the
+        # training rows, validation_split's taken off (floor, as Keras'
+        # train_validation_split).
+        examples = len(next(iter(arrays["train"].values())))
+        if validation_split and validation_data is None:
+            examples = int(math.floor(examples * (1.0 - validation_split)))
+        params = {"verbose": verbose, "epochs": epochs,
+                  "steps": -(-examples // self._plan_batch)}
         if epochs_to_run <= 0:
             # Keras runs no epoch (range(initial_epoch, epochs) is empty)
             # and returns an empty History.
-            return History([], int(initial_epoch), {}, 0, False)
+            return History([], int(initial_epoch), {}, 0, False, params,
+                           self._keras_model)
         options = {"data": "memory:train", "epochs": epochs_to_run,
                    "no_shuffle": not shuffle}
         if class_weight is not None:
@@ -435,7 +450,7 @@ class Trainer:
         # Keras' History of this fit: epochs from initial_epoch.
         return History(result["history"], int(initial_epoch),
                        result["timing"], result["steps"],
-                       result["stopped_early"])
+                       result["stopped_early"], params, self._keras_model)
 
     def evaluate(self, x=None, y=None, batch_size=None, verbose=0,
                  sample_weight=None, steps=None, callbacks=None,

@@ -282,3 +282,20 @@ def test_compile_s_learning_rate_is_the_one_saved(tmp_path):
     assert int(loaded.optimizer.iterations) == trainer.step == 6
     assert float(trainer.to_keras(model()).optimizer.learning_rate) == \
         np.float32(0.03)
+
+
+# --- History -------------------------------------------------------------
+
+def test_history_holds_keras_params_and_model():
+    # Keras' CallbackList gives History verbose, epochs and steps (the
+    # batches of an epoch: the training rows after validation_split's
+    # floor(N (1 - split)), Keras' train_validation_split), and the model.
+    x, y, _, _ = _regression_data()
+    model = _regression_model()
+    trainer = graphc.compile(model, batch_size=4, devices="cpu:1")
+    history = trainer.fit(x, y, epochs=3, validation_split=0.2, verbose=0)
+    assert history.params == {"verbose": 0, "epochs": 3, "steps": 5}
+    assert history.model is model
+    history = trainer.fit(x, y, epochs=4, initial_epoch=3, verbose=0)
+    assert history.params == {"verbose": 0, "epochs": 4, "steps": 6}
+    assert history.epoch == [3]
