@@ -67,15 +67,61 @@ std::vector<std::string> arrayFiles(const std::string &rest) {
 
 /// Labels as class indices, from `values` ([rows, width] doubles, row-major,
 /// read from `what`): width 1 holds indices, a larger width one-hot rows.
+/// Whether every row of `width` values is one-hot (one 1, zeros).
+bool allOneHot(const std::vector<double> &values, int64_t rows, int64_t width) {
+  for (int64_t r = 0; r < rows; ++r) {
+    int ones = 0;
+    for (int64_t c = 0; c < width; ++c) {
+      const double v = values[static_cast<size_t>(r * width + c)];
+      if (v == 1.0)
+        ++ones;
+      else if (v != 0.0)
+        return false;
+    }
+    if (ones != 1)
+      return false;
+  }
+  return true;
+}
+
+/// Rows of class probabilities (soft labels) into `soft` (float32, each
+/// finite) and their arg-max (the first largest) into `labels`.
+Status toSoftLabels(const std::string &what, const std::vector<double> &values,
+                    int64_t rows, int64_t width, std::vector<int32_t> &labels,
+                    std::vector<float> &soft) {
+  soft.resize(static_cast<size_t>(rows * width));
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t best = 0;
+    for (int64_t c = 0; c < width; ++c) {
+      const size_t i = static_cast<size_t>(r * width + c);
+      soft[i] = static_cast<float>(values[i]);
+      if (!std::isfinite(soft[i]))
+        return Status::invalidInput(what + ": example " + std::to_string(r) +
+                                    ": label " + shortNumber(values[i]) +
+                                    " at class " + std::to_string(c) +
+                                    " is not finite as float32");
+      if (soft[i] > soft[static_cast<size_t>(r * width + best)])
+        best = c;
+    }
+    labels[static_cast<size_t>(r)] = static_cast<int32_t>(best);
+  }
+  return Status::ok();
+}
+
 Status toClassLabels(const std::string &what, const std::vector<double> &values,
                      int64_t rows, int64_t width, int32_t classes,
                      std::optional<int64_t> ignoreClass,
-                     std::vector<int32_t> &labels, int32_t &numClasses) {
+                     std::vector<int32_t> &labels, int32_t &numClasses,
+                     std::vector<float> *soft) {
   labels.resize(static_cast<size_t>(rows));
   if (width > 1 && classes > 0 && width != classes)
     return Status::invalidInput(
         what + ": one-hot rows of " + std::to_string(width) +
         " classes; the model's labels have " + std::to_string(classes));
+  if (soft && width > 1 && !allOneHot(values, rows, width)) {
+    numClasses = classes > 0 ? classes : static_cast<int32_t>(width);
+    return toSoftLabels(what, values, rows, width, labels, *soft);
+  }
   int32_t largest = -1;
   for (int64_t r = 0; r < rows; ++r) {
     const double *row = values.data() + r * width;
@@ -93,7 +139,8 @@ Status toClassLabels(const std::string &what, const std::vector<double> &values,
           return Status::invalidInput(
               at + "a one-hot label row must hold one 1 and zeros; it holds " +
               std::to_string(row[c]) + " at class " + std::to_string(c) +
-              " (soft labels need a loss that takes them)");
+              " (soft labels need a loss that takes them: "
+              "categorical_crossentropy)");
       }
       if (hot < 0)
         return Status::invalidInput(at + "the one-hot label row is all zeros");
@@ -501,19 +548,25 @@ Status outputTargets(const NumpyArray &y, const ArraysOptions::Output &out,
           std::to_string(out.classes) + ") one-hot rows");
     std::vector<int32_t> labels;
     int32_t classes = 0;
+    // A categorical cross-entropy's rows may be class probabilities.
+    std::vector<float> soft;
     if (Status s = toClassLabels(y.source(), values, n, y.rowElements(),
-                                 out.classes, out.ignoreClass, labels, classes);
+                                 out.classes, out.ignoreClass, labels, classes,
+                                 out.kind == Kind::oneHot ? &soft : nullptr);
         !s)
       return s;
     const int64_t width = out.shape.elements();
     own.assign(static_cast<size_t>(n * width), 0.0f);
-    for (int64_t r = 0; r < n; ++r) {
-      int32_t label = labels[static_cast<size_t>(r)];
-      if (out.kind == Kind::indices)
-        own[static_cast<size_t>(r)] = static_cast<float>(label);
-      else
-        own[static_cast<size_t>(r * width + label)] = 1.0f;
-    }
+    if (!soft.empty())
+      own = std::move(soft);
+    else
+      for (int64_t r = 0; r < n; ++r) {
+        int32_t label = labels[static_cast<size_t>(r)];
+        if (out.kind == Kind::indices)
+          own[static_cast<size_t>(r)] = static_cast<float>(label);
+        else
+          own[static_cast<size_t>(r * width + label)] = 1.0f;
+      }
   }
   const int64_t width = out.shape.elements();
   for (int64_t r = 0; r < n; ++r)
@@ -737,7 +790,8 @@ Status openNumpy(const std::string &spec, const ArraysOptions &o,
     std::vector<double> values(static_cast<size_t>(n * y->rowElements()));
     y->rowsToDouble(0, n, values.data());
     if (Status s = toClassLabels(y->source(), values, n, y->rowElements(),
-                                 o.classes, o.ignoreClass, labels, numClasses);
+                                 o.classes, o.ignoreClass, labels, numClasses,
+                                 o.softLabels ? &targets : nullptr);
         !s)
       return s;
   }
@@ -893,7 +947,8 @@ Status openCsv(const std::string &spec, const ArraysOptions &o,
   } else if (!labelColumns.empty() && o.needsLabels) {
     std::string what = path + ": --label-columns";
     if (Status s = toClassLabels(what, values, n, lw, o.classes, o.ignoreClass,
-                                 ds->labels, ds->numClasses);
+                                 ds->labels, ds->numClasses,
+                                 o.softLabels ? &ds->targets : nullptr);
         !s)
       return s;
   }

@@ -18,7 +18,9 @@
 // x holds one row per example of exactly the model input's shape, of any
 // numeric type (converted to float32, values as they are: Keras does not
 // rescale either); y holds class indices, [N] or [N, 1], or one-hot rows
-// [N, C], or, for a loss that compares predictions with targets (binary
+// [N, C] (under categorical cross-entropy also rows of class probabilities,
+// soft labels, kept as the Dataset's targets), or, for a loss that
+// compares predictions with targets (binary
 // cross-entropy, mean squared error, ...), targets of the model output's
 // shape. An array named sample_weight, (N,) or (N, 1), weighs each
 // example as Keras' sample_weight does. Everything is checked before the
@@ -100,6 +102,11 @@ struct ArraysOptions {
   /// SparseCategoricalCrossentropy's ignore_class: a label y may hold
   /// outside the classes.
   std::optional<int64_t> ignoreClass;
+  /// The loss is categorical cross-entropy, which takes rows of class
+  /// probabilities as Keras' does (soft labels: mixup, distillation, label
+  /// distributions), not one-hot rows alone: y rows that are not one-hot
+  /// become the Dataset's targets, their labels the arg-max.
+  bool softLabels = false;
 
   /// One output of a model of several, and what its labels are.
   struct Output {

@@ -1094,6 +1094,17 @@ private:
               " (the model output's width): feed targets of its shape");
         std::memcpy(b.oneHotLabels.data() + row * numClasses_,
                     example_.target.data(), numClasses_ * sizeof(float));
+      } else if (!example_.target.empty()) {
+        // Soft labels (rows of class probabilities, which categorical
+        // cross-entropy takes): the row as it is.
+        if (static_cast<int64_t>(example_.target.size()) != numClasses_)
+          return Status::error(name_ + ": example " +
+                               std::to_string(example_.index) + " has " +
+                               std::to_string(example_.target.size()) +
+                               " class probabilities, the loss takes " +
+                               std::to_string(numClasses_));
+        std::memcpy(b.oneHotLabels.data() + row * numClasses_,
+                    example_.target.data(), numClasses_ * sizeof(float));
       } else {
         b.oneHotLabels[row * numClasses_ + example_.label] = 1.0f;
       }

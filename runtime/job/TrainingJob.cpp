@@ -444,6 +444,9 @@ private:
     const auto *outputs = loaded_.plan->training()->outputs();
     if (outputs && outputs->size() == 1 && outputs->Get(0)->has_ignore_class())
       a.ignoreClass = outputs->Get(0)->ignore_class();
+    // Categorical cross-entropy takes class probabilities (soft labels).
+    a.softLabels = loaded_.plan->training()->loss() ==
+                   plan::LossKind::categorical_crossentropy;
     if (int64_t available = availableMemory(); available > 0)
       a.inMemoryBytes = std::min<int64_t>(a.inMemoryBytes, available / 4);
     return so;

@@ -704,6 +704,10 @@ Status CudaRunner::cacheDataset(const data::Dataset &dataset,
     return Status::invalidInput(
         "float targets (an element-wise loss) are not kept on the GPU yet: "
         "drop --cache-on-device");
+  if (!dataset.targets.empty())
+    return Status::invalidInput(
+        "soft labels (rows of class probabilities) are not kept on the GPU "
+        "yet: drop --cache-on-device");
   const int64_t imageBytes = dataset.size() * dataset.shape.elements() *
                              static_cast<int64_t>(sizeof(float));
   const int64_t labelBytes =
