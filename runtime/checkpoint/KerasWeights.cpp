@@ -977,6 +977,16 @@ Status loadKerasOptimizer(const std::string &path, bool archive,
   report.present = true;
   KerasOptimizerLayout layout;
   if (Status s = kerasOptimizerLayout(variables, plan, layout); !s) {
+    // An optimizer that never stepped (a compiled model not yet trained,
+    // whose EMA copies, accumulators or loss scale are their initial
+    // values) loses nothing by starting afresh: no state, no warning.
+    int64_t iterations = -1;
+    if (readScalar(f, vars.get(), varsPath, "0", H5T_NATIVE_INT64,
+                   &iterations) &&
+        iterations == 0) {
+      report.present = false;
+      return Status::ok();
+    }
     report.why = s.message();
     return Status::ok();
   }

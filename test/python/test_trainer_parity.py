@@ -299,3 +299,20 @@ def test_history_holds_keras_params_and_model():
     history = trainer.fit(x, y, epochs=4, initial_epoch=3, verbose=0)
     assert history.params == {"verbose": 0, "epochs": 4, "steps": 6}
     assert history.epoch == [3]
+
+
+# --- a fresh optimizer's state -------------------------------------------
+
+def test_a_fresh_optimizer_with_state_besides_slots_is_not_warned_of(capfd):
+    # use_ema (or gradient accumulation, loss scaling) keeps state the
+    # job does not load from a Keras file; an optimizer that never stepped
+    # (iterations 0) has none to lose, so fit said nothing of it then.
+    x, y, _, _ = _regression_data()
+    keras.utils.set_random_seed(1)
+    model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(3)])
+    model.compile(optimizer=keras.optimizers.SGD(0.1, use_ema=True),
+                  loss="mse")
+    trainer = graphc.compile(model, batch_size=4, devices="cpu:1")
+    trainer.fit(x, y, epochs=1, verbose=0)
+    out, err = capfd.readouterr()
+    assert "not loaded" not in out + err
