@@ -980,10 +980,24 @@ Status loadKerasOptimizer(const std::string &path, bool archive,
     // An optimizer that never stepped (a compiled model not yet trained,
     // whose EMA copies, accumulators or loss scale are their initial
     // values) loses nothing by starting afresh: no state, no warning.
-    int64_t iterations = -1;
-    if (readScalar(f, vars.get(), varsPath, "0", H5T_NATIVE_INT64,
-                   &iterations) &&
-        iterations == 0) {
+    // A LossScaleOptimizer's own counter never moves: the steps are its
+    // inner optimizer's, which must be at 0 too.
+    auto neverStepped = [&](hid_t group, const std::string &path) {
+      int64_t iterations = -1;
+      return readScalar(f, group, path, "0", H5T_NATIVE_INT64, &iterations) &&
+             iterations == 0;
+    };
+    bool fresh = neverStepped(vars.get(), varsPath);
+    const std::string innerPath = "/optimizer/inner_optimizer/vars";
+    if (fresh &&
+        H5Lexists(f.file.get(), "optimizer/inner_optimizer", H5P_DEFAULT) > 0) {
+      Hid inner;
+      std::string innerAt;
+      fresh = openPath(f, f.file.get(), "", "optimizer/inner_optimizer/vars",
+                       H5I_GROUP, inner, innerAt) &&
+              neverStepped(inner.get(), innerPath);
+    }
+    if (fresh) {
       report.present = false;
       return Status::ok();
     }
