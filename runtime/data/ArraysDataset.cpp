@@ -283,20 +283,20 @@ Status pickPair(const std::string &where,
                 const std::vector<std::string> *allNames = nullptr);
 
 /// The members of an .npz that a model's arrays can come from: those
-/// `named` (its inputs' and outputs' names), x, y and sample_weight, and
-/// without a y the one array besides them (Keras' dict form names y after
-/// the output layer). The others (class names, metadata beside the data)
-/// are never read.
-NpzMemberChoice modelMembers(std::vector<std::string> named) {
+/// `named` (its inputs' and outputs' names), x, y and sample_weight, and,
+/// where `otherIsY` (one output's labels, needed), without a y the one
+/// array besides them (Keras' dict form names y after the output layer).
+/// The others (class names, metadata beside the data) are never read.
+NpzMemberChoice modelMembers(std::vector<std::string> named, bool otherIsY) {
   for (std::string_view fixed :
        {std::string_view("x"), std::string_view("y"), kSampleWeightArray})
     named.emplace_back(fixed);
-  return [named](const std::vector<std::string> &all) {
+  return [named, otherIsY](const std::vector<std::string> &all) {
     std::vector<std::string> read, others;
     for (const std::string &n : all)
       (std::find(named.begin(), named.end(), n) != named.end() ? read : others)
           .push_back(n);
-    if (std::find(all.begin(), all.end(), "y") == all.end() &&
+    if (otherIsY && std::find(all.begin(), all.end(), "y") == all.end() &&
         others.size() == 1)
       read.push_back(others.front());
     return read;
@@ -370,7 +370,9 @@ Status openPair(const std::string &spec, const ArraysOptions &o,
   }
   std::vector<NumpyArray> members;
   std::vector<std::string> all;
-  if (Status s = openNpz(rest, members, modelMembers({inputName}), &all); !s)
+  if (Status s =
+          openNpz(rest, members, modelMembers({inputName}, needsLabels), &all);
+      !s)
     return s;
   name = rest;
   return pickPair(rest, members, inputName, needsLabels, x, y, weights, &all);
@@ -455,7 +457,9 @@ Status openInputs(const std::string &spec, const ArraysOptions &o,
     std::vector<std::string> inputs;
     for (const auto &[input, shape] : o.inputs)
       inputs.push_back(input);
-    if (Status s = openNpz(name, owned, modelMembers(inputs), &all); !s)
+    if (Status s =
+            openNpz(name, owned, modelMembers(inputs, o.needsLabels), &all);
+        !s)
       return s;
   }
   std::string names, inputNames;
@@ -603,7 +607,7 @@ Status openOutputs(const std::string &spec, const ArraysOptions &o,
       named.push_back(input);
     for (const ArraysOptions::Output &out : o.outputs)
       named.push_back(out.name);
-    if (Status s = openNpz(name, owned, modelMembers(named), &all); !s)
+    if (Status s = openNpz(name, owned, modelMembers(named, false), &all); !s)
       return s;
   }
   std::string names;

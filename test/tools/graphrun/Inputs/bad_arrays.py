@@ -26,6 +26,8 @@ def main():
     # and a pickled object array beside the data.
     np.savez(p("extra.npz"), x=x, y=y, class_names=np.array(["a", "b"]),
              notes=np.array([{"source": "test"}], dtype=object))
+    # Predictions need no labels: the one other array stays unread.
+    np.savez(p("predictmeta.npz"), x=x, class_names=np.array(["a", "b"]))
     # Without a y the one other array is the labels: read, and refused.
     np.savez(p("unicodey.npz"), x=x, labels=np.array(["a"] * 300))
     np.savez(p("lengths.npz"), x=x, y=y[:299])
