@@ -311,6 +311,18 @@ std::string quotedNames(const std::vector<std::string> &names) {
   return out;
 }
 
+/// The arrays a file holds, for a message: every member of an .npz
+/// (`all`, which lists the unread too), else the arrays at hand.
+std::string quotedNames(const std::vector<std::string> &all,
+                        const std::vector<NumpyArray> &members) {
+  if (!all.empty())
+    return quotedNames(all);
+  std::vector<std::string> names;
+  for (const NumpyArray &a : members)
+    names.push_back(a.name());
+  return quotedNames(names);
+}
+
 /// The member named sample_weight, if any.
 void pickWeights(const std::vector<NumpyArray> &members,
                  std::shared_ptr<NumpyArray> &weights) {
@@ -391,12 +403,8 @@ Status pickPair(const std::string &rest, const std::vector<NumpyArray> &members,
         return &a;
     return nullptr;
   };
-  std::string names;
-  if (allNames)
-    names = quotedNames(*allNames);
-  else
-    for (const NumpyArray &a : members)
-      names += (names.empty() ? "'" : ", '") + a.name() + "'";
+  const std::string names =
+      quotedNames(allNames ? *allNames : std::vector<std::string>{}, members);
   const NumpyArray *xs = find(inputName);
   if (!xs)
     xs = find("x");
@@ -462,12 +470,8 @@ Status openInputs(const std::string &spec, const ArraysOptions &o,
         !s)
       return s;
   }
-  std::string names, inputNames;
-  if (!all.empty())
-    names = quotedNames(all);
-  else
-    for (const NumpyArray &a : *members)
-      names += (names.empty() ? "'" : ", '") + a.name() + "'";
+  const std::string names = quotedNames(all, *members);
+  std::string inputNames;
   for (const auto &[input, shape] : o.inputs)
     inputNames += (inputNames.empty() ? "'" : ", '") + input + "'";
   std::vector<const NumpyArray *> used;
@@ -610,12 +614,7 @@ Status openOutputs(const std::string &spec, const ArraysOptions &o,
     if (Status s = openNpz(name, owned, modelMembers(named, false), &all); !s)
       return s;
   }
-  std::string names;
-  if (!all.empty())
-    names = quotedNames(all);
-  else
-    for (const NumpyArray &a : *members)
-      names += (names.empty() ? "'" : ", '") + a.name() + "'";
+  const std::string names = quotedNames(all, *members);
   auto find = [&](const std::string &member) -> const NumpyArray * {
     for (const NumpyArray &a : *members)
       if (a.name() == member)

@@ -145,18 +145,23 @@ struct Placement {
   int replicas = 1;
 };
 
+/// Why this process sees no CUDA GPU, for a message.
+std::string noCudaGpuReason() {
+  std::string why = "this graphrun was built without CUDA";
+#ifdef GRAPH_HAVE_CUDA
+  cuda::physicalGpuCount(&why);
+#endif
+  return why;
+}
+
 Status choosePlacement(const JobOptions &o, Placement &out) {
   // The GPU count starts the CUDA runtime: asked only when it decides.
   if (o.gpus > 0) {
-    if (physicalDeviceCount(Backend::cuda) == 0) {
-      std::string whyNone = "this graphrun was built without CUDA";
-#ifdef GRAPH_HAVE_CUDA
-      cuda::physicalGpuCount(&whyNone);
-#endif
-      return Status::error(
-          "--gpus " + std::to_string(o.gpus) + ": no CUDA GPU (" + whyNone +
-          "); run on CPU replicas with --cpus " + std::to_string(o.gpus));
-    }
+    if (physicalDeviceCount(Backend::cuda) == 0)
+      return Status::error("--gpus " + std::to_string(o.gpus) +
+                           ": no CUDA GPU (" + noCudaGpuReason() +
+                           "); run on CPU replicas with --cpus " +
+                           std::to_string(o.gpus));
     if (!o.backend.empty() && o.backend != "cuda")
       return Status::error("--gpus runs the cuda backend, not --backend " +
                            o.backend + "; use --cpus for CPU backends");
@@ -170,14 +175,9 @@ Status choosePlacement(const JobOptions &o, Placement &out) {
       out = {Backend::cuda, gpus};
       return Status::ok();
     }
-    if (o.backend == "cuda") {
-      std::string whyNone = "this graphrun was built without CUDA";
-#ifdef GRAPH_HAVE_CUDA
-      cuda::physicalGpuCount(&whyNone);
-#endif
-      return Status::error("--backend cuda: no CUDA GPU (" + whyNone +
+    if (o.backend == "cuda")
+      return Status::error("--backend cuda: no CUDA GPU (" + noCudaGpuReason() +
                            "); run on CPU replicas with --cpus N");
-    }
   }
   out.replicas = o.cpus > 0 ? o.cpus : 1;
   std::optional<Backend> backend =
